@@ -1,0 +1,303 @@
+//! Server events. An event is a typed body plus the envelope fields the
+//! protocol document shows: `request_id` when it answers a request,
+//! `session_id` / `turn_id` for session and turn events, and `seq` for
+//! session events.
+//!
+//! [`Event`] is the owned form clients read; [`EventRef`] serializes the same
+//! JSON from borrowed parts, so the server's hot path clones no ids.
+
+use crate::codes::{ErrorCode, FailureCode};
+use crate::messages::{PeerInfo, RemoteTools};
+use serde::{Deserialize, Serialize};
+
+/// An owned server event as read by clients.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(flatten)]
+    pub body: EventBody,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+/// A borrowed server event; serializes exactly like [`Event`].
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EventRef<'a> {
+    #[serde(flatten)]
+    pub body: &'a EventBody,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+impl Event {
+    /// An event answering `request_id` with no session envelope.
+    pub fn reply(request_id: Option<String>, body: EventBody) -> Event {
+        Event {
+            body,
+            request_id,
+            session_id: None,
+            turn_id: None,
+            seq: None,
+        }
+    }
+
+    /// An `error` event.
+    pub fn error(
+        request_id: Option<String>,
+        code: ErrorCode,
+        message: impl Into<String>,
+        fatal: bool,
+    ) -> Event {
+        Event::reply(
+            request_id,
+            EventBody::Error(ErrorBody {
+                code,
+                message: message.into(),
+                fatal,
+                entry: None,
+            }),
+        )
+    }
+
+    pub fn as_ref(&self) -> EventRef<'_> {
+        EventRef {
+            body: &self.body,
+            request_id: self.request_id.as_deref(),
+            session_id: self.session_id.as_deref(),
+            turn_id: self.turn_id.as_deref(),
+            seq: self.seq,
+        }
+    }
+
+    /// The wire name of this event's type.
+    pub fn type_name(&self) -> &'static str {
+        self.body.type_name()
+    }
+
+    /// True for `turn.completed`, `turn.cancelled` and `turn.failed`.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self.body,
+            EventBody::TurnCompleted { .. }
+                | EventBody::TurnCancelled {}
+                | EventBody::TurnFailed { .. }
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventBody {
+    #[serde(rename = "initialized")]
+    Initialized {
+        protocol_version: u32,
+        server: PeerInfo,
+    },
+    #[serde(rename = "session.started")]
+    SessionStarted(SessionStarted),
+    #[serde(rename = "daemon.status")]
+    DaemonStatus { status: DaemonStatus },
+    #[serde(rename = "queue.snapshot")]
+    QueueSnapshot { entries: Vec<QueueEntry> },
+    #[serde(rename = "queue.enqueued")]
+    QueueEnqueued { entry: QueueEntry, position: usize },
+    #[serde(rename = "queue.updated")]
+    QueueUpdated { entry: QueueEntry },
+    #[serde(rename = "queue.moved")]
+    QueueMoved { entry: QueueEntry, position: usize },
+    #[serde(rename = "queue.removed")]
+    QueueRemoved { queue_id: String },
+    #[serde(rename = "queue.dequeued")]
+    QueueDequeued { queue_id: String },
+    #[serde(rename = "turn.started")]
+    TurnStarted {},
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta { content: String },
+    #[serde(rename = "assistant.completed")]
+    AssistantCompleted { content: String },
+    #[serde(rename = "tool.proposed")]
+    ToolProposed {
+        call_id: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        approval_id: String,
+        call_id: String,
+        name: String,
+        risk: Risk,
+        cwd: String,
+        summary: String,
+    },
+    #[serde(rename = "tool.started")]
+    ToolStarted { call_id: String, name: String },
+    #[serde(rename = "tool.completed")]
+    ToolCompleted {
+        call_id: String,
+        name: String,
+        success: bool,
+        output: String,
+        truncated: bool,
+    },
+    #[serde(rename = "context.compacted")]
+    ContextCompacted {
+        before_tokens: u64,
+        after_tokens: u64,
+        removed_messages: u64,
+    },
+    #[serde(rename = "turn.completed")]
+    TurnCompleted {
+        steps: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    #[serde(rename = "turn.cancelled")]
+    TurnCancelled {},
+    #[serde(rename = "turn.failed")]
+    TurnFailed { code: FailureCode, message: String },
+    #[serde(rename = "session.trimmed")]
+    SessionTrimmed {
+        removed_messages: u64,
+        history_bytes: u64,
+    },
+    #[serde(rename = "session.cleared")]
+    SessionCleared {},
+    #[serde(rename = "error")]
+    Error(ErrorBody),
+}
+
+impl EventBody {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventBody::Initialized { .. } => "initialized",
+            EventBody::SessionStarted(_) => "session.started",
+            EventBody::DaemonStatus { .. } => "daemon.status",
+            EventBody::QueueSnapshot { .. } => "queue.snapshot",
+            EventBody::QueueEnqueued { .. } => "queue.enqueued",
+            EventBody::QueueUpdated { .. } => "queue.updated",
+            EventBody::QueueMoved { .. } => "queue.moved",
+            EventBody::QueueRemoved { .. } => "queue.removed",
+            EventBody::QueueDequeued { .. } => "queue.dequeued",
+            EventBody::TurnStarted {} => "turn.started",
+            EventBody::AssistantDelta { .. } => "assistant.delta",
+            EventBody::AssistantCompleted { .. } => "assistant.completed",
+            EventBody::ToolProposed { .. } => "tool.proposed",
+            EventBody::ApprovalRequested { .. } => "approval.requested",
+            EventBody::ToolStarted { .. } => "tool.started",
+            EventBody::ToolCompleted { .. } => "tool.completed",
+            EventBody::ContextCompacted { .. } => "context.compacted",
+            EventBody::TurnCompleted { .. } => "turn.completed",
+            EventBody::TurnCancelled {} => "turn.cancelled",
+            EventBody::TurnFailed { .. } => "turn.failed",
+            EventBody::SessionTrimmed { .. } => "session.trimmed",
+            EventBody::SessionCleared {} => "session.cleared",
+            EventBody::Error(_) => "error",
+        }
+    }
+}
+
+/// `session.started`; its `session_id` is the envelope's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    pub cwd: String,
+    pub model: String,
+    pub context_max_tokens: u64,
+    pub max_server_frame_bytes: u64,
+    pub max_transcript_bytes: u64,
+    pub max_transcript_items: u64,
+    pub max_prompt_history_bytes: u64,
+    pub max_prompt_history_items: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+    pub fatal: bool,
+    /// With `queue_conflict`: the entry as the server holds it now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<QueueEntry>,
+}
+
+/// One queued prompt. Ids, revisions and positions are the server's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueEntry {
+    pub queue_id: String,
+    pub revision: u64,
+    pub prompt: String,
+    pub submitter: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Risk class of a tool call; `auto_approve` names the classes that run
+/// without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    Read,
+    Write,
+    Process,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Read => "read",
+            Risk::Write => "write",
+            Risk::Process => "process",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DaemonStatus {
+    pub version: String,
+    pub pid: u32,
+    pub components: Vec<ComponentStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentStatus {
+    pub id: String,
+    pub account: String,
+    pub bot_id: Option<String>,
+    pub user_id: Option<String>,
+    pub enabled: bool,
+    pub state: ComponentState,
+    pub last_success_unix_seconds: Option<u64>,
+    pub error: Option<String>,
+    pub restarts: u32,
+    /// Effective value; older servers may omit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_tools: Option<RemoteTools>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComponentState {
+    Disabled,
+    Starting,
+    Connected,
+    Disconnected,
+    Backoff,
+    Stopping,
+    Stopped,
+    Failed,
+}

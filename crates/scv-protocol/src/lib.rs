@@ -1,0 +1,21 @@
+//! The SCV client protocol, version 2: every client message and server event
+//! as serde types, the stable error codes, the frame limits, and the
+//! newline-delimited JSON codec that enforces them.
+//!
+//! The contract is the protocol document (`shared/seed/…`); this crate is its
+//! executable form. Unknown object fields are ignored on input; unknown
+//! message types are rejected (see [`ClientFrame::parse`]).
+
+pub mod codec;
+pub mod codes;
+pub mod events;
+pub mod limits;
+pub mod messages;
+
+pub use codec::{Frame, FrameCodec};
+pub use codes::{ErrorCode, FailureCode};
+pub use events::*;
+pub use messages::*;
+
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 2;

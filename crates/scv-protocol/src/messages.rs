@@ -1,0 +1,216 @@
+//! Client messages. Every frame carries `type` and `request_id`; the rest of
+//! the fields depend on the type. Unknown fields are ignored.
+
+use crate::codes::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+/// One client frame: the request id plus the typed message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientFrame {
+    pub request_id: String,
+    #[serde(flatten)]
+    pub message: ClientMessage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum ClientMessage {
+    #[serde(rename = "initialize")]
+    Initialize(Initialize),
+    #[serde(rename = "daemon.control")]
+    DaemonControl { command: DaemonCommand },
+    #[serde(rename = "session.start")]
+    SessionStart(SessionStart),
+    #[serde(rename = "turn.start")]
+    TurnStart { session_id: String, prompt: String },
+    #[serde(rename = "turn.cancel")]
+    TurnCancel { session_id: String, turn_id: String },
+    #[serde(rename = "queue.update")]
+    QueueUpdate {
+        session_id: String,
+        queue_id: String,
+        revision: u64,
+        prompt: String,
+    },
+    #[serde(rename = "queue.move")]
+    QueueMove {
+        session_id: String,
+        queue_id: String,
+        revision: u64,
+        /// Move before this entry; absent (or null) moves to the end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before_queue_id: Option<String>,
+    },
+    #[serde(rename = "queue.remove")]
+    QueueRemove {
+        session_id: String,
+        queue_id: String,
+        revision: u64,
+    },
+    #[serde(rename = "session.pause")]
+    SessionPause { session_id: String, paused: bool },
+    #[serde(rename = "approval.resolve")]
+    ApprovalResolve {
+        session_id: String,
+        approval_id: String,
+        approved: bool,
+    },
+    #[serde(rename = "session.clear")]
+    SessionClear { session_id: String },
+}
+
+impl ClientMessage {
+    /// The wire name of this message type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ClientMessage::Initialize(_) => "initialize",
+            ClientMessage::DaemonControl { .. } => "daemon.control",
+            ClientMessage::SessionStart(_) => "session.start",
+            ClientMessage::TurnStart { .. } => "turn.start",
+            ClientMessage::TurnCancel { .. } => "turn.cancel",
+            ClientMessage::QueueUpdate { .. } => "queue.update",
+            ClientMessage::QueueMove { .. } => "queue.move",
+            ClientMessage::QueueRemove { .. } => "queue.remove",
+            ClientMessage::SessionPause { .. } => "session.pause",
+            ClientMessage::ApprovalResolve { .. } => "approval.resolve",
+            ClientMessage::SessionClear { .. } => "session.clear",
+        }
+    }
+}
+
+/// Every message type a client may send, in document order.
+pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
+    "initialize",
+    "daemon.control",
+    "session.start",
+    "turn.start",
+    "queue.update",
+    "queue.move",
+    "queue.remove",
+    "session.pause",
+    "turn.cancel",
+    "approval.resolve",
+    "session.clear",
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Initialize {
+    pub protocol_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<PeerInfo>,
+}
+
+/// Name and version of a client or server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionStart {
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_tools: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// `daemon.control` commands, tagged by `action`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum DaemonCommand {
+    Status,
+    Reload,
+    ClawbotSet {
+        #[serde(default = "default_account")]
+        account: String,
+        enabled: bool,
+        /// Absent or null leaves the saved workspace unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<String>,
+        /// Absent leaves the saved value unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remote_tools: Option<RemoteTools>,
+    },
+    ClawbotLogout {
+        #[serde(default = "default_account")]
+        account: String,
+    },
+}
+
+fn default_account() -> String {
+    "default".to_string()
+}
+
+/// Who may use tools in ClawBot remote sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteTools {
+    None,
+    Owner,
+}
+
+/// Why a client line could not become a [`ClientFrame`]. Carries the request
+/// id when the line had one, so the error can answer it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub request_id: Option<String>,
+}
+
+impl ClientFrame {
+    /// Parses one line (without its newline). Not JSON → `invalid_json`;
+    /// not an object, no `type`, an unknown `type`, a missing `request_id` or
+    /// ill-typed fields → `invalid_request`.
+    pub fn parse(line: &[u8]) -> Result<ClientFrame, FrameError> {
+        let value: serde_json::Value = serde_json::from_slice(line).map_err(|err| FrameError {
+            code: ErrorCode::InvalidJson,
+            message: format!("invalid JSON: {err}"),
+            request_id: None,
+        })?;
+        let invalid = |message: String, request_id: Option<String>| FrameError {
+            code: ErrorCode::InvalidRequest,
+            message,
+            request_id,
+        };
+        let serde_json::Value::Object(object) = &value else {
+            return Err(invalid("a frame must be a JSON object".into(), None));
+        };
+        let request_id = match object.get("request_id") {
+            Some(serde_json::Value::String(id)) => Some(id.clone()),
+            Some(_) => return Err(invalid("request_id must be a string".into(), None)),
+            None => None,
+        };
+        let kind = match object.get("type") {
+            Some(serde_json::Value::String(kind)) => kind.clone(),
+            Some(_) => return Err(invalid("type must be a string".into(), request_id)),
+            None => return Err(invalid("missing field `type`".into(), request_id)),
+        };
+        if !CLIENT_MESSAGE_TYPES.contains(&kind.as_str()) {
+            return Err(invalid(
+                format!("unknown message type `{kind}`"),
+                request_id,
+            ));
+        }
+        let Some(request_id) = request_id else {
+            return Err(invalid("missing field `request_id`".into(), None));
+        };
+        match serde_json::from_value::<ClientMessage>(value) {
+            Ok(message) => Ok(ClientFrame {
+                request_id,
+                message,
+            }),
+            Err(err) => Err(invalid(format!("invalid {kind}: {err}"), Some(request_id))),
+        }
+    }
+}

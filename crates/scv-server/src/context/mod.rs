@@ -1,0 +1,5 @@
+//! The conversation a session keeps: the canonical message history.
+
+mod history;
+
+pub use history::History;

@@ -1,0 +1,13 @@
+//! The SCV server: transport, sessions, the agent loop, the provider and
+//! the tools. `scv-server --stdio` serves one client on stdin/stdout.
+
+pub mod agent;
+pub mod config;
+pub mod connection;
+pub mod context;
+pub mod provider;
+pub mod server;
+pub mod session;
+pub mod stdio;
+pub mod tools;
+pub mod transport;

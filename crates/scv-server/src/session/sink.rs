@@ -1,0 +1,67 @@
+//! Where a session's events go: the one place its `seq` is assigned.
+//!
+//! The turn task and the connection both emit for a session; the async
+//! mutex makes "take the next seq, queue the frame" one step, so wire order
+//! and seq order agree. The counter only moves once the frame is queued, so
+//! an emit abandoned by cancellation leaves no gap.
+
+use crate::transport::{encode, Outbound, SendError};
+use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
+use scv_protocol::{EventBody, EventRef};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EmitError {
+    #[error(transparent)]
+    Send(#[from] SendError),
+    #[error("an event of {0} bytes exceeds the {MAX_SERVER_FRAME_BYTES}-byte server frame limit")]
+    TooLarge(usize),
+}
+
+pub struct SessionSink {
+    session_id: Arc<str>,
+    next_seq: tokio::sync::Mutex<u64>,
+    out: Outbound,
+}
+
+impl SessionSink {
+    pub fn new(session_id: Arc<str>, out: Outbound) -> Self {
+        SessionSink {
+            session_id,
+            next_seq: tokio::sync::Mutex::new(0),
+            out,
+        }
+    }
+
+    pub fn session_id(&self) -> &Arc<str> {
+        &self.session_id
+    }
+
+    /// Emits a session event with the next `seq`.
+    pub async fn emit(
+        &self,
+        request_id: Option<&str>,
+        turn_id: Option<&str>,
+        body: &EventBody,
+    ) -> Result<(), EmitError> {
+        let mut next_seq = self.next_seq.lock().await;
+        let frame = encode(EventRef {
+            body,
+            request_id,
+            session_id: Some(&self.session_id),
+            turn_id,
+            seq: Some(*next_seq),
+        });
+        if frame.len() > MAX_SERVER_FRAME_BYTES {
+            return Err(EmitError::TooLarge(frame.len()));
+        }
+        self.out.send(frame).await?;
+        *next_seq += 1;
+        Ok(())
+    }
+
+    /// The connection's writer, for events without a `seq`.
+    pub fn outbound(&self) -> &Outbound {
+        &self.out
+    }
+}

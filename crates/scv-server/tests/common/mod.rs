@@ -1,0 +1,53 @@
+//! Shared set-up for the integration tests: a mock provider, a temporary
+//! home and workspace, and the real `scv-server --stdio` binary.
+#![allow(dead_code)]
+
+pub use scv_test_support::client::{types, TestHome, TestServer};
+pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
+pub use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
+
+pub struct Rig {
+    pub mock: MockProvider,
+    pub home: TestHome,
+    pub server: TestServer,
+}
+
+impl Rig {
+    /// Mock provider + home with `extra` config lines + server, initialized.
+    pub async fn new(extra: &str) -> Rig {
+        Rig::with_env(extra, &[]).await
+    }
+
+    pub async fn with_env(extra: &str, env: &[(&str, &str)]) -> Rig {
+        let mock = MockProvider::start().await;
+        let home = TestHome::new(&mock.base_url(), extra);
+        let mut server = TestServer::spawn_with(BIN, home.path(), env);
+        server.initialize().await;
+        Rig { mock, home, server }
+    }
+
+    /// Starts a session in the rig's workspace.
+    pub async fn session(&mut self) -> String {
+        let workspace = self.home.workspace();
+        self.server.start_session(&workspace).await
+    }
+
+    /// Starts a turn and returns every event through its terminal one.
+    pub async fn turn(&mut self, session: &str, prompt: &str) -> Vec<Value> {
+        self.server.start_turn(session, "t", prompt).await;
+        self.server.until_terminal().await
+    }
+}
+
+/// Asserts seq is present and strictly increasing by one.
+pub fn assert_seq_contiguous(events: &[Value]) {
+    let seqs: Vec<u64> = events
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap_or_else(|| panic!("no seq: {e}")))
+        .collect();
+    for pair in seqs.windows(2) {
+        assert_eq!(pair[1], pair[0] + 1, "seq not contiguous: {seqs:?}");
+    }
+}

@@ -1,0 +1,193 @@
+//! Driving the real `scv-server --stdio` binary over its pipes.
+//!
+//! Events are read as raw JSON values so tests assert on exactly what went
+//! over the wire. Every read has a generous guard timeout so a broken server
+//! fails the test instead of hanging it; no test asserts on elapsed time.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Upper bound for any single wait in a test (a hang guard, not a timing).
+pub const GUARD: Duration = Duration::from_secs(30);
+
+/// A temporary `$SCV_HOME` with a `config.toml` pointing at a provider, and
+/// a temporary workspace directory.
+pub struct TestHome {
+    home: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl TestHome {
+    /// `base_url` goes into config.toml with model `mock-model`; `extra`
+    /// lines are appended verbatim.
+    pub fn new(base_url: &str, extra: &str) -> TestHome {
+        let home = tempfile::tempdir().expect("temp home");
+        let workspace = tempfile::tempdir().expect("temp workspace");
+        let config = format!("model = \"mock-model\"\nbase_url = \"{base_url}\"\n{extra}\n");
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        TestHome { home, workspace }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The workspace, canonical (as the server reports it).
+    pub fn workspace(&self) -> PathBuf {
+        self.workspace.path().canonicalize().unwrap()
+    }
+}
+
+pub struct TestServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl TestServer {
+    /// Spawns `bin --stdio` with `SCV_HOME=home` and no API key.
+    pub fn spawn(bin: &str, home: &Path) -> TestServer {
+        TestServer::spawn_with(bin, home, &[])
+    }
+
+    pub fn spawn_with(bin: &str, home: &Path, env: &[(&str, &str)]) -> TestServer {
+        let mut command = Command::new(bin);
+        command
+            .arg("--stdio")
+            .env("SCV_HOME", home)
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn scv-server");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        TestServer {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or(0)
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.send_raw(line.as_bytes()).await;
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).await.expect("write to server");
+        stdin.flush().await.unwrap();
+    }
+
+    pub async fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// The next event, or `None` at EOF.
+    pub async fn next_opt(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(GUARD, self.lines.next_line())
+            .await
+            .expect("timed out waiting for an event")
+            .expect("read from server")?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad frame {line}: {e}")))
+    }
+
+    pub async fn next(&mut self) -> Value {
+        self.next_opt().await.expect("server closed stdout")
+    }
+
+    /// The next event, asserting its type.
+    pub async fn expect(&mut self, kind: &str) -> Value {
+        let event = self.next().await;
+        assert_eq!(event["type"], kind, "unexpected event: {event}");
+        event
+    }
+
+    /// Events up to and including the first of type `kind`.
+    pub async fn until(&mut self, kind: &str) -> Vec<Value> {
+        let mut events = Vec::new();
+        loop {
+            let event = self.next().await;
+            let done = event["type"] == kind;
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+
+    /// Events up to and including the turn's terminal event.
+    pub async fn until_terminal(&mut self) -> Vec<Value> {
+        let mut events = Vec::new();
+        loop {
+            let event = self.next().await;
+            let kind = event["type"].as_str().unwrap_or_default().to_string();
+            events.push(event);
+            if matches!(
+                kind.as_str(),
+                "turn.completed" | "turn.cancelled" | "turn.failed"
+            ) {
+                return events;
+            }
+        }
+    }
+
+    pub async fn initialize(&mut self) -> Value {
+        self.send(
+            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+            "client": {"name": "scv-tests", "version": "0"}}),
+        )
+        .await;
+        self.expect("initialized").await
+    }
+
+    /// Starts a session in `cwd`; returns its id (snapshot consumed).
+    pub async fn start_session(&mut self, cwd: &Path) -> String {
+        self.start_session_with(json!({"cwd": cwd})).await
+    }
+
+    pub async fn start_session_with(&mut self, mut fields: Value) -> String {
+        fields["type"] = json!("session.start");
+        fields["request_id"] = json!("start");
+        self.send(fields).await;
+        let started = self.expect("session.started").await;
+        self.expect("queue.snapshot").await;
+        started["session_id"].as_str().unwrap().to_string()
+    }
+
+    pub async fn start_turn(&mut self, session_id: &str, request_id: &str, prompt: &str) {
+        self.send(json!({"type": "turn.start", "request_id": request_id,
+            "session_id": session_id, "prompt": prompt}))
+            .await;
+    }
+
+    pub async fn wait(mut self) -> ExitStatus {
+        self.stdin.take();
+        tokio::time::timeout(GUARD, self.child.wait())
+            .await
+            .expect("server did not exit")
+            .unwrap()
+    }
+}
+
+/// Types of a list of events, for compact sequence assertions.
+pub fn types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?"))
+        .collect()
+}

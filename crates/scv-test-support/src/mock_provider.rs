@@ -1,0 +1,424 @@
+//! A scripted mock of OpenAI's streaming chat completions.
+//!
+//! Each request to `POST /v1/chat/completions` takes the next scripted
+//! [`Reply`]: a stream of SSE chunks exactly as OpenAI sends them (role
+//! chunk, content fragments, tool-call fragments by index, a finish chunk, a
+//! usage chunk, `[DONE]`), optionally dripped slowly, stalled, cut, or
+//! oversized; or a plain HTTP status. Every request's headers and JSON body
+//! are recorded, and the server counts response bodies the client dropped
+//! before they ended (to prove a cancel closed the HTTP read).
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+/// How a scripted stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// `data: [DONE]` and a clean end of body.
+    Done,
+    /// The body ends cleanly but without `[DONE]`.
+    Eof,
+    /// The connection is cut mid-body.
+    Cut,
+    /// Nothing more is sent and the body never ends.
+    Stall,
+}
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Stream {
+        /// Raw SSE event payloads (`data:` lines) in order.
+        events: Vec<String>,
+        /// Pause before each event.
+        delay: Duration,
+        ending: Ending,
+    },
+    Status {
+        status: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+fn chunk(delta: Value, finish_reason: Option<&str>) -> String {
+    json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion.chunk",
+        "created": 1_750_000_000,
+        "model": "mock-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    })
+    .to_string()
+}
+
+fn usage_chunk(input: u64, output: u64) -> String {
+    json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion.chunk",
+        "created": 1_750_000_000,
+        "model": "mock-model",
+        "choices": [],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
+    })
+    .to_string()
+}
+
+impl Reply {
+    /// Streams `fragments` as content deltas, then stop, usage and `[DONE]`.
+    pub fn text<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Reply {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        events.extend(
+            fragments
+                .into_iter()
+                .map(|f| chunk(json!({"content": f.as_ref()}), None)),
+        );
+        events.push(chunk(json!({}), Some("stop")));
+        events.push(usage_chunk(11, 7));
+        Reply::Stream {
+            events,
+            delay: Duration::ZERO,
+            ending: Ending::Done,
+        }
+    }
+
+    /// Requests tool calls `(id, name, arguments JSON)`, each argument
+    /// string fragmented across several chunks, interleaved by index.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": null}), None)];
+        let pieces: Vec<Vec<String>> = calls
+            .iter()
+            .map(|(_, _, args)| fragment(&args.to_string(), 7))
+            .collect();
+        for (index, (id, name, _)) in calls.iter().enumerate() {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
+                None,
+            ));
+        }
+        let longest = pieces.iter().map(Vec::len).max().unwrap_or(0);
+        for round in 0..longest {
+            for (index, parts) in pieces.iter().enumerate() {
+                if let Some(part) = parts.get(round) {
+                    events.push(chunk(
+                        json!({"tool_calls": [{"index": index, "function": {"arguments": part}}]}),
+                        None,
+                    ));
+                }
+            }
+        }
+        events.push(chunk(json!({}), Some("tool_calls")));
+        events.push(usage_chunk(20, 5));
+        Reply::Stream {
+            events,
+            delay: Duration::ZERO,
+            ending: Ending::Done,
+        }
+    }
+
+    /// A bare stream of raw SSE payloads.
+    pub fn raw(events: Vec<String>, ending: Ending) -> Reply {
+        Reply::Stream {
+            events,
+            delay: Duration::ZERO,
+            ending,
+        }
+    }
+
+    /// An HTTP error with a JSON (or any) body.
+    pub fn status(status: u16, body: impl Into<String>) -> Reply {
+        Reply::Status {
+            status,
+            body: body.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// An OpenAI-style error object with `message`.
+    pub fn error(status: u16, message: &str) -> Reply {
+        Reply::status(
+            status,
+            json!({"error": {"message": message, "type": "invalid_request_error", "code": null}})
+                .to_string(),
+        )
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        if let Reply::Status { headers, .. } = &mut self {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Pauses `delay` before each event.
+    pub fn drip(mut self, every: Duration) -> Reply {
+        if let Reply::Stream { delay, .. } = &mut self {
+            *delay = every;
+        }
+        self
+    }
+
+    /// Keeps the first `n` events, then ends as `how`.
+    pub fn then(mut self, n: usize, how: Ending) -> Reply {
+        if let Reply::Stream { events, ending, .. } = &mut self {
+            events.truncate(n);
+            *ending = how;
+        }
+        self
+    }
+
+    /// Drops the usage chunk (a provider that reports none).
+    pub fn without_usage(mut self) -> Reply {
+        if let Reply::Stream { events, .. } = &mut self {
+            events.retain(|e| !e.contains("\"usage\""));
+        }
+        self
+    }
+}
+
+/// Splits `text` into pieces of about `size` characters.
+pub fn fragment(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(size.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+/// One request the mock received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+    /// Streams whose body the client dropped before it ended.
+    dropped: usize,
+}
+
+pub struct MockProvider {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl MockProvider {
+    pub async fn start() -> MockProvider {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind mock provider");
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        let server = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let state = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(state.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        MockProvider {
+            addr,
+            state,
+            server,
+        }
+    }
+
+    /// The `base_url` to configure (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn push(&self, reply: Reply) {
+        self.state.lock().unwrap().script.push_back(reply);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.state.lock().unwrap().requests.len()
+    }
+
+    /// How many streamed bodies the client dropped before their end.
+    pub fn dropped_streams(&self) -> usize {
+        self.state.lock().unwrap().dropped
+    }
+
+    /// Waits (bounded) until `dropped_streams() >= n`.
+    pub async fn wait_dropped(&self, n: usize) -> bool {
+        for _ in 0..400 {
+            if self.dropped_streams() >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        false
+    }
+}
+
+impl Drop for MockProvider {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, std::convert::Infallible> {
+    let path = req.uri().path().to_string();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_lowercase(),
+                v.to_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let bytes = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if path != "/v1/chat/completions" {
+        return Ok(plain(404, "not found"));
+    }
+    let reply = {
+        let mut state = state.lock().unwrap();
+        state.requests.push(Recorded {
+            path,
+            headers,
+            body,
+        });
+        state.script.pop_front()
+    };
+    let Some(reply) = reply else {
+        return Ok(plain(
+            500,
+            "{\"error\":{\"message\":\"mock provider: no scripted reply\"}}",
+        ));
+    };
+    Ok(match reply {
+        Reply::Status {
+            status,
+            body,
+            headers,
+        } => {
+            let mut response = plain(status, &body);
+            for (name, value) in headers {
+                response.headers_mut().insert(
+                    hyper::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    value.parse().unwrap(),
+                );
+            }
+            response
+        }
+        Reply::Stream {
+            events,
+            delay,
+            ending,
+        } => stream_response(state, events, delay, ending),
+    })
+}
+
+fn plain(status: u16, body: &str) -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::from_u16(status).unwrap())
+        .header("content-type", "application/json")
+        .body(
+            Full::new(Bytes::from(body.to_string()))
+                .map_err(|never| match never {})
+                .boxed(),
+        )
+        .unwrap()
+}
+
+fn stream_response(
+    state: Arc<Mutex<State>>,
+    events: Vec<String>,
+    delay: Duration,
+    ending: Ending,
+) -> Response<Body> {
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(64);
+    tokio::spawn(async move {
+        let dropped = async {
+            for event in events {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                let frame = Frame::data(Bytes::from(format!("data: {event}\n\n")));
+                if tx.send(Ok(frame)).await.is_err() {
+                    return true;
+                }
+            }
+            match ending {
+                Ending::Done => {
+                    let done = Frame::data(Bytes::from_static(b"data: [DONE]\n\n"));
+                    tx.send(Ok(done)).await.is_err()
+                }
+                Ending::Eof => false,
+                Ending::Cut => {
+                    let _ = tx.send(Err(std::io::Error::other("cut"))).await;
+                    false
+                }
+                Ending::Stall => {
+                    tx.closed().await;
+                    true
+                }
+            }
+        }
+        .await;
+        if dropped {
+            state.lock().unwrap().dropped += 1;
+        }
+    });
+    let body = StreamBody::new(tokio_stream_from(rx));
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(BodyExt::boxed(body))
+        .unwrap()
+}
+
+/// An `mpsc::Receiver` as a `Stream`.
+fn tokio_stream_from<T: Send + 'static>(
+    rx: mpsc::Receiver<T>,
+) -> impl futures_util::Stream<Item = T> + Send + 'static {
+    futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    })
+}
