@@ -46,6 +46,8 @@ pub enum Reply {
         /// Pause before each event.
         delay: Duration,
         ending: Ending,
+        /// Events written per HTTP body frame (1 = one write per event).
+        batch: usize,
     },
     Status {
         status: u16,
@@ -80,28 +82,36 @@ fn usage_chunk(input: u64, output: u64) -> String {
 impl Reply {
     /// Streams `fragments` as content deltas, then stop, usage and `[DONE]`.
     pub fn text<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Reply {
+        Reply::response(fragments, &[], 7)
+    }
+
+    /// Requests tool calls `(id, name, arguments JSON)`, each argument
+    /// string fragmented across several chunks, interleaved by index.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
+        Reply::tool_calls_in(calls, 7)
+    }
+
+    /// Like [`Reply::tool_calls`], with argument pieces of `piece` chars.
+    pub fn tool_calls_in(calls: &[(&str, &str, Value)], piece: usize) -> Reply {
+        Reply::response(std::iter::empty::<&str>(), calls, piece)
+    }
+
+    /// Text fragments, then tool calls (arguments in pieces of `piece`
+    /// chars), then the finish chunk, usage and `[DONE]`.
+    pub fn response<S: AsRef<str>>(
+        fragments: impl IntoIterator<Item = S>,
+        calls: &[(&str, &str, Value)],
+        piece: usize,
+    ) -> Reply {
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
         events.extend(
             fragments
                 .into_iter()
                 .map(|f| chunk(json!({"content": f.as_ref()}), None)),
         );
-        events.push(chunk(json!({}), Some("stop")));
-        events.push(usage_chunk(11, 7));
-        Reply::Stream {
-            events,
-            delay: Duration::ZERO,
-            ending: Ending::Done,
-        }
-    }
-
-    /// Requests tool calls `(id, name, arguments JSON)`, each argument
-    /// string fragmented across several chunks, interleaved by index.
-    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
-        let mut events = vec![chunk(json!({"role": "assistant", "content": null}), None)];
         let pieces: Vec<Vec<String>> = calls
             .iter()
-            .map(|(_, _, args)| fragment(&args.to_string(), 7))
+            .map(|(_, _, args)| fragment(&args.to_string(), piece))
             .collect();
         for (index, (id, name, _)) in calls.iter().enumerate() {
             events.push(chunk(
@@ -121,12 +131,22 @@ impl Reply {
                 }
             }
         }
-        events.push(chunk(json!({}), Some("tool_calls")));
-        events.push(usage_chunk(20, 5));
+        let finish = if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        events.push(chunk(json!({}), Some(finish)));
+        events.push(if calls.is_empty() {
+            usage_chunk(11, 7)
+        } else {
+            usage_chunk(20, 5)
+        });
         Reply::Stream {
             events,
             delay: Duration::ZERO,
             ending: Ending::Done,
+            batch: 1,
         }
     }
 
@@ -136,6 +156,7 @@ impl Reply {
             events,
             delay: Duration::ZERO,
             ending,
+            batch: 1,
         }
     }
 
@@ -168,6 +189,14 @@ impl Reply {
     pub fn drip(mut self, every: Duration) -> Reply {
         if let Reply::Stream { delay, .. } = &mut self {
             *delay = every;
+        }
+        self
+    }
+
+    /// Writes `n` events per body frame, as a fast real server would.
+    pub fn batched(mut self, n: usize) -> Reply {
+        if let Reply::Stream { batch, .. } = &mut self {
+            *batch = n.max(1);
         }
         self
     }
@@ -350,7 +379,8 @@ async fn handle(
             events,
             delay,
             ending,
-        } => stream_response(state, events, delay, ending),
+            batch,
+        } => stream_response(state, events, delay, ending, batch),
     })
 }
 
@@ -371,18 +401,27 @@ fn stream_response(
     events: Vec<String>,
     delay: Duration,
     ending: Ending,
+    batch: usize,
 ) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(64);
     tokio::spawn(async move {
         let dropped = async {
-            for event in events {
+            for group in events.chunks(batch) {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                let frame = Frame::data(Bytes::from(format!("data: {event}\n\n")));
-                if tx.send(Ok(frame)).await.is_err() {
+                let mut bytes = Vec::new();
+                for event in group {
+                    bytes.extend_from_slice(b"data: ");
+                    bytes.extend_from_slice(event.as_bytes());
+                    bytes.extend_from_slice(b"\n\n");
+                }
+                if tx.send(Ok(Frame::data(Bytes::from(bytes)))).await.is_err() {
                     return true;
                 }
+            }
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
             }
             match ending {
                 Ending::Done => {

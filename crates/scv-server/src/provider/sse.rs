@@ -37,7 +37,7 @@ impl SseReader {
     /// The data of the next complete event, or `None` until more bytes come.
     pub fn next_event(&mut self) -> Result<Option<BytesMut>, EventTooLarge> {
         loop {
-            let Some(offset) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+            let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
                 if self.data.len() + self.buf.len() > self.max_event_bytes {
                     return Err(EventTooLarge);

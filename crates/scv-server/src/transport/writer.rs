@@ -44,6 +44,16 @@ impl Outbound {
     /// the future gives back whatever it had reserved.
     pub async fn send(&self, data: Bytes) -> Result<(), SendError> {
         let wanted = data.len().clamp(1, WRITER_QUEUE_BYTES) as u32;
+        // Fast path: room now, so no timer is armed.
+        if let Ok(permit) = self.frames.try_reserve() {
+            if let Ok(bytes) = Arc::clone(&self.bytes).try_acquire_many_owned(wanted) {
+                permit.send(Queued {
+                    data,
+                    _bytes: bytes,
+                });
+                return Ok(());
+            }
+        }
         let queue = async {
             let permit = self.frames.reserve().await.map_err(|_| SendError::Closed)?;
             let bytes = Arc::clone(&self.bytes)
@@ -103,9 +113,18 @@ async fn drain<W: AsyncWrite + Unpin>(
     let mut out = BufWriter::with_capacity(64 * 1024, sink);
     while let Some(frame) = rx.recv().await {
         write_frame(&mut out, frame).await?;
-        // Batch whatever is already queued before paying for a flush.
-        while let Ok(frame) = rx.try_recv() {
-            write_frame(&mut out, frame).await?;
+        // Batch whatever is queued before paying for a flush; one yield lets
+        // a producer that is mid-burst add to the batch.
+        let mut yielded = false;
+        loop {
+            while let Ok(frame) = rx.try_recv() {
+                write_frame(&mut out, frame).await?;
+            }
+            if yielded {
+                break;
+            }
+            yielded = true;
+            tokio::task::yield_now().await;
         }
         out.flush().await?;
     }

@@ -1,6 +1,6 @@
 //! Shared set-up for the integration tests: a mock provider, a temporary
 //! home and workspace, and the real `scv-server --stdio` binary.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub use scv_test_support::client::{types, TestHome, TestServer};
 pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};

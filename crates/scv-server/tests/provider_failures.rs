@@ -1,0 +1,310 @@
+//! Every way a provider can fail, each ending the turn with exactly one
+//! `turn.failed` carrying the code the protocol names, after which the
+//! session still takes turns.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// Runs one turn whose provider reply is `reply`; returns its events.
+async fn turn_with(rig: &mut Rig, session: &str, reply: Reply) -> Vec<Value> {
+    rig.mock.push(reply);
+    rig.turn(session, "go").await
+}
+
+fn failed(events: &[Value]) -> (&str, &str) {
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn.failed", "{last}");
+    let terminal = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["type"].as_str(),
+                Some("turn.completed" | "turn.cancelled" | "turn.failed")
+            )
+        })
+        .count();
+    assert_eq!(terminal, 1, "exactly one terminal event");
+    (
+        last["code"].as_str().unwrap(),
+        last["message"].as_str().unwrap(),
+    )
+}
+
+async fn still_works(rig: &mut Rig, session: &str) {
+    rig.mock.push(Reply::text(["fine"]));
+    let events = rig.turn(session, "again").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}
+
+#[tokio::test]
+async fn http_errors_are_provider_errors_with_status_and_text() {
+    let mut rig = Rig::new("provider_max_retries = 0").await;
+    let session = rig.session().await;
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::error(400, "model `x` does not exist"),
+    )
+    .await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(
+        message.contains("400") && message.contains("model `x` does not exist"),
+        "{message}"
+    );
+    assert_eq!(types(&events), ["turn.started", "turn.failed"]);
+
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::status(503, "upstream <b>down</b>"),
+    )
+    .await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(
+        message.contains("503") && message.contains("upstream"),
+        "{message}"
+    );
+    still_works(&mut rig, &session).await;
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_provider_error() {
+    // Bind then drop a listener: nothing listens on that port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut rig = Rig::new("").await;
+    let workspace = rig.home.workspace();
+    let session = rig
+        .server
+        .start_session_with(
+            json!({"cwd": workspace, "base_url": format!("http://127.0.0.1:{port}/v1")}),
+        )
+        .await;
+    rig.server.start_turn(&session, "t", "hi").await;
+    let events = rig.server.until_terminal().await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("cannot connect"), "{message}");
+}
+
+#[tokio::test]
+async fn broken_streams_are_provider_errors() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+
+    let cut = Reply::text(["a", "b"])
+        .then(2, Ending::Cut)
+        .drip(Duration::from_millis(50));
+    let events = turn_with(&mut rig, &session, cut).await;
+    assert_eq!(failed(&events).0, "provider_error");
+    assert_eq!(
+        types(&events),
+        ["turn.started", "assistant.delta", "turn.failed"]
+    );
+
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::text(["a", "b"]).then(2, Ending::Eof),
+    )
+    .await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("ended before"), "{message}");
+
+    let garbage = Reply::raw(
+        vec![
+            "{\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}".into(),
+            "{not json".into(),
+        ],
+        Ending::Done,
+    );
+    let events = turn_with(&mut rig, &session, garbage).await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("malformed"), "{message}");
+
+    let mid_error = Reply::raw(
+        vec![json!({"error":{"message":"overloaded"}}).to_string()],
+        Ending::Done,
+    );
+    let events = turn_with(&mut rig, &session, mid_error).await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("overloaded"), "{message}");
+
+    still_works(&mut rig, &session).await;
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_after_a_finish_reason_without_done_completes() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    // role, content, finish chunk — then EOF with no usage and no [DONE].
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::text(["hello"]).then(3, Ending::Eof),
+    )
+    .await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}
+
+#[tokio::test]
+async fn transient_failures_are_retried_with_retry_after() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    rig.mock
+        .push(Reply::error(429, "slow down").header("retry-after", "0"));
+    rig.mock
+        .push(Reply::error(502, "bad gateway").header("retry-after", "0"));
+    let events = turn_with(&mut rig, &session, Reply::text(["made it"])).await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert_eq!(rig.mock.request_count(), 3);
+}
+
+#[tokio::test]
+async fn retries_are_bounded() {
+    let mut rig = Rig::new("provider_max_retries = 2").await;
+    let session = rig.session().await;
+    for _ in 0..2 {
+        rig.mock
+            .push(Reply::error(500, "boom").header("retry-after", "0"));
+    }
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::error(500, "boom").header("retry-after", "0"),
+    )
+    .await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("500"), "{message}");
+    assert_eq!(rig.mock.request_count(), 3, "one try and two retries");
+}
+
+#[tokio::test]
+async fn a_retry_wait_is_cancellable() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    rig.mock
+        .push(Reply::error(429, "later").header("retry-after", "30"));
+    rig.server.start_turn(&session, "t", "go").await;
+    let started = rig.server.expect("turn.started").await;
+    // Wait until the first attempt reached the provider, then cancel.
+    while rig.mock.request_count() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    rig.server
+        .send(json!({"type":"turn.cancel","request_id":"c","session_id":session,"turn_id":started["turn_id"]}))
+        .await;
+    rig.server.expect("turn.cancelled").await;
+    assert_eq!(rig.mock.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_silent_stream_times_out() {
+    let mut rig = Rig::new("stream_idle_timeout_ms = 300").await;
+    let session = rig.session().await;
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::text(["a", "b"]).then(2, Ending::Stall),
+    )
+    .await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("silent for 300 ms"), "{message}");
+    assert!(rig.mock.wait_dropped(1).await);
+    still_works(&mut rig, &session).await;
+}
+
+fn content_event(text: &str) -> String {
+    json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string()
+}
+
+#[tokio::test]
+async fn reader_caps_fail_the_turn_with_response_limit() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+
+    // One SSE event over 1 MiB.
+    let big = Reply::raw(
+        vec![content_event(&"x".repeat(1024 * 1024 + 10))],
+        Ending::Done,
+    );
+    let events = turn_with(&mut rig, &session, big).await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "response_limit");
+    assert!(message.contains("SSE event"), "{message}");
+
+    // Assistant text over 1 MiB in events under the cap.
+    let many = Reply::raw(
+        (0..20)
+            .map(|_| content_event(&"y".repeat(60 * 1024)))
+            .collect(),
+        Ending::Done,
+    );
+    let events = turn_with(&mut rig, &session, many).await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "response_limit");
+    assert!(message.contains("assistant text"), "{message}");
+
+    // Whole response over 4 MiB without much text: padding fields.
+    let padded: Vec<String> = (0..6)
+        .map(|_| json!({"choices":[{"index":0,"delta":{"content":"z"}}],"padding":"p".repeat(900 * 1024)}).to_string())
+        .collect();
+    let events = turn_with(&mut rig, &session, Reply::raw(padded, Ending::Done)).await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "response_limit");
+    assert!(message.contains("4194304"), "{message}");
+
+    still_works(&mut rig, &session).await;
+}
+
+#[tokio::test]
+async fn tool_caps_fail_the_turn_with_tool_limit_and_run_nothing() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    let marker = rig.home.workspace().join("ran");
+
+    // 33 calls in one response.
+    let calls: Vec<(String, Value)> = (0..33)
+        .map(|i| {
+            (
+                format!("call_{i}"),
+                json!({"command": format!("touch {}", marker.display())}),
+            )
+        })
+        .collect();
+    let calls: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "bash", args.clone()))
+        .collect();
+    let events = turn_with(&mut rig, &session, Reply::tool_calls(&calls)).await;
+    let (code, _) = failed(&events);
+    assert_eq!(code, "tool_limit");
+    assert!(
+        !types(&events).contains(&"tool.proposed"),
+        "no call of that response starts"
+    );
+
+    // One argument object over 256 KiB.
+    let huge = json!({"path": "a.txt", "content": "q".repeat(256 * 1024)});
+    let events = turn_with(
+        &mut rig,
+        &session,
+        Reply::tool_calls_in(&[("call_big", "write_file", huge)], 64 * 1024),
+    )
+    .await;
+    assert_eq!(failed(&events).0, "tool_limit");
+    assert!(!marker.exists());
+    assert!(!rig.home.workspace().join("a.txt").exists());
+    still_works(&mut rig, &session).await;
+}
