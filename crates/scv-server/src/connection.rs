@@ -6,7 +6,7 @@
 //! through a `JoinSet`. Cleanup cancels active turns, gives them and the
 //! writer a grace period, then aborts and joins whatever is left.
 
-use crate::agent::Turn;
+use crate::agent::{Turn, TurnOutcome};
 use crate::context::History;
 use crate::provider::OpenAi;
 use crate::server::{ServerContext, SERVER_NAME, SERVER_VERSION};
@@ -95,7 +95,7 @@ where
             _ = shutdown.cancelled() => break Ending::Shutdown,
             _ = failed.cancelled() => break Ending::WriterFailed,
             Some(joined) = conn.turns.join_next_with_id(), if !conn.turns.is_empty() => {
-                conn.turn_finished(joined).await;
+                conn.turn_finished(joined, true).await;
             }
             frame = frames.next() => match frame {
                 None => break Ending::Eof,
@@ -142,7 +142,7 @@ struct Connection {
     out: Outbound,
     initialized: bool,
     sessions: HashMap<Arc<str>, Session>,
-    turns: JoinSet<crate::agent::TurnOutcome>,
+    turns: JoinSet<TurnOutcome>,
     /// Which session each running turn task belongs to.
     turn_sessions: HashMap<TaskId, Arc<str>>,
 }
@@ -413,12 +413,15 @@ impl Connection {
         self.turn_sessions.insert(handle.id(), session_id.clone());
     }
 
-    /// A turn task ended: take its history back and start the next queued
-    /// prompt. The turn's terminal event was queued before the task ended,
-    /// so it precedes `queue.dequeued`.
+    /// A turn task ended: take its history back, emit its terminal event,
+    /// then start the next queued prompt. Emitting the terminal event here,
+    /// after the session is idle again, means a client that answers it with
+    /// `turn.start` gets a new turn, not a queue entry; and the terminal event
+    /// always precedes `queue.dequeued`.
     async fn turn_finished(
         &mut self,
-        joined: Result<(TaskId, crate::agent::TurnOutcome), JoinError>,
+        joined: Result<(TaskId, TurnOutcome), JoinError>,
+        dequeue: bool,
     ) {
         let (task, outcome) = match joined {
             Ok((task, outcome)) => (task, Ok(outcome)),
@@ -430,8 +433,10 @@ impl Connection {
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return;
         };
-        let active = session.active.take();
-        match outcome {
+        let Some(active) = session.active.take() else {
+            return;
+        };
+        let terminal = match outcome {
             Ok(outcome) => {
                 session.history = Some(outcome.history);
                 if let Some(usage) = outcome.usage {
@@ -439,24 +444,31 @@ impl Connection {
                     total.input_tokens += usage.input_tokens;
                     total.output_tokens += usage.output_tokens;
                 }
+                outcome.terminal
             }
             Err(err) => {
-                // A panicking turn loses the history it held; say so.
-                tracing::error!("turn task failed: {err}");
+                // A turn that panicked or was aborted loses the history it held.
+                tracing::error!("turn task ended abnormally: {err}");
                 session.history = Some(History::default());
-                if let Some(active) = active {
-                    let failed = EventBody::TurnFailed {
+                Some(if err.is_cancelled() {
+                    EventBody::TurnCancelled {}
+                } else {
+                    EventBody::TurnFailed {
                         code: FailureCode::InternalError,
                         message: "the turn stopped unexpectedly; the conversation was reset".into(),
-                    };
-                    let _ = session
-                        .sink
-                        .emit(Some(&active.request_id), Some(&active.turn_id), &failed)
-                        .await;
-                }
+                    }
+                })
             }
+        };
+        if let Some(terminal) = terminal {
+            let sink = session.sink.clone();
+            let _ = sink
+                .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
+                .await;
         }
-        self.dequeue_next(&session_id).await;
+        if dequeue {
+            self.dequeue_next(&session_id).await;
+        }
     }
 
     /// Starts the next queued prompt if the session is idle and not paused.
@@ -635,8 +647,9 @@ impl Connection {
         self.reply(&event).await;
     }
 
-    /// Cancels every active turn, waits up to the grace period, then aborts
-    /// and joins what is left. Queued prompts are dropped, never replayed.
+    /// Cancels every active turn and lets each emit its terminal event
+    /// within the grace period; then aborts and joins what is left. Queued
+    /// prompts are dropped, never replayed.
     async fn close(&mut self) {
         for session in self.sessions.values() {
             if let Some(active) = &session.active {
@@ -644,7 +657,9 @@ impl Connection {
             }
         }
         let drained = tokio::time::timeout(CLEANUP_GRACE, async {
-            while self.turns.join_next().await.is_some() {}
+            while let Some(joined) = self.turns.join_next_with_id().await {
+                self.turn_finished(joined, false).await;
+            }
         })
         .await;
         if drained.is_err() {

@@ -240,6 +240,9 @@ pub struct Recorded {
 #[derive(Default)]
 struct State {
     script: VecDeque<Reply>,
+    /// Replies for the first request whose body contains the needle; they
+    /// take precedence over the script.
+    routed: Vec<(String, Reply)>,
     requests: Vec<Recorded>,
     /// Streams whose body the client dropped before it ended.
     dropped: usize,
@@ -287,6 +290,16 @@ impl MockProvider {
 
     pub fn push(&self, reply: Reply) {
         self.state.lock().unwrap().script.push_back(reply);
+    }
+
+    /// Answers the next request whose JSON body contains `needle` with
+    /// `reply`, wherever it falls in the script.
+    pub fn push_matching(&self, needle: &str, reply: Reply) {
+        self.state
+            .lock()
+            .unwrap()
+            .routed
+            .push((needle.to_string(), reply));
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -341,6 +354,7 @@ async fn handle(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    let raw = String::from_utf8_lossy(&bytes).into_owned();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     if path != "/v1/chat/completions" {
         return Ok(plain(404, "not found"));
@@ -352,7 +366,14 @@ async fn handle(
             headers,
             body,
         });
-        state.script.pop_front()
+        match state
+            .routed
+            .iter()
+            .position(|(needle, _)| raw.contains(needle.as_str()))
+        {
+            Some(index) => Some(state.routed.remove(index).1),
+            None => state.script.pop_front(),
+        }
     };
     let Some(reply) = reply else {
         return Ok(plain(

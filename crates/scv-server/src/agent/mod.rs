@@ -2,13 +2,15 @@
 //! until the model answers without tool calls.
 //!
 //! The turn task owns the session history while it runs and hands it back
-//! when it ends. It emits exactly one terminal event; every failure after
-//! `turn.started` becomes `turn.failed`. Cancellation (the turn's token)
+//! when it ends, with exactly one terminal event for the connection to emit;
+//! every failure after `turn.started` becomes `turn.failed`. Cancellation (the turn's token)
 //! interrupts provider reads, approval waits, tool runs and waits for
 //! writer capacity, because each of those is raced against the token.
 
 pub mod prompt;
 
+use crate::context::compaction::{self, SUMMARY_SYSTEM_PROMPT};
+use crate::context::trim::{self, Trimmed};
 use crate::context::History;
 use crate::provider::{AssistantResponse, ChatMessage, ProviderError, ToolCall};
 use crate::server::ServerContext;
@@ -24,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 enum Stop {
     Cancelled,
     Failed(FailureCode, String),
+    /// The provider said the prompt does not fit its context window.
+    Overflow(String),
     /// The connection is gone; no terminal event can be delivered.
     Disconnected,
 }
@@ -39,7 +43,11 @@ impl From<EmitError> for Stop {
 
 impl From<ProviderError> for Stop {
     fn from(err: ProviderError) -> Self {
-        Stop::Failed(err.code, err.message)
+        if err.context_overflow {
+            Stop::Overflow(err.message)
+        } else {
+            Stop::Failed(err.code, err.message)
+        }
     }
 }
 
@@ -58,32 +66,63 @@ pub struct Turn {
     pub token: CancellationToken,
 }
 
+fn add_usage(total: &mut Option<Usage>, step: Usage) {
+    let total = total.get_or_insert_with(Usage::default);
+    total.input_tokens += step.input_tokens;
+    total.output_tokens += step.output_tokens;
+}
+
+/// Index of the latest user message: where the current turn begins.
+fn last_user(history: &History) -> usize {
+    history
+        .messages()
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::User { .. }))
+        .unwrap_or(0)
+}
+
 /// What a finished turn hands back to its session.
 pub struct TurnOutcome {
     pub history: History,
     pub usage: Option<Usage>,
+    /// `turn.completed`, `turn.cancelled` or `turn.failed`; `None` when the
+    /// connection is already gone.
+    pub terminal: Option<EventBody>,
 }
 
 impl Turn {
-    /// Runs the turn to its terminal event. `turn.started` was emitted by
-    /// the caller, so it precedes anything else the session says.
+    /// Runs the turn and returns its terminal event for the connection to
+    /// emit, so the session is idle again by the time a client sees it.
+    /// `turn.started` was emitted by the caller.
     pub async fn run(self, mut history: History, prompt: String) -> TurnOutcome {
         history.push(ChatMessage::User { content: prompt });
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
         history.close_open_tool_calls(INTERRUPTED);
         let terminal = match result {
-            Ok(steps) => EventBody::TurnCompleted { steps, usage },
-            Err(Stop::Cancelled) => EventBody::TurnCancelled {},
-            Err(Stop::Failed(code, message)) => EventBody::TurnFailed { code, message },
-            Err(Stop::Disconnected) => return TurnOutcome { history, usage },
+            Ok(steps) => Some(EventBody::TurnCompleted { steps, usage }),
+            Err(Stop::Cancelled) => Some(EventBody::TurnCancelled {}),
+            Err(Stop::Failed(code, message)) => Some(EventBody::TurnFailed { code, message }),
+            Err(Stop::Overflow(message)) => Some(EventBody::TurnFailed {
+                code: FailureCode::ContextLimit,
+                message,
+            }),
+            Err(Stop::Disconnected) => None,
         };
-        // Not raced against the token: the terminal event must go out. The
-        // writer's own send timeout bounds the wait.
-        if let Err(err) = self.emit_now(&terminal).await {
-            tracing::debug!("terminal event not delivered: {err}");
+        if let Some(EventBody::TurnFailed {
+            code: FailureCode::HistoryLimit | FailureCode::ContextLimit,
+            ..
+        }) = &terminal
+        {
+            // A turn that cannot fit is not kept, or every later turn
+            // would fail the same way.
+            history.split_off(last_user(&history));
         }
-        TurnOutcome { history, usage }
+        TurnOutcome {
+            history,
+            usage,
+            terminal,
+        }
     }
 
     async fn drive(&self, history: &mut History, usage: &mut Option<Usage>) -> Result<u32, Stop> {
@@ -95,15 +134,39 @@ impl Turn {
         let system = ChatMessage::System {
             content: prompt::system_prompt(&self.settings.cwd, !self.settings.no_tools),
         };
+        let fixed_bytes = system.weight()
+            + if tools.is_empty() {
+                0
+            } else {
+                tools::definitions_bytes()
+            };
         let max_steps = self.ctx.config.max_steps;
         let mut steps = 0;
         loop {
-            let response = self.step(&system, history, tools).await?;
+            self.trim(history).await?;
+            self.compact(fixed_bytes, history, usage, false).await?;
+            let request_bytes = fixed_bytes + history.bytes();
+            let response = match self.step(&system, history, tools).await {
+                Err(Stop::Overflow(message)) => {
+                    // One compaction, one retry.
+                    tracing::info!("provider context overflow: {message}; compacting once");
+                    self.compact(fixed_bytes, history, usage, true).await?;
+                    match self.step(&system, history, tools).await {
+                        Err(Stop::Overflow(message)) => {
+                            return Err(Stop::Failed(
+                                FailureCode::ContextLimit,
+                                format!("the conversation does not fit the model's context even after compaction: {message}"),
+                            ))
+                        }
+                        other => other?,
+                    }
+                }
+                other => other?,
+            };
             steps += 1;
             if let Some(step_usage) = response.usage {
-                let total = usage.get_or_insert_with(Usage::default);
-                total.input_tokens += step_usage.input_tokens;
-                total.output_tokens += step_usage.output_tokens;
+                history.calibrate(request_bytes, step_usage.input_tokens);
+                add_usage(usage, step_usage);
             }
             self.emit(EventBody::AssistantCompleted {
                 content: response.text.clone(),
@@ -117,6 +180,7 @@ impl Turn {
                 tool_calls: tool_calls.clone(),
             });
             if tool_calls.is_empty() {
+                self.trim(history).await?;
                 return Ok(steps);
             }
             if steps >= max_steps {
@@ -133,6 +197,103 @@ impl Turn {
                 });
             }
         }
+    }
+
+    /// Keeps the history within `max_history_bytes`, dropping the oldest
+    /// groups (never this turn's messages) and saying so.
+    async fn trim(&self, history: &mut History) -> Result<(), Stop> {
+        let max = self.ctx.config.max_history_bytes;
+        match trim::trim(history, max, last_user(history)) {
+            Trimmed::Fits => Ok(()),
+            Trimmed::Removed(removed) => {
+                let trimmed = EventBody::SessionTrimmed {
+                    removed_messages: removed as u64,
+                    history_bytes: history.bytes() as u64,
+                };
+                // A session event: it answers the turn's request but is not
+                // a turn event, so it carries no turn id.
+                self.cancellable(self.sink.emit(Some(&self.request_id), None, &trimmed))
+                    .await??;
+                Ok(())
+            }
+            Trimmed::TooLarge => Err(Stop::Failed(
+                FailureCode::HistoryLimit,
+                format!("this turn does not fit the session history limit of {max} bytes"),
+            )),
+        }
+    }
+
+    /// Replaces the oldest exchanges with a model-written summary when the
+    /// estimated prompt passes the threshold (or always, when `force`).
+    async fn compact(
+        &self,
+        fixed_bytes: usize,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        force: bool,
+    ) -> Result<(), Stop> {
+        let config = &self.ctx.config;
+        let limit = config.context_max_tokens;
+        let threshold = limit * config.compact_threshold_percent / 100;
+        let before = history.estimate_tokens(fixed_bytes + history.bytes());
+        if !force && before <= threshold {
+            return Ok(());
+        }
+        let keep_tokens = (threshold / 2).saturating_sub(history.estimate_tokens(fixed_bytes));
+        let keep_bytes = history.bytes_for_tokens(keep_tokens);
+        let Some(cut) = compaction::plan(history.messages(), keep_bytes) else {
+            if force || before > limit {
+                return Err(Stop::Failed(
+                    FailureCode::ContextLimit,
+                    format!("the request needs about {before} tokens; the context holds {limit} and nothing more can be compacted"),
+                ));
+            }
+            return Ok(());
+        };
+        let per_message = 8 * 1024;
+        let transcript = compaction::transcript(
+            &history.messages()[..cut],
+            per_message,
+            history.bytes_for_tokens(limit / 2),
+        );
+        let summary_system = ChatMessage::System {
+            content: SUMMARY_SYSTEM_PROMPT.to_string(),
+        };
+        let request = ChatMessage::User {
+            content: format!("Summarize this transcript:\n\n{transcript}"),
+        };
+        let provider = &self.settings.provider;
+        let stream = self
+            .cancellable(provider.start(&[&summary_system, &request], &[]))
+            .await??;
+        let response = self.cancellable(stream.finish()).await??;
+        if let Some(step_usage) = response.usage {
+            add_usage(usage, step_usage);
+        }
+        let summary = response.text.trim().to_string();
+        if summary.is_empty() {
+            return Err(Stop::Failed(
+                FailureCode::ProviderError,
+                "the summary request returned no text".into(),
+            ));
+        }
+        let messages = history.split_off(0);
+        let (kept, removed) = compaction::apply(messages, cut, summary);
+        history.replace(kept);
+        let after = history.estimate_tokens(fixed_bytes + history.bytes());
+        self.emit(EventBody::ContextCompacted {
+            before_tokens: before,
+            after_tokens: after,
+            removed_messages: removed as u64,
+        })
+        .await?;
+        if after > limit {
+            return Err(Stop::Failed(
+                FailureCode::ContextLimit,
+                format!("the request needs about {after} tokens after compaction; the context holds {limit}"),
+            ));
+        }
+        Ok(())
     }
 
     /// One provider request, streaming its text as `assistant.delta`.
@@ -262,14 +423,11 @@ impl Turn {
 
     /// Emits a turn event; a cancel interrupts the wait for writer room.
     async fn emit(&self, body: EventBody) -> Result<(), Stop> {
-        self.cancellable(self.emit_now(&body)).await??;
+        let emit = self
+            .sink
+            .emit(Some(&self.request_id), Some(&self.turn_id), &body);
+        self.cancellable(emit).await??;
         Ok(())
-    }
-
-    async fn emit_now(&self, body: &EventBody) -> Result<(), EmitError> {
-        self.sink
-            .emit(Some(&self.request_id), Some(&self.turn_id), body)
-            .await
     }
 
     /// Races `work` against the turn's cancellation.

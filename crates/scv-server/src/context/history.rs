@@ -1,12 +1,30 @@
 //! The canonical history of a session (without the system prompt, which is
-//! rebuilt for every request) and its size in bytes.
+//! rebuilt for every request), its size in bytes, and the calibration of
+//! token estimates against what the provider reported.
 
 use crate::provider::ChatMessage;
 
-#[derive(Debug, Default, Clone)]
+/// Tokens per byte before any calibration (about four bytes per token).
+const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
+/// Calibrations outside this range are not believed (real tokenizers give
+/// 1–8 bytes per token; a provider reporting otherwise is not counting).
+const PLAUSIBLE_TOKENS_PER_BYTE: std::ops::RangeInclusive<f64> = 0.1..=1.0;
+
+#[derive(Debug, Clone)]
 pub struct History {
     messages: Vec<ChatMessage>,
     bytes: usize,
+    tokens_per_byte: f64,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History {
+            messages: Vec::new(),
+            bytes: 0,
+            tokens_per_byte: DEFAULT_TOKENS_PER_BYTE,
+        }
+    }
 }
 
 impl History {
@@ -31,9 +49,43 @@ impl History {
         self.messages.is_empty()
     }
 
+    /// Drops messages and compaction metadata (the calibration included).
     pub fn clear(&mut self) {
-        self.messages.clear();
-        self.bytes = 0;
+        *self = History::default();
+    }
+
+    /// Replaces the messages wholesale (compaction, trimming).
+    pub fn replace(&mut self, messages: Vec<ChatMessage>) {
+        self.bytes = messages.iter().map(ChatMessage::weight).sum();
+        self.messages = messages;
+    }
+
+    /// Removes and returns the messages from `index` on.
+    pub fn split_off(&mut self, index: usize) -> Vec<ChatMessage> {
+        let tail = self.messages.split_off(index);
+        self.bytes -= tail.iter().map(ChatMessage::weight).sum::<usize>();
+        tail
+    }
+
+    /// Estimated tokens for a request of `bytes` bytes.
+    pub fn estimate_tokens(&self, bytes: usize) -> u64 {
+        (bytes as f64 * self.tokens_per_byte).ceil() as u64
+    }
+
+    /// Bytes that make about `tokens` tokens.
+    pub fn bytes_for_tokens(&self, tokens: u64) -> usize {
+        (tokens as f64 / self.tokens_per_byte) as usize
+    }
+
+    /// Learns from the provider: a request of `bytes` took `tokens`.
+    pub fn calibrate(&mut self, bytes: usize, tokens: u64) {
+        if bytes == 0 || tokens == 0 {
+            return;
+        }
+        let ratio = tokens as f64 / bytes as f64;
+        if PLAUSIBLE_TOKENS_PER_BYTE.contains(&ratio) {
+            self.tokens_per_byte = ratio;
+        }
     }
 
     /// Gives every tool call of the last assistant message a result, so the
@@ -113,5 +165,17 @@ mod tests {
         let bytes = history.bytes();
         history.close_open_tool_calls("cancelled");
         assert_eq!((history.len(), history.bytes()), (4, bytes));
+    }
+
+    #[test]
+    fn calibration_ignores_implausible_reports() {
+        let mut history = History::default();
+        assert_eq!(history.estimate_tokens(4000), 1000);
+        history.calibrate(4000, 1);
+        assert_eq!(history.estimate_tokens(4000), 1000);
+        history.calibrate(4000, 2000);
+        assert_eq!(history.estimate_tokens(4000), 2000);
+        history.clear();
+        assert_eq!(history.estimate_tokens(4000), 1000);
     }
 }

@@ -1,5 +1,9 @@
-//! The conversation a session keeps: the canonical message history.
+//! The conversation a session keeps, and how it is kept within bounds:
+//! token estimates, compaction into a model-written summary, and trimming
+//! of the oldest messages by bytes.
 
+pub mod compaction;
 mod history;
+pub mod trim;
 
 pub use history::History;

@@ -160,6 +160,13 @@ pub fn definitions() -> &'static [Value] {
     &DEFINITIONS
 }
 
+/// Serialized size of [`definitions`], for request-size estimates.
+pub fn definitions_bytes() -> usize {
+    static BYTES: LazyLock<usize> =
+        LazyLock::new(|| serde_json::to_vec(definitions()).map_or(0, |v| v.len()));
+    *BYTES
+}
+
 /// Tool names with their one-line descriptions, for the system prompt.
 pub fn catalogue() -> impl Iterator<Item = (&'static str, &'static str)> {
     TOOLS.iter().map(|t| (t.name, t.description))

@@ -1,0 +1,181 @@
+//! Choosing what compaction replaces, and the summary request's prompt.
+//!
+//! A cut is only made right before a `user` or `assistant` message: tool
+//! results always follow their assistant message directly, so no call is
+//! ever separated from its result. The latest user message is kept (moved
+//! after the summary when the cut passes it).
+
+use crate::provider::ChatMessage;
+use std::fmt::Write as _;
+
+/// The first message that stays; everything before it is summarized.
+pub fn plan(messages: &[ChatMessage], keep_bytes: usize) -> Option<usize> {
+    // Walk back from the end, keeping recent messages within `keep_bytes`,
+    // and remember the earliest clean boundary reached.
+    let mut kept = 0usize;
+    let mut cut = None;
+    for index in (1..messages.len()).rev() {
+        kept += messages[index].weight();
+        if kept > keep_bytes && cut.is_some() {
+            break;
+        }
+        if is_boundary(&messages[index]) {
+            cut = Some(index);
+        }
+    }
+    cut.filter(|&c| c > 0 && c < messages.len())
+}
+
+fn is_boundary(message: &ChatMessage) -> bool {
+    matches!(
+        message,
+        ChatMessage::User { .. } | ChatMessage::Assistant { .. }
+    )
+}
+
+/// The history after compaction: the summary, the latest user message if
+/// it was among the removed ones, then the kept messages.
+pub fn apply(messages: Vec<ChatMessage>, cut: usize, summary: String) -> (Vec<ChatMessage>, usize) {
+    let latest_user = messages
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::User { .. }));
+    let mut kept = Vec::with_capacity(messages.len() - cut + 2);
+    kept.push(ChatMessage::User {
+        content: format!("[Summary of the earlier conversation, written when the context was compacted]\n{summary}"),
+    });
+    let mut removed = cut;
+    if let Some(user) = latest_user.filter(|&u| u < cut) {
+        kept.push(messages[user].clone());
+        removed -= 1;
+    }
+    kept.extend(messages.into_iter().skip(cut));
+    (kept, removed)
+}
+
+/// The system prompt of the summary request.
+pub const SUMMARY_SYSTEM_PROMPT: &str = "You compact the conversation of a coding agent. \
+Summarize the transcript you are given so the agent can continue the work without it: \
+the user's goals and constraints, decisions made, files read or changed (with paths), \
+commands run and their outcomes, errors still open, and what was about to happen next. \
+Be concise and concrete; keep exact names, paths and numbers. Answer with the summary only.";
+
+/// The transcript to summarize, each message cut to `per_message` bytes
+/// and the whole to `total` bytes.
+pub fn transcript(messages: &[ChatMessage], per_message: usize, total: usize) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let (role, text) = match message {
+            ChatMessage::System { content } => ("system", content.clone()),
+            ChatMessage::User { content } => ("user", content.clone()),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut text = content.clone().unwrap_or_default();
+                for call in tool_calls {
+                    let _ = write!(
+                        text,
+                        "\n[calls {} with {}]",
+                        call.function.name, call.function.arguments
+                    );
+                }
+                ("assistant", text)
+            }
+            ChatMessage::Tool { content, .. } => ("tool result", content.clone()),
+        };
+        let _ = writeln!(out, "## {role}\n{}\n", cut(&text, per_message));
+        if out.len() > total {
+            out.truncate(floor(&out, total));
+            out.push_str("\n[transcript cut]");
+            break;
+        }
+    }
+    out
+}
+
+fn cut(text: &str, max: usize) -> &str {
+    &text[..floor(text, max)]
+}
+
+fn floor(text: &str, max: usize) -> usize {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{FunctionCall, ToolCall};
+
+    fn user(text: &str) -> ChatMessage {
+        ChatMessage::User {
+            content: text.into(),
+        }
+    }
+
+    fn assistant(text: &str, calls: &[&str]) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: Some(text.into()),
+            tool_calls: calls
+                .iter()
+                .map(|id| ToolCall {
+                    id: id.to_string(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: "bash".into(),
+                        arguments: "{}".into(),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    fn tool(id: &str, text: &str) -> ChatMessage {
+        ChatMessage::Tool {
+            tool_call_id: id.into(),
+            content: text.into(),
+        }
+    }
+
+    #[test]
+    fn never_cuts_between_a_call_and_its_result() {
+        let big = "x".repeat(100);
+        let messages = vec![
+            user(&big),
+            assistant(&big, &["a"]),
+            tool("a", &big),
+            tool("a2", &big),
+            assistant(&big, &[]),
+            user("latest"),
+            assistant("", &["b"]),
+            tool("b", &big),
+        ];
+        for keep in [0, 50, 150, 300, 500, 10_000] {
+            if let Some(cut) = plan(&messages, keep) {
+                assert!(is_boundary(&messages[cut]), "keep {keep}: cut {cut}");
+            }
+        }
+        // Keeping little still keeps the last clean group.
+        assert_eq!(plan(&messages, 10), Some(6));
+    }
+
+    #[test]
+    fn the_latest_user_message_survives() {
+        let messages = vec![
+            user("old"),
+            assistant("a", &[]),
+            user("latest"),
+            assistant("", &["c"]),
+            tool("c", "r"),
+        ];
+        let (kept, removed) = apply(messages, 3, "S".into());
+        assert_eq!(removed, 2);
+        assert!(matches!(&kept[0], ChatMessage::User { content } if content.ends_with("\nS")));
+        assert_eq!(kept[1], user("latest"));
+        assert!(matches!(kept[2], ChatMessage::Assistant { .. }));
+        assert_eq!(kept.len(), 4);
+    }
+}

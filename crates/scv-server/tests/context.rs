@@ -1,0 +1,275 @@
+//! Context compaction and history trimming through the real binary. The
+//! mock reports 11 input tokens per request, an implausible calibration
+//! that the server ignores, so estimates use the default of ~4 bytes per
+//! token and these small limits are deterministic.
+
+mod common;
+use common::*;
+
+fn roles(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn body_len(body: &Value) -> usize {
+    body.to_string().len()
+}
+
+async fn no_tools_session(rig: &mut Rig) -> String {
+    let workspace = rig.home.workspace();
+    rig.server
+        .start_session_with(json!({"cwd": workspace, "no_tools": true}))
+        .await
+}
+
+#[tokio::test]
+async fn compaction_summarizes_old_exchanges_before_the_request() {
+    let mut rig = Rig::new("context_max_tokens = 1000").await;
+    let session = no_tools_session(&mut rig).await;
+    let long = "word ".repeat(300); // 1500 bytes
+    rig.mock.push(Reply::text([long.as_str()]));
+    rig.turn(&session, "first question about parsing").await;
+    rig.mock.push(Reply::text([long.as_str()]));
+    rig.turn(&session, "second question").await;
+
+    rig.mock
+        .push(Reply::text(["SUMMARY: user asked about parsing twice."]));
+    rig.mock.push(Reply::text(["third answer"]));
+    let events = rig.turn(&session, "third question").await;
+    assert_eq!(
+        types(&events),
+        [
+            "turn.started",
+            "context.compacted",
+            "assistant.delta",
+            "assistant.completed",
+            "turn.completed"
+        ]
+    );
+    let compacted = &events[1];
+    assert_eq!(compacted["removed_messages"], 4);
+    let before = compacted["before_tokens"].as_u64().unwrap();
+    let after = compacted["after_tokens"].as_u64().unwrap();
+    assert!(before > 800, "past 80% of 1000: {before}");
+    assert!(after < before / 2, "{after} vs {before}");
+    assert_eq!(compacted["turn_id"], events[0]["turn_id"]);
+
+    let requests = rig.mock.requests();
+    assert_eq!(requests.len(), 4);
+    let summary_request = &requests[2].body;
+    assert!(summary_request["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("You compact the conversation"));
+    assert!(summary_request.get("tools").is_none());
+    let transcript = summary_request["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        transcript.contains("first question about parsing")
+            && transcript.contains("second question")
+    );
+    assert!(
+        !transcript.contains("third question"),
+        "the latest prompt is kept, not summarized"
+    );
+
+    let next = &requests[3].body;
+    assert_eq!(roles(next), ["system", "user", "user"]);
+    assert!(next["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("SUMMARY: user asked about parsing twice."));
+    assert_eq!(next["messages"][2]["content"], "third question");
+    assert!(
+        body_len(next) < body_len(&requests[1].body),
+        "the request after compaction is smaller"
+    );
+}
+
+#[tokio::test]
+async fn compaction_keeps_tool_calls_with_their_results() {
+    let mut rig = Rig::new("context_max_tokens = 3000").await;
+    let session = rig.session().await;
+    let workspace = rig.home.workspace();
+    std::fs::write(workspace.join("big.txt"), "data line\n".repeat(250)).unwrap();
+    // Each step reads the 2.5 KB file; the context fills during one turn.
+    for i in 0..3 {
+        rig.mock.push(Reply::tool_calls(&[(
+            &format!("r{i}"),
+            "read_file",
+            json!({"path": "big.txt"}),
+        )]));
+    }
+    rig.mock.push(Reply::text(["done"]));
+    // Answer the summary request whenever compaction happens.
+    for _ in 0..3 {
+        rig.mock.push_matching(
+            "You compact the conversation",
+            Reply::text(["SUMMARY of reads"]),
+        );
+    }
+    let events = rig.turn(&session, "read it thrice").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{:?}",
+        events.last()
+    );
+    let compactions = events
+        .iter()
+        .filter(|e| e["type"] == "context.compacted")
+        .count();
+    let summaries = rig
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("You compact the conversation"))
+        .count();
+    assert!(compactions >= 1);
+    assert_eq!(compactions, summaries, "one summary request per compaction");
+    for request in rig.mock.requests() {
+        let messages = request.body["messages"].as_array().unwrap().clone();
+        // Every tool result follows an assistant message that made the call.
+        for (i, message) in messages.iter().enumerate() {
+            if message["role"] == "tool" {
+                let id = &message["tool_call_id"];
+                let caller = messages[..i]
+                    .iter()
+                    .rev()
+                    .find(|m| m["role"] == "assistant")
+                    .unwrap();
+                assert!(
+                    caller["tool_calls"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|c| &c["id"] == id),
+                    "orphaned tool result {id}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_cannot_fit_fails_with_context_limit() {
+    let mut rig = Rig::new("context_max_tokens = 300").await;
+    let session = no_tools_session(&mut rig).await;
+    let events = rig.turn(&session, &"x".repeat(4000)).await;
+    let failed = events.last().unwrap();
+    assert_eq!(failed["type"], "turn.failed");
+    assert_eq!(failed["code"], "context_limit");
+    assert_eq!(
+        rig.mock.request_count(),
+        0,
+        "nothing is sent that cannot fit"
+    );
+    rig.mock.push(Reply::text(["small is fine"]));
+    let events = rig.turn(&session, "hi").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}
+
+#[tokio::test]
+async fn a_context_overflow_from_the_provider_compacts_once_and_retries() {
+    let mut rig = Rig::new("").await;
+    let session = no_tools_session(&mut rig).await;
+    rig.mock.push(Reply::text(["earlier answer"]));
+    rig.turn(&session, "earlier question").await;
+
+    let overflow = json!({"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}}).to_string();
+    rig.mock.push(Reply::status(400, overflow.clone()));
+    rig.mock.push(Reply::text(["SUMMARY"]));
+    rig.mock.push(Reply::text(["after retry"]));
+    let events = rig.turn(&session, "now").await;
+    assert_eq!(
+        types(&events),
+        [
+            "turn.started",
+            "context.compacted",
+            "assistant.delta",
+            "assistant.completed",
+            "turn.completed"
+        ]
+    );
+    assert_eq!(
+        rig.mock.request_count(),
+        4,
+        "first, overflow, summary, retry"
+    );
+
+    // When the retry overflows too, the turn fails with context_limit.
+    rig.mock.push(Reply::status(400, overflow.clone()));
+    rig.mock.push(Reply::text(["SUMMARY 2"]));
+    rig.mock.push(Reply::status(400, overflow));
+    let events = rig.turn(&session, "again").await;
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("context_limit"))
+    );
+    assert_eq!(
+        rig.mock.request_count(),
+        7,
+        "exactly one compaction and one retry"
+    );
+}
+
+#[tokio::test]
+async fn the_history_is_trimmed_to_max_history_bytes() {
+    let mut rig = Rig::new("max_history_bytes = 4000").await;
+    let session = no_tools_session(&mut rig).await;
+    let chunk = "z".repeat(1000);
+    let mut trimmed = Vec::new();
+    for i in 0..4 {
+        rig.mock.push(Reply::text([chunk.as_str()]));
+        let events = rig.turn(&session, &format!("question {i}")).await;
+        trimmed.extend(
+            events
+                .into_iter()
+                .filter(|e| e["type"] == "session.trimmed"),
+        );
+    }
+    assert!(!trimmed.is_empty(), "a trim was reported");
+    let event = &trimmed[0];
+    assert!(
+        event.get("turn_id").is_none(),
+        "session.trimmed is a session event: {event}"
+    );
+    assert!(event["seq"].is_u64());
+    assert_eq!(event["request_id"], "t");
+    assert_eq!(
+        event["removed_messages"].as_u64().unwrap() % 2,
+        0,
+        "whole exchanges go"
+    );
+    assert!(event["history_bytes"].as_u64().unwrap() <= 4000);
+    rig.mock.push(Reply::text(["last"]));
+    rig.turn(&session, "final").await;
+    let last = rig.mock.requests().last().unwrap().body.clone();
+    let text = last.to_string();
+    assert!(!text.contains("question 0"), "the oldest exchange is gone");
+    assert!(text.contains("question 3"));
+}
+
+#[tokio::test]
+async fn a_turn_larger_than_the_history_bound_fails_with_history_limit() {
+    let mut rig = Rig::new("max_history_bytes = 3000").await;
+    let session = no_tools_session(&mut rig).await;
+    rig.mock.push(Reply::text(["small"]));
+    rig.turn(&session, "keep me").await;
+    rig.mock.push(Reply::text(["q".repeat(5000)]));
+    let events = rig.turn(&session, "too big").await;
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("history_limit"))
+    );
+    rig.mock.push(Reply::text(["ok"]));
+    rig.turn(&session, "next").await;
+    let text = rig.mock.requests().last().unwrap().body.to_string();
+    assert!(text.contains("keep me"), "earlier history survives");
+    assert!(!text.contains("qqqq"), "the oversized turn is dropped");
+}
