@@ -88,11 +88,7 @@ async fn unknown_types_and_bad_fields_are_invalid_requests_with_their_ids() {
     rig.server
         .send(json!({"type":"session.teleport","request_id":"x1"}))
         .await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("invalid_request"), Some("x1"))
-    );
+    let event = rig.server.expect_error("invalid_request", "x1").await;
     assert!(event["message"]
         .as_str()
         .unwrap()
@@ -101,20 +97,12 @@ async fn unknown_types_and_bad_fields_are_invalid_requests_with_their_ids() {
     rig.server
         .send(json!({"type":"turn.start","request_id":"x2","session_id":"s"}))
         .await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("invalid_request"), Some("x2"))
-    );
+    rig.server.expect_error("invalid_request", "x2").await;
 
     rig.server
         .send(json!({"type":"initialize","request_id":"x3","protocol_version":2}))
         .await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("invalid_request"), Some("x3"))
-    );
+    rig.server.expect_error("invalid_request", "x3").await;
     // Still serving.
     rig.session().await;
 }

@@ -65,11 +65,7 @@ async fn queued_prompts_are_edited_by_revision_and_run_in_order() {
     rig.server
         .send(json!({"type":"queue.update","request_id":"u1","session_id":session,"queue_id":b_id,"revision":2,"prompt":"B2"}))
         .await;
-    let conflict = rig.server.expect("error").await;
-    assert_eq!(
-        (conflict["code"].as_str(), conflict["request_id"].as_str()),
-        (Some("queue_conflict"), Some("u1"))
-    );
+    let conflict = rig.server.expect_error("queue_conflict", "u1").await;
     assert_eq!(conflict["entry"], b_entry);
 
     rig.server
@@ -99,11 +95,7 @@ async fn queued_prompts_are_edited_by_revision_and_run_in_order() {
     rig.server
         .send(json!({"type":"queue.remove","request_id":"r0","session_id":session,"queue_id":"nope","revision":1}))
         .await;
-    let missing = rig.server.expect("error").await;
-    assert_eq!(
-        (missing["code"].as_str(), missing["request_id"].as_str()),
-        (Some("queue_not_found"), Some("r0"))
-    );
+    rig.server.expect_error("queue_not_found", "r0").await;
     rig.server
         .send(json!({"type":"queue.remove","request_id":"r1","session_id":session,"queue_id":b_id,"revision":1}))
         .await;
@@ -227,11 +219,7 @@ async fn clear_needs_an_idle_session_and_forgets_everything() {
     rig.server
         .send(json!({"type":"session.clear","request_id":"c1","session_id":session}))
         .await;
-    let busy = rig.server.expect("error").await;
-    assert_eq!(
-        (busy["code"].as_str(), busy["request_id"].as_str()),
-        (Some("turn_active"), Some("c1"))
-    );
+    rig.server.expect_error("turn_active", "c1").await;
     // Queue one prompt, pause, and let the parked turn end.
     rig.server.start_turn(&session, "b", "B").await;
     rig.server.expect("queue.enqueued").await;

@@ -75,26 +75,14 @@ async fn turn_requests_are_validated() {
     rig.server
         .send(json!({"type":"turn.start","request_id":"u","session_id":"no-such","prompt":"hi"}))
         .await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("session_not_found"), Some("u"))
-    );
+    rig.server.expect_error("session_not_found", "u").await;
 
     rig.server.start_turn(&session, "e", "   ").await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("invalid_request"), Some("e"))
-    );
+    rig.server.expect_error("invalid_request", "e").await;
 
     let huge = "x".repeat(256 * 1024 + 1);
     rig.server.start_turn(&session, "h", &huge).await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("invalid_request"), Some("h"))
-    );
+    let event = rig.server.expect_error("invalid_request", "h").await;
     assert!(event["message"].as_str().unwrap().contains("262144"));
 
     // A prompt of exactly the limit is accepted.

@@ -111,11 +111,7 @@ async fn an_approved_bash_call_runs_and_its_result_goes_back_to_the_model() {
 
     // Resolving the same approval again is an unknown id.
     rig.server.send(approve(&session, &approval_id, true)).await;
-    let error = rig.server.expect("error").await;
-    assert_eq!(
-        (error["code"].as_str(), error["request_id"].as_str()),
-        (Some("approval_not_found"), Some("ap"))
-    );
+    rig.server.expect_error("approval_not_found", "ap").await;
 }
 
 #[tokio::test]
@@ -231,11 +227,7 @@ async fn unknown_approval_ids_are_rejected() {
             true,
         ))
         .await;
-    let error = rig.server.expect("error").await;
-    assert_eq!(
-        (error["code"].as_str(), error["request_id"].as_str()),
-        (Some("approval_not_found"), Some("ap"))
-    );
+    rig.server.expect_error("approval_not_found", "ap").await;
     rig.server.send(approve("nope", &json!("x"), true)).await;
     assert_eq!(
         rig.server.expect("error").await["code"],

@@ -106,11 +106,7 @@ async fn cancel_aborts_the_provider_read_and_the_session_goes_on() {
     rig.server
         .send(json!({"type":"turn.cancel","request_id":"c1","session_id":session,"turn_id":"not-this-turn"}))
         .await;
-    let event = rig.server.expect("error").await;
-    assert_eq!(
-        (event["code"].as_str(), event["request_id"].as_str()),
-        (Some("turn_not_found"), Some("c1"))
-    );
+    rig.server.expect_error("turn_not_found", "c1").await;
 
     rig.server
         .send(

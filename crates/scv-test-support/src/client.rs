@@ -117,6 +117,22 @@ impl TestServer {
         event
     }
 
+    /// The next event, asserting it is a non-fatal `error` with `code`
+    /// answering `request_id`.
+    pub async fn expect_error(&mut self, code: &str, request_id: &str) -> Value {
+        let event = self.expect("error").await;
+        assert_eq!(
+            (
+                event["code"].as_str(),
+                event["request_id"].as_str(),
+                event["fatal"].as_bool()
+            ),
+            (Some(code), Some(request_id), Some(false)),
+            "unexpected error: {event}"
+        );
+        event
+    }
+
     /// Events up to and including the first of type `kind`.
     pub async fn until(&mut self, kind: &str) -> Vec<Value> {
         let mut events = Vec::new();
