@@ -1,8 +1,13 @@
 //! SCV client library: where `$SCV_HOME` and the daemon socket live, and a
-//! typed protocol connection over any byte stream.
+//! typed protocol connection over any byte stream, the daemon control
+//! helper, and starting the daemon when it is not running.
 
 pub mod connection;
+pub mod control;
+pub mod daemon;
 pub mod home;
 
 pub use connection::Connection;
+pub use control::{control, ControlError};
+pub use daemon::ensure_daemon;
 pub use home::{default_socket_path, scv_home};

@@ -131,6 +131,17 @@ where
     ending
 }
 
+impl Ending {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ending::Eof => "the client closed it",
+            Ending::Fatal => "fatal protocol error",
+            Ending::WriterFailed => "the client stopped reading or the connection broke",
+            Ending::Shutdown => "server shutdown",
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum Flow {
     Continue,
@@ -261,17 +272,31 @@ impl Connection {
         Flow::Continue
     }
 
-    async fn daemon_control(&mut self, _rid: &str, _command: DaemonCommand) -> Handled {
-        if self.ctx.stdio {
+    /// `daemon.control`: management answers carry the request id but no
+    /// session or seq, and are written after the component lock is released.
+    async fn daemon_control(&mut self, rid: &str, command: DaemonCommand) -> Handled {
+        let Some(supervisor) = self.ctx.supervisor() else {
             return Err(Reject::new(
                 ErrorCode::Unsupported,
                 "daemon.control is not available on stdio; connect to the daemon socket",
             ));
-        }
-        Err(Reject::new(
-            ErrorCode::Unsupported,
-            "daemon.control is not available on this server",
-        ))
+        };
+        let status = match command {
+            DaemonCommand::Status => supervisor.status().await,
+            DaemonCommand::Reload => {
+                supervisor.reconcile().await;
+                supervisor.status().await
+            }
+            DaemonCommand::ClawbotSet { .. } | DaemonCommand::ClawbotLogout { .. } => {
+                return Err(Reject::new(
+                    ErrorCode::Unsupported,
+                    "this daemon has no ClawBot component yet",
+                ))
+            }
+        };
+        let event = Event::reply(Some(rid.to_string()), EventBody::DaemonStatus { status });
+        self.reply(&event).await;
+        Ok(())
     }
 
     async fn session_start(&mut self, rid: &str, start: SessionStart) -> Handled {

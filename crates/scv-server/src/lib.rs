@@ -1,10 +1,12 @@
 //! The SCV server: transport, sessions, the agent loop, the provider and
-//! the tools. `scv-server --stdio` serves one client on stdin/stdout.
+//! the tools. `scv-server --stdio` serves one client on stdin/stdout;
+//! `scv-server` runs the daemon on a Unix socket.
 
 pub mod agent;
 pub mod config;
 pub mod connection;
 pub mod context;
+pub mod daemon;
 pub mod provider;
 pub mod server;
 pub mod session;

@@ -1,8 +1,10 @@
-//! `scv-server`: `--stdio` serves one client on stdin/stdout.
+//! `scv-server`: the daemon on `$SCV_HOME/server.sock` (or `--socket`);
+//! `--stdio` serves one client on stdin/stdout. Always in the foreground.
 
 use clap::Parser;
 use scv_server::config::Config;
-use scv_server::server::ServerContext;
+use scv_server::daemon::log::{RotatingLog, LOG_LIMIT_BYTES};
+use scv_server::server::{Mode, ServerContext};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,11 +23,18 @@ struct Args {
     /// Unix socket to serve on (default $SCV_HOME/server.sock).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Also write diagnostics to this file, size-bounded (clients that
+    /// start the daemon in the background use $SCV_HOME/server.log).
+    #[arg(long, value_name = "PATH", conflicts_with = "stdio")]
+    log_file: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_tracing(args.stdio);
+    if let Err(err) = init_tracing(args.stdio, args.log_file.clone()) {
+        eprintln!("scv-server: {err}");
+        return ExitCode::FAILURE;
+    }
     let home = scv_client::scv_home();
     let config = match Config::load(&home) {
         Ok(config) => config,
@@ -45,25 +54,34 @@ fn main() -> ExitCode {
         }
     };
     let code = if args.stdio {
-        let ctx = Arc::new(ServerContext::new(config, true));
+        let ctx = Arc::new(ServerContext::new(config, Mode::Stdio));
         runtime.block_on(scv_server::stdio::run(ctx))
     } else {
-        eprintln!("scv-server: the daemon (Unix socket) mode is not built yet; use --stdio");
-        ExitCode::from(2)
+        let socket = args.socket.unwrap_or_else(|| home.join("server.sock"));
+        let ctx = Arc::new(ServerContext::new(config, Mode::Daemon(Default::default())));
+        runtime.block_on(scv_server::daemon::run(ctx, socket))
     };
     // stdin's blocking reader may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
 
-/// Diagnostics go to stderr only; `SCV_LOG` sets the filter.
-fn init_tracing(stdio: bool) {
+/// Diagnostics go to stderr (never stdout) and, with `--log-file`, to a
+/// size-bounded file; `SCV_LOG` sets the filter.
+fn init_tracing(stdio: bool, log_file: Option<PathBuf>) -> std::io::Result<()> {
+    use tracing_subscriber::fmt::writer::MakeWriterExt;
     let default = if stdio { "warn" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("SCV_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    match log_file {
+        Some(path) => {
+            let file = RotatingLog::open(path, LOG_LIMIT_BYTES)?;
+            builder.with_writer(std::io::stderr.and(file)).init();
+        }
+        None => builder.with_writer(std::io::stderr).init(),
+    }
+    Ok(())
 }

@@ -2,24 +2,40 @@
 //! API key, and the HTTP client (built on first use, so start-up stays fast).
 
 use crate::config::Config;
-use std::sync::OnceLock;
+use crate::daemon::supervisor::Supervisor;
+use std::sync::{Arc, OnceLock};
+
+/// How this process serves clients.
+pub enum Mode {
+    /// `--stdio`: one client, no daemon management.
+    Stdio,
+    /// The socket daemon, with its component supervisor.
+    Daemon(Arc<Supervisor>),
+}
 
 pub struct ServerContext {
     pub config: Config,
     pub api_key: Option<String>,
-    /// True for `--stdio` (one client; no daemon management).
-    pub stdio: bool,
+    pub mode: Mode,
     http: OnceLock<reqwest::Client>,
 }
 
 impl ServerContext {
-    pub fn new(config: Config, stdio: bool) -> Self {
+    pub fn new(config: Config, mode: Mode) -> Self {
         let api_key = config.api_key();
         ServerContext {
             config,
             api_key,
-            stdio,
+            mode,
             http: OnceLock::new(),
+        }
+    }
+
+    /// The supervisor, when this is the daemon.
+    pub fn supervisor(&self) -> Option<Arc<Supervisor>> {
+        match &self.mode {
+            Mode::Stdio => None,
+            Mode::Daemon(supervisor) => Some(supervisor.clone()),
         }
     }
 

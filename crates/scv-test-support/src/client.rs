@@ -1,4 +1,5 @@
-//! Driving the real `scv-server --stdio` binary over its pipes.
+//! Driving the real `scv-server` binary: over the pipes of `--stdio`, or
+//! over a connection to the daemon's socket.
 //!
 //! Events are read as raw JSON values so tests assert on exactly what went
 //! over the wire. Every read has a generous guard timeout so a broken server
@@ -8,8 +9,11 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, Command};
+
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Upper bound for any single wait in a test (a hang guard, not a timing).
 pub const GUARD: Duration = Duration::from_secs(30);
@@ -42,10 +46,12 @@ impl TestHome {
     }
 }
 
+/// A protocol peer under test: a spawned `--stdio` server (which it owns)
+/// or a connection to a daemon socket.
 pub struct TestServer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
+    child: Option<Child>,
+    stdin: Option<Writer>,
+    lines: Lines<BufReader<Reader>>,
 }
 
 impl TestServer {
@@ -68,17 +74,26 @@ impl TestServer {
             command.env(key, value);
         }
         let mut child = command.spawn().expect("spawn scv-server");
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
+        let stdin: Writer = Box::new(child.stdin.take().unwrap());
+        let stdout: Reader = Box::new(child.stdout.take().unwrap());
         TestServer {
-            child,
-            stdin,
+            child: Some(child),
+            stdin: Some(stdin),
             lines: BufReader::new(stdout).lines(),
         }
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id().unwrap_or(0)
+    /// Connects to a daemon socket.
+    pub async fn connect(socket: &Path) -> TestServer {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .unwrap_or_else(|e| panic!("connect {}: {e}", socket.display()));
+        let (reader, writer) = stream.into_split();
+        TestServer {
+            child: None,
+            stdin: Some(Box::new(writer)),
+            lines: BufReader::new(Box::new(reader) as Reader).lines(),
+        }
     }
 
     pub async fn send(&mut self, message: Value) {
@@ -191,9 +206,11 @@ impl TestServer {
             .await;
     }
 
+    /// Closes stdin and waits for the spawned server to exit.
     pub async fn wait(mut self) -> ExitStatus {
         self.stdin.take();
-        tokio::time::timeout(GUARD, self.child.wait())
+        let child = self.child.as_mut().expect("a spawned server");
+        tokio::time::timeout(GUARD, child.wait())
             .await
             .expect("server did not exit")
             .unwrap()

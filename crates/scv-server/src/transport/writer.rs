@@ -43,6 +43,11 @@ impl Outbound {
     /// Queues one frame, waiting for room in the queue. Cancel-safe: dropping
     /// the future gives back whatever it had reserved.
     pub async fn send(&self, data: Bytes) -> Result<(), SendError> {
+        // Once the connection failed, nothing waits: cleanup stays bounded
+        // however many sessions still have something to say.
+        if self.failed.is_cancelled() {
+            return Err(SendError::Closed);
+        }
         let wanted = data.len().clamp(1, WRITER_QUEUE_BYTES) as u32;
         // Fast path: room now, so no timer is armed.
         if let Ok(permit) = self.frames.try_reserve() {

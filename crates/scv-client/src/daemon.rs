@@ -1,0 +1,90 @@
+//! Reaching the daemon, starting it when it is not running.
+//!
+//! `ensure_daemon` connects, or spawns `scv-server` detached (its own
+//! session, stdin and stdout closed, diagnostics to `$SCV_HOME/server.log`)
+//! and waits, bounded, for its socket to accept.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::net::UnixStream;
+
+/// How long a freshly started daemon gets to open its socket.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `scv-server` binary: `$SCV_SERVER_BIN`, else beside the running
+/// executable, else `scv-server` on `PATH`.
+pub fn server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SCV_SERVER_BIN").filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let beside = exe.with_file_name("scv-server");
+        if beside.is_file() {
+            return beside;
+        }
+    }
+    PathBuf::from("scv-server")
+}
+
+/// Connects to the daemon at `socket`, starting it first if needed.
+pub async fn ensure_daemon(home: &Path, socket: &Path) -> Result<UnixStream> {
+    ensure_daemon_with(&server_binary(), home, socket).await
+}
+
+/// [`ensure_daemon`] with an explicit `scv-server` binary.
+pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Result<UnixStream> {
+    if let Ok(stream) = UnixStream::connect(socket).await {
+        return Ok(stream);
+    }
+    start_daemon(binary, home, socket)?;
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(stream) = UnixStream::connect(socket).await {
+            return Ok(stream);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "started scv-server but {} did not accept within {}s; see {}",
+                socket.display(),
+                START_TIMEOUT.as_secs(),
+                home.join("server.log").display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<()> {
+    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
+    let log = home.join("server.log");
+    let mut command = std::process::Command::new(binary);
+    command
+        .arg("--socket")
+        .arg(socket)
+        .arg("--log-file")
+        .arg(&log)
+        .env("SCV_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // Its own session: no terminal signals reach it, and it outlives us.
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe and touches no parent state.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = command
+        .spawn()
+        .with_context(|| format!("cannot start {}", binary.display()))?;
+    // Reap it in the background if it exits early (e.g. another daemon won).
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait();
+    });
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! A size-bounded log file for a daemon started in the background: when it
+//! passes its limit it is renamed to `<name>.1` (replacing the previous
+//! one) and a new file is started, so the logs never hold more than twice
+//! the limit.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+pub const LOG_LIMIT_BYTES: u64 = 4 * 1024 * 1024;
+
+#[derive(Clone)]
+pub struct RotatingLog {
+    inner: Arc<Mutex<Inner>>,
+}
+
+struct Inner {
+    path: PathBuf,
+    file: File,
+    written: u64,
+    limit: u64,
+}
+
+impl RotatingLog {
+    pub fn open(path: PathBuf, limit: u64) -> std::io::Result<RotatingLog> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        let written = file.metadata()?.len();
+        Ok(RotatingLog {
+            inner: Arc::new(Mutex::new(Inner {
+                path,
+                file,
+                written,
+                limit,
+            })),
+        })
+    }
+}
+
+impl Inner {
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let mut old = self.path.as_os_str().to_owned();
+        old.push(".1");
+        std::fs::rename(&self.path, old)?;
+        self.file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+impl Write for RotatingLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if inner.written + buf.len() as u64 > inner.limit && inner.written > 0 {
+            inner.rotate()?;
+        }
+        let n = inner.file.write(buf)?;
+        inner.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .file
+            .flush()
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RotatingLog {
+    type Writer = RotatingLog;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotates_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.log");
+        let mut log = RotatingLog::open(path.clone(), 100).unwrap();
+        for _ in 0..25 {
+            log.write_all(b"0123456789\n").unwrap();
+        }
+        let current = std::fs::metadata(&path).unwrap().len();
+        let rotated = std::fs::metadata(dir.path().join("server.log.1"))
+            .unwrap()
+            .len();
+        assert!(current <= 100 && rotated <= 100, "{current} {rotated}");
+        assert!(current > 0 && rotated > 0);
+    }
+}

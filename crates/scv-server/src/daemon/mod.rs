@@ -1,0 +1,162 @@
+//! The daemon: the protocol on a Unix socket for any number of clients.
+//!
+//! Start-up takes the per-socket lock (a second daemon exits non-zero and
+//! leaves the first alone), replaces a stale socket file, and binds with a
+//! umask that makes the socket 0600 from its first moment. SIGTERM or
+//! Ctrl+C trips one shutdown token: the accept loop stops, every connection
+//! cancels its turns (killing tool process groups), connections and the
+//! supervisor are joined within a bound, and the socket is removed.
+
+pub mod lock;
+pub mod log;
+pub mod supervisor;
+
+use crate::connection::serve;
+use crate::server::ServerContext;
+use lock::DaemonLock;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::UnixListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Longest wait for connections to finish once shutdown began. Each one
+/// bounds its own cleanup (3 s grace for turns, 3 s for its writer).
+const SHUTDOWN_JOIN: Duration = Duration::from_secs(8);
+
+pub async fn run(ctx: Arc<ServerContext>, socket: PathBuf) -> ExitCode {
+    match serve_socket(ctx, &socket).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("scv-server: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
+        prepare_dir(dir)?;
+    }
+    let lock = DaemonLock::acquire(socket)?;
+    // We hold the lock, so any socket file here is left over from a daemon
+    // that died without cleaning up.
+    match std::fs::remove_file(socket) {
+        Ok(()) => tracing::info!("replaced stale socket {}", socket.display()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => anyhow::bail!("cannot replace stale socket {}: {err}", socket.display()),
+    }
+    let listener = bind_private(socket)?;
+    raise_fd_limit();
+    tracing::info!(
+        "scv-server {} listening on {}",
+        crate::server::SERVER_VERSION,
+        socket.display()
+    );
+
+    let shutdown = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let supervisor = ctx.supervisor().expect("the daemon has a supervisor");
+    let supervisor_task = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { supervisor.run(shutdown).await })
+    };
+    tokio::spawn(signal_shutdown(shutdown.clone()));
+
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let (reader, writer) = stream.into_split();
+                    let ctx = ctx.clone();
+                    let shutdown = shutdown.clone();
+                    tracker.spawn(async move {
+                        let ending = serve(ctx, reader, writer, shutdown).await;
+                        tracing::info!("connection ended: {}", ending.describe());
+                    });
+                }
+                Err(err) => {
+                    // Out of descriptors and the like: pause, keep serving.
+                    tracing::warn!("accept failed: {err}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+    tracing::info!("shutting down");
+    drop(listener);
+    let _ = std::fs::remove_file(socket);
+    tracker.close();
+    if tokio::time::timeout(SHUTDOWN_JOIN, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections did not finish within {SHUTDOWN_JOIN:?}");
+    }
+    let _ = tokio::time::timeout(SHUTDOWN_JOIN, supervisor_task).await;
+    lock.release();
+    Ok(())
+}
+
+/// Creates the socket's directory 0700 (an existing one is left as it is).
+fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| anyhow::anyhow!("cannot create {}: {err}", dir.display()))
+}
+
+/// Binds with umask 0177 so the socket is 0600 from the start.
+fn bind_private(socket: &Path) -> anyhow::Result<UnixListener> {
+    // SAFETY: umask only swaps the process file-mode mask; nothing else
+    // creates files while the daemon is starting.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(socket);
+    unsafe { libc::umask(old) };
+    let listener =
+        bound.map_err(|err| anyhow::anyhow!("cannot listen on {}: {err}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Each connection holds a socket and maybe a provider connection; lift the
+/// soft descriptor limit to the hard one so a thousand clients fit.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain getrlimit/setrlimit on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+async fn signal_shutdown(shutdown: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::error!("cannot watch SIGTERM: {err}");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+        _ = shutdown.cancelled() => return,
+    }
+    shutdown.cancel();
+}

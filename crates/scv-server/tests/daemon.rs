@@ -1,0 +1,428 @@
+//! The daemon over a real Unix socket in a temporary `$SCV_HOME`: files and
+//! permissions, one daemon per socket, stale sockets, independent
+//! connections, backpressure, SIGTERM, daemon.control and the client
+//! helpers.
+
+mod common;
+use common::*;
+use scv_protocol::DaemonCommand;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+struct Daemon {
+    mock: MockProvider,
+    home: TestHome,
+    socket: PathBuf,
+    child: Child,
+    /// The daemon's stderr lines so far (also echoed to the test's stderr).
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Daemon {
+    async fn start(extra: &str) -> Daemon {
+        let mock = MockProvider::start().await;
+        let home = TestHome::new(&mock.base_url(), extra);
+        // The socket's directory does not exist yet: the daemon creates it.
+        let socket = home.path().join("run").join("server.sock");
+        let mut child = spawn_daemon(&home, &socket);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let lines = log.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                eprintln!("daemon: {line}");
+                lines.lock().unwrap().push(line);
+            }
+        });
+        wait_for_socket(&socket).await;
+        Daemon {
+            mock,
+            home,
+            socket,
+            child,
+            log,
+        }
+    }
+
+    /// Waits (bounded) for a daemon log line containing `needle`.
+    async fn wait_log(&self, needle: &str) -> bool {
+        for _ in 0..1200 {
+            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        false
+    }
+
+    async fn client(&self) -> TestServer {
+        let mut client = TestServer::connect(&self.socket).await;
+        client.initialize().await;
+        client
+    }
+
+    fn sigterm(&self) {
+        let pid = self.child.id().unwrap() as i32;
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+
+    async fn exit_status(&mut self) -> std::process::ExitStatus {
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("daemon did not exit")
+            .unwrap()
+    }
+}
+
+fn spawn_daemon(home: &TestHome, socket: &Path) -> Child {
+    Command::new(BIN)
+        .arg("--socket")
+        .arg(socket)
+        .env("SCV_HOME", home.path())
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn daemon")
+}
+
+async fn wait_for_socket(socket: &Path) {
+    for _ in 0..600 {
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("daemon socket {} never accepted", socket.display());
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn the_daemon_creates_a_private_home_and_socket_and_reports_status() {
+    let mut daemon = Daemon::start("").await;
+    assert_eq!(mode(daemon.socket.parent().unwrap()), 0o700);
+    assert_eq!(mode(&daemon.socket), 0o600);
+    let mut client = daemon.client().await;
+    client
+        .send(json!({"type":"daemon.control","request_id":"d1","command":{"action":"status"}}))
+        .await;
+    let status = client.expect("daemon.status").await;
+    assert_eq!(
+        status,
+        json!({"type":"daemon.status","request_id":"d1","status":{
+            "version": env!("CARGO_PKG_VERSION"), "pid": daemon.child.id().unwrap(), "components": []}})
+    );
+    client
+        .send(json!({"type":"daemon.control","request_id":"d2","command":{"action":"reload"}}))
+        .await;
+    assert_eq!(client.expect("daemon.status").await["request_id"], "d2");
+    client
+        .send(json!({"type":"daemon.control","request_id":"d3","command":{"action":"explode"}}))
+        .await;
+    client.expect_error("invalid_request", "d3").await;
+    // Sessions work over the socket too.
+    let workspace = daemon.home.workspace();
+    let session = client.start_session(&workspace).await;
+    daemon.mock.push(Reply::text(["over the socket"]));
+    client.start_turn(&session, "t", "hi").await;
+    assert_eq!(
+        client.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
+
+    daemon.sigterm();
+    assert!(daemon.exit_status().await.success());
+    assert!(!daemon.socket.exists(), "the socket is removed on exit");
+}
+
+#[tokio::test]
+async fn a_second_daemon_on_the_same_socket_exits_and_leaves_the_first_alone() {
+    let mut daemon = Daemon::start("").await;
+    let output = Command::new(BIN)
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .env("SCV_HOME", daemon.home.path())
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("already serving"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {}", daemon.child.id().unwrap())),
+        "{stderr}"
+    );
+    let mut client = daemon.client().await;
+    client
+        .send(json!({"type":"daemon.control","request_id":"s","command":{"action":"status"}}))
+        .await;
+    client.expect("daemon.status").await;
+    daemon.sigterm();
+    assert!(daemon.exit_status().await.success());
+}
+
+#[tokio::test]
+async fn a_stale_socket_file_is_replaced() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let socket = home.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_err());
+    let mut child = spawn_daemon(&home, &socket);
+    wait_for_socket(&socket).await;
+    let mut client = TestServer::connect(&socket).await;
+    client.initialize().await;
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    assert!(child.wait().await.unwrap().success());
+}
+
+#[tokio::test]
+async fn one_clients_eof_cancels_only_its_own_turn() {
+    let daemon = Daemon::start("").await;
+    let workspace = daemon.home.workspace();
+    let mut a = daemon.client().await;
+    let mut b = daemon.client().await;
+    let session_a = a.start_session(&workspace).await;
+    let session_b = b.start_session(&workspace).await;
+
+    daemon
+        .mock
+        .push(Reply::text(["a1", "a2", "a3"]).then(2, Ending::Stall));
+    a.start_turn(&session_a, "ta", "stall").await;
+    a.until("assistant.delta").await;
+    // B cannot see A's session: sessions belong to their connection.
+    b.start_turn(&session_a, "x", "hijack").await;
+    b.expect_error("session_not_found", "x").await;
+
+    a.close_stdin().await;
+    assert_eq!(
+        a.until_terminal().await.last().unwrap()["type"],
+        "turn.cancelled"
+    );
+    assert_eq!(a.next_opt().await, None, "A's connection is closed");
+    assert!(daemon.mock.wait_dropped(1).await);
+
+    daemon.mock.push(Reply::text(["b fine"]));
+    b.start_turn(&session_b, "tb", "hello").await;
+    assert_eq!(
+        b.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
+    let mut c = daemon.client().await;
+    c.start_session(&workspace).await;
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_off_and_others_carry_on() {
+    let daemon = Daemon::start("").await;
+    let workspace = daemon.home.workspace();
+    let mut slow = daemon.client().await;
+    let mut fast = daemon.client().await;
+    let slow_session = slow.start_session(&workspace).await;
+    let fast_session = fast.start_session(&workspace).await;
+
+    // 20,000 deltas: far more than the socket buffer and the writer queue.
+    let flood: Vec<String> = (0..20_000).map(|i| format!("w{i} ")).collect();
+    daemon.mock.push(Reply::text(&flood).batched(200));
+    slow.start_turn(&slow_session, "flood", "flood me").await;
+    // The slow client never reads. The fast one completes turns meanwhile.
+    for i in 0..3 {
+        daemon
+            .mock
+            .push_matching(&format!("fast {i}"), Reply::text(["quick"]));
+        fast.start_turn(&fast_session, "f", &format!("fast {i}"))
+            .await;
+        let events = fast.until_terminal().await;
+        assert_eq!(events.last().unwrap()["type"], "turn.completed");
+        assert_seq_contiguous(&events);
+    }
+    // After the 3-second backpressure timeout the slow connection is
+    // cleaned up (the daemon says so); what was buffered then drains and
+    // the connection is closed.
+    assert!(daemon.wait_log("the client stopped reading").await);
+    let mut delivered = 0;
+    while let Some(event) = slow.next_opt().await {
+        delivered += 1;
+        assert_ne!(
+            event["type"], "turn.completed",
+            "after {delivered} events: {event}"
+        );
+    }
+    assert!(
+        delivered < 20_000,
+        "the flood was cut off ({delivered} events)"
+    );
+    let mut again = daemon.client().await;
+    again.start_session(&workspace).await;
+}
+
+fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn sigterm_during_a_tool_call_stops_everything_and_exits_zero() {
+    let mut daemon = Daemon::start("auto_approve = [\"read\", \"process\"]").await;
+    let workspace = daemon.home.workspace();
+    let pidfile = workspace.join("sleep.pid");
+
+    let mut runner = daemon.client().await;
+    let session = runner.start_session(&workspace).await;
+    let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    daemon.mock.push(Reply::tool_calls(&[(
+        "c",
+        "bash",
+        json!({"command": command}),
+    )]));
+    runner.start_turn(&session, "t", "sleep").await;
+    runner.until("tool.started").await;
+
+    // A second client stuck on a silent provider, a third not reading.
+    let mut stuck = daemon.client().await;
+    let stuck_session = stuck.start_session(&workspace).await;
+    daemon
+        .mock
+        .push_matching("stuck please", Reply::text(["x"]).then(1, Ending::Stall));
+    stuck.start_turn(&stuck_session, "s", "stuck please").await;
+    stuck.expect("turn.started").await;
+    let mut deaf = daemon.client().await;
+    let deaf_session = deaf.start_session(&workspace).await;
+    let flood: Vec<String> = (0..20_000).map(|i| format!("d{i} ")).collect();
+    daemon
+        .mock
+        .push_matching("deaf please", Reply::text(&flood).batched(200));
+    deaf.start_turn(&deaf_session, "d", "deaf please").await;
+
+    let mut pid = None;
+    for _ in 0..400 {
+        if let Ok(text) = std::fs::read_to_string(&pidfile) {
+            pid = text.trim().parse::<i32>().ok();
+            if pid.is_some() {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let pid = pid.expect("sleep started");
+    assert!(process_alive(pid));
+
+    daemon.sigterm();
+    assert!(daemon.exit_status().await.success());
+    assert!(!process_alive(pid), "the tool's process group was killed");
+    assert!(!daemon.socket.exists());
+    assert_eq!(
+        runner.until_terminal().await.last().unwrap()["type"],
+        "turn.cancelled"
+    );
+}
+
+#[tokio::test]
+async fn the_control_helper_reports_status_and_bounds_its_wait() {
+    let mut daemon = Daemon::start("").await;
+    let status = scv_client::control(&daemon.socket, DaemonCommand::Status)
+        .await
+        .unwrap();
+    assert_eq!(status.pid, daemon.child.id().unwrap());
+    assert!(status.components.is_empty());
+    let refused = scv_client::control(
+        &daemon.socket,
+        DaemonCommand::ClawbotLogout {
+            account: "default".into(),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            scv_client::ControlError::Refused {
+                code: scv_protocol::ErrorCode::Unsupported,
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    daemon.sigterm();
+    daemon.exit_status().await;
+
+    // A listener that accepts and never answers: the outcome is unknown.
+    let silent = daemon.home.path().join("silent.sock");
+    let listener = tokio::net::UnixListener::bind(&silent).unwrap();
+    let _hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let err = scv_client::control::control_within(
+        &silent,
+        DaemonCommand::Reload,
+        Duration::from_millis(300),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, scv_client::ControlError::UnknownOutcome(_)));
+    assert!(
+        err.to_string().contains("query status before retrying"),
+        "{err}"
+    );
+
+    let missing = daemon.home.path().join("nobody.sock");
+    let err = scv_client::control(&missing, DaemonCommand::Status)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, scv_client::ControlError::NotRunning(_)));
+}
+
+#[tokio::test]
+async fn ensure_daemon_starts_it_in_the_background_with_a_log() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let socket = home.path().join("server.sock");
+    let bin = Path::new(BIN);
+    let stream = scv_client::daemon::ensure_daemon_with(bin, home.path(), &socket)
+        .await
+        .unwrap();
+    drop(stream);
+    let status = scv_client::control(&socket, DaemonCommand::Status)
+        .await
+        .unwrap();
+    // A second call connects to the same daemon.
+    drop(
+        scv_client::daemon::ensure_daemon_with(bin, home.path(), &socket)
+            .await
+            .unwrap(),
+    );
+    let again = scv_client::control(&socket, DaemonCommand::Status)
+        .await
+        .unwrap();
+    assert_eq!(status.pid, again.pid);
+    let log = std::fs::read_to_string(home.path().join("server.log")).unwrap();
+    assert!(log.contains("listening on"), "{log}");
+    unsafe { libc::kill(status.pid as i32, libc::SIGTERM) };
+    for _ in 0..400 {
+        if !socket.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(!socket.exists());
+}
