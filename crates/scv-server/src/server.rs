@@ -45,6 +45,8 @@ impl ServerContext {
             .get_or_init(|| {
                 reqwest::Client::builder()
                     .connect_timeout(std::time::Duration::from_secs(15))
+                    // Keep a few warm connections, not one per past turn.
+                    .pool_max_idle_per_host(16)
                     .build()
                     .expect("the TLS backend initializes")
             })

@@ -13,6 +13,10 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// The writer's buffer. Small, because a daemon holds one per connection;
+/// bursts are still batched into one write per buffer-full.
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
 /// How long a send may wait for queue capacity before the connection is
 /// considered stuck.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(3);
@@ -115,7 +119,7 @@ async fn drain<W: AsyncWrite + Unpin>(
     sink: W,
     mut rx: mpsc::Receiver<Queued>,
 ) -> std::io::Result<()> {
-    let mut out = BufWriter::with_capacity(64 * 1024, sink);
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, sink);
     while let Some(frame) = rx.recv().await {
         write_frame(&mut out, frame).await?;
         // Batch whatever is queued before paying for a flush; one yield lets

@@ -1,0 +1,265 @@
+//! The daemon load generator (`cargo bench -p scv-server --bench load`).
+//!
+//! Starts the release daemon on a temporary socket against the mock
+//! provider and measures:
+//! - resident memory of the idle daemon;
+//! - memory per idle session, on 1,000 connections with a session each and
+//!   on one connection holding 1,000 sessions;
+//! - CPU time and context switches (wake-ups) of the idle daemon over 10 s,
+//!   with and without those sessions;
+//! - 1,000 connections each streaming a turn at once: total events, events
+//!   per second, and a check that every connection saw contiguous `seq`
+//!   numbers, all its deltas, and exactly one terminal event.
+//! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
+
+use scv_test_support::mock_provider::{MockProvider, Reply};
+use scv_test_support::TestHome;
+use serde::Deserialize;
+use serde_json::json;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
+const CONNECTIONS: usize = 1000;
+const DELTAS_PER_TURN: usize = 200;
+
+fn proc_field(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// (CPU seconds, context switches) summed over the process's threads.
+fn cpu_and_switches(pid: u32) -> (f64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+    let mut switches = 0;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            for line in status.lines() {
+                if line.starts_with("voluntary_ctxt_switches:")
+                    || line.starts_with("nonvoluntary_ctxt_switches:")
+                {
+                    switches += line
+                        .split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+            }
+        }
+    }
+    (ticks as f64 / 100.0, switches)
+}
+
+async fn idle_profile(pid: u32, label: &str) {
+    let (cpu0, sw0) = cpu_and_switches(pid);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (cpu1, sw1) = cpu_and_switches(pid);
+    println!(
+        "idle {label}: CPU {:.2} s over 10 s ({:.2}%), {:.1} wake-ups/s",
+        cpu1 - cpu0,
+        (cpu1 - cpu0) * 10.0,
+        (sw1 - sw0) as f64 / 10.0
+    );
+}
+
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+struct Client {
+    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    writer: tokio::net::unix::OwnedWriteHalf,
+}
+
+impl Client {
+    async fn connect(socket: &Path) -> Client {
+        let stream = UnixStream::connect(socket).await.expect("connect");
+        let (reader, writer) = stream.into_split();
+        let mut client = Client {
+            lines: BufReader::new(reader).lines(),
+            writer,
+        };
+        client
+            .send(json!({"type":"initialize","request_id":"i","protocol_version":2}))
+            .await;
+        client.line().await;
+        client
+    }
+
+    async fn send(&mut self, value: serde_json::Value) {
+        let mut line = value.to_string();
+        line.push('\n');
+        self.writer.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn line(&mut self) -> String {
+        self.lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("daemon closed the connection")
+    }
+
+    async fn session(&mut self, cwd: &Path) -> String {
+        self.send(json!({"type":"session.start","request_id":"s","cwd":cwd}))
+            .await;
+        let started: serde_json::Value = serde_json::from_str(&self.line().await).unwrap();
+        self.line().await; // queue.snapshot
+        started["session_id"].as_str().unwrap().to_string()
+    }
+}
+
+#[derive(Deserialize)]
+struct Frame<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: &'a str,
+    seq: Option<u64>,
+}
+
+/// Reads one turn; returns (events, deltas) or panics on a protocol fault.
+async fn read_turn(client: &mut Client) -> (usize, usize) {
+    let mut last_seq = None;
+    let (mut events, mut deltas) = (0, 0);
+    loop {
+        let line = client.line().await;
+        let frame: Frame = serde_json::from_str(&line).unwrap();
+        events += 1;
+        let seq = frame.seq.expect("turn events carry seq");
+        if let Some(last) = last_seq {
+            assert_eq!(seq, last + 1, "dropped or reordered frame");
+        }
+        last_seq = Some(seq);
+        match frame.kind {
+            "assistant.delta" => deltas += 1,
+            "turn.completed" => return (events, deltas),
+            "turn.failed" | "turn.cancelled" => panic!("turn ended badly: {line}"),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    raise_fd_limit();
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let workspace = home.workspace();
+    let socket = home.path().join("server.sock");
+    let mut daemon = tokio::process::Command::new(BIN)
+        .arg("--socket")
+        .arg(&socket)
+        .env("SCV_HOME", home.path())
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = daemon.id().unwrap();
+    while UnixStream::connect(&socket).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_rss = proc_field(pid, "VmRSS:");
+    println!("idle daemon RSS: {:.1} MiB", idle_rss as f64 / 1024.0);
+    idle_profile(pid, "daemon, no clients").await;
+
+    // One connection holding 1,000 sessions.
+    let mut single = Client::connect(&socket).await;
+    let before = proc_field(pid, "VmRSS:");
+    for _ in 0..CONNECTIONS {
+        single.session(&workspace).await;
+    }
+    let after = proc_field(pid, "VmRSS:");
+    println!(
+        "1,000 idle sessions on one connection: +{:.1} MiB, {:.1} KiB per session",
+        (after - before) as f64 / 1024.0,
+        (after - before) as f64 / CONNECTIONS as f64
+    );
+    drop(single);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // 1,000 connections, a session each.
+    let before = proc_field(pid, "VmRSS:");
+    let mut clients = Vec::with_capacity(CONNECTIONS);
+    let mut sessions = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        let mut client = Client::connect(&socket).await;
+        sessions.push(client.session(&workspace).await);
+        clients.push(client);
+    }
+    let after = proc_field(pid, "VmRSS:");
+    println!(
+        "1,000 connections with an idle session each: +{:.1} MiB, {:.1} KiB per connection+session",
+        (after - before) as f64 / 1024.0,
+        (after - before) as f64 / CONNECTIONS as f64
+    );
+    idle_profile(pid, "daemon, 1,000 idle connections").await;
+
+    // Every connection streams a turn at once.
+    let fragments: Vec<String> = (0..DELTAS_PER_TURN).map(|i| format!("d{i} ")).collect();
+    for _ in 0..CONNECTIONS {
+        mock.push(Reply::text(&fragments).batched(20));
+    }
+    let (cpu0, _) = cpu_and_switches(pid);
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(CONNECTIONS);
+    for (mut client, session) in clients.into_iter().zip(sessions) {
+        tasks.push(tokio::spawn(async move {
+            client
+                .send(json!({"type":"turn.start","request_id":"t","session_id":session,"prompt":"go"}))
+                .await;
+            let result = read_turn(&mut client).await;
+            (result, client)
+        }));
+    }
+    let mut events = 0;
+    let mut clients = Vec::with_capacity(CONNECTIONS);
+    for task in tasks {
+        let ((n, deltas), client) = task.await.expect("a connection failed");
+        assert_eq!(deltas, DELTAS_PER_TURN, "missing deltas");
+        events += n;
+        clients.push(client);
+    }
+    let elapsed = start.elapsed();
+    let (cpu1, _) = cpu_and_switches(pid);
+    println!(
+        "1,000 connections streaming at once: {events} events in {:.2} s = {:.0} events/s; \
+         daemon CPU {:.2} s; every connection: contiguous seq, {DELTAS_PER_TURN} deltas, one terminal",
+        elapsed.as_secs_f64(),
+        events as f64 / elapsed.as_secs_f64(),
+        cpu1 - cpu0
+    );
+    println!(
+        "daemon RSS after the streaming round: {:.1} MiB (peak {:.1} MiB)",
+        proc_field(pid, "VmRSS:") as f64 / 1024.0,
+        proc_field(pid, "VmHWM:") as f64 / 1024.0
+    );
+    drop(clients);
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = daemon.wait().await.unwrap();
+    println!("daemon exit after SIGTERM: {status}");
+}
