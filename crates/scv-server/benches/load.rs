@@ -10,6 +10,7 @@
 //! - 1,000 connections each streaming a turn at once: total events, events
 //!   per second, and a check that every connection saw contiguous `seq`
 //!   numbers, all its deltas, and exactly one terminal event.
+//!
 //! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
 use scv_test_support::mock_provider::{MockProvider, Reply};
