@@ -58,6 +58,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
         }
     }
 
+    /// The reading and writing halves, for a reader task and a writer.
+    pub fn into_parts(self) -> (FramedRead<R, FrameCodec>, W) {
+        (self.reader, self.writer)
+    }
+
     /// Closes the sending half (the server sees EOF).
     pub async fn close_write(&mut self) -> Result<()> {
         self.writer.shutdown().await?;

@@ -1,0 +1,122 @@
+//! `scv exec "PROMPT"`: one turn, headless, in the current directory. The
+//! answer streams to stdout (or every protocol event as a JSON line with
+//! `--json`); tool activity goes to stderr. Approvals are denied unless
+//! `--approve` names the risk class. Exit 0 when the turn completed, 1 when
+//! it failed, 130 when it was cancelled.
+
+use crate::session;
+use anyhow::Result;
+use scv_protocol::{ClientMessage, EventBody, Risk};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub async fn run(
+    home: &Path,
+    socket: &Path,
+    prompt: String,
+    json: bool,
+    approve: &[Risk],
+) -> Result<ExitCode> {
+    let cwd = std::env::current_dir()?.canonicalize()?;
+    let session::Opened {
+        mut conn,
+        events,
+        session_id,
+    } = session::open(home, socket, &cwd, true, "scv-exec").await?;
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        for event in &events {
+            writeln!(stdout, "{}", serde_json::to_string(event)?)?;
+        }
+    }
+    conn.send(ClientMessage::TurnStart {
+        session_id: session_id.clone(),
+        prompt,
+    })
+    .await?;
+    let mut turn_id = None;
+    let mut cancel_sent = false;
+    let mut streamed = false;
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    loop {
+        let event = tokio::select! {
+            event = conn.next_event() => event?,
+            _ = &mut interrupt, if !cancel_sent => {
+                cancel_sent = true;
+                if let Some(turn_id) = turn_id.clone() {
+                    conn.send(ClientMessage::TurnCancel { session_id: session_id.clone(), turn_id }).await?;
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            anyhow::bail!("the SCV daemon closed the connection before the turn ended");
+        };
+        if json {
+            writeln!(stdout, "{}", serde_json::to_string(&event)?)?;
+            stdout.flush()?;
+        }
+        match &event.body {
+            EventBody::TurnStarted {} => turn_id = event.turn_id.clone(),
+            EventBody::AssistantDelta { content } if !json => {
+                write!(stdout, "{content}")?;
+                stdout.flush()?;
+                streamed = true;
+            }
+            EventBody::AssistantCompleted { content } if !json => {
+                if !streamed && !content.is_empty() {
+                    write!(stdout, "{content}")?;
+                }
+                if streamed || !content.is_empty() {
+                    writeln!(stdout)?;
+                }
+                streamed = false;
+            }
+            EventBody::ToolStarted { name, .. } if !json => eprintln!("[tool] {name} running"),
+            EventBody::ToolCompleted { name, success, .. } if !json => {
+                eprintln!("[tool] {name} {}", if *success { "done" } else { "failed" })
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                risk,
+                summary,
+                ..
+            } => {
+                let approved = approve.contains(risk);
+                if !json {
+                    if approved {
+                        eprintln!("[approved] {summary}");
+                    } else {
+                        eprintln!(
+                            "[denied] {summary} (allow with --approve {})",
+                            risk.as_str()
+                        );
+                    }
+                }
+                conn.send(ClientMessage::ApprovalResolve {
+                    session_id: session_id.clone(),
+                    approval_id: approval_id.clone(),
+                    approved,
+                })
+                .await?;
+            }
+            EventBody::TurnCompleted { .. } => return Ok(ExitCode::SUCCESS),
+            EventBody::TurnCancelled {} => {
+                if !json {
+                    eprintln!("scv: the turn was cancelled");
+                }
+                return Ok(ExitCode::from(130));
+            }
+            EventBody::TurnFailed { code, message } => {
+                if !json {
+                    eprintln!("scv: the turn failed: {code}: {message}");
+                }
+                return Ok(ExitCode::FAILURE);
+            }
+            EventBody::Error(error) if !json => eprintln!("scv: {}: {}", error.code, error.message),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,836 @@
+//! The UI's state and behaviour, free of terminal I/O: server events come
+//! in through [`App::apply`], keys through [`App::on_key`], which returns
+//! the protocol messages to send. Rendering reads this state (`view.rs`).
+
+use super::input::Input;
+use super::transcript::{ItemKind, ToolCard, ToolState, Transcript};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use scv_protocol::{ClientMessage, ErrorCode, Event, EventBody, QueueEntry, Usage};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Slash commands with their help text.
+pub const SLASH_COMMANDS: &[(&str, &str)] = &[
+    ("/clear", "clear the session (history, queue, usage)"),
+    ("/pause", "pause the queue: queued prompts wait"),
+    ("/resume", "resume the queue"),
+    ("/help", "show keys and commands"),
+    ("/quit", "quit scv"),
+];
+
+const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkState {
+    Connected,
+    /// The daemon went away; reconnecting.
+    Disconnected,
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub session_id: String,
+    pub cwd: String,
+    pub model: String,
+    pub context_max_tokens: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ActiveTurn {
+    pub turn_id: String,
+    pub started_at: Instant,
+}
+
+#[derive(Debug, Clone)]
+pub struct PendingApproval {
+    pub approval_id: String,
+    pub call_id: String,
+    pub name: String,
+    pub risk: String,
+    pub cwd: String,
+    pub summary: String,
+    pub arguments: serde_json::Value,
+}
+
+/// What the UI wants done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    Send {
+        request_id: String,
+        message: ClientMessage,
+    },
+    Quit,
+}
+
+pub struct App {
+    pub transcript: Transcript,
+    pub input: Input,
+    pub session: Option<SessionView>,
+    pub link: LinkState,
+    pub turn: Option<ActiveTurn>,
+    pub queue: Vec<QueueEntry>,
+    pub paused: bool,
+    /// Selected queue entry while the queue panel has focus.
+    pub queue_focus: Option<usize>,
+    /// The queued prompt being edited in the input box.
+    pub editing: Option<QueueEntry>,
+    pub approvals: VecDeque<PendingApproval>,
+    pub usage: Usage,
+    /// Latest estimate of the prompt size in tokens.
+    pub context_used: u64,
+    /// Rows scrolled up from the bottom; 0 follows new output.
+    pub scroll: usize,
+    /// Whether there is more transcript above the view (set by rendering).
+    pub more_above: bool,
+    /// Tool output shown in full.
+    pub expanded: bool,
+    /// The clock the view uses (set each frame; fixed in tests).
+    pub now: Instant,
+    /// A one-line hint under the input (e.g. "press Ctrl+C again to quit").
+    pub hint: Option<String>,
+    pub should_quit: bool,
+    ctrl_c_at: Option<Instant>,
+    next_request: u64,
+    /// Prompts sent with `turn.start`, by request id, shown when they start.
+    pending_prompts: HashMap<String, String>,
+    denied: HashSet<String>,
+}
+
+impl App {
+    pub fn new(now: Instant) -> App {
+        App {
+            transcript: Transcript::default(),
+            input: Input::new(200, 1024 * 1024),
+            session: None,
+            link: LinkState::Connected,
+            turn: None,
+            queue: Vec::new(),
+            paused: false,
+            queue_focus: None,
+            editing: None,
+            approvals: VecDeque::new(),
+            usage: Usage::default(),
+            context_used: 0,
+            scroll: 0,
+            more_above: false,
+            expanded: false,
+            now,
+            hint: None,
+            should_quit: false,
+            ctrl_c_at: None,
+            next_request: 0,
+            pending_prompts: HashMap::new(),
+            denied: HashSet::new(),
+        }
+    }
+
+    fn request_id(&mut self) -> String {
+        self.next_request += 1;
+        format!("tui-{}", self.next_request)
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.session.as_ref().map(|s| s.session_id.clone())
+    }
+
+    fn send(&mut self, message: ClientMessage) -> Outgoing {
+        Outgoing::Send {
+            request_id: self.request_id(),
+            message,
+        }
+    }
+
+    /// Applies one server event.
+    pub fn apply(&mut self, event: Event) {
+        let request_id = event.request_id.clone();
+        match event.body {
+            EventBody::SessionStarted(started) => {
+                self.transcript.set_bounds(
+                    started.max_transcript_items as usize,
+                    started.max_transcript_bytes as usize,
+                );
+                self.input.set_bounds(
+                    started.max_prompt_history_items as usize,
+                    started.max_prompt_history_bytes as usize,
+                );
+                self.session = Some(SessionView {
+                    session_id: event.session_id.unwrap_or_default(),
+                    cwd: started.cwd,
+                    model: started.model,
+                    context_max_tokens: started.context_max_tokens,
+                });
+            }
+            EventBody::QueueSnapshot { entries } => self.queue = entries,
+            EventBody::QueueEnqueued { entry, position } => {
+                let at = position.min(self.queue.len());
+                self.queue.insert(at, entry);
+            }
+            EventBody::QueueUpdated { entry } => self.replace_entry(entry),
+            EventBody::QueueMoved { entry, position } => {
+                self.queue.retain(|e| e.queue_id != entry.queue_id);
+                let at = position.min(self.queue.len());
+                self.queue.insert(at, entry);
+            }
+            EventBody::QueueRemoved { queue_id } => self.remove_entry(&queue_id),
+            EventBody::QueueDequeued { queue_id } => {
+                if let Some(entry) = self.queue.iter().find(|e| e.queue_id == queue_id) {
+                    if let Some(rid) = &request_id {
+                        self.pending_prompts
+                            .insert(rid.clone(), entry.prompt.clone());
+                    }
+                }
+                self.remove_entry(&queue_id);
+            }
+            EventBody::TurnStarted {} => {
+                if let Some(prompt) = request_id
+                    .as_ref()
+                    .and_then(|r| self.pending_prompts.remove(r))
+                {
+                    self.transcript.push(ItemKind::User(prompt));
+                }
+                self.turn = Some(ActiveTurn {
+                    turn_id: event.turn_id.unwrap_or_default(),
+                    started_at: self.now,
+                });
+            }
+            EventBody::AssistantDelta { content } => {
+                let appended = self.transcript.update_last(
+                    |k| {
+                        matches!(
+                            k,
+                            ItemKind::Assistant {
+                                streaming: true,
+                                ..
+                            }
+                        )
+                    },
+                    |k| {
+                        if let ItemKind::Assistant { text, .. } = k {
+                            text.push_str(&content);
+                        }
+                    },
+                );
+                if !appended {
+                    self.transcript.push(ItemKind::Assistant {
+                        text: content,
+                        streaming: true,
+                    });
+                }
+            }
+            EventBody::AssistantCompleted { content } => {
+                let finished = self.transcript.update_last(
+                    |k| {
+                        matches!(
+                            k,
+                            ItemKind::Assistant {
+                                streaming: true,
+                                ..
+                            }
+                        )
+                    },
+                    |k| {
+                        *k = ItemKind::Assistant {
+                            text: content.clone(),
+                            streaming: false,
+                        }
+                    },
+                );
+                if !finished && !content.is_empty() {
+                    self.transcript.push(ItemKind::Assistant {
+                        text: content,
+                        streaming: false,
+                    });
+                }
+            }
+            EventBody::ToolProposed {
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.transcript.push(ItemKind::Tool(ToolCard {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Proposed,
+                    output: String::new(),
+                    truncated: false,
+                }));
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                call_id,
+                name,
+                risk,
+                cwd,
+                summary,
+            } => {
+                let mut arguments = serde_json::Value::Null;
+                self.transcript.update_tool(&call_id, |card| {
+                    card.state = ToolState::AwaitingApproval;
+                    arguments = card.arguments.clone();
+                });
+                self.approvals.push_back(PendingApproval {
+                    approval_id,
+                    call_id,
+                    name,
+                    risk: risk.as_str().to_string(),
+                    cwd,
+                    summary,
+                    arguments,
+                });
+            }
+            EventBody::ToolStarted { call_id, .. } => {
+                self.transcript
+                    .update_tool(&call_id, |card| card.state = ToolState::Running);
+            }
+            EventBody::ToolCompleted {
+                call_id,
+                success,
+                output,
+                truncated,
+                ..
+            } => {
+                let denied = self.denied.remove(&call_id);
+                self.transcript.update_tool(&call_id, |card| {
+                    card.state = match (success, denied) {
+                        (true, _) => ToolState::Done,
+                        (false, true) => ToolState::Denied,
+                        (false, false) => ToolState::Failed,
+                    };
+                    card.output = output;
+                    card.truncated = truncated;
+                });
+            }
+            EventBody::ContextCompacted {
+                before_tokens,
+                after_tokens,
+                removed_messages,
+            } => {
+                self.context_used = after_tokens;
+                self.transcript.push(ItemKind::Notice(format!(
+                    "context compacted: {} → {} tokens ({removed_messages} messages summarized)",
+                    short(before_tokens),
+                    short(after_tokens)
+                )));
+            }
+            EventBody::TurnCompleted { steps, usage } => {
+                if let Some(usage) = usage {
+                    self.usage.input_tokens += usage.input_tokens;
+                    self.usage.output_tokens += usage.output_tokens;
+                    self.context_used = usage.input_tokens / u64::from(steps.max(1));
+                }
+                self.end_turn();
+            }
+            EventBody::TurnCancelled {} => {
+                self.end_turn();
+                self.transcript
+                    .push(ItemKind::Notice("turn cancelled".into()));
+            }
+            EventBody::TurnFailed { code, message } => {
+                self.end_turn();
+                self.transcript.push(ItemKind::Error {
+                    code: code.as_str().to_string(),
+                    message,
+                });
+            }
+            EventBody::SessionTrimmed {
+                removed_messages, ..
+            } => {
+                self.transcript.push(ItemKind::Notice(format!(
+                    "server history trimmed: {removed_messages} oldest messages dropped"
+                )));
+            }
+            EventBody::SessionCleared {} => {
+                self.transcript.clear();
+                self.queue.clear();
+                self.usage = Usage::default();
+                self.context_used = 0;
+                self.transcript
+                    .push(ItemKind::Notice("session cleared".into()));
+            }
+            EventBody::Error(error) => {
+                if error.code == ErrorCode::QueueConflict {
+                    if let Some(entry) = error.entry {
+                        self.replace_entry(entry);
+                    }
+                    self.hint = Some(
+                        "that queued prompt changed meanwhile; it is shown as it is now".into(),
+                    );
+                } else {
+                    self.transcript.push(ItemKind::Error {
+                        code: error.code.as_str().to_string(),
+                        message: error.message,
+                    });
+                }
+            }
+            EventBody::Initialized { .. } | EventBody::DaemonStatus { .. } => {}
+        }
+    }
+
+    fn end_turn(&mut self) {
+        self.turn = None;
+        self.approvals.clear();
+        self.transcript.update_last(
+            |k| {
+                matches!(
+                    k,
+                    ItemKind::Assistant {
+                        streaming: true,
+                        ..
+                    }
+                )
+            },
+            |k| {
+                if let ItemKind::Assistant { streaming, .. } = k {
+                    *streaming = false;
+                }
+            },
+        );
+    }
+
+    fn replace_entry(&mut self, entry: QueueEntry) {
+        if let Some(slot) = self.queue.iter_mut().find(|e| e.queue_id == entry.queue_id) {
+            *slot = entry;
+        }
+    }
+
+    fn remove_entry(&mut self, queue_id: &str) {
+        self.queue.retain(|e| e.queue_id != queue_id);
+        if let Some(selected) = self.queue_focus {
+            self.queue_focus = if self.queue.is_empty() {
+                None
+            } else {
+                Some(selected.min(self.queue.len() - 1))
+            };
+        }
+        if self
+            .editing
+            .as_ref()
+            .is_some_and(|e| e.queue_id == queue_id)
+        {
+            self.editing = None;
+            self.hint = Some("the prompt you were editing has left the queue".into());
+        }
+    }
+
+    /// The daemon went away (the caller reconnects).
+    pub fn disconnected(&mut self) {
+        self.link = LinkState::Disconnected;
+        self.turn = None;
+        self.approvals.clear();
+        self.queue.clear();
+        self.queue_focus = None;
+        self.editing = None;
+        self.end_turn();
+        self.transcript.push(ItemKind::Error {
+            code: "disconnected".into(),
+            message: "the SCV daemon went away; reconnecting…".into(),
+        });
+    }
+
+    /// Connected again with a fresh session (its events follow).
+    pub fn reconnected(&mut self) {
+        self.link = LinkState::Connected;
+        self.pending_prompts.clear();
+        self.transcript.push(ItemKind::Notice(
+            "reconnected; a new session started — the earlier history was not restored".into(),
+        ));
+    }
+
+    pub fn on_mouse(&mut self, mouse: MouseEvent) {
+        match mouse.kind {
+            MouseEventKind::ScrollUp => self.scroll_by(3),
+            MouseEventKind::ScrollDown => self.scroll_by(-3),
+            _ => {}
+        }
+    }
+
+    fn scroll_by(&mut self, rows: i64) {
+        if rows > 0 && !self.more_above {
+            return;
+        }
+        self.scroll = (self.scroll as i64 + rows).max(0) as usize;
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        if self.approvals.is_empty() {
+            self.input.insert_str(&text.replace('\r', "\n"));
+        }
+    }
+
+    /// Handles one key; returns what to send.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.ctrl_c();
+        }
+        if !matches!(key.code, KeyCode::Char('c')) || !ctrl {
+            self.ctrl_c_at = None;
+        }
+        // The approval prompt takes every key but cancel.
+        if let Some(approval) = self.approvals.front().cloned() {
+            return match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => self.resolve(approval, true),
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+                    self.resolve(approval, false)
+                }
+                _ => Vec::new(),
+            };
+        }
+        if self.queue_focus.is_some() {
+            return self.queue_key(key);
+        }
+        self.hint = None;
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Char('d') if ctrl && self.input.is_empty() => {
+                self.should_quit = true;
+                vec![Outgoing::Quit]
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+                Vec::new()
+            }
+            KeyCode::Char('j') if ctrl => {
+                self.input.insert('\n');
+                Vec::new()
+            }
+            KeyCode::Char('u') if ctrl => {
+                self.input.kill_line();
+                Vec::new()
+            }
+            KeyCode::Char('a') if ctrl => {
+                self.input.home();
+                Vec::new()
+            }
+            KeyCode::Char('e') if ctrl => {
+                self.input.end();
+                Vec::new()
+            }
+            KeyCode::Enter if shift || alt => {
+                self.input.insert('\n');
+                Vec::new()
+            }
+            KeyCode::Enter => self.submit(),
+            KeyCode::Esc => {
+                if self.editing.take().is_some() {
+                    self.input.set("");
+                    return Vec::new();
+                }
+                self.cancel_turn()
+            }
+            KeyCode::Tab => {
+                if self.input.text().starts_with('/') {
+                    self.complete_slash();
+                } else if !self.queue.is_empty() {
+                    self.queue_focus = Some(0);
+                }
+                Vec::new()
+            }
+            KeyCode::Up if shift => {
+                self.scroll_by(1);
+                Vec::new()
+            }
+            KeyCode::Down if shift => {
+                self.scroll_by(-1);
+                Vec::new()
+            }
+            KeyCode::PageUp => {
+                self.scroll_by(10);
+                Vec::new()
+            }
+            KeyCode::PageDown => {
+                self.scroll_by(-10);
+                Vec::new()
+            }
+            KeyCode::Up => {
+                self.input.up();
+                Vec::new()
+            }
+            KeyCode::Down => {
+                self.input.down();
+                Vec::new()
+            }
+            KeyCode::Left => {
+                self.input.left();
+                Vec::new()
+            }
+            KeyCode::Right => {
+                self.input.right();
+                Vec::new()
+            }
+            KeyCode::Home => {
+                self.input.home();
+                Vec::new()
+            }
+            KeyCode::End => {
+                self.input.end();
+                Vec::new()
+            }
+            KeyCode::Backspace => {
+                self.input.backspace();
+                Vec::new()
+            }
+            KeyCode::Delete => {
+                self.input.delete();
+                Vec::new()
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.input.insert(c);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn ctrl_c(&mut self) -> Vec<Outgoing> {
+        let now = self.now;
+        if self
+            .ctrl_c_at
+            .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)
+        {
+            self.should_quit = true;
+            return vec![Outgoing::Quit];
+        }
+        self.ctrl_c_at = Some(now);
+        self.hint = Some("press Ctrl+C again to quit".into());
+        if self.turn.is_some() {
+            return self.cancel_turn();
+        }
+        self.input.set("");
+        self.editing = None;
+        Vec::new()
+    }
+
+    fn cancel_turn(&mut self) -> Vec<Outgoing> {
+        let (Some(turn), Some(session_id)) = (self.turn.clone(), self.session_id()) else {
+            return Vec::new();
+        };
+        vec![self.send(ClientMessage::TurnCancel {
+            session_id,
+            turn_id: turn.turn_id,
+        })]
+    }
+
+    fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
+        self.approvals.pop_front();
+        if !approved {
+            self.denied.insert(approval.call_id.clone());
+        }
+        let Some(session_id) = self.session_id() else {
+            return Vec::new();
+        };
+        vec![self.send(ClientMessage::ApprovalResolve {
+            session_id,
+            approval_id: approval.approval_id,
+            approved,
+        })]
+    }
+
+    fn submit(&mut self) -> Vec<Outgoing> {
+        let text = self.input.text().trim().to_string();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        if text.starts_with('/') && !text.contains(char::is_whitespace) {
+            self.input.take();
+            return self.slash(&text);
+        }
+        let Some(session_id) = self.session_id() else {
+            self.hint = Some("not connected".into());
+            return Vec::new();
+        };
+        let prompt = self.input.take();
+        if let Some(entry) = self.editing.take() {
+            return vec![self.send(ClientMessage::QueueUpdate {
+                session_id,
+                queue_id: entry.queue_id,
+                revision: entry.revision,
+                prompt,
+            })];
+        }
+        let out = self.send(ClientMessage::TurnStart {
+            session_id,
+            prompt: prompt.clone(),
+        });
+        if let Outgoing::Send { request_id, .. } = &out {
+            self.pending_prompts.insert(request_id.clone(), prompt);
+        }
+        self.scroll = 0;
+        vec![out]
+    }
+
+    fn slash(&mut self, command: &str) -> Vec<Outgoing> {
+        let session_id = self.session_id();
+        match (command, session_id) {
+            ("/quit", _) => {
+                self.should_quit = true;
+                vec![Outgoing::Quit]
+            }
+            ("/help", _) => {
+                self.transcript.push(ItemKind::Notice(help_text()));
+                Vec::new()
+            }
+            ("/clear", Some(session_id)) => {
+                vec![self.send(ClientMessage::SessionClear { session_id })]
+            }
+            ("/pause", Some(session_id)) => {
+                self.paused = true;
+                vec![self.send(ClientMessage::SessionPause {
+                    session_id,
+                    paused: true,
+                })]
+            }
+            ("/resume", Some(session_id)) => {
+                self.paused = false;
+                vec![self.send(ClientMessage::SessionPause {
+                    session_id,
+                    paused: false,
+                })]
+            }
+            (other, _) if SLASH_COMMANDS.iter().any(|(c, _)| *c == other) => {
+                self.hint = Some("not connected".into());
+                Vec::new()
+            }
+            (other, _) => {
+                self.hint = Some(format!("unknown command {other}; try /help"));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Commands matching what is typed after `/`.
+    pub fn slash_matches(&self) -> Vec<(&'static str, &'static str)> {
+        let text = self.input.text();
+        if !text.starts_with('/') || text.contains(char::is_whitespace) {
+            return Vec::new();
+        }
+        SLASH_COMMANDS
+            .iter()
+            .copied()
+            .filter(|(c, _)| c.starts_with(text))
+            .collect()
+    }
+
+    fn complete_slash(&mut self) {
+        let matches = self.slash_matches();
+        if let Some((command, _)) = matches.first() {
+            if matches.len() == 1 || matches.iter().all(|(c, _)| c == command) {
+                self.input.set(command);
+            } else {
+                let common = common_prefix(matches.iter().map(|(c, _)| *c));
+                self.input.set(&common);
+            }
+        }
+    }
+
+    fn queue_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
+        let Some(selected) = self.queue_focus else {
+            return Vec::new();
+        };
+        let Some(session_id) = self.session_id() else {
+            return Vec::new();
+        };
+        let Some(entry) = self.queue.get(selected).cloned() else {
+            self.queue_focus = None;
+            return Vec::new();
+        };
+        match key.code {
+            KeyCode::Esc | KeyCode::Tab => {
+                self.queue_focus = None;
+                Vec::new()
+            }
+            KeyCode::Up => {
+                self.queue_focus = Some(selected.saturating_sub(1));
+                Vec::new()
+            }
+            KeyCode::Down => {
+                self.queue_focus = Some((selected + 1).min(self.queue.len() - 1));
+                Vec::new()
+            }
+            KeyCode::Enter | KeyCode::Char('e') => {
+                self.input.set(&entry.prompt);
+                self.editing = Some(entry);
+                self.queue_focus = None;
+                Vec::new()
+            }
+            KeyCode::Char('u') if selected > 0 => {
+                let before = Some(self.queue[selected - 1].queue_id.clone());
+                self.queue_focus = Some(selected - 1);
+                vec![self.send(ClientMessage::QueueMove {
+                    session_id,
+                    queue_id: entry.queue_id,
+                    revision: entry.revision,
+                    before_queue_id: before,
+                })]
+            }
+            KeyCode::Char('d') if selected + 1 < self.queue.len() => {
+                let before = self.queue.get(selected + 2).map(|e| e.queue_id.clone());
+                self.queue_focus = Some(selected + 1);
+                vec![self.send(ClientMessage::QueueMove {
+                    session_id,
+                    queue_id: entry.queue_id,
+                    revision: entry.revision,
+                    before_queue_id: before,
+                })]
+            }
+            KeyCode::Char('x') | KeyCode::Delete | KeyCode::Backspace => {
+                vec![self.send(ClientMessage::QueueRemove {
+                    session_id,
+                    queue_id: entry.queue_id,
+                    revision: entry.revision,
+                })]
+            }
+            KeyCode::Char('p') => {
+                self.paused = !self.paused;
+                let paused = self.paused;
+                vec![self.send(ClientMessage::SessionPause { session_id, paused })]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Elapsed time of the active turn.
+    pub fn turn_elapsed(&self) -> Option<Duration> {
+        self.turn
+            .as_ref()
+            .map(|t| self.now.saturating_duration_since(t.started_at))
+    }
+}
+
+fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = words.next() else {
+        return String::new();
+    };
+    let mut prefix = first.to_string();
+    for word in words {
+        while !word.starts_with(&prefix) {
+            prefix.pop();
+        }
+    }
+    prefix
+}
+
+pub fn help_text() -> String {
+    let mut text = String::from(
+        "keys: Enter send (queues while a turn runs) · Shift+Enter or Ctrl+J new line · ↑/↓ history · \
+         Esc or Ctrl+C cancel the turn · Ctrl+C twice or Ctrl+D quit · Ctrl+O expand tool output · \
+         PgUp/PgDn or the wheel scroll · Tab focus the queue (↑/↓ select, e edit, u/d move, x remove, p pause)",
+    );
+    text.push_str(" · commands:");
+    for (command, what) in SLASH_COMMANDS {
+        text.push_str(&format!(" {command} {what};"));
+    }
+    text
+}
+
+/// 1234 → "1.2k", 128000 → "128k".
+pub fn short(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1000..=9_999 => format!("{:.1}k", n as f64 / 1000.0),
+        10_000..=999_999 => format!("{}k", n / 1000),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}

@@ -1,0 +1,246 @@
+//! The full-screen terminal UI.
+//!
+//! Start-up connects, initializes and starts the session before the
+//! terminal is touched, so every failure is a one-line error on a normal
+//! screen. The terminal is restored on every exit path, panics included.
+
+pub mod app;
+pub mod highlight;
+pub mod input;
+pub mod markdown;
+pub mod transcript;
+pub mod view;
+pub mod wrap;
+
+use crate::session::{self, DaemonConnection};
+use anyhow::{bail, Result};
+use app::{App, Outgoing};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    Event as TermEvent, EventStream, KeyEventKind, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use futures_util::StreamExt;
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use scv_protocol::{ClientFrame, Event};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::mpsc;
+
+/// At most one frame per this interval while events stream in.
+const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+
+/// The live link to the daemon: a writer, and events from a reader task
+/// (`None` once the connection is gone).
+struct Link {
+    writer: OwnedWriteHalf,
+    events: mpsc::Receiver<Option<Event>>,
+}
+
+impl Link {
+    fn new(conn: DaemonConnection) -> Link {
+        let (mut reader, writer) = conn.into_parts();
+        let (tx, events) = mpsc::channel(1024);
+        tokio::spawn(async move {
+            use scv_protocol::Frame;
+            while let Some(Ok(Frame::Line(line))) = reader.next().await {
+                let Ok(event) = serde_json::from_slice::<Event>(&line) else {
+                    continue;
+                };
+                if tx.send(Some(event)).await.is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(None).await;
+        });
+        Link { writer, events }
+    }
+
+    async fn send(
+        &mut self,
+        request_id: String,
+        message: scv_protocol::ClientMessage,
+    ) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(&ClientFrame {
+            request_id,
+            message,
+        })
+        .expect("messages serialize");
+        line.push(b'\n');
+        self.writer.write_all(&line).await
+    }
+}
+
+pub async fn run(home: PathBuf, socket: PathBuf) -> Result<()> {
+    if !std::io::stdout().is_terminal() {
+        bail!("stdout is not a terminal; use `scv exec \"PROMPT\"` in scripts");
+    }
+    highlight::warm_up();
+    let cwd = std::env::current_dir()?.canonicalize()?;
+    let opened = session::open(&home, &socket, &cwd, true, "scv-tui").await?;
+    let mut app = App::new(Instant::now());
+    for event in opened.events {
+        app.apply(event);
+    }
+    let mut link = Some(Link::new(opened.conn));
+    let mut terminal = enter_terminal()?;
+    let result = event_loop(&mut terminal, &mut app, &mut link, &home, &socket, &cwd).await;
+    drop(terminal);
+    restore_terminal();
+    result
+}
+
+async fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    app: &mut App,
+    link: &mut Option<Link>,
+    home: &Path,
+    socket: &Path,
+    cwd: &Path,
+) -> Result<()> {
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut dirty = true;
+    let mut last_frame = Instant::now() - FRAME_INTERVAL;
+    let mut next_reconnect = Instant::now();
+    loop {
+        if dirty && last_frame.elapsed() >= FRAME_INTERVAL {
+            app.now = Instant::now();
+            terminal.draw(|frame| view::draw(frame, app))?;
+            last_frame = Instant::now();
+            dirty = false;
+        }
+        let frame_due = tokio::time::sleep_until((last_frame + FRAME_INTERVAL).into());
+        tokio::select! {
+            _ = frame_due, if dirty => {}
+            key = keys.next() => {
+                let Some(Ok(key)) = key else { return Ok(()) };
+                let outgoing = match key {
+                    TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+                        app.now = Instant::now();
+                        app.on_key(key)
+                    }
+                    TermEvent::Mouse(mouse) => {
+                        app.on_mouse(mouse);
+                        Vec::new()
+                    }
+                    TermEvent::Paste(text) => {
+                        app.on_paste(&text);
+                        Vec::new()
+                    }
+                    _ => Vec::new(),
+                };
+                for out in outgoing {
+                    match out {
+                        Outgoing::Quit => return Ok(()),
+                        Outgoing::Send { request_id, message } => {
+                            if let Some(live) = link.as_mut() {
+                                if live.send(request_id, message).await.is_err() {
+                                    *link = None;
+                                    app.disconnected();
+                                }
+                            }
+                        }
+                    }
+                }
+                if app.should_quit {
+                    return Ok(());
+                }
+                dirty = true;
+            }
+            event = async { link.as_mut().expect("guarded").events.recv().await }, if link.is_some() => {
+                match event {
+                    Some(Some(event)) => {
+                        app.apply(event);
+                        // Take the whole burst before drawing once.
+                        let live = link.as_mut().expect("guarded");
+                        for _ in 0..4096 {
+                            match live.events.try_recv() {
+                                Ok(Some(event)) => app.apply(event),
+                                Ok(None) => {
+                                    *link = None;
+                                    app.disconnected();
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    _ => {
+                        *link = None;
+                        app.disconnected();
+                        next_reconnect = Instant::now() + RECONNECT_EVERY;
+                    }
+                }
+                dirty = true;
+            }
+            _ = tick.tick() => {
+                if app.turn.is_some() {
+                    dirty = true;
+                }
+                if link.is_none() && Instant::now() >= next_reconnect {
+                    next_reconnect = Instant::now() + RECONNECT_EVERY;
+                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open(home, socket, cwd, false, "scv-tui")).await;
+                    if let Ok(Ok(opened)) = attempt {
+                        app.reconnected();
+                        for event in opened.events {
+                            app.apply(event);
+                        }
+                        *link = Some(Link::new(opened.conn));
+                        dirty = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn enter_terminal() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        previous(info);
+    }));
+    enable_raw_mode()?;
+    let mut stdout = std::io::stdout();
+    crossterm::execute!(
+        stdout,
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    )?;
+    if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+        // Lets Shift+Enter arrive as itself in terminals that support it.
+        let _ = crossterm::execute!(
+            stdout,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        );
+    }
+    let mut terminal = Terminal::new(CrosstermBackend::new(stdout))?;
+    terminal.clear()?;
+    Ok(terminal)
+}
+
+/// Puts the terminal back; safe to call more than once.
+fn restore_terminal() {
+    let mut stdout = std::io::stdout();
+    let _ = crossterm::execute!(
+        stdout,
+        PopKeyboardEnhancementFlags,
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+    let _ = stdout.flush();
+}

@@ -1,0 +1,418 @@
+//! The transcript: what was said and done, as items that each cache their
+//! wrapped lines for the current width. A frame renders only the items in
+//! view, walking back from the bottom, so 10,000 items cost no more than a
+//! screenful. The transcript keeps within the session's item and byte
+//! bounds by dropping its oldest items.
+
+use super::{highlight, markdown, wrap};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+/// Tool output lines shown while a card is collapsed.
+pub const COLLAPSED_OUTPUT_LINES: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    Proposed,
+    AwaitingApproval,
+    Running,
+    Done,
+    Failed,
+    Denied,
+}
+
+impl ToolState {
+    fn label(self) -> (&'static str, Color) {
+        match self {
+            ToolState::Proposed => ("proposed", Color::DarkGray),
+            ToolState::AwaitingApproval => ("awaiting approval", Color::Yellow),
+            ToolState::Running => ("running", Color::Cyan),
+            ToolState::Done => ("done", Color::Green),
+            ToolState::Failed => ("failed", Color::Red),
+            ToolState::Denied => ("denied", Color::Red),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolCard {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: Value,
+    pub state: ToolState,
+    pub output: String,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum ItemKind {
+    User(String),
+    Assistant {
+        text: String,
+        streaming: bool,
+    },
+    Tool(ToolCard),
+    /// A quiet one-line note (compaction, trimming, reconnects).
+    Notice(String),
+    Error {
+        code: String,
+        message: String,
+    },
+}
+
+pub struct Item {
+    pub kind: ItemKind,
+    /// Bumped on every change; part of the cache key.
+    version: u64,
+    cache: RefCell<Option<Cached>>,
+}
+
+struct Cached {
+    width: u16,
+    version: u64,
+    generation: u64,
+    expanded: bool,
+    lines: Vec<Line<'static>>,
+}
+
+impl Item {
+    fn new(kind: ItemKind) -> Item {
+        Item {
+            kind,
+            version: 0,
+            cache: RefCell::new(None),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match &self.kind {
+            ItemKind::User(text) | ItemKind::Notice(text) => text.len(),
+            ItemKind::Assistant { text, .. } => text.len(),
+            ItemKind::Tool(card) => card.output.len() + card.arguments.to_string().len(),
+            ItemKind::Error { message, .. } => message.len(),
+        }
+    }
+
+    /// The wrapped lines for `width`, from the cache when still valid.
+    pub fn lines(&self, width: u16, expanded: bool) -> std::cell::Ref<'_, Vec<Line<'static>>> {
+        let generation = highlight::generation();
+        let valid = matches!(&*self.cache.borrow(), Some(c) if c.width == width
+            && c.version == self.version && c.generation == generation && c.expanded == expanded);
+        if !valid {
+            let lines = wrap::wrap_lines(&self.render(expanded), width);
+            *self.cache.borrow_mut() = Some(Cached {
+                width,
+                version: self.version,
+                generation,
+                expanded,
+                lines,
+            });
+        }
+        std::cell::Ref::map(self.cache.borrow(), |c| {
+            &c.as_ref().expect("filled above").lines
+        })
+    }
+
+    fn render(&self, expanded: bool) -> Vec<Line<'static>> {
+        let mut lines = match &self.kind {
+            ItemKind::User(text) => {
+                let style = Style::default()
+                    .fg(Color::White)
+                    .add_modifier(Modifier::BOLD);
+                text.lines()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        let mark = if i == 0 { "› " } else { "  " };
+                        Line::from(vec![
+                            Span::styled(mark, Style::default().fg(Color::Cyan)),
+                            Span::styled(l.to_string(), style),
+                        ])
+                    })
+                    .collect()
+            }
+            ItemKind::Assistant { text, streaming } => {
+                let mut lines = markdown::render(text);
+                if *streaming {
+                    lines.push(Line::styled("▍", Style::default().fg(Color::DarkGray)));
+                }
+                lines
+            }
+            ItemKind::Tool(card) => render_tool(card, expanded),
+            ItemKind::Notice(text) => vec![Line::styled(
+                format!("· {text}"),
+                Style::default().fg(Color::DarkGray),
+            )],
+            ItemKind::Error { code, message } => vec![Line::from(vec![
+                Span::styled(
+                    format!("✗ {code}: "),
+                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(message.clone(), Style::default().fg(Color::Red)),
+            ])],
+        };
+        lines.push(Line::default());
+        lines
+    }
+}
+
+fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
+    let (label, color) = card.state.label();
+    let arg = |key: &str| {
+        card.arguments
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let title = match card.name.as_str() {
+        "bash" => format!("$ {}", arg("command")),
+        "read_file" | "write_file" | "edit_file" | "list_dir" => {
+            format!("{} {}", card.name, arg("path"))
+        }
+        "search" => format!("search /{}/", arg("pattern")),
+        _ => format!("{} {}", card.name, card.arguments),
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled("● ", Style::default().fg(color)),
+        Span::styled(title, Style::default().add_modifier(Modifier::BOLD)),
+        Span::styled(format!("  [{label}]"), Style::default().fg(color)),
+    ])];
+    let gutter = || Span::styled("  │ ", Style::default().fg(Color::DarkGray));
+    // File edits as a coloured diff.
+    let diff: Vec<(char, String)> = match card.name.as_str() {
+        "edit_file" => arg("old_string")
+            .lines()
+            .map(|l| ('-', l.to_string()))
+            .chain(arg("new_string").lines().map(|l| ('+', l.to_string())))
+            .collect(),
+        "write_file" => arg("content")
+            .lines()
+            .map(|l| ('+', l.to_string()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let diff_limit = if expanded { usize::MAX } else { 8 };
+    for (sign, text) in diff.iter().take(diff_limit) {
+        let color = if *sign == '-' {
+            Color::Red
+        } else {
+            Color::Green
+        };
+        lines.push(Line::from(vec![
+            gutter(),
+            Span::styled(format!("{sign} {text}"), Style::default().fg(color)),
+        ]));
+    }
+    if diff.len() > diff_limit {
+        lines.push(Line::from(vec![
+            gutter(),
+            Span::styled(
+                format!("… {} more diff lines (ctrl+o)", diff.len() - diff_limit),
+                Style::default().fg(Color::DarkGray),
+            ),
+        ]));
+    }
+    let output: Vec<&str> = card.output.lines().collect();
+    let shown = if expanded {
+        output.len()
+    } else {
+        output.len().min(COLLAPSED_OUTPUT_LINES)
+    };
+    let hidden = output.len() - shown;
+    if hidden > 0 {
+        lines.push(Line::from(vec![
+            gutter(),
+            Span::styled(
+                format!("… {hidden} earlier lines (ctrl+o to expand)"),
+                Style::default().fg(Color::DarkGray),
+            ),
+        ]));
+    }
+    for line in &output[output.len() - shown..] {
+        lines.push(Line::from(vec![
+            gutter(),
+            Span::styled(line.to_string(), Style::default().fg(Color::Gray)),
+        ]));
+    }
+    if card.truncated {
+        lines.push(Line::from(vec![
+            gutter(),
+            Span::styled(
+                "[output was truncated by the server]",
+                Style::default().fg(Color::DarkGray),
+            ),
+        ]));
+    }
+    lines
+}
+
+pub struct Transcript {
+    items: VecDeque<Item>,
+    bytes: usize,
+    max_items: usize,
+    max_bytes: usize,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Transcript::new(10_000, 8 * 1024 * 1024)
+    }
+}
+
+impl Transcript {
+    pub fn new(max_items: usize, max_bytes: usize) -> Transcript {
+        Transcript {
+            items: VecDeque::new(),
+            bytes: 0,
+            max_items: max_items.max(1),
+            max_bytes: max_bytes.max(1),
+        }
+    }
+
+    /// Applies the bounds a session advertised.
+    pub fn set_bounds(&mut self, max_items: usize, max_bytes: usize) {
+        self.max_items = max_items.max(1);
+        self.max_bytes = max_bytes.max(1);
+        self.enforce();
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn items(&self) -> &VecDeque<Item> {
+        &self.items
+    }
+
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.bytes = 0;
+    }
+
+    pub fn push(&mut self, kind: ItemKind) {
+        let item = Item::new(kind);
+        self.bytes += item.bytes();
+        self.items.push_back(item);
+        self.enforce();
+    }
+
+    /// Changes the last item matching `pick`, keeping the byte count.
+    pub fn update_last(
+        &mut self,
+        pick: impl Fn(&ItemKind) -> bool,
+        change: impl FnOnce(&mut ItemKind),
+    ) -> bool {
+        let Some(item) = self.items.iter_mut().rev().find(|i| pick(&i.kind)) else {
+            return false;
+        };
+        self.bytes -= item.bytes();
+        change(&mut item.kind);
+        item.version += 1;
+        self.bytes += item.bytes();
+        self.enforce();
+        true
+    }
+
+    /// The tool card of `call_id`.
+    pub fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCard)) -> bool {
+        self.update_last(
+            |k| matches!(k, ItemKind::Tool(card) if card.call_id == call_id),
+            |k| {
+                if let ItemKind::Tool(card) = k {
+                    change(card);
+                }
+            },
+        )
+    }
+
+    fn enforce(&mut self) {
+        while self.items.len() > 1
+            && (self.items.len() > self.max_items || self.bytes > self.max_bytes)
+        {
+            if let Some(old) = self.items.pop_front() {
+                self.bytes -= old.bytes();
+            }
+        }
+    }
+
+    /// The lines of the view: `height` rows ending `scroll` rows above the
+    /// bottom. Returns the lines and the greatest useful scroll offset seen
+    /// (how far up there is more to show).
+    pub fn view(
+        &self,
+        width: u16,
+        height: u16,
+        scroll: usize,
+        expanded: bool,
+    ) -> (Vec<Line<'static>>, bool) {
+        let need = usize::from(height) + scroll;
+        let mut collected: Vec<Line<'static>> = Vec::with_capacity(need);
+        let mut more_above = false;
+        for (index, item) in self.items.iter().enumerate().rev() {
+            let lines = item.lines(width, expanded);
+            for line in lines.iter().rev() {
+                collected.push(line.clone());
+                if collected.len() >= need {
+                    break;
+                }
+            }
+            if collected.len() >= need {
+                more_above = index > 0 || lines.len() > need;
+                break;
+            }
+        }
+        // Drop the `scroll` lines below the view, then put in reading order.
+        let start = scroll.min(collected.len());
+        let mut view: Vec<Line<'static>> = collected.drain(start..).collect();
+        view.truncate(usize::from(height));
+        view.reverse();
+        (view, more_above)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_within_item_and_byte_bounds() {
+        let mut t = Transcript::new(3, 1000);
+        for i in 0..5 {
+            t.push(ItemKind::User(format!("prompt {i}")));
+        }
+        assert_eq!(t.len(), 3);
+        t.push(ItemKind::Notice("x".repeat(990)));
+        assert!(t.bytes() <= 1000);
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn view_takes_the_bottom_and_scrolls() {
+        let mut t = Transcript::default();
+        for i in 0..10 {
+            t.push(ItemKind::Notice(format!("n{i}")));
+        }
+        let text = |lines: &[Line<'static>]| -> Vec<String> {
+            lines
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        let (lines, more) = t.view(20, 3, 0, false);
+        assert_eq!(text(&lines), ["", "· n9", ""]);
+        assert!(more);
+        let (lines, _) = t.view(20, 2, 2, false);
+        assert_eq!(text(&lines), ["· n8", ""]);
+    }
+}

@@ -1,0 +1,371 @@
+//! Drawing the App: transcript, queue panel, approval prompt, input box
+//! (with slash-command completion) and the status line.
+
+use super::app::{short, App, LinkState};
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+const MAX_INPUT_ROWS: u16 = 8;
+const MAX_QUEUE_ROWS: u16 = 5;
+
+pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
+    let area = frame.area();
+    let input_rows =
+        (app.input.text().matches('\n').count() as u16 + 1).clamp(1, MAX_INPUT_ROWS) + 2;
+    let queue_rows = if app.queue.is_empty() {
+        0
+    } else {
+        (app.queue.len() as u16).min(MAX_QUEUE_ROWS) + 2
+    };
+    let approval_rows = if app.approvals.is_empty() {
+        0
+    } else {
+        approval_height(app)
+    };
+    let hint_rows = u16::from(app.hint.is_some());
+    let [transcript, queue, approval, input, hint, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(queue_rows),
+        Constraint::Length(approval_rows),
+        Constraint::Length(input_rows),
+        Constraint::Length(hint_rows),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_transcript(frame, app, transcript);
+    if queue_rows > 0 {
+        draw_queue(frame, app, queue);
+    }
+    if approval_rows > 0 {
+        draw_approval(frame, app, approval);
+    }
+    draw_input(frame, app, input);
+    if let Some(text) = &app.hint {
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                format!(" {text}"),
+                Style::default().fg(Color::Yellow),
+            )),
+            hint,
+        );
+    }
+    draw_status(frame, app, status);
+    draw_completion(frame, app, input);
+}
+
+fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+    if app.transcript.is_empty() {
+        let welcome = vec![
+            Line::styled(
+                "SCV",
+                Style::default()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Line::styled(
+                "Ask for a change, a fix or an explanation. /help lists keys and commands.",
+                Style::default().fg(Color::DarkGray),
+            ),
+        ];
+        frame.render_widget(Paragraph::new(welcome), area);
+        return;
+    }
+    let (lines, more_above) =
+        app.transcript
+            .view(area.width, area.height, app.scroll, app.expanded);
+    app.more_above = more_above;
+    if !more_above && app.scroll > 0 {
+        // Scrolled past the top: stay at the top.
+        app.scroll = app.scroll.saturating_sub(1);
+    }
+    frame.render_widget(Paragraph::new(lines), area);
+    if app.scroll > 0 {
+        let tag = format!(" ↓ {} more (PgDn) ", app.scroll);
+        let width = tag.chars().count() as u16;
+        let corner = Rect::new(
+            area.right().saturating_sub(width),
+            area.bottom().saturating_sub(1),
+            width.min(area.width),
+            1,
+        );
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                tag,
+                Style::default().fg(Color::Black).bg(Color::Yellow),
+            )),
+            corner,
+        );
+    }
+}
+
+fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let title = format!(
+        " Queue ({}){} ",
+        app.queue.len(),
+        if app.paused { " — paused" } else { "" }
+    );
+    let focused = app.queue_focus.is_some();
+    let hint = if focused {
+        " ↑/↓ e edit  u/d move  x remove  p pause  Esc done "
+    } else {
+        " Tab to manage "
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(Style::default().fg(if focused {
+            Color::Cyan
+        } else {
+            Color::DarkGray
+        }))
+        .title(title)
+        .title_bottom(Line::styled(hint, Style::default().fg(Color::DarkGray)));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let rows = usize::from(inner.height);
+    let first = app
+        .queue_focus
+        .map_or(0, |s| s.saturating_sub(rows.saturating_sub(1)));
+    let lines: Vec<Line<'_>> = app
+        .queue
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, entry)| {
+            let text = entry.prompt.lines().next().unwrap_or("").to_string();
+            let style = if app.queue_focus == Some(i) {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            Line::from(vec![
+                Span::styled(format!("{}. ", i + 1), Style::default().fg(Color::DarkGray)),
+                Span::styled(text, style),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn approval_height(app: &App) -> u16 {
+    let arguments = app.approvals.front().map_or(0, |a| argument_lines(a).len()) as u16;
+    // summary, risk line, arguments (up to 6 and a "more" line), keys, borders
+    3 + arguments.min(7) + 2
+}
+
+fn argument_lines(approval: &super::app::PendingApproval) -> Vec<String> {
+    match approval.name.as_str() {
+        "bash" => approval
+            .arguments
+            .get("command")
+            .and_then(|c| c.as_str())
+            .map(|c| c.lines().map(|l| format!("$ {l}")).collect())
+            .unwrap_or_default(),
+        _ => serde_json::to_string_pretty(&approval.arguments)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    }
+}
+
+fn draw_approval(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let Some(approval) = app.approvals.front() else {
+        return;
+    };
+    let waiting = app.approvals.len();
+    let title = if waiting > 1 {
+        format!(" Approval needed (1 of {waiting}) ")
+    } else {
+        " Approval needed ".into()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Thick)
+        .border_style(Style::default().fg(Color::Yellow))
+        .title(Span::styled(
+            title,
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        ));
+    let inner = block.inner(area);
+    frame.render_widget(Clear, area);
+    frame.render_widget(block, area);
+    let mut lines = vec![
+        Line::styled(
+            approval.summary.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Line::from(vec![
+            Span::styled("risk ", Style::default().fg(Color::DarkGray)),
+            Span::styled(
+                approval.risk.clone(),
+                Style::default().fg(risk_color(&approval.risk)),
+            ),
+            Span::styled("  cwd ", Style::default().fg(Color::DarkGray)),
+            Span::raw(approval.cwd.clone()),
+        ]),
+    ];
+    let args = argument_lines(approval);
+    for line in args.iter().take(6) {
+        lines.push(Line::styled(line.clone(), Style::default().fg(Color::Gray)));
+    }
+    if args.len() > 6 {
+        lines.push(Line::styled(
+            format!("… {} more lines", args.len() - 6),
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
+    lines.push(Line::from(vec![
+        Span::styled(" y ", Style::default().fg(Color::Black).bg(Color::Green)),
+        Span::raw(" approve   "),
+        Span::styled(" n ", Style::default().fg(Color::Black).bg(Color::Red)),
+        Span::raw(" deny (Esc)   Ctrl+C cancels the turn"),
+    ]));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn risk_color(risk: &str) -> Color {
+    match risk {
+        "read" => Color::Green,
+        "write" => Color::Yellow,
+        _ => Color::Red,
+    }
+}
+
+fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let title = if app.editing.is_some() {
+        " Edit queued prompt (Enter saves, Esc cancels) "
+    } else if app.turn.is_some() {
+        " Message — Enter queues it "
+    } else {
+        " Message "
+    };
+    let active = app.approvals.is_empty() && app.queue_focus.is_none();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(Style::default().fg(if active { Color::Cyan } else { Color::DarkGray }))
+        .title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let (row, col) = app.input.cursor_position();
+    let rows = usize::from(inner.height.max(1));
+    let first = row.saturating_sub(rows - 1);
+    let text: Vec<Line<'_>> = app
+        .input
+        .text()
+        .split('\n')
+        .skip(first)
+        .take(rows)
+        .map(|l| Line::raw(l.to_string()))
+        .collect();
+    let cols = usize::from(inner.width.max(1));
+    let skip_cols = col.saturating_sub(cols - 1);
+    frame.render_widget(Paragraph::new(text).scroll((0, skip_cols as u16)), inner);
+    if active {
+        frame.set_cursor_position(Position::new(
+            inner.x + (col - skip_cols) as u16,
+            inner.y + (row - first) as u16,
+        ));
+    }
+}
+
+fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
+    let matches = app.slash_matches();
+    if matches.is_empty() || input.y < matches.len() as u16 {
+        return;
+    }
+    let height = matches.len() as u16;
+    let area = Rect::new(
+        input.x + 1,
+        input.y - height,
+        input.width.saturating_sub(2).min(60),
+        height,
+    );
+    let lines: Vec<Line<'_>> = matches
+        .iter()
+        .map(|(command, what)| {
+            Line::from(vec![
+                Span::styled(
+                    format!(" {command:<8}"),
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(format!(" {what}"), Style::default().fg(Color::Gray)),
+            ])
+        })
+        .collect();
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines).style(Style::default().bg(Color::Black)),
+        area,
+    );
+}
+
+fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let dim = Style::default().fg(Color::DarkGray);
+    let sep = || Span::styled(" │ ", dim);
+    // Most useful first: a long workspace path is what gets cut.
+    let mut spans = match app.link {
+        LinkState::Connected => vec![Span::styled("● ", Style::default().fg(Color::Green))],
+        LinkState::Disconnected => vec![Span::styled(
+            "○ reconnecting ",
+            Style::default().fg(Color::Red),
+        )],
+    };
+    if let Some(session) = &app.session {
+        spans.push(Span::styled(
+            session.model.clone(),
+            Style::default().fg(Color::Cyan),
+        ));
+        spans.push(sep());
+    }
+    match app.turn_elapsed() {
+        Some(elapsed) => spans.push(Span::styled(
+            format!("working {}s", elapsed.as_secs()),
+            Style::default().fg(Color::Yellow),
+        )),
+        None => spans.push(Span::styled("idle", dim)),
+    }
+    if !app.queue.is_empty() || app.paused {
+        spans.push(sep());
+        let paused = if app.paused { " (paused)" } else { "" };
+        spans.push(Span::raw(format!("queue {}{paused}", app.queue.len())));
+    }
+    if let Some(session) = &app.session {
+        spans.push(sep());
+        spans.push(Span::raw(format!(
+            "ctx {}/{}",
+            short(app.context_used),
+            short(session.context_max_tokens)
+        )));
+    }
+    spans.push(sep());
+    spans.push(Span::raw(format!(
+        "{}↑ {}↓",
+        short(app.usage.input_tokens),
+        short(app.usage.output_tokens)
+    )));
+    if let Some(session) = &app.session {
+        spans.push(sep());
+        spans.push(Span::styled(tilde(&session.cwd), dim));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `/home/me/x` → `~/x`.
+fn tilde(path: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if !home.is_empty() && path.starts_with(&home) => {
+            format!("~{}", &path[home.len()..])
+        }
+        _ => path.to_string(),
+    }
+}

@@ -1,0 +1,228 @@
+//! Snapshots of the main screens: the real App state, driven by protocol
+//! events and keys, rendered into ratatui's TestBackend.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use scv_protocol::Event;
+use scv_tui::tui::app::{App, Outgoing};
+use scv_tui::tui::{highlight, view};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const S: &str = "sess-1";
+
+fn event(value: Value) -> Event {
+    serde_json::from_value(value).expect("a valid event")
+}
+
+fn started_app() -> App {
+    highlight::load();
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":"/work/project",
+        "model":"gpt-4.1-mini","context_max_tokens":128000,"max_server_frame_bytes":8388608,
+        "max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,
+        "max_prompt_history_items":200})));
+    app.apply(event(
+        json!({"type":"queue.snapshot","request_id":"s","session_id":S,"seq":0,"entries":[]}),
+    ));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+/// Types a prompt, sends it, and plays back `turn.started` for it.
+fn start_turn(app: &mut App, prompt: &str) {
+    type_text(app, prompt);
+    let sent = key(app, KeyCode::Enter);
+    let Some(Outgoing::Send { request_id, .. }) = sent.first() else {
+        panic!("nothing sent: {sent:?}")
+    };
+    app.apply(event(json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"turn-1","seq":1})));
+    app.now += Duration::from_secs(12);
+}
+
+fn turn_event(mut value: Value) -> Event {
+    value["session_id"] = json!(S);
+    value["turn_id"] = json!("turn-1");
+    value["request_id"] = json!("tui-1");
+    event(value)
+}
+
+fn render(app: &mut App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|frame| view::draw(frame, app)).unwrap();
+    terminal.backend().to_string()
+}
+
+#[test]
+fn empty() {
+    let mut app = started_app();
+    insta::assert_snapshot!(render(&mut app));
+}
+
+#[test]
+fn streaming() {
+    let mut app = started_app();
+    start_turn(&mut app, "Why does the build fail?");
+    for part in [
+        "The build fails because ",
+        "`serde` is missing the ",
+        "`derive` feature",
+    ] {
+        app.apply(turn_event(
+            json!({"type":"assistant.delta","seq":2,"content":part}),
+        ));
+    }
+    insta::assert_snapshot!(render(&mut app));
+}
+
+#[test]
+fn markdown_with_code() {
+    let mut app = started_app();
+    start_turn(&mut app, "Show me");
+    let answer = "## Fix\n\nAdd the feature in **Cargo.toml**:\n\n```toml\nserde = { version = \"1\", features = [\"derive\"] }\n```\n\nThen:\n\n1. run `cargo build`\n2. run *the tests*\n\n```rust\nfn main() {\n    println!(\"ok\");\n}\n```";
+    app.apply(turn_event(
+        json!({"type":"assistant.delta","seq":2,"content":answer}),
+    ));
+    app.apply(turn_event(
+        json!({"type":"assistant.completed","seq":3,"content":answer}),
+    ));
+    app.apply(turn_event(json!({"type":"turn.completed","seq":4,"steps":1,"usage":{"input_tokens":1200,"output_tokens":240}})));
+    insta::assert_snapshot!(render(&mut app));
+}
+
+fn with_tool_output(app: &mut App) {
+    start_turn(app, "Run the tests");
+    app.apply(turn_event(
+        json!({"type":"assistant.completed","seq":2,"content":""}),
+    ));
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":3,"call_id":"c1","name":"bash","arguments":{"command":"cargo test"}})));
+    app.apply(turn_event(
+        json!({"type":"tool.started","seq":4,"call_id":"c1","name":"bash"}),
+    ));
+    let output: String = (1..=9)
+        .map(|i| format!("test case_{i} ... ok\n"))
+        .collect::<String>()
+        + "[exit code: 0]";
+    app.apply(turn_event(json!({"type":"tool.completed","seq":5,"call_id":"c1","name":"bash","success":true,"output":output,"truncated":false})));
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":6,"call_id":"c2","name":"edit_file","arguments":{"path":"src/lib.rs","old_string":"let x = 1;","new_string":"let x = 2;"}})));
+    app.apply(turn_event(
+        json!({"type":"tool.started","seq":7,"call_id":"c2","name":"edit_file"}),
+    ));
+    app.apply(turn_event(json!({"type":"tool.completed","seq":8,"call_id":"c2","name":"edit_file","success":true,"output":"Replaced 1 occurrence in src/lib.rs","truncated":false})));
+}
+
+#[test]
+fn tool_card_collapsed() {
+    let mut app = started_app();
+    with_tool_output(&mut app);
+    insta::assert_snapshot!(render(&mut app));
+}
+
+#[test]
+fn tool_card_expanded() {
+    let mut app = started_app();
+    with_tool_output(&mut app);
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    insta::assert_snapshot!(render(&mut app));
+}
+
+#[test]
+fn approval_prompt() {
+    let mut app = started_app();
+    start_turn(&mut app, "Clean the build");
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":"rm -rf target && cargo build"}})));
+    app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project","summary":"Run shell command: rm -rf target && cargo build"})));
+    // Typing is ignored while the prompt is open.
+    assert!(key(&mut app, KeyCode::Char('x')).is_empty());
+    insta::assert_snapshot!(render(&mut app));
+    let sent = key(&mut app, KeyCode::Char('y'));
+    assert!(matches!(
+        &sent[..],
+        [Outgoing::Send {
+            message: scv_protocol::ClientMessage::ApprovalResolve { approved: true, .. },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn queue_panel() {
+    let mut app = started_app();
+    start_turn(&mut app, "First task");
+    for (i, prompt) in ["Then update the README", "Then run clippy"]
+        .iter()
+        .enumerate()
+    {
+        app.apply(event(json!({"type":"queue.enqueued","request_id":format!("q{i}"),"session_id":S,"seq":2+i,
+            "entry":{"queue_id":format!("q{i}"),"revision":1,"prompt":prompt,"submitter":"client"},"position":i})));
+    }
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Down);
+    insta::assert_snapshot!(render(&mut app));
+    // Moving the selected entry up sends queue.move with its revision.
+    let sent = key(&mut app, KeyCode::Char('u'));
+    match &sent[..] {
+        [Outgoing::Send {
+            message:
+                scv_protocol::ClientMessage::QueueMove {
+                    queue_id,
+                    revision,
+                    before_queue_id,
+                    ..
+                },
+            ..
+        }] => {
+            assert_eq!(
+                (queue_id.as_str(), *revision, before_queue_id.as_deref()),
+                ("q1", 1, Some("q0"))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn failed_turn() {
+    let mut app = started_app();
+    start_turn(&mut app, "Do it");
+    app.apply(turn_event(json!({"type":"turn.failed","seq":2,"code":"provider_error","message":"provider returned HTTP 401 Unauthorized: Incorrect API key provided"})));
+    insta::assert_snapshot!(render(&mut app));
+}
+
+#[test]
+fn disconnected() {
+    let mut app = started_app();
+    start_turn(&mut app, "Long job");
+    app.disconnected();
+    insta::assert_snapshot!(render(&mut app));
+}
+
+#[test]
+fn slash_completion() {
+    let mut app = started_app();
+    type_text(&mut app, "/p");
+    insta::assert_snapshot!(render(&mut app));
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "/pause");
+}
+
+#[test]
+fn code_blocks_are_highlighted() {
+    highlight::load();
+    let lines = scv_tui::tui::markdown::render("```rust\nfn main() {}\n```");
+    let colored = lines
+        .iter()
+        .flat_map(|l| &l.spans)
+        .any(|s| matches!(s.style.fg, Some(ratatui::style::Color::Rgb(..))));
+    assert!(colored, "{lines:?}");
+}
