@@ -77,6 +77,7 @@ impl From<RiskArg> for Risk {
 }
 
 fn main() -> ExitCode {
+    let launched = std::time::Instant::now();
     let cli = Cli::parse();
     let home = scv_client::scv_home();
     let socket = cli.socket.unwrap_or_else(|| home.join("server.sock"));
@@ -92,7 +93,9 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            None => tui::run(home, socket).await.map(|()| ExitCode::SUCCESS),
+            None => tui::run(home, socket, launched)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Some(Command::Exec {
                 prompt,
                 json,

@@ -20,6 +20,13 @@ struct Highlighter {
 static HIGHLIGHTER: OnceLock<Highlighter> = OnceLock::new();
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// Common constructs of many languages, to compile their patterns early.
+const WARM_UP_SNIPPET: &str = "use std::io;\nimport os\n#include <stdio.h>\n\
+fn add(a: i32, b: &str) -> Vec<u8> { let x = \"s\\n\"; // note\n  return vec![1, 2.5, 0x1f]; }\n\
+def f(self, *args):\n    '''doc'''\n    return None  # c\n\
+class A extends B { public static void main(String[] a) { if (x != null) {} } }\n\
+const f = async (a) => { await g(`t ${a}`); }; /* block */\n";
+
 /// Starts loading in the background (idempotent).
 pub fn warm_up() {
     if HIGHLIGHTER.get().is_some() {
@@ -27,6 +34,13 @@ pub fn warm_up() {
     }
     std::thread::spawn(|| {
         load();
+        // Grammars compile their regexes on first use; do that here, not
+        // in the first frame that shows such a code block.
+        for lang in [
+            "rust", "python", "js", "ts", "sh", "json", "go", "c", "cpp", "java", "diff", "yaml",
+        ] {
+            let _ = highlight(WARM_UP_SNIPPET, lang);
+        }
     });
 }
 

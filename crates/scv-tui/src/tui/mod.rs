@@ -79,7 +79,9 @@ impl Link {
     }
 }
 
-pub async fn run(home: PathBuf, socket: PathBuf) -> Result<()> {
+/// `launched`: when `main` started, for the first-frame figure that
+/// `SCV_FIRST_FRAME_FILE` asks for (the render benchmark uses it).
+pub async fn run(home: PathBuf, socket: PathBuf, launched: Instant) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         bail!("stdout is not a terminal; use `scv exec \"PROMPT\"` in scripts");
     }
@@ -92,6 +94,10 @@ pub async fn run(home: PathBuf, socket: PathBuf) -> Result<()> {
     }
     let mut link = Some(Link::new(opened.conn));
     let mut terminal = enter_terminal()?;
+    terminal.draw(|frame| view::draw(frame, &mut app))?;
+    if let Some(path) = std::env::var_os("SCV_FIRST_FRAME_FILE") {
+        let _ = std::fs::write(path, launched.elapsed().as_micros().to_string());
+    }
     let result = event_loop(&mut terminal, &mut app, &mut link, &home, &socket, &cwd).await;
     drop(terminal);
     restore_terminal();

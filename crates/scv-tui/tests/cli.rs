@@ -1,0 +1,218 @@
+//! The `scv` command line against the real daemon and the mock provider.
+
+mod common;
+use common::*;
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn help_describes_every_command() {
+    let home = TestHome::new("http://127.0.0.1:9/v1", "");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(SCV)
+            .args(args)
+            .env("SCV_HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+        stdout(&output)
+    };
+    let top = run(&["--help"]);
+    for word in ["exec", "daemon", "--socket"] {
+        assert!(top.contains(word), "{top}");
+    }
+    let exec = run(&["exec", "--help"]);
+    for word in ["--json", "--approve", "PROMPT", "read", "process"] {
+        assert!(exec.contains(word), "{exec}");
+    }
+    let daemon = run(&["daemon", "--help"]);
+    for word in ["status", "reload", "stop"] {
+        assert!(daemon.contains(word), "{daemon}");
+    }
+    assert!(run(&["--version"]).contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ui_refuses_a_non_terminal_stdout_in_one_line() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let output = home.scv().output().unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not a terminal"), "{err}");
+    assert!(output.stdout.is_empty(), "no screen drawn");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_prints_the_answer_and_starts_the_daemon() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["The answer ", "is 42."]));
+    let output = home.scv().args(["exec", "What is it?"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "The answer is 42.\n");
+    assert!(home.daemon_pid().is_some(), "the daemon was started");
+    let body = &mock.requests()[0].body;
+    assert_eq!(
+        body["messages"].as_array().unwrap().last().unwrap()["content"],
+        "What is it?"
+    );
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains(&home.workspace().display().to_string()),
+        "runs in the current directory"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_json_prints_protocol_events() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["hi"]));
+    let output = home
+        .scv()
+        .args(["exec", "--json", "hello"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let types: Vec<String> = stdout(&output)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "initialized",
+            "session.started",
+            "queue.snapshot",
+            "turn.started",
+            "assistant.delta",
+            "assistant.completed",
+            "turn.completed"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_denies_approvals_unless_approve_names_the_class() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let marker = home.workspace().join("made-by-exec");
+    let call = [(
+        "c1",
+        "bash",
+        json!({"command": format!("touch {}", marker.display())}),
+    )];
+
+    mock.push(Reply::tool_calls(&call));
+    mock.push(Reply::text(["ok, not done"]));
+    let output = home.scv().args(["exec", "touch it"]).output().unwrap();
+    assert!(output.status.success());
+    assert!(
+        stderr(&output).contains("[denied] Run shell command: touch"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!marker.exists());
+
+    mock.push(Reply::tool_calls(&call));
+    mock.push(Reply::text(["done"]));
+    let output = home
+        .scv()
+        .args(["exec", "--approve", "process,write", "touch it"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(marker.exists());
+    assert_eq!(stdout(&output), "done\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_exit_code_says_the_turn_failed() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "provider_max_retries = 0");
+    mock.push(Reply::error(400, "no such model"));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("provider_error"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_daemon_is_a_one_line_error() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let output = home
+        .scv()
+        .env("SCV_SERVER_BIN", "/nonexistent/scv-server")
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/scv-server"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn daemon_status_reload_and_stop() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let output = home.scv().args(["daemon", "status"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("not running"),
+        "{}",
+        stderr(&output)
+    );
+
+    mock.push(Reply::text(["up"]));
+    assert!(home
+        .scv()
+        .args(["exec", "start it"])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let pid = home.daemon_pid().unwrap();
+
+    let output = home.scv().args(["daemon", "status"]).output().unwrap();
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(
+        text.contains(&format!("(pid {pid})")) && text.contains("components: none"),
+        "{text}"
+    );
+
+    let output = home
+        .scv()
+        .args(["daemon", "reload", "--json"])
+        .output()
+        .unwrap();
+    let event: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(event["type"], "daemon.status");
+    assert_eq!(event["status"]["pid"], pid);
+
+    let output = home.scv().args(["daemon", "stop"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains(&format!("stopped scv-server (pid {pid})")));
+    assert!(!home.socket().exists());
+    let output = home.scv().args(["daemon", "stop"]).output().unwrap();
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("not running"));
+}

@@ -1,0 +1,83 @@
+//! Shared set-up for the `scv` command tests: the binaries, a home with a
+//! mock provider, and a guard that stops any daemon a test started.
+#![allow(dead_code, unused_imports)]
+
+pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
+pub use scv_test_support::TestHome;
+pub use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const SCV: &str = env!("CARGO_BIN_EXE_scv");
+
+/// `scv-server` beside `scv`, built first if this test run did not build it.
+pub fn server_bin() -> PathBuf {
+    let path = Path::new(SCV).with_file_name("scv-server");
+    if !path.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-p", "scv-server", "--bin", "scv-server"])
+            .status()
+            .expect("cargo build scv-server");
+        assert!(status.success());
+    }
+    path
+}
+
+/// A home with config pointing at `mock`; stops its daemon when dropped.
+pub struct Home {
+    pub home: TestHome,
+}
+
+impl Home {
+    pub fn new(mock: &MockProvider, extra: &str) -> Home {
+        Home {
+            home: TestHome::new(&mock.base_url(), extra),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.home.path().join("server.sock")
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.home.workspace()
+    }
+
+    /// `scv` with this home, run in the workspace.
+    pub fn scv(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(SCV);
+        command
+            .env("SCV_HOME", self.path())
+            .env("SCV_SERVER_BIN", server_bin())
+            .env_remove("OPENAI_API_KEY")
+            .current_dir(self.workspace());
+        command
+    }
+
+    /// The running daemon's pid, from its lock file.
+    pub fn daemon_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.path().join("server.sock.lock"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        if let Some(pid) = self.daemon_pid() {
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            for _ in 0..200 {
+                if !self.socket().exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+        }
+    }
+}

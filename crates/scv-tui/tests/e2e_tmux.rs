@@ -1,0 +1,133 @@
+//! `scv` end to end in a real terminal: tmux runs it against the daemon
+//! and the mock provider; the test types with send-keys and reads the
+//! screen with capture-pane. Type a prompt and see the answer, approve a
+//! bash call and see its output, cancel a turn, quit cleanly.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(name: &str) -> Tmux {
+        Tmux {
+            socket: format!("scv-e2e-{}-{name}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Waits (bounded) until the screen contains `text`.
+    async fn wait_for(&self, text: &str) -> String {
+        for _ in 0..600 {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("screen never showed {text:?}:\n{}", self.screen());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn type_answer_approve_cancel_quit() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        panic!("tmux is required for this test (.ci/run installs it)");
+    }
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("main");
+    let command = format!(
+        "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
+        home.path().display(),
+        server_bin().display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "-c",
+        home.workspace().to_str().unwrap(),
+        &command,
+    ]);
+    tmux.wait_for("Message").await;
+    tmux.wait_for("idle").await;
+
+    // A prompt and its streamed answer.
+    mock.push(Reply::text(["Hello from ", "the **mock** provider."]));
+    tmux.keys(&["say hello", "Enter"]);
+    let screen = tmux.wait_for("Hello from the mock provider.").await;
+    assert!(screen.contains("› say hello"), "{screen}");
+
+    // A bash call: approve it and see its output.
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo tmux-e2e-$((6*7))"}),
+    )]));
+    mock.push(Reply::text(["The command printed 42."]));
+    tmux.keys(&["run the command", "Enter"]);
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        screen.contains("Run shell command: echo tmux-e2e-$((6*7))"),
+        "{screen}"
+    );
+    tmux.keys(&["y"]);
+    let screen = tmux.wait_for("The command printed 42.").await;
+    assert!(screen.contains("tmux-e2e-42"), "{screen}");
+    assert!(screen.contains("[done]"), "{screen}");
+
+    // A turn that stalls: Esc cancels it.
+    mock.push(Reply::text(["partial answer", "never arrives"]).then(2, Ending::Stall));
+    tmux.keys(&["a long task", "Enter"]);
+    tmux.wait_for("partial answer").await;
+    tmux.wait_for("working").await;
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("turn cancelled").await;
+    assert!(screen.contains("idle"), "{screen}");
+
+    // Ctrl+C twice quits and the terminal is restored.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("press Ctrl+C again to quit").await;
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("SCV-EXIT=").await;
+    assert!(screen.contains("SCV-EXIT=0"), "{screen}");
+    assert!(
+        !screen.contains("Message"),
+        "the alternate screen is gone: {screen}"
+    );
+}
