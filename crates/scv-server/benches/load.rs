@@ -14,6 +14,7 @@
 //! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
 use scv_test_support::mock_provider::{MockProvider, Reply};
+use scv_test_support::procfs::{context_switches, cpu_seconds, status_field};
 use scv_test_support::TestHome;
 use serde::Deserialize;
 use serde_json::json;
@@ -27,41 +28,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
 const CONNECTIONS: usize = 1000;
 const DELTAS_PER_TURN: usize = 200;
 
-fn proc_field(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// (CPU seconds, context switches) summed over the process's threads.
+/// (CPU seconds, context switches) of the process.
 fn cpu_and_switches(pid: u32) -> (f64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 =
-        fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
-    let mut switches = 0;
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for task in tasks.flatten() {
-            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-            for line in status.lines() {
-                if line.starts_with("voluntary_ctxt_switches:")
-                    || line.starts_with("nonvoluntary_ctxt_switches:")
-                {
-                    switches += line
-                        .split_whitespace()
-                        .nth(1)
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .unwrap_or(0);
-                }
-            }
-        }
-    }
-    (ticks as f64 / 100.0, switches)
+    (cpu_seconds(pid), context_switches(pid))
 }
 
 async fn idle_profile(pid: u32, label: &str) {
@@ -184,17 +153,17 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let idle_rss = proc_field(pid, "VmRSS:");
+    let idle_rss = status_field(pid, "VmRSS:");
     println!("idle daemon RSS: {:.1} MiB", idle_rss as f64 / 1024.0);
     idle_profile(pid, "daemon, no clients").await;
 
     // One connection holding 1,000 sessions.
     let mut single = Client::connect(&socket).await;
-    let before = proc_field(pid, "VmRSS:");
+    let before = status_field(pid, "VmRSS:");
     for _ in 0..CONNECTIONS {
         single.session(&workspace).await;
     }
-    let after = proc_field(pid, "VmRSS:");
+    let after = status_field(pid, "VmRSS:");
     println!(
         "1,000 idle sessions on one connection: +{:.1} MiB, {:.1} KiB per session",
         (after - before) as f64 / 1024.0,
@@ -204,7 +173,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // 1,000 connections, a session each.
-    let before = proc_field(pid, "VmRSS:");
+    let before = status_field(pid, "VmRSS:");
     let mut clients = Vec::with_capacity(CONNECTIONS);
     let mut sessions = Vec::with_capacity(CONNECTIONS);
     for _ in 0..CONNECTIONS {
@@ -212,7 +181,7 @@ async fn main() {
         sessions.push(client.session(&workspace).await);
         clients.push(client);
     }
-    let after = proc_field(pid, "VmRSS:");
+    let after = status_field(pid, "VmRSS:");
     println!(
         "1,000 connections with an idle session each: +{:.1} MiB, {:.1} KiB per connection+session",
         (after - before) as f64 / 1024.0,
@@ -256,8 +225,8 @@ async fn main() {
     );
     println!(
         "daemon RSS after the streaming round: {:.1} MiB (peak {:.1} MiB)",
-        proc_field(pid, "VmRSS:") as f64 / 1024.0,
-        proc_field(pid, "VmHWM:") as f64 / 1024.0
+        status_field(pid, "VmRSS:") as f64 / 1024.0,
+        status_field(pid, "VmHWM:") as f64 / 1024.0
     );
     drop(clients);
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };

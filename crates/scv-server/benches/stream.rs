@@ -14,6 +14,7 @@
 //! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
 use scv_test_support::mock_provider::{MockProvider, Reply};
+use scv_test_support::procfs::{cpu_seconds, status_field};
 use scv_test_support::TestHome;
 use serde_json::json;
 use std::process::Stdio;
@@ -24,30 +25,6 @@ use tokio::process::{Child, Command};
 const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
 const DELTAS: usize = 100_000;
 const STEPS: usize = 5;
-
-fn rss_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// User + system CPU seconds of a process so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are 14 and 15.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    ticks as f64 / USER_HZ
-}
-
-/// Linux reports CPU times in USER_HZ ticks, 100 per second.
-const USER_HZ: f64 = 100.0;
 
 fn spawn(home: &TestHome) -> Child {
     Command::new(BIN)
@@ -87,7 +64,7 @@ async fn main() {
         let line = lines.next_line().await.unwrap().unwrap();
         times.push(start.elapsed());
         assert!(line.contains("\"initialized\""), "{line}");
-        rss_after_init.push(rss_kib(child.id().unwrap(), "VmRSS:"));
+        rss_after_init.push(status_field(child.id().unwrap(), "VmRSS:"));
         drop(stdin);
         child.wait().await.unwrap();
     }
@@ -171,8 +148,8 @@ async fn main() {
         turn_times.push(start.elapsed());
         cpu.push(cpu_seconds(pid) - cpu_before);
         assert_eq!(deltas, DELTAS);
-        rss_end.push(rss_kib(pid, "VmRSS:"));
-        hwm_end.push(rss_kib(pid, "VmHWM:"));
+        rss_end.push(status_field(pid, "VmRSS:"));
+        hwm_end.push(status_field(pid, "VmHWM:"));
         drop(stdin);
         child.wait().await.unwrap();
     }

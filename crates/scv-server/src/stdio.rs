@@ -1,6 +1,7 @@
 //! `scv-server --stdio`: one connection on stdin/stdout. It ends when stdin
 //! closes (exit 0, after cancelling the active turn and writing its
-//! terminal event) or on a fatal protocol error (exit 1).
+//! terminal event), on SIGTERM or Ctrl+C (the same, so no tool process is
+//! left behind), or on a fatal protocol error (exit 1).
 
 use crate::connection::{serve, Ending};
 use crate::server::ServerContext;
@@ -9,13 +10,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(ctx: Arc<ServerContext>) -> ExitCode {
-    let ending = serve(
-        ctx,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        CancellationToken::new(),
-    )
-    .await;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(crate::daemon::signal_shutdown(shutdown.clone()));
+    let ending = serve(ctx, tokio::io::stdin(), tokio::io::stdout(), shutdown).await;
     match ending {
         Ending::Eof | Ending::Shutdown => ExitCode::SUCCESS,
         Ending::Fatal | Ending::WriterFailed => ExitCode::FAILURE,

@@ -268,16 +268,6 @@ async fn a_client_that_stops_reading_is_cut_off_and_others_carry_on() {
     again.start_session(&workspace).await;
 }
 
-fn process_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .map(|(_, r)| r.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
 #[tokio::test]
 async fn sigterm_during_a_tool_call_stops_everything_and_exits_zero() {
     let mut daemon = Daemon::start("auto_approve = [\"read\", \"process\"]").await;
@@ -322,11 +312,14 @@ async fn sigterm_during_a_tool_call_stops_everything_and_exits_zero() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let pid = pid.expect("sleep started");
-    assert!(process_alive(pid));
+    assert!(scv_test_support::procfs::is_running(pid));
 
     daemon.sigterm();
     assert!(daemon.exit_status().await.success());
-    assert!(!process_alive(pid), "the tool's process group was killed");
+    assert!(
+        !scv_test_support::procfs::is_running(pid),
+        "the tool's process group was killed"
+    );
     assert!(!daemon.socket.exists());
     assert_eq!(
         runner.until_terminal().await.last().unwrap()["type"],

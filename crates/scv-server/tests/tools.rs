@@ -359,17 +359,6 @@ async fn cancel_while_waiting_for_approval_forgets_the_approval() {
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
 }
 
-fn process_alive(pid: i32) -> bool {
-    // Zombies count as gone: they no longer run.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
 async fn read_pid(path: &std::path::Path) -> i32 {
     for _ in 0..400 {
         if let Ok(text) = std::fs::read_to_string(path) {
@@ -384,7 +373,7 @@ async fn read_pid(path: &std::path::Path) -> i32 {
 
 async fn gone(pid: i32) -> bool {
     for _ in 0..400 {
-        if !process_alive(pid) {
+        if !scv_test_support::procfs::is_running(pid) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -407,7 +396,7 @@ async fn cancel_during_bash_kills_the_whole_process_group() {
     rig.server.start_turn(&session, "t", "sleep").await;
     let events = rig.server.until("tool.started").await;
     let pid = read_pid(&pidfile).await;
-    assert!(process_alive(pid));
+    assert!(scv_test_support::procfs::is_running(pid));
     rig.server
         .send(json!({"type":"turn.cancel","request_id":"c","session_id":session,"turn_id":events[0]["turn_id"]}))
         .await;
@@ -716,4 +705,26 @@ async fn file_tools_edit_search_list_and_refuse_binary() {
         out["l1"],
         (true, ".gitignore\nblob.bin\nsrc/\ntarget/".to_string())
     );
+}
+
+#[tokio::test]
+async fn sigterm_to_a_stdio_server_kills_the_running_tool() {
+    let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]").await;
+    let session = rig.session().await;
+    let pidfile = rig.home.workspace().join("stdio.pid");
+    let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    rig.mock.push(Reply::tool_calls(&[(
+        "c",
+        "bash",
+        json!({"command": command}),
+    )]));
+    rig.server.start_turn(&session, "t", "sleep").await;
+    rig.server.until("tool.started").await;
+    let pid = read_pid(&pidfile).await;
+    unsafe { libc::kill(rig.server.pid() as i32, libc::SIGTERM) };
+    let rest = rig.server.until_terminal().await;
+    assert_eq!(rest.last().unwrap()["type"], "turn.cancelled");
+    assert!(gone(pid).await, "sleep {pid} outlived the server");
+    let Rig { server, .. } = rig;
+    assert!(server.wait().await.success());
 }

@@ -83,6 +83,11 @@ impl TestServer {
         }
     }
 
+    /// The spawned server's pid (0 for a socket connection).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().and_then(|c| c.id()).unwrap_or(0)
+    }
+
     /// Connects to a daemon socket.
     pub async fn connect(socket: &Path) -> TestServer {
         let stream = tokio::net::UnixStream::connect(socket)

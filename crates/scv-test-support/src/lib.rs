@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod mock_provider;
+pub mod procfs;
 
 pub use client::{TestHome, TestServer};
 pub use mock_provider::{MockProvider, Recorded, Reply};

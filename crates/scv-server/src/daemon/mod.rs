@@ -144,7 +144,8 @@ fn raise_fd_limit() {
     }
 }
 
-async fn signal_shutdown(shutdown: CancellationToken) {
+/// Cancels `shutdown` on SIGTERM or Ctrl+C.
+pub(crate) async fn signal_shutdown(shutdown: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(term) => term,

@@ -1,0 +1,61 @@
+//! Reading a process's figures from `/proc`, for tests and benchmarks.
+
+/// A numeric field of `/proc/<pid>/status` (e.g. `VmRSS:` in KiB); 0 when
+/// absent.
+pub fn status_field(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Fields of `/proc/<pid>/stat` after the command name.
+fn stat_fields(pid: u32) -> Vec<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    rest.split_whitespace().map(str::to_string).collect()
+}
+
+/// User + system CPU seconds so far (Linux counts in 1/100 s).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let fields = stat_fields(pid);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// Voluntary and involuntary context switches over all threads.
+pub fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|task| {
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            status
+                .lines()
+                .filter(|l| {
+                    l.starts_with("voluntary_ctxt_switches:")
+                        || l.starts_with("nonvoluntary_ctxt_switches:")
+                })
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// True while the process exists and is not a zombie.
+pub fn is_running(pid: i32) -> bool {
+    match stat_fields(pid as u32).first() {
+        Some(state) => state != "Z",
+        None => false,
+    }
+}
