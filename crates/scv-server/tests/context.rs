@@ -273,3 +273,42 @@ async fn a_turn_larger_than_the_history_bound_fails_with_history_limit() {
     assert!(text.contains("keep me"), "earlier history survives");
     assert!(!text.contains("qqqq"), "the oversized turn is dropped");
 }
+
+#[tokio::test]
+async fn compaction_is_cancellable_like_any_provider_request() {
+    let mut rig = Rig::new("context_max_tokens = 1000").await;
+    let session = no_tools_session(&mut rig).await;
+    let long = "word ".repeat(300);
+    for prompt in ["first", "second"] {
+        rig.mock.push(Reply::text([long.as_str()]));
+        rig.turn(&session, prompt).await;
+    }
+    // The summary request stalls; cancelling the turn aborts it.
+    rig.mock.push_matching(
+        "You compact the conversation",
+        Reply::text(["SUM"]).then(1, Ending::Stall),
+    );
+    rig.server.start_turn(&session, "t3", "third").await;
+    let started = rig.server.expect("turn.started").await;
+    while rig.mock.request_count() < 3 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    rig.server
+        .send(json!({"type":"turn.cancel","request_id":"c","session_id":session,"turn_id":started["turn_id"]}))
+        .await;
+    assert_eq!(
+        types(&rig.server.until_terminal().await),
+        ["turn.cancelled"]
+    );
+    assert!(
+        rig.mock.wait_dropped(1).await,
+        "the summary stream was dropped"
+    );
+    // Nothing was compacted: the next request still carries the history.
+    rig.mock
+        .push_matching("You compact the conversation", Reply::text(["SUMMARY"]));
+    rig.mock.push(Reply::text(["ok"]));
+    let events = rig.turn(&session, "fourth").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(types(&events).contains(&"context.compacted"));
+}

@@ -131,3 +131,52 @@ async fn type_answer_approve_cancel_quit() {
         "the alternate screen is gone: {screen}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ui_reconnects_when_the_daemon_comes_back() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("reconnect");
+    let command = format!(
+        "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
+        home.path().display(),
+        server_bin().display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "-c",
+        home.workspace().to_str().unwrap(),
+        &command,
+    ]);
+    tmux.wait_for("idle").await;
+    let first = home.daemon_pid().expect("scv started the daemon");
+
+    unsafe { libc::kill(first, libc::SIGTERM) };
+    tmux.wait_for("reconnecting").await;
+    tmux.wait_for("went away").await;
+
+    // The daemon comes back (started by someone else).
+    let mut daemon = std::process::Command::new(server_bin())
+        .arg("--socket")
+        .arg(home.socket())
+        .env("SCV_HOME", home.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let screen = tmux.wait_for("history was not restored").await;
+    assert!(screen.contains("a new session started"), "{screen}");
+    mock.push(Reply::text(["back in business"]));
+    tmux.keys(&["hello again", "Enter"]);
+    tmux.wait_for("back in business").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
+    daemon.wait().unwrap();
+}

@@ -1,0 +1,294 @@
+//! Key handling of the App: what each key sends, and the bounds the
+//! session advertises.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use scv_protocol::{ClientMessage, Event};
+use scv_tui::tui::app::{App, Outgoing};
+use scv_tui::tui::transcript::ItemKind;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const S: &str = "s1";
+
+fn event(value: Value) -> Event {
+    serde_json::from_value(value).unwrap()
+}
+
+fn app_with_bounds(items: u64, history: u64) -> App {
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":"/w","model":"m",
+        "context_max_tokens":1000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,
+        "max_transcript_items":items,"max_prompt_history_bytes":1048576,"max_prompt_history_items":history})));
+    app
+}
+
+fn app() -> App {
+    app_with_bounds(10_000, 200)
+}
+
+fn press(app: &mut App, code: KeyCode, modifiers: KeyModifiers) -> Vec<Outgoing> {
+    app.on_key(KeyEvent::new(code, modifiers))
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
+    press(app, code, KeyModifiers::NONE)
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn sent(out: &[Outgoing]) -> Vec<ClientMessage> {
+    out.iter()
+        .filter_map(|o| match o {
+            Outgoing::Send { message, .. } => Some(message.clone()),
+            Outgoing::Quit => None,
+        })
+        .collect()
+}
+
+fn start_turn(app: &mut App) {
+    type_text(app, "go");
+    let out = key(app, KeyCode::Enter);
+    let Outgoing::Send { request_id, .. } = &out[0] else {
+        panic!()
+    };
+    app.apply(event(json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"t1","seq":1})));
+}
+
+#[test]
+fn enter_sends_and_the_prompt_shows_when_its_turn_starts() {
+    let mut app = app();
+    assert!(
+        key(&mut app, KeyCode::Enter).is_empty(),
+        "empty input sends nothing"
+    );
+    type_text(&mut app, "fix it");
+    let out = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        sent(&out),
+        [ClientMessage::TurnStart {
+            session_id: S.into(),
+            prompt: "fix it".into()
+        }]
+    );
+    assert!(app.input.is_empty());
+    assert!(
+        app.transcript.is_empty(),
+        "not shown before the server starts it"
+    );
+    let Outgoing::Send { request_id, .. } = &out[0] else {
+        panic!()
+    };
+    app.apply(event(json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"t1","seq":1})));
+    assert!(matches!(&app.transcript.items()[0].kind, ItemKind::User(p) if p == "fix it"));
+}
+
+#[test]
+fn new_lines_come_from_ctrl_j_and_shift_enter() {
+    let mut app = app();
+    type_text(&mut app, "a");
+    assert!(press(&mut app, KeyCode::Char('j'), KeyModifiers::CONTROL).is_empty());
+    type_text(&mut app, "b");
+    assert!(press(&mut app, KeyCode::Enter, KeyModifiers::SHIFT).is_empty());
+    type_text(&mut app, "c");
+    assert_eq!(app.input.text(), "a\nb\nc");
+}
+
+#[test]
+fn history_is_bounded_by_the_session() {
+    let mut app = app_with_bounds(10_000, 2);
+    for prompt in ["one", "two", "three"] {
+        type_text(&mut app, prompt);
+        key(&mut app, KeyCode::Enter);
+    }
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.input.text(), "three");
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(
+        app.input.text(),
+        "two",
+        "\"one\" fell out of the 2-item history"
+    );
+}
+
+#[test]
+fn the_transcript_is_bounded_by_the_session() {
+    let mut app = app_with_bounds(5, 200);
+    for i in 0..12 {
+        app.apply(event(json!({"type":"session.trimmed","request_id":"r","session_id":S,"seq":i,"removed_messages":i,"history_bytes":1})));
+    }
+    assert_eq!(app.transcript.len(), 5);
+}
+
+#[test]
+fn esc_and_ctrl_c_cancel_then_ctrl_c_twice_quits() {
+    let mut app = app();
+    assert!(key(&mut app, KeyCode::Esc).is_empty(), "nothing to cancel");
+    start_turn(&mut app);
+    let cancel = ClientMessage::TurnCancel {
+        session_id: S.into(),
+        turn_id: "t1".into(),
+    };
+    assert_eq!(sent(&key(&mut app, KeyCode::Esc)), std::slice::from_ref(&cancel));
+    let out = press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(sent(&out), [cancel]);
+    assert_eq!(app.hint.as_deref(), Some("press Ctrl+C again to quit"));
+    app.now += Duration::from_millis(200);
+    assert_eq!(
+        press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL),
+        [Outgoing::Quit]
+    );
+}
+
+#[test]
+fn ctrl_c_presses_far_apart_do_not_quit() {
+    let mut app = app();
+    assert!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).is_empty());
+    app.now += Duration::from_secs(5);
+    assert!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).is_empty());
+    assert!(!app.should_quit);
+}
+
+#[test]
+fn ctrl_d_quits_only_on_an_empty_input() {
+    let mut app = app();
+    type_text(&mut app, "x");
+    assert!(press(&mut app, KeyCode::Char('d'), KeyModifiers::CONTROL).is_empty());
+    key(&mut app, KeyCode::Backspace);
+    assert_eq!(
+        press(&mut app, KeyCode::Char('d'), KeyModifiers::CONTROL),
+        [Outgoing::Quit]
+    );
+}
+
+#[test]
+fn slash_commands_send_their_messages() {
+    let mut app = app();
+    let run = |app: &mut App, command: &str| {
+        type_text(app, command);
+        key(app, KeyCode::Enter)
+    };
+    assert_eq!(
+        sent(&run(&mut app, "/clear")),
+        [ClientMessage::SessionClear {
+            session_id: S.into()
+        }]
+    );
+    assert_eq!(
+        sent(&run(&mut app, "/pause")),
+        [ClientMessage::SessionPause {
+            session_id: S.into(),
+            paused: true
+        }]
+    );
+    assert!(app.paused);
+    assert_eq!(
+        sent(&run(&mut app, "/resume")),
+        [ClientMessage::SessionPause {
+            session_id: S.into(),
+            paused: false
+        }]
+    );
+    assert!(run(&mut app, "/help").is_empty());
+    assert!(
+        matches!(&app.transcript.items().back().unwrap().kind, ItemKind::Notice(t) if t.contains("/clear"))
+    );
+    assert!(run(&mut app, "/bogus").is_empty());
+    assert!(app
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("unknown command /bogus"));
+    assert_eq!(run(&mut app, "/quit"), [Outgoing::Quit]);
+}
+
+#[test]
+fn queued_prompts_are_edited_by_revision_and_conflicts_refresh_them() {
+    let mut app = app();
+    start_turn(&mut app);
+    app.apply(event(
+        json!({"type":"queue.enqueued","request_id":"q","session_id":S,"seq":2,
+        "entry":{"queue_id":"q1","revision":3,"prompt":"later","submitter":"client"},"position":0}),
+    ));
+    assert_eq!(
+        app.transcript.len(),
+        1,
+        "a queued prompt is not in the transcript"
+    );
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Char('e'));
+    assert_eq!(app.input.text(), "later");
+    type_text(&mut app, " please");
+    let out = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        sent(&out),
+        [ClientMessage::QueueUpdate {
+            session_id: S.into(),
+            queue_id: "q1".into(),
+            revision: 3,
+            prompt: "later please".into()
+        }]
+    );
+    app.apply(event(json!({"type":"error","request_id":"x","code":"queue_conflict","message":"stale","fatal":false,
+        "entry":{"queue_id":"q1","revision":4,"prompt":"changed elsewhere","submitter":"client"}})));
+    assert_eq!(app.queue[0].revision, 4);
+    assert_eq!(app.queue[0].prompt, "changed elsewhere");
+    assert!(app.hint.is_some());
+    // Removing and pausing from the panel.
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(
+        sent(&key(&mut app, KeyCode::Char('x'))),
+        [ClientMessage::QueueRemove {
+            session_id: S.into(),
+            queue_id: "q1".into(),
+            revision: 4
+        }]
+    );
+    assert_eq!(
+        sent(&key(&mut app, KeyCode::Char('p'))),
+        [ClientMessage::SessionPause {
+            session_id: S.into(),
+            paused: true
+        }]
+    );
+}
+
+#[test]
+fn the_approval_prompt_takes_every_key_but_cancel() {
+    let mut app = app();
+    start_turn(&mut app);
+    app.apply(event(json!({"type":"tool.proposed","request_id":"r","session_id":S,"turn_id":"t1","seq":2,"call_id":"c","name":"bash","arguments":{"command":"ls"}})));
+    app.apply(event(json!({"type":"approval.requested","request_id":"r","session_id":S,"turn_id":"t1","seq":3,"approval_id":"a1","call_id":"c","name":"bash","risk":"process","cwd":"/w","summary":"Run shell command: ls"})));
+    for code in [
+        KeyCode::Char('q'),
+        KeyCode::Enter,
+        KeyCode::Tab,
+        KeyCode::Up,
+    ] {
+        assert!(key(&mut app, code).is_empty());
+    }
+    assert!(app.input.is_empty());
+    assert_eq!(
+        sent(&key(&mut app, KeyCode::Esc)),
+        [ClientMessage::ApprovalResolve {
+            session_id: S.into(),
+            approval_id: "a1".into(),
+            approved: false
+        }]
+    );
+    app.apply(event(json!({"type":"tool.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"call_id":"c","name":"bash","success":false,"output":"denied","truncated":false})));
+    let card = app
+        .transcript
+        .items()
+        .iter()
+        .find_map(|i| match &i.kind {
+            ItemKind::Tool(c) => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(card.state, scv_tui::tui::transcript::ToolState::Denied);
+}
