@@ -8,6 +8,7 @@
 
 use crate::agent::{Turn, TurnOutcome};
 use crate::context::History;
+use crate::daemon::supervisor::Refusal;
 use crate::provider::OpenAi;
 use crate::server::{ServerContext, SERVER_NAME, SERVER_VERSION};
 use crate::session::queue::QueueError;
@@ -282,18 +283,35 @@ impl Connection {
             ));
         };
         let status = match command {
-            DaemonCommand::Status => supervisor.status().await,
+            DaemonCommand::Status => Ok(supervisor.status().await),
             DaemonCommand::Reload => {
-                supervisor.reconcile().await;
-                supervisor.status().await
+                supervisor.reconcile(&self.ctx).await;
+                Ok(supervisor.status().await)
             }
-            DaemonCommand::ClawbotSet { .. } | DaemonCommand::ClawbotLogout { .. } => {
-                return Err(Reject::new(
-                    ErrorCode::Unsupported,
-                    "this daemon has no ClawBot component yet",
-                ))
+            DaemonCommand::ClawbotSet {
+                account,
+                enabled,
+                workspace,
+                remote_tools,
+            } => {
+                supervisor
+                    .clawbot_set(
+                        &self.ctx,
+                        &account,
+                        enabled,
+                        workspace.as_deref(),
+                        remote_tools,
+                    )
+                    .await
+            }
+            DaemonCommand::ClawbotLogout { account } => {
+                supervisor.clawbot_logout(&self.ctx, &account).await
             }
         };
+        let status = status.map_err(|refusal| match refusal {
+            Refusal::Invalid(message) => Reject::new(ErrorCode::InvalidRequest, message),
+            Refusal::Storage(message) => Reject::new(ErrorCode::ComponentError, message),
+        })?;
         let event = Event::reply(Some(rid.to_string()), EventBody::DaemonStatus { status });
         self.reply(&event).await;
         Ok(())

@@ -3,6 +3,7 @@
 //! `scv-server` runs the daemon on a Unix socket.
 
 pub mod agent;
+pub mod clawbot;
 pub mod config;
 pub mod connection;
 pub mod context;

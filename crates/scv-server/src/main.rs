@@ -4,6 +4,7 @@
 use clap::Parser;
 use scv_server::config::Config;
 use scv_server::daemon::log::{RotatingLog, LOG_LIMIT_BYTES};
+use scv_server::daemon::supervisor::Supervisor;
 use scv_server::server::{Mode, ServerContext};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,7 +59,14 @@ fn main() -> ExitCode {
         runtime.block_on(scv_server::stdio::run(ctx))
     } else {
         let socket = args.socket.unwrap_or_else(|| home.join("server.sock"));
-        let ctx = Arc::new(ServerContext::new(config, Mode::Daemon(Default::default())));
+        // The daemon workspace: config `workspace`, else where it started.
+        let workspace = config
+            .workspace
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let supervisor = Arc::new(Supervisor::new(&home, workspace));
+        let ctx = Arc::new(ServerContext::new(config, Mode::Daemon(supervisor)));
         runtime.block_on(scv_server::daemon::run(ctx, socket))
     };
     // stdin's blocking reader may still be parked; do not wait for it.

@@ -338,7 +338,7 @@ async fn the_control_helper_reports_status_and_bounds_its_wait() {
     let refused = scv_client::control(
         &daemon.socket,
         DaemonCommand::ClawbotLogout {
-            account: "default".into(),
+            account: "../escape".into(),
         },
     )
     .await
@@ -347,7 +347,7 @@ async fn the_control_helper_reports_status_and_bounds_its_wait() {
         matches!(
             refused,
             scv_client::ControlError::Refused {
-                code: scv_protocol::ErrorCode::Unsupported,
+                code: scv_protocol::ErrorCode::InvalidRequest,
                 ..
             }
         ),

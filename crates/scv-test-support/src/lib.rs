@@ -3,6 +3,7 @@
 //! `scv-server` binary over pipes.
 
 pub mod client;
+pub mod fake_ilink;
 pub mod mock_provider;
 pub mod procfs;
 

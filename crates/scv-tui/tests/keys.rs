@@ -133,7 +133,10 @@ fn esc_and_ctrl_c_cancel_then_ctrl_c_twice_quits() {
         session_id: S.into(),
         turn_id: "t1".into(),
     };
-    assert_eq!(sent(&key(&mut app, KeyCode::Esc)), std::slice::from_ref(&cancel));
+    assert_eq!(
+        sent(&key(&mut app, KeyCode::Esc)),
+        std::slice::from_ref(&cancel)
+    );
     let out = press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
     assert_eq!(sent(&out), [cancel]);
     assert_eq!(app.hint.as_deref(), Some("press Ctrl+C again to quit"));

@@ -62,7 +62,8 @@ async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<
     let supervisor = ctx.supervisor().expect("the daemon has a supervisor");
     let supervisor_task = {
         let shutdown = shutdown.clone();
-        tokio::spawn(async move { supervisor.run(shutdown).await })
+        let ctx = ctx.clone();
+        tokio::spawn(async move { supervisor.run(ctx, shutdown).await })
     };
     tokio::spawn(signal_shutdown(shutdown.clone()));
 

@@ -1,0 +1,10 @@
+//! The WeChat ClawBot (iLink Bot) HTTP API client and the account store,
+//! shared by the daemon's ClawBot component and the `scv clawbot` CLI.
+//! The API is described in `shared/spec/ilink.md`.
+
+pub mod client;
+pub mod store;
+pub mod types;
+
+pub use client::{IlinkClient, IlinkError};
+pub use store::{AccountStore, Credentials, Delivery, Settings};

@@ -1,0 +1,511 @@
+//! One account's chat loop: every direct sender gets an SCV session
+//! (served in-process over a duplex pipe), prompts become turns, final
+//! answers go back in chunks, the owner approves tool calls in chat.
+
+use super::{poll, AccountSpec};
+use crate::connection::serve;
+use crate::server::ServerContext;
+use scv_client::Connection;
+use scv_ilink::types::WireMessage;
+use scv_ilink::{AccountStore, Delivery, IlinkClient};
+use scv_protocol::{
+    ClientFrame, ClientMessage, ComponentState, ComponentStatus, Event, EventBody, Initialize,
+    RemoteTools, SessionStart, PROTOCOL_VERSION,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Replies are cut into chunks under WeChat's ~2000-character limit.
+pub const CHUNK_CHARS: usize = 1900;
+/// An unanswered approval is denied after this long.
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+const TYPING_EVERY: Duration = Duration::from_secs(5);
+const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
+
+struct Chat {
+    user_id: String,
+    session_id: String,
+    writer: WriteHalf<DuplexStream>,
+    next_request: u64,
+    turn_id: Option<String>,
+    answer: String,
+    queued: usize,
+    /// A prompt was sent to an idle session and has not started yet.
+    awaiting_start: bool,
+    /// `/cancel` or `/new` came before that prompt started.
+    cancel_on_start: bool,
+    clear_after_turn: bool,
+    approvals: VecDeque<(String, Instant)>,
+    typing: Option<CancellationToken>,
+}
+
+impl Chat {
+    async fn send(&mut self, message: ClientMessage) {
+        self.next_request += 1;
+        let frame = ClientFrame {
+            request_id: format!("clawbot-{}", self.next_request),
+            message,
+        };
+        let mut line = serde_json::to_vec(&frame).expect("messages serialize");
+        line.push(b'\n');
+        let _ = self.writer.write_all(&line).await;
+    }
+
+    fn stop_typing(&mut self) {
+        if let Some(token) = self.typing.take() {
+            token.cancel();
+        }
+    }
+}
+
+struct Account {
+    ctx: Arc<ServerContext>,
+    spec: AccountSpec,
+    client: IlinkClient,
+    delivery: Arc<Mutex<Delivery>>,
+    chats: HashMap<String, Chat>,
+    events: mpsc::Sender<(String, Event)>,
+    token: CancellationToken,
+}
+
+pub async fn run(
+    ctx: Arc<ServerContext>,
+    store: AccountStore,
+    spec: AccountSpec,
+    status: Arc<Mutex<ComponentStatus>>,
+    token: CancellationToken,
+) {
+    let client = IlinkClient::new(
+        ctx.http(),
+        &spec.credentials.base_url,
+        Some(spec.credentials.bot_token.clone()),
+        crate::server::SERVER_VERSION,
+    );
+    let delivery = Arc::new(Mutex::new(store.delivery(&spec.account)));
+    let (batch_tx, mut batches) = mpsc::channel(16);
+    let (events_tx, mut events) = mpsc::channel(1024);
+    let _ = tokio::time::timeout(Duration::from_secs(5), client.notify(true)).await;
+    let mut poller = tokio::spawn(poll::run(
+        client.clone(),
+        store,
+        spec.account.clone(),
+        spec.credentials.bot_id.clone(),
+        delivery.clone(),
+        status.clone(),
+        batch_tx,
+    ));
+    let mut account = Account {
+        ctx,
+        spec,
+        client,
+        delivery,
+        chats: HashMap::new(),
+        events: events_tx,
+        token: token.clone(),
+    };
+    loop {
+        let next_deadline = account
+            .chats
+            .values()
+            .flat_map(|c| c.approvals.front().map(|a| a.1))
+            .min();
+        tokio::select! {
+            _ = token.cancelled() => break,
+            _ = &mut poller => break,
+            Some(batch) = batches.recv() => {
+                for message in batch {
+                    account.on_message(message).await;
+                }
+            }
+            Some((user, event)) = events.recv() => account.on_event(&user, event).await,
+            _ = tokio::time::sleep_until(next_deadline.unwrap_or_else(Instant::now)), if next_deadline.is_some() => {
+                account.expire_approvals().await;
+            }
+        }
+    }
+    poller.abort();
+    for chat in account.chats.values_mut() {
+        chat.stop_typing();
+    }
+    // Dropping the chats closes their pipes; their sessions end with them.
+    account.chats.clear();
+    if !token.is_cancelled() || status.lock().unwrap().state != ComponentState::Failed {
+        let _ = tokio::time::timeout(Duration::from_secs(2), account.client.notify(false)).await;
+    }
+}
+
+impl Account {
+    fn is_owner(&self, user: &str) -> bool {
+        self.spec.credentials.user_id.as_deref() == Some(user)
+    }
+
+    fn context_token(&self, user: &str) -> String {
+        self.delivery
+            .lock()
+            .unwrap()
+            .context_tokens
+            .get(user)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Sends `text` to `user`, in chunks; failures are logged, not fatal.
+    async fn reply(&self, user: &str, text: &str) {
+        let context = self.context_token(user);
+        for chunk in chunks(text, CHUNK_CHARS) {
+            if let Err(err) = self.client.send_text(user, &context, &chunk).await {
+                tracing::info!("clawbot:{}: reply not sent: {err}", self.spec.account);
+            }
+        }
+    }
+
+    async fn on_message(&mut self, message: WireMessage) {
+        let user = message.from_user_id.clone();
+        if !message.group_id.is_empty() {
+            return; // direct chats only
+        }
+        let Some(text) = message.text() else {
+            self.reply(&user, "Only text messages are understood here.")
+                .await;
+            return;
+        };
+        let text = text.trim().to_string();
+        if text == "/help" {
+            self.reply(&user, HELP).await;
+            return;
+        }
+        if !self.chats.contains_key(&user) {
+            match self.open_chat(&user).await {
+                Some(chat) => {
+                    self.chats.insert(user.clone(), chat);
+                }
+                None => {
+                    self.reply(&user, "SCV could not start a session; try again later.")
+                        .await;
+                    return;
+                }
+            }
+        }
+        let owner = self.is_owner(&user);
+        let model = self.ctx.config.model.clone();
+        let workspace = self.spec.workspace.display().to_string();
+        let chat = self.chats.get_mut(&user).expect("opened above");
+        let answer = text.to_ascii_lowercase();
+        if owner
+            && !chat.approvals.is_empty()
+            && matches!(answer.as_str(), "y" | "yes" | "n" | "no")
+        {
+            let (approval_id, _) = chat.approvals.pop_front().expect("not empty");
+            let session_id = chat.session_id.clone();
+            chat.send(ClientMessage::ApprovalResolve {
+                session_id,
+                approval_id,
+                approved: answer.starts_with('y'),
+            })
+            .await;
+            return;
+        }
+        let session_id = chat.session_id.clone();
+        match text.as_str() {
+            "/new" => {
+                if let Some(turn_id) = chat.turn_id.clone() {
+                    chat.clear_after_turn = true;
+                    chat.send(ClientMessage::TurnCancel {
+                        session_id,
+                        turn_id,
+                    })
+                    .await;
+                } else if chat.awaiting_start {
+                    chat.clear_after_turn = true;
+                    chat.cancel_on_start = true;
+                } else {
+                    chat.send(ClientMessage::SessionClear { session_id }).await;
+                }
+            }
+            "/cancel" => match chat.turn_id.clone() {
+                Some(turn_id) => {
+                    chat.send(ClientMessage::TurnCancel {
+                        session_id,
+                        turn_id,
+                    })
+                    .await
+                }
+                None if chat.awaiting_start => chat.cancel_on_start = true,
+                None => self.reply(&user, "Nothing is running.").await,
+            },
+            "/status" => {
+                let running = if chat.turn_id.is_some() {
+                    "running"
+                } else {
+                    "idle"
+                };
+                let status = format!(
+                    "model {model} · workspace {workspace} · {running} · {} queued",
+                    chat.queued
+                );
+                self.reply(&user, &status).await;
+            }
+            _ => {
+                if chat.turn_id.is_none() && !chat.awaiting_start {
+                    chat.awaiting_start = true;
+                }
+                chat.send(ClientMessage::TurnStart {
+                    session_id,
+                    prompt: text,
+                })
+                .await
+            }
+        }
+    }
+
+    /// A session for `user`: tools only for the owner, and only when the
+    /// account grants `remote_tools = "owner"`.
+    async fn open_chat(&mut self, user: &str) -> Option<Chat> {
+        let (client_side, server_side) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server_side);
+        let session_token = self.token.child_token();
+        tokio::spawn(serve(
+            self.ctx.clone(),
+            server_read,
+            server_write,
+            session_token,
+        ));
+        let (read, write) = tokio::io::split(client_side);
+        let mut conn = Connection::new(read, write);
+        let tools = self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner;
+        let handshake = async {
+            conn.send(ClientMessage::Initialize(Initialize {
+                protocol_version: PROTOCOL_VERSION,
+                client: None,
+            }))
+            .await
+            .ok()?;
+            conn.next_event().await.ok()??;
+            conn.send(ClientMessage::SessionStart(SessionStart {
+                cwd: self.spec.workspace.display().to_string(),
+                no_tools: !tools,
+                ..Default::default()
+            }))
+            .await
+            .ok()?;
+            let started = conn.next_event().await.ok()??;
+            match started.body {
+                EventBody::SessionStarted(_) => started.session_id,
+                _ => {
+                    tracing::warn!(
+                        "clawbot:{}: session refused: {:?}",
+                        self.spec.account,
+                        started.body
+                    );
+                    None
+                }
+            }
+        };
+        let session_id = tokio::time::timeout(Duration::from_secs(10), handshake)
+            .await
+            .ok()??;
+        let (mut reader, writer) = conn.into_parts();
+        let events = self.events.clone();
+        let user_id = user.to_string();
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
+                let Ok(event) = serde_json::from_slice::<Event>(&line) else {
+                    continue;
+                };
+                if events.send((user_id.clone(), event)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Some(Chat {
+            user_id: user.to_string(),
+            session_id,
+            writer,
+            next_request: 0,
+            turn_id: None,
+            answer: String::new(),
+            queued: 0,
+            awaiting_start: false,
+            cancel_on_start: false,
+            clear_after_turn: false,
+            approvals: VecDeque::new(),
+            typing: None,
+        })
+    }
+
+    async fn on_event(&mut self, user: &str, event: Event) {
+        let context = self.context_token(user);
+        let client = self.client.clone();
+        let Some(chat) = self.chats.get_mut(user) else {
+            return;
+        };
+        let mut say = None;
+        match event.body {
+            EventBody::TurnStarted {} => {
+                chat.turn_id = event.turn_id.clone();
+                chat.awaiting_start = false;
+                if std::mem::take(&mut chat.cancel_on_start) {
+                    let session_id = chat.session_id.clone();
+                    let turn_id = event.turn_id.unwrap_or_default();
+                    chat.send(ClientMessage::TurnCancel {
+                        session_id,
+                        turn_id,
+                    })
+                    .await;
+                }
+                chat.answer.clear();
+                chat.stop_typing();
+                let token = self.token.child_token();
+                chat.typing = Some(token.clone());
+                tokio::spawn(keep_typing(client, chat.user_id.clone(), context, token));
+            }
+            EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
+                chat.answer = content
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                summary,
+                ..
+            } => {
+                chat.approvals
+                    .push_back((approval_id, Instant::now() + APPROVAL_TIMEOUT));
+                say = Some(format!("approve `{summary}`? reply y or n"));
+            }
+            EventBody::QueueEnqueued { .. } => {
+                chat.queued += 1;
+                say = Some(format!("Queued; {} waiting.", chat.queued));
+            }
+            EventBody::QueueDequeued { .. } | EventBody::QueueRemoved { .. } => {
+                chat.queued = chat.queued.saturating_sub(1)
+            }
+            EventBody::TurnCompleted { .. } => {
+                chat.turn_id = None;
+                chat.stop_typing();
+                say = Some(if chat.answer.trim().is_empty() {
+                    "(no answer)".into()
+                } else {
+                    std::mem::take(&mut chat.answer)
+                });
+            }
+            EventBody::TurnCancelled {} => {
+                chat.turn_id = None;
+                chat.approvals.clear();
+                chat.stop_typing();
+                if chat.clear_after_turn {
+                    chat.clear_after_turn = false;
+                    let session_id = chat.session_id.clone();
+                    chat.send(ClientMessage::SessionClear { session_id }).await;
+                } else {
+                    say = Some("Cancelled.".into());
+                }
+            }
+            EventBody::TurnFailed { code, message } => {
+                chat.turn_id = None;
+                chat.approvals.clear();
+                chat.stop_typing();
+                let short: String = message.chars().take(200).collect();
+                say = Some(format!("The turn failed ({code}): {short}"));
+            }
+            EventBody::SessionCleared {} => {
+                chat.queued = 0;
+                say = Some("Started a new conversation.".into());
+            }
+            EventBody::Error(error) => say = Some(format!("SCV: {}", error.message)),
+            _ => {}
+        }
+        if let Some(text) = say {
+            self.reply(user, &text).await;
+        }
+    }
+
+    /// Denies approvals nobody answered in time.
+    async fn expire_approvals(&mut self) {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        for chat in self.chats.values_mut() {
+            while chat.approvals.front().is_some_and(|a| a.1 <= now) {
+                let (approval_id, _) = chat.approvals.pop_front().expect("checked");
+                let session_id = chat.session_id.clone();
+                chat.send(ClientMessage::ApprovalResolve {
+                    session_id,
+                    approval_id,
+                    approved: false,
+                })
+                .await;
+                expired.push(chat.user_id.clone());
+            }
+        }
+        for user in expired {
+            self.reply(
+                &user,
+                "No answer within 10 minutes; the tool call was denied.",
+            )
+            .await;
+        }
+    }
+}
+
+/// Keeps the typing indicator alive until `token` is cancelled, then stops it.
+async fn keep_typing(client: IlinkClient, user: String, context: String, token: CancellationToken) {
+    let context = (!context.is_empty()).then_some(context);
+    let Ok(ticket) = client.typing_ticket(&user, context.as_deref()).await else {
+        return; // no typing for this user
+    };
+    loop {
+        let _ = client.send_typing(&user, &ticket, true).await;
+        tokio::select! {
+            _ = token.cancelled() => break,
+            _ = tokio::time::sleep(TYPING_EVERY) => {}
+        }
+    }
+    let _ = client.send_typing(&user, &ticket, false).await;
+}
+
+/// Splits text into chunks of at most `max` characters, preferring line
+/// breaks.
+pub fn chunks(text: &str, max: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut count = 0;
+    for line in text.split_inclusive('\n') {
+        let len = line.chars().count();
+        if count + len > max && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+            count = 0;
+        }
+        if len > max {
+            let chars: Vec<char> = line.chars().collect();
+            for piece in chars.chunks(max) {
+                out.push(piece.iter().collect());
+            }
+            continue;
+        }
+        current.push_str(line);
+        count += len;
+    }
+    if !current.trim().is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_stay_under_the_limit_and_keep_everything() {
+        let text: String = (0..500).map(|i| format!("line {i}\n")).collect();
+        let parts = chunks(&text, 100);
+        assert!(parts.iter().all(|p| p.chars().count() <= 100));
+        assert_eq!(parts.concat(), text);
+        let long = "x".repeat(250);
+        assert_eq!(chunks(&long, 100).len(), 3);
+    }
+}

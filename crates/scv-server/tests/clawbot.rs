@@ -1,0 +1,432 @@
+//! ClawBot inside the real daemon, against the fake iLink server and the
+//! mock provider: control commands and their persistence, state changes,
+//! chats with owner and strangers, approvals in chat, long replies, chat
+//! commands, dedupe, restarts, and no token anywhere it should not be.
+
+mod common;
+use common::*;
+use scv_ilink::{AccountStore, Credentials};
+use scv_test_support::fake_ilink::{FakeIlink, Fault};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const TOKEN: &str = "tok-SECRET-9f8e7d";
+const OWNER: &str = "owner@im.wechat";
+const STRANGER: &str = "stranger@im.wechat";
+
+struct Bot {
+    ilink: FakeIlink,
+    mock: MockProvider,
+    home: TestHome,
+    socket: PathBuf,
+    daemon: Child,
+    log: Arc<Mutex<Vec<String>>>,
+    client: TestServer,
+}
+
+fn spawn_daemon(home: &Path, socket: &Path, log: &Arc<Mutex<Vec<String>>>) -> Child {
+    let mut child = Command::new(BIN)
+        .arg("--socket")
+        .arg(socket)
+        .env("SCV_HOME", home)
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let lines = log.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            eprintln!("daemon: {line}");
+            lines.lock().unwrap().push(line);
+        }
+    });
+    child
+}
+
+async fn connect(socket: &Path) -> TestServer {
+    for _ in 0..400 {
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            let mut client = TestServer::connect(socket).await;
+            client.initialize().await;
+            return client;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("daemon never listened");
+}
+
+impl Bot {
+    /// A logged-in `default` account (not yet enabled) and a daemon.
+    async fn start(extra: &str) -> Bot {
+        let ilink = FakeIlink::start().await;
+        ilink.allow_token(TOKEN);
+        let mock = MockProvider::start().await;
+        let home = TestHome::new(&mock.base_url(), extra);
+        AccountStore::new(home.path())
+            .save_credentials(
+                "default",
+                &Credentials {
+                    bot_token: TOKEN.into(),
+                    bot_id: "bot@im.bot".into(),
+                    user_id: Some(OWNER.into()),
+                    base_url: ilink.base_url(),
+                    saved_at: 1_750_000_000,
+                },
+            )
+            .unwrap();
+        let socket = home.path().join("server.sock");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let daemon = spawn_daemon(home.path(), &socket, &log);
+        let client = connect(&socket).await;
+        Bot {
+            ilink,
+            mock,
+            home,
+            socket,
+            daemon,
+            log,
+            client,
+        }
+    }
+
+    async fn control(&mut self, command: Value) -> Value {
+        self.client
+            .send(json!({"type":"daemon.control","request_id":"c","command":command}))
+            .await;
+        self.client.next().await
+    }
+
+    async fn enable(&mut self, remote_tools: &str) -> Value {
+        let workspace = self.home.workspace();
+        self.control(json!({"action":"clawbot_set","account":"default","enabled":true,"workspace":workspace,"remote_tools":remote_tools}))
+            .await
+    }
+
+    async fn component(&mut self) -> Value {
+        let status = self.control(json!({"action":"status"})).await;
+        status["status"]["components"][0].clone()
+    }
+
+    async fn wait_state(&mut self, state: &str) -> Value {
+        for _ in 0..800 {
+            let component = self.component().await;
+            if component["state"] == state {
+                return component;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("never reached {state}: {}", self.component().await);
+    }
+
+    async fn wait_sent(&self, user: &str, n: usize) -> Vec<String> {
+        assert!(
+            self.ilink.wait_until(|f| f.sent_to(user).len() >= n).await,
+            "sent to {user}: {:?}",
+            self.ilink.sent_to(user)
+        );
+        self.ilink.sent_to(user)
+    }
+
+    async fn stop(&mut self) {
+        unsafe { libc::kill(self.daemon.id().unwrap() as i32, libc::SIGTERM) };
+        assert!(self.daemon.wait().await.unwrap().success());
+    }
+}
+
+#[tokio::test]
+async fn set_and_logout_persist_and_answer_with_status() {
+    let mut bot = Bot::start("").await;
+    let status = bot.enable("owner").await;
+    assert_eq!(status["type"], "daemon.status");
+    assert_eq!(status["request_id"], "c");
+    assert!(status.get("session_id").is_none() && status.get("seq").is_none());
+    let component = &status["status"]["components"][0];
+    let keys: Vec<&str> = component
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in [
+        "id",
+        "account",
+        "bot_id",
+        "user_id",
+        "enabled",
+        "state",
+        "last_success_unix_seconds",
+        "error",
+        "restarts",
+        "remote_tools",
+    ] {
+        assert!(keys.contains(&key), "{key} missing: {component}");
+    }
+    assert_eq!(component["id"], "clawbot:default");
+    assert_eq!(component["bot_id"], "bot@im.bot");
+    assert_eq!(component["user_id"], OWNER);
+    assert_eq!(component["remote_tools"], "owner");
+    let store = AccountStore::new(bot.home.path());
+    let settings = store.settings("default");
+    assert!(settings.enabled);
+    assert_eq!(
+        settings.workspace.as_deref(),
+        Some(bot.home.workspace().to_str().unwrap())
+    );
+
+    let connected = bot.wait_state("connected").await;
+    assert!(connected["last_success_unix_seconds"].as_u64().unwrap() > 0);
+    assert_eq!(bot.ilink.calls("ilink/bot/msg/notifystart").len(), 1);
+
+    // A relative workspace is refused; null leaves the saved one.
+    let refused = bot.control(json!({"action":"clawbot_set","account":"default","enabled":true,"workspace":"relative/dir"})).await;
+    assert_eq!(refused["code"], "invalid_request");
+    let status = bot
+        .control(
+            json!({"action":"clawbot_set","account":"default","enabled":false,"workspace":null}),
+        )
+        .await;
+    assert_eq!(status["status"]["components"][0]["state"], "disabled");
+    assert_eq!(
+        store.settings("default").workspace.as_deref(),
+        Some(bot.home.workspace().to_str().unwrap())
+    );
+    assert_eq!(store.settings("default").remote_tools, "owner");
+    assert!(
+        bot.ilink
+            .wait_until(|f| f.calls("ilink/bot/msg/notifystop").len() == 1)
+            .await
+    );
+
+    let status = bot
+        .control(json!({"action":"clawbot_logout","account":"default"}))
+        .await;
+    assert_eq!(status["status"]["components"], json!([]));
+    assert!(
+        !store.dir("default").exists(),
+        "credentials, delivery state and settings are gone"
+    );
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn failures_back_off_and_an_expired_session_fails_without_leaking_the_token() {
+    let mut bot = Bot::start("").await;
+    for _ in 0..3 {
+        bot.ilink.fault("ilink/bot/getupdates", Fault::Status(502));
+    }
+    bot.enable("none").await;
+    let backoff = bot.wait_state("backoff").await;
+    assert!(
+        backoff["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not be reached"),
+        "{backoff}"
+    );
+    bot.stop().await;
+
+    let mut bot = Bot::start("").await;
+    bot.ilink.fault("ilink/bot/getupdates", Fault::Malformed);
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    bot.ilink.revoke_tokens();
+    let failed = bot.wait_state("failed").await;
+    assert!(
+        failed["error"].as_str().unwrap().contains("log in again"),
+        "{failed}"
+    );
+    let everything = format!("{failed} {}", bot.log.lock().unwrap().join("\n"));
+    assert!(!everything.contains(TOKEN), "the token leaked");
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn a_stranger_gets_answers_without_tools_and_typing_is_shown() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::text(["Hello, ", "stranger."]));
+    bot.ilink.inject_text(STRANGER, "hi there");
+    let sent = bot.wait_sent(STRANGER, 1).await;
+    assert_eq!(sent, ["Hello, stranger."]);
+    let request = &bot.mock.requests()[0].body;
+    assert!(
+        request.get("tools").is_none(),
+        "a stranger's session has no tools"
+    );
+    let reply = &bot.ilink.calls("ilink/bot/sendmessage")[0].body["msg"];
+    assert_eq!(reply["context_token"], format!("ctx-{STRANGER}-0"));
+    assert!(
+        bot.ilink
+            .wait_until(|f| f
+                .calls("ilink/bot/sendtyping")
+                .iter()
+                .any(|c| c.body["status"] == 2))
+            .await
+    );
+    let typing = bot.ilink.calls("ilink/bot/sendtyping");
+    assert_eq!(typing[0].body["status"], 1);
+    // Unsupported items get one short line.
+    bot.ilink.inject(json!({"from_user_id": STRANGER, "message_type": 1, "item_list": [{"type": 2}], "context_token": "c2"}));
+    let sent = bot.wait_sent(STRANGER, 2).await;
+    assert_eq!(sent[1], "Only text messages are understood here.");
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn the_owner_approves_a_tool_call_in_chat() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo from-wechat"}),
+    )]));
+    bot.mock.push(Reply::text(["It printed from-wechat."]));
+    bot.ilink.inject_text(OWNER, "run it");
+    let sent = bot.wait_sent(OWNER, 1).await;
+    assert_eq!(
+        sent[0],
+        "approve `Run shell command: echo from-wechat`? reply y or n"
+    );
+    assert!(
+        bot.mock.requests()[0].body.get("tools").is_some(),
+        "the owner's session has tools"
+    );
+    bot.ilink.inject_text(OWNER, "y");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert_eq!(sent[1], "It printed from-wechat.");
+    let tool_result = bot.mock.requests()[1].body.to_string();
+    assert!(
+        tool_result.contains("from-wechat\\n[exit code: 0]"),
+        "{tool_result}"
+    );
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn long_replies_are_split_and_chat_commands_work() {
+    let mut bot = Bot::start("").await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    let long: String = (0..300)
+        .map(|i| format!("line {i:03} of a long answer\n"))
+        .collect();
+    bot.mock.push(Reply::text([long.as_str()]));
+    bot.ilink.inject_text(STRANGER, "write a lot");
+    assert!(
+        bot.ilink
+            .wait_until(|f| f.sent_to(STRANGER).concat().len() >= long.trim_end().len())
+            .await
+    );
+    let parts = bot.ilink.sent_to(STRANGER);
+    assert!(parts.len() >= 3, "{}", parts.len());
+    assert!(parts.iter().all(|p| p.chars().count() < 2000));
+    assert_eq!(parts.concat(), long);
+    let ids: std::collections::HashSet<String> = bot
+        .ilink
+        .calls("ilink/bot/sendmessage")
+        .iter()
+        .map(|c| c.body["msg"]["client_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), parts.len(), "each chunk has its own client_id");
+
+    // /cancel stops a running turn; /new clears the conversation.
+    bot.mock
+        .push(Reply::text(["slow", "never"]).then(2, Ending::Stall));
+    let requests = bot.mock.request_count();
+    bot.ilink.inject_text(STRANGER, "take your time");
+    assert!(
+        bot.ilink
+            .wait_until(|_| bot.mock.request_count() > requests)
+            .await
+    );
+    let before = bot.ilink.sent_to(STRANGER).len();
+    bot.ilink.inject_text(STRANGER, "/cancel");
+    let sent = bot.wait_sent(STRANGER, before + 1).await;
+    assert_eq!(sent.last().unwrap(), "Cancelled.");
+    bot.ilink.inject_text(STRANGER, "/status");
+    let sent = bot.wait_sent(STRANGER, before + 2).await;
+    assert!(
+        sent.last().unwrap().contains("mock-model") && sent.last().unwrap().contains("idle"),
+        "{sent:?}"
+    );
+    bot.ilink.inject_text(STRANGER, "/new");
+    let sent = bot.wait_sent(STRANGER, before + 3).await;
+    assert_eq!(sent.last().unwrap(), "Started a new conversation.");
+    bot.mock.push(Reply::text(["fresh"]));
+    bot.ilink.inject_text(STRANGER, "after new");
+    bot.wait_sent(STRANGER, before + 4).await;
+    let roles: Vec<String> = bot.mock.requests().last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(roles, ["system", "user"]);
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn duplicates_are_dropped_and_delivery_state_survives_a_restart() {
+    let mut bot = Bot::start("").await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::text(["one"]));
+    let id = bot.ilink.inject_text(STRANGER, "first");
+    assert!(id > 1 << 53);
+    bot.wait_sent(STRANGER, 1).await;
+    // The same id again, and the same content under a new id.
+    let first = bot.ilink.calls("ilink/bot/getupdates");
+    let _ = first;
+    bot.ilink.inject(json!({"message_id": id, "from_user_id": STRANGER, "message_type": 1, "create_time_ms": 1_750_000_000_000u64,
+        "item_list": [{"type": 1, "text_item": {"text": "first"}}], "context_token": "ctx-dup"}));
+    bot.ilink.inject(
+        json!({"from_user_id": STRANGER, "message_type": 1, "create_time_ms": 1_750_000_000_000u64,
+        "item_list": [{"type": 1, "text_item": {"text": "first"}}], "context_token": "ctx-dup2"}),
+    );
+    // Bot echoes are ignored too.
+    bot.ilink.inject(json!({"from_user_id": "bot@im.bot", "message_type": 2, "item_list": [{"type": 1, "text_item": {"text": "echo"}}]}));
+    bot.mock.push(Reply::text(["two"]));
+    bot.ilink.inject_text(STRANGER, "second");
+    let sent = bot.wait_sent(STRANGER, 2).await;
+    assert_eq!(sent, ["one", "two"]);
+    assert_eq!(bot.mock.request_count(), 2, "duplicates started no turn");
+    bot.stop().await;
+
+    let delivery = AccountStore::new(bot.home.path()).delivery("default");
+    assert_eq!(delivery.cursor, "c5");
+    assert_eq!(
+        delivery.context_tokens[STRANGER],
+        format!("ctx-{STRANGER}-4")
+    );
+    assert!(delivery.recent_ids.contains(&id.to_string()));
+
+    // Restart: nothing is handled twice; new messages flow.
+    bot.daemon = spawn_daemon(bot.home.path(), &bot.socket, &bot.log);
+    bot.client = connect(&bot.socket).await;
+    bot.wait_state("connected").await;
+    let last =
+        bot.ilink.calls("ilink/bot/getupdates").last().unwrap().body["get_updates_buf"].clone();
+    assert_eq!(last, "c5", "the saved cursor is used after a restart");
+    bot.mock.push(Reply::text(["three"]));
+    bot.ilink.inject_text(STRANGER, "third");
+    let sent = bot.wait_sent(STRANGER, 3).await;
+    assert_eq!(sent[2], "three");
+    assert_eq!(bot.mock.request_count(), 3);
+    let headers = &bot.ilink.calls("ilink/bot/getupdates")[0].headers;
+    assert_eq!(headers["authorizationtype"], "ilink_bot_token");
+    assert_eq!(headers["ilink-app-id"], "bot");
+    assert!(!headers["x-wechat-uin"].is_empty());
+    bot.stop().await;
+}
