@@ -41,6 +41,7 @@ pub enum Fault {
 #[derive(Debug, Clone)]
 pub struct Call {
     pub path: String,
+    pub query: String,
     pub headers: HashMap<String, String>,
     pub body: Value,
 }
@@ -257,6 +258,7 @@ async fn handle(
         let mut s = state.lock().unwrap();
         s.calls.push(Call {
             path: path.clone(),
+            query: query.clone(),
             headers: headers.clone(),
             body: body.clone(),
         });

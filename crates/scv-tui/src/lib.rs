@@ -1,6 +1,8 @@
-//! The `scv` command: the terminal UI, `scv exec`, and `scv daemon …`.
+//! The `scv` command: the terminal UI, `scv exec`, `scv daemon …` and
+//! `scv clawbot …`.
 //! It talks to the daemon only through the protocol.
 
+pub mod clawbot_cmd;
 pub mod daemon_cmd;
 pub mod exec;
 pub mod session;

@@ -1,8 +1,8 @@
 //! `scv`: the SCV terminal UI and command line.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use scv_protocol::{DaemonCommand, Risk};
-use scv_tui::{daemon_cmd, exec, tui};
+use scv_protocol::{DaemonCommand, RemoteTools, Risk};
+use scv_tui::{clawbot_cmd, daemon_cmd, exec, tui};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,6 +39,68 @@ enum Command {
         #[command(subcommand)]
         action: DaemonAction,
     },
+    /// Drive SCV from WeChat: log in a ClawBot account and manage it.
+    Clawbot {
+        #[command(subcommand)]
+        action: ClawbotAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClawbotAction {
+    /// Log in by scanning a QR code with WeChat; the scanner becomes the owner.
+    Login {
+        #[arg(long, default_value = "default")]
+        account: String,
+        /// The iLink login server (default: config `ilink_base_url`, else the public one).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
+    /// Show the ClawBot components.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enable an account (optionally setting its workspace and who may use tools).
+    Enable {
+        #[arg(long, default_value = "default")]
+        account: String,
+        /// Workspace for the account's sessions (default: the daemon's).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// `owner` lets the account owner use tools (approved in chat).
+        #[arg(long, value_enum)]
+        remote_tools: Option<RemoteToolsArg>,
+    },
+    /// Disable an account (it stops at once; the login is kept).
+    Disable {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        #[arg(long, value_enum)]
+        remote_tools: Option<RemoteToolsArg>,
+    },
+    /// Disable an account and forget its login, delivery state and settings.
+    Logout {
+        #[arg(long, default_value = "default")]
+        account: String,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RemoteToolsArg {
+    None,
+    Owner,
+}
+
+impl From<RemoteToolsArg> for RemoteTools {
+    fn from(value: RemoteToolsArg) -> RemoteTools {
+        match value {
+            RemoteToolsArg::None => RemoteTools::None,
+            RemoteToolsArg::Owner => RemoteTools::Owner,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -112,6 +174,55 @@ fn main() -> ExitCode {
                     daemon_cmd::status(&socket, json, DaemonCommand::Reload).await
                 }
                 DaemonAction::Stop => daemon_cmd::stop(&socket).await,
+            },
+            Some(Command::Clawbot { action }) => match action {
+                ClawbotAction::Login { account, base_url } => {
+                    clawbot_cmd::login(&home, &socket, &account, base_url).await
+                }
+                ClawbotAction::Status { json } => {
+                    clawbot_cmd::manage(&home, &socket, DaemonCommand::Status, json).await
+                }
+                ClawbotAction::Enable {
+                    account,
+                    workspace,
+                    remote_tools,
+                } => {
+                    let command = clawbot_cmd::set(
+                        account,
+                        true,
+                        workspace.as_deref(),
+                        remote_tools.map(Into::into),
+                    );
+                    match command {
+                        Ok(command) => clawbot_cmd::manage(&home, &socket, command, false).await,
+                        Err(err) => Err(err),
+                    }
+                }
+                ClawbotAction::Disable {
+                    account,
+                    workspace,
+                    remote_tools,
+                } => {
+                    let command = clawbot_cmd::set(
+                        account,
+                        false,
+                        workspace.as_deref(),
+                        remote_tools.map(Into::into),
+                    );
+                    match command {
+                        Ok(command) => clawbot_cmd::manage(&home, &socket, command, false).await,
+                        Err(err) => Err(err),
+                    }
+                }
+                ClawbotAction::Logout { account } => {
+                    clawbot_cmd::manage(
+                        &home,
+                        &socket,
+                        DaemonCommand::ClawbotLogout { account },
+                        false,
+                    )
+                    .await
+                }
             },
         }
     });
