@@ -124,3 +124,25 @@ pub enum QrStatus {
         base_url: Option<String>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_voice_transcripts_become_prompts_and_big_ids_survive() {
+        let msg: WireMessage = serde_json::from_str(
+            r#"{"message_id": 9007199254740993, "from_user_id": "u", "item_list": [
+                {"type": 1, "text_item": {"text": "hello"}},
+                {"type": 3, "voice_item": {"text": "and a voice note"}},
+                {"type": 2}]}"#,
+        )
+        .unwrap();
+        assert_eq!(msg.message_id, "9007199254740993");
+        assert_eq!(msg.text().as_deref(), Some("hello\nand a voice note"));
+        let image_only: WireMessage =
+            serde_json::from_str(r#"{"message_id": "42", "item_list": [{"type": 2}]}"#).unwrap();
+        assert_eq!(image_only.message_id, "42");
+        assert_eq!(image_only.text(), None);
+    }
+}

@@ -30,6 +30,8 @@ struct Bot {
 
 fn spawn_daemon(home: &Path, socket: &Path, log: &Arc<Mutex<Vec<String>>>) -> Child {
     let mut child = Command::new(BIN)
+        // The daemon workspace is where it starts: the test home.
+        .current_dir(home)
         .arg("--socket")
         .arg(socket)
         .env("SCV_HOME", home)
@@ -279,6 +281,16 @@ async fn a_stranger_gets_answers_without_tools_and_typing_is_shown() {
     bot.ilink.inject(json!({"from_user_id": STRANGER, "message_type": 1, "item_list": [{"type": 2}], "context_token": "c2"}));
     let sent = bot.wait_sent(STRANGER, 2).await;
     assert_eq!(sent[1], "Only text messages are understood here.");
+    // A failed turn is one short line.
+    bot.mock
+        .push(Reply::error(401, "Incorrect API key provided"));
+    bot.ilink.inject_text(STRANGER, "again");
+    let sent = bot.wait_sent(STRANGER, 3).await;
+    assert!(
+        sent[2].starts_with("The turn failed (provider_error):"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[2].lines().count(), 1);
     bot.stop().await;
 }
 
@@ -428,5 +440,41 @@ async fn duplicates_are_dropped_and_delivery_state_survives_a_restart() {
     assert_eq!(headers["authorizationtype"], "ilink_bot_token");
     assert_eq!(headers["ilink-app-id"], "bot");
     assert!(!headers["x-wechat-uin"].is_empty());
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn settings_changes_replace_the_instance_and_the_daemon_workspace_is_the_default() {
+    let mut bot = Bot::start("").await;
+    bot.control(json!({"action":"clawbot_set","account":"default","enabled":true}))
+        .await;
+    let first = bot.wait_state("connected").await;
+    assert_eq!(first["restarts"], 0);
+    bot.mock.push(Reply::text(["ok"]));
+    bot.ilink.inject_text(STRANGER, "where are you?");
+    bot.wait_sent(STRANGER, 1).await;
+    let system = bot.mock.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let daemon_dir = bot.home.path().canonicalize().unwrap();
+    assert!(
+        system.contains(&format!("Workspace: {}", daemon_dir.display())),
+        "{system}"
+    );
+
+    let status = bot.control(json!({"action":"clawbot_set","account":"default","enabled":true,"remote_tools":"owner"})).await;
+    assert_eq!(
+        status["status"]["components"][0]["restarts"], 1,
+        "replaced: stopped and joined, then started"
+    );
+    assert_eq!(status["status"]["components"][0]["remote_tools"], "owner");
+    bot.wait_state("connected").await;
+    assert!(
+        bot.ilink
+            .wait_until(|f| f.calls("ilink/bot/msg/notifystop").len() == 1)
+            .await,
+        "the old instance stopped"
+    );
     bot.stop().await;
 }
