@@ -32,6 +32,8 @@ pub struct Config {
     /// The daemon workspace (ClawBot sessions without their own).
     pub workspace: Option<PathBuf>,
     pub ilink_base_url: Option<String>,
+    /// How long a ClawBot approval waits for the owner's y/n (10 minutes).
+    pub clawbot_approval_timeout_ms: u64,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -50,6 +52,7 @@ const KNOWN_KEYS: &[&str] = &[
     "provider_max_retries",
     "workspace",
     "ilink_base_url",
+    "clawbot_approval_timeout_ms",
 ];
 
 impl Default for Config {
@@ -70,6 +73,7 @@ impl Default for Config {
             provider_max_retries: 3,
             workspace: None,
             ilink_base_url: None,
+            clawbot_approval_timeout_ms: 600_000,
         }
     }
 }

@@ -478,3 +478,31 @@ async fn settings_changes_replace_the_instance_and_the_daemon_workspace_is_the_d
     );
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn an_unanswered_approval_is_denied_after_the_timeout() {
+    let mut bot = Bot::start("clawbot_approval_timeout_ms = 300").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    let marker = bot.home.workspace().join("should-not-exist");
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": format!("touch {}", marker.display())}),
+    )]));
+    bot.mock.push(Reply::text(["Understood, not done."]));
+    bot.ilink.inject_text(OWNER, "touch it");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    assert!(
+        sent[0].starts_with("approve `Run shell command: touch"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[1], "No answer in time; the tool call was denied.");
+    assert_eq!(sent[2], "Understood, not done.");
+    assert!(!marker.exists());
+    // A late "y" is an ordinary prompt now, not an approval.
+    bot.mock.push(Reply::text(["y to what?"]));
+    bot.ilink.inject_text(OWNER, "y");
+    assert_eq!(bot.wait_sent(OWNER, 4).await[3], "y to what?");
+    bot.stop().await;
+}

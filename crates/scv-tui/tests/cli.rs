@@ -216,3 +216,37 @@ async fn daemon_status_reload_and_stop() {
     assert!(output.status.success());
     assert!(stdout(&output).contains("not running"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_of_another_protocol_version_is_a_one_line_error() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // A "daemon" that speaks protocol 3 and refuses version 2.
+    let listener = tokio::net::UnixListener::bind(home.socket()).unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (reader, mut writer) = stream.into_split();
+            let mut lines = BufReader::new(reader).lines();
+            if let Ok(Some(line)) = lines.next_line().await {
+                let id = serde_json::from_str::<Value>(&line).unwrap()["request_id"].clone();
+                let reply = json!({"type":"error","request_id":id,"code":"version_mismatch","message":"this server speaks protocol version 3","fatal":true});
+                let _ = writer.write_all(format!("{reply}\n").as_bytes()).await;
+            }
+        }
+    });
+    let output = tokio::task::spawn_blocking({
+        let mut command = home.scv();
+        command.args(["exec", "hi"]);
+        move || command.output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("another protocol version") && err.contains("version 3"),
+        "{err}"
+    );
+}

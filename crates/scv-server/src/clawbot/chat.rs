@@ -22,8 +22,6 @@ use tokio_util::sync::CancellationToken;
 
 /// Replies are cut into chunks under WeChat's ~2000-character limit.
 pub const CHUNK_CHARS: usize = 1900;
-/// An unanswered approval is denied after this long.
-pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 const TYPING_EVERY: Duration = Duration::from_secs(5);
 const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
 
@@ -373,8 +371,9 @@ impl Account {
                 summary,
                 ..
             } => {
+                let timeout = Duration::from_millis(self.ctx.config.clawbot_approval_timeout_ms);
                 chat.approvals
-                    .push_back((approval_id, Instant::now() + APPROVAL_TIMEOUT));
+                    .push_back((approval_id, Instant::now() + timeout));
                 say = Some(format!("approve `{summary}`? reply y or n"));
             }
             EventBody::QueueEnqueued { .. } => {
@@ -442,11 +441,8 @@ impl Account {
             }
         }
         for user in expired {
-            self.reply(
-                &user,
-                "No answer within 10 minutes; the tool call was denied.",
-            )
-            .await;
+            self.reply(&user, "No answer in time; the tool call was denied.")
+                .await;
         }
     }
 }
