@@ -3,7 +3,10 @@
 //! Unlike `tokio_util::codec::LinesCodec`, an oversized line is not a stream
 //! error: the codec skips to the next newline and yields [`Frame::TooLong`],
 //! so the connection reports `invalid_request` and reads the next line
-//! normally. Frames are bytes; JSON parsing is the caller's.
+//! normally. A line is a frame only once its newline arrived: bytes left
+//! without one at end of stream are dropped, since a connection cut in the
+//! middle of a write leaves exactly that. Frames are bytes; JSON parsing is
+//! the caller's.
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
@@ -105,15 +108,12 @@ impl Decoder for FrameCodec {
                 self.discarding = false;
                 Ok(Some(Frame::TooLong(std::mem::take(&mut self.discarded))))
             }
-            None if buf.is_empty() || buf.iter().all(u8::is_ascii_whitespace) => {
-                buf.clear();
-                Ok(None)
-            }
             None => {
-                // A final line without a newline is still a frame.
-                let line = buf.split().freeze();
+                // A frame is complete only with its newline: bytes left at
+                // EOF are a frame cut off by a broken connection.
+                buf.clear();
                 self.scanned = 0;
-                Ok(Some(Frame::Line(line)))
+                Ok(None)
             }
         }
     }
@@ -150,13 +150,13 @@ mod tests {
     #[test]
     fn splits_lines_and_skips_blank_ones() {
         let mut codec = FrameCodec::new(16);
-        let frames = decode_all(&mut codec, b"{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\":3}");
+        // The last line has no newline: it was cut off and is dropped.
+        let frames = decode_all(&mut codec, b"{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\":3");
         assert_eq!(
             frames,
             vec![
                 Frame::Line(Bytes::from_static(b"{\"a\":1}")),
                 Frame::Line(Bytes::from_static(b"{\"b\":2}")),
-                Frame::Line(Bytes::from_static(b"{\"c\":3}")),
             ]
         );
     }

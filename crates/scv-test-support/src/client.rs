@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 type Reader = Box<dyn AsyncRead + Unpin + Send>;
@@ -51,7 +51,7 @@ impl TestHome {
 pub struct TestServer {
     child: Option<Child>,
     stdin: Option<Writer>,
-    lines: Lines<BufReader<Reader>>,
+    reader: BufReader<Reader>,
 }
 
 impl TestServer {
@@ -79,7 +79,7 @@ impl TestServer {
         TestServer {
             child: Some(child),
             stdin: Some(stdin),
-            lines: BufReader::new(stdout).lines(),
+            reader: BufReader::new(stdout),
         }
     }
 
@@ -97,7 +97,7 @@ impl TestServer {
         TestServer {
             child: None,
             stdin: Some(Box::new(writer)),
-            lines: BufReader::new(Box::new(reader) as Reader).lines(),
+            reader: BufReader::new(Box::new(reader) as Reader),
         }
     }
 
@@ -117,13 +117,21 @@ impl TestServer {
         self.stdin.take();
     }
 
-    /// The next event, or `None` at EOF.
+    /// The next event, or `None` at EOF. A last line without its newline
+    /// (a frame cut off by a closed connection) counts as EOF.
     pub async fn next_opt(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(GUARD, self.lines.next_line())
+        let mut line = Vec::new();
+        tokio::time::timeout(GUARD, self.reader.read_until(b'\n', &mut line))
             .await
             .expect("timed out waiting for an event")
-            .expect("read from server")?;
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad frame {line}: {e}")))
+            .expect("read from server");
+        if line.last() != Some(&b'\n') {
+            return None;
+        }
+        Some(
+            serde_json::from_slice(&line)
+                .unwrap_or_else(|e| panic!("bad frame {}: {e}", String::from_utf8_lossy(&line))),
+        )
     }
 
     pub async fn next(&mut self) -> Value {
