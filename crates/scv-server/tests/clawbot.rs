@@ -506,3 +506,31 @@ async fn an_unanswered_approval_is_denied_after_the_timeout() {
     assert_eq!(bot.wait_sent(OWNER, 4).await[3], "y to what?");
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn the_typing_ticket_is_cached_per_user() {
+    let mut bot = Bot::start("").await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    for (i, answer) in ["one", "two", "three"].iter().enumerate() {
+        bot.mock.push(Reply::text([*answer]));
+        bot.ilink.inject_text(STRANGER, &format!("question {i}"));
+        bot.wait_sent(STRANGER, i + 1).await;
+    }
+    assert!(
+        bot.ilink
+            .wait_until(|f| f
+                .calls("ilink/bot/sendtyping")
+                .iter()
+                .filter(|c| c.body["status"] == 2)
+                .count()
+                == 3)
+            .await
+    );
+    assert_eq!(
+        bot.ilink.calls("ilink/bot/getconfig").len(),
+        1,
+        "one getconfig for three turns"
+    );
+    bot.stop().await;
+}

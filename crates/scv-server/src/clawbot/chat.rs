@@ -69,7 +69,11 @@ struct Account {
     chats: HashMap<String, Chat>,
     events: mpsc::Sender<(String, Event)>,
     token: CancellationToken,
+    /// `getconfig` typing tickets, per user.
+    tickets: Tickets,
 }
+
+type Tickets = Arc<Mutex<HashMap<String, String>>>;
 
 pub async fn run(
     ctx: Arc<ServerContext>,
@@ -105,6 +109,7 @@ pub async fn run(
         chats: HashMap::new(),
         events: events_tx,
         token: token.clone(),
+        tickets: Tickets::default(),
     };
     loop {
         let next_deadline = account
@@ -340,6 +345,7 @@ impl Account {
     async fn on_event(&mut self, user: &str, event: Event) {
         let context = self.context_token(user);
         let client = self.client.clone();
+        let tickets = self.tickets.clone();
         let Some(chat) = self.chats.get_mut(user) else {
             return;
         };
@@ -361,7 +367,13 @@ impl Account {
                 chat.stop_typing();
                 let token = self.token.child_token();
                 chat.typing = Some(token.clone());
-                tokio::spawn(keep_typing(client, chat.user_id.clone(), context, token));
+                tokio::spawn(keep_typing(
+                    tickets,
+                    client,
+                    chat.user_id.clone(),
+                    context,
+                    token,
+                ));
             }
             EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
                 chat.answer = content
@@ -447,14 +459,32 @@ impl Account {
     }
 }
 
-/// Keeps the typing indicator alive until `token` is cancelled, then stops it.
-async fn keep_typing(client: IlinkClient, user: String, context: String, token: CancellationToken) {
-    let context = (!context.is_empty()).then_some(context);
-    let Ok(ticket) = client.typing_ticket(&user, context.as_deref()).await else {
-        return; // no typing for this user
+/// Keeps the typing indicator alive until `token` is cancelled, then stops
+/// it. The ticket from `getconfig` is cached per user.
+async fn keep_typing(
+    tickets: Tickets,
+    client: IlinkClient,
+    user: String,
+    context: String,
+    token: CancellationToken,
+) {
+    let cached = tickets.lock().unwrap().get(&user).cloned();
+    let ticket = match cached {
+        Some(ticket) => ticket,
+        None => {
+            let context = (!context.is_empty()).then_some(context);
+            let Ok(ticket) = client.typing_ticket(&user, context.as_deref()).await else {
+                return; // no typing for this user
+            };
+            tickets.lock().unwrap().insert(user.clone(), ticket.clone());
+            ticket
+        }
     };
     loop {
-        let _ = client.send_typing(&user, &ticket, true).await;
+        if client.send_typing(&user, &ticket, true).await.is_err() {
+            // A stale ticket: fetch a new one next turn.
+            tickets.lock().unwrap().remove(&user);
+        }
         tokio::select! {
             _ = token.cancelled() => break,
             _ = tokio::time::sleep(TYPING_EVERY) => {}
