@@ -237,16 +237,7 @@ async fn handle(
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let path = req.uri().path().trim_start_matches('/').to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    let headers: HashMap<String, String> = req
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_lowercase(),
-                v.to_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let headers = crate::headers_of(&req);
     let bytes = req
         .into_body()
         .collect()

@@ -9,3 +9,16 @@ pub mod procfs;
 
 pub use client::{TestHome, TestServer};
 pub use mock_provider::{MockProvider, Recorded, Reply};
+
+/// A request's headers, names lower-cased.
+pub(crate) fn headers_of<B>(req: &hyper::Request<B>) -> std::collections::HashMap<String, String> {
+    req.headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_lowercase(),
+                v.to_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}

@@ -338,16 +338,7 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, std::convert::Infallible> {
     let path = req.uri().path().to_string();
-    let headers = req
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_lowercase(),
-                v.to_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let headers = crate::headers_of(&req);
     let bytes = req
         .into_body()
         .collect()

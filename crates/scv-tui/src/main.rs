@@ -62,30 +62,42 @@ enum ClawbotAction {
         json: bool,
     },
     /// Enable an account (optionally setting its workspace and who may use tools).
-    Enable {
-        #[arg(long, default_value = "default")]
-        account: String,
-        /// Workspace for the account's sessions (default: the daemon's).
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// `owner` lets the account owner use tools (approved in chat).
-        #[arg(long, value_enum)]
-        remote_tools: Option<RemoteToolsArg>,
-    },
+    Enable(SetArgs),
     /// Disable an account (it stops at once; the login is kept).
-    Disable {
-        #[arg(long, default_value = "default")]
-        account: String,
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        #[arg(long, value_enum)]
-        remote_tools: Option<RemoteToolsArg>,
-    },
+    Disable(SetArgs),
     /// Disable an account and forget its login, delivery state and settings.
     Logout {
         #[arg(long, default_value = "default")]
         account: String,
     },
+}
+
+#[derive(clap::Args)]
+struct SetArgs {
+    #[arg(long, default_value = "default")]
+    account: String,
+    /// Workspace for the account's sessions (default: the daemon's).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// `owner` lets the account owner use tools (approved in chat).
+    #[arg(long, value_enum)]
+    remote_tools: Option<RemoteToolsArg>,
+}
+
+/// `scv clawbot enable|disable` as one `clawbot_set`.
+async fn set_account(
+    home: &std::path::Path,
+    socket: &std::path::Path,
+    args: SetArgs,
+    enabled: bool,
+) -> anyhow::Result<ExitCode> {
+    let command = clawbot_cmd::set(
+        args.account,
+        enabled,
+        args.workspace.as_deref(),
+        args.remote_tools.map(Into::into),
+    )?;
+    clawbot_cmd::manage(home, socket, command, false).await
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -182,38 +194,8 @@ fn main() -> ExitCode {
                 ClawbotAction::Status { json } => {
                     clawbot_cmd::manage(&home, &socket, DaemonCommand::Status, json).await
                 }
-                ClawbotAction::Enable {
-                    account,
-                    workspace,
-                    remote_tools,
-                } => {
-                    let command = clawbot_cmd::set(
-                        account,
-                        true,
-                        workspace.as_deref(),
-                        remote_tools.map(Into::into),
-                    );
-                    match command {
-                        Ok(command) => clawbot_cmd::manage(&home, &socket, command, false).await,
-                        Err(err) => Err(err),
-                    }
-                }
-                ClawbotAction::Disable {
-                    account,
-                    workspace,
-                    remote_tools,
-                } => {
-                    let command = clawbot_cmd::set(
-                        account,
-                        false,
-                        workspace.as_deref(),
-                        remote_tools.map(Into::into),
-                    );
-                    match command {
-                        Ok(command) => clawbot_cmd::manage(&home, &socket, command, false).await,
-                        Err(err) => Err(err),
-                    }
-                }
+                ClawbotAction::Enable(args) => set_account(&home, &socket, args, true).await,
+                ClawbotAction::Disable(args) => set_account(&home, &socket, args, false).await,
                 ClawbotAction::Logout { account } => {
                     clawbot_cmd::manage(
                         &home,

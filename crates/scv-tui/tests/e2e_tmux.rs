@@ -52,6 +52,32 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// Runs `scv` for `home` in its workspace; the shell then prints the
+    /// exit code and lingers so the screen can be read.
+    fn start_scv(&self, home: &Home) {
+        let command = format!(
+            "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
+            home.path().display(),
+            server_bin().display()
+        );
+        let workspace = home.workspace();
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-c",
+            workspace.to_str().unwrap(),
+            &command,
+        ]);
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         self.run(&["kill-server"]);
@@ -66,24 +92,7 @@ async fn type_answer_approve_cancel_quit() {
     let mock = MockProvider::start().await;
     let home = Home::new(&mock, "");
     let tmux = Tmux::new("main");
-    let command = format!(
-        "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
-        home.path().display(),
-        server_bin().display()
-    );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "-c",
-        home.workspace().to_str().unwrap(),
-        &command,
-    ]);
+    tmux.start_scv(&home);
     tmux.wait_for("Message").await;
     tmux.wait_for("idle").await;
 
@@ -137,24 +146,7 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     let mock = MockProvider::start().await;
     let home = Home::new(&mock, "");
     let tmux = Tmux::new("reconnect");
-    let command = format!(
-        "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
-        home.path().display(),
-        server_bin().display()
-    );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "-c",
-        home.workspace().to_str().unwrap(),
-        &command,
-    ]);
+    tmux.start_scv(&home);
     tmux.wait_for("idle").await;
     let first = home.daemon_pid().expect("scv started the daemon");
 
