@@ -195,13 +195,7 @@ impl FakeIlink {
 
     /// Waits (bounded) until `check` holds.
     pub async fn wait_until(&self, mut check: impl FnMut(&FakeIlink) -> bool) -> bool {
-        for _ in 0..800 {
-            if check(self) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        false
+        crate::eventually(|| check(self)).await
     }
 }
 

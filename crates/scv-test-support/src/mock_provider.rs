@@ -317,13 +317,7 @@ impl MockProvider {
 
     /// Waits (bounded) until `dropped_streams() >= n`.
     pub async fn wait_dropped(&self, n: usize) -> bool {
-        for _ in 0..400 {
-            if self.dropped_streams() >= n {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        false
+        crate::eventually(|| self.dropped_streams() >= n).await
     }
 }
 
