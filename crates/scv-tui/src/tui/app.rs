@@ -464,9 +464,8 @@ impl App {
         if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
         }
-        if !matches!(key.code, KeyCode::Char('c')) || !ctrl {
-            self.ctrl_c_at = None;
-        }
+        // Any other key disarms the second Ctrl+C.
+        self.ctrl_c_at = None;
         // The approval prompt takes every key but cancel.
         if let Some(approval) = self.approvals.front().cloned() {
             return match key.code {
