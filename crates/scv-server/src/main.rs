@@ -44,10 +44,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // One stdio client gains nothing from worker threads but cross-thread
+    // wake-ups; the daemon serves many clients on all cores.
+    let mut builder = if args.stdio {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("scv-server: cannot start the runtime: {err}");
