@@ -7,10 +7,10 @@
 //! are read from /proc, with no account and with the account connected.
 
 use scv_ilink::{AccountStore, Credentials, Settings};
+use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::fake_ilink::FakeIlink;
 use scv_test_support::procfs::{context_switches, cpu_seconds};
 use scv_test_support::TestHome;
-use std::process::Stdio;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
@@ -35,20 +35,9 @@ async fn main() {
     let home = TestHome::new("http://127.0.0.1:9/v1", "");
     let store = AccountStore::new(home.path());
     let socket = home.path().join("server.sock");
-    let mut daemon = tokio::process::Command::new(BIN)
-        .arg("--socket")
-        .arg(&socket)
-        .env("SCV_HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut daemon = spawn_daemon(BIN, home.path(), &socket, &DaemonLog::default());
     let pid = daemon.id().unwrap();
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for_socket(&socket).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     measure(pid, "idle daemon, no account").await;
 

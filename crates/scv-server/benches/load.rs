@@ -13,13 +13,13 @@
 //!
 //! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
+use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::mock_provider::{MockProvider, Reply};
 use scv_test_support::procfs::{context_switches, cpu_seconds, status_field};
 use scv_test_support::TestHome;
 use serde::Deserialize;
 use serde_json::json;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -137,21 +137,9 @@ async fn main() {
     let home = TestHome::new(&mock.base_url(), "");
     let workspace = home.workspace();
     let socket = home.path().join("server.sock");
-    let mut daemon = tokio::process::Command::new(BIN)
-        .arg("--socket")
-        .arg(&socket)
-        .env("SCV_HOME", home.path())
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut daemon = spawn_daemon(BIN, home.path(), &socket, &DaemonLog::default());
     let pid = daemon.id().unwrap();
-    while UnixStream::connect(&socket).await.is_err() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for_socket(&socket).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = status_field(pid, "VmRSS:");
     println!("idle daemon RSS: {:.1} MiB", idle_rss as f64 / 1024.0);

@@ -6,13 +6,11 @@
 mod common;
 use common::*;
 use scv_ilink::{AccountStore, Credentials};
+use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::fake_ilink::{FakeIlink, Fault};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 const TOKEN: &str = "tok-SECRET-9f8e7d";
 const OWNER: &str = "owner@im.wechat";
@@ -24,46 +22,15 @@ struct Bot {
     home: TestHome,
     socket: PathBuf,
     daemon: Child,
-    log: Arc<Mutex<Vec<String>>>,
+    log: DaemonLog,
     client: TestServer,
 }
 
-fn spawn_daemon(home: &Path, socket: &Path, log: &Arc<Mutex<Vec<String>>>) -> Child {
-    let mut child = Command::new(BIN)
-        // The daemon workspace is where it starts: the test home.
-        .current_dir(home)
-        .arg("--socket")
-        .arg(socket)
-        .env("SCV_HOME", home)
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let lines = log.clone();
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
-            eprintln!("daemon: {line}");
-            lines.lock().unwrap().push(line);
-        }
-    });
-    child
-}
-
 async fn connect(socket: &Path) -> TestServer {
-    for _ in 0..400 {
-        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
-            let mut client = TestServer::connect(socket).await;
-            client.initialize().await;
-            return client;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("daemon never listened");
+    wait_for_socket(socket).await;
+    let mut client = TestServer::connect(socket).await;
+    client.initialize().await;
+    client
 }
 
 impl Bot {
@@ -86,8 +53,8 @@ impl Bot {
             )
             .unwrap();
         let socket = home.path().join("server.sock");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let daemon = spawn_daemon(home.path(), &socket, &log);
+        let log = DaemonLog::default();
+        let daemon = spawn_daemon(BIN, home.path(), &socket, &log);
         let client = connect(&socket).await;
         Bot {
             ilink,
@@ -246,7 +213,7 @@ async fn failures_back_off_and_an_expired_session_fails_without_leaking_the_toke
         failed["error"].as_str().unwrap().contains("log in again"),
         "{failed}"
     );
-    let everything = format!("{failed} {}", bot.log.lock().unwrap().join("\n"));
+    let everything = format!("{failed} {}", bot.log.lines().join("\n"));
     assert!(!everything.contains(TOKEN), "the token leaked");
     bot.stop().await;
 }
@@ -425,7 +392,7 @@ async fn duplicates_are_dropped_and_delivery_state_survives_a_restart() {
     assert!(delivery.recent_ids.contains(&id.to_string()));
 
     // Restart: nothing is handled twice; new messages flow.
-    bot.daemon = spawn_daemon(bot.home.path(), &bot.socket, &bot.log);
+    bot.daemon = spawn_daemon(BIN, bot.home.path(), &bot.socket, &bot.log);
     bot.client = connect(&bot.socket).await;
     bot.wait_state("connected").await;
     let last =

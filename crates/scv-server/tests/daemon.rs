@@ -6,12 +6,11 @@
 mod common;
 use common::*;
 use scv_protocol::DaemonCommand;
+use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 struct Daemon {
@@ -19,8 +18,7 @@ struct Daemon {
     home: TestHome,
     socket: PathBuf,
     child: Child,
-    /// The daemon's stderr lines so far (also echoed to the test's stderr).
-    log: Arc<Mutex<Vec<String>>>,
+    log: DaemonLog,
 }
 
 impl Daemon {
@@ -29,17 +27,8 @@ impl Daemon {
         let home = TestHome::new(&mock.base_url(), extra);
         // The socket's directory does not exist yet: the daemon creates it.
         let socket = home.path().join("run").join("server.sock");
-        let mut child = spawn_daemon(&home, &socket);
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let stderr = child.stderr.take().unwrap();
-        let lines = log.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                eprintln!("daemon: {line}");
-                lines.lock().unwrap().push(line);
-            }
-        });
+        let log = DaemonLog::default();
+        let child = spawn_daemon(BIN, home.path(), &socket, &log);
         wait_for_socket(&socket).await;
         Daemon {
             mock,
@@ -48,17 +37,6 @@ impl Daemon {
             child,
             log,
         }
-    }
-
-    /// Waits (bounded) for a daemon log line containing `needle`.
-    async fn wait_log(&self, needle: &str) -> bool {
-        for _ in 0..1200 {
-            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        false
     }
 
     async fn client(&self) -> TestServer {
@@ -78,30 +56,6 @@ impl Daemon {
             .expect("daemon did not exit")
             .unwrap()
     }
-}
-
-fn spawn_daemon(home: &TestHome, socket: &Path) -> Child {
-    Command::new(BIN)
-        .arg("--socket")
-        .arg(socket)
-        .env("SCV_HOME", home.path())
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn daemon")
-}
-
-async fn wait_for_socket(socket: &Path) {
-    for _ in 0..600 {
-        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("daemon socket {} never accepted", socket.display());
 }
 
 fn mode(path: &Path) -> u32 {
@@ -180,7 +134,7 @@ async fn a_stale_socket_file_is_replaced() {
     let socket = home.path().join("stale.sock");
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_err());
-    let mut child = spawn_daemon(&home, &socket);
+    let mut child = spawn_daemon(BIN, home.path(), &socket, &DaemonLog::default());
     wait_for_socket(&socket).await;
     let mut client = TestServer::connect(&socket).await;
     client.initialize().await;
@@ -251,7 +205,11 @@ async fn a_client_that_stops_reading_is_cut_off_and_others_carry_on() {
     // After the 3-second backpressure timeout the slow connection is
     // cleaned up (the daemon says so); what was buffered then drains and
     // the connection is closed.
-    assert!(daemon.wait_log("the client stopped reading").await);
+    assert!(
+        daemon.log.wait_for("the client stopped reading").await,
+        "{:?}",
+        daemon.log.lines()
+    );
     let mut delivered = 0;
     while let Some(event) = slow.next_opt().await {
         delivered += 1;

@@ -8,9 +8,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -78,20 +76,7 @@ impl FakeIlink {
         }));
         let arrived = Arc::new(Notify::new());
         let (s, a) = (state.clone(), arrived.clone());
-        let server = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let (s, a) = (s.clone(), a.clone());
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(s.clone(), a.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let server = crate::serve_http(listener, move |req| handle(s.clone(), a.clone(), req));
         FakeIlink {
             addr,
             state,

@@ -3,6 +3,7 @@
 //! `scv-server` binary over pipes.
 
 pub mod client;
+pub mod daemon;
 pub mod fake_ilink;
 pub mod mock_provider;
 pub mod procfs;
@@ -33,4 +34,35 @@ pub async fn eventually(mut check: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     false
+}
+
+/// Serves HTTP/1 on `listener`, one task per connection, with `handler`
+/// answering each request (the mock provider and the fake iLink server).
+pub(crate) fn serve_http<F, Fut, B>(
+    listener: tokio::net::TcpListener,
+    handler: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<hyper::Response<B>, std::convert::Infallible>>
+        + Send
+        + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let handler = handler.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(handler);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
 }

@@ -11,9 +11,7 @@
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -262,20 +260,7 @@ impl MockProvider {
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State::default()));
         let shared = state.clone();
-        let server = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let state = shared.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(state.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let server = crate::serve_http(listener, move |req| handle(shared.clone(), req));
         MockProvider {
             addr,
             state,
