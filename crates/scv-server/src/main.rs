@@ -6,6 +6,7 @@ use scv_server::config::Config;
 use scv_server::daemon::log::{RotatingLog, LOG_LIMIT_BYTES};
 use scv_server::daemon::supervisor::Supervisor;
 use scv_server::server::{Mode, ServerContext};
+use scv_server::tools::reaper;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,6 +32,11 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // A tool process's reaper is this binary too (see tools::reaper).
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().as_deref() == Some(reaper::FLAG.as_ref()) {
+        return reaper::main(raw.collect());
+    }
     let args = Args::parse();
     if let Err(err) = init_tracing(args.stdio, args.log_file.clone()) {
         eprintln!("scv-server: {err}");

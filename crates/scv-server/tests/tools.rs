@@ -133,7 +133,11 @@ async fn two_calls_in_one_response_are_proposed_and_approved_one_by_one() {
     assert_eq!(types(&first)[2..], ["tool.proposed", "approval.requested"]);
     assert_eq!(first[2]["call_id"], "call_a");
     assert_eq!(first[3]["risk"], "write");
-    assert_eq!(first[3]["summary"], "Write file: notes/a.txt");
+    assert_eq!(
+        first[3]["summary"],
+        "Write file: notes/a.txt (6 bytes, 1 line)\n| alpha",
+        "a write's approval shows its size and first lines"
+    );
     rig.server
         .send(approve(&session, &first[3]["approval_id"], true))
         .await;
@@ -357,28 +361,6 @@ async fn cancel_while_waiting_for_approval_forgets_the_approval() {
     rig.mock.push(Reply::text(["fresh"]));
     let events = rig.turn(&session, "again").await;
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
-}
-
-async fn read_pid(path: &std::path::Path) -> i32 {
-    for _ in 0..400 {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no pid written to {}", path.display());
-}
-
-async fn gone(pid: i32) -> bool {
-    for _ in 0..400 {
-        if !scv_test_support::procfs::is_running(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
 }
 
 #[tokio::test]

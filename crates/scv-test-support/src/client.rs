@@ -61,7 +61,31 @@ impl TestServer {
     }
 
     pub fn spawn_with(bin: &str, home: &Path, env: &[(&str, &str)]) -> TestServer {
+        TestServer::spawn_command(Command::new(bin), home, env)
+    }
+
+    /// Like [`TestServer::spawn_with`], with the server's address space
+    /// limited to `bytes` (`RLIMIT_AS`), so a runaway allocation fails the
+    /// test at once instead of eating the machine.
+    pub fn spawn_limited(bin: &str, home: &Path, env: &[(&str, &str)], bytes: u64) -> TestServer {
         let mut command = Command::new(bin);
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        TestServer::spawn_command(command, home, env)
+    }
+
+    fn spawn_command(mut command: Command, home: &Path, env: &[(&str, &str)]) -> TestServer {
         command
             .arg("--stdio")
             .env("SCV_HOME", home)
@@ -81,6 +105,11 @@ impl TestServer {
             stdin: Some(stdin),
             reader: BufReader::new(stdout),
         }
+    }
+
+    /// The spawned server's exit status, if it has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The spawned server's pid (0 for a socket connection).

@@ -368,6 +368,9 @@ impl Turn {
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
             bash_timeout: std::time::Duration::from_millis(self.ctx.config.bash_timeout_ms.max(1)),
+            bash_max_timeout: std::time::Duration::from_millis(
+                self.ctx.config.bash_max_timeout_ms.max(1),
+            ),
             max_output_bytes: self.ctx.config.tool_output_max_bytes,
             cancel: &self.token,
         };

@@ -1,15 +1,20 @@
-//! bash: one command in the workspace, in its own process group, stdin
-//! closed, stdout and stderr through one pipe (so their order is kept).
+//! bash: one command in the workspace, stdin closed, stdout and stderr
+//! through one pipe (so their order is kept), below a reaper (`reaper`).
 //!
-//! The group is killed when the call ends for any reason (exit, timeout,
-//! cancel, or the future being dropped), so no process outlives its call,
-//! not even a backgrounded grandchild.
+//! The reaper is this server's own binary in `--tool-process` mode, in its
+//! own process group, with a parent-death signal. When the call ends for
+//! any reason (exit, timeout, cancel, the future being dropped, the server
+//! dying) the reaper kills every process the command left — whatever
+//! process group or session it moved to — and reports how many. The output
+//! says so.
 
+use super::reaper::{Report, FLAG};
 use super::{parse, ToolContext, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::os::fd::OwnedFd;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -20,15 +25,38 @@ struct BashArgs {
     timeout_ms: Option<u64>,
 }
 
-/// Kills the process group on drop.
-struct GroupKill(i32);
+/// Room kept at the end of the output for the status lines, and in the
+/// middle for the "omitted" marker, so the whole stays within the cap.
+const STATUS_ROOM: usize = 256;
+const MARKER_ROOM: usize = 64;
+/// How long the reaper gets to clean up after SIGTERM before the whole
+/// group is killed outright.
+const REAPER_GRACE: Duration = Duration::from_secs(5);
 
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-        unsafe {
-            libc::killpg(self.0, libc::SIGKILL);
+/// The reaper's process, told to clean up (SIGTERM) if dropped early.
+struct Reaper(tokio::process::Child);
+
+impl Reaper {
+    fn stop(&self) {
+        if let Some(pid) = self.0.id() {
+            // SAFETY: kill only sends a signal to our own child.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
         }
+    }
+
+    fn kill_group(&self) {
+        if let Some(pid) = self.0.id() {
+            // SAFETY: killpg only sends a signal; the group is the reaper's.
+            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        // Cancelled or dropped mid-run: the reaper kills everything below
+        // it; tokio reaps it in the background.
+        self.stop();
     }
 }
 
@@ -41,81 +69,137 @@ pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput,
         .timeout_ms
         .filter(|ms| *ms > 0)
         .map(Duration::from_millis)
-        .unwrap_or(ctx.bash_timeout);
+        .unwrap_or(ctx.bash_timeout)
+        .min(ctx.bash_max_timeout);
 
     let (reader, writer) = std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
     let writer_err = writer
         .try_clone()
         .map_err(|err| format!("cannot create pipe: {err}"))?;
-    let mut child = tokio::process::Command::new("bash")
+    let (mut report_read, report_write) =
+        std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
+    let report_fd = report_write.as_raw_fd();
+    let server = std::process::id() as i32;
+    let mut command = tokio::process::Command::new("/proc/self/exe");
+    command
+        .arg(FLAG)
+        .arg(report_fd.to_string())
+        .arg("--")
+        .arg("bash")
         .arg("-c")
         .arg(&args.command)
         .current_dir(ctx.workspace)
         .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer_err)))
-        .process_group(0)
-        .kill_on_drop(true)
+        .process_group(0);
+    // SAFETY: only async-signal-safe calls between fork and exec: prctl,
+    // getppid, fcntl.
+    unsafe {
+        command.pre_exec(move || {
+            // The reaper cleans up if the server dies; if it already did,
+            // do not start at all.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+            if libc::getppid() != server {
+                return Err(std::io::Error::other("the server exited"));
+            }
+            // The report descriptor survives exec; the reaper closes it
+            // for the command.
+            libc::fcntl(report_fd, libc::F_SETFD, 0);
+            Ok(())
+        });
+    }
+    let child = command
         .spawn()
         .map_err(|err| format!("cannot start bash: {err}"))?;
-    let _group = child.id().map(|pid| GroupKill(pid as i32));
+    // Our copies of the write ends must go, or the reads never end.
+    drop(command);
+    drop(report_write);
+    let mut reaper = Reaper(child);
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|err| format!("cannot read command output: {err}"))?;
-    let mut capture = Capture::new(ctx.max_output_bytes);
+    let budget = ctx
+        .max_output_bytes
+        .saturating_sub(STATUS_ROOM + MARKER_ROOM)
+        .max(2);
+    let mut capture = Capture::new(budget);
+    let mut buf = vec![0u8; 16 * 1024];
 
-    let finished = tokio::time::timeout(timeout, async {
-        let mut buf = vec![0u8; 16 * 1024];
-        let status = loop {
-            tokio::select! {
-                read = pipe.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => break child.wait().await,
-                    Ok(n) => capture.push(&buf[..n]),
-                },
-                status = child.wait() => break status,
-            }
-        };
-        // bash is gone; end stragglers in its group so the pipe closes.
-        if let Some(group) = &_group {
-            unsafe { libc::killpg(group.0, libc::SIGKILL) };
-        }
+    // Output until the pipe closes, which happens once the reaper and
+    // everything below it are gone: the reaper kills stragglers as soon
+    // as the command exits.
+    let timed_out = tokio::time::timeout(timeout, async {
         while let Ok(n) = pipe.read(&mut buf).await {
             if n == 0 {
                 break;
             }
             capture.push(&buf[..n]);
         }
-        status
     })
-    .await;
+    .await
+    .is_err();
+    if timed_out {
+        reaper.stop();
+        let drained = tokio::time::timeout(REAPER_GRACE, async {
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                capture.push(&buf[..n]);
+            }
+        })
+        .await;
+        if drained.is_err() {
+            reaper.kill_group();
+        }
+    }
+    let _ = tokio::time::timeout(REAPER_GRACE, reaper.0.wait()).await;
+    let report = tokio::task::spawn_blocking(move || {
+        let mut text = String::new();
+        let _ = report_read.read_to_string(&mut text);
+        Report::decode(&text)
+    })
+    .await
+    .ok()
+    .flatten();
 
-    let (text, truncated) = capture.finish();
-    let mut out = text;
+    let (mut out, truncated) = capture.finish();
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
-    let success = match finished {
-        Err(_) => {
-            out.push_str(&format!(
-                "[command timed out after {} ms and was killed]",
-                timeout.as_millis()
-            ));
-            false
-        }
-        Ok(Err(err)) => {
-            out.push_str(&format!("[cannot wait for command: {err}]"));
-            false
-        }
-        Ok(Ok(status)) => match status.code() {
-            Some(code) => {
+    let success = if timed_out {
+        out.push_str(&format!(
+            "[command timed out after {} ms and was killed]",
+            timeout.as_millis()
+        ));
+        false
+    } else {
+        match report {
+            Some(Report {
+                code: Some(code), ..
+            }) => {
                 out.push_str(&format!("[exit code: {code}]"));
                 code == 0
             }
-            None => {
-                out.push_str("[killed by a signal]");
+            Some(Report {
+                signal: Some(signal),
+                ..
+            }) => {
+                out.push_str(&format!("[killed by signal {signal}]"));
                 false
             }
-        },
+            _ => {
+                out.push_str("[the command's status is unknown]");
+                false
+            }
+        }
     };
+    if let Some(killed) = report.map(|r| r.killed).filter(|k| *k > 0) {
+        let noun = if killed == 1 { "process" } else { "processes" };
+        out.push_str(&format!(
+            "\n[{killed} {noun} it left running were killed when it ended]"
+        ));
+    }
     Ok(ToolOutput {
         success,
         output: out,

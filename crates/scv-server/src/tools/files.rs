@@ -1,15 +1,19 @@
-//! read_file, write_file, edit_file, list_dir.
+//! read_file, write_file, edit_file, list_dir. Every path is opened
+//! beneath the workspace by the kernel (see `beneath`); no file over
+//! [`MAX_FILE_BYTES`] is read or written.
 
+use super::beneath::Workspace;
 use super::output::looks_binary;
-use super::paths::{display, resolve};
 use super::{blocking, parse, ToolContext, ToolOutput};
+use rustix::fs::FileType;
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write as _};
 
-/// Files larger than this are not read whole.
-const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+/// The largest file the tools read whole, or write by editing.
+pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 const DEFAULT_LINE_LIMIT: usize = 2000;
 const MAX_LINE_CHARS: usize = 2000;
 const MAX_DIR_ENTRIES: usize = 1000;
@@ -23,10 +27,13 @@ struct ReadArgs {
 
 pub async fn read_file(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, String> {
     let args: ReadArgs = parse(arguments)?;
-    let path = resolve(ctx.workspace, &args.path)?;
-    let shown = display(ctx.workspace, &path);
+    let workspace = ctx.workspace.to_path_buf();
     blocking(move || {
-        let text = read_text(&path, &shown)?;
+        let ws = Workspace::open(&workspace)?;
+        let rel = ws.relative(&args.path)?;
+        let (file, size) = ws.open_read(&rel)?;
+        let text = read_text(file, size, &rel.shown)?;
+        let shown = rel.shown;
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LINE_LIMIT).max(1);
         let total = text.lines().count();
@@ -58,18 +65,23 @@ pub async fn read_file(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolO
     .await
 }
 
-fn read_text(path: &PathBuf, shown: &str) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
-    if meta.is_dir() {
-        return Err(format!("{shown} is a directory; use list_dir"));
-    }
-    if meta.len() > MAX_FILE_BYTES {
+/// A whole text file of at most [`MAX_FILE_BYTES`], from an open file.
+fn read_text(mut file: File, size: u64, shown: &str) -> Result<String, String> {
+    if size > MAX_FILE_BYTES {
         return Err(format!(
-            "{shown} is too large to read ({} bytes; limit {MAX_FILE_BYTES})",
-            meta.len()
+            "{shown} is too large to read ({size} bytes; limit {MAX_FILE_BYTES})"
         ));
     }
-    let bytes = std::fs::read(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let mut bytes = Vec::with_capacity(size as usize);
+    (&mut file)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read {shown}: {err}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "{shown} is too large to read (over {MAX_FILE_BYTES} bytes)"
+        ));
+    }
     if looks_binary(&bytes) {
         return Err(format!(
             "{shown} is a binary file ({} bytes); not shown",
@@ -87,22 +99,17 @@ struct WriteArgs {
 
 pub async fn write_file(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, String> {
     let args: WriteArgs = parse(arguments)?;
-    let path = resolve(ctx.workspace, &args.path)?;
-    let shown = display(ctx.workspace, &path);
+    let workspace = ctx.workspace.to_path_buf();
     blocking(move || {
-        if path.is_dir() {
-            return Err(format!("{shown} is a directory"));
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
-        }
-        let existed = path.exists();
-        std::fs::write(&path, args.content.as_bytes())
-            .map_err(|err| format!("cannot write {shown}: {err}"))?;
+        let ws = Workspace::open(&workspace)?;
+        let rel = ws.relative(&args.path)?;
+        let (mut file, existed) = ws.create(&rel)?;
+        file.write_all(args.content.as_bytes())
+            .map_err(|err| format!("cannot write {}: {err}", rel.shown))?;
         let verb = if existed { "Overwrote" } else { "Created" };
         Ok(ToolOutput::ok(format!(
-            "{verb} {shown} ({} bytes)",
+            "{verb} {} ({} bytes)",
+            rel.shown,
             args.content.len()
         )))
     })
@@ -123,10 +130,15 @@ pub async fn edit_file(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolO
     if args.old_string.is_empty() {
         return Err("old_string is empty; use write_file to create a file".into());
     }
-    let path = resolve(ctx.workspace, &args.path)?;
-    let shown = display(ctx.workspace, &path);
+    let workspace = ctx.workspace.to_path_buf();
     blocking(move || {
-        let text = read_text(&path, &shown)?;
+        let ws = Workspace::open(&workspace)?;
+        let rel = ws.relative(&args.path)?;
+        let shown = &rel.shown;
+        // One open file is read and rewritten: nothing can be swapped in
+        // between.
+        let (mut file, size) = ws.open_read_write(&rel)?;
+        let text = read_text(file.try_clone().map_err(|e| e.to_string())?, size, shown)?;
         let count = text.matches(&args.old_string).count();
         if count == 0 {
             return Err(format!("old_string was not found in {shown}; read the file and copy the text exactly"));
@@ -136,12 +148,24 @@ pub async fn edit_file(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolO
                 "old_string occurs {count} times in {shown}; add surrounding context to make it unique, or set replace_all"
             ));
         }
+        let replaced = if args.replace_all { count } else { 1 };
+        // The size is known before anything is built.
+        let new_size = (text.len() as u64 + replaced as u64 * args.new_string.len() as u64)
+            .saturating_sub(replaced as u64 * args.old_string.len() as u64);
+        if new_size > MAX_FILE_BYTES {
+            return Err(format!(
+                "the edit would make {shown} {new_size} bytes; the limit is {MAX_FILE_BYTES}"
+            ));
+        }
         let updated = if args.replace_all {
             text.replace(&args.old_string, &args.new_string)
         } else {
             text.replacen(&args.old_string, &args.new_string, 1)
         };
-        std::fs::write(&path, updated).map_err(|err| format!("cannot write {shown}: {err}"))?;
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.set_len(0))
+            .and_then(|_| file.write_all(updated.as_bytes()))
+            .map_err(|err| format!("cannot write {shown}: {err}"))?;
         let noun = if count == 1 { "occurrence" } else { "occurrences" };
         Ok(ToolOutput::ok(format!("Replaced {count} {noun} in {shown}")))
     })
@@ -156,18 +180,31 @@ struct ListArgs {
 
 pub async fn list_dir(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, String> {
     let args: ListArgs = parse(arguments)?;
-    let path = resolve(ctx.workspace, &args.path)?;
-    let shown = display(ctx.workspace, &path);
+    let workspace = ctx.workspace.to_path_buf();
     blocking(move || {
-        let reader =
-            std::fs::read_dir(&path).map_err(|err| format!("cannot list {shown}: {err}"))?;
-        let mut names: Vec<String> = reader
+        let ws = Workspace::open(&workspace)?;
+        let rel = ws.relative(&args.path)?;
+        let shown = rel.shown.clone();
+        let dir = ws.open_dir(&rel)?;
+        let entries = rustix::fs::Dir::read_from(&dir)
+            .map_err(|err| format!("cannot list {shown}: {err}"))?;
+        let mut names: Vec<String> = entries
             .filter_map(Result::ok)
+            .filter(|entry| !matches!(entry.file_name().to_bytes(), b"." | b".."))
             .map(|entry| {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                match entry.file_type() {
-                    Ok(kind) if kind.is_dir() => format!("{name}/"),
-                    Ok(kind) if kind.is_symlink() => format!("{name}@"),
+                let name = String::from_utf8_lossy(entry.file_name().to_bytes()).into_owned();
+                let kind = match entry.file_type() {
+                    FileType::Unknown => rustix::fs::statat(
+                        &dir,
+                        entry.file_name(),
+                        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                    )
+                    .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
+                    known => known,
+                };
+                match kind {
+                    FileType::Directory => format!("{name}/"),
+                    FileType::Symlink => format!("{name}@"),
                     _ => name,
                 }
             })

@@ -3,9 +3,10 @@
 //! model reads; failures are model-visible text too, never a turn failure.
 
 mod bash;
+pub mod beneath;
 mod files;
 pub mod output;
-pub mod paths;
+pub mod reaper;
 mod search;
 
 use scv_protocol::Risk;
@@ -20,6 +21,8 @@ pub struct ToolContext<'a> {
     /// The canonical session workspace.
     pub workspace: &'a Path,
     pub bash_timeout: Duration,
+    /// Cap on a model's own `timeout_ms`.
+    pub bash_max_timeout: Duration,
     pub max_output_bytes: usize,
     /// Cancels the call (bash kills its process group).
     pub cancel: &'a CancellationToken,
@@ -177,28 +180,61 @@ pub fn risk(name: &str) -> Option<Risk> {
     TOOLS.iter().find(|t| t.name == name).map(|t| t.risk)
 }
 
-/// A one-line description of the call for approval prompts.
+/// What an approval prompt shows of a call: all of it. A command keeps
+/// every line and every character (clients render control characters
+/// visibly); a write shows its size and first lines; an edit shows the
+/// change.
 pub fn summary(name: &str, arguments: &Value) -> String {
     let arg = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("");
-    let text = match name {
+    match name {
         "bash" => format!("Run shell command: {}", arg("command")),
         "read_file" => format!("Read file: {}", arg("path")),
-        "write_file" => format!("Write file: {}", arg("path")),
-        "edit_file" => format!("Edit file: {}", arg("path")),
+        "write_file" => {
+            let content = arg("content");
+            let lines = content.lines().count();
+            let mut text = format!(
+                "Write file: {} ({} bytes, {lines} {})",
+                arg("path"),
+                content.len(),
+                if lines == 1 { "line" } else { "lines" }
+            );
+            for line in content.lines().take(WRITE_PREVIEW_LINES) {
+                text.push_str("\n| ");
+                text.push_str(line);
+            }
+            if lines > WRITE_PREVIEW_LINES {
+                text.push_str(&format!(
+                    "\n[… {} more lines]",
+                    lines - WRITE_PREVIEW_LINES
+                ));
+            }
+            text
+        }
+        "edit_file" => {
+            let all = arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
+            let mut text = format!(
+                "Edit file: {}{}",
+                arg("path"),
+                if all { " (every occurrence)" } else { "" }
+            );
+            for line in arg("old_string").split('\n') {
+                text.push_str("\n- ");
+                text.push_str(line);
+            }
+            for line in arg("new_string").split('\n') {
+                text.push_str("\n+ ");
+                text.push_str(line);
+            }
+            text
+        }
         "list_dir" => format!("List directory: {}", arg("path")),
         "search" => format!("Search for: {}", arg("pattern")),
         other => format!("Run tool: {other}"),
-    };
-    one_line(&text, 200)
-}
-
-fn one_line(text: &str, max_chars: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
     }
 }
+
+/// Lines of a write shown in its approval prompt.
+const WRITE_PREVIEW_LINES: usize = 20;
 
 /// Runs one call. Output is capped at `max_output_bytes`.
 pub async fn run(name: &str, arguments: &Value, ctx: &ToolContext<'_>) -> ToolOutput {

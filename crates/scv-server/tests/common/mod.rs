@@ -51,3 +51,21 @@ pub fn assert_seq_contiguous(events: &[Value]) {
         assert_eq!(pair[1], pair[0] + 1, "seq not contiguous: {seqs:?}");
     }
 }
+
+/// The pid a command wrote to `path` (waits, bounded, for it to appear).
+pub async fn read_pid(path: &std::path::Path) -> i32 {
+    for _ in 0..400 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(pid) = text.trim().parse() {
+                return pid;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("no pid written to {}", path.display());
+}
+
+/// Waits (bounded) until `pid` is gone; false if it is still running.
+pub async fn gone(pid: i32) -> bool {
+    scv_test_support::eventually(|| !scv_test_support::procfs::is_running(pid)).await
+}

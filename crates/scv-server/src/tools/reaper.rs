@@ -1,0 +1,236 @@
+//! The tool-process reaper: `scv-server --tool-process FD -- PROGRAM ARGS…`.
+//!
+//! Every `bash` call runs below one of these: a small child of the server
+//! that makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`). Whatever
+//! the command starts — background jobs, `setsid`, double forks, a new
+//! process group — stays below it, because the kernel re-parents orphans to
+//! the nearest subreaper instead of to init. When the command exits, or the
+//! server asks (SIGTERM: cancel, timeout, disconnect, shutdown), or the
+//! server dies (the parent-death signal the server set before `exec`), the
+//! reaper kills and reaps every process left below it, then writes a report
+//! on `FD` — the command's status and how many processes it killed — and
+//! exits. So no process outlives its tool call, whatever it does to its
+//! process group.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::FromRawFd;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// The first argument that selects this mode.
+pub const FLAG: &str = "--tool-process";
+
+/// What the reaper reports when it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The command's exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Processes still running below it that the reaper killed.
+    pub killed: usize,
+}
+
+impl Report {
+    fn encode(&self) -> String {
+        format!(
+            "{} {} {}\n",
+            self.code.unwrap_or(-1),
+            self.signal.unwrap_or(0),
+            self.killed
+        )
+    }
+
+    pub fn decode(text: &str) -> Option<Report> {
+        let mut parts = text.split_whitespace().map(str::parse::<i64>);
+        let (code, signal, killed) = (
+            parts.next()?.ok()?,
+            parts.next()?.ok()?,
+            parts.next()?.ok()?,
+        );
+        Some(Report {
+            code: (code >= 0).then_some(code as i32),
+            signal: (signal > 0).then_some(signal as i32),
+            killed: killed.max(0) as usize,
+        })
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The command's pid, once started.
+static MAIN: AtomicI32 = AtomicI32::new(0);
+
+/// SIGTERM and friends: stop, and kill the command at once so a `waitpid`
+/// that was about to block returns (no missed wake-up).
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+    let main = MAIN.load(Ordering::SeqCst);
+    if main > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(main, libc::SIGKILL) };
+    }
+}
+
+/// Runs the reaper; `args` are the arguments after [`FLAG`].
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let mut args = args.into_iter();
+    let Some(report_fd) = args
+        .next()
+        .and_then(|fd| fd.to_str().and_then(|s| s.parse::<i32>().ok()))
+    else {
+        eprintln!("scv-server {FLAG}: expected a report descriptor");
+        return ExitCode::from(2);
+    };
+    if args.next().as_deref() != Some("--".as_ref()) {
+        eprintln!("scv-server {FLAG}: expected `--` before the command");
+        return ExitCode::from(2);
+    }
+    let command: Vec<OsString> = args.collect();
+    let Some((program, rest)) = command.split_first() else {
+        eprintln!("scv-server {FLAG}: no command");
+        return ExitCode::from(2);
+    };
+    // SAFETY: plain syscalls on our own process; the handler only stores
+    // to an atomic. No SA_RESTART, so a blocked waitpid returns EINTR.
+    unsafe {
+        libc::fcntl(report_fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_stop as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+    let report = match std::process::Command::new(program).args(rest).spawn() {
+        Ok(child) => {
+            let main = child.id() as i32;
+            MAIN.store(main, Ordering::SeqCst);
+            supervise(main)
+        }
+        Err(err) => {
+            eprintln!("cannot start {}: {err}", program.to_string_lossy());
+            Report {
+                code: Some(127),
+                signal: None,
+                killed: 0,
+            }
+        }
+    };
+    // SAFETY: the server passed this descriptor for us to own.
+    let mut out = unsafe { std::fs::File::from_raw_fd(report_fd) };
+    let _ = out.write_all(report.encode().as_bytes());
+    ExitCode::SUCCESS
+}
+
+/// Waits for `main` (reaping orphans that exit meanwhile) until it exits
+/// or we are told to stop; then kills everything left.
+fn supervise(main: i32) -> Report {
+    let mut report = Report {
+        code: None,
+        signal: None,
+        killed: 0,
+    };
+    let mut main_done = false;
+    while !STOP.load(Ordering::SeqCst) {
+        let mut status = 0;
+        // SAFETY: waitpid on our own children.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == main {
+            record(&mut report, status);
+            main_done = true;
+            break;
+        }
+        if pid < 0 && last_errno() == libc::ECHILD {
+            break;
+        }
+    }
+    let mut signalled = HashSet::new();
+    loop {
+        for child in children() {
+            // SAFETY: kill only sends a signal; a stale pid fails harmlessly.
+            if unsafe { libc::kill(child, libc::SIGKILL) } == 0 && child != main {
+                signalled.insert(child);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waitpid on our own children.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            match last_errno() {
+                libc::EINTR => continue,
+                _ => break, // ECHILD: nothing is left below us
+            }
+        }
+        if pid == main && !main_done {
+            record(&mut report, status);
+            main_done = true;
+        } else if signalled.contains(&pid) {
+            report.killed += 1;
+        }
+    }
+    report
+}
+
+fn record(report: &mut Report, status: libc::c_int) {
+    if libc::WIFEXITED(status) {
+        report.code = Some(libc::WEXITSTATUS(status));
+    } else if libc::WIFSIGNALED(status) {
+        report.signal = Some(libc::WTERMSIG(status));
+    }
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Our children: from `/proc/self/task/*/children`, or, where the kernel
+/// lacks that file, by scanning every process's parent.
+fn children() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
+        return text.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(me))
+        .collect()
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name is in parentheses and may hold spaces; the fields after it
+    // are: state, ppid, …
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_round_trip() {
+        for report in [
+            Report {
+                code: Some(3),
+                signal: None,
+                killed: 2,
+            },
+            Report {
+                code: None,
+                signal: Some(9),
+                killed: 0,
+            },
+        ] {
+            assert_eq!(Report::decode(&report.encode()), Some(report));
+        }
+        assert_eq!(Report::decode("garbage"), None);
+    }
+}
