@@ -35,6 +35,7 @@ pub async fn ensure_daemon(home: &Path, socket: &Path) -> Result<UnixStream> {
 
 /// [`ensure_daemon`] with an explicit `scv-server` binary.
 pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Result<UnixStream> {
+    crate::home::check_home(home).map_err(anyhow::Error::msg)?;
     if let Ok(stream) = UnixStream::connect(socket).await {
         return Ok(stream);
     }
@@ -57,7 +58,8 @@ pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Re
 }
 
 fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<()> {
-    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
+    crate::home::create_private_dir(home)
+        .with_context(|| format!("cannot create {}", home.display()))?;
     let log = home.join("server.log");
     let mut command = std::process::Command::new(binary);
     command

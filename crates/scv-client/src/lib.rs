@@ -10,4 +10,4 @@ pub mod home;
 pub use connection::Connection;
 pub use control::{control, ControlError};
 pub use daemon::ensure_daemon;
-pub use home::{default_socket_path, scv_home};
+pub use home::{check_home, create_private_dir, default_socket_path, scv_home};

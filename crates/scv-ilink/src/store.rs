@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -156,7 +157,11 @@ impl AccountStore {
             ));
         }
         let dir = self.dir(account);
-        std::fs::create_dir_all(&dir)?;
+        // Credentials live here: every directory made on the way is 0700.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
         let mut file = std::fs::OpenOptions::new()

@@ -30,6 +30,16 @@ pub const MAX_TRANSCRIPT_ITEMS: usize = 10_000;
 pub const MAX_PROMPT_HISTORY_BYTES: usize = MIB;
 pub const MAX_PROMPT_HISTORY_ITEMS: usize = 200;
 
+/// Bounds the SCV server sets on what one client can make it hold. The
+/// protocol document names none of these; docs/RELIABILITY.md lists them.
+/// Prompts queued per session.
+pub const MAX_QUEUED_PROMPTS: usize = 64;
+/// Encoded bytes of a session's queued entries, so a `queue.snapshot`
+/// always fits in one server frame.
+pub const MAX_QUEUED_BYTES: usize = 4 * MIB;
+/// Sessions one connection may hold.
+pub const MAX_SESSIONS_PER_CONNECTION: usize = 1024;
+
 const fn max(a: usize, b: usize) -> usize {
     if a > b {
         a

@@ -36,6 +36,11 @@ pub struct Config {
     pub ilink_base_url: Option<String>,
     /// How long a ClawBot approval waits for the owner's y/n (10 minutes).
     pub clawbot_approval_timeout_ms: u64,
+    /// A daemon connection that sends no `initialize` within this is closed.
+    pub initialize_timeout_ms: u64,
+    /// Connections the daemon serves at once (lowered to fit the
+    /// descriptor limit).
+    pub max_connections: usize,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -56,6 +61,8 @@ const KNOWN_KEYS: &[&str] = &[
     "workspace",
     "ilink_base_url",
     "clawbot_approval_timeout_ms",
+    "initialize_timeout_ms",
+    "max_connections",
 ];
 
 impl Default for Config {
@@ -78,6 +85,8 @@ impl Default for Config {
             workspace: None,
             ilink_base_url: None,
             clawbot_approval_timeout_ms: 600_000,
+            initialize_timeout_ms: 10_000,
+            max_connections: 2048,
         }
     }
 }

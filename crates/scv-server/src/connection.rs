@@ -12,12 +12,13 @@ use crate::daemon::supervisor::Refusal;
 use crate::provider::OpenAi;
 use crate::server::{ServerContext, SERVER_NAME, SERVER_VERSION};
 use crate::session::queue::QueueError;
-use crate::session::{ActiveTurn, Approvals, Session, SessionSettings, SessionSink};
+use crate::session::{ActiveTurn, Approvals, EmitError, Session, SessionSettings, SessionSink};
 use crate::transport::{encode, spawn_writer, Outbound};
 use futures_util::StreamExt;
 use scv_protocol::limits::{
     MAX_CLIENT_FRAME_BYTES, MAX_PROMPT_BYTES, MAX_PROMPT_HISTORY_BYTES, MAX_PROMPT_HISTORY_ITEMS,
-    MAX_SERVER_FRAME_BYTES, MAX_TRANSCRIPT_BYTES, MAX_TRANSCRIPT_ITEMS,
+    MAX_SERVER_FRAME_BYTES, MAX_SESSIONS_PER_CONNECTION, MAX_TRANSCRIPT_BYTES,
+    MAX_TRANSCRIPT_ITEMS,
 };
 use scv_protocol::{
     ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event, EventBody, FailureCode,
@@ -47,6 +48,8 @@ pub enum Ending {
     WriterFailed,
     /// The server is shutting down.
     Shutdown,
+    /// No `initialize` came within the deadline.
+    NotInitialized,
 }
 
 /// A request the server refuses, as an `error` event.
@@ -69,11 +72,14 @@ impl Reject {
 type Handled = Result<(), Reject>;
 
 /// Serves one client until EOF, a fatal error, writer failure or shutdown.
+/// With `init_deadline`, a client that has not initialized by then is told
+/// so and closed (the daemon's guard against idle connections).
 pub async fn serve<R, W>(
     ctx: Arc<ServerContext>,
     reader: R,
     writer: W,
     shutdown: CancellationToken,
+    init_deadline: Option<Duration>,
 ) -> Ending
 where
     R: AsyncRead + Unpin,
@@ -90,11 +96,25 @@ where
         turn_sessions: HashMap::new(),
     };
     let mut frames = FramedRead::new(reader, FrameCodec::new(MAX_CLIENT_FRAME_BYTES));
+    let init_by = init_deadline.map(|d| tokio::time::Instant::now() + d);
     let ending = loop {
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => break Ending::Shutdown,
             _ = failed.cancelled() => break Ending::WriterFailed,
+            _ = tokio::time::sleep_until(init_by.unwrap_or_else(tokio::time::Instant::now)),
+                if init_by.is_some() && !conn.initialized =>
+            {
+                let waited = init_deadline.unwrap_or_default().as_millis();
+                let event = Event::error(
+                    None,
+                    ErrorCode::NotInitialized,
+                    format!("no initialize within {waited} ms; closing the connection"),
+                    true,
+                );
+                conn.reply(&event).await;
+                break Ending::NotInitialized;
+            }
             Some(joined) = conn.turns.join_next_with_id(), if !conn.turns.is_empty() => {
                 conn.turn_finished(joined, true).await;
             }
@@ -139,6 +159,7 @@ impl Ending {
             Ending::Fatal => "fatal protocol error",
             Ending::WriterFailed => "the client stopped reading or the connection broke",
             Ending::Shutdown => "server shutdown",
+            Ending::NotInitialized => "no initialize in time",
         }
     }
 }
@@ -318,6 +339,11 @@ impl Connection {
     }
 
     async fn session_start(&mut self, rid: &str, start: SessionStart) -> Handled {
+        if self.sessions.len() >= MAX_SESSIONS_PER_CONNECTION {
+            return Err(invalid(format!(
+                "this connection already holds {MAX_SESSIONS_PER_CONNECTION} sessions, its limit; use another connection"
+            )));
+        }
         let cwd = canonical_workspace(&start.cwd)?;
         match start.provider.as_deref() {
             None | Some("openai") => {}
@@ -404,7 +430,8 @@ impl Connection {
         }
         let (entry, position) = session
             .queue
-            .push(prompt, &session.settings.submitter, rid.into());
+            .push(prompt, &session.settings.submitter, rid.into())
+            .map_err(queue_reject)?;
         let sink = session.sink.clone();
         let _ = sink
             .emit(
@@ -635,7 +662,14 @@ impl Connection {
             entries: session.queue.snapshot(),
         };
         let sink = session.sink.clone();
-        let _ = sink.emit(Some(rid), None, &snapshot).await;
+        if let Err(EmitError::TooLarge(bytes)) = sink.emit(Some(rid), None, &snapshot).await {
+            // The queue's byte bound makes this unreachable; a pause is
+            // still always answered.
+            return Err(Reject::new(
+                ErrorCode::InternalError,
+                format!("the session is {}paused, but its queue snapshot ({bytes} bytes) exceeds the frame limit", if paused { "" } else { "un" }),
+            ));
+        }
         if !paused {
             let session_id = sink.session_id().clone();
             self.dequeue_next(&session_id).await;
@@ -734,6 +768,7 @@ fn check_prompt(prompt: &str) -> Result<(), Reject> {
 fn queue_reject(err: QueueError) -> Reject {
     match err {
         QueueError::NotFound => Reject::new(ErrorCode::QueueNotFound, "no such queued prompt"),
+        QueueError::Full(message) => Reject::new(ErrorCode::InvalidRequest, message),
         QueueError::Conflict(entry) => Reject {
             code: ErrorCode::QueueConflict,
             message: format!(

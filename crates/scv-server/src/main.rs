@@ -43,6 +43,12 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let home = scv_client::scv_home();
+    // Whoever can write here can plant config.toml (a provider URL that
+    // collects prompts) or credentials: refuse such a home.
+    if let Err(err) = scv_client::check_home(&home) {
+        eprintln!("scv-server: {err}");
+        return ExitCode::from(2);
+    }
     let config = match Config::load(&home) {
         Ok(config) => config,
         Err(err) => {

@@ -12,9 +12,10 @@ use tokio_util::sync::CancellationToken;
 pub async fn run(ctx: Arc<ServerContext>) -> ExitCode {
     let shutdown = CancellationToken::new();
     tokio::spawn(crate::daemon::signal_shutdown(shutdown.clone()));
-    let ending = serve(ctx, tokio::io::stdin(), tokio::io::stdout(), shutdown).await;
+    // A person may type into stdio: no initialize deadline here.
+    let ending = serve(ctx, tokio::io::stdin(), tokio::io::stdout(), shutdown, None).await;
     match ending {
         Ending::Eof | Ending::Shutdown => ExitCode::SUCCESS,
-        Ending::Fatal | Ending::WriterFailed => ExitCode::FAILURE,
+        Ending::Fatal | Ending::WriterFailed | Ending::NotInitialized => ExitCode::FAILURE,
     }
 }

@@ -234,7 +234,13 @@ async fn sigterm_during_a_tool_call_stops_everything_and_exits_zero() {
 
     let mut runner = daemon.client().await;
     let session = runner.start_session(&workspace).await;
-    let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    // One process left in bash's group, one that escaped it.
+    let escaped = workspace.join("escaped.pid");
+    let command = format!(
+        "sleep 300 & echo $! > {}; setsid sleep 300 & echo $! > {}; wait",
+        pidfile.display(),
+        escaped.display()
+    );
     daemon.mock.push(Reply::tool_calls(&[(
         "c",
         "bash",
@@ -272,12 +278,15 @@ async fn sigterm_during_a_tool_call_stops_everything_and_exits_zero() {
     let pid = pid.expect("sleep started");
     assert!(scv_test_support::procfs::is_running(pid));
 
+    let escaped = read_pid(&escaped).await;
     daemon.sigterm();
     assert!(daemon.exit_status().await.success());
-    assert!(
-        !scv_test_support::procfs::is_running(pid),
-        "the tool's process group was killed"
-    );
+    for pid in [pid, escaped] {
+        assert!(
+            !scv_test_support::procfs::is_running(pid),
+            "tool process {pid} outlived the daemon"
+        );
+    }
     assert!(!daemon.socket.exists());
     assert_eq!(
         runner.until_terminal().await.last().unwrap()["type"],
@@ -376,4 +385,132 @@ async fn ensure_daemon_starts_it_in_the_background_with_a_log() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(!socket.exists());
+}
+
+#[tokio::test]
+async fn an_autostarted_daemon_makes_a_private_home_and_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("fresh").join("home");
+    let socket = home.join("server.sock");
+    let stream = scv_client::daemon::ensure_daemon_with(Path::new(BIN), &home, &socket)
+        .await
+        .unwrap();
+    drop(stream);
+    assert_eq!(mode(&home), 0o700);
+    assert_eq!(mode(&home.join("server.log")), 0o600);
+    let status = scv_client::control(&socket, DaemonCommand::Status)
+        .await
+        .unwrap();
+    unsafe { libc::kill(status.pid as i32, libc::SIGTERM) };
+    assert!(scv_test_support::eventually(|| !socket.exists()).await);
+}
+
+#[tokio::test]
+async fn a_home_others_can_write_is_refused_by_server_and_client() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = home.path().join("server.sock");
+    for args in [vec!["--socket", socket.to_str().unwrap()], vec!["--stdio"]] {
+        let out = Command::new(BIN)
+            .args(&args)
+            .env("SCV_HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("others can write to it (mode 777)"), "{stderr}");
+    }
+    let err = scv_client::daemon::ensure_daemon_with(Path::new(BIN), home.path(), &socket)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("others can write"), "{err}");
+    assert!(!socket.exists());
+}
+
+#[tokio::test]
+async fn a_regular_file_at_the_socket_path_is_never_deleted() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let path = home.path().join("notes.txt");
+    std::fs::write(&path, "precious").unwrap();
+    let out = Command::new(BIN)
+        .arg("--socket")
+        .arg(&path)
+        .env("SCV_HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("exists and is not a socket"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious");
+}
+
+#[tokio::test]
+async fn a_connection_that_never_initializes_is_closed_and_others_carry_on() {
+    let mut daemon = Daemon::start("initialize_timeout_ms = 300").await;
+    let mut working = daemon.client().await;
+    let mut silent = TestServer::connect(&daemon.socket).await;
+    let event = silent.next().await;
+    assert_eq!(event["type"], "error");
+    assert_eq!(event["code"], "not_initialized");
+    assert_eq!(event["fatal"], true);
+    assert!(silent.next_opt().await.is_none(), "then the connection closes");
+    let session = working.start_session(&daemon.home.workspace()).await;
+    daemon.mock.push(Reply::text(["fine"]));
+    working.start_turn(&session, "t", "hi").await;
+    let events = working.until_terminal().await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    daemon.sigterm();
+    assert!(daemon.exit_status().await.success());
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_get_a_clear_error() {
+    let mut daemon = Daemon::start("max_connections = 3").await;
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(daemon.client().await);
+    }
+    let mut over = TestServer::connect(&daemon.socket).await;
+    let event = over.next().await;
+    assert_eq!(event["type"], "error");
+    assert_eq!(event["code"], "internal_error");
+    assert_eq!(event["fatal"], true);
+    assert!(
+        event["message"]
+            .as_str()
+            .unwrap()
+            .contains("serving 3 connections, its limit"),
+        "{event}"
+    );
+    assert!(over.next_opt().await.is_none());
+    // The others are unaffected, and a freed place can be taken.
+    let session = clients[0].start_session(&daemon.home.workspace()).await;
+    daemon.mock.push(Reply::text(["fine"]));
+    clients[0].start_turn(&session, "t", "hi").await;
+    assert_eq!(
+        clients[0].until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
+    drop(clients.pop());
+    let mut again = None;
+    for _ in 0..200 {
+        let mut client = TestServer::connect(&daemon.socket).await;
+        client
+            .send(json!({"type":"initialize","request_id":"i","protocol_version":2}))
+            .await;
+        if client.next().await["type"] == "initialized" {
+            again = Some(client);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(again.is_some(), "a freed place was never given out");
+    daemon.sigterm();
+    assert!(daemon.exit_status().await.success());
 }

@@ -308,3 +308,115 @@ async fn tool_caps_fail_the_turn_with_tool_limit_and_run_nothing() {
     assert!(!rig.home.workspace().join("a.txt").exists());
     still_works(&mut rig, &session).await;
 }
+
+/// A key shaped like a real one, set in the server's environment.
+const KEY: &str = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz0123";
+
+/// True when any 8 consecutive characters of the key appear in `text`.
+fn leaks_key(text: &str) -> bool {
+    KEY.as_bytes()
+        .windows(8)
+        .any(|w| text.contains(std::str::from_utf8(w).unwrap()))
+}
+
+#[tokio::test]
+async fn an_echoed_key_is_redacted_before_anything_is_cut() {
+    let mut rig = Rig::with_env("", &[("OPENAI_API_KEY", KEY)]).await;
+    let session = rig.session().await;
+    // The key straddles the 300-character cut of error messages.
+    let message = format!("{} {KEY} is not valid", "x".repeat(290));
+    let replies = [
+        Reply::error(401, &message),
+        Reply::status(400, message.clone()),
+        Reply::raw(
+            vec![json!({"error": {"message": message, "code": 401}}).to_string()],
+            Ending::Done,
+        ),
+    ];
+    for reply in replies {
+        let events = turn_with(&mut rig, &session, reply).await;
+        let (code, text) = failed(&events);
+        assert_eq!(code, "provider_error");
+        assert!(text.contains("[redacted"), "{text}");
+        assert!(!leaks_key(text), "part of the key leaked: {text}");
+    }
+    assert_eq!(
+        rig.mock.requests()[0].headers["authorization"],
+        format!("Bearer {KEY}")
+    );
+}
+
+#[tokio::test]
+async fn keep_alives_and_empty_deltas_do_not_keep_a_turn_alive() {
+    let mut rig = Rig::new("stream_idle_timeout_ms = 500").await;
+    let session = rig.session().await;
+    let frames: [&[u8]; 3] = [
+        b": keep-alive\n\n",
+        b": OPENROUTER PROCESSING\n\n",
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n",
+    ];
+    for (n, frame) in frames.into_iter().enumerate() {
+        let reply = Reply::repeat(frame, Duration::from_millis(50));
+        let events = turn_with(&mut rig, &session, reply).await;
+        let (code, message) = failed(&events);
+        assert_eq!(code, "provider_error");
+        assert!(message.contains("silent for 500 ms"), "{message}");
+        assert!(rig.mock.wait_dropped(n + 1).await, "the stream was dropped");
+    }
+    still_works(&mut rig, &session).await;
+}
+
+#[tokio::test]
+async fn parallel_calls_without_index_and_repeated_names_are_assembled_right() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    // Calls with neither `index` nor `type`, the second one's name repeated
+    // on its later fragment (as several Chat Completions servers send it).
+    rig.mock.push(Reply::raw(
+        vec![
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"list_dir","arguments":"{\"path\":\".\"}"}}]}}]}).to_string(),
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"list_dir","arguments":"{\"path\""}}]}}]}).to_string(),
+            json!({"choices":[{"delta":{"tool_calls":[{"function":{"name":"list_dir","arguments":":\".\"}"}}]}}]}).to_string(),
+            json!({"choices":[{"delta":{},"finish_reason":"tool_calls"}]}).to_string(),
+        ],
+        Ending::Done,
+    ));
+    rig.mock.push(Reply::text(["listed"]));
+    let events = rig.turn(&session, "list").await;
+    let proposed: Vec<(&str, &str, &Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.proposed")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap(),
+                e["name"].as_str().unwrap(),
+                &e["arguments"],
+            )
+        })
+        .collect();
+    let dot = json!({"path": "."});
+    assert_eq!(proposed, [("a", "list_dir", &dot), ("b", "list_dir", &dot)]);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}
+
+#[tokio::test]
+async fn sse_lines_ending_in_a_bare_cr_are_read() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    let chunk = |delta: Value, finish: Value| {
+        json!({"choices":[{"index":0,"delta":delta,"finish_reason":finish}]}).to_string()
+    };
+    let body = format!(
+        "data: {}\r\rdata: {}\r\r: comment\rdata: {}\r\rdata: [DONE]\r\r",
+        chunk(json!({"content": "hello "}), Value::Null),
+        chunk(json!({"content": "world"}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    );
+    let events = turn_with(&mut rig, &session, Reply::bytes(body)).await;
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "assistant.completed")
+        .unwrap();
+    assert_eq!(completed["content"], "hello world");
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}

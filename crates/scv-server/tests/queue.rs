@@ -287,3 +287,59 @@ async fn queue_requests_for_unknown_sessions_and_bad_prompts_are_rejected() {
         .await;
     assert_eq!(rig.server.expect("error").await["code"], "invalid_request");
 }
+
+#[tokio::test]
+async fn the_queue_is_bounded_by_count_with_a_clear_error() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    park(&mut rig, &session, "p").await;
+    for i in 0..64 {
+        rig.server
+            .start_turn(&session, &format!("q{i}"), &format!("prompt {i}"))
+            .await;
+        rig.server.expect("queue.enqueued").await;
+    }
+    rig.server.start_turn(&session, "over", "one too many").await;
+    let error = rig.server.expect_error("invalid_request", "over").await;
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("the queue holds 64 prompts, its limit"),
+        "{error}"
+    );
+    rig.server
+        .send(json!({"type":"session.pause","request_id":"pause","session_id":session,"paused":true}))
+        .await;
+    let snapshot = rig.server.expect("queue.snapshot").await;
+    assert_eq!(snapshot["entries"].as_array().unwrap().len(), 64);
+}
+
+#[tokio::test]
+async fn queued_bytes_are_bounded_so_a_pause_is_always_answered() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    park(&mut rig, &session, "p").await;
+    // Control characters are escaped to six bytes each, in the request and
+    // in every snapshot: each of these prompts is about 1 MB on the wire.
+    let heavy = "\u{1}".repeat(170 * 1024);
+    for i in 0..4 {
+        rig.server.start_turn(&session, &format!("q{i}"), &heavy).await;
+        rig.server.expect("queue.enqueued").await;
+    }
+    rig.server.start_turn(&session, "over", &heavy).await;
+    let error = rig.server.expect_error("invalid_request", "over").await;
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("a session queues at most 4194304"),
+        "{error}"
+    );
+    rig.server
+        .send(json!({"type":"session.pause","request_id":"pause","session_id":session,"paused":true}))
+        .await;
+    let snapshot = rig.server.expect("queue.snapshot").await;
+    assert_eq!(snapshot["request_id"], "pause");
+    assert_eq!(snapshot["entries"].as_array().unwrap().len(), 4);
+}

@@ -142,3 +142,28 @@ async fn sessions_are_independent_and_overrides_apply_to_one_session() {
         ]
     );
 }
+
+#[tokio::test]
+async fn sessions_per_connection_are_bounded_with_a_clear_error() {
+    let mut rig = Rig::new("").await;
+    let workspace = rig.home.workspace();
+    let first = rig.server.start_session(&workspace).await;
+    for _ in 1..1024 {
+        rig.server.start_session(&workspace).await;
+    }
+    rig.server
+        .send(json!({"type":"session.start","request_id":"over","cwd":workspace}))
+        .await;
+    let error = rig.server.expect_error("invalid_request", "over").await;
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("already holds 1024 sessions, its limit"),
+        "{error}"
+    );
+    // The connection and its sessions carry on.
+    rig.mock.push(Reply::text(["fine"]));
+    let events = rig.turn(&first, "hi").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}

@@ -52,6 +52,17 @@ pub enum Reply {
         body: String,
         headers: Vec<(String, String)>,
     },
+    /// Exactly these body bytes, one HTTP body frame each, with `delay`
+    /// before each; then the body ends as `ending` says (`Done` adds
+    /// nothing here: the bytes are the whole body).
+    Bytes {
+        frames: Vec<Vec<u8>>,
+        delay: Duration,
+        ending: Ending,
+    },
+    /// Sends `frame` every `every`, forever, until the client goes away
+    /// (SSE comments or empty deltas that carry no model output).
+    Repeat { frame: Vec<u8>, every: Duration },
 }
 
 fn chunk(delta: Value, finish_reason: Option<&str>) -> String {
@@ -155,6 +166,23 @@ impl Reply {
             delay: Duration::ZERO,
             ending,
             batch: 1,
+        }
+    }
+
+    /// A body of exactly these bytes.
+    pub fn bytes(body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Bytes {
+            frames: vec![body.into()],
+            delay: Duration::ZERO,
+            ending: Ending::Done,
+        }
+    }
+
+    /// `frame` every `every` until the client drops the stream.
+    pub fn repeat(frame: impl Into<Vec<u8>>, every: Duration) -> Reply {
+        Reply::Repeat {
+            frame: frame.into(),
+            every,
         }
     }
 
@@ -371,7 +399,28 @@ async fn handle(
             delay,
             ending,
             batch,
-        } => stream_response(state, events, delay, ending, batch),
+        } => {
+            let frames = events
+                .chunks(batch)
+                .map(|group| {
+                    let mut bytes = Vec::new();
+                    for event in group {
+                        bytes.extend_from_slice(b"data: ");
+                        bytes.extend_from_slice(event.as_bytes());
+                        bytes.extend_from_slice(b"\n\n");
+                    }
+                    bytes
+                })
+                .collect();
+            let done = (ending == Ending::Done).then_some(b"data: [DONE]\n\n".to_vec());
+            stream_response(state, frames, delay, ending, done)
+        }
+        Reply::Bytes {
+            frames,
+            delay,
+            ending,
+        } => stream_response(state, frames, delay, ending, None),
+        Reply::Repeat { frame, every } => repeat_response(state, frame, every),
     })
 }
 
@@ -387,39 +436,36 @@ fn plain(status: u16, body: &str) -> Response<Body> {
         .unwrap()
 }
 
+/// Streams `frames` (each after `delay`), then `done` (if any) and the
+/// ending.
 fn stream_response(
     state: Arc<Mutex<State>>,
-    events: Vec<String>,
+    frames: Vec<Vec<u8>>,
     delay: Duration,
     ending: Ending,
-    batch: usize,
+    done: Option<Vec<u8>>,
 ) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(64);
     tokio::spawn(async move {
         let dropped = async {
-            for group in events.chunks(batch) {
+            for frame in frames {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                let mut bytes = Vec::new();
-                for event in group {
-                    bytes.extend_from_slice(b"data: ");
-                    bytes.extend_from_slice(event.as_bytes());
-                    bytes.extend_from_slice(b"\n\n");
-                }
-                if tx.send(Ok(Frame::data(Bytes::from(bytes)))).await.is_err() {
+                if tx.send(Ok(Frame::data(Bytes::from(frame)))).await.is_err() {
                     return true;
                 }
             }
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            match ending {
-                Ending::Done => {
-                    let done = Frame::data(Bytes::from_static(b"data: [DONE]\n\n"));
-                    tx.send(Ok(done)).await.is_err()
+            if let Some(done) = done {
+                if tx.send(Ok(Frame::data(Bytes::from(done)))).await.is_err() {
+                    return true;
                 }
-                Ending::Eof => false,
+            }
+            match ending {
+                Ending::Done | Ending::Eof => false,
                 Ending::Cut => {
                     let _ = tx.send(Err(std::io::Error::other("cut"))).await;
                     false
@@ -435,6 +481,23 @@ fn stream_response(
             state.lock().unwrap().dropped += 1;
         }
     });
+    sse_response(rx)
+}
+
+/// Sends `frame` every `every` until the client drops the body.
+fn repeat_response(state: Arc<Mutex<State>>, frame: Vec<u8>, every: Duration) -> Response<Body> {
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(64);
+    tokio::spawn(async move {
+        let frame = Bytes::from(frame);
+        while tx.send(Ok(Frame::data(frame.clone()))).await.is_ok() {
+            tokio::time::sleep(every).await;
+        }
+        state.lock().unwrap().dropped += 1;
+    });
+    sse_response(rx)
+}
+
+fn sse_response(rx: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>) -> Response<Body> {
     let body = StreamBody::new(tokio_stream_from(rx));
     Response::builder()
         .status(200)

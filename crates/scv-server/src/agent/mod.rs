@@ -374,9 +374,13 @@ impl Turn {
             max_output_bytes: self.ctx.config.tool_output_max_bytes,
             cancel: &self.token,
         };
-        let output = self
-            .cancellable(tools::run(name, &arguments, &tool_ctx))
-            .await?;
+        // Tools watch the token themselves, so a cancelled call has
+        // finished cleaning up (bash: every process it started is gone)
+        // before the turn ends.
+        let output = tools::run(name, &arguments, &tool_ctx).await;
+        if self.token.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
         self.complete(call, output).await
     }
 

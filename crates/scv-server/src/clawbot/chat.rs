@@ -277,6 +277,7 @@ impl Account {
             server_read,
             server_write,
             session_token,
+            None,
         ));
         let (read, write) = tokio::io::split(client_side);
         let mut conn = Connection::new(read, write);

@@ -24,10 +24,7 @@ struct Inner {
 
 impl RotatingLog {
     pub fn open(path: PathBuf, limit: u64) -> std::io::Result<RotatingLog> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
+        let file = open_private(&path)?;
         let written = file.metadata()?.len();
         Ok(RotatingLog {
             inner: Arc::new(Mutex::new(Inner {
@@ -40,15 +37,25 @@ impl RotatingLog {
     }
 }
 
+/// Opens for appending, 0600: logs can hold prompts and paths. A log left
+/// readable by an older version is made private too.
+fn open_private(path: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
 impl Inner {
     fn rotate(&mut self) -> std::io::Result<()> {
         let mut old = self.path.as_os_str().to_owned();
         old.push(".1");
         std::fs::rename(&self.path, old)?;
-        self.file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        self.file = open_private(&self.path)?;
         self.written = 0;
         Ok(())
     }

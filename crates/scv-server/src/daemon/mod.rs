@@ -14,7 +14,7 @@ pub mod supervisor;
 use crate::connection::serve;
 use crate::server::ServerContext;
 use lock::DaemonLock;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -42,15 +42,32 @@ async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<
         prepare_dir(dir)?;
     }
     let lock = DaemonLock::acquire(socket)?;
-    // We hold the lock, so any socket file here is left over from a daemon
-    // that died without cleaning up.
-    match std::fs::remove_file(socket) {
-        Ok(()) => tracing::info!("replaced stale socket {}", socket.display()),
+    // We hold the lock, so a socket here is left over from a daemon that
+    // died without cleaning up. Anything else is not ours to delete.
+    match std::fs::symlink_metadata(socket) {
+        Ok(meta) if meta.file_type().is_socket() => match std::fs::remove_file(socket) {
+            Ok(()) => tracing::info!("replaced stale socket {}", socket.display()),
+            Err(err) => {
+                anyhow::bail!("cannot replace stale socket {}: {err}", socket.display())
+            }
+        },
+        Ok(_) => anyhow::bail!(
+            "{} exists and is not a socket; not replacing it",
+            socket.display()
+        ),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => anyhow::bail!("cannot replace stale socket {}: {err}", socket.display()),
+        Err(err) => anyhow::bail!("cannot use {}: {err}", socket.display()),
     }
     let listener = bind_private(socket)?;
-    raise_fd_limit();
+    let descriptors = raise_fd_limit();
+    // A quarter of the descriptors for connections: the rest stay for what
+    // running sessions open (provider connections, tool pipes).
+    let max_connections = ctx
+        .config
+        .max_connections
+        .min((descriptors / 4) as usize)
+        .max(1);
+    let init_deadline = Duration::from_millis(ctx.config.initialize_timeout_ms.max(1));
     tracing::info!(
         "scv-server {} listening on {}",
         crate::server::SERVER_VERSION,
@@ -71,12 +88,15 @@ async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<
         tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if tracker.len() >= max_connections => {
+                    refuse(&stream, max_connections);
+                }
                 Ok((stream, _)) => {
                     let (reader, writer) = stream.into_split();
                     let ctx = ctx.clone();
                     let shutdown = shutdown.clone();
                     tracker.spawn(async move {
-                        let ending = serve(ctx, reader, writer, shutdown).await;
+                        let ending = serve(ctx, reader, writer, shutdown, Some(init_deadline)).await;
                         tracing::info!("connection ended: {}", ending.describe());
                     });
                 }
@@ -128,21 +148,42 @@ fn bind_private(socket: &Path) -> anyhow::Result<UnixListener> {
     Ok(listener)
 }
 
+/// Tells an over-limit client why, in one fatal error, and closes it. The
+/// frame is tiny, so a non-blocking write into the fresh socket suffices.
+fn refuse(stream: &tokio::net::UnixStream, max: usize) {
+    tracing::warn!("refused a connection: {max} connections are open");
+    let event = scv_protocol::Event::error(
+        None,
+        scv_protocol::ErrorCode::InternalError,
+        format!("the daemon is serving {max} connections, its limit; close one and try again"),
+        true,
+    );
+    let mut frame = crate::transport::encode(event.as_ref()).to_vec();
+    frame.push(b'\n');
+    let _ = stream.try_write(&frame);
+}
+
 /// Each connection holds a socket and maybe a provider connection; lift the
-/// soft descriptor limit to the hard one so a thousand clients fit.
-fn raise_fd_limit() {
+/// soft descriptor limit to the hard one so a thousand clients fit. Returns
+/// the limit now in force.
+fn raise_fd_limit() -> u64 {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: plain getrlimit/setrlimit on a local struct.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 1024;
+        }
+        if limit.rlim_cur < limit.rlim_max {
             limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            }
         }
     }
+    limit.rlim_cur
 }
 
 /// Cancels `shutdown` on SIGTERM or Ctrl+C.

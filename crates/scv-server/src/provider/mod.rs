@@ -104,6 +104,35 @@ impl ProviderError {
     }
 }
 
+/// Removes the API key from provider text, wherever it got in. Applied to
+/// the raw text before anything is cut or reflowed, so no part of a key
+/// survives a cut.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    key: Option<std::sync::Arc<str>>,
+}
+
+impl Redactor {
+    pub fn new(key: Option<&str>) -> Self {
+        Redactor {
+            // Too short to find reliably, and no real key is this short.
+            key: key.filter(|k| k.len() >= 4).map(Into::into),
+        }
+    }
+
+    pub fn text(&self, text: &str) -> String {
+        match &self.key {
+            Some(key) => text.replace(&**key, "[redacted]"),
+            None => text.to_string(),
+        }
+    }
+
+    pub fn error(&self, mut error: ProviderError) -> ProviderError {
+        error.message = self.text(&error.message);
+        error
+    }
+}
+
 impl std::fmt::Display for ProviderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

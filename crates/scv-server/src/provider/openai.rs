@@ -7,7 +7,7 @@
 //! and the provider's own text, never the API key.
 
 use super::stream::ResponseStream;
-use super::{ChatMessage, ProviderError};
+use super::{ChatMessage, ProviderError, Redactor};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde::Serialize;
@@ -81,10 +81,14 @@ impl OpenAi {
                         self.idle_timeout.as_millis()
                     ))
                 })?
-                .map_err(|err| self.sanitize(ProviderError::provider(describe(&err))))?;
+                .map_err(|err| self.redactor().error(ProviderError::provider(describe(&err))))?;
             let status = response.status();
             if status.is_success() {
-                return Ok(ResponseStream::new(response, self.idle_timeout));
+                return Ok(ResponseStream::new(
+                    response,
+                    self.idle_timeout,
+                    self.redactor(),
+                ));
             }
             let transient = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
             if transient && attempt < self.max_retries {
@@ -97,17 +101,12 @@ impl OpenAi {
                 attempt += 1;
                 continue;
             }
-            let error = read_error(response).await;
-            return Err(self.sanitize(error));
+            return Err(read_error(response, &self.redactor()).await);
         }
     }
 
-    /// Removes the API key from a message, wherever it got in.
-    fn sanitize(&self, mut error: ProviderError) -> ProviderError {
-        if let Some(key) = self.api_key.as_deref().filter(|k| k.len() >= 4) {
-            error.message = error.message.replace(key, "[redacted]");
-        }
-        error
+    fn redactor(&self) -> Redactor {
+        Redactor::new(self.api_key.as_deref())
     }
 }
 
@@ -120,7 +119,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
-async fn read_error(mut response: reqwest::Response) -> ProviderError {
+async fn read_error(mut response: reqwest::Response, redact: &Redactor) -> ProviderError {
     let status = response.status();
     let mut body = Vec::new();
     while body.len() < MAX_ERROR_BODY {
@@ -130,11 +129,12 @@ async fn read_error(mut response: reqwest::Response) -> ProviderError {
         }
     }
     body.truncate(MAX_ERROR_BODY);
-    match serde_json::from_slice::<serde_json::Value>(&body) {
-        Ok(value) => error_from_body(Some(status), value.get("error").unwrap_or(&value)),
+    // Redacted first, on the raw text: nothing below may cut a key in two.
+    let body = redact.text(&String::from_utf8_lossy(&body));
+    match serde_json::from_str::<serde_json::Value>(&body) {
+        Ok(value) => error_from_body(Some(status), value.get("error").unwrap_or(&value), redact),
         Err(_) => {
-            let text = String::from_utf8_lossy(&body);
-            let text = one_line(&text, 300);
+            let text = one_line(&body, 300);
             let message = if text.is_empty() {
                 format!("provider returned HTTP {status}")
             } else {
@@ -152,12 +152,13 @@ async fn read_error(mut response: reqwest::Response) -> ProviderError {
 pub(super) fn error_from_body(
     status: Option<StatusCode>,
     error: &serde_json::Value,
+    redact: &Redactor,
 ) -> ProviderError {
     let text = match error.get("message").and_then(|m| m.as_str()) {
-        Some(message) => message.to_string(),
+        Some(message) => redact.text(message),
         None => match error {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
+            serde_json::Value::String(s) => redact.text(s),
+            other => redact.text(&other.to_string()),
         },
     };
     let code = error
@@ -253,7 +254,7 @@ mod tests {
     #[test]
     fn error_bodies_become_one_line_messages() {
         let body = serde_json::json!({"message": "This model's maximum context length is 8192 tokens.\nReduce it.", "code": "context_length_exceeded"});
-        let err = error_from_body(Some(StatusCode::BAD_REQUEST), &body);
+        let err = error_from_body(Some(StatusCode::BAD_REQUEST), &body, &Redactor::default());
         assert_eq!(
             err.message,
             "provider returned HTTP 400 Bad Request: This model's maximum context length is 8192 tokens. Reduce it."

@@ -12,8 +12,11 @@ pub struct EventTooLarge;
 
 pub struct SseReader {
     buf: BytesMut,
-    /// Bytes of `buf` already searched for a newline.
+    /// Bytes of `buf` already searched for a line end.
     scanned: usize,
+    /// The last line ended with a bare CR so far: a LF right after it
+    /// belongs to the same line end (CRLF), not to an empty line.
+    after_cr: bool,
     data: BytesMut,
     has_data: bool,
     max_event_bytes: usize,
@@ -24,6 +27,7 @@ impl SseReader {
         SseReader {
             buf: BytesMut::with_capacity(16 * 1024),
             scanned: 0,
+            after_cr: false,
             data: BytesMut::new(),
             has_data: false,
             max_event_bytes,
@@ -35,9 +39,16 @@ impl SseReader {
     }
 
     /// The data of the next complete event, or `None` until more bytes come.
+    /// Lines end with LF, CRLF or a bare CR, as the SSE specification allows.
     pub fn next_event(&mut self) -> Result<Option<BytesMut>, EventTooLarge> {
         loop {
-            let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
+            if self.after_cr && !self.buf.is_empty() {
+                self.after_cr = false;
+                if self.buf[0] == b'\n' {
+                    self.buf.advance(1);
+                }
+            }
+            let Some(offset) = memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
                 if self.data.len() + self.buf.len() > self.max_event_bytes {
                     return Err(EventTooLarge);
@@ -47,10 +58,15 @@ impl SseReader {
             let end = self.scanned + offset;
             self.scanned = 0;
             let mut line = self.buf.split_to(end + 1);
-            line.truncate(end);
-            if line.last() == Some(&b'\r') {
-                line.truncate(end - 1);
+            if line[end] == b'\r' {
+                // CRLF, or a bare CR: decided when the next byte comes.
+                if self.buf.first() == Some(&b'\n') {
+                    self.buf.advance(1);
+                } else if self.buf.is_empty() {
+                    self.after_cr = true;
+                }
             }
+            line.truncate(end);
             if line.is_empty() {
                 if self.has_data {
                     self.has_data = false;
@@ -91,7 +107,7 @@ mod tests {
 
     #[test]
     fn parses_events_split_anywhere() {
-        let stream = b"data: {\"a\":1}\n\n: keepalive\n\nevent: x\ndata: one\r\ndata:two\r\n\r\ndata: [DONE]\n\n";
+        let stream = b"data: {\"a\":1}\n\n: keepalive\n\nevent: x\ndata: one\r\ndata:two\r\n\r\ndata: cr\rdata: only\r\rdata: [DONE]\n\n";
         for split in 0..stream.len() {
             let mut reader = SseReader::new(1024);
             reader.push(&stream[..split]);
@@ -100,7 +116,7 @@ mod tests {
             got.extend(events(&mut reader));
             assert_eq!(
                 got,
-                vec!["{\"a\":1}", "one\ntwo", "[DONE]"],
+                vec!["{\"a\":1}", "one\ntwo", "cr\nonly", "[DONE]"],
                 "split at {split}"
             );
         }

@@ -14,8 +14,10 @@ use scv_protocol::limits::{
 };
 use scv_protocol::{FailureCode, Usage};
 use serde::Deserialize;
+use super::Redactor;
 use std::borrow::Cow;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// What a finished response said.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,20 +32,27 @@ pub struct ResponseStream {
     body: reqwest::Response,
     sse: SseReader,
     idle_timeout: Duration,
+    /// When the model last produced something (text, a tool-call
+    /// fragment, a finish reason, usage). Comments, keep-alives and empty
+    /// deltas do not count: a stream that only sends those is silent.
+    last_output: Instant,
     received: usize,
     done: bool,
     acc: Accumulator,
+    redact: Redactor,
 }
 
 impl ResponseStream {
-    pub(super) fn new(body: reqwest::Response, idle_timeout: Duration) -> Self {
+    pub(super) fn new(body: reqwest::Response, idle_timeout: Duration, redact: Redactor) -> Self {
         ResponseStream {
             body,
             sse: SseReader::new(MAX_SSE_EVENT_BYTES),
             idle_timeout,
+            last_output: Instant::now(),
             received: 0,
             done: false,
             acc: Accumulator::default(),
+            redact,
         }
     }
 
@@ -62,7 +71,11 @@ impl ResponseStream {
                     Ok(None) => break,
                     Ok(Some(data)) if data.as_ref() == b"[DONE]" => self.done = true,
                     Ok(Some(data)) => {
-                        if let Some(text) = self.acc.apply(&data)? {
+                        let applied = self.acc.apply(&data, &self.redact)?;
+                        if applied.progress {
+                            self.last_output = Instant::now();
+                        }
+                        if let Some(text) = applied.text {
                             return Ok(Some(text));
                         }
                     }
@@ -71,7 +84,8 @@ impl ResponseStream {
             if self.done {
                 return Ok(None);
             }
-            let chunk = tokio::time::timeout(self.idle_timeout, self.body.chunk())
+            let deadline = self.last_output + self.idle_timeout;
+            let chunk = tokio::time::timeout_at(deadline.into(), self.body.chunk())
                 .await
                 .map_err(|_| {
                     ProviderError::provider(format!(
@@ -117,8 +131,20 @@ impl ResponseStream {
 struct Accumulator {
     text: String,
     calls: Vec<PartialCall>,
+    /// Which call each wire `index` currently feeds (a new id at a used
+    /// index starts a new call).
+    slots: HashMap<usize, usize>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
+}
+
+/// What one chunk contributed.
+#[derive(Debug, Default, PartialEq)]
+struct Applied {
+    /// Assistant text to stream.
+    text: Option<String>,
+    /// The model produced something (resets the idle timer).
+    progress: bool,
 }
 
 #[derive(Default)]
@@ -157,7 +183,7 @@ struct Delta<'a> {
 #[derive(Deserialize)]
 struct ToolCallDelta<'a> {
     #[serde(default)]
-    index: usize,
+    index: Option<usize>,
     #[serde(default, borrow)]
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -181,67 +207,102 @@ struct WireUsage {
 }
 
 impl Accumulator {
-    /// Applies one chunk; returns its text fragment, if any.
-    fn apply(&mut self, data: &[u8]) -> Result<Option<String>, ProviderError> {
+    /// Applies one chunk.
+    fn apply(&mut self, data: &[u8], redact: &Redactor) -> Result<Applied, ProviderError> {
         let chunk: Chunk = serde_json::from_slice(data).map_err(|err| {
             ProviderError::provider(format!("malformed provider stream chunk: {err}"))
         })?;
         if let Some(error) = chunk.error {
-            return Err(super::openai::error_from_body(None, &error));
+            return Err(super::openai::error_from_body(None, &error, redact));
         }
+        let mut applied = Applied::default();
         if let Some(usage) = chunk.usage {
+            applied.progress = true;
             self.usage = Some(Usage {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
             });
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
-            return Ok(None);
+            return Ok(applied);
         };
         if let Some(reason) = choice.finish_reason {
+            applied.progress = true;
             self.finish_reason = Some(reason.into_owned());
         }
         let Some(delta) = choice.delta else {
-            return Ok(None);
+            return Ok(applied);
         };
         for call in delta.tool_calls.unwrap_or_default() {
-            self.apply_tool_call(call)?;
+            applied.progress |= self.apply_tool_call(call)?;
         }
-        match delta.content {
-            Some(text) if !text.is_empty() => {
-                if self.text.len() + text.len() > MAX_ASSISTANT_TEXT_BYTES {
-                    return Err(ProviderError::limit(
-                        FailureCode::ResponseLimit,
-                        format!("assistant text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes"),
-                    ));
-                }
-                self.text.push_str(&text);
-                Ok(Some(text.into_owned()))
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            if self.text.len() + text.len() > MAX_ASSISTANT_TEXT_BYTES {
+                return Err(ProviderError::limit(
+                    FailureCode::ResponseLimit,
+                    format!("assistant text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes"),
+                ));
             }
-            _ => Ok(None),
+            self.text.push_str(&text);
+            applied.progress = true;
+            applied.text = Some(text.into_owned());
         }
+        Ok(applied)
     }
 
-    fn apply_tool_call(&mut self, delta: ToolCallDelta<'_>) -> Result<(), ProviderError> {
-        if delta.index >= MAX_TOOL_CALLS_PER_RESPONSE {
+    /// Which call a fragment belongs to. Calls are assembled by `index`;
+    /// servers that send no `index` (or reuse one for several calls) are
+    /// told apart by `id`: a new non-empty id starts a new call.
+    fn slot(&mut self, index: Option<usize>, id: Option<&str>) -> usize {
+        let key = index.unwrap_or(usize::MAX);
+        let current = self.slots.get(&key).copied().or_else(|| {
+            // No index at all: fragments continue the latest call.
+            index.is_none().then(|| self.calls.len().checked_sub(1)).flatten()
+        });
+        let starts_new = match (current, id) {
+            (None, _) => true,
+            (Some(slot), Some(id)) => {
+                let known = &self.calls[slot].id;
+                !known.is_empty() && known != id
+            }
+            (Some(_), None) => false,
+        };
+        if !starts_new {
+            return current.unwrap_or(0);
+        }
+        self.calls.push(PartialCall::default());
+        let slot = self.calls.len() - 1;
+        self.slots.insert(key, slot);
+        slot
+    }
+
+    /// Applies one tool-call fragment; true when it carried anything.
+    fn apply_tool_call(&mut self, delta: ToolCallDelta<'_>) -> Result<bool, ProviderError> {
+        let id = delta.id.filter(|id| !id.is_empty());
+        let slot = self.slot(delta.index, id.as_deref());
+        if slot >= MAX_TOOL_CALLS_PER_RESPONSE {
             return Err(ProviderError::limit(
                 FailureCode::ToolLimit,
                 format!("provider requested more than {MAX_TOOL_CALLS_PER_RESPONSE} tool calls in one response"),
             ));
         }
-        if self.calls.len() <= delta.index {
-            self.calls
-                .resize_with(delta.index + 1, PartialCall::default);
-        }
-        let call = &mut self.calls[delta.index];
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+        let call = &mut self.calls[slot];
+        let mut progress = false;
+        if let Some(id) = id {
+            progress = true;
             call.id = id.into_owned();
         }
         if let Some(function) = delta.function {
-            if let Some(name) = function.name {
-                call.name.push_str(&name);
+            if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+                progress = true;
+                // Some servers repeat the whole name on every fragment;
+                // others split it. A repeat is not appended.
+                if call.name != name {
+                    call.name.push_str(&name);
+                }
             }
-            if let Some(arguments) = function.arguments {
+            if let Some(arguments) = function.arguments.filter(|a| !a.is_empty()) {
+                progress = true;
                 if call.arguments.len() + arguments.len() > MAX_TOOL_ARGUMENT_BYTES {
                     return Err(ProviderError::limit(
                         FailureCode::ToolLimit,
@@ -251,7 +312,7 @@ impl Accumulator {
                 call.arguments.push_str(&arguments);
             }
         }
-        Ok(())
+        Ok(progress)
     }
 
     fn into_response(self) -> AssistantResponse {
@@ -297,7 +358,7 @@ mod tests {
             r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}"#,
         ];
         for chunk in chunks {
-            assert_eq!(acc.apply(chunk.as_bytes()).unwrap(), None);
+            assert_eq!(acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap().text, None);
         }
         let response = acc.into_response();
         assert_eq!(response.tool_calls.len(), 2);
@@ -320,10 +381,84 @@ mod tests {
     #[test]
     fn too_many_tool_calls_is_tool_limit() {
         let mut acc = Accumulator::default();
-        let chunk = r#"{"choices":[{"delta":{"tool_calls":[{"index":32,"id":"x","function":{"name":"bash"}}]}}]}"#;
+        for index in 0..32 {
+            let chunk = format!(
+                r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{index},"id":"c{index}","function":{{"name":"bash"}}}}]}}}}]}}"#
+            );
+            acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap();
+        }
+        // A huge index is one more call, not a billion slots.
+        let chunk = r#"{"choices":[{"delta":{"tool_calls":[{"index":4000000000,"id":"x","function":{"name":"bash"}}]}}]}"#;
         assert_eq!(
-            acc.apply(chunk.as_bytes()).unwrap_err().code,
+            acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap_err().code,
             FailureCode::ToolLimit
         );
+    }
+
+    fn calls_of(chunks: &[serde_json::Value]) -> Vec<(String, String, String)> {
+        let mut acc = Accumulator::default();
+        for chunk in chunks {
+            acc.apply(chunk.to_string().as_bytes(), &Redactor::default()).unwrap();
+        }
+        acc.into_response()
+            .tool_calls
+            .into_iter()
+            .map(|c| (c.id, c.function.name, c.function.arguments))
+            .collect()
+    }
+
+    #[test]
+    fn parallel_calls_without_index_are_told_apart_by_id() {
+        use serde_json::json;
+        // Several calls, none with an `index` or `type` (as some local
+        // servers send them): a new id starts a new call.
+        let got = calls_of(&[
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"bash","arguments":"{\"command\":"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\"ls\"}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","arguments":"{\"command\":\"pwd\"}"}}]}}]}),
+        ]);
+        assert_eq!(
+            got,
+            [
+                ("a".into(), "bash".into(), "{\"command\":\"ls\"}".into()),
+                ("b".into(), "bash".into(), "{\"command\":\"pwd\"}".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn whole_calls_at_one_index_and_repeated_names_stay_separate_and_whole() {
+        use serde_json::json;
+        // Ollama sends each call whole, every one at index 0; other servers
+        // repeat the name on every fragment of one call.
+        let got = calls_of(&[
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b\"}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c","function":{"name":"list_dir","arguments":"{\"pa"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"name":"list_dir","arguments":"th\":\".\"}"}}]}}]}),
+        ]);
+        assert_eq!(
+            got,
+            [
+                ("a".into(), "read_file".into(), "{\"path\":\"a\"}".into()),
+                ("b".into(), "read_file".into(), "{\"path\":\"b\"}".into()),
+                ("c".into(), "list_dir".into(), "{\"path\":\".\"}".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_deltas_are_not_progress() {
+        let mut acc = Accumulator::default();
+        for chunk in [
+            r#"{"choices":[{"delta":{}}]}"#,
+            r#"{"choices":[{"delta":{"content":""}}]}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#,
+            r#"{"choices":[]}"#,
+        ] {
+            assert_eq!(acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap(), Applied::default());
+        }
+        let text = acc.apply(br#"{"choices":[{"delta":{"content":"hi"}}]}"#, &Redactor::default()).unwrap();
+        assert!(text.progress);
     }
 }

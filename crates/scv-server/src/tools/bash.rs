@@ -127,33 +127,29 @@ pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput,
 
     // Output until the pipe closes, which happens once the reaper and
     // everything below it are gone: the reaper kills stragglers as soon
-    // as the command exits.
-    let timed_out = tokio::time::timeout(timeout, async {
-        while let Ok(n) = pipe.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            capture.push(&buf[..n]);
-        }
-    })
-    .await
-    .is_err();
-    if timed_out {
+    // as the command exits. A timeout or a cancel asks the reaper to end
+    // it all, and the call waits (bounded) until it has.
+    let ended = tokio::select! {
+        () = drain(&mut pipe, &mut capture, &mut buf) => Ended::Closed,
+        () = tokio::time::sleep(timeout) => Ended::TimedOut,
+        () = ctx.cancel.cancelled() => Ended::Cancelled,
+    };
+    if ended != Ended::Closed {
         reaper.stop();
-        let drained = tokio::time::timeout(REAPER_GRACE, async {
-            while let Ok(n) = pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                capture.push(&buf[..n]);
-            }
-        })
-        .await;
+        let drained =
+            tokio::time::timeout(REAPER_GRACE, drain(&mut pipe, &mut capture, &mut buf)).await;
         if drained.is_err() {
             reaper.kill_group();
         }
     }
-    let _ = tokio::time::timeout(REAPER_GRACE, reaper.0.wait()).await;
+    if tokio::time::timeout(REAPER_GRACE, reaper.0.wait())
+        .await
+        .is_err()
+    {
+        reaper.kill_group();
+        let _ = reaper.0.wait().await;
+    }
+    let timed_out = ended == Ended::TimedOut;
     let report = tokio::task::spawn_blocking(move || {
         let mut text = String::new();
         let _ = report_read.read_to_string(&mut text);
@@ -167,7 +163,10 @@ pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput,
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
-    let success = if timed_out {
+    let success = if ended == Ended::Cancelled {
+        out.push_str("[cancelled; the command was killed]");
+        false
+    } else if timed_out {
         out.push_str(&format!(
             "[command timed out after {} ms and was killed]",
             timeout.as_millis()
@@ -205,6 +204,27 @@ pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput,
         output: out,
         truncated,
     })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Closed,
+    TimedOut,
+    Cancelled,
+}
+
+/// Reads the output pipe to its end into `capture`.
+async fn drain(
+    pipe: &mut tokio::net::unix::pipe::Receiver,
+    capture: &mut Capture,
+    buf: &mut [u8],
+) {
+    while let Ok(n) = pipe.read(buf).await {
+        if n == 0 {
+            break;
+        }
+        capture.push(&buf[..n]);
+    }
 }
 
 /// Keeps the first and last halves of the budget, counting what is skipped,
