@@ -6,6 +6,7 @@ pub mod connection;
 pub mod control;
 pub mod daemon;
 pub mod home;
+pub mod text;
 
 pub use connection::Connection;
 pub use control::{control, ControlError};

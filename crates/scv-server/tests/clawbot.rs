@@ -248,16 +248,24 @@ async fn a_stranger_gets_answers_without_tools_and_typing_is_shown() {
     bot.ilink.inject(json!({"from_user_id": STRANGER, "message_type": 1, "item_list": [{"type": 2}], "context_token": "c2"}));
     let sent = bot.wait_sent(STRANGER, 2).await;
     assert_eq!(sent[1], "Only text messages are understood here.");
-    // A failed turn is one short line.
+    // A failed turn is one short line that names no provider detail (its
+    // message can carry the provider's host and port).
     bot.mock
         .push(Reply::error(401, "Incorrect API key provided"));
     bot.ilink.inject_text(STRANGER, "again");
     let sent = bot.wait_sent(STRANGER, 3).await;
-    assert!(
-        sent[2].starts_with("The turn failed (provider_error):"),
-        "{sent:?}"
-    );
-    assert_eq!(sent[2].lines().count(), 1);
+    assert_eq!(sent[2], "The turn failed (provider_error); try again later.");
+    // Nor does /status say where the daemon works.
+    bot.ilink.inject_text(STRANGER, "/status");
+    let sent = bot.wait_sent(STRANGER, 4).await;
+    assert!(sent[3].contains("mock-model"), "{sent:?}");
+    assert!(!sent[3].contains("workspace"), "{sent:?}");
+    let workspace = bot.home.workspace().display().to_string();
+    let provider = bot.mock.base_url();
+    let port = provider.rsplit(':').next().unwrap().trim_end_matches("/v1");
+    for text in &sent {
+        assert!(!text.contains(&workspace) && !text.contains(port), "{text}");
+    }
     bot.stop().await;
 }
 
@@ -276,7 +284,7 @@ async fn the_owner_approves_a_tool_call_in_chat() {
     let sent = bot.wait_sent(OWNER, 1).await;
     assert_eq!(
         sent[0],
-        "approve `Run shell command: echo from-wechat`? reply y or n"
+        "Approve this tool call? Reply y or n.\n\nRun shell command: echo from-wechat"
     );
     assert!(
         bot.mock.requests()[0].body.get("tools").is_some(),
@@ -461,7 +469,7 @@ async fn an_unanswered_approval_is_denied_after_the_timeout() {
     bot.ilink.inject_text(OWNER, "touch it");
     let sent = bot.wait_sent(OWNER, 3).await;
     assert!(
-        sent[0].starts_with("approve `Run shell command: touch"),
+        sent[0].starts_with("Approve this tool call? Reply y or n.\n\nRun shell command: touch"),
         "{sent:?}"
     );
     assert_eq!(sent[1], "No answer in time; the tool call was denied.");
@@ -499,5 +507,139 @@ async fn the_typing_ticket_is_cached_per_user() {
         1,
         "one getconfig for three turns"
     );
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn the_owner_sees_where_it_works_and_what_failed() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.ilink.inject_text(OWNER, "/status");
+    let sent = bot.wait_sent(OWNER, 1).await;
+    let workspace = bot.home.workspace().display().to_string();
+    assert!(sent[0].contains(&format!("workspace {workspace}")), "{sent:?}");
+    bot.mock
+        .push(Reply::error(401, "Incorrect API key provided"));
+    bot.ilink.inject_text(OWNER, "again");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert!(
+        sent[1].starts_with("The turn failed (provider_error): provider returned HTTP 401"),
+        "{sent:?}"
+    );
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn a_tool_call_too_long_for_a_chat_message_cannot_be_approved_in_chat() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    let marker = bot.home.workspace().join("PWNED");
+    let command = format!(
+        "echo running-the-unit-tests-{}; touch {}",
+        "x".repeat(3000),
+        marker.display()
+    );
+    bot.mock
+        .push(Reply::tool_calls(&[("c1", "bash", json!({"command": command}))]));
+    bot.mock.push(Reply::text(["Not run."]));
+    bot.ilink.inject_text(OWNER, "run the tests");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    let chars = format!("Run shell command: {command}").chars().count();
+    assert!(
+        sent[0].starts_with(&format!(
+            "SCV asked to run a tool call of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.",
+            chars - 300
+        )),
+        "{sent:?}"
+    );
+    assert_eq!(sent[1], "Not run.");
+    let results = bot.mock.requests()[1].body.to_string();
+    assert!(results.contains("The user denied this tool call"), "{results}");
+    // A "y" now approves nothing.
+    bot.mock.push(Reply::text(["y to what?"]));
+    bot.ilink.inject_text(OWNER, "y");
+    assert_eq!(bot.wait_sent(OWNER, 3).await[2], "y to what?");
+    assert!(!marker.exists());
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn control_characters_in_a_command_are_shown_visibly_in_chat() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "touch PWNED\r\u{1b}[2Kecho harmless"}),
+    )]));
+    bot.mock.push(Reply::text(["Denied."]));
+    bot.ilink.inject_text(OWNER, "go");
+    let sent = bot.wait_sent(OWNER, 1).await;
+    assert_eq!(
+        sent[0],
+        "Approve this tool call? Reply y or n.\n\nRun shell command: touch PWNED␍␛[2Kecho harmless"
+    );
+    bot.ilink.inject_text(OWNER, "n");
+    bot.wait_sent(OWNER, 2).await;
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn strangers_are_bounded_in_turns_queue_and_open_sessions() {
+    let mut bot = Bot::start("").await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    // Four strangers' turns run at once (the provider stalls them); a
+    // fifth stranger is asked to wait instead of costing a request.
+    for i in 0..4 {
+        bot.mock
+            .push_matching(&format!("busy {i}"), Reply::text(["…"]).then(1, Ending::Stall));
+        bot.ilink.inject_text(&format!("s{i}@im.wechat"), &format!("busy {i}"));
+    }
+    assert!(bot.ilink.wait_until(|_| bot.mock.request_count() == 4).await);
+    bot.ilink.inject_text("s4@im.wechat", "me too");
+    let sent = bot.wait_sent("s4@im.wechat", 1).await;
+    assert_eq!(sent, ["SCV is busy answering others; try again in a minute."]);
+    // Behind a running turn, a stranger queues two prompts at most.
+    bot.ilink.inject_text("s0@im.wechat", "second");
+    bot.ilink.inject_text("s0@im.wechat", "third");
+    bot.ilink.inject_text("s0@im.wechat", "fourth");
+    let mut sent = bot.wait_sent("s0@im.wechat", 3).await;
+    sent.sort();
+    assert_eq!(
+        sent,
+        [
+            "Queued; 1 waiting.",
+            "Queued; 2 waiting.",
+            "Your earlier messages are still waiting; send this again after the answer."
+        ]
+    );
+    assert_eq!(bot.mock.request_count(), 4);
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn past_the_bound_the_least_recently_active_idle_session_makes_room() {
+    let mut bot = Bot::start("").await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::text(["noted"]));
+    bot.ilink.inject_text("first@im.wechat", "remember the word teapot");
+    bot.wait_sent("first@im.wechat", 1).await;
+    // 64 more senders open sessions (/status needs one).
+    for i in 0..64 {
+        let user = format!("u{i}@im.wechat");
+        bot.ilink.inject_text(&user, "/status");
+        bot.wait_sent(&user, 1).await;
+    }
+    // The first sender's session was the one closed: it starts afresh.
+    bot.mock.push(Reply::text(["what word?"]));
+    bot.ilink.inject_text("first@im.wechat", "which word?");
+    bot.wait_sent("first@im.wechat", 2).await;
+    let history = bot.mock.requests().last().unwrap().body.to_string();
+    assert!(!history.contains("teapot"), "{history}");
     bot.stop().await;
 }

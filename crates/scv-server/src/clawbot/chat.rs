@@ -12,7 +12,7 @@ use scv_protocol::{
     ClientFrame, ClientMessage, ComponentState, ComponentStatus, Event, EventBody, Initialize,
     RemoteTools, SessionStart, PROTOCOL_VERSION,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
@@ -22,6 +22,18 @@ use tokio_util::sync::CancellationToken;
 
 /// Replies are cut into chunks under WeChat's ~2000-character limit.
 pub const CHUNK_CHARS: usize = 1900;
+/// Senders with an open session, per account. Past it, the least recently
+/// active idle stranger's session is closed to make room; when every one is
+/// busy, the newcomer is asked to come back later.
+pub const MAX_CHATS: usize = 64;
+/// Turns running (or about to) at once for strangers, per account: each is
+/// a paid provider request nobody trusted.
+pub const MAX_STRANGER_TURNS: usize = 4;
+/// Prompts a stranger may have waiting behind their running turn.
+pub const MAX_STRANGER_QUEUED: usize = 2;
+/// The longest tool call that can be approved in chat: it must fit, whole,
+/// in one message with the question.
+pub const MAX_APPROVAL_CHARS: usize = 1600;
 const TYPING_EVERY: Duration = Duration::from_secs(5);
 const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
 
@@ -32,7 +44,9 @@ struct Chat {
     next_request: u64,
     turn_id: Option<String>,
     answer: String,
-    queued: usize,
+    /// Prompts sent while a turn ran, by request id, until they start (or
+    /// are refused): counted when sent, so a burst cannot outrun the count.
+    waiting: HashSet<String>,
     /// A prompt was sent to an idle session and has not started yet.
     awaiting_start: bool,
     /// `/cancel` or `/new` came before that prompt started.
@@ -40,18 +54,28 @@ struct Chat {
     clear_after_turn: bool,
     approvals: VecDeque<(String, Instant)>,
     typing: Option<CancellationToken>,
+    /// When this sender last sent something (for making room).
+    last_active: Instant,
 }
 
 impl Chat {
-    async fn send(&mut self, message: ClientMessage) {
+    /// Sends one message; returns its request id.
+    async fn send(&mut self, message: ClientMessage) -> String {
         self.next_request += 1;
         let frame = ClientFrame {
             request_id: format!("clawbot-{}", self.next_request),
             message,
         };
-        let mut line = serde_json::to_vec(&frame).expect("messages serialize");
-        line.push(b'\n');
-        let _ = self.writer.write_all(&line).await;
+        if let Ok(mut line) = serde_json::to_vec(&frame) {
+            line.push(b'\n');
+            let _ = self.writer.write_all(&line).await;
+        }
+        frame.request_id
+    }
+
+    /// A turn is running or about to start, or an approval waits.
+    fn busy(&self) -> bool {
+        self.turn_id.is_some() || self.awaiting_start || !self.approvals.is_empty()
     }
 
     fn stop_typing(&mut self) {
@@ -182,7 +206,14 @@ impl Account {
             self.reply(&user, HELP).await;
             return;
         }
+        let owner = self.is_owner(&user);
         if !self.chats.contains_key(&user) {
+            // The owner always gets in (one over the bound at most).
+            if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
+                self.reply(&user, "SCV is busy with other conversations; try again later.")
+                    .await;
+                return;
+            }
             match self.open_chat(&user).await {
                 Some(chat) => {
                     self.chats.insert(user.clone(), chat);
@@ -194,16 +225,25 @@ impl Account {
                 }
             }
         }
-        let owner = self.is_owner(&user);
+        let stranger_turns = self
+            .chats
+            .iter()
+            .filter(|(id, chat)| !self.is_owner(id) && (chat.turn_id.is_some() || chat.awaiting_start))
+            .count();
         let model = self.ctx.config.model.clone();
         let workspace = self.spec.workspace.display().to_string();
-        let chat = self.chats.get_mut(&user).expect("opened above");
+        let Some(chat) = self.chats.get_mut(&user) else {
+            return;
+        };
+        chat.last_active = Instant::now();
         let answer = text.to_ascii_lowercase();
         if owner
             && !chat.approvals.is_empty()
             && matches!(answer.as_str(), "y" | "yes" | "n" | "no")
         {
-            let (approval_id, _) = chat.approvals.pop_front().expect("not empty");
+            let Some((approval_id, _)) = chat.approvals.pop_front() else {
+                return;
+            };
             let session_id = chat.session_id.clone();
             chat.send(ClientMessage::ApprovalResolve {
                 session_id,
@@ -236,7 +276,7 @@ impl Account {
                         session_id,
                         turn_id,
                     })
-                    .await
+                    .await;
                 }
                 None if chat.awaiting_start => chat.cancel_on_start = true,
                 None => self.reply(&user, "Nothing is running.").await,
@@ -247,21 +287,42 @@ impl Account {
                 } else {
                     "idle"
                 };
-                let status = format!(
-                    "model {model} · workspace {workspace} · {running} · {} queued",
-                    chat.queued
-                );
+                // Where the daemon works is the owner's business.
+                let place = if owner {
+                    format!(" · workspace {workspace}")
+                } else {
+                    String::new()
+                };
+                let status = format!("model {model}{place} · {running} · {} queued", chat.waiting.len());
                 self.reply(&user, &status).await;
             }
             _ => {
-                if chat.turn_id.is_none() && !chat.awaiting_start {
+                let idle = chat.turn_id.is_none() && !chat.awaiting_start;
+                if !owner && idle && stranger_turns >= MAX_STRANGER_TURNS {
+                    self.reply(&user, "SCV is busy answering others; try again in a minute.")
+                        .await;
+                    return;
+                }
+                if !owner && !idle && chat.waiting.len() >= MAX_STRANGER_QUEUED {
+                    self.reply(
+                        &user,
+                        "Your earlier messages are still waiting; send this again after the answer.",
+                    )
+                    .await;
+                    return;
+                }
+                if idle {
                     chat.awaiting_start = true;
                 }
-                chat.send(ClientMessage::TurnStart {
-                    session_id,
-                    prompt: text,
-                })
-                .await
+                let request = chat
+                    .send(ClientMessage::TurnStart {
+                        session_id,
+                        prompt: text,
+                    })
+                    .await;
+                if !idle {
+                    chat.waiting.insert(request);
+                }
             }
         }
     }
@@ -334,16 +395,39 @@ impl Account {
             next_request: 0,
             turn_id: None,
             answer: String::new(),
-            queued: 0,
+            waiting: HashSet::new(),
             awaiting_start: false,
             cancel_on_start: false,
             clear_after_turn: false,
             approvals: VecDeque::new(),
             typing: None,
+            last_active: Instant::now(),
         })
     }
 
+    /// Closes the least recently active idle stranger's session to make
+    /// room for a new sender; false when every one is busy. The owner's is
+    /// never closed.
+    fn make_room(&mut self) -> bool {
+        let idle = self
+            .chats
+            .iter()
+            .filter(|(user, chat)| !self.is_owner(user) && !chat.busy())
+            .min_by_key(|(_, chat)| chat.last_active)
+            .map(|(user, _)| user.clone());
+        match idle {
+            Some(user) => {
+                if let Some(mut chat) = self.chats.remove(&user) {
+                    chat.stop_typing();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     async fn on_event(&mut self, user: &str, event: Event) {
+        let owner = self.is_owner(user);
         let context = self.context_token(user);
         let client = self.client.clone();
         let tickets = self.tickets.clone();
@@ -353,6 +437,9 @@ impl Account {
         let mut say = None;
         match event.body {
             EventBody::TurnStarted {} => {
+                if let Some(request) = &event.request_id {
+                    chat.waiting.remove(request);
+                }
                 chat.turn_id = event.turn_id.clone();
                 chat.awaiting_start = false;
                 if std::mem::take(&mut chat.cancel_on_start) {
@@ -384,17 +471,33 @@ impl Account {
                 summary,
                 ..
             } => {
-                let timeout = Duration::from_millis(self.ctx.config.clawbot_approval_timeout_ms);
-                chat.approvals
-                    .push_back((approval_id, Instant::now() + timeout));
-                say = Some(format!("approve `{summary}`? reply y or n"));
+                let summary = scv_client::text::visible(&summary).into_owned();
+                let chars = summary.chars().count();
+                if chars > MAX_APPROVAL_CHARS {
+                    // It cannot be shown whole here, so it cannot be
+                    // approved here: no `y` may stand for unseen text.
+                    let session_id = chat.session_id.clone();
+                    chat.send(ClientMessage::ApprovalResolve {
+                        session_id,
+                        approval_id,
+                        approved: false,
+                    })
+                    .await;
+                    let shown: String = summary.chars().take(300).collect();
+                    say = Some(format!(
+                        "SCV asked to run a tool call of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
+                        chars - 300.min(chars)
+                    ));
+                } else {
+                    let timeout =
+                        Duration::from_millis(self.ctx.config.clawbot_approval_timeout_ms);
+                    chat.approvals
+                        .push_back((approval_id, Instant::now() + timeout));
+                    say = Some(format!("Approve this tool call? Reply y or n.\n\n{summary}"));
+                }
             }
-            EventBody::QueueEnqueued { .. } => {
-                chat.queued += 1;
-                say = Some(format!("Queued; {} waiting.", chat.queued));
-            }
-            EventBody::QueueDequeued { .. } | EventBody::QueueRemoved { .. } => {
-                chat.queued = chat.queued.saturating_sub(1)
+            EventBody::QueueEnqueued { position, .. } => {
+                say = Some(format!("Queued; {} waiting.", position + 1));
             }
             EventBody::TurnCompleted { .. } => {
                 chat.turn_id = None;
@@ -421,14 +524,28 @@ impl Account {
                 chat.turn_id = None;
                 chat.approvals.clear();
                 chat.stop_typing();
-                let short: String = message.chars().take(200).collect();
-                say = Some(format!("The turn failed ({code}): {short}"));
+                // Failure messages can name the provider's host and port.
+                say = Some(if owner {
+                    let short: String = message.chars().take(200).collect();
+                    format!("The turn failed ({code}): {short}")
+                } else {
+                    format!("The turn failed ({code}); try again later.")
+                });
             }
             EventBody::SessionCleared {} => {
-                chat.queued = 0;
+                chat.waiting.clear();
                 say = Some("Started a new conversation.".into());
             }
-            EventBody::Error(error) => say = Some(format!("SCV: {}", error.message)),
+            EventBody::Error(error) => {
+                if let Some(request) = &event.request_id {
+                    chat.waiting.remove(request);
+                }
+                say = Some(if owner {
+                    format!("SCV: {}", error.message)
+                } else {
+                    format!("SCV could not take that message ({}).", error.code)
+                })
+            }
             _ => {}
         }
         if let Some(text) = say {
