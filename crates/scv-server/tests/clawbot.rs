@@ -254,7 +254,10 @@ async fn a_stranger_gets_answers_without_tools_and_typing_is_shown() {
         .push(Reply::error(401, "Incorrect API key provided"));
     bot.ilink.inject_text(STRANGER, "again");
     let sent = bot.wait_sent(STRANGER, 3).await;
-    assert_eq!(sent[2], "The turn failed (provider_error); try again later.");
+    assert_eq!(
+        sent[2],
+        "The turn failed (provider_error); try again later."
+    );
     // Nor does /status say where the daemon works.
     bot.ilink.inject_text(STRANGER, "/status");
     let sent = bot.wait_sent(STRANGER, 4).await;
@@ -518,7 +521,10 @@ async fn the_owner_sees_where_it_works_and_what_failed() {
     bot.ilink.inject_text(OWNER, "/status");
     let sent = bot.wait_sent(OWNER, 1).await;
     let workspace = bot.home.workspace().display().to_string();
-    assert!(sent[0].contains(&format!("workspace {workspace}")), "{sent:?}");
+    assert!(
+        sent[0].contains(&format!("workspace {workspace}")),
+        "{sent:?}"
+    );
     bot.mock
         .push(Reply::error(401, "Incorrect API key provided"));
     bot.ilink.inject_text(OWNER, "again");
@@ -541,8 +547,11 @@ async fn a_tool_call_too_long_for_a_chat_message_cannot_be_approved_in_chat() {
         "x".repeat(3000),
         marker.display()
     );
-    bot.mock
-        .push(Reply::tool_calls(&[("c1", "bash", json!({"command": command}))]));
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": command}),
+    )]));
     bot.mock.push(Reply::text(["Not run."]));
     bot.ilink.inject_text(OWNER, "run the tests");
     let sent = bot.wait_sent(OWNER, 2).await;
@@ -556,7 +565,10 @@ async fn a_tool_call_too_long_for_a_chat_message_cannot_be_approved_in_chat() {
     );
     assert_eq!(sent[1], "Not run.");
     let results = bot.mock.requests()[1].body.to_string();
-    assert!(results.contains("The user denied this tool call"), "{results}");
+    assert!(
+        results.contains("The user denied this tool call"),
+        "{results}"
+    );
     // A "y" now approves nothing.
     bot.mock.push(Reply::text(["y to what?"]));
     bot.ilink.inject_text(OWNER, "y");
@@ -595,14 +607,24 @@ async fn strangers_are_bounded_in_turns_queue_and_open_sessions() {
     // Four strangers' turns run at once (the provider stalls them); a
     // fifth stranger is asked to wait instead of costing a request.
     for i in 0..4 {
-        bot.mock
-            .push_matching(&format!("busy {i}"), Reply::text(["…"]).then(1, Ending::Stall));
-        bot.ilink.inject_text(&format!("s{i}@im.wechat"), &format!("busy {i}"));
+        bot.mock.push_matching(
+            &format!("busy {i}"),
+            Reply::text(["…"]).then(1, Ending::Stall),
+        );
+        bot.ilink
+            .inject_text(&format!("s{i}@im.wechat"), &format!("busy {i}"));
     }
-    assert!(bot.ilink.wait_until(|_| bot.mock.request_count() == 4).await);
+    assert!(
+        bot.ilink
+            .wait_until(|_| bot.mock.request_count() == 4)
+            .await
+    );
     bot.ilink.inject_text("s4@im.wechat", "me too");
     let sent = bot.wait_sent("s4@im.wechat", 1).await;
-    assert_eq!(sent, ["SCV is busy answering others; try again in a minute."]);
+    assert_eq!(
+        sent,
+        ["SCV is busy answering others; try again in a minute."]
+    );
     // Behind a running turn, a stranger queues two prompts at most.
     bot.ilink.inject_text("s0@im.wechat", "second");
     bot.ilink.inject_text("s0@im.wechat", "third");
@@ -627,7 +649,8 @@ async fn past_the_bound_the_least_recently_active_idle_session_makes_room() {
     bot.enable("none").await;
     bot.wait_state("connected").await;
     bot.mock.push(Reply::text(["noted"]));
-    bot.ilink.inject_text("first@im.wechat", "remember the word teapot");
+    bot.ilink
+        .inject_text("first@im.wechat", "remember the word teapot");
     bot.wait_sent("first@im.wechat", 1).await;
     // 64 more senders open sessions (/status needs one).
     for i in 0..64 {

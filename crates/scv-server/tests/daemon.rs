@@ -421,7 +421,10 @@ async fn a_home_others_can_write_is_refused_by_server_and_client() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("others can write to it (mode 777)"), "{stderr}");
+        assert!(
+            stderr.contains("others can write to it (mode 777)"),
+            "{stderr}"
+        );
     }
     let err = scv_client::daemon::ensure_daemon_with(Path::new(BIN), home.path(), &socket)
         .await
@@ -459,7 +462,10 @@ async fn a_connection_that_never_initializes_is_closed_and_others_carry_on() {
     assert_eq!(event["type"], "error");
     assert_eq!(event["code"], "not_initialized");
     assert_eq!(event["fatal"], true);
-    assert!(silent.next_opt().await.is_none(), "then the connection closes");
+    assert!(
+        silent.next_opt().await.is_none(),
+        "then the connection closes"
+    );
     let session = working.start_session(&daemon.home.workspace()).await;
     daemon.mock.push(Reply::text(["fine"]));
     working.start_turn(&session, "t", "hi").await;

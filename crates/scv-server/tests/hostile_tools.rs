@@ -45,6 +45,15 @@ async fn still_serves(rig: &mut Rig, session: &str) {
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
 }
 
+fn mkfifo(path: &Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
 fn is_empty_dir(dir: &Path) -> bool {
     std::fs::read_dir(dir).unwrap().next().is_none()
 }
@@ -89,7 +98,10 @@ async fn writes_through_links_leading_outside_create_nothing() {
         assert!(!success, "{id}: {output}");
         assert!(output.contains("outside the workspace"), "{id}: {output}");
     }
-    assert!(is_empty_dir(outside.path()), "something was created outside");
+    assert!(
+        is_empty_dir(outside.path()),
+        "something was created outside"
+    );
 }
 
 #[tokio::test]
@@ -115,7 +127,11 @@ async fn a_link_planted_after_approval_is_not_followed() {
     let events = rig.server.until_terminal().await;
     let results = completed(&events);
     assert!(!results[0].1, "{:?}", results[0]);
-    assert!(results[0].2.contains("outside the workspace"), "{:?}", results[0]);
+    assert!(
+        results[0].2.contains("outside the workspace"),
+        "{:?}",
+        results[0]
+    );
     assert!(is_empty_dir(outside.path()));
 }
 
@@ -123,7 +139,10 @@ async fn a_link_planted_after_approval_is_not_followed() {
 async fn approvals_show_the_whole_command_every_line() {
     let mut rig = Rig::new("").await;
     let session = rig.session().await;
-    let long = format!("echo running-the-unit-tests-{}; touch PWNED", "x".repeat(300));
+    let long = format!(
+        "echo running-the-unit-tests-{}; touch PWNED",
+        "x".repeat(300)
+    );
     let two_lines = "git status\ntouch PWNED";
     rig.mock.push(Reply::tool_calls(&[
         ("long", "bash", json!({"command": long})),
@@ -156,12 +175,7 @@ async fn ignore_files_that_are_devices_links_or_huge_are_skipped() {
     std::fs::create_dir(ws.join("sub")).unwrap();
     symlink("/dev/zero", ws.join("sub/.ignore")).unwrap();
     std::fs::create_dir(ws.join("fifo")).unwrap();
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        &ws.join("fifo/.gitignore"),
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .unwrap();
+    mkfifo(&ws.join("fifo/.gitignore"));
     std::fs::create_dir(ws.join("huge")).unwrap();
     std::fs::write(ws.join("huge/.gitignore"), "x\n".repeat(1024 * 1024)).unwrap();
     // A well-formed ignore file still works.
@@ -263,12 +277,7 @@ async fn reading_a_fifo_is_refused_at_once() {
     let mut rig = Rig::new("").await;
     let session = rig.session().await;
     let ws = rig.home.workspace();
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        &ws.join("pipe"),
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .unwrap();
+    mkfifo(&ws.join("pipe"));
     rig.mock.push(Reply::tool_calls(&[(
         "r",
         "read_file",
@@ -278,7 +287,10 @@ async fn reading_a_fifo_is_refused_at_once() {
     let events = rig.turn(&session, "read").await;
     let (_, success, output) = &completed(&events)[0];
     assert!(!success);
-    assert_eq!(output, "error: pipe is not a regular file (a FIFO); not opened");
+    assert_eq!(
+        output,
+        "error: pipe is not a regular file (a FIFO); not opened"
+    );
 }
 
 /// A command that starts four processes that leave bash's process group
@@ -353,7 +365,10 @@ async fn escaped_processes_die_on_cancel() {
     rig.server
         .send(json!({"type":"turn.cancel","request_id":"c","session_id":session,"turn_id":events[0]["turn_id"]}))
         .await;
-    assert_eq!(types(&rig.server.until_terminal().await), ["turn.cancelled"]);
+    assert_eq!(
+        types(&rig.server.until_terminal().await),
+        ["turn.cancelled"]
+    );
     all_gone(&pids).await;
 }
 
@@ -417,7 +432,8 @@ async fn escaped_processes_die_on_sigterm_and_on_sigkill_of_the_server() {
 
 #[tokio::test]
 async fn a_models_timeout_is_capped_by_bash_max_timeout_ms() {
-    let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]\nbash_max_timeout_ms = 300").await;
+    let mut rig =
+        Rig::new("auto_approve = [\"read\", \"process\"]\nbash_max_timeout_ms = 300").await;
     let session = rig.session().await;
     rig.mock.push(Reply::tool_calls(&[(
         "b",
@@ -447,7 +463,9 @@ async fn the_omitted_marker_survives_and_counts_exactly() {
     assert!(output.len() <= 2000, "{}", output.len());
     let full: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
     let (head, rest) = output.split_once("\n[... ").expect("one marker");
-    let (count, tail) = rest.split_once(" bytes omitted ...]\n").expect("whole marker");
+    let (count, tail) = rest
+        .split_once(" bytes omitted ...]\n")
+        .expect("whole marker");
     let tail = tail.strip_suffix("[exit code: 0]").unwrap();
     let omitted: usize = count.parse().unwrap();
     assert!(full.starts_with(head) && full.ends_with(tail));
@@ -473,12 +491,7 @@ async fn a_workspace_full_of_hostile_entries_breaks_no_tool() {
     symlink("/dev/zero", ws.join("zero")).unwrap();
     symlink("/dev/zero", ws.join(".gitignore")).unwrap();
     symlink("loop", ws.join("loop")).unwrap();
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        &ws.join("fifo"),
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .unwrap();
+    mkfifo(&ws.join("fifo"));
     let _socket = std::os::unix::net::UnixListener::bind(ws.join("sock")).unwrap();
     {
         use std::io::Write;
@@ -489,7 +502,14 @@ async fn a_workspace_full_of_hostile_entries_breaks_no_tool() {
         }
     }
     let entries = [
-        "dangling", "secret", "outdir/secret.txt", "zero", ".gitignore", "loop", "fifo", "sock",
+        "dangling",
+        "secret",
+        "outdir/secret.txt",
+        "zero",
+        ".gitignore",
+        "loop",
+        "fifo",
+        "sock",
         "big.txt",
     ];
     let mut calls = Vec::new();

@@ -299,7 +299,9 @@ async fn the_queue_is_bounded_by_count_with_a_clear_error() {
             .await;
         rig.server.expect("queue.enqueued").await;
     }
-    rig.server.start_turn(&session, "over", "one too many").await;
+    rig.server
+        .start_turn(&session, "over", "one too many")
+        .await;
     let error = rig.server.expect_error("invalid_request", "over").await;
     assert!(
         error["message"]
@@ -309,7 +311,9 @@ async fn the_queue_is_bounded_by_count_with_a_clear_error() {
         "{error}"
     );
     rig.server
-        .send(json!({"type":"session.pause","request_id":"pause","session_id":session,"paused":true}))
+        .send(
+            json!({"type":"session.pause","request_id":"pause","session_id":session,"paused":true}),
+        )
         .await;
     let snapshot = rig.server.expect("queue.snapshot").await;
     assert_eq!(snapshot["entries"].as_array().unwrap().len(), 64);
@@ -324,7 +328,9 @@ async fn queued_bytes_are_bounded_so_a_pause_is_always_answered() {
     // in every snapshot: each of these prompts is about 1 MB on the wire.
     let heavy = "\u{1}".repeat(170 * 1024);
     for i in 0..4 {
-        rig.server.start_turn(&session, &format!("q{i}"), &heavy).await;
+        rig.server
+            .start_turn(&session, &format!("q{i}"), &heavy)
+            .await;
         rig.server.expect("queue.enqueued").await;
     }
     rig.server.start_turn(&session, "over", &heavy).await;
@@ -337,7 +343,9 @@ async fn queued_bytes_are_bounded_so_a_pause_is_always_answered() {
         "{error}"
     );
     rig.server
-        .send(json!({"type":"session.pause","request_id":"pause","session_id":session,"paused":true}))
+        .send(
+            json!({"type":"session.pause","request_id":"pause","session_id":session,"paused":true}),
+        )
         .await;
     let snapshot = rig.server.expect("queue.snapshot").await;
     assert_eq!(snapshot["request_id"], "pause");

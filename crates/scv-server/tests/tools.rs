@@ -5,7 +5,6 @@
 
 mod common;
 use common::*;
-use std::time::Duration;
 
 /// The tool result messages of a recorded provider request.
 fn tool_results(body: &Value) -> Vec<(String, String)> {
@@ -134,8 +133,7 @@ async fn two_calls_in_one_response_are_proposed_and_approved_one_by_one() {
     assert_eq!(first[2]["call_id"], "call_a");
     assert_eq!(first[3]["risk"], "write");
     assert_eq!(
-        first[3]["summary"],
-        "Write file: notes/a.txt (6 bytes, 1 line)\n| alpha",
+        first[3]["summary"], "Write file: notes/a.txt (6 bytes, 1 line)\n| alpha",
         "a write's approval shows its size and first lines"
     );
     rig.server

@@ -109,7 +109,9 @@ impl TestServer {
 
     /// The spawned server's exit status, if it has exited.
     pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The spawned server's pid (0 for a socket connection).

@@ -10,6 +10,7 @@
 //!
 //! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use scv_protocol::Event;
@@ -67,14 +68,15 @@ fn main() {
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
 
     let mut app = app_with(10_000);
+    app.resize(120, 40);
     assert!(app.transcript.len() >= 10_000);
     let start = Instant::now();
-    terminal.draw(|f| view::draw(f, &mut app)).unwrap();
+    terminal.draw(|f| view::draw(f, &app)).unwrap();
     let cold = start.elapsed();
     let mut warm = Vec::new();
     for _ in 0..200 {
         let start = Instant::now();
-        terminal.draw(|f| view::draw(f, &mut app)).unwrap();
+        terminal.draw(|f| view::draw(f, &app)).unwrap();
         warm.push(start.elapsed());
     }
     println!(
@@ -85,13 +87,15 @@ fn main() {
         p99(warm).as_secs_f64() * 1e3
     );
 
-    // Scrolled up 200 rows: the view renders more items (from the cache).
-    app.scroll = 200;
-    app.more_above = true;
+    // Scrolled up 200 rows: the view is held there (and counts the rows
+    // below it for its marker).
+    for _ in 0..20 {
+        app.on_key(KeyEvent::new(KeyCode::PageUp, KeyModifiers::NONE));
+    }
     let mut scrolled = Vec::new();
     for _ in 0..200 {
         let start = Instant::now();
-        terminal.draw(|f| view::draw(f, &mut app)).unwrap();
+        terminal.draw(|f| view::draw(f, &app)).unwrap();
         scrolled.push(start.elapsed());
     }
     println!(
@@ -101,7 +105,8 @@ fn main() {
 
     // Streaming: 1,000 deltas, a frame after each.
     let mut app = app_with(10_000);
-    terminal.draw(|f| view::draw(f, &mut app)).unwrap();
+    app.resize(120, 40);
+    terminal.draw(|f| view::draw(f, &app)).unwrap();
     app.apply(event(
         json!({"type":"turn.started","request_id":"r","session_id":S,"turn_id":"t","seq":1}),
     ));
@@ -115,7 +120,7 @@ fn main() {
         };
         app.apply(event(json!({"type":"assistant.delta","session_id":S,"turn_id":"t","seq":i + 2,"content":text})));
         let start = Instant::now();
-        terminal.draw(|f| view::draw(f, &mut app)).unwrap();
+        terminal.draw(|f| view::draw(f, &app)).unwrap();
         frames.push(start.elapsed());
     }
     let all = total.elapsed();

@@ -1,15 +1,28 @@
 //! `scv exec "PROMPT"`: one turn, headless, in the current directory. The
 //! answer streams to stdout (or every protocol event as a JSON line with
 //! `--json`); tool activity goes to stderr. Approvals are denied unless
-//! `--approve` names the risk class. Exit 0 when the turn completed, 1 when
-//! it failed, 130 when it was cancelled.
+//! `--approve` names the risk class; either way the whole call is printed,
+//! every line. Text bound for a terminal has its control characters shown
+//! visibly, so model or tool output cannot drive the terminal. Exit 0 when
+//! the turn completed, 1 when it failed, 130 when it was cancelled.
 
 use crate::session;
 use anyhow::Result;
+use scv_client::text::visible;
 use scv_protocol::{ClientMessage, EventBody, Risk};
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+
+/// `text` as it may be printed on `tty`.
+fn shown(text: &str, tty: bool) -> Cow<'_, str> {
+    if tty {
+        visible(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
 
 pub async fn run(
     home: &Path,
@@ -25,6 +38,8 @@ pub async fn run(
         session_id,
     } = session::open(home, socket, &cwd, true, "scv-exec").await?;
     let mut stdout = std::io::stdout().lock();
+    let out_tty = stdout.is_terminal();
+    let err_tty = std::io::stderr().is_terminal();
     if json {
         for event in &events {
             writeln!(stdout, "{}", serde_json::to_string(event)?)?;
@@ -61,13 +76,13 @@ pub async fn run(
         match &event.body {
             EventBody::TurnStarted {} => turn_id = event.turn_id.clone(),
             EventBody::AssistantDelta { content } if !json => {
-                write!(stdout, "{content}")?;
+                write!(stdout, "{}", shown(content, out_tty))?;
                 stdout.flush()?;
                 streamed = true;
             }
             EventBody::AssistantCompleted { content } if !json => {
                 if !streamed && !content.is_empty() {
-                    write!(stdout, "{content}")?;
+                    write!(stdout, "{}", shown(content, out_tty))?;
                 }
                 if streamed || !content.is_empty() {
                     writeln!(stdout)?;
@@ -86,11 +101,14 @@ pub async fn run(
             } => {
                 let approved = approve.contains(risk);
                 if !json {
+                    // The whole call, every line, as the person deciding
+                    // on `--approve` must be able to read it afterwards.
+                    let summary = shown(summary, err_tty);
                     if approved {
                         eprintln!("[approved] {summary}");
                     } else {
                         eprintln!(
-                            "[denied] {summary} (allow with --approve {})",
+                            "[denied] {summary}\n[denied: allow with --approve {}]",
                             risk.as_str()
                         );
                     }
@@ -111,11 +129,13 @@ pub async fn run(
             }
             EventBody::TurnFailed { code, message } => {
                 if !json {
-                    eprintln!("scv: the turn failed: {code}: {message}");
+                    eprintln!("scv: the turn failed: {code}: {}", shown(message, err_tty));
                 }
                 return Ok(ExitCode::FAILURE);
             }
-            EventBody::Error(error) if !json => eprintln!("scv: {}: {}", error.code, error.message),
+            EventBody::Error(error) if !json => {
+                eprintln!("scv: {}: {}", error.code, shown(&error.message, err_tty))
+            }
             _ => {}
         }
     }

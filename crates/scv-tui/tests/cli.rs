@@ -127,6 +127,20 @@ async fn exec_denies_approvals_unless_approve_names_the_class() {
     );
     assert!(!marker.exists());
 
+    // A command of two lines is printed as two lines, whole.
+    mock.push(Reply::tool_calls(&[(
+        "c2",
+        "bash",
+        json!({"command": "git status\ntouch PWNED"}),
+    )]));
+    mock.push(Reply::text(["not done either"]));
+    let output = home.scv().args(["exec", "status"]).output().unwrap();
+    assert!(
+        stderr(&output).contains("[denied] Run shell command: git status\ntouch PWNED\n"),
+        "{}",
+        stderr(&output)
+    );
+
     mock.push(Reply::tool_calls(&call));
     mock.push(Reply::text(["done"]));
     let output = home

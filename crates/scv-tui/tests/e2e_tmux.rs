@@ -56,8 +56,13 @@ impl Tmux {
     /// Runs `scv` for `home` in its workspace; the shell then prints the
     /// exit code and lingers so the screen can be read.
     fn start_scv(&self, home: &Home) {
+        self.start_scv_with(home, "");
+    }
+
+    /// [`Tmux::start_scv`] with arguments (shell words) for `scv`.
+    fn start_scv_with(&self, home: &Home, args: &str) {
         let command = format!(
-            "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
+            "env SCV_HOME={} SCV_SERVER_BIN={} {SCV} {args}; echo SCV-EXIT=$?; sleep 60",
             home.path().display(),
             server_bin().display()
         );
@@ -115,6 +120,9 @@ async fn type_answer_approve_cancel_quit() {
         screen.contains("Run shell command: echo tmux-e2e-$((6*7))"),
         "{screen}"
     );
+    // The prompt takes an answer once it has been up for half a second;
+    // its keys line says so.
+    tmux.wait_for("Ctrl+C cancels the turn").await;
     tmux.keys(&["y"]);
     let screen = tmux.wait_for("The command printed 42.").await;
     assert!(screen.contains("tmux-e2e-42"), "{screen}");
@@ -171,4 +179,78 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     tmux.wait_for("SCV-EXIT=0").await;
     unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
     daemon.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_on_a_terminal_shows_control_sequences_instead_of_obeying_them() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("exec");
+    // A clipboard write (OSC 52) and a clear-screen inside the answer.
+    mock.push(Reply::text([
+        "before \u{1b}]52;c;cHduZWQ=\u{7} \u{1b}[2J",
+        " after",
+    ]));
+    tmux.start_scv_with(&home, "exec 'say it'");
+    let screen = tmux.wait_for("SCV-EXIT=").await;
+    assert!(screen.contains("SCV-EXIT=0"), "{screen}");
+    assert!(
+        screen.contains("before ␛]52;c;cHduZWQ=␇ ␛[2J after"),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    std::fs::write(
+        home.workspace().join("app.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    let tmux = Tmux::new("typeahead");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    // The edit arrives while the next prompt is being typed.
+    mock.push(
+        Reply::tool_calls(&[(
+            "e1",
+            "edit_file",
+            json!({"path": "app.py", "old_string": "a - b", "new_string": "a + b"}),
+        )])
+        .drip(Duration::from_millis(40)),
+    );
+    tmux.keys(&["fix the add function", "Enter"]);
+    let typed = "yes yes no no y n and also rename it please";
+    for c in typed.chars() {
+        tmux.keys(&["-l", &c.to_string()]);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        screen.contains(typed),
+        "the typed text is intact:\n{screen}"
+    );
+    assert!(
+        screen.contains("Tab"),
+        "the prompt says how to answer:\n{screen}"
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(mock.request_count(), 1, "no tool result went back");
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("app.py")).unwrap(),
+        "def add(a, b):\n    return a - b\n",
+        "the file is unchanged"
+    );
+    assert!(tmux.screen().contains(typed));
+    // Answering takes a deliberate switch.
+    mock.push(Reply::text(["Left it alone."]));
+    tmux.keys(&["Tab"]);
+    tmux.keys(&["n"]);
+    tmux.wait_for("Left it alone.").await;
+    assert!(
+        tmux.screen().contains(typed),
+        "the draft survives the answer"
+    );
 }

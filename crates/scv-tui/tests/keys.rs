@@ -260,29 +260,75 @@ fn queued_prompts_are_edited_by_revision_and_conflicts_refresh_them() {
     );
 }
 
+/// A bash call waiting for approval, arrived at `app.now`.
+fn request_approval(app: &mut App, summary: &str) {
+    app.apply(event(json!({"type":"tool.proposed","request_id":"r","session_id":S,"turn_id":"t1","seq":2,"call_id":"c","name":"bash","arguments":{"command":"ls"}})));
+    app.apply(event(json!({"type":"approval.requested","request_id":"r","session_id":S,"turn_id":"t1","seq":3,"approval_id":"a1","call_id":"c","name":"bash","risk":"process","cwd":"/w","summary":summary})));
+}
+
+fn resolved(approved: bool) -> Vec<ClientMessage> {
+    vec![ClientMessage::ApprovalResolve {
+        session_id: S.into(),
+        approval_id: "a1".into(),
+        approved,
+    }]
+}
+
 #[test]
-fn the_approval_prompt_takes_every_key_but_cancel() {
+fn keys_typed_as_the_prompt_appears_go_to_the_input_and_answer_nothing() {
     let mut app = app();
     start_turn(&mut app);
-    app.apply(event(json!({"type":"tool.proposed","request_id":"r","session_id":S,"turn_id":"t1","seq":2,"call_id":"c","name":"bash","arguments":{"command":"ls"}})));
-    app.apply(event(json!({"type":"approval.requested","request_id":"r","session_id":S,"turn_id":"t1","seq":3,"approval_id":"a1","call_id":"c","name":"bash","risk":"process","cwd":"/w","summary":"Run shell command: ls"})));
-    for code in [
-        KeyCode::Char('q'),
-        KeyCode::Enter,
-        KeyCode::Tab,
-        KeyCode::Up,
-    ] {
-        assert!(key(&mut app, code).is_empty());
+    request_approval(&mut app, "Run shell command: ls");
+    // Typing the next prompt straight through the moment it appears.
+    let mut out = Vec::new();
+    for c in "second prompt hello".chars() {
+        out.extend(key(&mut app, KeyCode::Char(c)));
     }
-    assert!(app.input.is_empty());
-    assert_eq!(
-        sent(&key(&mut app, KeyCode::Esc)),
-        [ClientMessage::ApprovalResolve {
-            session_id: S.into(),
-            approval_id: "a1".into(),
-            approved: false
-        }]
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(app.input.text(), "second prompt hello");
+    // Later, with text in the box, y and n still type into it.
+    app.now += Duration::from_secs(2);
+    type_text(&mut app, " yes no");
+    assert_eq!(app.input.text(), "second prompt hello yes no");
+    // Enter sends the message (queued by the server), never an approval.
+    let out = sent(&key(&mut app, KeyCode::Enter));
+    assert!(
+        matches!(&out[..], [ClientMessage::TurnStart { prompt, .. }] if prompt == "second prompt hello yes no"),
+        "{out:?}"
     );
+    assert_eq!(app.approval.len(), 1, "still waiting");
+}
+
+#[test]
+fn the_prompt_answers_only_after_half_a_second_and_a_deliberate_switch() {
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    type_text(&mut app, "draft");
+    // Tab switches to the prompt; y right away is still too early.
+    assert!(key(&mut app, KeyCode::Tab).is_empty());
+    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
+    app.now += Duration::from_millis(499);
+    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
+    app.now += Duration::from_millis(1);
+    assert!(
+        key(&mut app, KeyCode::Enter).is_empty(),
+        "Enter never approves"
+    );
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('y'))), resolved(true));
+    assert_eq!(app.input.text(), "draft", "the draft is intact");
+}
+
+#[test]
+fn with_an_empty_input_the_armed_prompt_takes_y_and_n() {
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    assert!(key(&mut app, KeyCode::Char('n')).is_empty());
+    assert_eq!(app.input.text(), "n", "too early: typed, not answered");
+    key(&mut app, KeyCode::Backspace);
+    app.now += Duration::from_secs(1);
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('n'))), resolved(false));
     app.apply(event(json!({"type":"tool.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"call_id":"c","name":"bash","success":false,"output":"denied","truncated":false})));
     let card = app
         .transcript
@@ -294,4 +340,82 @@ fn the_approval_prompt_takes_every_key_but_cancel() {
         })
         .unwrap();
     assert_eq!(card.state, scv_tui::tui::transcript::ToolState::Denied);
+}
+
+#[test]
+fn a_call_longer_than_the_prompt_is_approved_only_once_its_end_was_shown() {
+    let mut app = app();
+    start_turn(&mut app);
+    let command: Vec<String> = (0..40).map(|i| format!("echo step {i}")).collect();
+    request_approval(
+        &mut app,
+        &format!("Run shell command: {}", command.join("\n")),
+    );
+    app.now += Duration::from_secs(1);
+    assert!(key(&mut app, KeyCode::Tab).is_empty());
+    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
+    assert_eq!(
+        app.hint.as_deref(),
+        Some("scroll to the end of the call to approve it (↓ or PgDn)")
+    );
+    for _ in 0..3 {
+        key(&mut app, KeyCode::PageDown);
+    }
+    assert!(
+        key(&mut app, KeyCode::Char('y')).is_empty(),
+        "not at the end yet"
+    );
+    key(&mut app, KeyCode::PageDown);
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('y'))), resolved(true));
+}
+
+/// The text of the first transcript row in view.
+fn top_row(app: &App) -> String {
+    let view = app.transcript_view();
+    view.lines[0]
+        .spans
+        .iter()
+        .map(|s| s.content.as_ref())
+        .collect()
+}
+
+fn delta(app: &mut App, text: &str) {
+    app.apply(event(json!({"type":"assistant.delta","request_id":"r","session_id":S,"turn_id":"t1","seq":5,"content":text})));
+}
+
+#[test]
+fn a_scrolled_back_view_stays_put_while_the_answer_streams() {
+    let mut app = app();
+    start_turn(&mut app);
+    for i in 0..300 {
+        delta(&mut app, &format!("word{i}\n\n"));
+    }
+    key(&mut app, KeyCode::PageUp);
+    let top = top_row(&app);
+    let below = app.transcript_view().below;
+    assert_eq!(below, 10);
+    for i in 300..700 {
+        delta(&mut app, &format!("word{i}\n\n"));
+    }
+    assert_eq!(top_row(&app), top, "the reader's place is kept");
+    assert!(
+        app.transcript_view().below > below + 700,
+        "the marker counts new rows"
+    );
+    // A tool card growing below does not move it either.
+    app.apply(event(json!({"type":"assistant.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":6,"content":"done"})));
+    app.apply(event(json!({"type":"tool.proposed","request_id":"r","session_id":S,"turn_id":"t1","seq":7,"call_id":"c9","name":"bash","arguments":{"command":"make"}})));
+    app.apply(event(json!({"type":"tool.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":8,"call_id":"c9","name":"bash","success":true,"output":"a\nb\nc\nd\ne\nf","truncated":false})));
+    // A resize keeps the same item at the top.
+    let before = app.transcript_view().top.0;
+    app.resize(60, 30);
+    assert_eq!(app.transcript_view().top.0, before);
+    // PgDn back down to the bottom follows it again; so does End.
+    for _ in 0..1000 {
+        key(&mut app, KeyCode::PageDown);
+    }
+    assert_eq!(app.viewport, scv_tui::tui::transcript::Viewport::Bottom);
+    key(&mut app, KeyCode::PageUp);
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.viewport, scv_tui::tui::transcript::Viewport::Bottom);
 }

@@ -57,7 +57,7 @@ fn turn_event(mut value: Value) -> Event {
     event(value)
 }
 
-fn render(app: &mut App) -> String {
+fn render(app: &App) -> String {
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     terminal.draw(|frame| view::draw(frame, app)).unwrap();
     terminal.backend().to_string()
@@ -65,8 +65,8 @@ fn render(app: &mut App) -> String {
 
 #[test]
 fn empty() {
-    let mut app = started_app();
-    insta::assert_snapshot!(render(&mut app));
+    let app = started_app();
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn streaming() {
             json!({"type":"assistant.delta","seq":2,"content":part}),
         ));
     }
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn markdown_with_code() {
         json!({"type":"assistant.completed","seq":3,"content":answer}),
     ));
     app.apply(turn_event(json!({"type":"turn.completed","seq":4,"steps":1,"usage":{"input_tokens":1200,"output_tokens":240}})));
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
 }
 
 fn with_tool_output(app: &mut App) {
@@ -125,7 +125,7 @@ fn with_tool_output(app: &mut App) {
 fn tool_card_collapsed() {
     let mut app = started_app();
     with_tool_output(&mut app);
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn tool_card_expanded() {
     let mut app = started_app();
     with_tool_output(&mut app);
     app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
@@ -142,9 +142,13 @@ fn approval_prompt() {
     start_turn(&mut app, "Clean the build");
     app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":"rm -rf target && cargo build"}})));
     app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project","summary":"Run shell command: rm -rf target && cargo build"})));
-    // Typing is ignored while the prompt is open.
-    assert!(key(&mut app, KeyCode::Char('x')).is_empty());
-    insta::assert_snapshot!(render(&mut app));
+    // Up for a second: armed, and its keys say so.
+    app.now += Duration::from_secs(1);
+    insta::assert_snapshot!(render(&app));
+    assert!(
+        key(&mut app, KeyCode::Enter).is_empty(),
+        "Enter never approves"
+    );
     let sent = key(&mut app, KeyCode::Char('y'));
     assert!(matches!(
         &sent[..],
@@ -153,6 +157,30 @@ fn approval_prompt() {
             ..
         }]
     ));
+}
+
+#[test]
+fn approval_prompt_while_typing() {
+    let mut app = started_app();
+    start_turn(&mut app, "Clean the build");
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":"cargo test"}})));
+    app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project","summary":"Run shell command: cargo test"})));
+    // Keys typed as it appears stay in the input, y and n included.
+    type_text(&mut app, "then try the other fix, yes");
+    app.now += Duration::from_secs(1);
+    insta::assert_snapshot!(render(&app));
+}
+
+#[test]
+fn approval_prompt_long_call() {
+    let mut app = started_app();
+    start_turn(&mut app, "Run the script");
+    let lines: Vec<String> = (1..=30).map(|i| format!("echo step {i}")).collect();
+    let command = lines.join("\n");
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":command}})));
+    app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project","summary":format!("Run shell command: {command}\u{1b}[8m hidden?")})));
+    app.now += Duration::from_secs(1);
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
@@ -168,7 +196,7 @@ fn queue_panel() {
     }
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Down);
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
     // Moving the selected entry up sends queue.move with its revision.
     let sent = key(&mut app, KeyCode::Char('u'));
     match &sent[..] {
@@ -196,7 +224,7 @@ fn failed_turn() {
     let mut app = started_app();
     start_turn(&mut app, "Do it");
     app.apply(turn_event(json!({"type":"turn.failed","seq":2,"code":"provider_error","message":"provider returned HTTP 401 Unauthorized: Incorrect API key provided"})));
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
@@ -204,14 +232,14 @@ fn disconnected() {
     let mut app = started_app();
     start_turn(&mut app, "Long job");
     app.disconnected();
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
 }
 
 #[test]
 fn slash_completion() {
     let mut app = started_app();
     type_text(&mut app, "/p");
-    insta::assert_snapshot!(render(&mut app));
+    insta::assert_snapshot!(render(&app));
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.input.text(), "/pause");
 }

@@ -210,8 +210,11 @@ impl Account {
         if !self.chats.contains_key(&user) {
             // The owner always gets in (one over the bound at most).
             if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
-                self.reply(&user, "SCV is busy with other conversations; try again later.")
-                    .await;
+                self.reply(
+                    &user,
+                    "SCV is busy with other conversations; try again later.",
+                )
+                .await;
                 return;
             }
             match self.open_chat(&user).await {
@@ -228,7 +231,9 @@ impl Account {
         let stranger_turns = self
             .chats
             .iter()
-            .filter(|(id, chat)| !self.is_owner(id) && (chat.turn_id.is_some() || chat.awaiting_start))
+            .filter(|(id, chat)| {
+                !self.is_owner(id) && (chat.turn_id.is_some() || chat.awaiting_start)
+            })
             .count();
         let model = self.ctx.config.model.clone();
         let workspace = self.spec.workspace.display().to_string();
@@ -293,14 +298,20 @@ impl Account {
                 } else {
                     String::new()
                 };
-                let status = format!("model {model}{place} · {running} · {} queued", chat.waiting.len());
+                let status = format!(
+                    "model {model}{place} · {running} · {} queued",
+                    chat.waiting.len()
+                );
                 self.reply(&user, &status).await;
             }
             _ => {
                 let idle = chat.turn_id.is_none() && !chat.awaiting_start;
                 if !owner && idle && stranger_turns >= MAX_STRANGER_TURNS {
-                    self.reply(&user, "SCV is busy answering others; try again in a minute.")
-                        .await;
+                    self.reply(
+                        &user,
+                        "SCV is busy answering others; try again in a minute.",
+                    )
+                    .await;
                     return;
                 }
                 if !owner && !idle && chat.waiting.len() >= MAX_STRANGER_QUEUED {
@@ -493,7 +504,9 @@ impl Account {
                         Duration::from_millis(self.ctx.config.clawbot_approval_timeout_ms);
                     chat.approvals
                         .push_back((approval_id, Instant::now() + timeout));
-                    say = Some(format!("Approve this tool call? Reply y or n.\n\n{summary}"));
+                    say = Some(format!(
+                        "Approve this tool call? Reply y or n.\n\n{summary}"
+                    ));
                 }
             }
             EventBody::QueueEnqueued { position, .. } => {

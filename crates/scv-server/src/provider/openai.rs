@@ -81,7 +81,10 @@ impl OpenAi {
                         self.idle_timeout.as_millis()
                     ))
                 })?
-                .map_err(|err| self.redactor().error(ProviderError::provider(describe(&err))))?;
+                .map_err(|err| {
+                    self.redactor()
+                        .error(ProviderError::provider(describe(&err)))
+                })?;
             let status = response.status();
             if status.is_success() {
                 return Ok(ResponseStream::new(

@@ -7,6 +7,7 @@
 //! error; the caller drops the stream, which drops the HTTP body.
 
 use super::sse::{EventTooLarge, SseReader};
+use super::Redactor;
 use super::{FunctionCall, ProviderError, ToolCall};
 use scv_protocol::limits::{
     MAX_ASSISTANT_TEXT_BYTES, MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, MAX_TOOL_ARGUMENT_BYTES,
@@ -14,7 +15,6 @@ use scv_protocol::limits::{
 };
 use scv_protocol::{FailureCode, Usage};
 use serde::Deserialize;
-use super::Redactor;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -257,7 +257,10 @@ impl Accumulator {
         let key = index.unwrap_or(usize::MAX);
         let current = self.slots.get(&key).copied().or_else(|| {
             // No index at all: fragments continue the latest call.
-            index.is_none().then(|| self.calls.len().checked_sub(1)).flatten()
+            index
+                .is_none()
+                .then(|| self.calls.len().checked_sub(1))
+                .flatten()
         });
         let starts_new = match (current, id) {
             (None, _) => true,
@@ -358,7 +361,12 @@ mod tests {
             r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}"#,
         ];
         for chunk in chunks {
-            assert_eq!(acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap().text, None);
+            assert_eq!(
+                acc.apply(chunk.as_bytes(), &Redactor::default())
+                    .unwrap()
+                    .text,
+                None
+            );
         }
         let response = acc.into_response();
         assert_eq!(response.tool_calls.len(), 2);
@@ -390,7 +398,9 @@ mod tests {
         // A huge index is one more call, not a billion slots.
         let chunk = r#"{"choices":[{"delta":{"tool_calls":[{"index":4000000000,"id":"x","function":{"name":"bash"}}]}}]}"#;
         assert_eq!(
-            acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap_err().code,
+            acc.apply(chunk.as_bytes(), &Redactor::default())
+                .unwrap_err()
+                .code,
             FailureCode::ToolLimit
         );
     }
@@ -398,7 +408,8 @@ mod tests {
     fn calls_of(chunks: &[serde_json::Value]) -> Vec<(String, String, String)> {
         let mut acc = Accumulator::default();
         for chunk in chunks {
-            acc.apply(chunk.to_string().as_bytes(), &Redactor::default()).unwrap();
+            acc.apply(chunk.to_string().as_bytes(), &Redactor::default())
+                .unwrap();
         }
         acc.into_response()
             .tool_calls
@@ -456,9 +467,17 @@ mod tests {
             r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#,
             r#"{"choices":[]}"#,
         ] {
-            assert_eq!(acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap(), Applied::default());
+            assert_eq!(
+                acc.apply(chunk.as_bytes(), &Redactor::default()).unwrap(),
+                Applied::default()
+            );
         }
-        let text = acc.apply(br#"{"choices":[{"delta":{"content":"hi"}}]}"#, &Redactor::default()).unwrap();
+        let text = acc
+            .apply(
+                br#"{"choices":[{"delta":{"content":"hi"}}]}"#,
+                &Redactor::default(),
+            )
+            .unwrap();
         assert!(text.progress);
     }
 }

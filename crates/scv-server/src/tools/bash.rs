@@ -214,11 +214,7 @@ enum Ended {
 }
 
 /// Reads the output pipe to its end into `capture`.
-async fn drain(
-    pipe: &mut tokio::net::unix::pipe::Receiver,
-    capture: &mut Capture,
-    buf: &mut [u8],
-) {
+async fn drain(pipe: &mut tokio::net::unix::pipe::Receiver, capture: &mut Capture, buf: &mut [u8]) {
     while let Ok(n) = pipe.read(buf).await {
         if n == 0 {
             break;

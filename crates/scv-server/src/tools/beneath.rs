@@ -274,7 +274,10 @@ mod tests {
         let abs = ws.path().join("src/a.rs");
         assert_eq!(ws.relative("src/../a.txt").unwrap().shown, "a.txt");
         assert_eq!(ws.relative("").unwrap().shown, ".");
-        assert_eq!(ws.relative(abs.to_str().unwrap()).unwrap().shown, "src/a.rs");
+        assert_eq!(
+            ws.relative(abs.to_str().unwrap()).unwrap().shown,
+            "src/a.rs"
+        );
         assert!(ws.relative("../x").is_err());
         assert!(ws.relative("src/../../x").is_err());
         assert!(ws.relative("/etc/passwd").is_err());
@@ -286,7 +289,11 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let target = outside.path().join("x.txt");
         symlink(&target, ws.path().join("dangling")).unwrap();
-        symlink("../../../../../../../tmp/nowhere-scv", ws.path().join("rel")).unwrap();
+        symlink(
+            "../../../../../../../tmp/nowhere-scv",
+            ws.path().join("rel"),
+        )
+        .unwrap();
         symlink(ws.path().join("dangling"), ws.path().join("chain")).unwrap();
         for name in ["dangling", "rel", "chain"] {
             let rel = ws.relative(name).unwrap();

@@ -203,10 +203,7 @@ pub fn summary(name: &str, arguments: &Value) -> String {
                 text.push_str(line);
             }
             if lines > WRITE_PREVIEW_LINES {
-                text.push_str(&format!(
-                    "\n[… {} more lines]",
-                    lines - WRITE_PREVIEW_LINES
-                ));
+                text.push_str(&format!("\n[… {} more lines]", lines - WRITE_PREVIEW_LINES));
             }
             text
         }

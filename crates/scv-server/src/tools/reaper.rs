@@ -191,7 +191,10 @@ fn last_errno() -> i32 {
 fn children() -> Vec<i32> {
     let me = std::process::id() as i32;
     if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
-        return text.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        return text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
     }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

@@ -64,10 +64,7 @@ pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput,
             let ignores = ignores.clone();
             walk.filter_entry(move |entry| {
                 entry.file_name() != ".git"
-                    && !ignores.ignored(
-                        entry.path(),
-                        entry.file_type().is_some_and(|t| t.is_dir()),
-                    )
+                    && !ignores.ignored(entry.path(), entry.file_type().is_some_and(|t| t.is_dir()))
             });
         }
         if let Some(glob) = &args.glob {

@@ -2,11 +2,14 @@
 //! in through [`App::apply`], keys through [`App::on_key`], which returns
 //! the protocol messages to send. Rendering reads this state (`view.rs`).
 
+pub use super::approval::PendingApproval;
+use super::approval::{ApprovalPrompt, PromptKey};
 use super::input::Input;
-use super::transcript::{ItemKind, ToolCard, ToolState, Transcript};
+use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use ratatui::layout::{Constraint, Rect};
 use scv_protocol::{ClientMessage, ErrorCode, Event, EventBody, QueueEntry, Usage};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// Slash commands with their help text.
@@ -19,6 +22,19 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
 ];
 
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+const MAX_INPUT_ROWS: u16 = 8;
+const MAX_QUEUE_ROWS: u16 = 5;
+
+/// The screen's regions.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub transcript: Rect,
+    pub queue: Rect,
+    pub approval: Rect,
+    pub input: Rect,
+    pub hint: Rect,
+    pub status: Rect,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkState {
@@ -39,17 +55,6 @@ pub struct SessionView {
 pub struct ActiveTurn {
     pub turn_id: String,
     pub started_at: Instant,
-}
-
-#[derive(Debug, Clone)]
-pub struct PendingApproval {
-    pub approval_id: String,
-    pub call_id: String,
-    pub name: String,
-    pub risk: String,
-    pub cwd: String,
-    pub summary: String,
-    pub arguments: serde_json::Value,
 }
 
 /// What the UI wants done.
@@ -74,14 +79,15 @@ pub struct App {
     pub queue_focus: Option<usize>,
     /// The queued prompt being edited in the input box.
     pub editing: Option<QueueEntry>,
-    pub approvals: VecDeque<PendingApproval>,
+    pub approval: ApprovalPrompt,
     pub usage: Usage,
     /// Latest estimate of the prompt size in tokens.
     pub context_used: u64,
-    /// Rows scrolled up from the bottom; 0 follows new output.
-    pub scroll: usize,
-    /// Whether there is more transcript above the view (set by rendering).
-    pub more_above: bool,
+    /// Where the transcript view is: following the bottom, or held where
+    /// the reader scrolled to while new text arrives below.
+    pub viewport: Viewport,
+    /// The terminal's size (columns, rows), for layout and scrolling.
+    pub size: (u16, u16),
     /// Tool output shown in full.
     pub expanded: bool,
     /// The clock the view uses (set each frame; fixed in tests).
@@ -98,7 +104,7 @@ pub struct App {
 
 impl App {
     pub fn new(now: Instant) -> App {
-        App {
+        let mut app = App {
             transcript: Transcript::default(),
             input: Input::new(200, 1024 * 1024),
             session: None,
@@ -108,11 +114,11 @@ impl App {
             paused: false,
             queue_focus: None,
             editing: None,
-            approvals: VecDeque::new(),
+            approval: ApprovalPrompt::default(),
             usage: Usage::default(),
             context_used: 0,
-            scroll: 0,
-            more_above: false,
+            viewport: Viewport::Bottom,
+            size: (80, 24),
             expanded: false,
             now,
             hint: None,
@@ -121,7 +127,57 @@ impl App {
             next_request: 0,
             pending_prompts: HashMap::new(),
             denied: HashSet::new(),
+        };
+        app.approval.resize(80, 24);
+        app
+    }
+
+    /// The terminal is now `width` × `height`. A held view keeps its top
+    /// item (the row within it is kept as far as the item still has rows).
+    pub fn resize(&mut self, width: u16, height: u16) {
+        self.size = (width, height);
+        self.approval.resize(width, height);
+    }
+
+    /// The screen's regions, from the state alone: the view draws into
+    /// them and scrolling measures with them.
+    pub fn layout(&self, area: Rect) -> Layout {
+        let input_rows =
+            (self.input.text().matches('\n').count() as u16 + 1).clamp(1, MAX_INPUT_ROWS) + 2;
+        let queue_rows = if self.queue.is_empty() {
+            0
+        } else {
+            (self.queue.len() as u16).min(MAX_QUEUE_ROWS) + 2
+        };
+        let approval_rows = self.approval.height();
+        let hint_rows = u16::from(self.hint.is_some());
+        let [transcript, queue, approval, input, hint, status] =
+            ratatui::layout::Layout::vertical([
+                Constraint::Min(1),
+                Constraint::Length(queue_rows),
+                Constraint::Length(approval_rows),
+                Constraint::Length(input_rows),
+                Constraint::Length(hint_rows),
+                Constraint::Length(1),
+            ])
+            .areas(area);
+        Layout {
+            transcript,
+            queue,
+            approval,
+            input,
+            hint,
+            status,
         }
+    }
+
+    /// The transcript as it is in view now.
+    pub fn transcript_view(&self) -> View {
+        let area = self
+            .layout(Rect::new(0, 0, self.size.0, self.size.1))
+            .transcript;
+        self.transcript
+            .view(area.width, area.height, self.viewport, self.expanded)
     }
 
     fn request_id(&mut self) -> String {
@@ -269,15 +325,18 @@ impl App {
                     card.state = ToolState::AwaitingApproval;
                     arguments = card.arguments.clone();
                 });
-                self.approvals.push_back(PendingApproval {
-                    approval_id,
-                    call_id,
-                    name,
-                    risk: risk.as_str().to_string(),
-                    cwd,
-                    summary,
-                    arguments,
-                });
+                self.approval.push(
+                    PendingApproval {
+                        approval_id,
+                        call_id,
+                        name,
+                        risk: risk.as_str().to_string(),
+                        cwd,
+                        summary,
+                        arguments,
+                    },
+                    self.now,
+                );
             }
             EventBody::ToolStarted { call_id, .. } => {
                 self.transcript
@@ -369,7 +428,7 @@ impl App {
 
     fn end_turn(&mut self) {
         self.turn = None;
-        self.approvals.clear();
+        self.approval.clear();
         self.transcript.update_last(
             |k| {
                 matches!(
@@ -417,7 +476,7 @@ impl App {
     pub fn disconnected(&mut self) {
         self.link = LinkState::Disconnected;
         self.turn = None;
-        self.approvals.clear();
+        self.approval.clear();
         self.queue.clear();
         self.queue_focus = None;
         self.editing = None;
@@ -439,23 +498,38 @@ impl App {
 
     pub fn on_mouse(&mut self, mouse: MouseEvent) {
         match mouse.kind {
-            MouseEventKind::ScrollUp => self.scroll_by(3),
-            MouseEventKind::ScrollDown => self.scroll_by(-3),
+            MouseEventKind::ScrollUp => self.scroll_by(-3),
+            MouseEventKind::ScrollDown => self.scroll_by(3),
             _ => {}
         }
     }
 
+    /// Moves the view `rows` down (positive) or up (negative). Scrolling up
+    /// holds the view where it lands; reaching the bottom follows it again.
     fn scroll_by(&mut self, rows: i64) {
-        if rows > 0 && !self.more_above {
+        let view = self.transcript_view();
+        if rows > 0 && view.at_bottom {
+            self.viewport = Viewport::Bottom;
             return;
         }
-        self.scroll = (self.scroll as i64 + rows).max(0) as usize;
+        let width = self
+            .layout(Rect::new(0, 0, self.size.0, self.size.1))
+            .transcript
+            .width;
+        let (item, line) = self.transcript.offset(view.top, rows, width, self.expanded);
+        self.viewport = Viewport::Top { item, line };
+        if self.transcript_view().at_bottom {
+            self.viewport = Viewport::Bottom;
+        }
+    }
+
+    /// Follow the bottom again.
+    fn follow(&mut self) {
+        self.viewport = Viewport::Bottom;
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        if self.approvals.is_empty() {
-            self.input.insert_str(&text.replace('\r', "\n"));
-        }
+        self.input.insert_str(&text.replace('\r', "\n"));
     }
 
     /// Handles one key; returns what to send.
@@ -466,15 +540,18 @@ impl App {
         }
         // Any other key disarms the second Ctrl+C.
         self.ctrl_c_at = None;
-        // The approval prompt takes every key but cancel.
-        if let Some(approval) = self.approvals.front().cloned() {
-            return match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => self.resolve(approval, true),
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
-                    self.resolve(approval, false)
+        // Keys go to the approval prompt, then the queue panel, then the
+        // input box: the first that takes a key keeps it.
+        if !self.approval.is_empty() {
+            match self.approval.on_key(key, self.now, !self.input.is_empty()) {
+                PromptKey::Resolve(approval, approved) => return self.resolve(approval, approved),
+                PromptKey::Taken => return Vec::new(),
+                PromptKey::Hint(hint) => {
+                    self.hint = Some(hint.into());
+                    return Vec::new();
                 }
-                _ => Vec::new(),
-            };
+                PromptKey::Pass => {}
+            }
         }
         if self.queue_focus.is_some() {
             return self.queue_key(key);
@@ -528,19 +605,25 @@ impl App {
                 Vec::new()
             }
             KeyCode::Up if shift => {
-                self.scroll_by(1);
-                Vec::new()
-            }
-            KeyCode::Down if shift => {
                 self.scroll_by(-1);
                 Vec::new()
             }
+            KeyCode::Down if shift => {
+                self.scroll_by(1);
+                Vec::new()
+            }
             KeyCode::PageUp => {
-                self.scroll_by(10);
+                self.scroll_by(-10);
                 Vec::new()
             }
             KeyCode::PageDown => {
-                self.scroll_by(-10);
+                self.scroll_by(10);
+                Vec::new()
+            }
+            // Scrolled back, End returns to the bottom; otherwise it is
+            // the input's.
+            KeyCode::End if self.viewport != Viewport::Bottom => {
+                self.follow();
                 Vec::new()
             }
             KeyCode::Up => {
@@ -613,7 +696,6 @@ impl App {
     }
 
     fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
-        self.approvals.pop_front();
         if !approved {
             self.denied.insert(approval.call_id.clone());
         }
@@ -656,7 +738,7 @@ impl App {
         if let Outgoing::Send { request_id, .. } = &out {
             self.pending_prompts.insert(request_id.clone(), prompt);
         }
-        self.scroll = 0;
+        self.follow();
         vec![out]
     }
 

@@ -5,6 +5,7 @@
 //! screen. The terminal is restored on every exit path, panics included.
 
 pub mod app;
+pub mod approval;
 pub mod highlight;
 pub mod input;
 pub mod markdown;
@@ -94,7 +95,10 @@ pub async fn run(home: PathBuf, socket: PathBuf, launched: Instant) -> Result<()
     }
     let mut link = Some(Link::new(opened.conn));
     let mut terminal = enter_terminal()?;
-    terminal.draw(|frame| view::draw(frame, &mut app))?;
+    if let Ok(size) = terminal.size() {
+        app.resize(size.width, size.height);
+    }
+    terminal.draw(|frame| view::draw(frame, &app))?;
     if let Some(path) = std::env::var_os("SCV_FIRST_FRAME_FILE") {
         let _ = std::fs::write(path, launched.elapsed().as_micros().to_string());
     }
@@ -143,6 +147,10 @@ async fn event_loop(
                         app.on_paste(&text);
                         Vec::new()
                     }
+                    TermEvent::Resize(width, height) => {
+                        app.resize(width, height);
+                        Vec::new()
+                    }
                     _ => Vec::new(),
                 };
                 for out in outgoing {
@@ -166,6 +174,9 @@ async fn event_loop(
             event = async { link.as_mut().expect("guarded").events.recv().await }, if link.is_some() => {
                 match event {
                     Some(Some(event)) => {
+                        // Events are stamped with the time they arrive (an
+                        // approval prompt's arming delay counts from it).
+                        app.now = Instant::now();
                         app.apply(event);
                         // Take the whole burst before drawing once.
                         let live = link.as_mut().expect("guarded");

@@ -7,6 +7,7 @@
 use super::{highlight, markdown, wrap};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+use scv_client::text::visible;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -64,6 +65,9 @@ pub enum ItemKind {
 }
 
 pub struct Item {
+    /// Stable while the item lives (ids only grow), so a view can stay
+    /// anchored to it while items arrive below or drop off above.
+    pub id: u64,
     pub kind: ItemKind,
     /// Bumped on every change; part of the cache key.
     version: u64,
@@ -79,8 +83,9 @@ struct Cached {
 }
 
 impl Item {
-    fn new(kind: ItemKind) -> Item {
+    fn new(id: u64, kind: ItemKind) -> Item {
         Item {
+            id,
             kind,
             version: 0,
             cache: RefCell::new(None),
@@ -175,11 +180,27 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
         "search" => format!("search /{}/", arg("pattern")),
         _ => format!("{} {}", card.name, card.arguments),
     };
+    // Every line of a command shows, as its own line: a second line is a
+    // second command. Control characters show as symbols.
+    let title = visible(&title).into_owned();
+    let mut title_lines = title.split('\n');
     let mut lines = vec![Line::from(vec![
         Span::styled("● ", Style::default().fg(color)),
-        Span::styled(title, Style::default().add_modifier(Modifier::BOLD)),
+        Span::styled(
+            title_lines.next().unwrap_or("").to_string(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
         Span::styled(format!("  [{label}]"), Style::default().fg(color)),
     ])];
+    for more in title_lines {
+        lines.push(Line::from(vec![
+            Span::raw("  "),
+            Span::styled(
+                more.to_string(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+        ]));
+    }
     let gutter = || Span::styled("  │ ", Style::default().fg(Color::DarkGray));
     // File edits as a coloured diff.
     let diff: Vec<(char, String)> = match card.name.as_str() {
@@ -251,9 +272,33 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
 
 pub struct Transcript {
     items: VecDeque<Item>,
+    next_id: u64,
     bytes: usize,
     max_items: usize,
     max_bytes: usize,
+}
+
+/// Where the transcript view is: following the bottom, or held at a line
+/// (an item and a row of its wrapped lines) while the reader looks back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Viewport {
+    #[default]
+    Bottom,
+    Top {
+        item: u64,
+        line: usize,
+    },
+}
+
+/// One frame of the transcript.
+pub struct View {
+    pub lines: Vec<Line<'static>>,
+    /// Rows below the view (0 when following the bottom).
+    pub below: usize,
+    /// Where the first row shown is.
+    pub top: (u64, usize),
+    /// The view reaches the last row: it might as well follow the bottom.
+    pub at_bottom: bool,
 }
 
 impl Default for Transcript {
@@ -266,6 +311,7 @@ impl Transcript {
     pub fn new(max_items: usize, max_bytes: usize) -> Transcript {
         Transcript {
             items: VecDeque::new(),
+            next_id: 0,
             bytes: 0,
             max_items: max_items.max(1),
             max_bytes: max_bytes.max(1),
@@ -301,7 +347,8 @@ impl Transcript {
     }
 
     pub fn push(&mut self, kind: ItemKind) {
-        let item = Item::new(kind);
+        let item = Item::new(self.next_id, kind);
+        self.next_id += 1;
         self.bytes += item.bytes();
         self.items.push_back(item);
         self.enforce();
@@ -346,38 +393,136 @@ impl Transcript {
         }
     }
 
-    /// The lines of the view: `height` rows ending `scroll` rows above the
-    /// bottom. Returns the lines and the greatest useful scroll offset seen
-    /// (how far up there is more to show).
-    pub fn view(
-        &self,
-        width: u16,
-        height: u16,
-        scroll: usize,
-        expanded: bool,
-    ) -> (Vec<Line<'static>>, bool) {
-        let need = usize::from(height) + scroll;
-        let mut collected: Vec<Line<'static>> = Vec::with_capacity(need);
-        let mut more_above = false;
-        for (index, item) in self.items.iter().enumerate().rev() {
-            let lines = item.lines(width, expanded);
-            for line in lines.iter().rev() {
-                collected.push(line.clone());
-                if collected.len() >= need {
-                    break;
+    /// The index of item `id`, or of the first item after it when it is
+    /// gone (dropped off the top).
+    fn index_of(&self, id: u64) -> usize {
+        self.items.partition_point(|item| item.id < id)
+    }
+
+    /// `height` rows of the view at `at`.
+    pub fn view(&self, width: u16, height: u16, at: Viewport, expanded: bool) -> View {
+        match at {
+            Viewport::Bottom => self.bottom(width, height, expanded),
+            Viewport::Top { item, line } => {
+                let view = self.from(item, line, width, height, expanded);
+                if view.at_bottom {
+                    // Nothing left below: show a full last screen.
+                    self.bottom(width, height, expanded)
+                } else {
+                    view
                 }
             }
-            if collected.len() >= need {
-                more_above = index > 0 || lines.len() > need;
+        }
+    }
+
+    /// The last `height` rows.
+    fn bottom(&self, width: u16, height: u16, expanded: bool) -> View {
+        let need = usize::from(height);
+        let mut collected: Vec<Line<'static>> = Vec::with_capacity(need);
+        let mut top = (self.items.front().map_or(0, |i| i.id), 0);
+        'items: for item in self.items.iter().rev() {
+            let lines = item.lines(width, expanded);
+            for (row, line) in lines.iter().enumerate().rev() {
+                collected.push(line.clone());
+                top = (item.id, row);
+                if collected.len() >= need {
+                    break 'items;
+                }
+            }
+        }
+        collected.reverse();
+        View {
+            lines: collected,
+            below: 0,
+            top,
+            at_bottom: true,
+        }
+    }
+
+    /// `height` rows starting at row `line` of item `id`, and how many
+    /// rows follow them.
+    fn from(&self, id: u64, line: usize, width: u16, height: u16, expanded: bool) -> View {
+        let need = usize::from(height);
+        let start = self.index_of(id);
+        // A gone item: start at the next one's first row.
+        let line = match self.items.get(start) {
+            Some(item) if item.id == id => line,
+            _ => 0,
+        };
+        let mut collected = Vec::with_capacity(need);
+        let mut below = 0;
+        let mut top = None;
+        for (index, item) in self.items.iter().enumerate().skip(start) {
+            let lines = item.lines(width, expanded);
+            // After a resize the item may have fewer rows: keep the item.
+            let first = if index == start {
+                line.min(lines.len().saturating_sub(1))
+            } else {
+                0
+            };
+            for (row, l) in lines.iter().enumerate().skip(first) {
+                if collected.len() < need {
+                    top.get_or_insert((item.id, row));
+                    collected.push(l.clone());
+                } else {
+                    below += 1;
+                }
+            }
+        }
+        View {
+            at_bottom: below == 0,
+            lines: collected,
+            below,
+            top: top.unwrap_or((id, 0)),
+        }
+    }
+
+    /// The position `rows` rows below (positive) or above (negative)
+    /// `from`, clamped to the transcript.
+    pub fn offset(
+        &self,
+        from: (u64, usize),
+        rows: i64,
+        width: u16,
+        expanded: bool,
+    ) -> (u64, usize) {
+        let Some(mut index) = Some(self.index_of(from.0)).filter(|i| *i < self.items.len()) else {
+            return from;
+        };
+        let mut line = if self.items[index].id == from.0 {
+            from.1
+        } else {
+            0
+        };
+        let mut rows = rows;
+        while rows < 0 {
+            if line > 0 {
+                let step = (line as i64).min(-rows);
+                line -= step as usize;
+                rows += step;
+            } else if index > 0 {
+                index -= 1;
+                line = self.items[index].lines(width, expanded).len();
+            } else {
                 break;
             }
         }
-        // Drop the `scroll` lines below the view, then put in reading order.
-        let start = scroll.min(collected.len());
-        let mut view: Vec<Line<'static>> = collected.drain(start..).collect();
-        view.truncate(usize::from(height));
-        view.reverse();
-        (view, more_above)
+        while rows > 0 {
+            let count = self.items[index].lines(width, expanded).len();
+            let left = count.saturating_sub(line + 1) as i64;
+            if left >= rows {
+                line += rows as usize;
+                rows = 0;
+            } else if index + 1 < self.items.len() {
+                rows -= left + 1;
+                index += 1;
+                line = 0;
+            } else {
+                line = count.saturating_sub(1);
+                break;
+            }
+        }
+        (self.items[index].id, line)
     }
 }
 
@@ -397,22 +542,58 @@ mod tests {
         assert_eq!(t.len(), 2);
     }
 
+    fn text(lines: &[Line<'static>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
     #[test]
     fn view_takes_the_bottom_and_scrolls() {
         let mut t = Transcript::default();
         for i in 0..10 {
             t.push(ItemKind::Notice(format!("n{i}")));
         }
-        let text = |lines: &[Line<'static>]| -> Vec<String> {
-            lines
-                .iter()
-                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
-                .collect()
+        let view = t.view(20, 3, Viewport::Bottom, false);
+        assert_eq!(text(&view.lines), ["", "· n9", ""]);
+        let view = t.view(20, 2, Viewport::Bottom, false);
+        let top = t.offset(view.top, -2, 20, false);
+        let view = t.view(
+            20,
+            2,
+            Viewport::Top {
+                item: top.0,
+                line: top.1,
+            },
+            false,
+        );
+        assert_eq!(text(&view.lines), ["· n8", ""]);
+        assert_eq!(view.below, 2);
+    }
+
+    #[test]
+    fn a_held_view_keeps_its_lines_while_text_arrives_below() {
+        let mut t = Transcript::default();
+        for i in 0..50 {
+            t.push(ItemKind::Notice(format!("n{i}")));
+        }
+        let bottom = t.view(20, 5, Viewport::Bottom, false);
+        let top = t.offset(bottom.top, -10, 20, false);
+        let at = Viewport::Top {
+            item: top.0,
+            line: top.1,
         };
-        let (lines, more) = t.view(20, 3, 0, false);
-        assert_eq!(text(&lines), ["", "· n9", ""]);
-        assert!(more);
-        let (lines, _) = t.view(20, 2, 2, false);
-        assert_eq!(text(&lines), ["· n8", ""]);
+        let before = t.view(20, 5, at, false);
+        for i in 50..80 {
+            t.push(ItemKind::Notice(format!("n{i}")));
+        }
+        let after = t.view(20, 5, at, false);
+        assert_eq!(text(&before.lines), text(&after.lines));
+        assert_eq!(
+            after.below,
+            before.below + 60,
+            "the marker counts what arrived"
+        );
     }
 }

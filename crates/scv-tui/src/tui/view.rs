@@ -1,62 +1,39 @@
 //! Drawing the App: transcript, queue panel, approval prompt, input box
-//! (with slash-command completion) and the status line.
+//! (with slash-command completion) and the status line. Drawing reads the
+//! App and writes nothing back.
 
 use super::app::{short, App, LinkState};
-use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-const MAX_INPUT_ROWS: u16 = 8;
-const MAX_QUEUE_ROWS: u16 = 5;
-
-pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
-    let area = frame.area();
-    let input_rows =
-        (app.input.text().matches('\n').count() as u16 + 1).clamp(1, MAX_INPUT_ROWS) + 2;
-    let queue_rows = if app.queue.is_empty() {
-        0
-    } else {
-        (app.queue.len() as u16).min(MAX_QUEUE_ROWS) + 2
-    };
-    let approval_rows = if app.approvals.is_empty() {
-        0
-    } else {
-        approval_height(app)
-    };
-    let hint_rows = u16::from(app.hint.is_some());
-    let [transcript, queue, approval, input, hint, status] = Layout::vertical([
-        Constraint::Min(1),
-        Constraint::Length(queue_rows),
-        Constraint::Length(approval_rows),
-        Constraint::Length(input_rows),
-        Constraint::Length(hint_rows),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    draw_transcript(frame, app, transcript);
-    if queue_rows > 0 {
-        draw_queue(frame, app, queue);
+pub fn draw(frame: &mut Frame<'_>, app: &App) {
+    let layout = app.layout(frame.area());
+    draw_transcript(frame, app, layout.transcript);
+    if layout.queue.height > 0 {
+        draw_queue(frame, app, layout.queue);
     }
-    if approval_rows > 0 {
-        draw_approval(frame, app, approval);
+    if layout.approval.height > 0 {
+        let typing = !app.input.is_empty();
+        app.approval.draw(frame, layout.approval, app.now, typing);
     }
-    draw_input(frame, app, input);
+    draw_input(frame, app, layout.input);
     if let Some(text) = &app.hint {
         frame.render_widget(
             Paragraph::new(Line::styled(
                 format!(" {text}"),
                 Style::default().fg(Color::Yellow),
             )),
-            hint,
+            layout.hint,
         );
     }
-    draw_status(frame, app, status);
-    draw_completion(frame, app, input);
+    draw_status(frame, app, layout.status);
+    draw_completion(frame, app, layout.input);
 }
 
-fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
     if app.transcript.is_empty() {
         let welcome = vec![
             Line::styled(
@@ -73,17 +50,12 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
         frame.render_widget(Paragraph::new(welcome), area);
         return;
     }
-    let (lines, more_above) =
-        app.transcript
-            .view(area.width, area.height, app.scroll, app.expanded);
-    app.more_above = more_above;
-    if !more_above && app.scroll > 0 {
-        // Scrolled past the top: stay at the top.
-        app.scroll = app.scroll.saturating_sub(1);
-    }
-    frame.render_widget(Paragraph::new(lines), area);
-    if app.scroll > 0 {
-        let tag = format!(" ↓ {} more (PgDn) ", app.scroll);
+    let view = app
+        .transcript
+        .view(area.width, area.height, app.viewport, app.expanded);
+    frame.render_widget(Paragraph::new(view.lines), area);
+    if view.below > 0 {
+        let tag = format!(" ↓ {} more (PgDn) ", view.below);
         let width = tag.chars().count() as u16;
         let corner = Rect::new(
             area.right().saturating_sub(width),
@@ -151,93 +123,6 @@ fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn approval_height(app: &App) -> u16 {
-    let arguments = app.approvals.front().map_or(0, |a| argument_lines(a).len()) as u16;
-    // summary, risk line, arguments (up to 6 and a "more" line), keys, borders
-    3 + arguments.min(7) + 2
-}
-
-fn argument_lines(approval: &super::app::PendingApproval) -> Vec<String> {
-    match approval.name.as_str() {
-        "bash" => approval
-            .arguments
-            .get("command")
-            .and_then(|c| c.as_str())
-            .map(|c| c.lines().map(|l| format!("$ {l}")).collect())
-            .unwrap_or_default(),
-        _ => serde_json::to_string_pretty(&approval.arguments)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect(),
-    }
-}
-
-fn draw_approval(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let Some(approval) = app.approvals.front() else {
-        return;
-    };
-    let waiting = app.approvals.len();
-    let title = if waiting > 1 {
-        format!(" Approval needed (1 of {waiting}) ")
-    } else {
-        " Approval needed ".into()
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_type(BorderType::Thick)
-        .border_style(Style::default().fg(Color::Yellow))
-        .title(Span::styled(
-            title,
-            Style::default()
-                .fg(Color::Yellow)
-                .add_modifier(Modifier::BOLD),
-        ));
-    let inner = block.inner(area);
-    frame.render_widget(Clear, area);
-    frame.render_widget(block, area);
-    let mut lines = vec![
-        Line::styled(
-            approval.summary.clone(),
-            Style::default().add_modifier(Modifier::BOLD),
-        ),
-        Line::from(vec![
-            Span::styled("risk ", Style::default().fg(Color::DarkGray)),
-            Span::styled(
-                approval.risk.clone(),
-                Style::default().fg(risk_color(&approval.risk)),
-            ),
-            Span::styled("  cwd ", Style::default().fg(Color::DarkGray)),
-            Span::raw(approval.cwd.clone()),
-        ]),
-    ];
-    let args = argument_lines(approval);
-    for line in args.iter().take(6) {
-        lines.push(Line::styled(line.clone(), Style::default().fg(Color::Gray)));
-    }
-    if args.len() > 6 {
-        lines.push(Line::styled(
-            format!("… {} more lines", args.len() - 6),
-            Style::default().fg(Color::DarkGray),
-        ));
-    }
-    lines.push(Line::from(vec![
-        Span::styled(" y ", Style::default().fg(Color::Black).bg(Color::Green)),
-        Span::raw(" approve   "),
-        Span::styled(" n ", Style::default().fg(Color::Black).bg(Color::Red)),
-        Span::raw(" deny (Esc)   Ctrl+C cancels the turn"),
-    ]));
-    frame.render_widget(Paragraph::new(lines), inner);
-}
-
-fn risk_color(risk: &str) -> Color {
-    match risk {
-        "read" => Color::Green,
-        "write" => Color::Yellow,
-        _ => Color::Red,
-    }
-}
-
 fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let title = if app.editing.is_some() {
         " Edit queued prompt (Enter saves, Esc cancels) "
@@ -246,7 +131,7 @@ fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
     } else {
         " Message "
     };
-    let active = app.approvals.is_empty() && app.queue_focus.is_none();
+    let active = !app.approval.focused() && app.queue_focus.is_none();
     let block = Block::default()
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
