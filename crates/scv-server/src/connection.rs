@@ -6,36 +6,31 @@
 //! through a `JoinSet`. Cleanup cancels active turns, gives them and the
 //! writer a grace period, then aborts and joins whatever is left.
 
-use crate::agent::{Turn, TurnOutcome};
-use crate::context::History;
-use crate::daemon::supervisor::Refusal;
-use crate::provider::OpenAi;
-use crate::server::{ServerContext, SERVER_NAME, SERVER_VERSION};
-use crate::session::queue::QueueError;
-use crate::session::{ActiveTurn, Approvals, EmitError, Session, SessionSettings, SessionSink};
+use crate::handles::{Control, ControlError};
+use crate::host::{Handled, Reject, SessionHost, CLEANUP_GRACE};
+use crate::server::{Shared, SERVER_NAME, SERVER_VERSION};
 use crate::transport::{encode, spawn_writer, Outbound};
 use futures_util::StreamExt;
-use scv_protocol::limits::{
-    MAX_CLIENT_FRAME_BYTES, MAX_PROMPT_BYTES, MAX_PROMPT_HISTORY_BYTES, MAX_PROMPT_HISTORY_ITEMS,
-    MAX_SERVER_FRAME_BYTES, MAX_SESSIONS_PER_CONNECTION, MAX_TRANSCRIPT_BYTES,
-    MAX_TRANSCRIPT_ITEMS,
-};
+use scv_protocol::limits::MAX_CLIENT_FRAME_BYTES;
 use scv_protocol::{
-    ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event, EventBody, FailureCode,
-    Frame, FrameCodec, Initialize, PeerInfo, QueueEntry, SessionStart, SessionStarted, Usage,
-    PROTOCOL_VERSION,
+    ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event, EventBody, Frame,
+    FrameCodec, Initialize, PeerInfo, PROTOCOL_VERSION,
 };
-use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-/// How long active work and the writer get to finish during cleanup.
-pub const CLEANUP_GRACE: Duration = Duration::from_secs(3);
+/// What a connection may do beyond sessions, by transport.
+#[derive(Clone, Default)]
+pub(crate) struct Options {
+    /// Daemon management (`daemon.control`); stdio has none.
+    pub control: Option<Arc<dyn Control>>,
+    /// A client that has not initialized by then is told so and closed
+    /// (the daemon's guard against idle connections).
+    pub init_deadline: Option<Duration>,
+}
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,34 +47,13 @@ pub enum Ending {
     NotInitialized,
 }
 
-/// A request the server refuses, as an `error` event.
-struct Reject {
-    code: ErrorCode,
-    message: String,
-    entry: Option<QueueEntry>,
-}
-
-impl Reject {
-    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Reject {
-            code,
-            message: message.into(),
-            entry: None,
-        }
-    }
-}
-
-type Handled = Result<(), Reject>;
-
 /// Serves one client until EOF, a fatal error, writer failure or shutdown.
-/// With `init_deadline`, a client that has not initialized by then is told
-/// so and closed (the daemon's guard against idle connections).
-pub async fn serve<R, W>(
-    ctx: Arc<ServerContext>,
+pub(crate) async fn serve<R, W>(
+    shared: Arc<Shared>,
+    options: Options,
     reader: R,
     writer: W,
     shutdown: CancellationToken,
-    init_deadline: Option<Duration>,
 ) -> Ending
 where
     R: AsyncRead + Unpin,
@@ -87,13 +61,12 @@ where
 {
     let failed = CancellationToken::new();
     let (out, mut writer_task) = spawn_writer(writer, failed.clone());
+    let init_deadline = options.init_deadline;
     let mut conn = Connection {
-        ctx,
+        host: SessionHost::new(shared, out.clone()),
         out,
+        control: options.control,
         initialized: false,
-        sessions: HashMap::new(),
-        turns: JoinSet::new(),
-        turn_sessions: HashMap::new(),
     };
     let mut frames = FramedRead::new(reader, FrameCodec::new(MAX_CLIENT_FRAME_BYTES));
     let init_by = init_deadline.map(|d| tokio::time::Instant::now() + d);
@@ -115,8 +88,8 @@ where
                 conn.reply(&event).await;
                 break Ending::NotInitialized;
             }
-            Some(joined) = conn.turns.join_next_with_id(), if !conn.turns.is_empty() => {
-                conn.turn_finished(joined, true).await;
+            Some(joined) = conn.host.next_finished(), if conn.host.has_turns() => {
+                conn.host.finish(joined).await;
             }
             frame = frames.next() => match frame {
                 None => break Ending::Eof,
@@ -138,7 +111,7 @@ where
             },
         }
     };
-    conn.close().await;
+    conn.host.close().await;
     drop(conn);
     // The writer drains what is queued (terminal events included) unless
     // the client is not reading; then it is aborted.
@@ -170,14 +143,12 @@ enum Flow {
     Close,
 }
 
+/// One connection: the handshake, dispatch to the session host, replies.
 struct Connection {
-    ctx: Arc<ServerContext>,
+    host: SessionHost,
     out: Outbound,
+    control: Option<Arc<dyn Control>>,
     initialized: bool,
-    sessions: HashMap<Arc<str>, Session>,
-    turns: JoinSet<TurnOutcome>,
-    /// Which session each running turn task belongs to.
-    turn_sessions: HashMap<TaskId, Arc<str>>,
 }
 
 impl Connection {
@@ -208,26 +179,27 @@ impl Connection {
                 "already initialized",
             )),
             ClientMessage::DaemonControl { command } => self.daemon_control(&rid, command).await,
-            ClientMessage::SessionStart(start) => self.session_start(&rid, start).await,
+            ClientMessage::SessionStart(start) => self.host.start(&rid, start).await,
             ClientMessage::TurnStart { session_id, prompt } => {
-                self.turn_start(&rid, &session_id, prompt).await
+                self.host.submit(&rid, &session_id, prompt).await
             }
             ClientMessage::TurnCancel {
                 session_id,
                 turn_id,
-            } => self.turn_cancel(&session_id, &turn_id),
+            } => self.host.cancel(&session_id, &turn_id),
             ClientMessage::ApprovalResolve {
                 session_id,
                 approval_id,
                 approved,
-            } => self.approval_resolve(&session_id, &approval_id, approved),
+            } => self.host.resolve(&session_id, &approval_id, approved),
             ClientMessage::QueueUpdate {
                 session_id,
                 queue_id,
                 revision,
                 prompt,
             } => {
-                self.queue_update(&rid, &session_id, &queue_id, revision, prompt)
+                self.host
+                    .queue_update(&rid, &session_id, &queue_id, revision, prompt)
                     .await
             }
             ClientMessage::QueueMove {
@@ -236,29 +208,29 @@ impl Connection {
                 revision,
                 before_queue_id,
             } => {
-                self.queue_move(
-                    &rid,
-                    &session_id,
-                    &queue_id,
-                    revision,
-                    before_queue_id.as_deref(),
-                )
-                .await
+                self.host
+                    .queue_move(
+                        &rid,
+                        &session_id,
+                        &queue_id,
+                        revision,
+                        before_queue_id.as_deref(),
+                    )
+                    .await
             }
             ClientMessage::QueueRemove {
                 session_id,
                 queue_id,
                 revision,
             } => {
-                self.queue_remove(&rid, &session_id, &queue_id, revision)
+                self.host
+                    .queue_remove(&rid, &session_id, &queue_id, revision)
                     .await
             }
             ClientMessage::SessionPause { session_id, paused } => {
-                self.session_pause(&rid, &session_id, paused).await
+                self.host.pause(&rid, &session_id, paused).await
             }
-            ClientMessage::SessionClear { session_id } => {
-                self.session_clear(&rid, &session_id).await
-            }
+            ClientMessage::SessionClear { session_id } => self.host.clear(&rid, &session_id).await,
         };
         if let Err(reject) = handled {
             self.reply_error(Some(rid), reject).await;
@@ -297,413 +269,22 @@ impl Connection {
     /// `daemon.control`: management answers carry the request id but no
     /// session or seq, and are written after the component lock is released.
     async fn daemon_control(&mut self, rid: &str, command: DaemonCommand) -> Handled {
-        let Some(supervisor) = self.ctx.supervisor() else {
+        let Some(control) = &self.control else {
             return Err(Reject::new(
                 ErrorCode::Unsupported,
                 "daemon.control is not available on stdio; connect to the daemon socket",
             ));
         };
-        let status = match command {
-            DaemonCommand::Status => Ok(supervisor.status().await),
-            DaemonCommand::Reload => {
-                supervisor.reconcile(&self.ctx).await;
-                Ok(supervisor.status().await)
-            }
-            DaemonCommand::ClawbotSet {
-                account,
-                enabled,
-                workspace,
-                remote_tools,
-            } => {
-                supervisor
-                    .clawbot_set(
-                        &self.ctx,
-                        &account,
-                        enabled,
-                        workspace.as_deref(),
-                        remote_tools,
-                    )
-                    .await
-            }
-            DaemonCommand::ClawbotLogout { account } => {
-                supervisor.clawbot_logout(&self.ctx, &account).await
-            }
-        };
-        let status = status.map_err(|refusal| match refusal {
-            Refusal::Invalid(message) => Reject::new(ErrorCode::InvalidRequest, message),
-            Refusal::Storage(message) => Reject::new(ErrorCode::ComponentError, message),
-        })?;
+        let status = control
+            .control(command)
+            .await
+            .map_err(|refusal| match refusal {
+                ControlError::Invalid(message) => Reject::new(ErrorCode::InvalidRequest, message),
+                ControlError::Storage(message) => Reject::new(ErrorCode::ComponentError, message),
+            })?;
         let event = Event::reply(Some(rid.to_string()), EventBody::DaemonStatus { status });
         self.reply(&event).await;
         Ok(())
-    }
-
-    async fn session_start(&mut self, rid: &str, start: SessionStart) -> Handled {
-        if self.sessions.len() >= MAX_SESSIONS_PER_CONNECTION {
-            return Err(invalid(format!(
-                "this connection already holds {MAX_SESSIONS_PER_CONNECTION} sessions, its limit; use another connection"
-            )));
-        }
-        let cwd = canonical_workspace(&start.cwd)?;
-        match start.provider.as_deref() {
-            None | Some("openai") => {}
-            Some(other) => {
-                return Err(invalid(format!(
-                    "unknown provider `{other}` (supported: openai)"
-                )))
-            }
-        }
-        let config = &self.ctx.config;
-        let model = match start.model {
-            Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
-            Some(model) => model,
-            None => config.model.clone(),
-        };
-        let base_url = match start.base_url {
-            Some(url) => {
-                let parsed = reqwest::Url::parse(&url)
-                    .map_err(|err| invalid(format!("base_url `{url}` is not a URL: {err}")))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(invalid(format!("base_url `{url}` must be http or https")));
-                }
-                url
-            }
-            None => config.base_url.clone(),
-        };
-        let session_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let sink = Arc::new(SessionSink::new(session_id.clone(), self.out.clone()));
-        let settings = Arc::new(SessionSettings {
-            cwd: cwd.clone(),
-            provider: OpenAi {
-                http: self.ctx.http(),
-                base_url,
-                model: model.clone(),
-                api_key: self.ctx.api_key.clone(),
-                idle_timeout: config.stream_idle_timeout(),
-                max_retries: config.provider_max_retries,
-            },
-            no_tools: start.no_tools,
-            submitter: "client".into(),
-        });
-        let started = Event {
-            body: EventBody::SessionStarted(SessionStarted {
-                cwd: cwd.display().to_string(),
-                model,
-                context_max_tokens: config.context_max_tokens,
-                max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
-                max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
-                max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
-                max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
-                max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
-            }),
-            request_id: Some(rid.to_string()),
-            session_id: Some(session_id.to_string()),
-            turn_id: None,
-            seq: None,
-        };
-        self.reply(&started).await;
-        let session = Session {
-            sink: sink.clone(),
-            settings,
-            approvals: Arc::new(Approvals::default()),
-            history: Some(History::default()),
-            queue: Default::default(),
-            paused: false,
-            active: None,
-            usage: None,
-        };
-        let snapshot = EventBody::QueueSnapshot {
-            entries: session.queue.snapshot(),
-        };
-        self.sessions.insert(session_id, session);
-        let _ = sink.emit(Some(rid), None, &snapshot).await;
-        Ok(())
-    }
-
-    async fn turn_start(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
-        check_prompt(&prompt)?;
-        let session = self.session(session_id)?;
-        if session.active.is_none() {
-            let session_id = session.sink.session_id().clone();
-            self.start_turn(&session_id, rid.into(), prompt).await;
-            return Ok(());
-        }
-        let (entry, position) = session
-            .queue
-            .push(prompt, &session.settings.submitter, rid.into())
-            .map_err(queue_reject)?;
-        let sink = session.sink.clone();
-        let _ = sink
-            .emit(
-                Some(rid),
-                None,
-                &EventBody::QueueEnqueued { entry, position },
-            )
-            .await;
-        Ok(())
-    }
-
-    /// Starts a turn on an idle session: `turn.started` first, then the task.
-    async fn start_turn(&mut self, session_id: &Arc<str>, request_id: Arc<str>, prompt: String) {
-        let Some(session) = self.sessions.get_mut(session_id) else {
-            return;
-        };
-        let turn_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let token = CancellationToken::new();
-        let history = session.history.take().unwrap_or_default();
-        session.active = Some(ActiveTurn {
-            turn_id: turn_id.clone(),
-            request_id: request_id.clone(),
-            token: token.clone(),
-        });
-        let sink = session.sink.clone();
-        let started = sink
-            .emit(
-                Some(&request_id),
-                Some(&turn_id),
-                &EventBody::TurnStarted {},
-            )
-            .await;
-        if started.is_err() {
-            // The writer is gone; the connection is ending.
-            session.active = None;
-            session.history = Some(history);
-            return;
-        }
-        let turn = Turn {
-            ctx: self.ctx.clone(),
-            settings: session.settings.clone(),
-            sink,
-            approvals: session.approvals.clone(),
-            request_id,
-            turn_id,
-            token,
-        };
-        let handle = self.turns.spawn(turn.run(history, prompt));
-        self.turn_sessions.insert(handle.id(), session_id.clone());
-    }
-
-    /// A turn task ended: take its history back, emit its terminal event,
-    /// then start the next queued prompt. Emitting the terminal event here,
-    /// after the session is idle again, means a client that answers it with
-    /// `turn.start` gets a new turn, not a queue entry; and the terminal event
-    /// always precedes `queue.dequeued`.
-    async fn turn_finished(
-        &mut self,
-        joined: Result<(TaskId, TurnOutcome), JoinError>,
-        dequeue: bool,
-    ) {
-        let (task, outcome) = match joined {
-            Ok((task, outcome)) => (task, Ok(outcome)),
-            Err(err) => (err.id(), Err(err)),
-        };
-        let Some(session_id) = self.turn_sessions.remove(&task) else {
-            return;
-        };
-        let Some(session) = self.sessions.get_mut(&session_id) else {
-            return;
-        };
-        let Some(active) = session.active.take() else {
-            return;
-        };
-        let terminal = match outcome {
-            Ok(outcome) => {
-                session.history = Some(outcome.history);
-                if let Some(usage) = outcome.usage {
-                    let total = session.usage.get_or_insert_with(Usage::default);
-                    total.input_tokens += usage.input_tokens;
-                    total.output_tokens += usage.output_tokens;
-                }
-                outcome.terminal
-            }
-            Err(err) => {
-                // A turn that panicked or was aborted loses the history it held.
-                tracing::error!("turn task ended abnormally: {err}");
-                session.history = Some(History::default());
-                Some(if err.is_cancelled() {
-                    EventBody::TurnCancelled {}
-                } else {
-                    EventBody::TurnFailed {
-                        code: FailureCode::InternalError,
-                        message: "the turn stopped unexpectedly; the conversation was reset".into(),
-                    }
-                })
-            }
-        };
-        if let Some(terminal) = terminal {
-            let sink = session.sink.clone();
-            let _ = sink
-                .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
-                .await;
-        }
-        if dequeue {
-            self.dequeue_next(&session_id).await;
-        }
-    }
-
-    /// Starts the next queued prompt if the session is idle and not paused.
-    async fn dequeue_next(&mut self, session_id: &Arc<str>) {
-        let Some(session) = self.sessions.get_mut(session_id) else {
-            return;
-        };
-        if session.paused || session.active.is_some() {
-            return;
-        }
-        let Some(next) = session.queue.pop_front() else {
-            return;
-        };
-        let dequeued = EventBody::QueueDequeued {
-            queue_id: next.entry.queue_id,
-        };
-        if session
-            .sink
-            .emit(Some(&next.request_id), None, &dequeued)
-            .await
-            .is_err()
-        {
-            return;
-        }
-        self.start_turn(session_id, next.request_id.into(), next.entry.prompt)
-            .await;
-    }
-
-    fn turn_cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {
-        let session = self.session(session_id)?;
-        match &session.active {
-            Some(active) if &*active.turn_id == turn_id => {
-                active.token.cancel();
-                Ok(())
-            }
-            _ => Err(Reject::new(
-                ErrorCode::TurnNotFound,
-                format!("turn {turn_id} is not running in this session"),
-            )),
-        }
-    }
-
-    fn approval_resolve(&mut self, session_id: &str, approval_id: &str, approved: bool) -> Handled {
-        let session = self.session(session_id)?;
-        if session.approvals.resolve(approval_id, approved) {
-            Ok(())
-        } else {
-            Err(Reject::new(
-                ErrorCode::ApprovalNotFound,
-                format!("approval {approval_id} is not pending"),
-            ))
-        }
-    }
-
-    async fn queue_update(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        queue_id: &str,
-        revision: u64,
-        prompt: String,
-    ) -> Handled {
-        check_prompt(&prompt)?;
-        let session = self.session(session_id)?;
-        let entry = session
-            .queue
-            .update(queue_id, revision, prompt)
-            .map_err(queue_reject)?;
-        let sink = session.sink.clone();
-        let _ = sink
-            .emit(Some(rid), None, &EventBody::QueueUpdated { entry })
-            .await;
-        Ok(())
-    }
-
-    async fn queue_move(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        queue_id: &str,
-        revision: u64,
-        before: Option<&str>,
-    ) -> Handled {
-        let session = self.session(session_id)?;
-        let (entry, position) = session
-            .queue
-            .move_entry(queue_id, revision, before)
-            .map_err(queue_reject)?;
-        let sink = session.sink.clone();
-        let _ = sink
-            .emit(Some(rid), None, &EventBody::QueueMoved { entry, position })
-            .await;
-        Ok(())
-    }
-
-    async fn queue_remove(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        queue_id: &str,
-        revision: u64,
-    ) -> Handled {
-        let session = self.session(session_id)?;
-        let entry = session
-            .queue
-            .remove(queue_id, revision)
-            .map_err(queue_reject)?;
-        let sink = session.sink.clone();
-        let removed = EventBody::QueueRemoved {
-            queue_id: entry.queue_id,
-        };
-        let _ = sink.emit(Some(rid), None, &removed).await;
-        Ok(())
-    }
-
-    async fn session_pause(&mut self, rid: &str, session_id: &str, paused: bool) -> Handled {
-        let session = self.session(session_id)?;
-        session.paused = paused;
-        // The queue as it stands confirms the request; order is unchanged.
-        let snapshot = EventBody::QueueSnapshot {
-            entries: session.queue.snapshot(),
-        };
-        let sink = session.sink.clone();
-        if let Err(EmitError::TooLarge(bytes)) = sink.emit(Some(rid), None, &snapshot).await {
-            // The queue's byte bound makes this unreachable; a pause is
-            // still always answered.
-            return Err(Reject::new(
-                ErrorCode::InternalError,
-                format!("the session is {}paused, but its queue snapshot ({bytes} bytes) exceeds the frame limit", if paused { "" } else { "un" }),
-            ));
-        }
-        if !paused {
-            let session_id = sink.session_id().clone();
-            self.dequeue_next(&session_id).await;
-        }
-        Ok(())
-    }
-
-    async fn session_clear(&mut self, rid: &str, session_id: &str) -> Handled {
-        let session = self.session(session_id)?;
-        if session.active.is_some() {
-            return Err(Reject::new(
-                ErrorCode::TurnActive,
-                "a turn is running; cancel it or wait before clearing",
-            ));
-        }
-        if let Some(history) = &mut session.history {
-            history.clear();
-        }
-        session.queue.clear();
-        session.usage = None;
-        let sink = session.sink.clone();
-        let _ = sink
-            .emit(Some(rid), None, &EventBody::SessionCleared {})
-            .await;
-        Ok(())
-    }
-
-    fn session(&mut self, session_id: &str) -> Result<&mut Session, Reject> {
-        self.sessions.get_mut(session_id).ok_or_else(|| {
-            Reject::new(
-                ErrorCode::SessionNotFound,
-                format!("session {session_id} does not exist on this connection"),
-            )
-        })
     }
 
     async fn reply(&self, event: &Event) {
@@ -723,78 +304,4 @@ impl Connection {
         );
         self.reply(&event).await;
     }
-
-    /// Cancels every active turn and lets each emit its terminal event
-    /// within the grace period; then aborts and joins what is left. Queued
-    /// prompts are dropped, never replayed.
-    async fn close(&mut self) {
-        for session in self.sessions.values() {
-            if let Some(active) = &session.active {
-                active.token.cancel();
-            }
-        }
-        let drained = tokio::time::timeout(CLEANUP_GRACE, async {
-            while let Some(joined) = self.turns.join_next_with_id().await {
-                self.turn_finished(joined, false).await;
-            }
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!("turns did not stop within {CLEANUP_GRACE:?}; aborting them");
-            self.turns.abort_all();
-            while self.turns.join_next().await.is_some() {}
-        }
-        self.sessions.clear();
-    }
-}
-
-fn invalid(message: impl Into<String>) -> Reject {
-    Reject::new(ErrorCode::InvalidRequest, message)
-}
-
-fn check_prompt(prompt: &str) -> Result<(), Reject> {
-    if prompt.trim().is_empty() {
-        return Err(invalid("prompt is empty"));
-    }
-    if prompt.len() > MAX_PROMPT_BYTES {
-        return Err(invalid(format!(
-            "prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}",
-            prompt.len()
-        )));
-    }
-    Ok(())
-}
-
-fn queue_reject(err: QueueError) -> Reject {
-    match err {
-        QueueError::NotFound => Reject::new(ErrorCode::QueueNotFound, "no such queued prompt"),
-        QueueError::Full(message) => Reject::new(ErrorCode::InvalidRequest, message),
-        QueueError::Conflict(entry) => Reject {
-            code: ErrorCode::QueueConflict,
-            message: format!(
-                "queued prompt {} is at revision {}; reload it and try again",
-                entry.queue_id, entry.revision
-            ),
-            entry: Some(entry),
-        },
-    }
-}
-
-/// The canonical workspace for `cwd`, or an `invalid_request` naming why not.
-fn canonical_workspace(cwd: &str) -> Result<std::path::PathBuf, Reject> {
-    if cwd.is_empty() {
-        return Err(invalid("cwd is empty; give an absolute path"));
-    }
-    let path = Path::new(cwd);
-    if !path.is_absolute() {
-        return Err(invalid(format!("cwd `{cwd}` is not an absolute path")));
-    }
-    let canonical = path.canonicalize().map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => invalid(format!("cwd `{cwd}` does not exist")),
-        _ => invalid(format!("cwd `{cwd}` cannot be used: {err}")),
-    })?;
-    if !canonical.is_dir() {
-        return Err(invalid(format!("cwd `{cwd}` is not a directory")));
-    }
-    Ok(canonical)
 }

@@ -1,16 +1,22 @@
-//! The SCV server: transport, sessions, the agent loop, the provider and
+//! The SCV server: transport, sessions, the agent loop, the providers and
 //! the tools. `scv-server --stdio` serves one client on stdin/stdout;
-//! `scv-server` runs the daemon on a Unix socket.
+//! `scv-server` runs the daemon on a Unix socket. See docs/DESIGN.md for
+//! the layers and who owns what.
 
-pub mod agent;
-pub mod clawbot;
+mod agent;
+mod clawbot;
 pub mod config;
-pub mod connection;
-pub mod context;
+mod connection;
+mod context;
 pub mod daemon;
-pub mod provider;
+mod handles;
+mod host;
+mod message;
+mod provider;
 pub mod server;
-pub mod session;
+mod session;
+mod signals;
 pub mod stdio;
+mod text;
 pub mod tools;
-pub mod transport;
+mod transport;

@@ -4,8 +4,7 @@
 use clap::Parser;
 use scv_server::config::Config;
 use scv_server::daemon::log::{RotatingLog, LOG_LIMIT_BYTES};
-use scv_server::daemon::supervisor::Supervisor;
-use scv_server::server::{Mode, ServerContext};
+use scv_server::server::Shared;
 use scv_server::tools::reaper;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,8 +70,8 @@ fn main() -> ExitCode {
         }
     };
     let code = if args.stdio {
-        let ctx = Arc::new(ServerContext::new(config, Mode::Stdio));
-        runtime.block_on(scv_server::stdio::run(ctx))
+        let shared = Arc::new(Shared::new(config));
+        runtime.block_on(scv_server::stdio::run(shared))
     } else {
         let socket = args.socket.unwrap_or_else(|| home.join("server.sock"));
         // The daemon workspace: config `workspace`, else where it started.
@@ -81,9 +80,8 @@ fn main() -> ExitCode {
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
-        let supervisor = Arc::new(Supervisor::new(&home, workspace));
-        let ctx = Arc::new(ServerContext::new(config, Mode::Daemon(supervisor)));
-        runtime.block_on(scv_server::daemon::run(ctx, socket))
+        let shared = Arc::new(Shared::new(config));
+        runtime.block_on(scv_server::daemon::run(shared, home, socket, workspace))
     };
     // stdin's blocking reader may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));

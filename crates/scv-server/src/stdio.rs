@@ -3,17 +3,32 @@
 //! terminal event), on SIGTERM or Ctrl+C (the same, so no tool process is
 //! left behind), or on a fatal protocol error (exit 1).
 
-use crate::connection::{serve, Ending};
-use crate::server::ServerContext;
+use crate::connection::{serve, Ending, Options};
+use crate::server::Shared;
+use crate::signals::shutdown_on_signal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-pub async fn run(ctx: Arc<ServerContext>) -> ExitCode {
+pub async fn run(shared: Arc<Shared>) -> ExitCode {
     let shutdown = CancellationToken::new();
-    tokio::spawn(crate::daemon::signal_shutdown(shutdown.clone()));
-    // A person may type into stdio: no initialize deadline here.
-    let ending = serve(ctx, tokio::io::stdin(), tokio::io::stdout(), shutdown, None).await;
+    let tasks = TaskTracker::new();
+    tasks.spawn(shutdown_on_signal(shutdown.clone()));
+    // A person may type into stdio: no initialize deadline, and no daemon
+    // management.
+    let options = Options::default();
+    let ending = serve(
+        shared,
+        options,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        shutdown.clone(),
+    )
+    .await;
+    shutdown.cancel();
+    tasks.close();
+    tasks.wait().await;
     match ending {
         Ending::Eof | Ending::Shutdown => ExitCode::SUCCESS,
         Ending::Fatal | Ending::WriterFailed | Ending::NotInitialized => ExitCode::FAILURE,

@@ -9,16 +9,21 @@
 
 pub mod prompt;
 
+mod limits;
+
+pub(crate) use limits::Limits;
+
 use crate::context::compaction::{self, SUMMARY_SYSTEM_PROMPT};
 use crate::context::trim::{self, Trimmed};
 use crate::context::History;
-use crate::provider::{AssistantResponse, ChatMessage, ProviderError, ToolCall};
-use crate::server::ServerContext;
-use crate::session::{Approvals, EmitError, SessionSettings, SessionSink};
-use crate::tools::{self, ToolContext, ToolOutput};
+use crate::message::{Message, ToolCall};
+use crate::provider::{Delta, Provider, ProviderError, Reply, Request, ToolSpec};
+use crate::session::{Approvals, EmitError, SessionSink};
+use crate::tools::{Registry, ToolContext, ToolError, ToolOutput};
 use scv_protocol::{EventBody, FailureCode, Usage};
 use serde_json::Value;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -56,8 +61,18 @@ const INTERRUPTED: &str = "The tool call was interrupted before it finished.";
 const DENIED: &str = "The user denied this tool call. Do not retry it unchanged.";
 const NO_TOOLS: &str = "Tools are disabled in this session; answer without them.";
 
-pub struct Turn {
-    pub ctx: Arc<ServerContext>,
+/// What a session was started with; fixed for its life.
+pub(crate) struct SessionSettings {
+    pub cwd: PathBuf,
+    pub provider: Provider,
+    pub tools: Arc<Registry>,
+    pub no_tools: bool,
+    /// The label queue entries carry as `submitter`.
+    pub submitter: String,
+}
+
+pub(crate) struct Turn {
+    pub limits: Arc<Limits>,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -66,7 +81,8 @@ pub struct Turn {
     pub token: CancellationToken,
 }
 
-fn add_usage(total: &mut Option<Usage>, step: Usage) {
+/// Adds `step` to `total` (usage is omitted until some is reported).
+pub(crate) fn add_usage(total: &mut Option<Usage>, step: Usage) {
     let total = total.get_or_insert_with(Usage::default);
     total.input_tokens += step.input_tokens;
     total.output_tokens += step.output_tokens;
@@ -77,12 +93,20 @@ fn last_user(history: &History) -> usize {
     history
         .messages()
         .iter()
-        .rposition(|m| matches!(m, ChatMessage::User { .. }))
+        .rposition(Message::is_user)
         .unwrap_or(0)
 }
 
+fn request<'a>(system: &'a str, history: &'a History, tools: &'a [ToolSpec]) -> Request<'a> {
+    Request {
+        system,
+        history: history.messages(),
+        tools,
+    }
+}
+
 /// What a finished turn hands back to its session.
-pub struct TurnOutcome {
+pub(crate) struct TurnOutcome {
     pub history: History,
     pub usage: Option<Usage>,
     /// `turn.completed`, `turn.cancelled` or `turn.failed`; `None` when the
@@ -95,7 +119,7 @@ impl Turn {
     /// emit, so the session is idle again by the time a client sees it.
     /// `turn.started` was emitted by the caller.
     pub async fn run(self, mut history: History, prompt: String) -> TurnOutcome {
-        history.push(ChatMessage::User { content: prompt });
+        history.push(Message::user(prompt));
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
         history.close_open_tool_calls(INTERRUPTED);
@@ -126,32 +150,28 @@ impl Turn {
     }
 
     async fn drive(&self, history: &mut History, usage: &mut Option<Usage>) -> Result<u32, Stop> {
-        let tools: &[Value] = if self.settings.no_tools {
+        let settings = &self.settings;
+        let tools: &[ToolSpec] = if settings.no_tools {
             &[]
         } else {
-            tools::definitions()
+            settings.tools.specs()
         };
-        let system = ChatMessage::System {
-            content: prompt::system_prompt(&self.settings.cwd, !self.settings.no_tools),
-        };
-        let fixed_bytes = system.weight()
-            + if tools.is_empty() {
-                0
-            } else {
-                tools::definitions_bytes()
-            };
-        let max_steps = self.ctx.config.max_steps;
+        let system = prompt::system_prompt(settings.cwd.clone(), tools).await;
+        // The system prompt weighs as a message would.
+        let fixed_bytes =
+            Message::user(system.as_str()).weight() + settings.provider.tools_bytes(tools);
+        let max_steps = self.limits.max_steps;
         let mut steps = 0;
         loop {
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
             let request_bytes = fixed_bytes + history.bytes();
-            let response = match self.step(&system, history, tools).await {
+            let reply = match self.step(&request(&system, history, tools)).await {
                 Err(Stop::Overflow(message)) => {
                     // One compaction, one retry.
                     tracing::info!("provider context overflow: {message}; compacting once");
                     self.compact(fixed_bytes, history, usage, true).await?;
-                    match self.step(&system, history, tools).await {
+                    match self.step(&request(&system, history, tools)).await {
                         Err(Stop::Overflow(message)) => {
                             return Err(Stop::Failed(
                                 FailureCode::ContextLimit,
@@ -164,21 +184,17 @@ impl Turn {
                 other => other?,
             };
             steps += 1;
-            if let Some(step_usage) = response.usage {
+            if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens);
                 add_usage(usage, step_usage);
             }
+            let message = reply.message;
             self.emit(EventBody::AssistantCompleted {
-                content: response.text.clone(),
+                content: message.text.clone().unwrap_or_default(),
             })
             .await?;
-            let AssistantResponse {
-                text, tool_calls, ..
-            } = response;
-            history.push(ChatMessage::Assistant {
-                content: (!text.is_empty()).then_some(text),
-                tool_calls: tool_calls.clone(),
-            });
+            let tool_calls = message.tool_calls.clone();
+            history.push(Message::Assistant(message));
             if tool_calls.is_empty() {
                 self.trim(history).await?;
                 return Ok(steps);
@@ -191,8 +207,8 @@ impl Turn {
             }
             for call in &tool_calls {
                 let output = self.call_tool(call).await?;
-                history.push(ChatMessage::Tool {
-                    tool_call_id: call.id.clone(),
+                history.push(Message::Tool {
+                    call_id: call.id.clone(),
                     content: output,
                 });
             }
@@ -202,7 +218,7 @@ impl Turn {
     /// Keeps the history within `max_history_bytes`, dropping the oldest
     /// groups (never this turn's messages) and saying so.
     async fn trim(&self, history: &mut History) -> Result<(), Stop> {
-        let max = self.ctx.config.max_history_bytes;
+        let max = self.limits.max_history_bytes;
         match trim::trim(history, max, last_user(history)) {
             Trimmed::Fits => Ok(()),
             Trimmed::Removed(removed) => {
@@ -232,9 +248,8 @@ impl Turn {
         usage: &mut Option<Usage>,
         force: bool,
     ) -> Result<(), Stop> {
-        let config = &self.ctx.config;
-        let limit = config.context_max_tokens;
-        let threshold = limit * config.compact_threshold_percent / 100;
+        let limit = self.limits.context_max_tokens;
+        let threshold = limit * self.limits.compact_threshold_percent / 100;
         let before = history.estimate_tokens(fixed_bytes + history.bytes());
         if !force && before <= threshold {
             return Ok(());
@@ -256,21 +271,22 @@ impl Turn {
             per_message,
             history.bytes_for_tokens(limit / 2),
         );
-        let summary_system = ChatMessage::System {
-            content: SUMMARY_SYSTEM_PROMPT.to_string(),
-        };
-        let request = ChatMessage::User {
-            content: format!("Summarize this transcript:\n\n{transcript}"),
-        };
+        let request = [Message::user(format!(
+            "Summarize this transcript:\n\n{transcript}"
+        ))];
         let provider = &self.settings.provider;
         let stream = self
-            .cancellable(provider.start(&[&summary_system, &request], &[]))
+            .cancellable(provider.start(&Request {
+                system: SUMMARY_SYSTEM_PROMPT,
+                history: &request,
+                tools: &[],
+            }))
             .await??;
-        let response = self.cancellable(stream.finish()).await??;
-        if let Some(step_usage) = response.usage {
+        let reply = self.cancellable(stream.finish()).await??;
+        if let Some(step_usage) = reply.usage {
             add_usage(usage, step_usage);
         }
-        let summary = response.text.trim().to_string();
+        let summary = reply.message.text.unwrap_or_default().trim().to_string();
         if summary.is_empty() {
             return Err(Stop::Failed(
                 FailureCode::ProviderError,
@@ -297,19 +313,13 @@ impl Turn {
     }
 
     /// One provider request, streaming its text as `assistant.delta`.
-    async fn step(
-        &self,
-        system: &ChatMessage,
-        history: &History,
-        tools: &[Value],
-    ) -> Result<AssistantResponse, Stop> {
-        let messages: Vec<&ChatMessage> =
-            std::iter::once(system).chain(history.messages()).collect();
+    async fn step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
         let provider = &self.settings.provider;
-        let mut stream = self.cancellable(provider.start(&messages, tools)).await??;
-        while let Some(text) = self.cancellable(stream.next_text()).await?? {
-            self.emit(EventBody::AssistantDelta { content: text })
-                .await?;
+        let mut stream = self.cancellable(provider.start(request)).await??;
+        while let Some(delta) = self.cancellable(stream.next_delta()).await?? {
+            match delta {
+                Delta::Text(content) => self.emit(EventBody::AssistantDelta { content }).await?,
+            }
         }
         Ok(self.cancellable(stream.finish()).await??)
     }
@@ -317,8 +327,8 @@ impl Turn {
     /// Proposes, approves (when needed) and runs one call; returns what the
     /// model reads as its result.
     async fn call_tool(&self, call: &ToolCall) -> Result<String, Stop> {
-        let name = call.function.name.as_str();
-        let parsed: Result<Value, String> = match call.function.arguments.trim() {
+        let name = call.name.as_str();
+        let parsed: Result<Value, String> = match call.arguments.trim() {
             "" => Ok(Value::Object(Default::default())),
             raw => serde_json::from_str::<Value>(raw)
                 .map_err(|err| format!("error: the arguments are not valid JSON ({err})"))
@@ -332,7 +342,7 @@ impl Turn {
         };
         let shown_arguments = match &parsed {
             Ok(value) => value.clone(),
-            Err(_) => Value::String(call.function.arguments.clone()),
+            Err(_) => Value::String(call.arguments.clone()),
         };
         self.emit(EventBody::ToolProposed {
             call_id: call.id.clone(),
@@ -341,21 +351,23 @@ impl Turn {
         })
         .await?;
 
-        let refusal = if self.settings.no_tools {
-            Some(NO_TOOLS.to_string())
-        } else if tools::risk(name).is_none() {
-            Some(format!("error: unknown tool `{name}`"))
-        } else {
-            parsed.as_ref().err().cloned()
+        let tool = self.settings.tools.get(name);
+        let (tool, arguments) = match (self.settings.no_tools, tool, parsed) {
+            (true, _, _) => return self.complete(call, ToolOutput::error(NO_TOOLS)).await,
+            (false, None, _) => {
+                let unknown = format!("error: unknown tool `{name}`");
+                return self.complete(call, ToolOutput::error(unknown)).await;
+            }
+            (false, Some(_), Err(message)) => {
+                return self.complete(call, ToolOutput::error(message)).await
+            }
+            (false, Some(tool), Ok(arguments)) => (tool, arguments),
         };
-        if let Some(message) = refusal {
-            return self.complete(call, ToolOutput::error(message)).await;
-        }
-        let arguments = parsed.expect("checked above");
-        let risk = tools::risk(name).expect("checked above");
-
-        if !self.ctx.config.auto_approve.contains(&risk)
-            && !self.approve(call, risk, &arguments).await?
+        let risk = tool.risk();
+        if !self.limits.auto_approve.contains(&risk)
+            && !self
+                .approve(call, risk, tool.summary(&arguments))
+                .await?
         {
             return self.complete(call, ToolOutput::error(DENIED)).await;
         }
@@ -367,20 +379,25 @@ impl Turn {
         .await?;
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
-            bash_timeout: std::time::Duration::from_millis(self.ctx.config.bash_timeout_ms.max(1)),
-            bash_max_timeout: std::time::Duration::from_millis(
-                self.ctx.config.bash_max_timeout_ms.max(1),
-            ),
-            max_output_bytes: self.ctx.config.tool_output_max_bytes,
+            bash_timeout: self.limits.bash_timeout,
+            bash_max_timeout: self.limits.bash_max_timeout,
+            max_output_bytes: self.limits.tool_output_max_bytes,
             cancel: &self.token,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
         // before the turn ends.
-        let output = tools::run(name, &arguments, &tool_ctx).await;
+        let result = tool.run(&arguments, &tool_ctx).await;
         if self.token.is_cancelled() {
             return Err(Stop::Cancelled);
         }
+        let output = match result {
+            Ok(output) => output,
+            Err(ToolError::Model(message)) => ToolOutput::error(format!("error: {message}")),
+            Err(ToolError::Internal(message)) => {
+                return Err(Stop::Failed(FailureCode::InternalError, message))
+            }
+        };
         self.complete(call, output).await
     }
 
@@ -389,16 +406,16 @@ impl Turn {
         &self,
         call: &ToolCall,
         risk: scv_protocol::Risk,
-        arguments: &Value,
+        summary: String,
     ) -> Result<bool, Stop> {
         let (approval_id, answer) = self.approvals.request();
         let requested = EventBody::ApprovalRequested {
             approval_id: approval_id.clone(),
             call_id: call.id.clone(),
-            name: call.function.name.clone(),
+            name: call.name.clone(),
             risk,
             cwd: self.settings.cwd.display().to_string(),
-            summary: tools::summary(&call.function.name, arguments),
+            summary,
         };
         let result: Result<bool, Stop> = async {
             self.emit(requested).await?;
@@ -419,7 +436,7 @@ impl Turn {
         };
         self.emit(EventBody::ToolCompleted {
             call_id: call.id.clone(),
-            name: call.function.name.clone(),
+            name: call.name.clone(),
             success: output.success,
             output: output.output,
             truncated: output.truncated,

@@ -1,13 +1,27 @@
 //! The system prompt: what SCV is, where it works, its tools and rules, and
 //! the workspace's own AGENTS.md when there is one.
 
+use crate::provider::ToolSpec;
+use crate::text::cut;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Most of AGENTS.md we include.
 const MAX_AGENTS_MD_BYTES: usize = 64 * 1024;
 
-pub fn system_prompt(workspace: &Path, tools_enabled: bool) -> String {
+/// The system prompt for a turn in `workspace` with `tools` (none: a
+/// session without tools). Reads AGENTS.md off the async threads.
+pub(crate) async fn system_prompt(workspace: PathBuf, tools: &[ToolSpec]) -> String {
+    let catalogue: Vec<(String, String)> = tools
+        .iter()
+        .map(|t| (t.name.clone(), t.description.clone()))
+        .collect();
+    let built = tokio::task::spawn_blocking(move || build(&workspace, &catalogue)).await;
+    built.unwrap_or_default()
+}
+
+fn build(workspace: &Path, tools: &[(String, String)]) -> String {
+    let tools_enabled = !tools.is_empty();
     let mut prompt = String::with_capacity(4096);
     let _ = writeln!(
         prompt,
@@ -17,7 +31,7 @@ pub fn system_prompt(workspace: &Path, tools_enabled: bool) -> String {
     );
     if tools_enabled {
         prompt.push_str("You can act through these tools:\n");
-        for (name, description) in crate::tools::catalogue() {
+        for (name, description) in tools {
             let _ = writeln!(prompt, "- {name}: {description}");
         }
         prompt.push_str(
@@ -41,14 +55,12 @@ pub fn system_prompt(workspace: &Path, tools_enabled: bool) -> String {
 
 fn read_agents_md(workspace: &Path) -> Option<String> {
     let bytes = std::fs::read(workspace.join("AGENTS.md")).ok()?;
-    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    let text = String::from_utf8_lossy(&bytes);
     if text.len() > MAX_AGENTS_MD_BYTES {
-        let mut cut = MAX_AGENTS_MD_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("\n[AGENTS.md cut here]");
+        return Some(format!(
+            "{}\n[AGENTS.md cut here]",
+            cut(&text, MAX_AGENTS_MD_BYTES)
+        ));
     }
-    Some(text)
+    Some(text.into_owned())
 }

@@ -1,24 +1,26 @@
 //! One account's chat loop: every direct sender gets an SCV session
-//! (served in-process over a duplex pipe), prompts become turns, final
-//! answers go back in chunks, the owner approves tool calls in chat.
+//! (opened through the daemon's connector), prompts become turns, final
+//! answers go back in chunks, the owner approves tool calls in chat. Every
+//! task it starts runs on the instance's tracker and ends with its token.
 
-use super::{poll, AccountSpec};
-use crate::connection::serve;
-use crate::server::ServerContext;
+use super::{poll, AccountSpec, Status};
+use crate::handles::Connector;
+use crate::server::Shared;
 use scv_client::Connection;
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, Delivery, IlinkClient};
 use scv_protocol::{
-    ClientFrame, ClientMessage, ComponentState, ComponentStatus, Event, EventBody, Initialize,
-    RemoteTools, SessionStart, PROTOCOL_VERSION,
+    ClientFrame, ClientMessage, ComponentState, Event, EventBody, Initialize, RemoteTools,
+    SessionStart, PROTOCOL_VERSION,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Replies are cut into chunks under WeChat's ~2000-character limit.
 pub const CHUNK_CHARS: usize = 1900;
@@ -86,7 +88,9 @@ impl Chat {
 }
 
 struct Account {
-    ctx: Arc<ServerContext>,
+    shared: Arc<Shared>,
+    connector: Arc<dyn Connector>,
+    tasks: TaskTracker,
     spec: AccountSpec,
     client: IlinkClient,
     delivery: Arc<Mutex<Delivery>>,
@@ -99,24 +103,37 @@ struct Account {
 
 type Tickets = Arc<Mutex<HashMap<String, String>>>;
 
-pub async fn run(
-    ctx: Arc<ServerContext>,
+/// The lock of a mutex, recovering it if a task panicked while holding it.
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    connector: Arc<dyn Connector>,
     store: AccountStore,
     spec: AccountSpec,
-    status: Arc<Mutex<ComponentStatus>>,
+    status: Status,
     token: CancellationToken,
+    tasks: TaskTracker,
 ) {
     let client = IlinkClient::new(
-        ctx.http(),
+        shared.http(),
         &spec.credentials.base_url,
         Some(spec.credentials.bot_token.clone()),
         crate::server::SERVER_VERSION,
     );
-    let delivery = Arc::new(Mutex::new(store.delivery(&spec.account)));
+    let delivery = {
+        let (store, account) = (store.clone(), spec.account.clone());
+        tokio::task::spawn_blocking(move || store.delivery(&account))
+            .await
+            .unwrap_or_default()
+    };
+    let delivery = Arc::new(Mutex::new(delivery));
     let (batch_tx, mut batches) = mpsc::channel(16);
     let (events_tx, mut events) = mpsc::channel(1024);
     let _ = tokio::time::timeout(Duration::from_secs(5), client.notify(true)).await;
-    let mut poller = tokio::spawn(poll::run(
+    let mut poller = tasks.spawn(poll::run(
         client.clone(),
         store,
         spec.account.clone(),
@@ -124,9 +141,12 @@ pub async fn run(
         delivery.clone(),
         status.clone(),
         batch_tx,
+        token.clone(),
     ));
     let mut account = Account {
-        ctx,
+        shared,
+        connector,
+        tasks,
         spec,
         client,
         delivery,
@@ -155,13 +175,16 @@ pub async fn run(
             }
         }
     }
-    poller.abort();
+    // Everything else ends with the token; the poller too (a poll in
+    // flight is dropped).
+    token.cancel();
     for chat in account.chats.values_mut() {
         chat.stop_typing();
     }
     // Dropping the chats closes their pipes; their sessions end with them.
     account.chats.clear();
-    if !token.is_cancelled() || status.lock().unwrap().state != ComponentState::Failed {
+    let failed = status.lock().state == ComponentState::Failed;
+    if !failed {
         let _ = tokio::time::timeout(Duration::from_secs(2), account.client.notify(false)).await;
     }
 }
@@ -172,9 +195,7 @@ impl Account {
     }
 
     fn context_token(&self, user: &str) -> String {
-        self.delivery
-            .lock()
-            .unwrap()
+        locked(&self.delivery)
             .context_tokens
             .get(user)
             .cloned()
@@ -235,7 +256,7 @@ impl Account {
                 !self.is_owner(id) && (chat.turn_id.is_some() || chat.awaiting_start)
             })
             .count();
-        let model = self.ctx.config.model.clone();
+        let model = self.shared.config.model.clone();
         let workspace = self.spec.workspace.display().to_string();
         let Some(chat) = self.chats.get_mut(&user) else {
             return;
@@ -341,16 +362,9 @@ impl Account {
     /// A session for `user`: tools only for the owner, and only when the
     /// account grants `remote_tools = "owner"`.
     async fn open_chat(&mut self, user: &str) -> Option<Chat> {
-        let (client_side, server_side) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_side);
-        let session_token = self.token.child_token();
-        tokio::spawn(serve(
-            self.ctx.clone(),
-            server_read,
-            server_write,
-            session_token,
-            None,
-        ));
+        let client_side = self
+            .connector
+            .connect(&self.tasks, self.token.child_token());
         let (read, write) = tokio::io::split(client_side);
         let mut conn = Connection::new(read, write);
         let tools = self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner;
@@ -388,15 +402,22 @@ impl Account {
         let (mut reader, writer) = conn.into_parts();
         let events = self.events.clone();
         let user_id = user.to_string();
-        tokio::spawn(async move {
+        let token = self.token.clone();
+        self.tasks.spawn(async move {
             use futures_util::StreamExt;
-            while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
-                let Ok(event) = serde_json::from_slice::<Event>(&line) else {
-                    continue;
-                };
-                if events.send((user_id.clone(), event)).await.is_err() {
-                    return;
+            let forward = async {
+                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
+                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
+                        continue;
+                    };
+                    if events.send((user_id.clone(), event)).await.is_err() {
+                        return;
+                    }
                 }
+            };
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = forward => {}
             }
         });
         Some(Chat {
@@ -466,7 +487,7 @@ impl Account {
                 chat.stop_typing();
                 let token = self.token.child_token();
                 chat.typing = Some(token.clone());
-                tokio::spawn(keep_typing(
+                self.tasks.spawn(keep_typing(
                     tickets,
                     client,
                     chat.user_id.clone(),
@@ -501,7 +522,7 @@ impl Account {
                     ));
                 } else {
                     let timeout =
-                        Duration::from_millis(self.ctx.config.clawbot_approval_timeout_ms);
+                        Duration::from_millis(self.shared.config.clawbot_approval_timeout_ms);
                     chat.approvals
                         .push_back((approval_id, Instant::now() + timeout));
                     say = Some(format!(
@@ -599,29 +620,38 @@ async fn keep_typing(
     context: String,
     token: CancellationToken,
 ) {
-    let cached = tickets.lock().unwrap().get(&user).cloned();
+    let cached = locked(&tickets).get(&user).cloned();
     let ticket = match cached {
         Some(ticket) => ticket,
         None => {
             let context = (!context.is_empty()).then_some(context);
-            let Ok(ticket) = client.typing_ticket(&user, context.as_deref()).await else {
+            let fetched = tokio::select! {
+                _ = token.cancelled() => return,
+                fetched = client.typing_ticket(&user, context.as_deref()) => fetched,
+            };
+            let Ok(ticket) = fetched else {
                 return; // no typing for this user
             };
-            tickets.lock().unwrap().insert(user.clone(), ticket.clone());
+            locked(&tickets).insert(user.clone(), ticket.clone());
             ticket
         }
     };
     loop {
-        if client.send_typing(&user, &ticket, true).await.is_err() {
+        let sent = tokio::select! {
+            _ = token.cancelled() => break,
+            sent = client.send_typing(&user, &ticket, true) => sent,
+        };
+        if sent.is_err() {
             // A stale ticket: fetch a new one next turn.
-            tickets.lock().unwrap().remove(&user);
+            locked(&tickets).remove(&user);
         }
         tokio::select! {
             _ = token.cancelled() => break,
             _ = tokio::time::sleep(TYPING_EVERY) => {}
         }
     }
-    let _ = client.send_typing(&user, &ticket, false).await;
+    let off = client.send_typing(&user, &ticket, false);
+    let _ = tokio::time::timeout(Duration::from_secs(2), off).await;
 }
 
 /// Splits text into chunks of at most `max` characters, preferring line

@@ -2,47 +2,75 @@
 //!
 //! Each enabled, logged-in account runs as one instance: a poll task
 //! long-polls `getupdates` (saving the cursor before a batch is handled)
-//! and a chat loop that gives every direct sender an SCV session, served
-//! in-process by the same `connection::serve` that socket clients use,
-//! over a duplex pipe. Dropping the instance's token drops its I/O and its
-//! sessions at once.
+//! and a chat loop that gives every direct sender an SCV session, opened
+//! through the daemon's [`Connector`] (the same connection code socket
+//! clients get, served in-process). Every task of an instance — the chat
+//! loop, the poller, each sender's session and reader, typing keep-alives —
+//! runs on the instance's tracker, and stopping it cancels them all and
+//! waits for every one.
 
 mod chat;
 mod poll;
 
-use crate::server::ServerContext;
+use crate::handles::Connector;
+use crate::server::Shared;
 use scv_ilink::{AccountStore, Credentials, Settings};
 use scv_protocol::{ComponentState, ComponentStatus, RemoteTools};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::task::JoinHandle;
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// An account's live status, shared by its tasks.
+#[derive(Clone)]
+pub(crate) struct Status(Arc<Mutex<ComponentStatus>>);
+
+impl Status {
+    fn new(status: ComponentStatus) -> Status {
+        Status(Arc::new(Mutex::new(status)))
+    }
+
+    /// The status, recovering it if a task panicked while holding it.
+    fn lock(&self) -> MutexGuard<'_, ComponentStatus> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 /// A running account.
-pub struct Instance {
+pub(crate) struct Instance {
     pub fingerprint: String,
-    pub status: Arc<Mutex<ComponentStatus>>,
+    status: Status,
     token: CancellationToken,
-    task: JoinHandle<()>,
+    tasks: TaskTracker,
+    account: String,
 }
 
 impl Instance {
-    /// Stops and joins: I/O and sessions are dropped at once.
-    pub async fn stop(self) {
-        self.status.lock().unwrap().state = ComponentState::Stopping;
-        self.token.cancel();
-        let _ = self.task.await;
-        self.status.lock().unwrap().state = ComponentState::Stopped;
+    /// The status as it is now.
+    pub fn status(&self, restarts: u32) -> ComponentStatus {
+        let mut status = self.status.lock().clone();
+        status.restarts = restarts;
+        status
     }
 
-    pub fn finished(&self) -> bool {
-        self.task.is_finished()
+    /// Stops and joins every task of the instance: its I/O and sessions
+    /// are dropped at once.
+    pub async fn stop(self) {
+        self.status.lock().state = ComponentState::Stopping;
+        self.token.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.status.lock().state = ComponentState::Stopped;
+        tracing::info!(
+            "clawbot:{}: stopped; {} tasks alive in the daemon",
+            self.account,
+            tokio::runtime::Handle::current().metrics().num_alive_tasks()
+        );
     }
 }
 
 /// What an account needs to run.
-pub struct AccountSpec {
+pub(crate) struct AccountSpec {
     pub account: String,
     pub credentials: Credentials,
     pub settings: Settings,
@@ -64,24 +92,27 @@ impl AccountSpec {
         )
     }
 
-    /// `owner` only when the setting says so and the owner is known.
     pub fn remote_tools_effective(&self) -> RemoteTools {
-        if self.settings.remote_tools == "owner" && self.credentials.user_id.is_some() {
-            RemoteTools::Owner
-        } else {
-            RemoteTools::None
-        }
+        effective_remote_tools(&self.settings, Some(&self.credentials))
+    }
+}
+
+/// `owner` only when the setting says so and the owner is known.
+fn effective_remote_tools(settings: &Settings, credentials: Option<&Credentials>) -> RemoteTools {
+    if settings.remote_tools == "owner" && credentials.is_some_and(|c| c.user_id.is_some()) {
+        RemoteTools::Owner
+    } else {
+        RemoteTools::None
     }
 }
 
 /// The status of an account that is not running.
-pub fn idle_status(
+pub(crate) fn idle_status(
     account: &str,
     credentials: Option<&Credentials>,
     settings: &Settings,
     restarts: u32,
 ) -> ComponentStatus {
-    let owner_known = credentials.is_some_and(|c| c.user_id.is_some());
     ComponentStatus {
         id: format!("clawbot:{account}"),
         account: account.into(),
@@ -97,20 +128,16 @@ pub fn idle_status(
         error: (settings.enabled && credentials.is_none())
             .then(|| "not logged in; run `scv clawbot login`".to_string()),
         restarts,
-        remote_tools: Some(if settings.remote_tools == "owner" && owner_known {
-            RemoteTools::Owner
-        } else {
-            RemoteTools::None
-        }),
+        remote_tools: Some(effective_remote_tools(settings, credentials)),
     }
 }
 
-pub fn start(
-    ctx: Arc<ServerContext>,
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    connector: Arc<dyn Connector>,
     store: AccountStore,
     spec: AccountSpec,
     restarts: u32,
-    parent: &CancellationToken,
 ) -> Instance {
     let mut status = idle_status(
         &spec.account,
@@ -120,21 +147,25 @@ pub fn start(
     );
     status.state = ComponentState::Starting;
     status.error = None;
-    status.remote_tools = Some(spec.remote_tools_effective());
-    let status = Arc::new(Mutex::new(status));
-    let token = parent.child_token();
+    let status = Status::new(status);
+    let token = CancellationToken::new();
+    let tasks = TaskTracker::new();
     let fingerprint = spec.fingerprint();
-    let task = tokio::spawn(chat::run(ctx, store, spec, status.clone(), token.clone()));
+    let account = spec.account.clone();
+    tasks.spawn(chat::run(
+        shared,
+        connector,
+        store,
+        spec,
+        status.clone(),
+        token.clone(),
+        tasks.clone(),
+    ));
     Instance {
         fingerprint,
         status,
         token,
-        task,
+        tasks,
+        account,
     }
-}
-
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

@@ -3,45 +3,69 @@
 //! duplicates, and backs off 2 s, 2 s, then 30 s after three failures in a
 //! row. `-14` ends it: the account must log in again.
 
-use super::unix_now;
+use super::Status;
 use scv_ilink::types::WireMessage;
-use scv_ilink::{AccountStore, Delivery, IlinkClient, IlinkError};
-use scv_protocol::{ComponentState, ComponentStatus};
+use scv_ilink::{unix_now, AccountStore, Delivery, IlinkClient, IlinkError};
+use scv_protocol::ComponentState;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+fn locked(delivery: &Mutex<Delivery>) -> MutexGuard<'_, Delivery> {
+    delivery.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Messages recently seen by sender + text + time, for duplicates that
 /// arrive under a new `message_id`.
 const RECENT_CONTENT: usize = 256;
 
-pub async fn run(
+/// Polls until `token` is cancelled (a poll in flight is dropped) or the
+/// session expires.
+#[allow(clippy::too_many_arguments)] // one account's parts, each needed
+pub(super) async fn run(
     client: IlinkClient,
     store: AccountStore,
     account: String,
     bot_id: String,
     delivery: Arc<Mutex<Delivery>>,
-    status: Arc<Mutex<ComponentStatus>>,
+    status: Status,
+    batches: mpsc::Sender<Vec<WireMessage>>,
+    token: CancellationToken,
+) {
+    tokio::select! {
+        _ = token.cancelled() => {}
+        _ = poll(client, store, account, bot_id, delivery, status, batches) => {}
+    }
+}
+
+async fn poll(
+    client: IlinkClient,
+    store: AccountStore,
+    account: String,
+    bot_id: String,
+    delivery: Arc<Mutex<Delivery>>,
+    status: Status,
     batches: mpsc::Sender<Vec<WireMessage>>,
 ) {
     let mut failures = 0u32;
     let mut hint = None;
     let mut recent: VecDeque<(String, String, u64)> = VecDeque::new();
     loop {
-        let cursor = delivery.lock().unwrap().cursor.clone();
+        let cursor = locked(&delivery).cursor.clone();
         match client.get_updates(&cursor, hint).await {
             Ok(updates) => {
                 failures = 0;
                 hint = updates.longpolling_timeout_ms.map(Duration::from_millis);
                 {
-                    let mut s = status.lock().unwrap();
+                    let mut s = status.lock();
                     s.state = ComponentState::Connected;
                     s.error = None;
                     s.last_success_unix_seconds = Some(unix_now());
                 }
-                let fresh = {
-                    let mut d = delivery.lock().unwrap();
+                let (fresh, snapshot) = {
+                    let mut d = locked(&delivery);
                     if !updates.cursor.is_empty() {
                         d.cursor = updates.cursor.clone();
                     }
@@ -71,18 +95,28 @@ pub async fn run(
                         }
                         fresh.push(msg);
                     }
-                    // Saved before the batch is handled: never replayed.
-                    if let Err(err) = store.save_delivery(&account, &d) {
-                        tracing::warn!("clawbot:{account}: cannot save delivery state: {err}");
-                    }
-                    fresh
+                    (fresh, d.clone())
                 };
+                // Saved (off the async threads, outside the lock) before
+                // the batch is handled: never replayed.
+                let saved = {
+                    let (store, account) = (store.clone(), account.clone());
+                    tokio::task::spawn_blocking(move || store.save_delivery(&account, &snapshot))
+                        .await
+                };
+                match saved {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => {
+                        tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
+                    }
+                    Err(err) => tracing::warn!("clawbot:{account}: cannot save delivery state: {err}"),
+                }
                 if !fresh.is_empty() && batches.send(fresh).await.is_err() {
                     return;
                 }
             }
             Err(IlinkError::SessionExpired) => {
-                let mut s = status.lock().unwrap();
+                let mut s = status.lock();
                 s.state = ComponentState::Failed;
                 s.error = Some(IlinkError::SessionExpired.to_string());
                 return;
@@ -95,7 +129,7 @@ pub async fn run(
                     Duration::from_secs(2)
                 };
                 {
-                    let mut s = status.lock().unwrap();
+                    let mut s = status.lock();
                     s.state = if failures >= 3 {
                         ComponentState::Backoff
                     } else {

@@ -5,11 +5,12 @@
 //! ever separated from its result. The latest user message is kept (moved
 //! after the summary when the cut passes it).
 
-use crate::provider::ChatMessage;
+use crate::message::Message;
+use crate::text::{cut, floor_boundary};
 use std::fmt::Write as _;
 
 /// The first message that stays; everything before it is summarized.
-pub fn plan(messages: &[ChatMessage], keep_bytes: usize) -> Option<usize> {
+pub fn plan(messages: &[Message], keep_bytes: usize) -> Option<usize> {
     // Walk back from the end, keeping recent messages within `keep_bytes`,
     // and remember the earliest clean boundary reached.
     let mut kept = 0usize;
@@ -26,23 +27,18 @@ pub fn plan(messages: &[ChatMessage], keep_bytes: usize) -> Option<usize> {
     cut.filter(|&c| c > 0 && c < messages.len())
 }
 
-fn is_boundary(message: &ChatMessage) -> bool {
-    matches!(
-        message,
-        ChatMessage::User { .. } | ChatMessage::Assistant { .. }
-    )
+fn is_boundary(message: &Message) -> bool {
+    matches!(message, Message::User { .. } | Message::Assistant(_))
 }
 
 /// The history after compaction: the summary, the latest user message if
 /// it was among the removed ones, then the kept messages.
-pub fn apply(messages: Vec<ChatMessage>, cut: usize, summary: String) -> (Vec<ChatMessage>, usize) {
-    let latest_user = messages
-        .iter()
-        .rposition(|m| matches!(m, ChatMessage::User { .. }));
+pub fn apply(messages: Vec<Message>, cut: usize, summary: String) -> (Vec<Message>, usize) {
+    let latest_user = messages.iter().rposition(Message::is_user);
     let mut kept = Vec::with_capacity(messages.len() - cut + 2);
-    kept.push(ChatMessage::User {
-        content: format!("[Summary of the earlier conversation, written when the context was compacted]\n{summary}"),
-    });
+    kept.push(Message::user(format!(
+        "[Summary of the earlier conversation, written when the context was compacted]\n{summary}"
+    )));
     let mut removed = cut;
     if let Some(user) = latest_user.filter(|&u| u < cut) {
         kept.push(messages[user].clone());
@@ -61,31 +57,23 @@ Be concise and concrete; keep exact names, paths and numbers. Answer with the su
 
 /// The transcript to summarize, each message cut to `per_message` bytes
 /// and the whole to `total` bytes.
-pub fn transcript(messages: &[ChatMessage], per_message: usize, total: usize) -> String {
+pub fn transcript(messages: &[Message], per_message: usize, total: usize) -> String {
     let mut out = String::new();
     for message in messages {
         let (role, text) = match message {
-            ChatMessage::System { content } => ("system", content.clone()),
-            ChatMessage::User { content } => ("user", content.clone()),
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut text = content.clone().unwrap_or_default();
-                for call in tool_calls {
-                    let _ = write!(
-                        text,
-                        "\n[calls {} with {}]",
-                        call.function.name, call.function.arguments
-                    );
+            Message::User { content } => ("user", content.clone()),
+            Message::Assistant(assistant) => {
+                let mut text = assistant.text.clone().unwrap_or_default();
+                for call in &assistant.tool_calls {
+                    let _ = write!(text, "\n[calls {} with {}]", call.name, call.arguments);
                 }
                 ("assistant", text)
             }
-            ChatMessage::Tool { content, .. } => ("tool result", content.clone()),
+            Message::Tool { content, .. } => ("tool result", content.clone()),
         };
         let _ = writeln!(out, "## {role}\n{}\n", cut(&text, per_message));
         if out.len() > total {
-            out.truncate(floor(&out, total));
+            out.truncate(floor_boundary(&out, total));
             out.push_str("\n[transcript cut]");
             break;
         }
@@ -93,49 +81,34 @@ pub fn transcript(messages: &[ChatMessage], per_message: usize, total: usize) ->
     out
 }
 
-fn cut(text: &str, max: usize) -> &str {
-    &text[..floor(text, max)]
-}
-
-fn floor(text: &str, max: usize) -> usize {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    end
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{FunctionCall, ToolCall};
+    use crate::message::{AssistantMessage, ToolCall};
 
-    fn user(text: &str) -> ChatMessage {
-        ChatMessage::User {
-            content: text.into(),
-        }
+    fn user(text: &str) -> Message {
+        Message::user(text)
     }
 
-    fn assistant(text: &str, calls: &[&str]) -> ChatMessage {
-        ChatMessage::Assistant {
-            content: Some(text.into()),
+    fn assistant(text: &str, calls: &[&str]) -> Message {
+        Message::Assistant(AssistantMessage {
+            text: Some(text.into()),
             tool_calls: calls
                 .iter()
                 .map(|id| ToolCall {
                     id: id.to_string(),
-                    kind: "function".into(),
-                    function: FunctionCall {
-                        name: "bash".into(),
-                        arguments: "{}".into(),
-                    },
+                    name: "bash".into(),
+                    arguments: "{}".into(),
+                    provider_data: None,
                 })
                 .collect(),
-        }
+            ..Default::default()
+        })
     }
 
-    fn tool(id: &str, text: &str) -> ChatMessage {
-        ChatMessage::Tool {
-            tool_call_id: id.into(),
+    fn tool(id: &str, text: &str) -> Message {
+        Message::Tool {
+            call_id: id.into(),
             content: text.into(),
         }
     }
@@ -173,9 +146,9 @@ mod tests {
         ];
         let (kept, removed) = apply(messages, 3, "S".into());
         assert_eq!(removed, 2);
-        assert!(matches!(&kept[0], ChatMessage::User { content } if content.ends_with("\nS")));
+        assert!(matches!(&kept[0], Message::User { content } if content.ends_with("\nS")));
         assert_eq!(kept[1], user("latest"));
-        assert!(matches!(kept[2], ChatMessage::Assistant { .. }));
+        assert!(matches!(kept[2], Message::Assistant(_)));
         assert_eq!(kept.len(), 4);
     }
 }

@@ -2,7 +2,7 @@
 //! rebuilt for every request), its size in bytes, and the calibration of
 //! token estimates against what the provider reported.
 
-use crate::provider::ChatMessage;
+use crate::message::Message;
 
 /// Tokens per byte before any calibration (about four bytes per token).
 const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
@@ -12,7 +12,7 @@ const PLAUSIBLE_TOKENS_PER_BYTE: std::ops::RangeInclusive<f64> = 0.1..=1.0;
 
 #[derive(Debug, Clone)]
 pub struct History {
-    messages: Vec<ChatMessage>,
+    messages: Vec<Message>,
     bytes: usize,
     tokens_per_byte: f64,
 }
@@ -28,12 +28,12 @@ impl Default for History {
 }
 
 impl History {
-    pub fn push(&mut self, message: ChatMessage) {
+    pub fn push(&mut self, message: Message) {
         self.bytes += message.weight();
         self.messages.push(message);
     }
 
-    pub fn messages(&self) -> &[ChatMessage] {
+    pub fn messages(&self) -> &[Message] {
         &self.messages
     }
 
@@ -41,12 +41,9 @@ impl History {
         self.bytes
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.messages.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
     }
 
     /// Drops messages and compaction metadata (the calibration included).
@@ -55,15 +52,15 @@ impl History {
     }
 
     /// Replaces the messages wholesale (compaction, trimming).
-    pub fn replace(&mut self, messages: Vec<ChatMessage>) {
-        self.bytes = messages.iter().map(ChatMessage::weight).sum();
+    pub fn replace(&mut self, messages: Vec<Message>) {
+        self.bytes = messages.iter().map(Message::weight).sum();
         self.messages = messages;
     }
 
     /// Removes and returns the messages from `index` on.
-    pub fn split_off(&mut self, index: usize) -> Vec<ChatMessage> {
+    pub fn split_off(&mut self, index: usize) -> Vec<Message> {
         let tail = self.messages.split_off(index);
-        self.bytes -= tail.iter().map(ChatMessage::weight).sum::<usize>();
+        self.bytes -= tail.iter().map(Message::weight).sum::<usize>();
         tail
     }
 
@@ -95,28 +92,29 @@ impl History {
         let Some(last_assistant) = self
             .messages
             .iter()
-            .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
+            .rposition(|m| matches!(m, Message::Assistant(_)))
         else {
             return;
         };
-        let ChatMessage::Assistant { tool_calls, .. } = &self.messages[last_assistant] else {
-            unreachable!()
+        let Message::Assistant(assistant) = &self.messages[last_assistant] else {
+            return;
         };
         let answered: Vec<&str> = self.messages[last_assistant + 1..]
             .iter()
             .filter_map(|m| match m {
-                ChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                Message::Tool { call_id, .. } => Some(call_id.as_str()),
                 _ => None,
             })
             .collect();
-        let missing: Vec<String> = tool_calls
+        let missing: Vec<String> = assistant
+            .tool_calls
             .iter()
             .filter(|c| !answered.contains(&c.id.as_str()))
             .map(|c| c.id.clone())
             .collect();
         for id in missing {
-            self.push(ChatMessage::Tool {
-                tool_call_id: id,
+            self.push(Message::Tool {
+                call_id: id,
                 content: note.to_string(),
             });
         }
@@ -126,39 +124,35 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{FunctionCall, ToolCall};
+    use crate::message::{AssistantMessage, ToolCall};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
             id: id.into(),
-            kind: "function".into(),
-            function: FunctionCall {
-                name: "bash".into(),
-                arguments: "{}".into(),
-            },
+            name: "bash".into(),
+            arguments: "{}".into(),
+            provider_data: None,
         }
     }
 
     #[test]
     fn open_tool_calls_get_a_result() {
         let mut history = History::default();
-        history.push(ChatMessage::User {
-            content: "hi".into(),
-        });
-        history.push(ChatMessage::Assistant {
-            content: None,
+        history.push(Message::user("hi"));
+        history.push(Message::Assistant(AssistantMessage {
             tool_calls: vec![call("a"), call("b")],
-        });
-        history.push(ChatMessage::Tool {
-            tool_call_id: "a".into(),
+            ..Default::default()
+        }));
+        history.push(Message::Tool {
+            call_id: "a".into(),
             content: "ok".into(),
         });
         history.close_open_tool_calls("cancelled");
         assert_eq!(history.len(), 4);
         assert_eq!(
             history.messages()[3],
-            ChatMessage::Tool {
-                tool_call_id: "b".into(),
+            Message::Tool {
+                call_id: "b".into(),
                 content: "cancelled".into()
             }
         );

@@ -2,7 +2,7 @@
 //! groups (a user message, or an assistant message with its tool results).
 
 use super::History;
-use crate::provider::ChatMessage;
+use crate::message::Message;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Trimmed {
@@ -23,7 +23,7 @@ pub fn trim(history: &mut History, max_bytes: usize, protect_from: usize) -> Tri
     let messages = history.messages();
     let protected: usize = messages[protect_from.min(messages.len())..]
         .iter()
-        .map(ChatMessage::weight)
+        .map(Message::weight)
         .sum();
     if protected > max_bytes {
         return Trimmed::TooLarge;
@@ -34,7 +34,7 @@ pub fn trim(history: &mut History, max_bytes: usize, protect_from: usize) -> Tri
         // Remove one group: the message at `cut` and the tool results after it.
         bytes -= messages[cut].weight();
         cut += 1;
-        while cut < protect_from && matches!(messages[cut], ChatMessage::Tool { .. }) {
+        while cut < protect_from && matches!(messages[cut], Message::Tool { .. }) {
             bytes -= messages[cut].weight();
             cut += 1;
         }
@@ -47,30 +47,27 @@ pub fn trim(history: &mut History, max_bytes: usize, protect_from: usize) -> Tri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{AssistantMessage, ToolCall};
 
-    fn user(n: usize) -> ChatMessage {
-        ChatMessage::User {
-            content: "u".repeat(n),
-        }
+    fn user(n: usize) -> Message {
+        Message::user("u".repeat(n))
     }
 
     #[test]
     fn drops_oldest_groups_only() {
         let mut history = History::default();
         history.push(user(100));
-        history.push(ChatMessage::Assistant {
-            content: None,
-            tool_calls: vec![crate::provider::ToolCall {
+        history.push(Message::Assistant(AssistantMessage {
+            tool_calls: vec![ToolCall {
                 id: "a".into(),
-                kind: "function".into(),
-                function: crate::provider::FunctionCall {
-                    name: "bash".into(),
-                    arguments: "{}".into(),
-                },
+                name: "bash".into(),
+                arguments: "{}".into(),
+                provider_data: None,
             }],
-        });
-        history.push(ChatMessage::Tool {
-            tool_call_id: "a".into(),
+            ..Default::default()
+        }));
+        history.push(Message::Tool {
+            call_id: "a".into(),
             content: "r".repeat(100),
         });
         history.push(user(100));

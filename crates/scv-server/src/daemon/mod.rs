@@ -7,18 +7,22 @@
 //! cancels its turns (killing tool process groups), connections and the
 //! supervisor are joined within a bound, and the socket is removed.
 
-pub mod lock;
+mod lock;
 pub mod log;
-pub mod supervisor;
+mod supervisor;
 
-use crate::connection::serve;
-use crate::server::ServerContext;
+use crate::connection::{serve, Options};
+use crate::handles::Connector;
+use crate::server::Shared;
+use crate::signals::shutdown_on_signal;
 use lock::DaemonLock;
+use supervisor::Supervisor;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::DuplexStream;
 use tokio::net::UnixListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,8 +31,10 @@ use tokio_util::task::TaskTracker;
 /// bounds its own cleanup (3 s grace for turns, 3 s for its writer).
 const SHUTDOWN_JOIN: Duration = Duration::from_secs(8);
 
-pub async fn run(ctx: Arc<ServerContext>, socket: PathBuf) -> ExitCode {
-    match serve_socket(ctx, &socket).await {
+/// Runs the daemon on `socket` until SIGTERM or Ctrl+C; `workspace` is
+/// the daemon workspace (ClawBot sessions without their own).
+pub async fn run(shared: Arc<Shared>, home: PathBuf, socket: PathBuf, workspace: PathBuf) -> ExitCode {
+    match serve_socket(shared, &home, &socket, workspace).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("scv-server: {err:#}");
@@ -37,7 +43,12 @@ pub async fn run(ctx: Arc<ServerContext>, socket: PathBuf) -> ExitCode {
     }
 }
 
-async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<()> {
+async fn serve_socket(
+    shared: Arc<Shared>,
+    home: &Path,
+    socket: &Path,
+    workspace: PathBuf,
+) -> anyhow::Result<()> {
     if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
         prepare_dir(dir)?;
     }
@@ -62,12 +73,12 @@ async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<
     let descriptors = raise_fd_limit();
     // A quarter of the descriptors for connections: the rest stay for what
     // running sessions open (provider connections, tool pipes).
-    let max_connections = ctx
+    let max_connections = shared
         .config
         .max_connections
         .min((descriptors / 4) as usize)
         .max(1);
-    let init_deadline = Duration::from_millis(ctx.config.initialize_timeout_ms.max(1));
+    let init_deadline = Duration::from_millis(shared.config.initialize_timeout_ms.max(1));
     tracing::info!(
         "scv-server {} listening on {}",
         crate::server::SERVER_VERSION,
@@ -75,28 +86,39 @@ async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<
     );
 
     let shutdown = CancellationToken::new();
-    let tracker = TaskTracker::new();
-    let supervisor = ctx.supervisor().expect("the daemon has a supervisor");
-    let supervisor_task = {
+    // Socket connections, and the in-process ones ClawBot opens, tracked
+    // apart so shutdown waits for each.
+    let connections = TaskTracker::new();
+    let background = TaskTracker::new();
+    let connector = Arc::new(InProcess {
+        shared: shared.clone(),
+    });
+    let supervisor = Arc::new(Supervisor::new(home, workspace, shared.clone(), connector));
+    {
+        let supervisor = supervisor.clone();
         let shutdown = shutdown.clone();
-        let ctx = ctx.clone();
-        tokio::spawn(async move { supervisor.run(ctx, shutdown).await })
+        background.spawn(async move { supervisor.run(shutdown).await });
+    }
+    background.spawn(shutdown_on_signal(shutdown.clone()));
+    let options = Options {
+        control: Some(supervisor),
+        init_deadline: Some(init_deadline),
     };
-    tokio::spawn(signal_shutdown(shutdown.clone()));
 
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) if tracker.len() >= max_connections => {
+                Ok((stream, _)) if connections.len() >= max_connections => {
                     refuse(&stream, max_connections);
                 }
                 Ok((stream, _)) => {
                     let (reader, writer) = stream.into_split();
-                    let ctx = ctx.clone();
+                    let shared = shared.clone();
+                    let options = options.clone();
                     let shutdown = shutdown.clone();
-                    tracker.spawn(async move {
-                        let ending = serve(ctx, reader, writer, shutdown, Some(init_deadline)).await;
+                    connections.spawn(async move {
+                        let ending = serve(shared, options, reader, writer, shutdown).await;
                         tracing::info!("connection ended: {}", ending.describe());
                     });
                 }
@@ -111,16 +133,44 @@ async fn serve_socket(ctx: Arc<ServerContext>, socket: &Path) -> anyhow::Result<
     tracing::info!("shutting down");
     drop(listener);
     let _ = std::fs::remove_file(socket);
-    tracker.close();
-    if tokio::time::timeout(SHUTDOWN_JOIN, tracker.wait())
+    drop(options);
+    connections.close();
+    if tokio::time::timeout(SHUTDOWN_JOIN, connections.wait())
         .await
         .is_err()
     {
         tracing::warn!("connections did not finish within {SHUTDOWN_JOIN:?}");
     }
-    let _ = tokio::time::timeout(SHUTDOWN_JOIN, supervisor_task).await;
+    background.close();
+    if tokio::time::timeout(SHUTDOWN_JOIN, background.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("components did not stop within {SHUTDOWN_JOIN:?}");
+    }
     lock.release();
     Ok(())
+}
+
+/// Serves protocol connections in-process for daemon components: the
+/// same connection code socket clients get, over a duplex pipe.
+struct InProcess {
+    shared: Arc<Shared>,
+}
+
+/// Each in-process connection's pipe buffer.
+const IN_PROCESS_BUFFER: usize = 1 << 20;
+
+impl Connector for InProcess {
+    fn connect(&self, tracker: &TaskTracker, shutdown: CancellationToken) -> DuplexStream {
+        let (client, server) = tokio::io::duplex(IN_PROCESS_BUFFER);
+        let (reader, writer) = tokio::io::split(server);
+        let shared = self.shared.clone();
+        tracker.spawn(async move {
+            serve(shared, Options::default(), reader, writer, shutdown).await;
+        });
+        client
+    }
 }
 
 /// Creates the socket's directory 0700 (an existing one is left as it is).
@@ -184,22 +234,4 @@ fn raise_fd_limit() -> u64 {
         }
     }
     limit.rlim_cur
-}
-
-/// Cancels `shutdown` on SIGTERM or Ctrl+C.
-pub(crate) async fn signal_shutdown(shutdown: CancellationToken) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(err) => {
-            tracing::error!("cannot watch SIGTERM: {err}");
-            return;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
-        _ = shutdown.cancelled() => return,
-    }
-    shutdown.cancel();
 }

@@ -1,17 +1,20 @@
 //! The component supervisor: the daemon's ClawBot accounts behind one
 //! lock. It reconciles saved settings with running instances every two
 //! seconds and on `reload` (start, stop, or replace — stopping and joining
-//! the old instance first), and reports their status.
+//! the old instance first), and reports their status. It is the daemon's
+//! [`Control`] handle.
 //!
-//! Management answers are built under the lock and written after it is
-//! released, so a client that stops reading cannot hold management or
-//! reconciliation.
+//! Management answers are built under the lock and written (by the
+//! connection) after it is released, so a client that stops reading cannot
+//! hold management or reconciliation. The account store is read and written
+//! off the async threads.
 
 use crate::clawbot::{self, AccountSpec, Instance};
-use crate::server::ServerContext;
+use crate::handles::{Connector, Control, ControlError, ControlFuture};
+use crate::server::Shared;
 use scv_ilink::store::valid_account;
-use scv_ilink::AccountStore;
-use scv_protocol::{DaemonStatus, RemoteTools};
+use scv_ilink::{AccountStore, Credentials, Settings};
+use scv_protocol::{DaemonCommand, DaemonStatus, RemoteTools};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-pub const RECONCILE_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const RECONCILE_EVERY: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Components {
@@ -28,51 +31,87 @@ struct Components {
     restarts: HashMap<String, u32>,
 }
 
-pub struct Supervisor {
+/// What the store holds for one account, read in one go.
+struct Saved {
+    credentials: Option<Credentials>,
+    settings: Settings,
+}
+
+pub(crate) struct Supervisor {
     store: AccountStore,
     /// The daemon workspace: accounts without their own use it.
     workspace: PathBuf,
+    shared: Arc<Shared>,
+    connector: Arc<dyn Connector>,
     components: Mutex<Components>,
-    instances: CancellationToken,
-}
-
-/// Why a management command was refused.
-pub enum Refusal {
-    Invalid(String),
-    Storage(String),
 }
 
 impl Supervisor {
-    pub fn new(home: &Path, workspace: PathBuf) -> Supervisor {
+    pub fn new(
+        home: &Path,
+        workspace: PathBuf,
+        shared: Arc<Shared>,
+        connector: Arc<dyn Connector>,
+    ) -> Supervisor {
         Supervisor {
             store: AccountStore::new(home),
             workspace,
+            shared,
+            connector,
             components: Mutex::new(Components::default()),
-            instances: CancellationToken::new(),
         }
     }
 
+    /// Every saved account, read off the async threads.
+    async fn saved(&self) -> BTreeMap<String, Saved> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || {
+            store
+                .accounts()
+                .into_iter()
+                .map(|account| {
+                    let saved = Saved {
+                        credentials: store.credentials(&account),
+                        settings: store.settings(&account),
+                    };
+                    (account, saved)
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Runs blocking store work off the async threads.
+    async fn store<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&AccountStore) -> T + Send + 'static,
+    ) -> Option<T> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || work(&store)).await.ok()
+    }
+
     /// Live status: version, pid and one component per account.
-    pub async fn status(&self) -> DaemonStatus {
+    async fn status(&self) -> DaemonStatus {
+        let saved = self.saved().await;
         let components = self.components.lock().await;
-        let mut accounts: BTreeSet<String> = self.store.accounts().into_iter().collect();
-        accounts.extend(components.running.keys().cloned());
+        let mut accounts: BTreeSet<&String> = saved.keys().collect();
+        accounts.extend(components.running.keys());
         let statuses = accounts
-            .iter()
+            .into_iter()
             .map(|account| {
                 let restarts = components.restarts.get(account).copied().unwrap_or(0);
-                match components.running.get(account) {
-                    Some(instance) => {
-                        let mut status = instance.status.lock().unwrap().clone();
-                        status.restarts = restarts;
-                        status
-                    }
-                    None => clawbot::idle_status(
+                match (components.running.get(account), saved.get(account)) {
+                    (Some(instance), _) => instance.status(restarts),
+                    (None, Some(saved)) => clawbot::idle_status(
                         account,
-                        self.store.credentials(account).as_ref(),
-                        &self.store.settings(account),
+                        saved.credentials.as_ref(),
+                        &saved.settings,
                         restarts,
                     ),
+                    (None, None) => {
+                        clawbot::idle_status(account, None, &Settings::default(), restarts)
+                    }
                 }
             })
             .collect();
@@ -84,31 +123,35 @@ impl Supervisor {
     }
 
     /// Starts, stops or replaces instances to match what is saved.
-    pub async fn reconcile(&self, ctx: &Arc<ServerContext>) {
+    async fn reconcile(&self) {
+        let mut saved = self.saved().await;
         let mut components = self.components.lock().await;
-        let mut accounts: BTreeSet<String> = self.store.accounts().into_iter().collect();
+        let mut accounts: BTreeSet<String> = saved.keys().cloned().collect();
         accounts.extend(components.running.keys().cloned());
         for account in accounts {
-            let settings = self.store.settings(&account);
-            let spec = self
-                .store
-                .credentials(&account)
-                .filter(|_| settings.enabled)
-                .map(|credentials| AccountSpec {
-                    workspace: settings
-                        .workspace
-                        .as_ref()
-                        .map(PathBuf::from)
-                        .unwrap_or_else(|| self.workspace.clone()),
-                    account: account.clone(),
-                    credentials,
-                    settings,
-                });
+            let spec = saved.remove(&account).and_then(|saved| {
+                let settings = saved.settings;
+                saved
+                    .credentials
+                    .filter(|_| settings.enabled)
+                    .map(|credentials| AccountSpec {
+                        workspace: settings
+                            .workspace
+                            .as_ref()
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| self.workspace.clone()),
+                        account: account.clone(),
+                        credentials,
+                        settings,
+                    })
+            });
             let wanted = spec.as_ref().map(AccountSpec::fingerprint);
-            let had = match components.running.get(&account) {
-                Some(instance) if Some(&instance.fingerprint) == wanted.as_ref() => continue,
-                Some(_) => {
-                    let old = components.running.remove(&account).expect("present");
+            let had = match components.running.remove(&account) {
+                Some(instance) if Some(&instance.fingerprint) == wanted.as_ref() => {
+                    components.running.insert(account, instance);
+                    continue;
+                }
+                Some(old) => {
                     old.stop().await;
                     true
                 }
@@ -120,11 +163,11 @@ impl Supervisor {
                 }
                 let restarts = components.restarts.get(&account).copied().unwrap_or(0);
                 let instance = clawbot::start(
-                    ctx.clone(),
+                    self.shared.clone(),
+                    self.connector.clone(),
                     self.store.clone(),
                     spec,
                     restarts,
-                    &self.instances,
                 );
                 components.running.insert(account, instance);
             }
@@ -132,86 +175,128 @@ impl Supervisor {
     }
 
     /// `clawbot_set`: persists the settings, then reconciles.
-    pub async fn clawbot_set(
+    async fn clawbot_set(
         &self,
-        ctx: &Arc<ServerContext>,
-        account: &str,
+        account: String,
         enabled: bool,
-        workspace: Option<&str>,
+        workspace: Option<String>,
         remote_tools: Option<RemoteTools>,
-    ) -> Result<DaemonStatus, Refusal> {
-        if !valid_account(account) {
-            return Err(Refusal::Invalid(format!(
+    ) -> Result<DaemonStatus, ControlError> {
+        if !valid_account(&account) {
+            return Err(ControlError::Invalid(format!(
                 "invalid account name `{account}`"
             )));
         }
-        if let Some(dir) = workspace {
-            let path = Path::new(dir);
-            if !path.is_absolute() || !path.is_dir() {
-                return Err(Refusal::Invalid(format!(
+        if let Some(dir) = &workspace {
+            let path = PathBuf::from(dir);
+            let is_dir = tokio::task::spawn_blocking(move || path.is_absolute() && path.is_dir())
+                .await
+                .unwrap_or(false);
+            if !is_dir {
+                return Err(ControlError::Invalid(format!(
                     "workspace `{dir}` must be an absolute path to an existing directory"
                 )));
             }
         }
-        let mut settings = self.store.settings(account);
-        settings.enabled = enabled;
-        if let Some(dir) = workspace {
-            settings.workspace = Some(dir.to_string());
+        let name = account.clone();
+        let saved = self
+            .store(move |store| {
+                let mut settings = store.settings(&name);
+                settings.enabled = enabled;
+                if let Some(dir) = workspace {
+                    settings.workspace = Some(dir);
+                }
+                if let Some(tools) = remote_tools {
+                    settings.remote_tools = match tools {
+                        RemoteTools::None => "none".into(),
+                        RemoteTools::Owner => "owner".into(),
+                    };
+                }
+                store.save_settings(&name, &settings)
+            })
+            .await;
+        if !matches!(saved, Some(Ok(()))) {
+            return Err(ControlError::Storage(format!(
+                "cannot save the settings of account `{account}`"
+            )));
         }
-        if let Some(tools) = remote_tools {
-            settings.remote_tools = match tools {
-                RemoteTools::None => "none".into(),
-                RemoteTools::Owner => "owner".into(),
-            };
-        }
-        self.store.save_settings(account, &settings).map_err(|_| {
-            Refusal::Storage(format!("cannot save the settings of account `{account}`"))
-        })?;
-        self.reconcile(ctx).await;
+        self.reconcile().await;
         Ok(self.status().await)
     }
 
     /// `clawbot_logout`: disables, stops and joins, then forgets the account.
-    pub async fn clawbot_logout(
-        &self,
-        ctx: &Arc<ServerContext>,
-        account: &str,
-    ) -> Result<DaemonStatus, Refusal> {
-        if !valid_account(account) {
-            return Err(Refusal::Invalid(format!(
+    async fn clawbot_logout(&self, account: String) -> Result<DaemonStatus, ControlError> {
+        if !valid_account(&account) {
+            return Err(ControlError::Invalid(format!(
                 "invalid account name `{account}`"
             )));
         }
-        let mut settings = self.store.settings(account);
-        settings.enabled = false;
-        if self.store.dir(account).exists() {
-            self.store.save_settings(account, &settings).map_err(|_| {
-                Refusal::Storage(format!("cannot save the settings of account `{account}`"))
-            })?;
+        let name = account.clone();
+        let saved = self
+            .store(move |store| {
+                let mut settings = store.settings(&name);
+                settings.enabled = false;
+                if store.dir(&name).exists() {
+                    store.save_settings(&name, &settings)
+                } else {
+                    Ok(())
+                }
+            })
+            .await;
+        if !matches!(saved, Some(Ok(()))) {
+            return Err(ControlError::Storage(format!(
+                "cannot save the settings of account `{account}`"
+            )));
         }
-        self.reconcile(ctx).await;
-        self.store
-            .remove(account)
-            .map_err(|_| Refusal::Storage(format!("cannot remove account `{account}`")))?;
-        self.components.lock().await.restarts.remove(account);
+        self.reconcile().await;
+        let name = account.clone();
+        if !matches!(self.store(move |store| store.remove(&name)).await, Some(Ok(()))) {
+            return Err(ControlError::Storage(format!(
+                "cannot remove account `{account}`"
+            )));
+        }
+        self.components.lock().await.restarts.remove(&account);
         Ok(self.status().await)
     }
 
     /// Reconciles every [`RECONCILE_EVERY`] until `shutdown`, then stops
     /// and joins every instance.
-    pub async fn run(&self, ctx: Arc<ServerContext>, shutdown: CancellationToken) {
+    pub async fn run(&self, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(RECONCILE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tick.tick() => self.reconcile(&ctx).await,
+                _ = tick.tick() => self.reconcile().await,
             }
         }
-        self.instances.cancel();
         let running = std::mem::take(&mut self.components.lock().await.running);
         for (_, instance) in running {
             instance.stop().await;
         }
+    }
+}
+
+impl Control for Supervisor {
+    fn control(&self, command: DaemonCommand) -> ControlFuture<'_> {
+        Box::pin(async move {
+            match command {
+                DaemonCommand::Status => Ok(self.status().await),
+                DaemonCommand::Reload => {
+                    self.reconcile().await;
+                    Ok(self.status().await)
+                }
+                DaemonCommand::ClawbotSet {
+                    account,
+                    enabled,
+                    workspace,
+                    remote_tools,
+                } => {
+                    self.clawbot_set(account, enabled, workspace, remote_tools)
+                        .await
+                }
+                DaemonCommand::ClawbotLogout { account } => self.clawbot_logout(account).await,
+            }
+        })
     }
 }

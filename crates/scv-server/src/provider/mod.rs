@@ -1,85 +1,102 @@
-//! The model provider: chat messages in the OpenAI wire shape, and the
-//! streaming chat-completions client.
+//! The model provider seam: a wire-neutral request (system prompt,
+//! history, tool specs) goes out through one of the wires, and a
+//! wire-neutral stream comes back (text and reasoning deltas to show, then
+//! the assembled assistant message, usage and finish reason).
+//!
+//! Wires are an enum with static dispatch: each renders its own JSON
+//! (tool definitions included) and parses its own events into the shared
+//! [`assemble::Assembler`], which enforces the protocol's caps the same way
+//! for every wire. Cancellation is structural: dropping the stream drops
+//! the HTTP body.
 
-pub mod openai;
-pub mod sse;
+mod assemble;
+mod chat;
+mod errors;
+mod http;
+pub(crate) mod sse;
 mod stream;
 
-pub use openai::OpenAi;
-pub use stream::{AssistantResponse, ResponseStream};
+pub(crate) use assemble::Delta;
+pub(crate) use stream::{Reply, ResponseStream};
 
+use crate::message::Message;
 use scv_protocol::FailureCode;
-use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// One message of the conversation, serialized as the provider expects.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-pub enum ChatMessage {
-    System {
-        content: String,
-    },
-    User {
-        content: String,
-    },
-    Assistant {
-        content: Option<String>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
-    },
-    Tool {
-        tool_call_id: String,
-        content: String,
-    },
+/// The wire a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI Chat Completions and the servers compatible with it.
+    Chat,
 }
 
-impl ChatMessage {
-    /// Rough size in bytes, used for history bounds and token estimates.
-    pub fn weight(&self) -> usize {
-        const OVERHEAD: usize = 16;
-        OVERHEAD
-            + match self {
-                ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
-                ChatMessage::Assistant {
-                    content,
-                    tool_calls,
-                } => {
-                    content.as_ref().map_or(0, String::len)
-                        + tool_calls
-                            .iter()
-                            .map(|c| {
-                                c.id.len()
-                                    + c.function.name.len()
-                                    + c.function.arguments.len()
-                                    + OVERHEAD
-                            })
-                            .sum::<usize>()
-                }
-                ChatMessage::Tool {
-                    tool_call_id,
-                    content,
-                } => tool_call_id.len() + content.len(),
-            }
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Arc<Value>,
+}
+
+/// One request, as every wire needs it.
+pub(crate) struct Request<'a> {
+    pub system: &'a str,
+    pub history: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+/// Everything a session needs to reach its model.
+#[derive(Clone)]
+pub(crate) struct Provider {
+    pub http: reqwest::Client,
+    pub wire: Wire,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    /// A stream without model output for this long fails.
+    pub idle_timeout: Duration,
+    /// Retries of 429/5xx before any output.
+    pub max_retries: u32,
+}
+
+impl Provider {
+    /// Sends the request and returns the open stream once the provider
+    /// answered 200.
+    pub async fn start(&self, request: &Request<'_>) -> Result<ResponseStream, ProviderError> {
+        let redact = Redactor::new(self.api_key.as_deref());
+        let (url, body, parser) = match self.wire {
+            Wire::Chat => (
+                chat::url(&self.base_url),
+                chat::body(&self.model, request)?,
+                stream::Parser::Chat(chat::Parser::default()),
+            ),
+        };
+        let auth = self.api_key.as_deref().map(http::Auth::Bearer);
+        let response = http::send(self, &url, body, auth, &redact).await?;
+        Ok(ResponseStream::new(
+            response,
+            self.idle_timeout,
+            redact,
+            parser,
+        ))
+    }
+
+    /// Serialized size of the tool definitions as this wire sends them,
+    /// for request-size estimates.
+    pub fn tools_bytes(&self, tools: &[ToolSpec]) -> usize {
+        match self.wire {
+            Wire::Chat => chat::tools_bytes(tools),
+        }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub function: FunctionCall,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionCall {
-    pub name: String,
-    /// The JSON arguments exactly as the model wrote them.
-    pub arguments: String,
-}
-
 /// A failed provider request, already mapped to the turn failure code.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderError {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct ProviderError {
     pub code: FailureCode,
     pub message: String,
     /// The provider said the prompt does not fit its context window.
@@ -108,8 +125,8 @@ impl ProviderError {
 /// the raw text before anything is cut or reflowed, so no part of a key
 /// survives a cut.
 #[derive(Clone, Default)]
-pub struct Redactor {
-    key: Option<std::sync::Arc<str>>,
+pub(crate) struct Redactor {
+    key: Option<Arc<str>>,
 }
 
 impl Redactor {
@@ -130,11 +147,5 @@ impl Redactor {
     pub fn error(&self, mut error: ProviderError) -> ProviderError {
         error.message = self.text(&error.message);
         error
-    }
-}
-
-impl std::fmt::Display for ProviderError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
     }
 }

@@ -47,14 +47,6 @@ impl PromptQueue {
         self.entries.iter().map(|q| q.entry.clone()).collect()
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     pub fn clear(&mut self) {
         self.entries.clear();
         self.bytes = 0;

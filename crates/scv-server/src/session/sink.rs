@@ -59,9 +59,4 @@ impl SessionSink {
         *next_seq += 1;
         Ok(())
     }
-
-    /// The connection's writer, for events without a `seq`.
-    pub fn outbound(&self) -> &Outbound {
-        &self.out
-    }
 }

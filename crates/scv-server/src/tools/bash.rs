@@ -9,15 +9,33 @@
 //! says so.
 
 use super::reaper::{Report, FLAG};
-use super::{parse, ToolContext, ToolOutput};
+use super::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
+
+pub(crate) const TOOL: Builtin = Builtin {
+    name: "bash",
+    risk: Risk::Process,
+    description: "Run a shell command with bash in the workspace directory. stdin is closed; stdout and stderr are returned together with the exit code. Long output is cut in the middle.",
+    parameters: || json!({
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line to run."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."}
+        },
+        "required": ["command"]
+    }),
+    // The whole command, every line: a second line is a second command.
+    summary: |arguments| format!("Run shell command: {}", super::arg(arguments, "command")),
+    run: |arguments, ctx| Box::pin(run(arguments, ctx)),
+};
 
 #[derive(Deserialize)]
 struct BashArgs {
@@ -60,10 +78,10 @@ impl Drop for Reaper {
     }
 }
 
-pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, String> {
+async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: BashArgs = parse(arguments)?;
     if args.command.trim().is_empty() {
-        return Err("command is empty".into());
+        return Err(ToolError::Model("command is empty".into()));
     }
     let timeout = args
         .timeout_ms

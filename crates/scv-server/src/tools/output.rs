@@ -1,15 +1,17 @@
 //! Bounding tool output before it reaches the protocol or the model.
 
+use crate::text::{ceil_boundary, floor_boundary};
+
 /// Cuts `text` to at most `max` bytes, keeping the head and the tail (where
 /// build errors and summaries usually are) around a marker.
-pub fn cap(text: String, max: usize) -> (String, bool) {
+pub(super) fn cap(text: String, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text, false);
     }
     let marker_room = 64;
     let keep = max.saturating_sub(marker_room);
-    let head_end = floor_char_boundary(&text, keep / 2);
-    let tail_start = ceil_char_boundary(&text, text.len() - (keep - keep / 2));
+    let head_end = floor_boundary(&text, keep / 2);
+    let tail_start = ceil_boundary(&text, text.len() - (keep - keep / 2));
     let omitted = tail_start - head_end;
     let mut out = String::with_capacity(max);
     out.push_str(&text[..head_end]);
@@ -18,22 +20,8 @@ pub fn cap(text: String, max: usize) -> (String, bool) {
     (out, true)
 }
 
-fn floor_char_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
-}
-
 /// True when the bytes look binary (a NUL in the first 8 KiB).
-pub fn looks_binary(bytes: &[u8]) -> bool {
+pub(super) fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
 }
 

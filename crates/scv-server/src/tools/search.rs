@@ -10,7 +10,8 @@
 //! cannot make the server hold it.
 
 use super::beneath::{Rel, Workspace};
-use super::{blocking, parse, ToolContext, ToolOutput};
+use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use scv_protocol::Risk;
 use grep_regex::RegexMatcher;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
@@ -18,7 +19,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::OverrideBuilder;
 use ignore::{Match, WalkBuilder};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,23 @@ pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 /// The searcher's own allocation bound, a backstop behind [`MAX_LINE_BYTES`].
 const SEARCHER_HEAP_LIMIT: usize = 4 * MAX_LINE_BYTES;
 
+pub(crate) const TOOL: Builtin = Builtin {
+    name: "search",
+    risk: Risk::Read,
+    description: "Search file contents with a regular expression, honouring .gitignore. Returns path:line:text matches.",
+    parameters: || json!({
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
+            "path": {"type": "string", "description": "Directory or file to search; default the workspace."},
+            "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. *.rs"}
+        },
+        "required": ["pattern"]
+    }),
+    summary: |arguments| format!("Search for: {}", super::arg(arguments, "pattern")),
+    run: |arguments, ctx| Box::pin(run(arguments, ctx)),
+};
+
 #[derive(Deserialize)]
 struct SearchArgs {
     pattern: String,
@@ -42,10 +60,10 @@ struct SearchArgs {
     glob: Option<String>,
 }
 
-pub async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, String> {
+async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: SearchArgs = parse(arguments)?;
-    let matcher =
-        RegexMatcher::new(&args.pattern).map_err(|err| format!("invalid pattern: {err}"))?;
+    let matcher = RegexMatcher::new(&args.pattern)
+        .map_err(|err| ToolError::Model(format!("invalid pattern: {err}")))?;
     let workspace = ctx.workspace.to_path_buf();
     let cancel = ctx.cancel.clone();
     blocking(move || {

@@ -84,11 +84,6 @@ impl Outbound {
         }
         result
     }
-
-    /// Tripped when the writer failed or a send timed out.
-    pub fn failed(&self) -> &CancellationToken {
-        &self.failed
-    }
 }
 
 /// Starts the writer task for `sink`. The task ends when every [`Outbound`]

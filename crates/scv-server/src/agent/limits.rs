@@ -1,0 +1,33 @@
+//! The limits a turn works within, read once from the configuration.
+
+use crate::config::Config;
+use scv_protocol::Risk;
+use std::time::Duration;
+
+pub(crate) struct Limits {
+    pub max_steps: u32,
+    pub context_max_tokens: u64,
+    /// Compaction starts past this share of the context, in percent.
+    pub compact_threshold_percent: u64,
+    pub max_history_bytes: usize,
+    /// Risk classes that run without asking.
+    pub auto_approve: Vec<Risk>,
+    pub bash_timeout: Duration,
+    pub bash_max_timeout: Duration,
+    pub tool_output_max_bytes: usize,
+}
+
+impl Limits {
+    pub fn from_config(config: &Config) -> Limits {
+        Limits {
+            max_steps: config.max_steps,
+            context_max_tokens: config.context_max_tokens,
+            compact_threshold_percent: config.compact_threshold_percent,
+            max_history_bytes: config.max_history_bytes,
+            auto_approve: config.auto_approve.clone(),
+            bash_timeout: Duration::from_millis(config.bash_timeout_ms.max(1)),
+            bash_max_timeout: Duration::from_millis(config.bash_max_timeout_ms.max(1)),
+            tool_output_max_bytes: config.tool_output_max_bytes,
+        }
+    }
+}

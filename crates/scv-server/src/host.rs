@@ -1,0 +1,553 @@
+//! The session host: the sessions of one connection, their running turn
+//! tasks and the bookkeeping between them. Session state is private here
+//! and changes only through these methods: start, submit, finish (with the
+//! dequeue that follows), cancel, approvals, queue edits, pause, clear, and
+//! the bounded drain at cleanup.
+//!
+//! No actor per session (docs/DESIGN.md): an idle session is a struct.
+//! While a turn runs, its task owns the history and hands it back with its
+//! terminal event; the host marks the session idle, emits that event, then
+//! starts the next queued prompt. So `turn.started` is emitted before the
+//! task is spawned, a client answering a terminal event with `turn.start`
+//! gets a new turn, and the terminal event precedes `queue.dequeued`.
+
+use crate::agent::{add_usage, SessionSettings, Turn, TurnOutcome};
+use crate::context::History;
+use crate::provider::{Provider, Wire};
+use crate::server::Shared;
+use crate::session::{Approvals, EmitError, PromptQueue, QueueError, SessionSink};
+use crate::tools::Registry;
+use crate::transport::Outbound;
+use scv_protocol::limits::{
+    MAX_PROMPT_BYTES, MAX_PROMPT_HISTORY_BYTES, MAX_PROMPT_HISTORY_ITEMS, MAX_SERVER_FRAME_BYTES,
+    MAX_SESSIONS_PER_CONNECTION, MAX_TRANSCRIPT_BYTES, MAX_TRANSCRIPT_ITEMS,
+};
+use scv_protocol::{
+    ErrorCode, Event, EventBody, FailureCode, QueueEntry, SessionStart, SessionStarted, Usage,
+};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::{Id as TaskId, JoinError, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+/// How long active work gets to finish during cleanup.
+pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
+
+/// A request the server refuses, as an `error` event.
+pub(crate) struct Reject {
+    pub code: ErrorCode,
+    pub message: String,
+    pub entry: Option<QueueEntry>,
+}
+
+impl Reject {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Reject {
+            code,
+            message: message.into(),
+            entry: None,
+        }
+    }
+}
+
+pub(crate) type Handled = Result<(), Reject>;
+
+fn invalid(message: impl Into<String>) -> Reject {
+    Reject::new(ErrorCode::InvalidRequest, message)
+}
+
+struct Session {
+    sink: Arc<SessionSink>,
+    settings: Arc<SessionSettings>,
+    approvals: Arc<Approvals>,
+    /// `None` while a turn owns it.
+    history: Option<History>,
+    queue: PromptQueue,
+    paused: bool,
+    active: Option<ActiveTurn>,
+    /// Provider usage summed over the session (cleared by `session.clear`).
+    usage: Option<Usage>,
+}
+
+struct ActiveTurn {
+    turn_id: Arc<str>,
+    /// The request that started it (its events answer that request).
+    request_id: Arc<str>,
+    token: CancellationToken,
+}
+
+/// A turn task that ended (or was aborted).
+pub(crate) type Joined = Result<(TaskId, TurnOutcome), JoinError>;
+
+pub(crate) struct SessionHost {
+    shared: Arc<Shared>,
+    out: Outbound,
+    sessions: HashMap<Arc<str>, Session>,
+    turns: JoinSet<TurnOutcome>,
+    /// Which session each running turn task belongs to.
+    turn_sessions: HashMap<TaskId, Arc<str>>,
+}
+
+impl SessionHost {
+    pub fn new(shared: Arc<Shared>, out: Outbound) -> Self {
+        SessionHost {
+            shared,
+            out,
+            sessions: HashMap::new(),
+            turns: JoinSet::new(),
+            turn_sessions: HashMap::new(),
+        }
+    }
+
+    fn session(&mut self, session_id: &str) -> Result<&mut Session, Reject> {
+        self.sessions.get_mut(session_id).ok_or_else(|| {
+            Reject::new(
+                ErrorCode::SessionNotFound,
+                format!("session {session_id} does not exist on this connection"),
+            )
+        })
+    }
+
+    /// `session.start`: `session.started`, then the empty queue snapshot.
+    pub async fn start(&mut self, rid: &str, start: SessionStart) -> Handled {
+        if self.sessions.len() >= MAX_SESSIONS_PER_CONNECTION {
+            return Err(invalid(format!(
+                "this connection already holds {MAX_SESSIONS_PER_CONNECTION} sessions, its limit; use another connection"
+            )));
+        }
+        let cwd = start.cwd.clone();
+        let cwd = tokio::task::spawn_blocking(move || canonical_workspace(&cwd))
+            .await
+            .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
+        match start.provider.as_deref() {
+            None | Some("openai") => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "unknown provider `{other}` (supported: openai)"
+                )))
+            }
+        }
+        let config = &self.shared.config;
+        let model = match start.model {
+            Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
+            Some(model) => model,
+            None => config.model.clone(),
+        };
+        let base_url = match start.base_url {
+            Some(url) => {
+                let parsed = reqwest::Url::parse(&url)
+                    .map_err(|err| invalid(format!("base_url `{url}` is not a URL: {err}")))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(invalid(format!("base_url `{url}` must be http or https")));
+                }
+                url
+            }
+            None => config.base_url.clone(),
+        };
+        let session_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let sink = Arc::new(SessionSink::new(session_id.clone(), self.out.clone()));
+        let settings = Arc::new(SessionSettings {
+            cwd: cwd.clone(),
+            provider: Provider {
+                http: self.shared.http(),
+                wire: Wire::Chat,
+                base_url,
+                model: model.clone(),
+                api_key: self.shared.api_key.clone(),
+                idle_timeout: config.stream_idle_timeout(),
+                max_retries: config.provider_max_retries,
+            },
+            tools: Registry::builtins(),
+            no_tools: start.no_tools,
+            submitter: "client".into(),
+        });
+        let started = Event {
+            body: EventBody::SessionStarted(SessionStarted {
+                cwd: cwd.display().to_string(),
+                model,
+                context_max_tokens: config.context_max_tokens,
+                max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
+                max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
+                max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
+                max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
+                max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
+            }),
+            request_id: Some(rid.to_string()),
+            session_id: Some(session_id.to_string()),
+            turn_id: None,
+            seq: None,
+        };
+        // A failed send trips the writer's token; the connection sees it.
+        let _ = self.out.send(crate::transport::encode(started.as_ref())).await;
+        let session = Session {
+            sink: sink.clone(),
+            settings,
+            approvals: Arc::new(Approvals::default()),
+            history: Some(History::default()),
+            queue: PromptQueue::default(),
+            paused: false,
+            active: None,
+            usage: None,
+        };
+        let snapshot = EventBody::QueueSnapshot {
+            entries: session.queue.snapshot(),
+        };
+        self.sessions.insert(session_id, session);
+        let _ = sink.emit(Some(rid), None, &snapshot).await;
+        Ok(())
+    }
+
+    /// `turn.start`: runs at once on an idle session, else is queued.
+    pub async fn submit(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
+        check_prompt(&prompt)?;
+        let session = self.session(session_id)?;
+        if session.active.is_none() {
+            let session_id = session.sink.session_id().clone();
+            self.start_turn(&session_id, rid.into(), prompt).await;
+            return Ok(());
+        }
+        let (entry, position) = session
+            .queue
+            .push(prompt, &session.settings.submitter, rid.into())
+            .map_err(queue_reject)?;
+        let sink = session.sink.clone();
+        let _ = sink
+            .emit(
+                Some(rid),
+                None,
+                &EventBody::QueueEnqueued { entry, position },
+            )
+            .await;
+        Ok(())
+    }
+
+    /// Starts a turn on an idle session: `turn.started` first, then the task.
+    async fn start_turn(&mut self, session_id: &Arc<str>, request_id: Arc<str>, prompt: String) {
+        let Some(session) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        let turn_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let token = CancellationToken::new();
+        let history = session.history.take().unwrap_or_default();
+        session.active = Some(ActiveTurn {
+            turn_id: turn_id.clone(),
+            request_id: request_id.clone(),
+            token: token.clone(),
+        });
+        let sink = session.sink.clone();
+        let started = sink
+            .emit(
+                Some(&request_id),
+                Some(&turn_id),
+                &EventBody::TurnStarted {},
+            )
+            .await;
+        if started.is_err() {
+            // The writer is gone; the connection is ending.
+            session.active = None;
+            session.history = Some(history);
+            return;
+        }
+        let turn = Turn {
+            limits: self.shared.limits.clone(),
+            settings: session.settings.clone(),
+            sink,
+            approvals: session.approvals.clone(),
+            request_id,
+            turn_id,
+            token,
+        };
+        let handle = self.turns.spawn(turn.run(history, prompt));
+        self.turn_sessions.insert(handle.id(), session_id.clone());
+    }
+
+    /// Whether any turn is running.
+    pub fn has_turns(&self) -> bool {
+        !self.turns.is_empty()
+    }
+
+    /// The next turn task to end.
+    pub async fn next_finished(&mut self) -> Option<Joined> {
+        self.turns.join_next_with_id().await
+    }
+
+    /// A turn task ended: its terminal event, then the next queued prompt.
+    pub async fn finish(&mut self, joined: Joined) {
+        if let Some(session_id) = self.settle(joined).await {
+            self.dequeue_next(&session_id).await;
+        }
+    }
+
+    /// Takes a finished turn's history back and emits its terminal event
+    /// once the session is idle again; returns the session.
+    async fn settle(&mut self, joined: Joined) -> Option<Arc<str>> {
+        let (task, outcome) = match joined {
+            Ok((task, outcome)) => (task, Ok(outcome)),
+            Err(err) => (err.id(), Err(err)),
+        };
+        let session_id = self.turn_sessions.remove(&task)?;
+        let session = self.sessions.get_mut(&session_id)?;
+        let active = session.active.take()?;
+        let terminal = match outcome {
+            Ok(outcome) => {
+                session.history = Some(outcome.history);
+                if let Some(usage) = outcome.usage {
+                    add_usage(&mut session.usage, usage);
+                }
+                outcome.terminal
+            }
+            Err(err) => {
+                // A turn that panicked or was aborted loses the history it held.
+                tracing::error!("turn task ended abnormally: {err}");
+                session.history = Some(History::default());
+                Some(if err.is_cancelled() {
+                    EventBody::TurnCancelled {}
+                } else {
+                    EventBody::TurnFailed {
+                        code: FailureCode::InternalError,
+                        message: "the turn stopped unexpectedly; the conversation was reset".into(),
+                    }
+                })
+            }
+        };
+        if let Some(terminal) = terminal {
+            let sink = session.sink.clone();
+            let _ = sink
+                .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
+                .await;
+        }
+        Some(session_id)
+    }
+
+    /// Starts the next queued prompt if the session is idle and not paused.
+    async fn dequeue_next(&mut self, session_id: &Arc<str>) {
+        let Some(session) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        if session.paused || session.active.is_some() {
+            return;
+        }
+        let Some(next) = session.queue.pop_front() else {
+            return;
+        };
+        let dequeued = EventBody::QueueDequeued {
+            queue_id: next.entry.queue_id,
+        };
+        if session
+            .sink
+            .emit(Some(&next.request_id), None, &dequeued)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        self.start_turn(session_id, next.request_id.into(), next.entry.prompt)
+            .await;
+    }
+
+    pub fn cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {
+        let session = self.session(session_id)?;
+        match &session.active {
+            Some(active) if &*active.turn_id == turn_id => {
+                active.token.cancel();
+                Ok(())
+            }
+            _ => Err(Reject::new(
+                ErrorCode::TurnNotFound,
+                format!("turn {turn_id} is not running in this session"),
+            )),
+        }
+    }
+
+    pub fn resolve(&mut self, session_id: &str, approval_id: &str, approved: bool) -> Handled {
+        let session = self.session(session_id)?;
+        if session.approvals.resolve(approval_id, approved) {
+            Ok(())
+        } else {
+            Err(Reject::new(
+                ErrorCode::ApprovalNotFound,
+                format!("approval {approval_id} is not pending"),
+            ))
+        }
+    }
+
+    pub async fn queue_update(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        queue_id: &str,
+        revision: u64,
+        prompt: String,
+    ) -> Handled {
+        check_prompt(&prompt)?;
+        let session = self.session(session_id)?;
+        let entry = session
+            .queue
+            .update(queue_id, revision, prompt)
+            .map_err(queue_reject)?;
+        session.emit(rid, &EventBody::QueueUpdated { entry }).await;
+        Ok(())
+    }
+
+    pub async fn queue_move(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        queue_id: &str,
+        revision: u64,
+        before: Option<&str>,
+    ) -> Handled {
+        let session = self.session(session_id)?;
+        let (entry, position) = session
+            .queue
+            .move_entry(queue_id, revision, before)
+            .map_err(queue_reject)?;
+        session
+            .emit(rid, &EventBody::QueueMoved { entry, position })
+            .await;
+        Ok(())
+    }
+
+    pub async fn queue_remove(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        queue_id: &str,
+        revision: u64,
+    ) -> Handled {
+        let session = self.session(session_id)?;
+        let entry = session
+            .queue
+            .remove(queue_id, revision)
+            .map_err(queue_reject)?;
+        let removed = EventBody::QueueRemoved {
+            queue_id: entry.queue_id,
+        };
+        session.emit(rid, &removed).await;
+        Ok(())
+    }
+
+    /// `session.pause`, confirmed by a snapshot of the queue as it stands
+    /// (the protocol has no event of its own for it).
+    pub async fn pause(&mut self, rid: &str, session_id: &str, paused: bool) -> Handled {
+        let session = self.session(session_id)?;
+        session.paused = paused;
+        let snapshot = EventBody::QueueSnapshot {
+            entries: session.queue.snapshot(),
+        };
+        let sink = session.sink.clone();
+        if let Err(EmitError::TooLarge(bytes)) = sink.emit(Some(rid), None, &snapshot).await {
+            // The queue's byte bound makes this unreachable; a pause is
+            // still always answered.
+            return Err(Reject::new(
+                ErrorCode::InternalError,
+                format!(
+                    "the session is {}paused, but its queue snapshot ({bytes} bytes) exceeds the frame limit",
+                    if paused { "" } else { "un" }
+                ),
+            ));
+        }
+        if !paused {
+            let session_id = sink.session_id().clone();
+            self.dequeue_next(&session_id).await;
+        }
+        Ok(())
+    }
+
+    pub async fn clear(&mut self, rid: &str, session_id: &str) -> Handled {
+        let session = self.session(session_id)?;
+        if session.active.is_some() {
+            return Err(Reject::new(
+                ErrorCode::TurnActive,
+                "a turn is running; cancel it or wait before clearing",
+            ));
+        }
+        if let Some(history) = &mut session.history {
+            history.clear();
+        }
+        session.queue.clear();
+        session.usage = None;
+        session.emit(rid, &EventBody::SessionCleared {}).await;
+        Ok(())
+    }
+
+    /// Cancels every active turn and lets each emit its terminal event
+    /// within the grace period; then aborts and joins what is left. Queued
+    /// prompts are dropped, never replayed.
+    pub async fn close(&mut self) {
+        for session in self.sessions.values() {
+            if let Some(active) = &session.active {
+                active.token.cancel();
+            }
+        }
+        let drained = tokio::time::timeout(CLEANUP_GRACE, async {
+            while let Some(joined) = self.turns.join_next_with_id().await {
+                self.settle(joined).await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("turns did not stop within {CLEANUP_GRACE:?}; aborting them");
+            self.turns.abort_all();
+            while self.turns.join_next().await.is_some() {}
+        }
+        self.sessions.clear();
+    }
+}
+
+impl Session {
+    /// Emits a session event answering `rid` (a failed send trips the
+    /// writer's token; the connection sees it).
+    async fn emit(&self, rid: &str, body: &EventBody) {
+        let _ = self.sink.emit(Some(rid), None, body).await;
+    }
+}
+
+fn check_prompt(prompt: &str) -> Result<(), Reject> {
+    if prompt.trim().is_empty() {
+        return Err(invalid("prompt is empty"));
+    }
+    if prompt.len() > MAX_PROMPT_BYTES {
+        return Err(invalid(format!(
+            "prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}",
+            prompt.len()
+        )));
+    }
+    Ok(())
+}
+
+fn queue_reject(err: QueueError) -> Reject {
+    match err {
+        QueueError::NotFound => Reject::new(ErrorCode::QueueNotFound, "no such queued prompt"),
+        QueueError::Full(message) => Reject::new(ErrorCode::InvalidRequest, message),
+        QueueError::Conflict(entry) => Reject {
+            code: ErrorCode::QueueConflict,
+            message: format!(
+                "queued prompt {} is at revision {}; reload it and try again",
+                entry.queue_id, entry.revision
+            ),
+            entry: Some(entry),
+        },
+    }
+}
+
+/// The canonical workspace for `cwd`, or an `invalid_request` naming why not.
+fn canonical_workspace(cwd: &str) -> Result<PathBuf, Reject> {
+    if cwd.is_empty() {
+        return Err(invalid("cwd is empty; give an absolute path"));
+    }
+    let path = Path::new(cwd);
+    if !path.is_absolute() {
+        return Err(invalid(format!("cwd `{cwd}` is not an absolute path")));
+    }
+    let canonical = path.canonicalize().map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => invalid(format!("cwd `{cwd}` does not exist")),
+        _ => invalid(format!("cwd `{cwd}` cannot be used: {err}")),
+    })?;
+    if !canonical.is_dir() {
+        return Err(invalid(format!("cwd `{cwd}` is not a directory")));
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,92 @@
+//! The conversation as SCV keeps it, independent of any provider's wire:
+//! user prompts, assistant messages (text, tool calls, reasoning) and tool
+//! results. Each wire renders these into its own JSON. Provider data that
+//! must go back unchanged on later requests of the same wire (a reasoning
+//! signature, an encrypted reasoning item, extra fields on a tool call) is
+//! kept as opaque [`ProviderData`] tagged with the wire it came from, so it
+//! is never sent to another wire's API.
+
+use serde_json::Value;
+
+/// The wire a piece of provider data came from.
+// Filled by the wires that keep reasoning state (the provider issue).
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireKind {
+    Chat,
+    Responses,
+    Anthropic,
+}
+
+/// Opaque data a provider attached, to be sent back unchanged by the same
+/// wire (and dropped by any other).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderData {
+    pub wire: WireKind,
+    pub value: Value,
+}
+
+/// One message of the history (the system prompt is not part of it; it is
+/// rebuilt for every request).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    User { content: String },
+    Assistant(AssistantMessage),
+    /// The result of one tool call.
+    Tool { call_id: String, content: String },
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantMessage {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// What the model reasoned, as far as the provider showed it.
+    pub reasoning: Option<String>,
+    /// Reasoning state the wire needs back (Anthropic thinking blocks with
+    /// signatures, Responses reasoning items, a chat `reasoning_content`).
+    pub provider_data: Option<ProviderData>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The JSON arguments exactly as the model wrote them.
+    pub arguments: String,
+    /// Extra fields the provider put on the call (Gemini's
+    /// `extra_content` with its thought signature).
+    pub provider_data: Option<ProviderData>,
+}
+
+/// Fixed cost of a message in [`Message::weight`].
+const OVERHEAD: usize = 16;
+
+impl Message {
+    /// Rough size in bytes, used for history bounds and token estimates.
+    pub fn weight(&self) -> usize {
+        OVERHEAD
+            + match self {
+                Message::User { content } => content.len(),
+                Message::Assistant(message) => {
+                    message.text.as_ref().map_or(0, String::len)
+                        + message.reasoning.as_ref().map_or(0, String::len)
+                        + message
+                            .tool_calls
+                            .iter()
+                            .map(|c| c.id.len() + c.name.len() + c.arguments.len() + OVERHEAD)
+                            .sum::<usize>()
+                }
+                Message::Tool { call_id, content } => call_id.len() + content.len(),
+            }
+    }
+
+    pub fn user(content: impl Into<String>) -> Message {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    pub fn is_user(&self) -> bool {
+        matches!(self, Message::User { .. })
+    }
+}

@@ -1,0 +1,169 @@
+//! Assembling one response from any wire's events: text and reasoning are
+//! handed out as they come and accumulated; tool calls are built up by
+//! slot. The protocol's caps hold here for every wire: assistant text
+//! 1 MiB (`response_limit`), 32 tool calls and 256 KiB of arguments per call
+//! (`tool_limit`).
+
+use super::ProviderError;
+use crate::message::{AssistantMessage, ProviderData, ToolCall};
+use scv_protocol::limits::{
+    MAX_ASSISTANT_TEXT_BYTES, MAX_TOOL_ARGUMENT_BYTES, MAX_TOOL_CALLS_PER_RESPONSE,
+};
+use scv_protocol::{FailureCode, Usage};
+use std::collections::VecDeque;
+
+/// What a response streams to the client as it comes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Delta {
+    Text(String),
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+    provider_data: Option<ProviderData>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Assembler {
+    text: String,
+    calls: Vec<PartialCall>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    /// Deltas not yet handed out.
+    pending: VecDeque<Delta>,
+    /// The model produced something since the last look (resets the idle
+    /// timer; comments, pings and empty deltas do not count).
+    progress: bool,
+}
+
+impl Assembler {
+    pub fn text(&mut self, text: &str) -> Result<(), ProviderError> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        if self.text.len() + text.len() > MAX_ASSISTANT_TEXT_BYTES {
+            return Err(ProviderError::limit(
+                FailureCode::ResponseLimit,
+                format!("assistant text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes"),
+            ));
+        }
+        self.text.push_str(text);
+        self.progress = true;
+        self.pending.push_back(Delta::Text(text.to_string()));
+        Ok(())
+    }
+
+    /// The number of calls so far.
+    pub fn calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The id of call `slot`, once known.
+    pub fn call_id(&self, slot: usize) -> Option<&str> {
+        self.calls
+            .get(slot)
+            .map(|c| c.id.as_str())
+            .filter(|id| !id.is_empty())
+    }
+
+    /// Starts a new call; returns its slot.
+    pub fn new_call(&mut self) -> Result<usize, ProviderError> {
+        if self.calls.len() >= MAX_TOOL_CALLS_PER_RESPONSE {
+            return Err(ProviderError::limit(
+                FailureCode::ToolLimit,
+                format!("provider requested more than {MAX_TOOL_CALLS_PER_RESPONSE} tool calls in one response"),
+            ));
+        }
+        self.calls.push(PartialCall::default());
+        Ok(self.calls.len() - 1)
+    }
+
+    /// A fragment of call `slot` (from [`Assembler::new_call`]).
+    pub fn tool_call(
+        &mut self,
+        slot: usize,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: Option<&str>,
+    ) -> Result<(), ProviderError> {
+        let Some(call) = self.calls.get_mut(slot) else {
+            return Ok(());
+        };
+        if let Some(id) = id.filter(|id| !id.is_empty()) {
+            self.progress = true;
+            call.id = id.to_string();
+        }
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            self.progress = true;
+            // Some servers repeat the whole name on every fragment; others
+            // split it. A repeat is not appended.
+            if call.name != name {
+                call.name.push_str(name);
+            }
+        }
+        if let Some(arguments) = arguments.filter(|a| !a.is_empty()) {
+            self.progress = true;
+            if call.arguments.len() + arguments.len() > MAX_TOOL_ARGUMENT_BYTES {
+                return Err(ProviderError::limit(
+                    FailureCode::ToolLimit,
+                    format!("tool call arguments exceeded {MAX_TOOL_ARGUMENT_BYTES} bytes"),
+                ));
+            }
+            call.arguments.push_str(arguments);
+        }
+        Ok(())
+    }
+
+    pub fn usage(&mut self, usage: Usage) {
+        self.progress = true;
+        self.usage = Some(usage);
+    }
+
+    pub fn finish(&mut self, reason: &str) {
+        self.progress = true;
+        self.finish_reason = Some(reason.to_string());
+    }
+
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    /// The next delta to hand out.
+    pub fn next_delta(&mut self) -> Option<Delta> {
+        self.pending.pop_front()
+    }
+
+    /// Whether the model produced anything since the last call.
+    pub fn take_progress(&mut self) -> bool {
+        std::mem::take(&mut self.progress)
+    }
+
+    /// The assembled message, usage and finish reason.
+    pub fn into_parts(self) -> (AssistantMessage, Option<Usage>, Option<String>) {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .filter(|c| !c.name.is_empty() || !c.id.is_empty() || !c.arguments.is_empty())
+            .map(|c| ToolCall {
+                id: if c.id.is_empty() {
+                    format!("call_{}", uuid::Uuid::new_v4().simple())
+                } else {
+                    c.id
+                },
+                name: c.name,
+                arguments: c.arguments,
+                provider_data: c.provider_data,
+            })
+            .collect();
+        let message = AssistantMessage {
+            text: (!self.text.is_empty()).then_some(self.text),
+            tool_calls,
+            reasoning: None,
+            provider_data: None,
+        };
+        (message, self.usage, self.finish_reason)
+    }
+}

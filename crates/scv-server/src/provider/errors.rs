@@ -1,0 +1,91 @@
+//! Provider error bodies (HTTP bodies and mid-stream error events) into
+//! one-line messages, with context-window overflow recognized by each
+//! wire's codes and wording.
+
+use super::{ProviderError, Redactor};
+use crate::text::one_line;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+/// Most characters of the provider's text kept in a message.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// An error from an HTTP error body (JSON or not).
+pub(super) fn from_body(status: StatusCode, body: &[u8], redact: &Redactor) -> ProviderError {
+    // Redacted first, on the raw text: nothing below may cut a key in two.
+    let body = redact.text(&String::from_utf8_lossy(body));
+    match serde_json::from_str::<Value>(&body) {
+        Ok(value) => from_value(Some(status), value.get("error").unwrap_or(&value), redact),
+        Err(_) => {
+            let text = one_line(&body, MAX_MESSAGE_CHARS);
+            let message = if text.is_empty() {
+                format!("provider returned HTTP {status}")
+            } else {
+                format!("provider returned HTTP {status}: {text}")
+            };
+            ProviderError {
+                context_overflow: mentions_context_overflow(&message),
+                ..ProviderError::provider(message)
+            }
+        }
+    }
+}
+
+/// An error from an `error` object (OpenAI's `{message, code}` or any
+/// JSON).
+pub(super) fn from_value(
+    status: Option<StatusCode>,
+    error: &Value,
+    redact: &Redactor,
+) -> ProviderError {
+    let text = match error.get("message").and_then(|m| m.as_str()) {
+        Some(message) => redact.text(message),
+        None => match error {
+            Value::String(s) => redact.text(s),
+            other => redact.text(&other.to_string()),
+        },
+    };
+    let code = error
+        .get("code")
+        .and_then(|c| c.as_str())
+        .unwrap_or_default();
+    let text = one_line(&text, MAX_MESSAGE_CHARS);
+    let message = match status {
+        Some(status) => format!("provider returned HTTP {status}: {text}"),
+        None => format!("provider reported an error: {text}"),
+    };
+    ProviderError {
+        context_overflow: code == "context_length_exceeded" || mentions_context_overflow(&text),
+        ..ProviderError::provider(message)
+    }
+}
+
+fn mentions_context_overflow(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    [
+        "context length",
+        "context_length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_become_one_line_messages() {
+        let body = serde_json::json!({"message": "This model's maximum context length is 8192 tokens.\nReduce it.", "code": "context_length_exceeded"});
+        let err = from_value(Some(StatusCode::BAD_REQUEST), &body, &Redactor::default());
+        assert_eq!(
+            err.message,
+            "provider returned HTTP 400 Bad Request: This model's maximum context length is 8192 tokens. Reduce it."
+        );
+        assert!(err.context_overflow);
+    }
+}

@@ -1,0 +1,144 @@
+//! Sending a provider request: POST with the wire's body, bounded retries
+//! of transient failures (429, 5xx, Anthropic's 529) before any output,
+//! honouring `Retry-After`. The caller cancels by dropping the future.
+//! Errors carry the status and the provider's own text, never the key.
+
+use super::errors;
+use super::{Provider, ProviderError, Redactor};
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::StatusCode;
+use std::time::Duration;
+
+/// Longest `Retry-After` we honour; longer hints are cut to this.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+/// Most of an error body we read.
+const MAX_ERROR_BODY: usize = 16 * 1024;
+
+/// How a request proves who it is.
+pub(super) enum Auth<'a> {
+    /// `Authorization: Bearer …`
+    Bearer(&'a str),
+}
+
+pub(super) async fn send(
+    provider: &Provider,
+    url: &str,
+    body: Vec<u8>,
+    auth: Option<Auth<'_>>,
+    redact: &Redactor,
+) -> Result<reqwest::Response, ProviderError> {
+    let mut attempt = 0;
+    loop {
+        let mut request = provider
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body.clone());
+        match &auth {
+            Some(Auth::Bearer(key)) => request = request.bearer_auth(key),
+            None => {}
+        }
+        let response = tokio::time::timeout(provider.idle_timeout, request.send())
+            .await
+            .map_err(|_| {
+                ProviderError::provider(format!(
+                    "provider did not answer within {} ms",
+                    provider.idle_timeout.as_millis()
+                ))
+            })?
+            .map_err(|err| redact.error(ProviderError::provider(describe(&err))))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let transient = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+        if transient && attempt < provider.max_retries {
+            let wait = retry_after(response.headers())
+                .unwrap_or_else(|| Duration::from_millis(500 << attempt))
+                .min(MAX_RETRY_WAIT);
+            tracing::info!("provider answered {status}; retrying in {wait:?}");
+            drop(response);
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+            continue;
+        }
+        return Err(read_error(response, redact).await);
+    }
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+async fn read_error(mut response: reqwest::Response, redact: &Redactor) -> ProviderError {
+    let status = response.status();
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY {
+        match tokio::time::timeout(Duration::from_secs(5), response.chunk()).await {
+            Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY);
+    errors::from_body(status, &body, redact)
+}
+
+/// A transport error in words, without the request URL's query or any
+/// header (reqwest never prints headers).
+pub(super) fn describe(err: &reqwest::Error) -> String {
+    let what = if err.is_connect() {
+        "cannot connect to provider"
+    } else if err.is_timeout() {
+        "provider request timed out"
+    } else if err.is_body() || err.is_decode() {
+        "provider response body failed"
+    } else {
+        "provider request failed"
+    };
+    let mut cause = String::new();
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        cause = inner.to_string();
+        source = inner.source();
+    }
+    let host = err
+        .url()
+        .map(|u| {
+            format!(
+                " at {}",
+                u.host_str().map_or_else(String::new, |h| match u.port() {
+                    Some(port) => format!("{h}:{port}"),
+                    None => h.to_string(),
+                })
+            )
+        })
+        .unwrap_or_default();
+    if cause.is_empty() {
+        format!("{what}{host}")
+    } else {
+        format!("{what}{host}: {cause}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert(
+            RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&headers), None);
+    }
+}

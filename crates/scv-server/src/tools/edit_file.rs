@@ -1,0 +1,105 @@
+//! edit_file: replace an exact string in a file of the workspace.
+
+use super::beneath::Workspace;
+use super::textfile::{read_text, MAX_FILE_BYTES};
+use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use scv_protocol::Risk;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::{Seek, SeekFrom, Write as _};
+
+pub(crate) const TOOL: Builtin = Builtin {
+    name: "edit_file",
+    risk: Risk::Write,
+    description: "Replace an exact string in a file. old_string must match exactly once unless replace_all is true.",
+    parameters: || json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"}
+        },
+        "required": ["path", "old_string", "new_string"]
+    }),
+    summary,
+    run: |arguments, ctx| Box::pin(run(arguments, ctx)),
+};
+
+/// The change: every old line, then every new line.
+fn summary(arguments: &Value) -> String {
+    let all = arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
+    let mut text = format!(
+        "Edit file: {}{}",
+        super::arg(arguments, "path"),
+        if all { " (every occurrence)" } else { "" }
+    );
+    for line in super::arg(arguments, "old_string").split('\n') {
+        text.push_str("\n- ");
+        text.push_str(line);
+    }
+    for line in super::arg(arguments, "new_string").split('\n') {
+        text.push_str("\n+ ");
+        text.push_str(line);
+    }
+    text
+}
+
+#[derive(Deserialize)]
+struct EditArgs {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
+    let args: EditArgs = parse(arguments)?;
+    if args.old_string.is_empty() {
+        return Err(ToolError::Model(
+            "old_string is empty; use write_file to create a file".into(),
+        ));
+    }
+    let workspace = ctx.workspace.to_path_buf();
+    blocking(move || {
+        let ws = Workspace::open(&workspace)?;
+        let rel = ws.relative(&args.path)?;
+        let shown = &rel.shown;
+        // One open file is read and rewritten: nothing can be swapped in
+        // between.
+        let (mut file, size) = ws.open_read_write(&rel)?;
+        let text = read_text(file.try_clone().map_err(|e| e.to_string())?, size, shown)?;
+        let count = text.matches(&args.old_string).count();
+        if count == 0 {
+            return Err(format!("old_string was not found in {shown}; read the file and copy the text exactly"));
+        }
+        if count > 1 && !args.replace_all {
+            return Err(format!(
+                "old_string occurs {count} times in {shown}; add surrounding context to make it unique, or set replace_all"
+            ));
+        }
+        let replaced = if args.replace_all { count } else { 1 };
+        // The size is known before anything is built.
+        let new_size = (text.len() as u64 + replaced as u64 * args.new_string.len() as u64)
+            .saturating_sub(replaced as u64 * args.old_string.len() as u64);
+        if new_size > MAX_FILE_BYTES {
+            return Err(format!(
+                "the edit would make {shown} {new_size} bytes; the limit is {MAX_FILE_BYTES}"
+            ));
+        }
+        let updated = if args.replace_all {
+            text.replace(&args.old_string, &args.new_string)
+        } else {
+            text.replacen(&args.old_string, &args.new_string, 1)
+        };
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.set_len(0))
+            .and_then(|_| file.write_all(updated.as_bytes()))
+            .map_err(|err| format!("cannot write {shown}: {err}"))?;
+        let noun = if count == 1 { "occurrence" } else { "occurrences" };
+        Ok(ToolOutput::ok(format!("Replaced {count} {noun} in {shown}")))
+    })
+    .await
+}
+

@@ -1,0 +1,98 @@
+//! The tools a session offers: the built-in ones (one line each in
+//! [`BUILTINS`]), looked up by name once per call.
+
+use super::{bash, edit_file, list_dir, output, read_file, search, write_file};
+use super::{Builtin, ToolContext, ToolResult};
+use crate::provider::ToolSpec;
+use scv_protocol::Risk;
+use serde_json::Value;
+use std::sync::{Arc, LazyLock};
+
+/// Every built-in tool, in the order they are offered.
+const BUILTINS: &[&Builtin] = &[
+    &bash::TOOL,
+    &read_file::TOOL,
+    &write_file::TOOL,
+    &edit_file::TOOL,
+    &list_dir::TOOL,
+    &search::TOOL,
+];
+
+/// One tool of a session.
+pub(crate) struct Tool {
+    risk: Risk,
+    kind: Kind,
+}
+
+enum Kind {
+    Builtin(&'static Builtin),
+}
+
+impl Tool {
+    pub fn risk(&self) -> Risk {
+        self.risk
+    }
+
+    /// What an approval prompt shows of a call.
+    pub fn summary(&self, arguments: &Value) -> String {
+        match self.kind {
+            Kind::Builtin(builtin) => (builtin.summary)(arguments),
+        }
+    }
+
+    /// Runs one call; its output is capped at `ctx.max_output_bytes`.
+    pub async fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
+        let result = match self.kind {
+            Kind::Builtin(builtin) => (builtin.run)(arguments, ctx).await?,
+        };
+        let (text, cut) = output::cap(result.output, ctx.max_output_bytes);
+        Ok(super::ToolOutput {
+            success: result.success,
+            output: text,
+            truncated: result.truncated || cut,
+        })
+    }
+}
+
+/// The tools of a session, and their specs as offered to the model.
+pub(crate) struct Registry {
+    tools: Vec<(String, Tool)>,
+    specs: Vec<ToolSpec>,
+}
+
+impl Registry {
+    /// The built-in tools (built once).
+    pub fn builtins() -> Arc<Registry> {
+        static BUILT: LazyLock<Arc<Registry>> = LazyLock::new(|| {
+            Arc::new(Registry {
+                tools: BUILTINS
+                    .iter()
+                    .map(|b| {
+                        let tool = Tool {
+                            risk: b.risk,
+                            kind: Kind::Builtin(b),
+                        };
+                        (b.name.to_string(), tool)
+                    })
+                    .collect(),
+                specs: BUILTINS
+                    .iter()
+                    .map(|b| ToolSpec {
+                        name: b.name.to_string(),
+                        description: b.description.to_string(),
+                        parameters: Arc::new((b.parameters)()),
+                    })
+                    .collect(),
+            })
+        });
+        BUILT.clone()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+}
