@@ -1,12 +1,32 @@
 //! A typed protocol connection: send [`ClientFrame`]s, read [`Event`]s.
 //! Incoming lines are capped at the protocol's server-frame limit.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use futures_util::StreamExt;
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
-use scv_protocol::{ClientFrame, ClientMessage, Event, Frame, FrameCodec};
+use scv_protocol::{
+    ClientFrame, ClientMessage, ErrorCode, Event, EventBody, Frame, FrameCodec, Initialize,
+    PeerInfo, SessionStart, PROTOCOL_VERSION,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::FramedRead;
+
+/// One client frame as a line, newline included.
+pub fn frame_line(request_id: String, message: ClientMessage) -> Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(&ClientFrame {
+        request_id,
+        message,
+    })?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// What the handshake brought back.
+pub struct Opened {
+    /// `initialized`, `session.started`, `queue.snapshot`.
+    pub events: Vec<Event>,
+    pub session_id: String,
+}
 
 pub struct Connection<R, W> {
     reader: FramedRead<R, FrameCodec>,
@@ -27,14 +47,55 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
     pub async fn send(&mut self, message: ClientMessage) -> Result<String> {
         self.next_request += 1;
         let request_id = self.next_request.to_string();
-        let frame = ClientFrame {
-            request_id: request_id.clone(),
-            message,
-        };
-        let mut line = serde_json::to_vec(&frame)?;
-        line.push(b'\n');
+        let line = frame_line(request_id.clone(), message)?;
         self.send_raw(&line).await?;
         Ok(request_id)
+    }
+
+    /// `initialize` (as `client`), then `session.start`: the events up to
+    /// the session's queue snapshot. A refusal is one readable error.
+    pub async fn handshake(
+        &mut self,
+        client: Option<PeerInfo>,
+        start: SessionStart,
+    ) -> Result<Opened> {
+        let mut events = Vec::new();
+        let init = self
+            .send(ClientMessage::Initialize(Initialize {
+                protocol_version: PROTOCOL_VERSION,
+                client,
+            }))
+            .await?;
+        events.push(self.answer(&init).await?);
+        let start = self.send(ClientMessage::SessionStart(start)).await?;
+        let started = self.answer(&start).await?;
+        let session_id = started.session_id.clone().unwrap_or_default();
+        events.push(started);
+        // The queue snapshot follows session.started.
+        if let Some(snapshot) = self.next_event().await? {
+            events.push(snapshot);
+        }
+        Ok(Opened { events, session_id })
+    }
+
+    /// The event answering `request_id`, or its error as a one-line failure.
+    async fn answer(&mut self, request_id: &str) -> Result<Event> {
+        loop {
+            let event = self
+                .next_event()
+                .await?
+                .ok_or_else(|| anyhow!("the SCV daemon closed the connection"))?;
+            if event.request_id.as_deref() != Some(request_id) {
+                continue;
+            }
+            if let EventBody::Error(error) = &event.body {
+                if error.code == ErrorCode::VersionMismatch {
+                    bail!("the SCV daemon speaks another protocol version ({}); restart it with `scv daemon stop`", error.message);
+                }
+                bail!("the SCV daemon refused: {}: {}", error.code, error.message);
+            }
+            return Ok(event);
+        }
     }
 
     /// Writes raw bytes (tests use this for malformed input).

@@ -8,7 +8,7 @@ pub mod daemon;
 pub mod home;
 pub mod text;
 
-pub use connection::Connection;
+pub use connection::{frame_line, Connection, Opened};
 pub use control::{control, ControlError};
 pub use daemon::ensure_daemon;
 pub use home::{check_home, create_private_dir, default_socket_path, scv_home};

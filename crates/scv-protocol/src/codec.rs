@@ -39,10 +39,6 @@ impl FrameCodec {
             discarded: 0,
         }
     }
-
-    pub fn max_bytes(&self) -> usize {
-        self.max_bytes
-    }
 }
 
 impl Decoder for FrameCodec {

@@ -84,16 +84,6 @@ impl Event {
     pub fn type_name(&self) -> &'static str {
         self.body.type_name()
     }
-
-    /// True for `turn.completed`, `turn.cancelled` and `turn.failed`.
-    pub fn is_terminal(&self) -> bool {
-        matches!(
-            self.body,
-            EventBody::TurnCompleted { .. }
-                | EventBody::TurnCancelled {}
-                | EventBody::TurnFailed { .. }
-        )
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

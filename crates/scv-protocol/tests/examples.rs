@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Round trips for every example line of the protocol document: each parses
 //! into its typed form and serializes back to the same JSON value.
 //!

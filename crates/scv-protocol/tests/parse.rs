@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! How client lines become frames or the exact error the protocol names.
 
 use scv_protocol::{ClientFrame, ClientMessage, ErrorCode};

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Idle cost of a connected ClawBot account
 //! (`cargo bench -p scv-server --bench clawbot_idle`).
 //!

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! The daemon load generator (`cargo bench -p scv-server --bench load`).
 //!
 //! Starts the release daemon on a temporary socket against the mock

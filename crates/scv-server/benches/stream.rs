@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! The streaming-path benchmark (`cargo bench -p scv-server --bench stream`).
 //!
 //! Drives the release `scv-server --stdio` binary over pipes against the

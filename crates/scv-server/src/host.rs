@@ -180,7 +180,10 @@ impl SessionHost {
             seq: None,
         };
         // A failed send trips the writer's token; the connection sees it.
-        let _ = self.out.send(crate::transport::encode(started.as_ref())).await;
+        let _ = self
+            .out
+            .send(crate::transport::encode(started.as_ref()))
+            .await;
         let session = Session {
             sink: sink.clone(),
             settings,

@@ -30,10 +30,15 @@ pub struct ProviderData {
 /// rebuilt for every request).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    User { content: String },
+    User {
+        content: String,
+    },
     Assistant(AssistantMessage),
     /// The result of one tool call.
-    Tool { call_id: String, content: String },
+    Tool {
+        call_id: String,
+        content: String,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

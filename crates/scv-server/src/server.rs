@@ -27,17 +27,19 @@ impl Shared {
     /// The shared HTTP client (connection pool) for provider and iLink
     /// requests.
     pub(crate) fn http(&self) -> reqwest::Client {
-        self.http
-            .get_or_init(|| {
-                reqwest::Client::builder()
-                    .connect_timeout(std::time::Duration::from_secs(15))
-                    // Keep a few warm connections, not one per past turn.
-                    .pool_max_idle_per_host(16)
-                    .build()
-                    .expect("the rustls backend initializes")
-            })
-            .clone()
+        // Keep a few warm connections, not one per past turn.
+        self.http.get_or_init(|| http_client(16)).clone()
     }
+}
+
+/// An HTTP client keeping at most `idle_per_host` idle connections.
+pub(crate) fn http_client(idle_per_host: usize) -> reqwest::Client {
+    #[allow(clippy::expect_used)] // rustls with built-in roots has no runtime failure here
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(15))
+        .pool_max_idle_per_host(idle_per_host)
+        .build()
+        .expect("the rustls backend initializes")
 }
 
 /// The server's name and version as `initialized` reports them.

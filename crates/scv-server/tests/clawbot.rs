@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! ClawBot inside the real daemon, against the fake iLink server and the
 //! mock provider: control commands and their persistence, state changes,
 //! chats with owner and strangers, approvals in chat, long replies, chat
@@ -665,4 +666,71 @@ async fn past_the_bound_the_least_recently_active_idle_session_makes_room() {
     let history = bot.mock.requests().last().unwrap().body.to_string();
     assert!(!history.contains("teapot"), "{history}");
     bot.stop().await;
+}
+
+/// Reloads and returns the task count the daemon logged for it.
+async fn tasks_alive(bot: &mut Bot) -> usize {
+    let before = bot.log.lines().len();
+    bot.control(json!({"action":"reload"})).await;
+    assert!(bot.log.wait_for("tasks alive in the daemon").await);
+    for _ in 0..400 {
+        let counts: Vec<usize> = bot.log.lines()[before..]
+            .iter()
+            .filter_map(|l| {
+                let (_, rest) = l.split_once("reload: ")?;
+                rest.split_whitespace().next()?.parse().ok()
+            })
+            .collect();
+        if let Some(count) = counts.first() {
+            return *count;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no task count logged: {:?}", bot.log.lines());
+}
+
+#[tokio::test]
+async fn stopping_an_account_joins_every_task_and_sends_nothing_after() {
+    for stop in ["disable", "logout"] {
+        let mut bot = Bot::start("").await;
+        let idle = tasks_alive(&mut bot).await;
+        bot.enable("owner").await;
+        bot.wait_state("connected").await;
+        // A stranger's turn left running: a session, its reader and a
+        // typing keep-alive are alive.
+        bot.mock
+            .push(Reply::text(["thinking…"]).then(1, Ending::Stall));
+        bot.ilink.inject_text(STRANGER, "take your time");
+        assert!(
+            bot.ilink
+                .wait_until(|f| !f.calls("ilink/bot/sendtyping").is_empty())
+                .await
+        );
+        assert!(tasks_alive(&mut bot).await > idle);
+        let answer = match stop {
+            "disable" => {
+                bot.control(json!({"action":"clawbot_set","account":"default","enabled":false}))
+                    .await
+            }
+            _ => {
+                bot.control(json!({"action":"clawbot_logout","account":"default"}))
+                    .await
+            }
+        };
+        assert_eq!(answer["type"], "daemon.status", "{answer}");
+        let after = bot.ilink.call_count();
+        // Longer than the typing keep-alive's period and a reconcile.
+        tokio::time::sleep(Duration::from_millis(5500)).await;
+        assert_eq!(
+            bot.ilink.call_count(),
+            after,
+            "{stop}: a request after the account stopped"
+        );
+        assert_eq!(
+            tasks_alive(&mut bot).await,
+            idle,
+            "{stop}: the task count came back"
+        );
+        bot.stop().await;
+    }
 }

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Context compaction and history trimming through the real binary. The
 //! mock reports 11 input tokens per request, an implausible calibration
 //! that the server ignores, so estimates use the default of ~4 bytes per

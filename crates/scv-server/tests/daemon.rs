@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! The daemon over a real Unix socket in a temporary `$SCV_HOME`: files and
 //! permissions, one daemon per socket, stale sockets, independent
 //! connections, backpressure, SIGTERM, daemon.control and the client

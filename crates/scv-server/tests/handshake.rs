@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! The handshake and request-level errors over stdio: exact codes, request
 //! ids, and that the connection carries on after every non-fatal error.
 

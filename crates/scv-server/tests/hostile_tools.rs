@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Regression tests for what an adversarial pass broke in the tools: a
 //! hostile cloned repository (dangling links out, ignore files that are
 //! devices, huge lines, FIFOs), a hostile model (commands that escape their
@@ -564,4 +565,23 @@ async fn a_workspace_full_of_hostile_entries_breaks_no_tool() {
         "nothing created outside"
     );
     still_serves(&mut rig, &session).await;
+}
+
+#[tokio::test]
+async fn an_agents_md_linked_to_a_device_or_outside_is_not_read() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("AGENTS.md"), "secret instructions").unwrap();
+    for target in [Path::new("/dev/zero"), &outside.path().join("AGENTS.md")] {
+        let mut rig = limited_rig("").await;
+        let session = rig.session().await;
+        symlink(target, rig.home.workspace().join("AGENTS.md")).unwrap();
+        rig.mock.push(Reply::text(["hi"]));
+        let events = rig.turn(&session, "hello").await;
+        assert_eq!(events.last().unwrap()["type"], "turn.completed");
+        let system = rig.mock.requests()[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!system.contains("AGENTS.md says"), "{system}");
+    }
 }

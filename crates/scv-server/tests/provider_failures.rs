@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Every way a provider can fail, each ending the turn with exactly one
 //! `turn.failed` carrying the code the protocol names, after which the
 //! session still takes turns.

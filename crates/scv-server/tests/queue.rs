@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! The shared prompt queue, pause and clear, through the real binary. A
 //! turn is held active deterministically by leaving a tool call waiting for
 //! approval.

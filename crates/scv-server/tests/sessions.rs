@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! session.start validation and the exact shape of session.started.
 
 mod common;

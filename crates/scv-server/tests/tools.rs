@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Tools, approvals and the multi-step loop, end to end through the real
 //! binary: event order per call, approvals and denials, limits, cancel
 //! during an approval and during a running command, workspace confinement

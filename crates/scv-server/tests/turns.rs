@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Streamed turns end to end: exact event sequences, seq numbers, the
 //! provider request on the wire, cancel, and client EOF.
 

@@ -153,6 +153,11 @@ impl FakeIlink {
         self.state.lock().unwrap().qr_statuses.push_back(status);
     }
 
+    /// How many requests of any kind arrived so far.
+    pub fn call_count(&self) -> usize {
+        self.state.lock().unwrap().calls.len()
+    }
+
     pub fn calls(&self, path: &str) -> Vec<Call> {
         self.state
             .lock()

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test-only: a broken fixture fails the test loudly
 //! Test-only helpers: a scripted mock OpenAI-compatible provider (a real
 //! HTTP server on 127.0.0.1) and a client that drives the real
 //! `scv-server` binary over pipes.

@@ -365,9 +365,7 @@ impl Turn {
         };
         let risk = tool.risk();
         if !self.limits.auto_approve.contains(&risk)
-            && !self
-                .approve(call, risk, tool.summary(&arguments))
-                .await?
+            && !self.approve(call, risk, tool.summary(&arguments)).await?
         {
             return self.complete(call, ToolOutput::error(DENIED)).await;
         }

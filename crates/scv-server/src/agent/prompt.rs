@@ -3,6 +3,7 @@
 
 use crate::provider::ToolSpec;
 use crate::text::cut;
+use crate::tools::beneath::Workspace;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -53,8 +54,16 @@ fn build(workspace: &Path, tools: &[(String, String)]) -> String {
     prompt
 }
 
+/// Largest AGENTS.md read at all (a hostile repository may link it to a
+/// device or ship a huge one).
+const MAX_AGENTS_MD_FILE: u64 = 1024 * 1024;
+
+/// The workspace's AGENTS.md: a regular file beneath the workspace (a link
+/// leading outside is not followed), cut to [`MAX_AGENTS_MD_BYTES`].
 fn read_agents_md(workspace: &Path) -> Option<String> {
-    let bytes = std::fs::read(workspace.join("AGENTS.md")).ok()?;
+    let ws = Workspace::open(workspace).ok()?;
+    let rel = ws.relative("AGENTS.md").ok()?;
+    let bytes = ws.read_small(&rel, MAX_AGENTS_MD_FILE)?;
     let text = String::from_utf8_lossy(&bytes);
     if text.len() > MAX_AGENTS_MD_BYTES {
         return Some(format!(

@@ -9,10 +9,7 @@ use crate::server::Shared;
 use scv_client::Connection;
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, Delivery, IlinkClient};
-use scv_protocol::{
-    ClientFrame, ClientMessage, ComponentState, Event, EventBody, Initialize, RemoteTools,
-    SessionStart, PROTOCOL_VERSION,
-};
+use scv_protocol::{ClientMessage, ComponentState, Event, EventBody, RemoteTools, SessionStart};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -64,15 +61,11 @@ impl Chat {
     /// Sends one message; returns its request id.
     async fn send(&mut self, message: ClientMessage) -> String {
         self.next_request += 1;
-        let frame = ClientFrame {
-            request_id: format!("clawbot-{}", self.next_request),
-            message,
-        };
-        if let Ok(mut line) = serde_json::to_vec(&frame) {
-            line.push(b'\n');
+        let request_id = format!("clawbot-{}", self.next_request);
+        if let Ok(line) = scv_client::frame_line(request_id.clone(), message) {
             let _ = self.writer.write_all(&line).await;
         }
-        frame.request_id
+        request_id
     }
 
     /// A turn is running or about to start, or an approval waits.
@@ -105,7 +98,9 @@ type Tickets = Arc<Mutex<HashMap<String, String>>>;
 
 /// The lock of a mutex, recovering it if a task panicked while holding it.
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub(super) async fn run(
@@ -117,8 +112,10 @@ pub(super) async fn run(
     token: CancellationToken,
     tasks: TaskTracker,
 ) {
+    // The account's own client, keeping no idle connections: nothing of
+    // the account (not even a pooled connection's task) outlives it.
     let client = IlinkClient::new(
-        shared.http(),
+        crate::server::http_client(0),
         &spec.credentials.base_url,
         Some(spec.credentials.bot_token.clone()),
         crate::server::SERVER_VERSION,
@@ -368,37 +365,21 @@ impl Account {
         let (read, write) = tokio::io::split(client_side);
         let mut conn = Connection::new(read, write);
         let tools = self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner;
-        let handshake = async {
-            conn.send(ClientMessage::Initialize(Initialize {
-                protocol_version: PROTOCOL_VERSION,
-                client: None,
-            }))
-            .await
-            .ok()?;
-            conn.next_event().await.ok()??;
-            conn.send(ClientMessage::SessionStart(SessionStart {
-                cwd: self.spec.workspace.display().to_string(),
-                no_tools: !tools,
-                ..Default::default()
-            }))
-            .await
-            .ok()?;
-            let started = conn.next_event().await.ok()??;
-            match started.body {
-                EventBody::SessionStarted(_) => started.session_id,
-                _ => {
-                    tracing::warn!(
-                        "clawbot:{}: session refused: {:?}",
-                        self.spec.account,
-                        started.body
-                    );
-                    None
-                }
-            }
+        let start = SessionStart {
+            cwd: self.spec.workspace.display().to_string(),
+            no_tools: !tools,
+            ..Default::default()
         };
-        let session_id = tokio::time::timeout(Duration::from_secs(10), handshake)
-            .await
-            .ok()??;
+        let opened =
+            tokio::time::timeout(Duration::from_secs(10), conn.handshake(None, start)).await;
+        let session_id = match opened {
+            Ok(Ok(opened)) => opened.session_id,
+            Ok(Err(err)) => {
+                tracing::warn!("clawbot:{}: session refused: {err:#}", self.spec.account);
+                return None;
+            }
+            Err(_) => return None,
+        };
         let (mut reader, writer) = conn.into_parts();
         let events = self.events.clone();
         let user_id = user.to_string();
@@ -488,11 +469,14 @@ impl Account {
                 let token = self.token.child_token();
                 chat.typing = Some(token.clone());
                 self.tasks.spawn(keep_typing(
-                    tickets,
-                    client,
-                    chat.user_id.clone(),
-                    context,
+                    Typing {
+                        tickets,
+                        client,
+                        user: chat.user_id.clone(),
+                        context,
+                    },
                     token,
+                    self.token.clone(),
                 ));
             }
             EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
@@ -593,7 +577,9 @@ impl Account {
         let mut expired = Vec::new();
         for chat in self.chats.values_mut() {
             while chat.approvals.front().is_some_and(|a| a.1 <= now) {
-                let (approval_id, _) = chat.approvals.pop_front().expect("checked");
+                let Some((approval_id, _)) = chat.approvals.pop_front() else {
+                    break;
+                };
                 let session_id = chat.session_id.clone();
                 chat.send(ClientMessage::ApprovalResolve {
                     session_id,
@@ -611,22 +597,31 @@ impl Account {
     }
 }
 
-/// Keeps the typing indicator alive until `token` is cancelled, then stops
-/// it. The ticket from `getconfig` is cached per user.
-async fn keep_typing(
+/// What the typing keep-alive needs.
+struct Typing {
     tickets: Tickets,
     client: IlinkClient,
     user: String,
     context: String,
-    token: CancellationToken,
-) {
+}
+
+/// Keeps the typing indicator alive until `turn` is cancelled, then stops
+/// it. The ticket from `getconfig` is cached per user. When the whole
+/// account stops (`account`), requests in flight are dropped at once.
+async fn keep_typing(typing: Typing, turn: CancellationToken, account: CancellationToken) {
+    let Typing {
+        tickets,
+        client,
+        user,
+        context,
+    } = typing;
     let cached = locked(&tickets).get(&user).cloned();
     let ticket = match cached {
         Some(ticket) => ticket,
         None => {
             let context = (!context.is_empty()).then_some(context);
             let fetched = tokio::select! {
-                _ = token.cancelled() => return,
+                _ = account.cancelled() => return,
                 fetched = client.typing_ticket(&user, context.as_deref()) => fetched,
             };
             let Ok(ticket) = fetched else {
@@ -638,7 +633,7 @@ async fn keep_typing(
     };
     loop {
         let sent = tokio::select! {
-            _ = token.cancelled() => break,
+            _ = account.cancelled() => return,
             sent = client.send_typing(&user, &ticket, true) => sent,
         };
         if sent.is_err() {
@@ -646,12 +641,15 @@ async fn keep_typing(
             locked(&tickets).remove(&user);
         }
         tokio::select! {
-            _ = token.cancelled() => break,
+            _ = account.cancelled() => return,
+            _ = turn.cancelled() => break,
             _ = tokio::time::sleep(TYPING_EVERY) => {}
         }
     }
-    let off = client.send_typing(&user, &ticket, false);
-    let _ = tokio::time::timeout(Duration::from_secs(2), off).await;
+    tokio::select! {
+        _ = account.cancelled() => {}
+        _ = client.send_typing(&user, &ticket, false) => {}
+    }
 }
 
 /// Splits text into chunks of at most `max` characters, preferring line

@@ -32,7 +32,9 @@ impl Status {
 
     /// The status, recovering it if a task panicked while holding it.
     fn lock(&self) -> MutexGuard<'_, ComponentStatus> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -61,11 +63,7 @@ impl Instance {
         self.tasks.close();
         self.tasks.wait().await;
         self.status.lock().state = ComponentState::Stopped;
-        tracing::info!(
-            "clawbot:{}: stopped; {} tasks alive in the daemon",
-            self.account,
-            tokio::runtime::Handle::current().metrics().num_alive_tasks()
-        );
+        tracing::info!("clawbot:{}: stopped", self.account);
     }
 }
 

@@ -14,7 +14,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 fn locked(delivery: &Mutex<Delivery>) -> MutexGuard<'_, Delivery> {
-    delivery.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    delivery
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Messages recently seen by sender + text + time, for duplicates that
@@ -109,7 +111,9 @@ async fn poll(
                     Ok(Err(err)) => {
                         tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
                     }
-                    Err(err) => tracing::warn!("clawbot:{account}: cannot save delivery state: {err}"),
+                    Err(err) => {
+                        tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
+                    }
                 }
                 if !fresh.is_empty() && batches.send(fresh).await.is_err() {
                     return;

@@ -16,12 +16,12 @@ use crate::handles::Connector;
 use crate::server::Shared;
 use crate::signals::shutdown_on_signal;
 use lock::DaemonLock;
-use supervisor::Supervisor;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use supervisor::Supervisor;
 use tokio::io::DuplexStream;
 use tokio::net::UnixListener;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +33,12 @@ const SHUTDOWN_JOIN: Duration = Duration::from_secs(8);
 
 /// Runs the daemon on `socket` until SIGTERM or Ctrl+C; `workspace` is
 /// the daemon workspace (ClawBot sessions without their own).
-pub async fn run(shared: Arc<Shared>, home: PathBuf, socket: PathBuf, workspace: PathBuf) -> ExitCode {
+pub async fn run(
+    shared: Arc<Shared>,
+    home: PathBuf,
+    socket: PathBuf,
+    workspace: PathBuf,
+) -> ExitCode {
     match serve_socket(shared, &home, &socket, workspace).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

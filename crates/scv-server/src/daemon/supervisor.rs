@@ -250,7 +250,10 @@ impl Supervisor {
         }
         self.reconcile().await;
         let name = account.clone();
-        if !matches!(self.store(move |store| store.remove(&name)).await, Some(Ok(()))) {
+        if !matches!(
+            self.store(move |store| store.remove(&name)).await,
+            Some(Ok(()))
+        ) {
             return Err(ControlError::Storage(format!(
                 "cannot remove account `{account}`"
             )));
@@ -284,6 +287,14 @@ impl Control for Supervisor {
                 DaemonCommand::Status => Ok(self.status().await),
                 DaemonCommand::Reload => {
                     self.reconcile().await;
+                    // What a leak would show: tasks that outlive what
+                    // started them (tests compare two reloads).
+                    tracing::info!(
+                        "reload: {} tasks alive in the daemon",
+                        tokio::runtime::Handle::current()
+                            .metrics()
+                            .num_alive_tasks()
+                    );
                     Ok(self.status().await)
                 }
                 DaemonCommand::ClawbotSet {

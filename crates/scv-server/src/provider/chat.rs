@@ -250,7 +250,10 @@ impl Parser {
         let key = index.unwrap_or(usize::MAX);
         let current = self.slots.get(&key).copied().or_else(|| {
             // No index at all: fragments continue the latest call.
-            index.is_none().then(|| asm.calls().checked_sub(1)).flatten()
+            index
+                .is_none()
+                .then(|| asm.calls().checked_sub(1))
+                .flatten()
         });
         let starts_new = match (current, id) {
             (None, _) => true,

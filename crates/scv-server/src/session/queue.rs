@@ -137,8 +137,12 @@ impl PromptQueue {
         before: Option<&str>,
     ) -> Result<(QueueEntry, usize), QueueError> {
         let index = self.find(queue_id, revision)?;
+        // Where `before` stands once the moved entry is out.
+        let target = |entries: &[Queued], before: &str| {
+            entries.iter().position(|q| q.entry.queue_id == before)
+        };
         if let Some(before) = before {
-            if !self.entries.iter().any(|q| q.entry.queue_id == before) {
+            if target(&self.entries, before).is_none() {
                 return Err(QueueError::NotFound);
             }
         }
@@ -149,11 +153,9 @@ impl PromptQueue {
         self.bytes = self.bytes - moved.encoded + encoded;
         moved.encoded = encoded;
         let position = match before {
-            Some(before) if before != queue_id => self
-                .entries
-                .iter()
-                .position(|q| q.entry.queue_id == before)
-                .expect("checked above"),
+            Some(before) if before != queue_id => {
+                target(&self.entries, before).unwrap_or(self.entries.len())
+            }
             Some(_) => index,
             None => self.entries.len(),
         };

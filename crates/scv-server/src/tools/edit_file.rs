@@ -102,4 +102,3 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     })
     .await
 }
-

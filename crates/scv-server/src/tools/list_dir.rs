@@ -14,11 +14,13 @@ pub(crate) const TOOL: Builtin = Builtin {
     name: "list_dir",
     risk: Risk::Read,
     description: "List a directory in the workspace; directories end with '/'.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": ["path"]
-    }),
+    parameters: || {
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"]
+        })
+    },
     summary: |arguments| format!("List directory: {}", super::arg(arguments, "path")),
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };

@@ -74,4 +74,3 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     })
     .await
 }
-

@@ -11,13 +11,13 @@
 
 use super::beneath::{Rel, Workspace};
 use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
-use scv_protocol::Risk;
 use grep_regex::RegexMatcher;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::OverrideBuilder;
 use ignore::{Match, WalkBuilder};
+use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;

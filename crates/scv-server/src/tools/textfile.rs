@@ -33,4 +33,3 @@ pub(super) fn read_text(mut file: File, size: u64, shown: &str) -> Result<String
     }
     String::from_utf8(bytes).map_err(|_| format!("{shown} is not valid UTF-8 text; not shown"))
 }
-

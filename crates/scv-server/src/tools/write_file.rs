@@ -70,4 +70,3 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     })
     .await
 }
-

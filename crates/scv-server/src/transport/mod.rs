@@ -11,8 +11,9 @@ use scv_protocol::EventRef;
 
 /// Serializes one event into one frame (no newline). Events are plain data,
 /// so serialization cannot fail.
-pub fn encode(event: EventRef<'_>) -> Bytes {
+pub(crate) fn encode(event: EventRef<'_>) -> Bytes {
     let mut buf = Vec::with_capacity(160);
+    #[allow(clippy::expect_used)] // plain data with string keys always serializes
     serde_json::to_writer(&mut buf, &event).expect("events always serialize");
     Bytes::from(buf)
 }
