@@ -188,7 +188,7 @@ fn slash_commands_send_their_messages() {
             paused: true
         }]
     );
-    assert!(app.paused);
+    assert!(app.queue.paused());
     assert_eq!(
         sent(&run(&mut app, "/resume")),
         [ClientMessage::SessionPause {
@@ -238,8 +238,8 @@ fn queued_prompts_are_edited_by_revision_and_conflicts_refresh_them() {
     );
     app.apply(event(json!({"type":"error","request_id":"x","code":"queue_conflict","message":"stale","fatal":false,
         "entry":{"queue_id":"q1","revision":4,"prompt":"changed elsewhere","submitter":"client"}})));
-    assert_eq!(app.queue[0].revision, 4);
-    assert_eq!(app.queue[0].prompt, "changed elsewhere");
+    assert_eq!(app.queue.entries()[0].revision, 4);
+    assert_eq!(app.queue.entries()[0].prompt, "changed elsewhere");
     assert!(app.hint.is_some());
     // Removing and pausing from the panel.
     key(&mut app, KeyCode::Tab);

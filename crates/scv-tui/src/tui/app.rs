@@ -5,6 +5,7 @@
 pub use super::approval::PendingApproval;
 use super::approval::{ApprovalPrompt, PromptKey};
 use super::input::Input;
+use super::queue_panel::{Left, PanelKey, QueuePanel};
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
@@ -23,7 +24,6 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
 
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 const MAX_INPUT_ROWS: u16 = 8;
-const MAX_QUEUE_ROWS: u16 = 5;
 
 /// The screen's regions.
 #[derive(Debug, Clone, Copy)]
@@ -73,10 +73,7 @@ pub struct App {
     pub session: Option<SessionView>,
     pub link: LinkState,
     pub turn: Option<ActiveTurn>,
-    pub queue: Vec<QueueEntry>,
-    pub paused: bool,
-    /// Selected queue entry while the queue panel has focus.
-    pub queue_focus: Option<usize>,
+    pub queue: QueuePanel,
     /// The queued prompt being edited in the input box.
     pub editing: Option<QueueEntry>,
     pub approval: ApprovalPrompt,
@@ -110,9 +107,7 @@ impl App {
             session: None,
             link: LinkState::Connected,
             turn: None,
-            queue: Vec::new(),
-            paused: false,
-            queue_focus: None,
+            queue: QueuePanel::default(),
             editing: None,
             approval: ApprovalPrompt::default(),
             usage: Usage::default(),
@@ -144,11 +139,7 @@ impl App {
     pub fn layout(&self, area: Rect) -> Layout {
         let input_rows =
             (self.input.text().matches('\n').count() as u16 + 1).clamp(1, MAX_INPUT_ROWS) + 2;
-        let queue_rows = if self.queue.is_empty() {
-            0
-        } else {
-            (self.queue.len() as u16).min(MAX_QUEUE_ROWS) + 2
-        };
+        let queue_rows = self.queue.height();
         let approval_rows = self.approval.height();
         let hint_rows = u16::from(self.hint.is_some());
         let [transcript, queue, approval, input, hint, status] =
@@ -216,26 +207,15 @@ impl App {
                     context_max_tokens: started.context_max_tokens,
                 });
             }
-            EventBody::QueueSnapshot { entries } => self.queue = entries,
-            EventBody::QueueEnqueued { entry, position } => {
-                let at = position.min(self.queue.len());
-                self.queue.insert(at, entry);
-            }
-            EventBody::QueueUpdated { entry } => self.replace_entry(entry),
-            EventBody::QueueMoved { entry, position } => {
-                self.queue.retain(|e| e.queue_id != entry.queue_id);
-                let at = position.min(self.queue.len());
-                self.queue.insert(at, entry);
-            }
-            EventBody::QueueRemoved { queue_id } => self.remove_entry(&queue_id),
-            EventBody::QueueDequeued { queue_id } => {
-                if let Some(entry) = self.queue.iter().find(|e| e.queue_id == queue_id) {
-                    if let Some(rid) = &request_id {
-                        self.pending_prompts
-                            .insert(rid.clone(), entry.prompt.clone());
-                    }
+            body @ (EventBody::QueueSnapshot { .. }
+            | EventBody::QueueEnqueued { .. }
+            | EventBody::QueueUpdated { .. }
+            | EventBody::QueueMoved { .. }
+            | EventBody::QueueRemoved { .. }
+            | EventBody::QueueDequeued { .. }) => {
+                if let Some(left) = self.queue.apply(body) {
+                    self.left_queue(left, request_id);
                 }
-                self.remove_entry(&queue_id);
             }
             EventBody::TurnStarted {} => {
                 if let Some(prompt) = request_id
@@ -410,7 +390,7 @@ impl App {
             EventBody::Error(error) => {
                 if error.code == ErrorCode::QueueConflict {
                     if let Some(entry) = error.entry {
-                        self.replace_entry(entry);
+                        self.queue.replace(entry);
                     }
                     self.hint = Some(
                         "that queued prompt changed meanwhile; it is shown as it is now".into(),
@@ -447,25 +427,16 @@ impl App {
         );
     }
 
-    fn replace_entry(&mut self, entry: QueueEntry) {
-        if let Some(slot) = self.queue.iter_mut().find(|e| e.queue_id == entry.queue_id) {
-            *slot = entry;
-        }
-    }
-
-    fn remove_entry(&mut self, queue_id: &str) {
-        self.queue.retain(|e| e.queue_id != queue_id);
-        if let Some(selected) = self.queue_focus {
-            self.queue_focus = if self.queue.is_empty() {
-                None
-            } else {
-                Some(selected.min(self.queue.len() - 1))
-            };
+    /// An entry left the queue: a dequeued prompt is shown when the turn
+    /// its request starts; one being edited can no longer be saved.
+    fn left_queue(&mut self, left: Left, request_id: Option<String>) {
+        if let (Some(prompt), Some(rid)) = (left.dequeued, request_id) {
+            self.pending_prompts.insert(rid, prompt);
         }
         if self
             .editing
             .as_ref()
-            .is_some_and(|e| e.queue_id == queue_id)
+            .is_some_and(|e| e.queue_id == left.queue_id)
         {
             self.editing = None;
             self.hint = Some("the prompt you were editing has left the queue".into());
@@ -477,8 +448,7 @@ impl App {
         self.link = LinkState::Disconnected;
         self.turn = None;
         self.approval.clear();
-        self.queue.clear();
-        self.queue_focus = None;
+        self.queue.reset();
         self.editing = None;
         self.end_turn();
         self.transcript.push(ItemKind::Error {
@@ -553,7 +523,7 @@ impl App {
                 PromptKey::Pass => {}
             }
         }
-        if self.queue_focus.is_some() {
+        if self.queue.focused() {
             return self.queue_key(key);
         }
         self.hint = None;
@@ -599,8 +569,8 @@ impl App {
             KeyCode::Tab => {
                 if self.input.text().starts_with('/') {
                     self.complete_slash();
-                } else if !self.queue.is_empty() {
-                    self.queue_focus = Some(0);
+                } else {
+                    self.queue.focus();
                 }
                 Vec::new()
             }
@@ -757,14 +727,14 @@ impl App {
                 vec![self.send(ClientMessage::SessionClear { session_id })]
             }
             ("/pause", Some(session_id)) => {
-                self.paused = true;
+                self.queue.set_paused(true);
                 vec![self.send(ClientMessage::SessionPause {
                     session_id,
                     paused: true,
                 })]
             }
             ("/resume", Some(session_id)) => {
-                self.paused = false;
+                self.queue.set_paused(false);
                 vec![self.send(ClientMessage::SessionPause {
                     session_id,
                     paused: false,
@@ -807,68 +777,15 @@ impl App {
     }
 
     fn queue_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
-        let Some(selected) = self.queue_focus else {
-            return Vec::new();
-        };
-        let Some(session_id) = self.session_id() else {
-            return Vec::new();
-        };
-        let Some(entry) = self.queue.get(selected).cloned() else {
-            self.queue_focus = None;
-            return Vec::new();
-        };
-        match key.code {
-            KeyCode::Esc | KeyCode::Tab => {
-                self.queue_focus = None;
-                Vec::new()
-            }
-            KeyCode::Up => {
-                self.queue_focus = Some(selected.saturating_sub(1));
-                Vec::new()
-            }
-            KeyCode::Down => {
-                self.queue_focus = Some((selected + 1).min(self.queue.len() - 1));
-                Vec::new()
-            }
-            KeyCode::Enter | KeyCode::Char('e') => {
+        let session_id = self.session_id();
+        match self.queue.on_key(key, session_id.as_deref()) {
+            PanelKey::Pass | PanelKey::Taken => Vec::new(),
+            PanelKey::Send(message) => vec![self.send(message)],
+            PanelKey::Edit(entry) => {
                 self.input.set(&entry.prompt);
                 self.editing = Some(entry);
-                self.queue_focus = None;
                 Vec::new()
             }
-            KeyCode::Char('u') if selected > 0 => {
-                let before = Some(self.queue[selected - 1].queue_id.clone());
-                self.queue_focus = Some(selected - 1);
-                vec![self.send(ClientMessage::QueueMove {
-                    session_id,
-                    queue_id: entry.queue_id,
-                    revision: entry.revision,
-                    before_queue_id: before,
-                })]
-            }
-            KeyCode::Char('d') if selected + 1 < self.queue.len() => {
-                let before = self.queue.get(selected + 2).map(|e| e.queue_id.clone());
-                self.queue_focus = Some(selected + 1);
-                vec![self.send(ClientMessage::QueueMove {
-                    session_id,
-                    queue_id: entry.queue_id,
-                    revision: entry.revision,
-                    before_queue_id: before,
-                })]
-            }
-            KeyCode::Char('x') | KeyCode::Delete | KeyCode::Backspace => {
-                vec![self.send(ClientMessage::QueueRemove {
-                    session_id,
-                    queue_id: entry.queue_id,
-                    revision: entry.revision,
-                })]
-            }
-            KeyCode::Char('p') => {
-                self.paused = !self.paused;
-                let paused = self.paused;
-                vec![self.send(ClientMessage::SessionPause { session_id, paused })]
-            }
-            _ => Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod approval;
 pub mod highlight;
 pub mod input;
 pub mod markdown;
+pub mod queue_panel;
 pub mod transcript;
 pub mod view;
 pub mod wrap;

@@ -13,7 +13,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let layout = app.layout(frame.area());
     draw_transcript(frame, app, layout.transcript);
     if layout.queue.height > 0 {
-        draw_queue(frame, app, layout.queue);
+        app.queue.draw(frame, layout.queue);
     }
     if layout.approval.height > 0 {
         let typing = !app.input.is_empty();
@@ -73,56 +73,6 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
     }
 }
 
-fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let title = format!(
-        " Queue ({}){} ",
-        app.queue.len(),
-        if app.paused { " — paused" } else { "" }
-    );
-    let focused = app.queue_focus.is_some();
-    let hint = if focused {
-        " ↑/↓ e edit  u/d move  x remove  p pause  Esc done "
-    } else {
-        " Tab to manage "
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_type(BorderType::Rounded)
-        .border_style(Style::default().fg(if focused {
-            Color::Cyan
-        } else {
-            Color::DarkGray
-        }))
-        .title(title)
-        .title_bottom(Line::styled(hint, Style::default().fg(Color::DarkGray)));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let rows = usize::from(inner.height);
-    let first = app
-        .queue_focus
-        .map_or(0, |s| s.saturating_sub(rows.saturating_sub(1)));
-    let lines: Vec<Line<'_>> = app
-        .queue
-        .iter()
-        .enumerate()
-        .skip(first)
-        .take(rows)
-        .map(|(i, entry)| {
-            let text = entry.prompt.lines().next().unwrap_or("").to_string();
-            let style = if app.queue_focus == Some(i) {
-                Style::default().add_modifier(Modifier::REVERSED)
-            } else {
-                Style::default()
-            };
-            Line::from(vec![
-                Span::styled(format!("{}. ", i + 1), Style::default().fg(Color::DarkGray)),
-                Span::styled(text, style),
-            ])
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
-}
-
 fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let title = if app.editing.is_some() {
         " Edit queued prompt (Enter saves, Esc cancels) "
@@ -131,7 +81,7 @@ fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
     } else {
         " Message "
     };
-    let active = !app.approval.focused() && app.queue_focus.is_none();
+    let active = !app.approval.focused() && !app.queue.focused();
     let block = Block::default()
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
@@ -219,9 +169,9 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )),
         None => spans.push(Span::styled("idle", dim)),
     }
-    if !app.queue.is_empty() || app.paused {
+    if !app.queue.is_empty() || app.queue.paused() {
         spans.push(sep());
-        let paused = if app.paused { " (paused)" } else { "" };
+        let paused = if app.queue.paused() { " (paused)" } else { "" };
         spans.push(Span::raw(format!("queue {}{paused}", app.queue.len())));
     }
     if let Some(session) = &app.session {
