@@ -4,12 +4,12 @@
 
 pub use super::approval::PendingApproval;
 use super::approval::{ApprovalPrompt, PromptKey};
-use super::input::Input;
+use super::input_box::InputBox;
 use super::queue_panel::{Left, PanelKey, QueuePanel};
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
-use scv_protocol::{ClientMessage, ErrorCode, Event, EventBody, QueueEntry, Usage};
+use scv_protocol::{ClientMessage, ErrorCode, Event, EventBody, Usage};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,6 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
 ];
 
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
-const MAX_INPUT_ROWS: u16 = 8;
 
 /// The screen's regions.
 #[derive(Debug, Clone, Copy)]
@@ -69,13 +68,11 @@ pub enum Outgoing {
 
 pub struct App {
     pub transcript: Transcript,
-    pub input: Input,
+    pub input: InputBox,
     pub session: Option<SessionView>,
     pub link: LinkState,
     pub turn: Option<ActiveTurn>,
     pub queue: QueuePanel,
-    /// The queued prompt being edited in the input box.
-    pub editing: Option<QueueEntry>,
     pub approval: ApprovalPrompt,
     pub usage: Usage,
     /// Latest estimate of the prompt size in tokens.
@@ -103,12 +100,11 @@ impl App {
     pub fn new(now: Instant) -> App {
         let mut app = App {
             transcript: Transcript::default(),
-            input: Input::new(200, 1024 * 1024),
+            input: InputBox::new(200, 1024 * 1024),
             session: None,
             link: LinkState::Connected,
             turn: None,
             queue: QueuePanel::default(),
-            editing: None,
             approval: ApprovalPrompt::default(),
             usage: Usage::default(),
             context_used: 0,
@@ -137,8 +133,7 @@ impl App {
     /// The screen's regions, from the state alone: the view draws into
     /// them and scrolling measures with them.
     pub fn layout(&self, area: Rect) -> Layout {
-        let input_rows =
-            (self.input.text().matches('\n').count() as u16 + 1).clamp(1, MAX_INPUT_ROWS) + 2;
+        let input_rows = self.input.height();
         let queue_rows = self.queue.height();
         let approval_rows = self.approval.height();
         let hint_rows = u16::from(self.hint.is_some());
@@ -434,11 +429,11 @@ impl App {
             self.pending_prompts.insert(rid, prompt);
         }
         if self
-            .editing
-            .as_ref()
+            .input
+            .editing()
             .is_some_and(|e| e.queue_id == left.queue_id)
         {
-            self.editing = None;
+            self.input.stop_editing();
             self.hint = Some("the prompt you were editing has left the queue".into());
         }
     }
@@ -449,7 +444,7 @@ impl App {
         self.turn = None;
         self.approval.clear();
         self.queue.reset();
-        self.editing = None;
+        self.input.stop_editing();
         self.end_turn();
         self.transcript.push(ItemKind::Error {
             code: "disconnected".into(),
@@ -499,7 +494,7 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        self.input.insert_str(&text.replace('\r', "\n"));
+        self.input.paste(text);
     }
 
     /// Handles one key; returns what to send.
@@ -538,29 +533,9 @@ impl App {
                 self.expanded = !self.expanded;
                 Vec::new()
             }
-            KeyCode::Char('j') if ctrl => {
-                self.input.insert('\n');
-                Vec::new()
-            }
-            KeyCode::Char('u') if ctrl => {
-                self.input.kill_line();
-                Vec::new()
-            }
-            KeyCode::Char('a') if ctrl => {
-                self.input.home();
-                Vec::new()
-            }
-            KeyCode::Char('e') if ctrl => {
-                self.input.end();
-                Vec::new()
-            }
-            KeyCode::Enter if shift || alt => {
-                self.input.insert('\n');
-                Vec::new()
-            }
-            KeyCode::Enter => self.submit(),
+            KeyCode::Enter if !(shift || alt) => self.submit(),
             KeyCode::Esc => {
-                if self.editing.take().is_some() {
+                if self.input.stop_editing().is_some() {
                     self.input.set("");
                     return Vec::new();
                 }
@@ -596,43 +571,10 @@ impl App {
                 self.follow();
                 Vec::new()
             }
-            KeyCode::Up => {
-                self.input.up();
+            _ => {
+                self.input.on_key(key);
                 Vec::new()
             }
-            KeyCode::Down => {
-                self.input.down();
-                Vec::new()
-            }
-            KeyCode::Left => {
-                self.input.left();
-                Vec::new()
-            }
-            KeyCode::Right => {
-                self.input.right();
-                Vec::new()
-            }
-            KeyCode::Home => {
-                self.input.home();
-                Vec::new()
-            }
-            KeyCode::End => {
-                self.input.end();
-                Vec::new()
-            }
-            KeyCode::Backspace => {
-                self.input.backspace();
-                Vec::new()
-            }
-            KeyCode::Delete => {
-                self.input.delete();
-                Vec::new()
-            }
-            KeyCode::Char(c) if !ctrl => {
-                self.input.insert(c);
-                Vec::new()
-            }
-            _ => Vec::new(),
         }
     }
 
@@ -651,7 +593,7 @@ impl App {
             return self.cancel_turn();
         }
         self.input.set("");
-        self.editing = None;
+        self.input.stop_editing();
         Vec::new()
     }
 
@@ -693,7 +635,7 @@ impl App {
             return Vec::new();
         };
         let prompt = self.input.take();
-        if let Some(entry) = self.editing.take() {
+        if let Some(entry) = self.input.stop_editing() {
             return vec![self.send(ClientMessage::QueueUpdate {
                 session_id,
                 queue_id: entry.queue_id,
@@ -782,8 +724,7 @@ impl App {
             PanelKey::Pass | PanelKey::Taken => Vec::new(),
             PanelKey::Send(message) => vec![self.send(message)],
             PanelKey::Edit(entry) => {
-                self.input.set(&entry.prompt);
-                self.editing = Some(entry);
+                self.input.edit(entry);
                 Vec::new()
             }
         }

@@ -8,6 +8,7 @@ pub mod app;
 pub mod approval;
 pub mod highlight;
 pub mod input;
+pub mod input_box;
 pub mod markdown;
 pub mod queue_panel;
 pub mod transcript;

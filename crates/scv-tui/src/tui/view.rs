@@ -3,10 +3,10 @@
 //! App and writes nothing back.
 
 use super::app::{short, App, LinkState};
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
@@ -19,7 +19,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         let typing = !app.input.is_empty();
         app.approval.draw(frame, layout.approval, app.now, typing);
     }
-    draw_input(frame, app, layout.input);
+    let input_focused = !app.approval.focused() && !app.queue.focused();
+    app.input
+        .draw(frame, layout.input, input_focused, app.turn.is_some());
     if let Some(text) = &app.hint {
         frame.render_widget(
             Paragraph::new(Line::styled(
@@ -70,44 +72,6 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
             )),
             corner,
         );
-    }
-}
-
-fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let title = if app.editing.is_some() {
-        " Edit queued prompt (Enter saves, Esc cancels) "
-    } else if app.turn.is_some() {
-        " Message — Enter queues it "
-    } else {
-        " Message "
-    };
-    let active = !app.approval.focused() && !app.queue.focused();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_type(BorderType::Rounded)
-        .border_style(Style::default().fg(if active { Color::Cyan } else { Color::DarkGray }))
-        .title(title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let (row, col) = app.input.cursor_position();
-    let rows = usize::from(inner.height.max(1));
-    let first = row.saturating_sub(rows - 1);
-    let text: Vec<Line<'_>> = app
-        .input
-        .text()
-        .split('\n')
-        .skip(first)
-        .take(rows)
-        .map(|l| Line::raw(l.to_string()))
-        .collect();
-    let cols = usize::from(inner.width.max(1));
-    let skip_cols = col.saturating_sub(cols - 1);
-    frame.render_widget(Paragraph::new(text).scroll((0, skip_cols as u16)), inner);
-    if active {
-        frame.set_cursor_position(Position::new(
-            inner.x + (col - skip_cols) as u16,
-            inner.y + (row - first) as u16,
-        ));
     }
 }
 
