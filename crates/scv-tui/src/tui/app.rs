@@ -497,34 +497,70 @@ impl App {
         self.input.paste(text);
     }
 
-    /// Handles one key; returns what to send.
+    /// Handles one key; returns what to send. Keys are pumped through, in
+    /// order: Ctrl+C, the approval prompt, the queue panel, the App's own
+    /// keys, the input box. The first that takes a key keeps it.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') {
-            return self.ctrl_c();
+        if let Some(out) = self.global_key(key) {
+            return out;
         }
-        // Any other key disarms the second Ctrl+C.
+        if let Some(out) = self.approval_key(key) {
+            return out;
+        }
+        if let Some(out) = self.queue_key(key) {
+            return out;
+        }
+        // A key past the prompt and the panel clears the hint.
+        self.hint = None;
+        if let Some(out) = self.app_key(key) {
+            return out;
+        }
+        self.input.on_key(key);
+        Vec::new()
+    }
+
+    /// Ctrl+C works everywhere; any other key disarms its second press.
+    fn global_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(self.ctrl_c());
+        }
         self.ctrl_c_at = None;
-        // Keys go to the approval prompt, then the queue panel, then the
-        // input box: the first that takes a key keeps it.
-        if !self.approval.is_empty() {
-            match self.approval.on_key(key, self.now, !self.input.is_empty()) {
-                PromptKey::Resolve(approval, approved) => return self.resolve(approval, approved),
-                PromptKey::Taken => return Vec::new(),
-                PromptKey::Hint(hint) => {
-                    self.hint = Some(hint.into());
-                    return Vec::new();
-                }
-                PromptKey::Pass => {}
+        None
+    }
+
+    fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let typing = !self.input.is_empty();
+        match self.approval.on_key(key, self.now, typing) {
+            PromptKey::Pass => None,
+            PromptKey::Taken => Some(Vec::new()),
+            PromptKey::Hint(hint) => {
+                self.hint = Some(hint.into());
+                Some(Vec::new())
+            }
+            PromptKey::Resolve(approval, approved) => Some(self.resolve(approval, approved)),
+        }
+    }
+
+    fn queue_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let session_id = self.session_id();
+        match self.queue.on_key(key, session_id.as_deref()) {
+            PanelKey::Pass => None,
+            PanelKey::Taken => Some(Vec::new()),
+            PanelKey::Send(message) => Some(vec![self.send(message)]),
+            PanelKey::Edit(entry) => {
+                self.input.edit(entry);
+                Some(Vec::new())
             }
         }
-        if self.queue.focused() {
-            return self.queue_key(key);
-        }
-        self.hint = None;
+    }
+
+    /// Keys that need the session or the transcript: sending, quitting,
+    /// cancelling, Tab, scrolling.
+    fn app_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
-        match key.code {
+        let out = match key.code {
             KeyCode::Char('d') if ctrl && self.input.is_empty() => {
                 self.should_quit = true;
                 vec![Outgoing::Quit]
@@ -533,11 +569,12 @@ impl App {
                 self.expanded = !self.expanded;
                 Vec::new()
             }
+            // Shift/Alt+Enter is a new line: the input box's.
             KeyCode::Enter if !(shift || alt) => self.submit(),
             KeyCode::Esc => {
                 if self.input.stop_editing().is_some() {
                     self.input.set("");
-                    return Vec::new();
+                    return Some(Vec::new());
                 }
                 self.cancel_turn()
             }
@@ -571,11 +608,9 @@ impl App {
                 self.follow();
                 Vec::new()
             }
-            _ => {
-                self.input.on_key(key);
-                Vec::new()
-            }
-        }
+            _ => return None,
+        };
+        Some(out)
     }
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {
@@ -714,18 +749,6 @@ impl App {
             } else {
                 let common = common_prefix(matches.iter().map(|(c, _)| *c));
                 self.input.set(&common);
-            }
-        }
-    }
-
-    fn queue_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
-        let session_id = self.session_id();
-        match self.queue.on_key(key, session_id.as_deref()) {
-            PanelKey::Pass | PanelKey::Taken => Vec::new(),
-            PanelKey::Send(message) => vec![self.send(message)],
-            PanelKey::Edit(entry) => {
-                self.input.edit(entry);
-                Vec::new()
             }
         }
     }
