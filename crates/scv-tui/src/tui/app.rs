@@ -9,7 +9,7 @@ use super::queue_panel::{Left, PanelKey, QueuePanel};
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
-use scv_protocol::{ClientMessage, ErrorCode, Event, EventBody, Usage};
+use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -182,26 +182,18 @@ impl App {
         }
     }
 
-    /// Applies one server event.
+    /// Applies one server event. Queue events are the queue panel's; the
+    /// rest change the session, the turn or the transcript.
     pub fn apply(&mut self, event: Event) {
-        let request_id = event.request_id.clone();
-        match event.body {
-            EventBody::SessionStarted(started) => {
-                self.transcript.set_bounds(
-                    started.max_transcript_items as usize,
-                    started.max_transcript_bytes as usize,
-                );
-                self.input.set_bounds(
-                    started.max_prompt_history_items as usize,
-                    started.max_prompt_history_bytes as usize,
-                );
-                self.session = Some(SessionView {
-                    session_id: event.session_id.unwrap_or_default(),
-                    cwd: started.cwd,
-                    model: started.model,
-                    context_max_tokens: started.context_max_tokens,
-                });
-            }
+        let Event {
+            body,
+            request_id,
+            session_id,
+            turn_id,
+            ..
+        } = event;
+        match body {
+            EventBody::SessionStarted(started) => self.session_started(started, session_id),
             body @ (EventBody::QueueSnapshot { .. }
             | EventBody::QueueEnqueued { .. }
             | EventBody::QueueUpdated { .. }
@@ -212,81 +204,21 @@ impl App {
                     self.left_queue(left, request_id);
                 }
             }
-            EventBody::TurnStarted {} => {
-                if let Some(prompt) = request_id
-                    .as_ref()
-                    .and_then(|r| self.pending_prompts.remove(r))
-                {
-                    self.transcript.push(ItemKind::User(prompt));
-                }
-                self.turn = Some(ActiveTurn {
-                    turn_id: event.turn_id.unwrap_or_default(),
-                    started_at: self.now,
-                });
-            }
-            EventBody::AssistantDelta { content } => {
-                let appended = self.transcript.update_last(
-                    |k| {
-                        matches!(
-                            k,
-                            ItemKind::Assistant {
-                                streaming: true,
-                                ..
-                            }
-                        )
-                    },
-                    |k| {
-                        if let ItemKind::Assistant { text, .. } = k {
-                            text.push_str(&content);
-                        }
-                    },
-                );
-                if !appended {
-                    self.transcript.push(ItemKind::Assistant {
-                        text: content,
-                        streaming: true,
-                    });
-                }
-            }
-            EventBody::AssistantCompleted { content } => {
-                let finished = self.transcript.update_last(
-                    |k| {
-                        matches!(
-                            k,
-                            ItemKind::Assistant {
-                                streaming: true,
-                                ..
-                            }
-                        )
-                    },
-                    |k| {
-                        *k = ItemKind::Assistant {
-                            text: content.clone(),
-                            streaming: false,
-                        }
-                    },
-                );
-                if !finished && !content.is_empty() {
-                    self.transcript.push(ItemKind::Assistant {
-                        text: content,
-                        streaming: false,
-                    });
-                }
-            }
+            EventBody::TurnStarted {} => self.turn_started(request_id, turn_id),
+            EventBody::AssistantDelta { content } => self.assistant_delta(content),
+            EventBody::AssistantCompleted { content } => self.assistant_completed(content),
             EventBody::ToolProposed {
                 call_id,
                 name,
                 arguments,
-            } => {
-                self.transcript.push(ItemKind::Tool(ToolCard {
-                    call_id,
-                    name,
-                    arguments,
-                    state: ToolState::Proposed,
-                    output: String::new(),
-                    truncated: false,
-                }));
-            }
+            } => self.transcript.push(ItemKind::Tool(ToolCard {
+                call_id,
+                name,
+                arguments,
+                state: ToolState::Proposed,
+                output: String::new(),
+                truncated: false,
+            })),
             EventBody::ApprovalRequested {
                 approval_id,
                 call_id,
@@ -294,25 +226,15 @@ impl App {
                 risk,
                 cwd,
                 summary,
-            } => {
-                let mut arguments = serde_json::Value::Null;
-                self.transcript.update_tool(&call_id, |card| {
-                    card.state = ToolState::AwaitingApproval;
-                    arguments = card.arguments.clone();
-                });
-                self.approval.push(
-                    PendingApproval {
-                        approval_id,
-                        call_id,
-                        name,
-                        risk: risk.as_str().to_string(),
-                        cwd,
-                        summary,
-                        arguments,
-                    },
-                    self.now,
-                );
-            }
+            } => self.approval_requested(PendingApproval {
+                approval_id,
+                call_id,
+                name,
+                risk: risk.as_str().to_string(),
+                cwd,
+                summary,
+                arguments: serde_json::Value::Null,
+            }),
             EventBody::ToolStarted { call_id, .. } => {
                 self.transcript
                     .update_tool(&call_id, |card| card.state = ToolState::Running);
@@ -323,42 +245,28 @@ impl App {
                 output,
                 truncated,
                 ..
-            } => {
-                let denied = self.denied.remove(&call_id);
-                self.transcript.update_tool(&call_id, |card| {
-                    card.state = match (success, denied) {
-                        (true, _) => ToolState::Done,
-                        (false, true) => ToolState::Denied,
-                        (false, false) => ToolState::Failed,
-                    };
-                    card.output = output;
-                    card.truncated = truncated;
-                });
-            }
+            } => self.tool_completed(&call_id, success, output, truncated),
             EventBody::ContextCompacted {
                 before_tokens,
                 after_tokens,
                 removed_messages,
             } => {
                 self.context_used = after_tokens;
-                self.transcript.push(ItemKind::Notice(format!(
+                self.notice(format!(
                     "context compacted: {} → {} tokens ({removed_messages} messages summarized)",
                     short(before_tokens),
                     short(after_tokens)
-                )));
+                ));
             }
             EventBody::TurnCompleted { steps, usage } => {
                 if let Some(usage) = usage {
-                    self.usage.input_tokens += usage.input_tokens;
-                    self.usage.output_tokens += usage.output_tokens;
-                    self.context_used = usage.input_tokens / u64::from(steps.max(1));
+                    self.count_usage(usage, steps);
                 }
                 self.end_turn();
             }
             EventBody::TurnCancelled {} => {
                 self.end_turn();
-                self.transcript
-                    .push(ItemKind::Notice("turn cancelled".into()));
+                self.notice("turn cancelled".into());
             }
             EventBody::TurnFailed { code, message } => {
                 self.end_turn();
@@ -369,57 +277,144 @@ impl App {
             }
             EventBody::SessionTrimmed {
                 removed_messages, ..
-            } => {
-                self.transcript.push(ItemKind::Notice(format!(
-                    "server history trimmed: {removed_messages} oldest messages dropped"
-                )));
-            }
-            EventBody::SessionCleared {} => {
-                self.transcript.clear();
-                self.queue.clear();
-                self.usage = Usage::default();
-                self.context_used = 0;
-                self.transcript
-                    .push(ItemKind::Notice("session cleared".into()));
-            }
-            EventBody::Error(error) => {
-                if error.code == ErrorCode::QueueConflict {
-                    if let Some(entry) = error.entry {
-                        self.queue.replace(entry);
-                    }
-                    self.hint = Some(
-                        "that queued prompt changed meanwhile; it is shown as it is now".into(),
-                    );
-                } else {
-                    self.transcript.push(ItemKind::Error {
-                        code: error.code.as_str().to_string(),
-                        message: error.message,
-                    });
-                }
-            }
+            } => self.notice(format!(
+                "server history trimmed: {removed_messages} oldest messages dropped"
+            )),
+            EventBody::SessionCleared {} => self.session_cleared(),
+            EventBody::Error(error) => self.server_error(error),
             EventBody::Initialized { .. } | EventBody::DaemonStatus { .. } => {}
         }
+    }
+
+    /// The session's bounds apply to the transcript and the history.
+    fn session_started(&mut self, started: SessionStarted, session_id: Option<String>) {
+        self.transcript.set_bounds(
+            started.max_transcript_items as usize,
+            started.max_transcript_bytes as usize,
+        );
+        self.input.set_bounds(
+            started.max_prompt_history_items as usize,
+            started.max_prompt_history_bytes as usize,
+        );
+        self.session = Some(SessionView {
+            session_id: session_id.unwrap_or_default(),
+            cwd: started.cwd,
+            model: started.model,
+            context_max_tokens: started.context_max_tokens,
+        });
+    }
+
+    fn session_cleared(&mut self) {
+        self.transcript.clear();
+        self.queue.clear();
+        self.usage = Usage::default();
+        self.context_used = 0;
+        self.notice("session cleared".into());
+    }
+
+    /// A prompt is shown once its turn starts, not when it is sent: the
+    /// server may queue it first.
+    fn turn_started(&mut self, request_id: Option<String>, turn_id: Option<String>) {
+        if let Some(prompt) = request_id
+            .as_ref()
+            .and_then(|r| self.pending_prompts.remove(r))
+        {
+            self.transcript.push(ItemKind::User(prompt));
+        }
+        self.turn = Some(ActiveTurn {
+            turn_id: turn_id.unwrap_or_default(),
+            started_at: self.now,
+        });
+    }
+
+    fn count_usage(&mut self, usage: Usage, steps: u32) {
+        self.usage.input_tokens += usage.input_tokens;
+        self.usage.output_tokens += usage.output_tokens;
+        self.context_used = usage.input_tokens / u64::from(steps.max(1));
     }
 
     fn end_turn(&mut self) {
         self.turn = None;
         self.approval.clear();
-        self.transcript.update_last(
-            |k| {
-                matches!(
-                    k,
-                    ItemKind::Assistant {
-                        streaming: true,
-                        ..
-                    }
-                )
-            },
-            |k| {
-                if let ItemKind::Assistant { streaming, .. } = k {
-                    *streaming = false;
-                }
-            },
-        );
+        self.transcript.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { streaming, .. } = k {
+                *streaming = false;
+            }
+        });
+    }
+
+    fn assistant_delta(&mut self, content: String) {
+        let appended = self.transcript.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.transcript.push(ItemKind::Assistant {
+                text: content,
+                streaming: true,
+            });
+        }
+    }
+
+    /// The whole answer replaces what streamed in.
+    fn assistant_completed(&mut self, content: String) {
+        let finished = self.transcript.update_last(is_streaming, |k| {
+            *k = ItemKind::Assistant {
+                text: content.clone(),
+                streaming: false,
+            }
+        });
+        if !finished && !content.is_empty() {
+            self.transcript.push(ItemKind::Assistant {
+                text: content,
+                streaming: false,
+            });
+        }
+    }
+
+    /// The prompt shows the call's arguments as its card has them.
+    fn approval_requested(&mut self, mut approval: PendingApproval) {
+        self.transcript.update_tool(&approval.call_id, |card| {
+            card.state = ToolState::AwaitingApproval;
+            approval.arguments = card.arguments.clone();
+        });
+        self.approval.push(approval, self.now);
+    }
+
+    /// A call that fails after the user denied it is shown as denied.
+    fn tool_completed(&mut self, call_id: &str, success: bool, output: String, truncated: bool) {
+        let denied = self.denied.remove(call_id);
+        self.transcript.update_tool(call_id, |card| {
+            card.state = match (success, denied) {
+                (true, _) => ToolState::Done,
+                (false, true) => ToolState::Denied,
+                (false, false) => ToolState::Failed,
+            };
+            card.output = output;
+            card.truncated = truncated;
+        });
+    }
+
+    /// A queue conflict refreshes the entry and says so under the input;
+    /// other errors go into the transcript.
+    fn server_error(&mut self, error: ErrorBody) {
+        if error.code == ErrorCode::QueueConflict {
+            if let Some(entry) = error.entry {
+                self.queue.replace(entry);
+            }
+            self.hint =
+                Some("that queued prompt changed meanwhile; it is shown as it is now".into());
+        } else {
+            self.transcript.push(ItemKind::Error {
+                code: error.code.as_str().to_string(),
+                message: error.message,
+            });
+        }
+    }
+
+    fn notice(&mut self, text: String) {
+        self.transcript.push(ItemKind::Notice(text));
     }
 
     /// An entry left the queue: a dequeued prompt is shown when the turn
@@ -759,6 +754,17 @@ impl App {
             .as_ref()
             .map(|t| self.now.saturating_duration_since(t.started_at))
     }
+}
+
+/// The answer still streaming in.
+fn is_streaming(kind: &ItemKind) -> bool {
+    matches!(
+        kind,
+        ItemKind::Assistant {
+            streaming: true,
+            ..
+        }
+    )
 }
 
 fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
