@@ -1,26 +1,24 @@
 //! The UI's state and behaviour, free of terminal I/O: server events come
 //! in through [`App::apply`], keys through [`App::on_key`], which returns
 //! the protocol messages to send. Rendering reads this state (`view.rs`).
+//!
+//! The approval prompt, the queue panel and the input box are components
+//! that each take their events and keys and draw from `&self`; the App
+//! holds what needs the session (sending, slash commands, the turn) and
+//! pumps each key through them in turn.
 
 pub use super::approval::PendingApproval;
 use super::approval::{ApprovalPrompt, PromptKey};
 use super::input_box::InputBox;
 use super::queue_panel::{Left, PanelKey, QueuePanel};
+use super::slash;
+pub use super::slash::{help_text, SLASH_COMMANDS};
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
 use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
-
-/// Slash commands with their help text.
-pub const SLASH_COMMANDS: &[(&str, &str)] = &[
-    ("/clear", "clear the session (history, queue, usage)"),
-    ("/pause", "pause the queue: queued prompts wait"),
-    ("/resume", "resume the queue"),
-    ("/help", "show keys and commands"),
-    ("/quit", "quit scv"),
-];
 
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 
@@ -723,28 +721,15 @@ impl App {
         }
     }
 
-    /// Commands matching what is typed after `/`.
+    /// Commands matching what is typed after `/` (the completion popup).
     pub fn slash_matches(&self) -> Vec<(&'static str, &'static str)> {
-        let text = self.input.text();
-        if !text.starts_with('/') || text.contains(char::is_whitespace) {
-            return Vec::new();
-        }
-        SLASH_COMMANDS
-            .iter()
-            .copied()
-            .filter(|(c, _)| c.starts_with(text))
-            .collect()
+        slash::matches(self.input.text())
     }
 
+    /// Tab on a partial command completes as far as it is unambiguous.
     fn complete_slash(&mut self) {
-        let matches = self.slash_matches();
-        if let Some((command, _)) = matches.first() {
-            if matches.len() == 1 || matches.iter().all(|(c, _)| c == command) {
-                self.input.set(command);
-            } else {
-                let common = common_prefix(matches.iter().map(|(c, _)| *c));
-                self.input.set(&common);
-            }
+        if let Some(completed) = slash::complete(self.input.text()) {
+            self.input.set(&completed);
         }
     }
 
@@ -765,32 +750,6 @@ fn is_streaming(kind: &ItemKind) -> bool {
             ..
         }
     )
-}
-
-fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
-    let Some(first) = words.next() else {
-        return String::new();
-    };
-    let mut prefix = first.to_string();
-    for word in words {
-        while !word.starts_with(&prefix) {
-            prefix.pop();
-        }
-    }
-    prefix
-}
-
-pub fn help_text() -> String {
-    let mut text = String::from(
-        "keys: Enter send (queues while a turn runs) · Shift+Enter or Ctrl+J new line · ↑/↓ history · \
-         Esc or Ctrl+C cancel the turn · Ctrl+C twice or Ctrl+D quit · Ctrl+O expand tool output · \
-         PgUp/PgDn or the wheel scroll · Tab focus the queue (↑/↓ select, e edit, u/d move, x remove, p pause)",
-    );
-    text.push_str(" · commands:");
-    for (command, what) in SLASH_COMMANDS {
-        text.push_str(&format!(" {command} {what};"));
-    }
-    text
 }
 
 /// 1234 → "1.2k", 128000 → "128k".

@@ -11,6 +11,7 @@ pub mod input;
 pub mod input_box;
 pub mod markdown;
 pub mod queue_panel;
+pub mod slash;
 pub mod transcript;
 pub mod view;
 pub mod wrap;

@@ -1,6 +1,7 @@
-//! Drawing the App: transcript, queue panel, approval prompt, input box
-//! (with slash-command completion) and the status line. Drawing reads the
-//! App and writes nothing back.
+//! Drawing the App: the screen's layout, the transcript, the slash-command
+//! completion and the status line; the queue panel, the approval prompt
+//! and the input box draw themselves. Drawing reads the App and writes
+//! nothing back.
 
 use super::app::{short, App, LinkState};
 use ratatui::layout::Rect;
