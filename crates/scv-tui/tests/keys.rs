@@ -188,7 +188,7 @@ fn slash_commands_send_their_messages() {
             paused: true
         }]
     );
-    assert!(app.paused);
+    assert!(app.queue.paused());
     assert_eq!(
         sent(&run(&mut app, "/resume")),
         [ClientMessage::SessionPause {
@@ -238,8 +238,8 @@ fn queued_prompts_are_edited_by_revision_and_conflicts_refresh_them() {
     );
     app.apply(event(json!({"type":"error","request_id":"x","code":"queue_conflict","message":"stale","fatal":false,
         "entry":{"queue_id":"q1","revision":4,"prompt":"changed elsewhere","submitter":"client"}})));
-    assert_eq!(app.queue[0].revision, 4);
-    assert_eq!(app.queue[0].prompt, "changed elsewhere");
+    assert_eq!(app.queue.entries()[0].revision, 4);
+    assert_eq!(app.queue.entries()[0].prompt, "changed elsewhere");
     assert!(app.hint.is_some());
     // Removing and pausing from the panel.
     key(&mut app, KeyCode::Tab);
@@ -418,4 +418,89 @@ fn a_scrolled_back_view_stays_put_while_the_answer_streams() {
     key(&mut app, KeyCode::PageUp);
     key(&mut app, KeyCode::End);
     assert_eq!(app.viewport, scv_tui::tui::transcript::Viewport::Bottom);
+}
+
+fn enqueue(app: &mut App, id: &str, revision: u64, prompt: &str, position: usize) {
+    app.apply(event(
+        json!({"type":"queue.enqueued","request_id":"q","session_id":S,"seq":2,
+        "entry":{"queue_id":id,"revision":revision,"prompt":prompt,"submitter":"client"},"position":position}),
+    ));
+}
+
+#[test]
+fn esc_cancels_editing_a_queued_prompt_before_it_cancels_the_turn() {
+    let mut app = app();
+    start_turn(&mut app);
+    enqueue(&mut app, "q1", 1, "later", 0);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.input.text(), "later");
+    assert!(key(&mut app, KeyCode::Esc).is_empty(), "only the edit ends");
+    assert!(app.input.is_empty());
+    assert!(matches!(
+        &sent(&key(&mut app, KeyCode::Esc))[..],
+        [ClientMessage::TurnCancel { .. }]
+    ));
+}
+
+#[test]
+fn an_edited_prompt_that_leaves_the_queue_is_sent_as_a_new_one() {
+    let mut app = app();
+    start_turn(&mut app);
+    enqueue(&mut app, "q1", 1, "later", 0);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Char('e'));
+    app.apply(event(
+        json!({"type":"queue.removed","request_id":"q","session_id":S,"seq":3,"queue_id":"q1"}),
+    ));
+    assert_eq!(
+        app.hint.as_deref(),
+        Some("the prompt you were editing has left the queue")
+    );
+    assert_eq!(app.input.text(), "later", "the text is kept");
+    assert!(matches!(
+        &sent(&key(&mut app, KeyCode::Enter))[..],
+        [ClientMessage::TurnStart { prompt, .. }] if prompt == "later"
+    ));
+}
+
+#[test]
+fn a_dequeued_prompt_shows_when_its_turn_starts() {
+    let mut app = app();
+    enqueue(&mut app, "q1", 1, "from the queue", 0);
+    app.apply(event(
+        json!({"type":"queue.dequeued","request_id":"run-7","session_id":S,"seq":3,"queue_id":"q1"}),
+    ));
+    assert!(app.transcript.is_empty());
+    app.apply(event(
+        json!({"type":"turn.started","request_id":"run-7","session_id":S,"turn_id":"t2","seq":4}),
+    ));
+    assert!(matches!(&app.transcript.items()[0].kind, ItemKind::User(p) if p == "from the queue"));
+}
+
+#[test]
+fn the_queue_panel_selects_moves_and_gives_keys_back() {
+    let mut app = app();
+    start_turn(&mut app);
+    for (i, id) in ["q0", "q1", "q2"].iter().enumerate() {
+        enqueue(&mut app, id, 5, id, i);
+    }
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Up);
+    let moved = |before: Option<&str>| {
+        [ClientMessage::QueueMove {
+            session_id: S.into(),
+            queue_id: "q0".into(),
+            revision: 5,
+            before_queue_id: before.map(Into::into),
+        }]
+    };
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('d'))), moved(Some("q2")));
+    assert!(
+        key(&mut app, KeyCode::Char('z')).is_empty(),
+        "taken, not typed"
+    );
+    key(&mut app, KeyCode::Esc);
+    type_text(&mut app, "hi");
+    assert_eq!(app.input.text(), "hi", "keys go to the input again");
 }

@@ -1,29 +1,26 @@
 //! The UI's state and behaviour, free of terminal I/O: server events come
 //! in through [`App::apply`], keys through [`App::on_key`], which returns
 //! the protocol messages to send. Rendering reads this state (`view.rs`).
+//!
+//! The approval prompt, the queue panel and the input box are components
+//! that each take their events and keys and draw from `&self`; the App
+//! holds what needs the session (sending, slash commands, the turn) and
+//! pumps each key through them in turn.
 
 pub use super::approval::PendingApproval;
 use super::approval::{ApprovalPrompt, PromptKey};
-use super::input::Input;
+use super::input_box::InputBox;
+use super::queue_panel::{Left, PanelKey, QueuePanel};
+use super::slash;
+pub use super::slash::{help_text, SLASH_COMMANDS};
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
-use scv_protocol::{ClientMessage, ErrorCode, Event, EventBody, QueueEntry, Usage};
+use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-/// Slash commands with their help text.
-pub const SLASH_COMMANDS: &[(&str, &str)] = &[
-    ("/clear", "clear the session (history, queue, usage)"),
-    ("/pause", "pause the queue: queued prompts wait"),
-    ("/resume", "resume the queue"),
-    ("/help", "show keys and commands"),
-    ("/quit", "quit scv"),
-];
-
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
-const MAX_INPUT_ROWS: u16 = 8;
-const MAX_QUEUE_ROWS: u16 = 5;
 
 /// The screen's regions.
 #[derive(Debug, Clone, Copy)]
@@ -69,16 +66,11 @@ pub enum Outgoing {
 
 pub struct App {
     pub transcript: Transcript,
-    pub input: Input,
+    pub input: InputBox,
     pub session: Option<SessionView>,
     pub link: LinkState,
     pub turn: Option<ActiveTurn>,
-    pub queue: Vec<QueueEntry>,
-    pub paused: bool,
-    /// Selected queue entry while the queue panel has focus.
-    pub queue_focus: Option<usize>,
-    /// The queued prompt being edited in the input box.
-    pub editing: Option<QueueEntry>,
+    pub queue: QueuePanel,
     pub approval: ApprovalPrompt,
     pub usage: Usage,
     /// Latest estimate of the prompt size in tokens.
@@ -106,14 +98,11 @@ impl App {
     pub fn new(now: Instant) -> App {
         let mut app = App {
             transcript: Transcript::default(),
-            input: Input::new(200, 1024 * 1024),
+            input: InputBox::new(200, 1024 * 1024),
             session: None,
             link: LinkState::Connected,
             turn: None,
-            queue: Vec::new(),
-            paused: false,
-            queue_focus: None,
-            editing: None,
+            queue: QueuePanel::default(),
             approval: ApprovalPrompt::default(),
             usage: Usage::default(),
             context_used: 0,
@@ -142,13 +131,8 @@ impl App {
     /// The screen's regions, from the state alone: the view draws into
     /// them and scrolling measures with them.
     pub fn layout(&self, area: Rect) -> Layout {
-        let input_rows =
-            (self.input.text().matches('\n').count() as u16 + 1).clamp(1, MAX_INPUT_ROWS) + 2;
-        let queue_rows = if self.queue.is_empty() {
-            0
-        } else {
-            (self.queue.len() as u16).min(MAX_QUEUE_ROWS) + 2
-        };
+        let input_rows = self.input.height();
+        let queue_rows = self.queue.height();
         let approval_rows = self.approval.height();
         let hint_rows = u16::from(self.hint.is_some());
         let [transcript, queue, approval, input, hint, status] =
@@ -196,122 +180,43 @@ impl App {
         }
     }
 
-    /// Applies one server event.
+    /// Applies one server event. Queue events are the queue panel's; the
+    /// rest change the session, the turn or the transcript.
     pub fn apply(&mut self, event: Event) {
-        let request_id = event.request_id.clone();
-        match event.body {
-            EventBody::SessionStarted(started) => {
-                self.transcript.set_bounds(
-                    started.max_transcript_items as usize,
-                    started.max_transcript_bytes as usize,
-                );
-                self.input.set_bounds(
-                    started.max_prompt_history_items as usize,
-                    started.max_prompt_history_bytes as usize,
-                );
-                self.session = Some(SessionView {
-                    session_id: event.session_id.unwrap_or_default(),
-                    cwd: started.cwd,
-                    model: started.model,
-                    context_max_tokens: started.context_max_tokens,
-                });
-            }
-            EventBody::QueueSnapshot { entries } => self.queue = entries,
-            EventBody::QueueEnqueued { entry, position } => {
-                let at = position.min(self.queue.len());
-                self.queue.insert(at, entry);
-            }
-            EventBody::QueueUpdated { entry } => self.replace_entry(entry),
-            EventBody::QueueMoved { entry, position } => {
-                self.queue.retain(|e| e.queue_id != entry.queue_id);
-                let at = position.min(self.queue.len());
-                self.queue.insert(at, entry);
-            }
-            EventBody::QueueRemoved { queue_id } => self.remove_entry(&queue_id),
-            EventBody::QueueDequeued { queue_id } => {
-                if let Some(entry) = self.queue.iter().find(|e| e.queue_id == queue_id) {
-                    if let Some(rid) = &request_id {
-                        self.pending_prompts
-                            .insert(rid.clone(), entry.prompt.clone());
-                    }
-                }
-                self.remove_entry(&queue_id);
-            }
-            EventBody::TurnStarted {} => {
-                if let Some(prompt) = request_id
-                    .as_ref()
-                    .and_then(|r| self.pending_prompts.remove(r))
-                {
-                    self.transcript.push(ItemKind::User(prompt));
-                }
-                self.turn = Some(ActiveTurn {
-                    turn_id: event.turn_id.unwrap_or_default(),
-                    started_at: self.now,
-                });
-            }
-            EventBody::AssistantDelta { content } => {
-                let appended = self.transcript.update_last(
-                    |k| {
-                        matches!(
-                            k,
-                            ItemKind::Assistant {
-                                streaming: true,
-                                ..
-                            }
-                        )
-                    },
-                    |k| {
-                        if let ItemKind::Assistant { text, .. } = k {
-                            text.push_str(&content);
-                        }
-                    },
-                );
-                if !appended {
-                    self.transcript.push(ItemKind::Assistant {
-                        text: content,
-                        streaming: true,
-                    });
+        let Event {
+            body,
+            request_id,
+            session_id,
+            turn_id,
+            ..
+        } = event;
+        match body {
+            EventBody::SessionStarted(started) => self.session_started(started, session_id),
+            body @ (EventBody::QueueSnapshot { .. }
+            | EventBody::QueueEnqueued { .. }
+            | EventBody::QueueUpdated { .. }
+            | EventBody::QueueMoved { .. }
+            | EventBody::QueueRemoved { .. }
+            | EventBody::QueueDequeued { .. }) => {
+                if let Some(left) = self.queue.apply(body) {
+                    self.left_queue(left, request_id);
                 }
             }
-            EventBody::AssistantCompleted { content } => {
-                let finished = self.transcript.update_last(
-                    |k| {
-                        matches!(
-                            k,
-                            ItemKind::Assistant {
-                                streaming: true,
-                                ..
-                            }
-                        )
-                    },
-                    |k| {
-                        *k = ItemKind::Assistant {
-                            text: content.clone(),
-                            streaming: false,
-                        }
-                    },
-                );
-                if !finished && !content.is_empty() {
-                    self.transcript.push(ItemKind::Assistant {
-                        text: content,
-                        streaming: false,
-                    });
-                }
-            }
+            EventBody::TurnStarted {} => self.turn_started(request_id, turn_id),
+            EventBody::AssistantDelta { content } => self.assistant_delta(content),
+            EventBody::AssistantCompleted { content } => self.assistant_completed(content),
             EventBody::ToolProposed {
                 call_id,
                 name,
                 arguments,
-            } => {
-                self.transcript.push(ItemKind::Tool(ToolCard {
-                    call_id,
-                    name,
-                    arguments,
-                    state: ToolState::Proposed,
-                    output: String::new(),
-                    truncated: false,
-                }));
-            }
+            } => self.transcript.push(ItemKind::Tool(ToolCard {
+                call_id,
+                name,
+                arguments,
+                state: ToolState::Proposed,
+                output: String::new(),
+                truncated: false,
+            })),
             EventBody::ApprovalRequested {
                 approval_id,
                 call_id,
@@ -319,25 +224,15 @@ impl App {
                 risk,
                 cwd,
                 summary,
-            } => {
-                let mut arguments = serde_json::Value::Null;
-                self.transcript.update_tool(&call_id, |card| {
-                    card.state = ToolState::AwaitingApproval;
-                    arguments = card.arguments.clone();
-                });
-                self.approval.push(
-                    PendingApproval {
-                        approval_id,
-                        call_id,
-                        name,
-                        risk: risk.as_str().to_string(),
-                        cwd,
-                        summary,
-                        arguments,
-                    },
-                    self.now,
-                );
-            }
+            } => self.approval_requested(PendingApproval {
+                approval_id,
+                call_id,
+                name,
+                risk: risk.as_str().to_string(),
+                cwd,
+                summary,
+                arguments: serde_json::Value::Null,
+            }),
             EventBody::ToolStarted { call_id, .. } => {
                 self.transcript
                     .update_tool(&call_id, |card| card.state = ToolState::Running);
@@ -348,42 +243,28 @@ impl App {
                 output,
                 truncated,
                 ..
-            } => {
-                let denied = self.denied.remove(&call_id);
-                self.transcript.update_tool(&call_id, |card| {
-                    card.state = match (success, denied) {
-                        (true, _) => ToolState::Done,
-                        (false, true) => ToolState::Denied,
-                        (false, false) => ToolState::Failed,
-                    };
-                    card.output = output;
-                    card.truncated = truncated;
-                });
-            }
+            } => self.tool_completed(&call_id, success, output, truncated),
             EventBody::ContextCompacted {
                 before_tokens,
                 after_tokens,
                 removed_messages,
             } => {
                 self.context_used = after_tokens;
-                self.transcript.push(ItemKind::Notice(format!(
+                self.notice(format!(
                     "context compacted: {} → {} tokens ({removed_messages} messages summarized)",
                     short(before_tokens),
                     short(after_tokens)
-                )));
+                ));
             }
             EventBody::TurnCompleted { steps, usage } => {
                 if let Some(usage) = usage {
-                    self.usage.input_tokens += usage.input_tokens;
-                    self.usage.output_tokens += usage.output_tokens;
-                    self.context_used = usage.input_tokens / u64::from(steps.max(1));
+                    self.count_usage(usage, steps);
                 }
                 self.end_turn();
             }
             EventBody::TurnCancelled {} => {
                 self.end_turn();
-                self.transcript
-                    .push(ItemKind::Notice("turn cancelled".into()));
+                self.notice("turn cancelled".into());
             }
             EventBody::TurnFailed { code, message } => {
                 self.end_turn();
@@ -394,80 +275,158 @@ impl App {
             }
             EventBody::SessionTrimmed {
                 removed_messages, ..
-            } => {
-                self.transcript.push(ItemKind::Notice(format!(
-                    "server history trimmed: {removed_messages} oldest messages dropped"
-                )));
-            }
-            EventBody::SessionCleared {} => {
-                self.transcript.clear();
-                self.queue.clear();
-                self.usage = Usage::default();
-                self.context_used = 0;
-                self.transcript
-                    .push(ItemKind::Notice("session cleared".into()));
-            }
-            EventBody::Error(error) => {
-                if error.code == ErrorCode::QueueConflict {
-                    if let Some(entry) = error.entry {
-                        self.replace_entry(entry);
-                    }
-                    self.hint = Some(
-                        "that queued prompt changed meanwhile; it is shown as it is now".into(),
-                    );
-                } else {
-                    self.transcript.push(ItemKind::Error {
-                        code: error.code.as_str().to_string(),
-                        message: error.message,
-                    });
-                }
-            }
+            } => self.notice(format!(
+                "server history trimmed: {removed_messages} oldest messages dropped"
+            )),
+            EventBody::SessionCleared {} => self.session_cleared(),
+            EventBody::Error(error) => self.server_error(error),
             EventBody::Initialized { .. } | EventBody::DaemonStatus { .. } => {}
         }
+    }
+
+    /// The session's bounds apply to the transcript and the history.
+    fn session_started(&mut self, started: SessionStarted, session_id: Option<String>) {
+        self.transcript.set_bounds(
+            started.max_transcript_items as usize,
+            started.max_transcript_bytes as usize,
+        );
+        self.input.set_bounds(
+            started.max_prompt_history_items as usize,
+            started.max_prompt_history_bytes as usize,
+        );
+        self.session = Some(SessionView {
+            session_id: session_id.unwrap_or_default(),
+            cwd: started.cwd,
+            model: started.model,
+            context_max_tokens: started.context_max_tokens,
+        });
+    }
+
+    fn session_cleared(&mut self) {
+        self.transcript.clear();
+        self.queue.clear();
+        self.usage = Usage::default();
+        self.context_used = 0;
+        self.notice("session cleared".into());
+    }
+
+    /// A prompt is shown once its turn starts, not when it is sent: the
+    /// server may queue it first.
+    fn turn_started(&mut self, request_id: Option<String>, turn_id: Option<String>) {
+        if let Some(prompt) = request_id
+            .as_ref()
+            .and_then(|r| self.pending_prompts.remove(r))
+        {
+            self.transcript.push(ItemKind::User(prompt));
+        }
+        self.turn = Some(ActiveTurn {
+            turn_id: turn_id.unwrap_or_default(),
+            started_at: self.now,
+        });
+    }
+
+    fn count_usage(&mut self, usage: Usage, steps: u32) {
+        self.usage.input_tokens += usage.input_tokens;
+        self.usage.output_tokens += usage.output_tokens;
+        self.context_used = usage.input_tokens / u64::from(steps.max(1));
     }
 
     fn end_turn(&mut self) {
         self.turn = None;
         self.approval.clear();
-        self.transcript.update_last(
-            |k| {
-                matches!(
-                    k,
-                    ItemKind::Assistant {
-                        streaming: true,
-                        ..
-                    }
-                )
-            },
-            |k| {
-                if let ItemKind::Assistant { streaming, .. } = k {
-                    *streaming = false;
-                }
-            },
-        );
+        self.transcript.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { streaming, .. } = k {
+                *streaming = false;
+            }
+        });
     }
 
-    fn replace_entry(&mut self, entry: QueueEntry) {
-        if let Some(slot) = self.queue.iter_mut().find(|e| e.queue_id == entry.queue_id) {
-            *slot = entry;
+    fn assistant_delta(&mut self, content: String) {
+        let appended = self.transcript.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.transcript.push(ItemKind::Assistant {
+                text: content,
+                streaming: true,
+            });
         }
     }
 
-    fn remove_entry(&mut self, queue_id: &str) {
-        self.queue.retain(|e| e.queue_id != queue_id);
-        if let Some(selected) = self.queue_focus {
-            self.queue_focus = if self.queue.is_empty() {
-                None
-            } else {
-                Some(selected.min(self.queue.len() - 1))
+    /// The whole answer replaces what streamed in.
+    fn assistant_completed(&mut self, content: String) {
+        let finished = self.transcript.update_last(is_streaming, |k| {
+            *k = ItemKind::Assistant {
+                text: content.clone(),
+                streaming: false,
+            }
+        });
+        if !finished && !content.is_empty() {
+            self.transcript.push(ItemKind::Assistant {
+                text: content,
+                streaming: false,
+            });
+        }
+    }
+
+    /// The prompt shows the call's arguments as its card has them.
+    fn approval_requested(&mut self, mut approval: PendingApproval) {
+        self.transcript.update_tool(&approval.call_id, |card| {
+            card.state = ToolState::AwaitingApproval;
+            approval.arguments = card.arguments.clone();
+        });
+        self.approval.push(approval, self.now);
+    }
+
+    /// A call that fails after the user denied it is shown as denied.
+    fn tool_completed(&mut self, call_id: &str, success: bool, output: String, truncated: bool) {
+        let denied = self.denied.remove(call_id);
+        self.transcript.update_tool(call_id, |card| {
+            card.state = match (success, denied) {
+                (true, _) => ToolState::Done,
+                (false, true) => ToolState::Denied,
+                (false, false) => ToolState::Failed,
             };
+            card.output = output;
+            card.truncated = truncated;
+        });
+    }
+
+    /// A queue conflict refreshes the entry and says so under the input;
+    /// other errors go into the transcript.
+    fn server_error(&mut self, error: ErrorBody) {
+        if error.code == ErrorCode::QueueConflict {
+            if let Some(entry) = error.entry {
+                self.queue.replace(entry);
+            }
+            self.hint =
+                Some("that queued prompt changed meanwhile; it is shown as it is now".into());
+        } else {
+            self.transcript.push(ItemKind::Error {
+                code: error.code.as_str().to_string(),
+                message: error.message,
+            });
+        }
+    }
+
+    fn notice(&mut self, text: String) {
+        self.transcript.push(ItemKind::Notice(text));
+    }
+
+    /// An entry left the queue: a dequeued prompt is shown when the turn
+    /// its request starts; one being edited can no longer be saved.
+    fn left_queue(&mut self, left: Left, request_id: Option<String>) {
+        if let (Some(prompt), Some(rid)) = (left.dequeued, request_id) {
+            self.pending_prompts.insert(rid, prompt);
         }
         if self
-            .editing
-            .as_ref()
-            .is_some_and(|e| e.queue_id == queue_id)
+            .input
+            .editing()
+            .is_some_and(|e| e.queue_id == left.queue_id)
         {
-            self.editing = None;
+            self.input.stop_editing();
             self.hint = Some("the prompt you were editing has left the queue".into());
         }
     }
@@ -477,9 +436,8 @@ impl App {
         self.link = LinkState::Disconnected;
         self.turn = None;
         self.approval.clear();
-        self.queue.clear();
-        self.queue_focus = None;
-        self.editing = None;
+        self.queue.reset();
+        self.input.stop_editing();
         self.end_turn();
         self.transcript.push(ItemKind::Error {
             code: "disconnected".into(),
@@ -529,37 +487,73 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        self.input.insert_str(&text.replace('\r', "\n"));
+        self.input.paste(text);
     }
 
-    /// Handles one key; returns what to send.
+    /// Handles one key; returns what to send. Keys are pumped through, in
+    /// order: Ctrl+C, the approval prompt, the queue panel, the App's own
+    /// keys, the input box. The first that takes a key keeps it.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') {
-            return self.ctrl_c();
+        if let Some(out) = self.global_key(key) {
+            return out;
         }
-        // Any other key disarms the second Ctrl+C.
+        if let Some(out) = self.approval_key(key) {
+            return out;
+        }
+        if let Some(out) = self.queue_key(key) {
+            return out;
+        }
+        // A key past the prompt and the panel clears the hint.
+        self.hint = None;
+        if let Some(out) = self.app_key(key) {
+            return out;
+        }
+        self.input.on_key(key);
+        Vec::new()
+    }
+
+    /// Ctrl+C works everywhere; any other key disarms its second press.
+    fn global_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(self.ctrl_c());
+        }
         self.ctrl_c_at = None;
-        // Keys go to the approval prompt, then the queue panel, then the
-        // input box: the first that takes a key keeps it.
-        if !self.approval.is_empty() {
-            match self.approval.on_key(key, self.now, !self.input.is_empty()) {
-                PromptKey::Resolve(approval, approved) => return self.resolve(approval, approved),
-                PromptKey::Taken => return Vec::new(),
-                PromptKey::Hint(hint) => {
-                    self.hint = Some(hint.into());
-                    return Vec::new();
-                }
-                PromptKey::Pass => {}
+        None
+    }
+
+    fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let typing = !self.input.is_empty();
+        match self.approval.on_key(key, self.now, typing) {
+            PromptKey::Pass => None,
+            PromptKey::Taken => Some(Vec::new()),
+            PromptKey::Hint(hint) => {
+                self.hint = Some(hint.into());
+                Some(Vec::new())
+            }
+            PromptKey::Resolve(approval, approved) => Some(self.resolve(approval, approved)),
+        }
+    }
+
+    fn queue_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let session_id = self.session_id();
+        match self.queue.on_key(key, session_id.as_deref()) {
+            PanelKey::Pass => None,
+            PanelKey::Taken => Some(Vec::new()),
+            PanelKey::Send(message) => Some(vec![self.send(message)]),
+            PanelKey::Edit(entry) => {
+                self.input.edit(entry);
+                Some(Vec::new())
             }
         }
-        if self.queue_focus.is_some() {
-            return self.queue_key(key);
-        }
-        self.hint = None;
+    }
+
+    /// Keys that need the session or the transcript: sending, quitting,
+    /// cancelling, Tab, scrolling.
+    fn app_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
-        match key.code {
+        let out = match key.code {
             KeyCode::Char('d') if ctrl && self.input.is_empty() => {
                 self.should_quit = true;
                 vec![Outgoing::Quit]
@@ -568,39 +562,20 @@ impl App {
                 self.expanded = !self.expanded;
                 Vec::new()
             }
-            KeyCode::Char('j') if ctrl => {
-                self.input.insert('\n');
-                Vec::new()
-            }
-            KeyCode::Char('u') if ctrl => {
-                self.input.kill_line();
-                Vec::new()
-            }
-            KeyCode::Char('a') if ctrl => {
-                self.input.home();
-                Vec::new()
-            }
-            KeyCode::Char('e') if ctrl => {
-                self.input.end();
-                Vec::new()
-            }
-            KeyCode::Enter if shift || alt => {
-                self.input.insert('\n');
-                Vec::new()
-            }
-            KeyCode::Enter => self.submit(),
+            // Shift/Alt+Enter is a new line: the input box's.
+            KeyCode::Enter if !(shift || alt) => self.submit(),
             KeyCode::Esc => {
-                if self.editing.take().is_some() {
+                if self.input.stop_editing().is_some() {
                     self.input.set("");
-                    return Vec::new();
+                    return Some(Vec::new());
                 }
                 self.cancel_turn()
             }
             KeyCode::Tab => {
                 if self.input.text().starts_with('/') {
                     self.complete_slash();
-                } else if !self.queue.is_empty() {
-                    self.queue_focus = Some(0);
+                } else {
+                    self.queue.focus();
                 }
                 Vec::new()
             }
@@ -626,44 +601,9 @@ impl App {
                 self.follow();
                 Vec::new()
             }
-            KeyCode::Up => {
-                self.input.up();
-                Vec::new()
-            }
-            KeyCode::Down => {
-                self.input.down();
-                Vec::new()
-            }
-            KeyCode::Left => {
-                self.input.left();
-                Vec::new()
-            }
-            KeyCode::Right => {
-                self.input.right();
-                Vec::new()
-            }
-            KeyCode::Home => {
-                self.input.home();
-                Vec::new()
-            }
-            KeyCode::End => {
-                self.input.end();
-                Vec::new()
-            }
-            KeyCode::Backspace => {
-                self.input.backspace();
-                Vec::new()
-            }
-            KeyCode::Delete => {
-                self.input.delete();
-                Vec::new()
-            }
-            KeyCode::Char(c) if !ctrl => {
-                self.input.insert(c);
-                Vec::new()
-            }
-            _ => Vec::new(),
-        }
+            _ => return None,
+        };
+        Some(out)
     }
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {
@@ -681,7 +621,7 @@ impl App {
             return self.cancel_turn();
         }
         self.input.set("");
-        self.editing = None;
+        self.input.stop_editing();
         Vec::new()
     }
 
@@ -723,7 +663,7 @@ impl App {
             return Vec::new();
         };
         let prompt = self.input.take();
-        if let Some(entry) = self.editing.take() {
+        if let Some(entry) = self.input.stop_editing() {
             return vec![self.send(ClientMessage::QueueUpdate {
                 session_id,
                 queue_id: entry.queue_id,
@@ -757,14 +697,14 @@ impl App {
                 vec![self.send(ClientMessage::SessionClear { session_id })]
             }
             ("/pause", Some(session_id)) => {
-                self.paused = true;
+                self.queue.set_paused(true);
                 vec![self.send(ClientMessage::SessionPause {
                     session_id,
                     paused: true,
                 })]
             }
             ("/resume", Some(session_id)) => {
-                self.paused = false;
+                self.queue.set_paused(false);
                 vec![self.send(ClientMessage::SessionPause {
                     session_id,
                     paused: false,
@@ -781,94 +721,15 @@ impl App {
         }
     }
 
-    /// Commands matching what is typed after `/`.
+    /// Commands matching what is typed after `/` (the completion popup).
     pub fn slash_matches(&self) -> Vec<(&'static str, &'static str)> {
-        let text = self.input.text();
-        if !text.starts_with('/') || text.contains(char::is_whitespace) {
-            return Vec::new();
-        }
-        SLASH_COMMANDS
-            .iter()
-            .copied()
-            .filter(|(c, _)| c.starts_with(text))
-            .collect()
+        slash::matches(self.input.text())
     }
 
+    /// Tab on a partial command completes as far as it is unambiguous.
     fn complete_slash(&mut self) {
-        let matches = self.slash_matches();
-        if let Some((command, _)) = matches.first() {
-            if matches.len() == 1 || matches.iter().all(|(c, _)| c == command) {
-                self.input.set(command);
-            } else {
-                let common = common_prefix(matches.iter().map(|(c, _)| *c));
-                self.input.set(&common);
-            }
-        }
-    }
-
-    fn queue_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
-        let Some(selected) = self.queue_focus else {
-            return Vec::new();
-        };
-        let Some(session_id) = self.session_id() else {
-            return Vec::new();
-        };
-        let Some(entry) = self.queue.get(selected).cloned() else {
-            self.queue_focus = None;
-            return Vec::new();
-        };
-        match key.code {
-            KeyCode::Esc | KeyCode::Tab => {
-                self.queue_focus = None;
-                Vec::new()
-            }
-            KeyCode::Up => {
-                self.queue_focus = Some(selected.saturating_sub(1));
-                Vec::new()
-            }
-            KeyCode::Down => {
-                self.queue_focus = Some((selected + 1).min(self.queue.len() - 1));
-                Vec::new()
-            }
-            KeyCode::Enter | KeyCode::Char('e') => {
-                self.input.set(&entry.prompt);
-                self.editing = Some(entry);
-                self.queue_focus = None;
-                Vec::new()
-            }
-            KeyCode::Char('u') if selected > 0 => {
-                let before = Some(self.queue[selected - 1].queue_id.clone());
-                self.queue_focus = Some(selected - 1);
-                vec![self.send(ClientMessage::QueueMove {
-                    session_id,
-                    queue_id: entry.queue_id,
-                    revision: entry.revision,
-                    before_queue_id: before,
-                })]
-            }
-            KeyCode::Char('d') if selected + 1 < self.queue.len() => {
-                let before = self.queue.get(selected + 2).map(|e| e.queue_id.clone());
-                self.queue_focus = Some(selected + 1);
-                vec![self.send(ClientMessage::QueueMove {
-                    session_id,
-                    queue_id: entry.queue_id,
-                    revision: entry.revision,
-                    before_queue_id: before,
-                })]
-            }
-            KeyCode::Char('x') | KeyCode::Delete | KeyCode::Backspace => {
-                vec![self.send(ClientMessage::QueueRemove {
-                    session_id,
-                    queue_id: entry.queue_id,
-                    revision: entry.revision,
-                })]
-            }
-            KeyCode::Char('p') => {
-                self.paused = !self.paused;
-                let paused = self.paused;
-                vec![self.send(ClientMessage::SessionPause { session_id, paused })]
-            }
-            _ => Vec::new(),
+        if let Some(completed) = slash::complete(self.input.text()) {
+            self.input.set(&completed);
         }
     }
 
@@ -880,30 +741,15 @@ impl App {
     }
 }
 
-fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
-    let Some(first) = words.next() else {
-        return String::new();
-    };
-    let mut prefix = first.to_string();
-    for word in words {
-        while !word.starts_with(&prefix) {
-            prefix.pop();
+/// The answer still streaming in.
+fn is_streaming(kind: &ItemKind) -> bool {
+    matches!(
+        kind,
+        ItemKind::Assistant {
+            streaming: true,
+            ..
         }
-    }
-    prefix
-}
-
-pub fn help_text() -> String {
-    let mut text = String::from(
-        "keys: Enter send (queues while a turn runs) · Shift+Enter or Ctrl+J new line · ↑/↓ history · \
-         Esc or Ctrl+C cancel the turn · Ctrl+C twice or Ctrl+D quit · Ctrl+O expand tool output · \
-         PgUp/PgDn or the wheel scroll · Tab focus the queue (↑/↓ select, e edit, u/d move, x remove, p pause)",
-    );
-    text.push_str(" · commands:");
-    for (command, what) in SLASH_COMMANDS {
-        text.push_str(&format!(" {command} {what};"));
-    }
-    text
+    )
 }
 
 /// 1234 → "1.2k", 128000 → "128k".

@@ -1,25 +1,28 @@
-//! Drawing the App: transcript, queue panel, approval prompt, input box
-//! (with slash-command completion) and the status line. Drawing reads the
-//! App and writes nothing back.
+//! Drawing the App: the screen's layout, the transcript, the slash-command
+//! completion and the status line; the queue panel, the approval prompt
+//! and the input box draw themselves. Drawing reads the App and writes
+//! nothing back.
 
 use super::app::{short, App, LinkState};
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let layout = app.layout(frame.area());
     draw_transcript(frame, app, layout.transcript);
     if layout.queue.height > 0 {
-        draw_queue(frame, app, layout.queue);
+        app.queue.draw(frame, layout.queue);
     }
     if layout.approval.height > 0 {
         let typing = !app.input.is_empty();
         app.approval.draw(frame, layout.approval, app.now, typing);
     }
-    draw_input(frame, app, layout.input);
+    let input_focused = !app.approval.focused() && !app.queue.focused();
+    app.input
+        .draw(frame, layout.input, input_focused, app.turn.is_some());
     if let Some(text) = &app.hint {
         frame.render_widget(
             Paragraph::new(Line::styled(
@@ -70,94 +73,6 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
             )),
             corner,
         );
-    }
-}
-
-fn draw_queue(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let title = format!(
-        " Queue ({}){} ",
-        app.queue.len(),
-        if app.paused { " — paused" } else { "" }
-    );
-    let focused = app.queue_focus.is_some();
-    let hint = if focused {
-        " ↑/↓ e edit  u/d move  x remove  p pause  Esc done "
-    } else {
-        " Tab to manage "
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_type(BorderType::Rounded)
-        .border_style(Style::default().fg(if focused {
-            Color::Cyan
-        } else {
-            Color::DarkGray
-        }))
-        .title(title)
-        .title_bottom(Line::styled(hint, Style::default().fg(Color::DarkGray)));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let rows = usize::from(inner.height);
-    let first = app
-        .queue_focus
-        .map_or(0, |s| s.saturating_sub(rows.saturating_sub(1)));
-    let lines: Vec<Line<'_>> = app
-        .queue
-        .iter()
-        .enumerate()
-        .skip(first)
-        .take(rows)
-        .map(|(i, entry)| {
-            let text = entry.prompt.lines().next().unwrap_or("").to_string();
-            let style = if app.queue_focus == Some(i) {
-                Style::default().add_modifier(Modifier::REVERSED)
-            } else {
-                Style::default()
-            };
-            Line::from(vec![
-                Span::styled(format!("{}. ", i + 1), Style::default().fg(Color::DarkGray)),
-                Span::styled(text, style),
-            ])
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
-}
-
-fn draw_input(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let title = if app.editing.is_some() {
-        " Edit queued prompt (Enter saves, Esc cancels) "
-    } else if app.turn.is_some() {
-        " Message — Enter queues it "
-    } else {
-        " Message "
-    };
-    let active = !app.approval.focused() && app.queue_focus.is_none();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_type(BorderType::Rounded)
-        .border_style(Style::default().fg(if active { Color::Cyan } else { Color::DarkGray }))
-        .title(title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let (row, col) = app.input.cursor_position();
-    let rows = usize::from(inner.height.max(1));
-    let first = row.saturating_sub(rows - 1);
-    let text: Vec<Line<'_>> = app
-        .input
-        .text()
-        .split('\n')
-        .skip(first)
-        .take(rows)
-        .map(|l| Line::raw(l.to_string()))
-        .collect();
-    let cols = usize::from(inner.width.max(1));
-    let skip_cols = col.saturating_sub(cols - 1);
-    frame.render_widget(Paragraph::new(text).scroll((0, skip_cols as u16)), inner);
-    if active {
-        frame.set_cursor_position(Position::new(
-            inner.x + (col - skip_cols) as u16,
-            inner.y + (row - first) as u16,
-        ));
     }
 }
 
@@ -219,9 +134,9 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )),
         None => spans.push(Span::styled("idle", dim)),
     }
-    if !app.queue.is_empty() || app.paused {
+    if !app.queue.is_empty() || app.queue.paused() {
         spans.push(sep());
-        let paused = if app.paused { " (paused)" } else { "" };
+        let paused = if app.queue.paused() { " (paused)" } else { "" };
         spans.push(Span::raw(format!("queue {}{paused}", app.queue.len())));
     }
     if let Some(session) = &app.session {
