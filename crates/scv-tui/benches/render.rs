@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! TUI rendering benchmark (`cargo bench -p scv-tui --bench render`).
 //!
 //! - one frame with 10,000 transcript items (user prompts, markdown answers

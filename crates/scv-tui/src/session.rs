@@ -2,12 +2,9 @@
 //! `initialize` with a version check, `session.start` in a workspace.
 //! Every failure is one readable line.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use scv_client::Connection;
-use scv_protocol::{
-    ClientMessage, ErrorCode, Event, EventBody, Initialize, PeerInfo, SessionStart,
-    PROTOCOL_VERSION,
-};
+use scv_protocol::{Event, PeerInfo, SessionStart};
 use std::path::Path;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
@@ -42,53 +39,21 @@ pub async fn open(
     client: &str,
 ) -> Result<Opened> {
     let mut conn = connect(home, socket, start).await?;
-    let mut events = Vec::new();
-    let init = conn
-        .send(ClientMessage::Initialize(Initialize {
-            protocol_version: PROTOCOL_VERSION,
-            client: Some(PeerInfo {
+    let scv_client::Opened { events, session_id } = conn
+        .handshake(
+            Some(PeerInfo {
                 name: client.into(),
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
-        }))
+            SessionStart {
+                cwd: cwd.display().to_string(),
+                ..Default::default()
+            },
+        )
         .await?;
-    events.push(answer(&mut conn, &init).await?);
-    let start = conn
-        .send(ClientMessage::SessionStart(SessionStart {
-            cwd: cwd.display().to_string(),
-            ..Default::default()
-        }))
-        .await?;
-    let started = answer(&mut conn, &start).await?;
-    let session_id = started.session_id.clone().unwrap_or_default();
-    events.push(started);
-    // The queue snapshot follows session.started.
-    if let Some(snapshot) = conn.next_event().await? {
-        events.push(snapshot);
-    }
     Ok(Opened {
         conn,
         events,
         session_id,
     })
-}
-
-/// The event answering `request_id`, or its error as a one-line failure.
-async fn answer(conn: &mut DaemonConnection, request_id: &str) -> Result<Event> {
-    loop {
-        let event = conn
-            .next_event()
-            .await?
-            .ok_or_else(|| anyhow!("the SCV daemon closed the connection"))?;
-        if event.request_id.as_deref() != Some(request_id) {
-            continue;
-        }
-        if let EventBody::Error(error) = &event.body {
-            if error.code == ErrorCode::VersionMismatch {
-                bail!("the SCV daemon speaks another protocol version ({}); restart it with `scv daemon stop`", error.message);
-            }
-            bail!("the SCV daemon refused: {}: {}", error.code, error.message);
-        }
-        return Ok(event);
-    }
 }

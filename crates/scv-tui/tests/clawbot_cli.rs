@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! `scv clawbot …` against the fake iLink server and the real daemon.
 
 mod common;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! The `scv` command line against the real daemon and the mock provider.
 
 mod common;

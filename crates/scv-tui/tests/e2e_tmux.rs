@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! `scv` end to end in a real terminal: tmux runs it against the daemon
 //! and the mock provider; the test types with send-keys and reads the
 //! screen with capture-pane. Type a prompt and see the answer, approve a

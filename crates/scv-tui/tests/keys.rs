@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Key handling of the App: what each key sends, and the bounds the
 //! session advertises.
 

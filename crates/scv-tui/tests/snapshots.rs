@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Snapshots of the main screens: the real App state, driven by protocol
 //! events and keys, rendered into ratatui's TestBackend.
 

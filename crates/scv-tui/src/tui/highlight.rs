@@ -52,7 +52,8 @@ pub fn load() {
         let theme = themes
             .themes
             .remove("base16-ocean.dark")
-            .unwrap_or_else(|| themes.themes.into_values().next().expect("a default theme"));
+            .or_else(|| themes.themes.into_values().next())
+            .unwrap_or_default();
         Highlighter { syntaxes, theme }
     });
     GENERATION.store(1, Ordering::Release);

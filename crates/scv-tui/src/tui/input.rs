@@ -183,11 +183,11 @@ impl Input {
             let prev_end = line_start - 1;
             self.text[..prev_end].rfind('\n').map_or(0, |i| i + 1)
         } else {
+            // Not the last line (checked by the caller): a newline follows.
             line_start
                 + self.text[line_start..]
                     .find('\n')
-                    .expect("not the last line")
-                + 1
+                    .map_or(self.text.len() - line_start, |i| i + 1)
         };
         let target_end = target_start
             + self.text[target_start..]

@@ -30,7 +30,7 @@ use crossterm::terminal::{
 use futures_util::StreamExt;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
-use scv_protocol::{ClientFrame, Event};
+use scv_protocol::Event;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -73,12 +73,7 @@ impl Link {
         request_id: String,
         message: scv_protocol::ClientMessage,
     ) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(&ClientFrame {
-            request_id,
-            message,
-        })
-        .expect("messages serialize");
-        line.push(b'\n');
+        let line = scv_client::frame_line(request_id, message).map_err(std::io::Error::other)?;
         self.writer.write_all(&line).await
     }
 }
@@ -174,7 +169,12 @@ async fn event_loop(
                 }
                 dirty = true;
             }
-            event = async { link.as_mut().expect("guarded").events.recv().await }, if link.is_some() => {
+            event = async {
+                match link.as_mut() {
+                    Some(live) => live.events.recv().await,
+                    None => std::future::pending().await,
+                }
+            }, if link.is_some() => {
                 match event {
                     Some(Some(event)) => {
                         // Events are stamped with the time they arrive (an
@@ -182,7 +182,7 @@ async fn event_loop(
                         app.now = Instant::now();
                         app.apply(event);
                         // Take the whole burst before drawing once.
-                        let live = link.as_mut().expect("guarded");
+                        let Some(live) = link.as_mut() else { continue };
                         for _ in 0..4096 {
                             match live.events.try_recv() {
                                 Ok(Some(event)) => app.apply(event),

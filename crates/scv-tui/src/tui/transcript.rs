@@ -12,6 +12,9 @@ use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
+/// What an item shows before its cache is filled (never, in practice).
+static NO_LINES: Vec<Line<'static>> = Vec::new();
+
 /// Tool output lines shown while a card is collapsed.
 pub const COLLAPSED_OUTPUT_LINES: usize = 4;
 
@@ -116,8 +119,9 @@ impl Item {
                 lines,
             });
         }
-        std::cell::Ref::map(self.cache.borrow(), |c| {
-            &c.as_ref().expect("filled above").lines
+        std::cell::Ref::map(self.cache.borrow(), |c| match c {
+            Some(cached) => &cached.lines,
+            None => &NO_LINES,
         })
     }
 

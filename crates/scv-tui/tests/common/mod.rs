@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 //! Shared set-up for the `scv` command tests: the binaries, a home with a
 //! mock provider, and a guard that stops any daemon a test started.
 #![allow(dead_code, unused_imports)]
