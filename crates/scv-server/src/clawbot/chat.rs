@@ -130,16 +130,16 @@ pub(super) async fn run(
     let (batch_tx, mut batches) = mpsc::channel(16);
     let (events_tx, mut events) = mpsc::channel(1024);
     let _ = tokio::time::timeout(Duration::from_secs(5), client.notify(true)).await;
-    let mut poller = tasks.spawn(poll::run(
-        client.clone(),
+    let poller = poll::Poller {
+        client: client.clone(),
         store,
-        spec.account.clone(),
-        spec.credentials.bot_id.clone(),
-        delivery.clone(),
-        status.clone(),
-        batch_tx,
-        token.clone(),
-    ));
+        account: spec.account.clone(),
+        bot_id: spec.credentials.bot_id.clone(),
+        delivery: delivery.clone(),
+        status: status.clone(),
+        batches: batch_tx,
+    };
+    let mut poller = tasks.spawn(poller.run(token.clone()));
     let mut account = Account {
         shared,
         connector,

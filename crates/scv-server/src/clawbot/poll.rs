@@ -23,126 +23,132 @@ fn locked(delivery: &Mutex<Delivery>) -> MutexGuard<'_, Delivery> {
 /// arrive under a new `message_id`.
 const RECENT_CONTENT: usize = 256;
 
-/// Polls until `token` is cancelled (a poll in flight is dropped) or the
-/// session expires.
-#[allow(clippy::too_many_arguments)] // one account's parts, each needed
-pub(super) async fn run(
-    client: IlinkClient,
-    store: AccountStore,
-    account: String,
-    bot_id: String,
-    delivery: Arc<Mutex<Delivery>>,
-    status: Status,
-    batches: mpsc::Sender<Vec<WireMessage>>,
-    token: CancellationToken,
-) {
-    tokio::select! {
-        _ = token.cancelled() => {}
-        _ = poll(client, store, account, bot_id, delivery, status, batches) => {}
-    }
+/// One account's poll loop and what it needs.
+pub(super) struct Poller {
+    pub client: IlinkClient,
+    pub store: AccountStore,
+    pub account: String,
+    pub bot_id: String,
+    pub delivery: Arc<Mutex<Delivery>>,
+    pub status: Status,
+    pub batches: mpsc::Sender<Vec<WireMessage>>,
 }
 
-async fn poll(
-    client: IlinkClient,
-    store: AccountStore,
-    account: String,
-    bot_id: String,
-    delivery: Arc<Mutex<Delivery>>,
-    status: Status,
-    batches: mpsc::Sender<Vec<WireMessage>>,
-) {
-    let mut failures = 0u32;
-    let mut hint = None;
-    let mut recent: VecDeque<(String, String, u64)> = VecDeque::new();
-    loop {
-        let cursor = locked(&delivery).cursor.clone();
-        match client.get_updates(&cursor, hint).await {
-            Ok(updates) => {
-                failures = 0;
-                hint = updates.longpolling_timeout_ms.map(Duration::from_millis);
-                {
-                    let mut s = status.lock();
-                    s.state = ComponentState::Connected;
-                    s.error = None;
-                    s.last_success_unix_seconds = Some(unix_now());
-                }
-                let (fresh, snapshot) = {
-                    let mut d = locked(&delivery);
-                    if !updates.cursor.is_empty() {
-                        d.cursor = updates.cursor.clone();
+impl Poller {
+    /// Polls until `token` is cancelled (a poll in flight is dropped) or
+    /// the session expires.
+    pub async fn run(self, token: CancellationToken) {
+        tokio::select! {
+            _ = token.cancelled() => {}
+            _ = self.poll() => {}
+        }
+    }
+
+    async fn poll(self) {
+        let Poller {
+            client,
+            store,
+            account,
+            bot_id,
+            delivery,
+            status,
+            batches,
+        } = self;
+        let mut failures = 0u32;
+        let mut hint = None;
+        let mut recent: VecDeque<(String, String, u64)> = VecDeque::new();
+        loop {
+            let cursor = locked(&delivery).cursor.clone();
+            match client.get_updates(&cursor, hint).await {
+                Ok(updates) => {
+                    failures = 0;
+                    hint = updates.longpolling_timeout_ms.map(Duration::from_millis);
+                    {
+                        let mut s = status.lock();
+                        s.state = ComponentState::Connected;
+                        s.error = None;
+                        s.last_success_unix_seconds = Some(unix_now());
                     }
-                    let mut fresh = Vec::new();
-                    for msg in updates.msgs {
-                        if msg.message_type == 2
-                            || msg.from_user_id == bot_id
-                            || msg.from_user_id.is_empty()
-                        {
-                            continue; // bot echoes
+                    let (fresh, snapshot) = {
+                        let mut d = locked(&delivery);
+                        if !updates.cursor.is_empty() {
+                            d.cursor = updates.cursor.clone();
                         }
-                        if !msg.context_token.is_empty() {
-                            d.context_tokens
-                                .insert(msg.from_user_id.clone(), msg.context_token.clone());
+                        let mut fresh = Vec::new();
+                        for msg in updates.msgs {
+                            if msg.message_type == 2
+                                || msg.from_user_id == bot_id
+                                || msg.from_user_id.is_empty()
+                            {
+                                continue; // bot echoes
+                            }
+                            if !msg.context_token.is_empty() {
+                                d.context_tokens
+                                    .insert(msg.from_user_id.clone(), msg.context_token.clone());
+                            }
+                            let content = (
+                                msg.from_user_id.clone(),
+                                msg.text().unwrap_or_default(),
+                                msg.create_time_ms,
+                            );
+                            if !d.remember(&msg.message_id) || recent.contains(&content) {
+                                continue;
+                            }
+                            recent.push_back(content);
+                            if recent.len() > RECENT_CONTENT {
+                                recent.pop_front();
+                            }
+                            fresh.push(msg);
                         }
-                        let content = (
-                            msg.from_user_id.clone(),
-                            msg.text().unwrap_or_default(),
-                            msg.create_time_ms,
-                        );
-                        if !d.remember(&msg.message_id) || recent.contains(&content) {
-                            continue;
-                        }
-                        recent.push_back(content);
-                        if recent.len() > RECENT_CONTENT {
-                            recent.pop_front();
-                        }
-                        fresh.push(msg);
-                    }
-                    (fresh, d.clone())
-                };
-                // Saved (off the async threads, outside the lock) before
-                // the batch is handled: never replayed.
-                let saved = {
-                    let (store, account) = (store.clone(), account.clone());
-                    tokio::task::spawn_blocking(move || store.save_delivery(&account, &snapshot))
+                        (fresh, d.clone())
+                    };
+                    // Saved (off the async threads, outside the lock) before
+                    // the batch is handled: never replayed.
+                    let saved = {
+                        let (store, account) = (store.clone(), account.clone());
+                        tokio::task::spawn_blocking(move || {
+                            store.save_delivery(&account, &snapshot)
+                        })
                         .await
-                };
-                match saved {
-                    Ok(Ok(())) => {}
-                    Ok(Err(err)) => {
-                        tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
+                    };
+                    match saved {
+                        Ok(Ok(())) => {}
+                        Ok(Err(err)) => {
+                            tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
+                        }
+                        Err(err) => {
+                            tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
+                        }
                     }
-                    Err(err) => {
-                        tracing::warn!("clawbot:{account}: cannot save delivery state: {err}")
+                    if !fresh.is_empty() && batches.send(fresh).await.is_err() {
+                        return;
                     }
                 }
-                if !fresh.is_empty() && batches.send(fresh).await.is_err() {
+                Err(IlinkError::SessionExpired) => {
+                    let mut s = status.lock();
+                    s.state = ComponentState::Failed;
+                    s.error = Some(IlinkError::SessionExpired.to_string());
                     return;
                 }
-            }
-            Err(IlinkError::SessionExpired) => {
-                let mut s = status.lock();
-                s.state = ComponentState::Failed;
-                s.error = Some(IlinkError::SessionExpired.to_string());
-                return;
-            }
-            Err(err) => {
-                failures += 1;
-                let wait = if failures >= 3 {
-                    Duration::from_secs(30)
-                } else {
-                    Duration::from_secs(2)
-                };
-                {
-                    let mut s = status.lock();
-                    s.state = if failures >= 3 {
-                        ComponentState::Backoff
+                Err(err) => {
+                    failures += 1;
+                    let wait = if failures >= 3 {
+                        Duration::from_secs(30)
                     } else {
-                        ComponentState::Disconnected
+                        Duration::from_secs(2)
                     };
-                    s.error = Some(err.to_string());
+                    {
+                        let mut s = status.lock();
+                        s.state = if failures >= 3 {
+                            ComponentState::Backoff
+                        } else {
+                            ComponentState::Disconnected
+                        };
+                        s.error = Some(err.to_string());
+                    }
+                    tracing::info!("clawbot:{account}: poll failed ({err}); retrying in {wait:?}");
+                    tokio::time::sleep(wait).await;
                 }
-                tracing::info!("clawbot:{account}: poll failed ({err}); retrying in {wait:?}");
-                tokio::time::sleep(wait).await;
             }
         }
     }

@@ -9,9 +9,9 @@
 use super::input::Input;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Rect};
-use ratatui::style::{Color, Style};
+
 use ratatui::text::Line;
-use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use scv_protocol::QueueEntry;
 
@@ -117,15 +117,7 @@ impl InputBox {
         } else {
             " Message "
         };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_type(BorderType::Rounded)
-            .border_style(Style::default().fg(if focused {
-                Color::Cyan
-            } else {
-                Color::DarkGray
-            }))
-            .title(title);
+        let block = super::panel::block(focused).title(title);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let (row, col) = self.input.cursor_position();

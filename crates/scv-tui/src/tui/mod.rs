@@ -10,6 +10,7 @@ pub mod highlight;
 pub mod input;
 pub mod input_box;
 pub mod markdown;
+mod panel;
 pub mod queue_panel;
 pub mod slash;
 pub mod transcript;

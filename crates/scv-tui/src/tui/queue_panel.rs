@@ -11,7 +11,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use scv_protocol::{ClientMessage, EventBody, QueueEntry};
 
@@ -252,14 +252,7 @@ impl QueuePanel {
         } else {
             " Tab to manage "
         };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_type(BorderType::Rounded)
-            .border_style(Style::default().fg(if focused {
-                Color::Cyan
-            } else {
-                Color::DarkGray
-            }))
+        let block = super::panel::block(focused)
             .title(title)
             .title_bottom(Line::styled(hint, Style::default().fg(Color::DarkGray)));
         let inner = block.inner(area);
