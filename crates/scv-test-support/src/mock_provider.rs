@@ -675,7 +675,7 @@ impl Drop for MockProvider {
 fn take_reply(state: &mut State, wire: Wire, raw: &str) -> Result<Reply, String> {
     let mismatch = |expected: Wire| {
         let message = format!(
-            "mock provider: expected a {expected} request (POST {}), got POST {}",
+            "mock provider: expected a request on the {expected} wire (POST {}), got POST {}",
             expected.path(),
             wire.path()
         );

@@ -247,7 +247,7 @@ async fn a_reply_for_another_wire_is_refused_and_kept() {
     let message = body["error"]["message"].as_str().unwrap();
     assert!(
         message.starts_with(
-            "mock provider: expected a Anthropic Messages request (POST /v1/messages)"
+            "mock provider: expected a request on the Anthropic Messages wire (POST /v1/messages)"
         ),
         "{message}"
     );
@@ -266,7 +266,7 @@ async fn a_reply_for_another_wire_is_refused_and_kept() {
     assert_eq!(answer.status, 500);
     assert!(answer
         .text()
-        .contains("expected a Chat Completions request"));
+        .contains("expected a request on the Chat Completions wire"));
     assert!(post(&mock, "/v1/chat/completions", &[], &json!({}))
         .await
         .text()
@@ -275,7 +275,7 @@ async fn a_reply_for_another_wire_is_refused_and_kept() {
     let answer = post(&mock, "/v1/messages", &[], &json!({"x": "needle"})).await;
     assert!(answer
         .text()
-        .contains("expected a OpenAI Responses request"));
+        .contains("expected a request on the OpenAI Responses wire"));
     let answer = post(&mock, "/v1/responses", &[], &json!({"x": "needle"})).await;
     assert!(answer.text().contains("routed"));
 
