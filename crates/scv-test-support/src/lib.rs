@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test-only: a broken fixture fails the test loudly
-//! Test-only helpers: a scripted mock OpenAI-compatible provider (a real
-//! HTTP server on 127.0.0.1) and a client that drives the real
+//! Test-only helpers: a scripted mock LLM provider speaking Chat
+//! Completions, Anthropic Messages and OpenAI Responses (a real HTTP
+//! server on 127.0.0.1) and a client that drives the real
 //! `scv-server` binary over pipes.
 
 pub mod client;
@@ -8,9 +9,10 @@ pub mod daemon;
 pub mod fake_ilink;
 pub mod mock_provider;
 pub mod procfs;
+pub mod wires;
 
 pub use client::{TestHome, TestServer};
-pub use mock_provider::{MockProvider, Recorded, Reply};
+pub use mock_provider::{Ending, MockProvider, Recorded, Reply, SseEvent, Wire};
 
 /// A request's headers, names lower-cased.
 pub(crate) fn headers_of<B>(req: &hyper::Request<B>) -> std::collections::HashMap<String, String> {
