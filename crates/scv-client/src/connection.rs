@@ -5,7 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures_util::StreamExt;
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
 use scv_protocol::{
-    ClientFrame, ClientMessage, ErrorCode, Event, EventBody, Frame, FrameCodec, Initialize,
+    Capabilities, ClientFrame, ClientMessage, ErrorCode, Event, EventBody, Frame, FrameCodec, Initialize,
     PeerInfo, SessionStart, PROTOCOL_VERSION,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -57,6 +57,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
     pub async fn handshake(
         &mut self,
         client: Option<PeerInfo>,
+        capabilities: Option<Capabilities>,
         start: SessionStart,
     ) -> Result<Opened> {
         let mut events = Vec::new();
@@ -64,6 +65,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
             .send(ClientMessage::Initialize(Initialize {
                 protocol_version: PROTOCOL_VERSION,
                 client,
+                capabilities,
             }))
             .await?;
         events.push(self.answer(&init).await?);

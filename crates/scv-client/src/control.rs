@@ -61,6 +61,7 @@ async fn exchange(
                 name: "scv-control".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
+            capabilities: None,
         }))
         .await
         .map_err(protocol)?;

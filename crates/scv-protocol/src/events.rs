@@ -7,7 +7,7 @@
 //! JSON from borrowed parts, so the server's hot path clones no ids.
 
 use crate::codes::{ErrorCode, FailureCode};
-use crate::messages::{PeerInfo, RemoteTools};
+use crate::messages::{Capabilities, PeerInfo, RemoteTools};
 use serde::{Deserialize, Serialize};
 
 /// An owned server event as read by clients.
@@ -93,6 +93,10 @@ pub enum EventBody {
     Initialized {
         protocol_version: u32,
         server: PeerInfo,
+        /// Extension: the capabilities granted, echoed only to a client
+        /// that asked for some.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capabilities: Option<Capabilities>,
     },
     #[serde(rename = "session.started")]
     SessionStarted(SessionStarted),
@@ -116,6 +120,16 @@ pub enum EventBody {
     AssistantDelta { content: String },
     #[serde(rename = "assistant.completed")]
     AssistantCompleted { content: String },
+    /// Extension (capability `reasoning`): the model's reasoning text.
+    #[serde(rename = "reasoning.delta")]
+    ReasoningDelta { content: String },
+    /// Extension: the answer to `session.configure`.
+    #[serde(rename = "session.configured")]
+    SessionConfigured {
+        provider: String,
+        model: String,
+        context_max_tokens: u64,
+    },
     #[serde(rename = "tool.proposed")]
     ToolProposed {
         call_id: String,
@@ -183,6 +197,8 @@ impl EventBody {
             EventBody::TurnStarted {} => "turn.started",
             EventBody::AssistantDelta { .. } => "assistant.delta",
             EventBody::AssistantCompleted { .. } => "assistant.completed",
+            EventBody::ReasoningDelta { .. } => "reasoning.delta",
+            EventBody::SessionConfigured { .. } => "session.configured",
             EventBody::ToolProposed { .. } => "tool.proposed",
             EventBody::ApprovalRequested { .. } => "approval.requested",
             EventBody::ToolStarted { .. } => "tool.started",
@@ -209,6 +225,9 @@ pub struct SessionStarted {
     pub max_transcript_items: u64,
     pub max_prompt_history_bytes: u64,
     pub max_prompt_history_items: u64,
+    /// Extension: the provider definition the session uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

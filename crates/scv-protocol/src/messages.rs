@@ -57,6 +57,16 @@ pub enum ClientMessage {
     },
     #[serde(rename = "session.clear")]
     SessionClear { session_id: String },
+    /// Extension: switch provider and/or model of an idle session
+    /// (docs/PROTOCOL-EXTENSIONS.md).
+    #[serde(rename = "session.configure")]
+    SessionConfigure {
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
 }
 
 impl ClientMessage {
@@ -74,6 +84,7 @@ impl ClientMessage {
             ClientMessage::SessionPause { .. } => "session.pause",
             ClientMessage::ApprovalResolve { .. } => "approval.resolve",
             ClientMessage::SessionClear { .. } => "session.clear",
+            ClientMessage::SessionConfigure { .. } => "session.configure",
         }
     }
 }
@@ -91,6 +102,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "turn.cancel",
     "approval.resolve",
     "session.clear",
+    "session.configure",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +110,19 @@ pub struct Initialize {
     pub protocol_version: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<PeerInfo>,
+    /// Extension: what else the client wants to receive
+    /// (docs/PROTOCOL-EXTENSIONS.md). Absent: protocol version 2 as the
+    /// document writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+}
+
+/// Optional parts of the protocol a connection opts into.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// `reasoning.delta` events: the model's reasoning as it streams.
+    #[serde(default)]
+    pub reasoning: bool,
 }
 
 /// Name and version of a client or server.

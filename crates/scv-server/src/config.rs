@@ -4,75 +4,73 @@
 //! file and the line; an unknown key is reported on stderr and ignored, so a
 //! newer config does not stop an older server.
 
+use crate::presets::{Overrides, ProviderTable, Providers};
 use anyhow::{anyhow, Context, Result};
 use scv_protocol::Risk;
 use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct Config {
-    pub provider: String,
-    pub model: String,
-    pub base_url: String,
-    pub api_key_env: String,
-    pub context_max_tokens: u64,
-    /// Compaction starts when the estimated prompt passes this share of
-    /// `context_max_tokens`, in percent.
-    pub compact_threshold_percent: u64,
-    pub max_steps: u32,
-    pub auto_approve: Vec<Risk>,
-    pub bash_timeout_ms: u64,
-    /// Cap on the `timeout_ms` a model asks for.
-    pub bash_max_timeout_ms: u64,
-    pub tool_output_max_bytes: usize,
-    pub max_history_bytes: usize,
-    pub stream_idle_timeout_ms: u64,
-    /// Retries of a transient provider failure (429/5xx before any output).
-    pub provider_max_retries: u32,
-    /// The daemon workspace (ClawBot sessions without their own).
-    pub workspace: Option<PathBuf>,
-    pub ilink_base_url: Option<String>,
-    /// How long a ClawBot approval waits for the owner's y/n (10 minutes).
-    pub clawbot_approval_timeout_ms: u64,
-    /// A daemon connection that sends no `initialize` within this is closed.
-    pub initialize_timeout_ms: u64,
-    /// Connections the daemon serves at once (lowered to fit the
-    /// descriptor limit).
-    pub max_connections: usize,
+/// How hard a reasoning model thinks (`reasoning_effort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
 }
 
-const KNOWN_KEYS: &[&str] = &[
-    "provider",
-    "model",
-    "base_url",
-    "api_key_env",
-    "context_max_tokens",
-    "compact_threshold_percent",
-    "max_steps",
-    "auto_approve",
-    "bash_timeout_ms",
-    "bash_max_timeout_ms",
-    "tool_output_max_bytes",
-    "max_history_bytes",
-    "stream_idle_timeout_ms",
-    "provider_max_retries",
-    "workspace",
-    "ilink_base_url",
-    "clawbot_approval_timeout_ms",
-    "initialize_timeout_ms",
-    "max_connections",
-];
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
+}
 
-impl Default for Config {
+/// The file as written: every key optional.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+struct Raw {
+    provider: String,
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    context_max_tokens: Option<u64>,
+    max_output_tokens: Option<u64>,
+    reasoning_effort: Option<Effort>,
+    prompt_cache: bool,
+    providers: BTreeMap<String, ProviderTable>,
+    compact_threshold_percent: u64,
+    max_steps: u32,
+    auto_approve: Vec<Risk>,
+    bash_timeout_ms: u64,
+    bash_max_timeout_ms: u64,
+    tool_output_max_bytes: usize,
+    max_history_bytes: usize,
+    stream_idle_timeout_ms: u64,
+    provider_max_retries: u32,
+    workspace: Option<PathBuf>,
+    clawbot_approval_timeout_ms: u64,
+    initialize_timeout_ms: u64,
+    max_connections: usize,
+}
+
+impl Default for Raw {
     fn default() -> Self {
-        Config {
+        Raw {
             provider: "openai".into(),
-            model: "gpt-4.1-mini".into(),
-            base_url: "https://api.openai.com/v1".into(),
-            api_key_env: "OPENAI_API_KEY".into(),
-            context_max_tokens: 128_000,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            context_max_tokens: None,
+            max_output_tokens: None,
+            reasoning_effort: None,
+            prompt_cache: true,
+            providers: BTreeMap::new(),
             compact_threshold_percent: 80,
             max_steps: 32,
             auto_approve: vec![Risk::Read],
@@ -83,11 +81,75 @@ impl Default for Config {
             stream_idle_timeout_ms: 300_000,
             provider_max_retries: 3,
             workspace: None,
-            ilink_base_url: None,
             clawbot_approval_timeout_ms: 600_000,
             initialize_timeout_ms: 10_000,
             max_connections: 2048,
         }
+    }
+}
+
+/// The configuration, resolved: provider definitions are typed and final.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(crate) providers: Providers,
+    pub(crate) reasoning_effort: Option<Effort>,
+    pub(crate) prompt_cache: bool,
+    /// Compaction starts when the estimated prompt passes this share of
+    /// the context window, in percent.
+    pub(crate) compact_threshold_percent: u64,
+    pub(crate) max_steps: u32,
+    pub(crate) auto_approve: Vec<Risk>,
+    pub(crate) bash_timeout_ms: u64,
+    /// Cap on the `timeout_ms` a model asks for.
+    pub(crate) bash_max_timeout_ms: u64,
+    pub(crate) tool_output_max_bytes: usize,
+    pub(crate) max_history_bytes: usize,
+    pub(crate) stream_idle_timeout_ms: u64,
+    /// Retries of a transient provider failure (429/5xx before any output).
+    pub(crate) provider_max_retries: u32,
+    /// The daemon workspace (ClawBot sessions without their own).
+    pub workspace: Option<PathBuf>,
+    /// How long a ClawBot approval waits for the owner's y/n (10 minutes).
+    pub(crate) clawbot_approval_timeout_ms: u64,
+    /// A daemon connection that sends no `initialize` within this is closed.
+    pub(crate) initialize_timeout_ms: u64,
+    /// Connections the daemon serves at once (lowered to fit the
+    /// descriptor limit).
+    pub(crate) max_connections: usize,
+}
+
+const KNOWN_KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "base_url",
+    "api_key_env",
+    "context_max_tokens",
+    "max_output_tokens",
+    "reasoning_effort",
+    "prompt_cache",
+    "providers",
+    "compact_threshold_percent",
+    "max_steps",
+    "auto_approve",
+    "bash_timeout_ms",
+    "bash_max_timeout_ms",
+    "tool_output_max_bytes",
+    "max_history_bytes",
+    "stream_idle_timeout_ms",
+    "provider_max_retries",
+    "workspace",
+    // Read by `scv clawbot login`.
+    "ilink_base_url",
+    "clawbot_approval_timeout_ms",
+    "initialize_timeout_ms",
+    "max_connections",
+];
+
+impl Default for Config {
+    fn default() -> Self {
+        // The presets alone always resolve.
+        Config::resolve(Raw::default(), "")
+            .unwrap_or_else(|err| unreachable!("the presets resolve: {err}"))
     }
 }
 
@@ -109,43 +171,110 @@ impl Config {
         for key in table.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
             tracing::warn!("{}: unknown key `{key}` ignored", path.display());
         }
-        let config: Config = toml::from_str(text)
+        let raw: Raw = toml::from_str(text)
             .map_err(|err| anyhow!("{}: {}", path.display(), located(text, &err)))?;
-        config
-            .validate()
-            .map_err(|err| anyhow!("{}: {err}", path.display()))?;
-        Ok(config)
+        Config::resolve(raw, text).map_err(|err| anyhow!("{}: {err}", path.display()))
     }
 
-    fn validate(&self) -> Result<()> {
-        if self.provider != "openai" {
+    fn resolve(raw: Raw, text: &str) -> Result<Config> {
+        if raw.max_steps == 0 {
+            return Err(anyhow!("{}max_steps must be at least 1", at(text, "max_steps")));
+        }
+        if raw.context_max_tokens == Some(0) {
             return Err(anyhow!(
-                "unknown provider `{}` (supported: openai)",
-                self.provider
+                "{}context_max_tokens must be at least 1",
+                at(text, "context_max_tokens")
             ));
         }
-        if self.max_steps == 0 {
-            return Err(anyhow!("max_steps must be at least 1"));
+        if !(1..=100).contains(&raw.compact_threshold_percent) {
+            return Err(anyhow!(
+                "{}compact_threshold_percent must be 1 to 100",
+                at(text, "compact_threshold_percent")
+            ));
         }
-        if self.context_max_tokens == 0 {
-            return Err(anyhow!("context_max_tokens must be at least 1"));
-        }
-        if !(1..=100).contains(&self.compact_threshold_percent) {
-            return Err(anyhow!("compact_threshold_percent must be 1 to 100"));
-        }
-        Ok(())
+        let overrides = Overrides {
+            model: raw.model,
+            base_url: raw.base_url,
+            api_key_env: raw.api_key_env,
+            context_max_tokens: raw.context_max_tokens,
+        };
+        let providers =
+            Providers::resolve(&raw.providers, &raw.provider, &overrides, raw.max_output_tokens)
+                .map_err(|err| {
+                    // Point at the table the error is about, else at `provider`.
+                    let line = raw
+                        .providers
+                        .keys()
+                        .find(|name| err.contains(&format!("`{name}`")))
+                        .map(|name| at_table(text, &format!("providers.{name}")))
+                        .unwrap_or_else(|| at(text, "provider"));
+                    anyhow!("{line}{err}")
+                })?;
+        Ok(Config {
+            providers,
+            reasoning_effort: raw.reasoning_effort,
+            prompt_cache: raw.prompt_cache,
+            compact_threshold_percent: raw.compact_threshold_percent,
+            max_steps: raw.max_steps,
+            auto_approve: raw.auto_approve,
+            bash_timeout_ms: raw.bash_timeout_ms,
+            bash_max_timeout_ms: raw.bash_max_timeout_ms,
+            tool_output_max_bytes: raw.tool_output_max_bytes,
+            max_history_bytes: raw.max_history_bytes,
+            stream_idle_timeout_ms: raw.stream_idle_timeout_ms,
+            provider_max_retries: raw.provider_max_retries,
+            workspace: raw.workspace,
+            clawbot_approval_timeout_ms: raw.clawbot_approval_timeout_ms,
+            initialize_timeout_ms: raw.initialize_timeout_ms,
+            max_connections: raw.max_connections,
+        })
     }
 
-    /// The API key from the variable named by `api_key_env`, if set.
-    pub fn api_key(&self) -> Option<String> {
-        std::env::var(&self.api_key_env)
-            .ok()
-            .filter(|key| !key.is_empty())
+    /// Every configured provider's key, by variable name, read now (the
+    /// server wipes its environment of secrets once started).
+    pub(crate) fn api_keys(&self) -> HashMap<String, String> {
+        self.providers
+            .key_variables()
+            .filter_map(|var| {
+                let key = std::env::var(var).ok().filter(|k| !k.is_empty())?;
+                Some((var.to_string(), key))
+            })
+            .collect()
     }
 
-    pub fn stream_idle_timeout(&self) -> Duration {
+    pub(crate) fn stream_idle_timeout(&self) -> Duration {
         Duration::from_millis(self.stream_idle_timeout_ms.max(1))
     }
+}
+
+/// `line N: ` for the line where top-level `key` is set ("" if absent).
+fn at(text: &str, key: &str) -> String {
+    let mut in_table = false;
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim_start();
+        if line.starts_with('[') {
+            in_table = true;
+        }
+        let sets = line
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if !in_table && sets {
+            return format!("line {}: ", index + 1);
+        }
+    }
+    String::new()
+}
+
+/// `line N: ` for the header of table `name` ("" if absent).
+fn at_table(text: &str, name: &str) -> String {
+    text.lines()
+        .position(|line| {
+            line.trim()
+                .strip_prefix('[')
+                .and_then(|l| l.strip_suffix(']'))
+                .is_some_and(|inner| inner.trim() == name)
+        })
+        .map_or_else(String::new, |index| format!("line {}: ", index + 1))
 }
 
 /// The error with its line number in front, e.g. `line 3: invalid type`.
@@ -168,7 +297,10 @@ mod tests {
         let config = Config::parse("", Path::new("config.toml")).unwrap();
         assert_eq!(config.max_steps, 32);
         assert_eq!(config.auto_approve, vec![Risk::Read]);
-        assert_eq!(config.api_key_env, "OPENAI_API_KEY");
+        let default = config.providers.default_def();
+        assert_eq!(default.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        assert_eq!(default.model, "gpt-4.1-mini");
+        assert_eq!(default.context_max_tokens, 128_000);
     }
 
     #[test]
@@ -178,9 +310,30 @@ mod tests {
             Path::new("config.toml"),
         )
         .unwrap();
-        assert_eq!(config.model, "m");
+        assert_eq!(config.providers.default_def().model, "m");
         assert_eq!(config.max_steps, 3);
         assert_eq!(config.auto_approve, vec![Risk::Read, Risk::Write]);
+    }
+
+    #[test]
+    fn provider_errors_name_the_line_and_the_known_names() {
+        let err = Config::parse(
+            "model = \"m\"\nprovider = \"claude\"\n",
+            Path::new("/h/config.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("/h/config.toml: line 2: unknown provider `claude` (known: anthropic,"),
+            "{err}"
+        );
+        let err = Config::parse(
+            "[providers.mine]\nmodel = \"m\"\n",
+            Path::new("/h/config.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("/h/config.toml: line 1: provider `mine`"), "{err}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::transport::{encode, spawn_writer, Outbound};
 use futures_util::StreamExt;
 use scv_protocol::limits::MAX_CLIENT_FRAME_BYTES;
 use scv_protocol::{
-    ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event, EventBody, Frame,
+    Capabilities, ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event, EventBody, Frame,
     FrameCodec, Initialize, PeerInfo, PROTOCOL_VERSION,
 };
 use std::sync::Arc;
@@ -231,6 +231,15 @@ impl Connection {
                 self.host.pause(&rid, &session_id, paused).await
             }
             ClientMessage::SessionClear { session_id } => self.host.clear(&rid, &session_id).await,
+            ClientMessage::SessionConfigure {
+                session_id,
+                provider,
+                model,
+            } => {
+                self.host
+                    .configure(&rid, &session_id, provider, model)
+                    .await
+            }
         };
         if let Err(reject) = handled {
             self.reply_error(Some(rid), reject).await;
@@ -252,6 +261,14 @@ impl Connection {
             tracing::debug!("client {} {} initialized", client.name, client.version);
         }
         self.initialized = true;
+        // Extensions go only to a client that asked; what it asked for and
+        // SCV supports is echoed back.
+        let granted = init.capabilities.map(|asked| Capabilities {
+            reasoning: asked.reasoning,
+        });
+        if granted.is_some_and(|c| c.reasoning) {
+            self.host.stream_reasoning();
+        }
         let event = Event::reply(
             Some(rid),
             EventBody::Initialized {
@@ -260,6 +277,7 @@ impl Connection {
                     name: SERVER_NAME.into(),
                     version: SERVER_VERSION.into(),
                 },
+                capabilities: granted,
             },
         );
         self.reply(&event).await;

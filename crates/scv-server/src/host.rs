@@ -13,7 +13,8 @@
 
 use crate::agent::{add_usage, SessionSettings, Turn, TurnOutcome};
 use crate::context::History;
-use crate::provider::{Provider, Wire};
+use crate::presets::{check_url, ProviderDef};
+use crate::provider::Provider;
 use crate::server::Shared;
 use crate::session::{Approvals, EmitError, PromptQueue, QueueError, SessionSink};
 use crate::tools::Registry;
@@ -88,6 +89,8 @@ pub(crate) struct SessionHost {
     turns: JoinSet<TurnOutcome>,
     /// Which session each running turn task belongs to.
     turn_sessions: HashMap<TaskId, Arc<str>>,
+    /// The connection asked for `reasoning.delta` events.
+    reasoning: bool,
 }
 
 impl SessionHost {
@@ -98,6 +101,7 @@ impl SessionHost {
             sessions: HashMap::new(),
             turns: JoinSet::new(),
             turn_sessions: HashMap::new(),
+            reasoning: false,
         }
     }
 
@@ -121,44 +125,26 @@ impl SessionHost {
         let cwd = tokio::task::spawn_blocking(move || canonical_workspace(&cwd))
             .await
             .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
-        match start.provider.as_deref() {
-            None | Some("openai") => {}
-            Some(other) => {
-                return Err(invalid(format!(
-                    "unknown provider `{other}` (supported: openai)"
-                )))
-            }
-        }
         let config = &self.shared.config;
-        let model = match start.model {
-            Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
-            Some(model) => model,
-            None => config.model.clone(),
+        let def = match start.provider.as_deref() {
+            None => config.providers.default_def(),
+            Some(name) => config.providers.get(name).ok_or_else(|| {
+                invalid(format!(
+                    "unknown provider `{name}` (known: {})",
+                    config.providers.names()
+                ))
+            })?,
         };
-        let base_url = match start.base_url {
-            Some(url) => {
-                let parsed = reqwest::Url::parse(&url)
-                    .map_err(|err| invalid(format!("base_url `{url}` is not a URL: {err}")))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(invalid(format!("base_url `{url}` must be http or https")));
-                }
-                url
-            }
-            None => config.base_url.clone(),
-        };
+        let provider = self.provider(def, start.model, start.base_url)?;
+        let model = provider.model.clone();
+        let provider_name = def.name.clone();
+        let context_max_tokens = def.context_max_tokens;
         let session_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let sink = Arc::new(SessionSink::new(session_id.clone(), self.out.clone()));
         let settings = Arc::new(SessionSettings {
             cwd: cwd.clone(),
-            provider: Provider {
-                http: self.shared.http(),
-                wire: Wire::Chat,
-                base_url,
-                model: model.clone(),
-                api_key: self.shared.api_key.clone(),
-                idle_timeout: config.stream_idle_timeout(),
-                max_retries: config.provider_max_retries,
-            },
+            provider,
+            context_max_tokens,
             tools: Registry::builtins(),
             no_tools: start.no_tools,
             submitter: "client".into(),
@@ -167,12 +153,13 @@ impl SessionHost {
             body: EventBody::SessionStarted(SessionStarted {
                 cwd: cwd.display().to_string(),
                 model,
-                context_max_tokens: config.context_max_tokens,
+                context_max_tokens,
                 max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
                 max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
                 max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
                 max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
                 max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
+                provider: Some(provider_name),
             }),
             request_id: Some(rid.to_string()),
             session_id: Some(session_id.to_string()),
@@ -199,6 +186,106 @@ impl SessionHost {
         };
         self.sessions.insert(session_id, session);
         let _ = sink.emit(Some(rid), None, &snapshot).await;
+        Ok(())
+    }
+
+    /// A provider for `def`, with a session's `model` / `base_url` on top.
+    fn provider(
+        &self,
+        def: &ProviderDef,
+        model: Option<String>,
+        base_url: Option<String>,
+    ) -> Result<Provider, Reject> {
+        let config = &self.shared.config;
+        let model = match model {
+            Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
+            Some(model) => model,
+            None => def.model.clone(),
+        };
+        let base_url = match base_url {
+            Some(url) => {
+                check_url(&url).map_err(invalid)?;
+                url
+            }
+            None => def.base_url.clone(),
+        };
+        Ok(Provider {
+            http: self.shared.http(),
+            name: def.name.clone(),
+            wire: def.wire,
+            base_url,
+            model,
+            api_key: self.shared.api_key(def),
+            headers: def.headers.clone(),
+            max_output_tokens: def.max_output_tokens,
+            reasoning_effort: config.reasoning_effort,
+            prompt_cache: config.prompt_cache,
+            reasoning_replay: def.reasoning_replay,
+            idle_timeout: config.stream_idle_timeout(),
+            max_retries: config.provider_max_retries,
+        })
+    }
+
+    /// The connection opted into `reasoning.delta` events.
+    pub fn stream_reasoning(&mut self) {
+        self.reasoning = true;
+    }
+
+    /// `session.configure` (extension): another provider and/or model for
+    /// the next turns of an idle session; the history is kept, reasoning
+    /// data of another wire dropped.
+    pub async fn configure(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        provider: Option<String>,
+        model: Option<String>,
+    ) -> Handled {
+        let current = {
+            let session = self.session(session_id)?;
+            if session.active.is_some() {
+                return Err(Reject::new(
+                    ErrorCode::TurnActive,
+                    "a turn is running; configure the session when it is idle",
+                ));
+            }
+            session.settings.clone()
+        };
+        let providers = &self.shared.config.providers;
+        let def = match provider.as_deref() {
+            Some(name) => providers.get(name).ok_or_else(|| {
+                invalid(format!(
+                    "unknown provider `{name}` (known: {})",
+                    providers.names()
+                ))
+            })?,
+            None => providers
+                .get(&current.provider.name)
+                .unwrap_or_else(|| providers.default_def()),
+        }
+        .clone();
+        // A model alone keeps the provider (and its base URL).
+        let base_url = provider.is_none().then(|| current.provider.base_url.clone());
+        let model = model.or_else(|| provider.is_none().then(|| current.provider.model.clone()));
+        let next = self.provider(&def, model, base_url)?;
+        let configured = EventBody::SessionConfigured {
+            provider: def.name.clone(),
+            model: next.model.clone(),
+            context_max_tokens: def.context_max_tokens,
+        };
+        let session = self.session(session_id)?;
+        if let Some(history) = &mut session.history {
+            history.keep_provider_data_of(next.wire.kind());
+        }
+        session.settings = Arc::new(SessionSettings {
+            cwd: current.cwd.clone(),
+            provider: next,
+            context_max_tokens: def.context_max_tokens,
+            tools: current.tools.clone(),
+            no_tools: current.no_tools,
+            submitter: current.submitter.clone(),
+        });
+        session.emit(rid, &configured).await;
         Ok(())
     }
 
@@ -255,6 +342,7 @@ impl SessionHost {
         }
         let turn = Turn {
             limits: self.shared.limits.clone(),
+            reasoning: self.reasoning,
             settings: session.settings.clone(),
             sink,
             approvals: session.approvals.clone(),

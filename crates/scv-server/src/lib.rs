@@ -12,6 +12,7 @@ pub mod daemon;
 mod handles;
 mod host;
 mod message;
+mod presets;
 mod provider;
 pub mod server;
 mod session;

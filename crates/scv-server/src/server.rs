@@ -4,24 +4,35 @@
 
 use crate::agent::Limits;
 use crate::config::Config;
+use crate::presets::ProviderDef;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 pub struct Shared {
     pub(crate) config: Arc<Config>,
     pub(crate) limits: Arc<Limits>,
-    pub(crate) api_key: Option<String>,
+    /// Provider keys by variable name, read once at start-up.
+    keys: HashMap<String, String>,
     http: OnceLock<reqwest::Client>,
 }
 
 impl Shared {
     pub fn new(config: Config) -> Self {
-        let api_key = config.api_key();
+        let keys = config.api_keys();
         Shared {
             limits: Arc::new(Limits::from_config(&config)),
             config: Arc::new(config),
-            api_key,
+            keys,
             http: OnceLock::new(),
         }
+    }
+
+    /// The key for `def`, if its variable was set.
+    pub(crate) fn api_key(&self, def: &ProviderDef) -> Option<String> {
+        def.api_key_env
+            .as_ref()
+            .and_then(|var| self.keys.get(var))
+            .cloned()
     }
 
     /// The shared HTTP client (connection pool) for provider and iLink

@@ -21,7 +21,9 @@ async fn session_started_carries_every_field_and_a_canonical_cwd() {
                "cwd":workspace.join("sub").display().to_string(),"model":"mock-model",
                "context_max_tokens":64000,"max_server_frame_bytes":8388608,
                "max_transcript_bytes":8388608,"max_transcript_items":10000,
-               "max_prompt_history_bytes":1048576,"max_prompt_history_items":200})
+               "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
+               "provider":"openai"}),
+        "the document's fields, and the provider (an extension an old client ignores)"
     );
     let snapshot = rig.server.expect("queue.snapshot").await;
     assert_eq!(
@@ -59,12 +61,15 @@ async fn bad_workspaces_are_invalid_requests_naming_the_problem() {
     }
     rig.server
         .send(
-            json!({"type":"session.start","request_id":"p","cwd":workspace,"provider":"anthropic"}),
+            json!({"type":"session.start","request_id":"p","cwd":workspace,"provider":"claude-code"}),
         )
         .await;
     let event = rig.server.expect("error").await;
     assert_eq!(event["code"], "invalid_request");
-    assert!(event["message"].as_str().unwrap().contains("anthropic"));
+    assert_eq!(
+        event["message"],
+        "unknown provider `claude-code` (known: anthropic, deepseek, gemini, lmstudio, ollama, openai, openai-responses, openrouter)"
+    );
     // The connection goes on.
     rig.session().await;
 }

@@ -45,6 +45,7 @@ pub async fn open(
                 name: client.into(),
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
+            None,
             SessionStart {
                 cwd: cwd.display().to_string(),
                 ..Default::default()

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 pub(crate) struct Limits {
     pub max_steps: u32,
-    pub context_max_tokens: u64,
     /// Compaction starts past this share of the context, in percent.
     pub compact_threshold_percent: u64,
     pub max_history_bytes: usize,
@@ -21,7 +20,6 @@ impl Limits {
     pub fn from_config(config: &Config) -> Limits {
         Limits {
             max_steps: config.max_steps,
-            context_max_tokens: config.context_max_tokens,
             compact_threshold_percent: config.compact_threshold_percent,
             max_history_bytes: config.max_history_bytes,
             auto_approve: config.auto_approve.clone(),

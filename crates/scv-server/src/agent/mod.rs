@@ -65,6 +65,8 @@ const NO_TOOLS: &str = "Tools are disabled in this session; answer without them.
 pub(crate) struct SessionSettings {
     pub cwd: PathBuf,
     pub provider: Provider,
+    /// The model's context window, from its provider definition.
+    pub context_max_tokens: u64,
     pub tools: Arc<Registry>,
     pub no_tools: bool,
     /// The label queue entries carry as `submitter`.
@@ -73,6 +75,8 @@ pub(crate) struct SessionSettings {
 
 pub(crate) struct Turn {
     pub limits: Arc<Limits>,
+    /// The connection asked for `reasoning.delta` events.
+    pub reasoning: bool,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -248,7 +252,7 @@ impl Turn {
         usage: &mut Option<Usage>,
         force: bool,
     ) -> Result<(), Stop> {
-        let limit = self.limits.context_max_tokens;
+        let limit = self.settings.context_max_tokens;
         let threshold = limit * self.limits.compact_threshold_percent / 100;
         let before = history.estimate_tokens(fixed_bytes + history.bytes());
         if !force && before <= threshold {
@@ -319,6 +323,11 @@ impl Turn {
         while let Some(delta) = self.cancellable(stream.next_delta()).await?? {
             match delta {
                 Delta::Text(content) => self.emit(EventBody::AssistantDelta { content }).await?,
+                // Only to a connection that opted in; never in the answer.
+                Delta::Reasoning(content) if self.reasoning => {
+                    self.emit(EventBody::ReasoningDelta { content }).await?
+                }
+                Delta::Reasoning(_) => {}
             }
         }
         Ok(self.cancellable(stream.finish()).await??)

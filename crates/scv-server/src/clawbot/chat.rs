@@ -253,7 +253,7 @@ impl Account {
                 !self.is_owner(id) && (chat.turn_id.is_some() || chat.awaiting_start)
             })
             .count();
-        let model = self.shared.config.model.clone();
+        let model = self.shared.config.providers.default_def().model.clone();
         let workspace = self.spec.workspace.display().to_string();
         let Some(chat) = self.chats.get_mut(&user) else {
             return;
@@ -371,7 +371,7 @@ impl Account {
             ..Default::default()
         };
         let opened =
-            tokio::time::timeout(Duration::from_secs(10), conn.handshake(None, start)).await;
+            tokio::time::timeout(Duration::from_secs(10), conn.handshake(None, None, start)).await;
         let session_id = match opened {
             Ok(Ok(opened)) => opened.session_id,
             Ok(Err(err)) => {

@@ -2,7 +2,7 @@
 //! rebuilt for every request), its size in bytes, and the calibration of
 //! token estimates against what the provider reported.
 
-use crate::message::Message;
+use crate::message::{Message, WireKind};
 
 /// Tokens per byte before any calibration (about four bytes per token).
 const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
@@ -82,6 +82,23 @@ impl History {
         let ratio = tokens as f64 / bytes as f64;
         if PLAUSIBLE_TOKENS_PER_BYTE.contains(&ratio) {
             self.tokens_per_byte = ratio;
+        }
+    }
+
+    /// Drops provider data that came from any wire but `wire` (after the
+    /// session changed provider): it must never reach another API.
+    pub fn keep_provider_data_of(&mut self, wire: WireKind) {
+        for message in &mut self.messages {
+            if let Message::Assistant(assistant) = message {
+                if assistant.provider_data.as_ref().is_some_and(|d| d.wire != wire) {
+                    assistant.provider_data = None;
+                }
+                for call in &mut assistant.tool_calls {
+                    if call.provider_data.as_ref().is_some_and(|d| d.wire != wire) {
+                        call.provider_data = None;
+                    }
+                }
+            }
         }
     }
 

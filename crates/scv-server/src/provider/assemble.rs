@@ -2,7 +2,7 @@
 //! handed out as they come and accumulated; tool calls are built up by
 //! slot. The protocol's caps hold here for every wire: assistant text
 //! 1 MiB (`response_limit`), 32 tool calls and 256 KiB of arguments per call
-//! (`tool_limit`).
+//! (`tool_limit`). Reasoning text is capped like assistant text.
 
 use super::ProviderError;
 use crate::message::{AssistantMessage, ProviderData, ToolCall};
@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Delta {
     Text(String),
+    Reasoning(String),
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +30,9 @@ struct PartialCall {
 #[derive(Debug, Default)]
 pub(super) struct Assembler {
     text: String,
+    reasoning: String,
+    /// Reasoning state the wire needs back, as the wire's own JSON.
+    provider_data: Option<ProviderData>,
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
@@ -54,6 +58,41 @@ impl Assembler {
         self.progress = true;
         self.pending.push_back(Delta::Text(text.to_string()));
         Ok(())
+    }
+
+    pub fn reasoning(&mut self, text: &str) -> Result<(), ProviderError> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        if self.reasoning.len() + text.len() > MAX_ASSISTANT_TEXT_BYTES {
+            return Err(ProviderError::limit(
+                FailureCode::ResponseLimit,
+                format!("reasoning text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes"),
+            ));
+        }
+        self.reasoning.push_str(text);
+        self.progress = true;
+        self.pending.push_back(Delta::Reasoning(text.to_string()));
+        Ok(())
+    }
+
+    /// Keeps reasoning state to send back with this message.
+    pub fn provider_data(&mut self, data: ProviderData) {
+        self.progress = true;
+        self.provider_data = Some(data);
+    }
+
+    /// Keeps extra fields a provider put on call `slot`.
+    pub fn call_data(&mut self, slot: usize, data: ProviderData) {
+        if let Some(call) = self.calls.get_mut(slot) {
+            self.progress = true;
+            call.provider_data = Some(data);
+        }
+    }
+
+    /// The arguments of call `slot` so far.
+    pub fn call_arguments(&self, slot: usize) -> &str {
+        self.calls.get(slot).map_or("", |c| c.arguments.as_str())
     }
 
     /// The number of calls so far.
@@ -161,8 +200,8 @@ impl Assembler {
         let message = AssistantMessage {
             text: (!self.text.is_empty()).then_some(self.text),
             tool_calls,
-            reasoning: None,
-            provider_data: None,
+            reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            provider_data: self.provider_data,
         };
         (message, self.usage, self.finish_reason)
     }

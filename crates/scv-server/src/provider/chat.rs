@@ -3,14 +3,29 @@
 //! it. Requests carry `stream: true` with usage in the final chunk, tools
 //! as function tools, results as `role: "tool"` messages.
 //!
-//! Streamed tool calls are assembled by `index`; servers that send no
-//! `index` (or reuse one for several calls) are told apart by `id`.
+//! What real servers send, and how it is read (shapes and sources in
+//! docs/DESIGN.md and the tests):
+//! - tool calls are assembled by `index`; servers that send no `index` (or
+//!   reuse one for several calls, as Ollama does) are told apart by `id`;
+//!   a name repeated on later fragments is not appended;
+//! - `delta.content` may be an array of typed parts (Mistral): `text`
+//!   parts are answer, `thinking` parts are reasoning;
+//! - `reasoning_content` (DeepSeek, vLLM ≤0.10, LM Studio) and `reasoning`
+//!   (vLLM ≥0.11, Ollama, OpenRouter) are reasoning; so is content that
+//!   opens with `<think>` … `</think>` (Qwen3 and R1 distills on servers
+//!   without a reasoning parser);
+//! - an `error` object (or string) in a chunk, or a chunk with
+//!   `"object": "error"` (older vLLM), fails the turn with its message;
+//! - `refusal` deltas are shown as the answer;
+//! - `extra_content` on a tool call (Gemini's thought signature) is kept
+//!   and sent back with that call.
 
 use super::assemble::Assembler;
 use super::stream::Flow;
-use super::{errors, ProviderError, Redactor, Request, ToolSpec};
-use crate::message::Message;
+use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
+use crate::message::{Message, ProviderData, WireKind};
 use scv_protocol::Usage;
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -28,6 +43,8 @@ struct Body<'a> {
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -48,6 +65,8 @@ enum WireMessage<'a> {
         content: Option<&'a str>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireCall<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<&'a str>,
     },
     Tool {
         tool_call_id: &'a str,
@@ -61,6 +80,8 @@ struct WireCall<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     function: WireFunction<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra_content: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -69,7 +90,7 @@ struct WireFunction<'a> {
     arguments: &'a str,
 }
 
-fn message(message: &Message) -> WireMessage<'_> {
+fn message(message: &Message, replay: bool) -> WireMessage<'_> {
     match message {
         Message::User { content } => WireMessage::User { content },
         Message::Assistant(assistant) => WireMessage::Assistant {
@@ -84,8 +105,17 @@ fn message(message: &Message) -> WireMessage<'_> {
                         name: &call.name,
                         arguments: &call.arguments,
                     },
+                    extra_content: call
+                        .provider_data
+                        .as_ref()
+                        .filter(|d| d.wire == WireKind::Chat)
+                        .map(|d| &d.value),
                 })
                 .collect(),
+            // Every tool-calling turn carries its reasoning back ("" when
+            // there was none), as DeepSeek's thinking mode requires.
+            reasoning_content: (replay && !assistant.tool_calls.is_empty())
+                .then(|| assistant.reasoning.as_deref().unwrap_or("")),
         },
         Message::Tool { call_id, content } => WireMessage::Tool {
             tool_call_id: call_id,
@@ -94,7 +124,7 @@ fn message(message: &Message) -> WireMessage<'_> {
     }
 }
 
-fn tool(spec: &ToolSpec) -> Value {
+pub(super) fn tool(spec: &ToolSpec) -> Value {
     json!({
         "type": "function",
         "function": {
@@ -105,31 +135,23 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-pub(super) fn body(model: &str, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+    let replay = provider.reasoning_replay;
     let messages = std::iter::once(WireMessage::System {
         content: request.system,
     })
-    .chain(request.history.iter().map(message))
+    .chain(request.history.iter().map(|m| message(m, replay)))
     .collect();
-    serde_json::to_vec(&Body {
-        model,
+    encode(&Body {
+        model: &provider.model,
         messages,
         stream: true,
         stream_options: StreamOptions {
             include_usage: true,
         },
         tools: request.tools.iter().map(tool).collect(),
+        reasoning_effort: provider.reasoning_effort.map(|e| e.as_str()),
     })
-    .map_err(|err| ProviderError::provider(format!("cannot encode request: {err}")))
-}
-
-/// Size of the tool definitions in a request.
-pub(super) fn tools_bytes(tools: &[ToolSpec]) -> usize {
-    if tools.is_empty() {
-        return 0;
-    }
-    let tools: Vec<Value> = tools.iter().map(tool).collect();
-    serde_json::to_vec(&tools).map_or(0, |v| v.len())
 }
 
 #[derive(Deserialize)]
@@ -140,6 +162,9 @@ struct Chunk<'a> {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `"error"` on older vLLM's error bodies.
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -153,9 +178,124 @@ struct Choice<'a> {
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
+    content: Option<Content<'a>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Content<'a>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Content<'a>>,
+    #[serde(default, borrow)]
+    refusal: Option<Content<'a>>,
     #[serde(default, borrow)]
     tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+/// A content field: a string (the usual), an array of typed parts
+/// (Mistral), or anything else (ignored).
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part>),
+    Other,
+}
+
+/// One typed content part.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Part {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: Thinking,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// Mistral's `thinking` is a list of text parts (or, elsewhere, a string).
+#[derive(Deserialize, Default)]
+#[serde(untagged)]
+enum Thinking {
+    Text(String),
+    Parts(Vec<Part>),
+    #[default]
+    None,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = Content<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element::<Part>()? {
+                    parts.push(part);
+                }
+                Ok(Content::Parts(parts))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Content::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+impl Content<'_> {
+    /// The text of a string field.
+    fn text(&self) -> Option<&str> {
+        match self {
+            Content::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+fn thinking_text(thinking: &Thinking, out: &mut String) {
+    match thinking {
+        Thinking::Text(text) => out.push_str(text),
+        Thinking::Parts(parts) => {
+            for part in parts {
+                if let Part::Text { text } = part {
+                    out.push_str(text);
+                }
+            }
+        }
+        Thinking::None => {}
+    }
 }
 
 #[derive(Deserialize)]
@@ -166,14 +306,39 @@ struct ToolCallDelta<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     function: Option<FunctionDelta<'a>>,
+    #[serde(default)]
+    extra_content: Option<Value>,
 }
 
 #[derive(Deserialize)]
 struct FunctionDelta<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
+    #[serde(default)]
+    arguments: Option<Arguments<'a>>,
+}
+
+/// Arguments as a JSON string (the usual) or, from some servers, an
+/// object (taken as the whole arguments).
+enum Arguments<'a> {
+    Text(Cow<'a, str>),
+    Object(String),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either<'a> {
+            #[serde(borrow)]
+            Text(Cow<'a, str>),
+            Value(Value),
+        }
+        Ok(match Either::deserialize(deserializer)? {
+            Either::Text(text) => Arguments::Text(text),
+            Either::Value(value) => Arguments::Object(value.to_string()),
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -184,11 +349,30 @@ struct WireUsage {
     completion_tokens: u64,
 }
 
+/// Where `<think>` handling stands in the content.
+#[derive(Debug, Default, PartialEq, Eq)]
+enum Think {
+    /// Nothing but whitespace (or the start of a `<think>` tag) so far.
+    #[default]
+    Start,
+    /// Inside `<think>` … `</think>`.
+    Thinking,
+    /// Past the reasoning (or there was none): content is answer.
+    Answer,
+}
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+
 /// Reads chat-completion chunks into the assembler.
 #[derive(Default)]
 pub(super) struct Parser {
     /// Which call each wire `index` currently feeds.
     slots: HashMap<usize, usize>,
+    think: Think,
+    /// Content held back until it is known to be answer or reasoning (a
+    /// tag may be split across chunks).
+    held: String,
 }
 
 impl Parser {
@@ -204,8 +388,12 @@ impl Parser {
         let chunk: Chunk = serde_json::from_slice(data).map_err(|err| {
             ProviderError::provider(format!("malformed provider stream chunk: {err}"))
         })?;
-        if let Some(error) = chunk.error {
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(errors::from_value(None, &error, redact));
+        }
+        if chunk.object.as_deref() == Some("error") {
+            let whole: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
+            return Err(errors::from_value(None, &whole, redact));
         }
         if let Some(usage) = chunk.usage {
             asm.usage(Usage {
@@ -216,27 +404,131 @@ impl Parser {
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
             return Ok(Flow::Continue);
         };
+        if let Some(delta) = choice.delta {
+            self.apply_delta(delta, asm)?;
+        }
         if let Some(reason) = choice.finish_reason {
+            if reason == "error" {
+                return Err(ProviderError::provider(
+                    "the provider ended the response with an error",
+                ));
+            }
             asm.finish(&reason);
         }
-        let Some(delta) = choice.delta else {
-            return Ok(Flow::Continue);
-        };
+        Ok(Flow::Continue)
+    }
+
+    fn apply_delta(&mut self, delta: Delta<'_>, asm: &mut Assembler) -> Result<(), ProviderError> {
         for call in delta.tool_calls.unwrap_or_default() {
-            let id = call.id.as_deref().filter(|id| !id.is_empty());
+            let id = call.id.as_deref().filter(|id| !id.is_empty() && *id != "null");
             let slot = self.slot(asm, call.index, id)?;
             let function = call.function.as_ref();
-            asm.tool_call(
-                slot,
-                id,
-                function.and_then(|f| f.name.as_deref()),
-                function.and_then(|f| f.arguments.as_deref()),
-            )?;
+            let arguments = match function.and_then(|f| f.arguments.as_ref()) {
+                Some(Arguments::Text(text)) => Some(text.as_ref()),
+                Some(Arguments::Object(whole)) if asm.call_arguments(slot).is_empty() => {
+                    Some(whole.as_str())
+                }
+                Some(Arguments::Object(_)) | None => None,
+            };
+            asm.tool_call(slot, id, function.and_then(|f| f.name.as_deref()), arguments)?;
+            if let Some(extra) = call.extra_content {
+                asm.call_data(
+                    slot,
+                    ProviderData {
+                        wire: WireKind::Chat,
+                        value: extra,
+                    },
+                );
+            }
         }
-        if let Some(text) = delta.content {
-            asm.text(&text)?;
+        let reasoning = delta
+            .reasoning_content
+            .as_ref()
+            .and_then(Content::text)
+            .or_else(|| delta.reasoning.as_ref().and_then(Content::text));
+        if let Some(reasoning) = reasoning {
+            asm.reasoning(reasoning)?;
         }
-        Ok(Flow::Continue)
+        match delta.content {
+            Some(Content::Text(text)) => self.content(&text, asm)?,
+            Some(Content::Parts(parts)) => {
+                for part in parts {
+                    match part {
+                        Part::Text { text } => self.content(&text, asm)?,
+                        Part::Thinking { thinking } => {
+                            let mut text = String::new();
+                            thinking_text(&thinking, &mut text);
+                            asm.reasoning(&text)?;
+                        }
+                        Part::Other => {}
+                    }
+                }
+            }
+            Some(Content::Other) | None => {}
+        }
+        if let Some(refusal) = delta.refusal.as_ref().and_then(Content::text) {
+            asm.text(refusal)?;
+        }
+        Ok(())
+    }
+
+    /// Answer text, unless it is `<think>` reasoning.
+    fn content(&mut self, text: &str, asm: &mut Assembler) -> Result<(), ProviderError> {
+        if self.think == Think::Answer {
+            return asm.text(text);
+        }
+        self.held.push_str(text);
+        loop {
+            match self.think {
+                Think::Start => {
+                    let trimmed = self.held.trim_start();
+                    if let Some(rest) = trimmed.strip_prefix(THINK_OPEN) {
+                        self.held = rest.to_string();
+                        self.think = Think::Thinking;
+                    } else if THINK_OPEN.starts_with(trimmed) {
+                        return Ok(()); // maybe a tag, split: wait
+                    } else {
+                        self.think = Think::Answer;
+                        let held = std::mem::take(&mut self.held);
+                        return asm.text(&held);
+                    }
+                }
+                Think::Thinking => {
+                    if let Some(end) = self.held.find(THINK_CLOSE) {
+                        let rest = self.held.split_off(end);
+                        asm.reasoning(&std::mem::take(&mut self.held))?;
+                        self.think = Think::Answer;
+                        let answer = rest[THINK_CLOSE.len()..].trim_start();
+                        return asm.text(answer);
+                    }
+                    // Hand out all but what might be the start of `</think>`.
+                    let keep = (1..THINK_CLOSE.len())
+                        .rev()
+                        .find(|&n| {
+                            self.held.len() >= n
+                                && self.held.is_char_boundary(self.held.len() - n)
+                                && THINK_CLOSE.starts_with(&self.held[self.held.len() - n..])
+                        })
+                        .unwrap_or(0);
+                    let tail = self.held.split_off(self.held.len() - keep);
+                    let thinking = std::mem::replace(&mut self.held, tail);
+                    return asm.reasoning(&thinking);
+                }
+                Think::Answer => {
+                    let held = std::mem::take(&mut self.held);
+                    return asm.text(&held);
+                }
+            }
+        }
+    }
+
+    /// The response ended: what was held back goes where it was heading.
+    pub fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
+        let held = std::mem::take(&mut self.held);
+        match self.think {
+            Think::Thinking => asm.reasoning(&held),
+            Think::Start | Think::Answer => asm.text(&held),
+        }
     }
 
     /// The call a fragment belongs to: by `index`; a new non-empty `id` at a
@@ -250,10 +542,7 @@ impl Parser {
         let key = index.unwrap_or(usize::MAX);
         let current = self.slots.get(&key).copied().or_else(|| {
             // No index at all: fragments continue the latest call.
-            index
-                .is_none()
-                .then(|| asm.calls().checked_sub(1))
-                .flatten()
+            index.is_none().then(|| asm.calls().checked_sub(1)).flatten()
         });
         let starts_new = match (current, id) {
             (None, _) => true,

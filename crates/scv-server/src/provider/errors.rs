@@ -49,13 +49,19 @@ pub(super) fn from_value(
         .get("code")
         .and_then(|c| c.as_str())
         .unwrap_or_default();
+    let kind = error
+        .get("type")
+        .and_then(|c| c.as_str())
+        .unwrap_or_default();
     let text = one_line(&text, MAX_MESSAGE_CHARS);
     let message = match status {
         Some(status) => format!("provider returned HTTP {status}: {text}"),
         None => format!("provider reported an error: {text}"),
     };
     ProviderError {
-        context_overflow: code == "context_length_exceeded" || mentions_context_overflow(&text),
+        context_overflow: code == "context_length_exceeded"
+            || kind == "exceed_context_size_error"
+            || mentions_context_overflow(&text),
         ..ProviderError::provider(message)
     }
 }
@@ -68,7 +74,15 @@ fn mentions_context_overflow(text: &str) -> bool {
         "context window",
         "maximum context",
         "too many tokens",
+        // Anthropic
         "prompt is too long",
+        "exceed context limit",
+        // OpenAI Responses
+        "exceeds the context window",
+        // llama.cpp, LM Studio
+        "exceeds the available context size",
+        "context the overflows",
+        "n_keep",
     ]
     .iter()
     .any(|needle| text.contains(needle))

@@ -18,7 +18,12 @@ const MAX_ERROR_BODY: usize = 16 * 1024;
 pub(super) enum Auth<'a> {
     /// `Authorization: Bearer …`
     Bearer(&'a str),
+    /// Anthropic: `x-api-key` (never `Authorization`) and the API version.
+    Anthropic(Option<&'a str>),
 }
+
+/// The Anthropic API version SCV speaks.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 pub(super) async fn send(
     provider: &Provider,
@@ -37,7 +42,16 @@ pub(super) async fn send(
             .body(body.clone());
         match &auth {
             Some(Auth::Bearer(key)) => request = request.bearer_auth(key),
+            Some(Auth::Anthropic(key)) => {
+                request = request.header("anthropic-version", ANTHROPIC_VERSION);
+                if let Some(key) = key {
+                    request = request.header("x-api-key", *key);
+                }
+            }
             None => {}
+        }
+        for (name, value) in &provider.headers {
+            request = request.header(name.as_str(), value.as_str());
         }
         let response = tokio::time::timeout(provider.idle_timeout, request.send())
             .await

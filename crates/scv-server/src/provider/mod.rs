@@ -9,27 +9,53 @@
 //! for every wire. Cancellation is structural: dropping the stream drops
 //! the HTTP body.
 
+mod anthropic;
 mod assemble;
 mod chat;
 mod errors;
 mod http;
+mod responses;
 pub(crate) mod sse;
 mod stream;
 
 pub(crate) use assemble::Delta;
+
+/// Serializes a request body; our own types always serialize.
+fn encode<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(body)
+        .map_err(|err| ProviderError::provider(format!("cannot encode request: {err}")))
+}
 pub(crate) use stream::{Reply, ResponseStream};
 
-use crate::message::Message;
+use crate::config::Effort;
+use crate::message::{Message, WireKind};
 use scv_protocol::FailureCode;
+use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The wire a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The wire a provider speaks (`wire` in a provider definition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum Wire {
     /// OpenAI Chat Completions and the servers compatible with it.
     Chat,
+    /// OpenAI Responses.
+    Responses,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Wire {
+    /// The tag its provider data carries.
+    pub fn kind(self) -> WireKind {
+        match self {
+            Wire::Chat => WireKind::Chat,
+            Wire::Responses => WireKind::Responses,
+            Wire::Anthropic => WireKind::Anthropic,
+        }
+    }
 }
 
 /// A tool as offered to the model.
@@ -52,10 +78,20 @@ pub(crate) struct Request<'a> {
 #[derive(Clone)]
 pub(crate) struct Provider {
     pub http: reqwest::Client,
+    /// The provider definition's name.
+    pub name: String,
     pub wire: Wire,
     pub base_url: String,
     pub model: String,
     pub api_key: Option<String>,
+    /// Extra headers of the definition.
+    pub headers: Vec<(String, String)>,
+    pub max_output_tokens: u64,
+    pub reasoning_effort: Option<Effort>,
+    /// Anthropic: mark the prefix cacheable.
+    pub prompt_cache: bool,
+    /// Chat: send `reasoning_content` back on tool-calling turns.
+    pub reasoning_replay: bool,
     /// A stream without model output for this long fails.
     pub idle_timeout: Duration,
     /// Retries of 429/5xx before any output.
@@ -67,14 +103,27 @@ impl Provider {
     /// answered 200.
     pub async fn start(&self, request: &Request<'_>) -> Result<ResponseStream, ProviderError> {
         let redact = Redactor::new(self.api_key.as_deref());
-        let (url, body, parser) = match self.wire {
+        let key = self.api_key.as_deref();
+        let (url, body, parser, auth) = match self.wire {
             Wire::Chat => (
                 chat::url(&self.base_url),
-                chat::body(&self.model, request)?,
+                chat::body(self, request)?,
                 stream::Parser::Chat(chat::Parser::default()),
+                key.map(http::Auth::Bearer),
+            ),
+            Wire::Responses => (
+                responses::url(&self.base_url),
+                responses::body(self, request)?,
+                stream::Parser::Responses(responses::Parser::default()),
+                key.map(http::Auth::Bearer),
+            ),
+            Wire::Anthropic => (
+                anthropic::url(&self.base_url),
+                anthropic::body(self, request)?,
+                stream::Parser::Anthropic(anthropic::Parser::default()),
+                Some(http::Auth::Anthropic(key)),
             ),
         };
-        let auth = self.api_key.as_deref().map(http::Auth::Bearer);
         let response = http::send(self, &url, body, auth, &redact).await?;
         Ok(ResponseStream::new(
             response,
@@ -87,9 +136,15 @@ impl Provider {
     /// Serialized size of the tool definitions as this wire sends them,
     /// for request-size estimates.
     pub fn tools_bytes(&self, tools: &[ToolSpec]) -> usize {
-        match self.wire {
-            Wire::Chat => chat::tools_bytes(tools),
+        if tools.is_empty() {
+            return 0;
         }
+        let rendered: Vec<Value> = match self.wire {
+            Wire::Chat => tools.iter().map(chat::tool).collect(),
+            Wire::Responses => tools.iter().map(responses::tool).collect(),
+            Wire::Anthropic => tools.iter().map(anthropic::tool).collect(),
+        };
+        serde_json::to_vec(&rendered).map_or(0, |v| v.len())
     }
 }
 

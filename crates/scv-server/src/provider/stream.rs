@@ -8,7 +8,7 @@
 
 use super::assemble::{Assembler, Delta};
 use super::sse::{EventTooLarge, SseReader};
-use super::{chat, http, ProviderError, Redactor};
+use super::{anthropic, chat, http, responses, ProviderError, Redactor};
 use crate::message::AssistantMessage;
 use scv_protocol::limits::{MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES};
 use scv_protocol::{FailureCode, Usage};
@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 /// A wire's event parser (static dispatch).
 pub(super) enum Parser {
     Chat(chat::Parser),
+    Responses(responses::Parser),
+    Anthropic(anthropic::Parser),
 }
 
 /// What a parsed event means for the stream.
@@ -36,6 +38,17 @@ impl Parser {
     ) -> Result<Flow, ProviderError> {
         match self {
             Parser::Chat(parser) => parser.apply(data, asm, redact),
+            Parser::Responses(parser) => parser.apply(data, asm, redact),
+            Parser::Anthropic(parser) => parser.apply(data, asm, redact),
+        }
+    }
+
+    /// The response ended: hand over anything held back.
+    fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
+        match self {
+            Parser::Chat(parser) => parser.finish(asm),
+            Parser::Responses(parser) => parser.finish(asm),
+            Parser::Anthropic(parser) => parser.finish(asm),
         }
     }
 }
@@ -56,6 +69,8 @@ pub(crate) struct ResponseStream {
     last_output: Instant,
     received: usize,
     done: bool,
+    /// The parser has handed over what it held back.
+    finished: bool,
     parser: Parser,
     asm: Assembler,
     redact: Redactor,
@@ -75,6 +90,7 @@ impl ResponseStream {
             last_output: Instant::now(),
             received: 0,
             done: false,
+            finished: false,
             parser,
             asm: Assembler::default(),
             redact,
@@ -110,6 +126,11 @@ impl ResponseStream {
                 }
             }
             if self.done {
+                if !self.finished {
+                    self.finished = true;
+                    self.parser.finish(&mut self.asm)?;
+                    continue;
+                }
                 return Ok(None);
             }
             let deadline = self.last_output + self.idle_timeout;
@@ -141,7 +162,7 @@ impl ResponseStream {
                 None if self.asm.finish_reason().is_some() => self.done = true,
                 None => {
                     return Err(ProviderError::provider(
-                        "provider stream ended before [DONE] or a finish reason",
+                        "provider stream ended before its end event or a finish reason",
                     ))
                 }
             }

@@ -1,0 +1,470 @@
+//! The Anthropic Messages wire (`wire = "anthropic"`):
+//! `POST {base_url}/messages` with `x-api-key` and `anthropic-version`.
+//!
+//! Requests: `system` at the top level, tools as `{name, description,
+//! input_schema}`, tool calls as `tool_use` blocks and their results as
+//! `tool_result` blocks first in the following user message (all results
+//! of one assistant turn in one message; consecutive messages of one role
+//! merged, as the API requires alternation). With `prompt_cache`, the
+//! system prompt and the last block of the conversation carry
+//! `cache_control: {"type": "ephemeral"}`, so a long session re-reads its
+//! prefix from cache. `reasoning_effort` enables extended thinking with a
+//! budget below `max_tokens`; thinking and redacted-thinking blocks are
+//! kept with their assistant message and sent back first and unchanged.
+//!
+//! Streams: `message_start` (input and cache usage), content blocks of
+//! `text`, `tool_use` (`input_json_delta`), `thinking` (`thinking_delta`,
+//! `signature_delta`) and `redacted_thinking`, `message_delta` (stop
+//! reason, cumulative output tokens), `message_stop`, `ping`, `error`.
+//! Shapes: Anthropic's streaming and extended-thinking documentation (see
+//! the tests). Reported input tokens are input + cache creation + cache
+//! read.
+
+use super::assemble::Assembler;
+use super::stream::Flow;
+use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
+use crate::message::{Message, ProviderData, WireKind};
+use scv_protocol::Usage;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+pub(super) fn url(base_url: &str) -> String {
+    format!("{}/messages", base_url.trim_end_matches('/'))
+}
+
+pub(super) fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": &*spec.parameters,
+    })
+}
+
+/// The smallest thinking budget the API takes.
+const MIN_THINKING_BUDGET: u64 = 1024;
+
+/// A thinking budget for the effort, below `max_tokens` (none when
+/// `max_tokens` leaves no room).
+fn thinking_budget(provider: &Provider) -> Option<u64> {
+    let wanted = match provider.reasoning_effort? {
+        crate::config::Effort::Low => 2_048,
+        crate::config::Effort::Medium => 8_192,
+        crate::config::Effort::High => 24_576,
+    };
+    let budget = wanted.min(provider.max_output_tokens.saturating_sub(1));
+    (budget >= MIN_THINKING_BUDGET).then_some(budget)
+}
+
+/// The conversation as Anthropic messages: alternating roles, tool results
+/// first in their user message.
+fn messages(history: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in history {
+        let (role, blocks) = match message {
+            Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+            Message::Tool { call_id, content } => (
+                "user",
+                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content})],
+            ),
+            Message::Assistant(assistant) => {
+                let mut blocks = Vec::new();
+                if let Some(Value::Array(thinking)) = assistant
+                    .provider_data
+                    .as_ref()
+                    .filter(|d| d.wire == WireKind::Anthropic)
+                    .map(|d| &d.value)
+                {
+                    blocks.extend(thinking.iter().cloned());
+                }
+                if let Some(text) = assistant.text.as_deref().filter(|t| !t.trim().is_empty()) {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in &assistant.tool_calls {
+                    let input: Value = serde_json::from_str(&call.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                ("assistant", blocks)
+            }
+        };
+        if blocks.is_empty() {
+            continue; // an empty assistant message: the API refuses those
+        }
+        match out.last_mut() {
+            Some((last, existing)) if *last == role => {
+                existing.extend(blocks);
+                // Tool results must lead their user message.
+                existing.sort_by_key(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
+            }
+            _ => out.push((role, blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+    let cache = || json!({"type": "ephemeral"});
+    let mut system = json!({"type": "text", "text": request.system});
+    let mut messages = messages(request.history);
+    if provider.prompt_cache {
+        system["cache_control"] = cache();
+        if let Some(last) = messages
+            .last_mut()
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+        {
+            last["cache_control"] = cache();
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(provider.model));
+    body.insert("max_tokens".into(), json!(provider.max_output_tokens));
+    body.insert("stream".into(), json!(true));
+    body.insert("system".into(), json!([system]));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(request.tools.iter().map(tool).collect()),
+        );
+    }
+    if let Some(budget) = thinking_budget(provider) {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
+    encode(&Value::Object(body))
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    content_block: Option<Value>,
+    #[serde(default, borrow)]
+    delta: Option<BlockDelta<'a>>,
+    #[serde(default)]
+    message: Option<Value>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// `content_block_delta.delta` and `message_delta.delta`.
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+}
+
+/// A thinking block being streamed.
+struct ThinkingBlock {
+    thinking: String,
+    signature: String,
+}
+
+/// Reads Messages events into the assembler.
+#[derive(Default)]
+pub(super) struct Parser {
+    /// The call slot of each `tool_use` block, by block index.
+    calls: HashMap<u64, usize>,
+    /// Thinking blocks being streamed, by block index.
+    thinking: HashMap<u64, ThinkingBlock>,
+    /// Finished thinking and redacted-thinking blocks, in order.
+    blocks: Vec<Value>,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl Parser {
+    pub fn apply(
+        &mut self,
+        data: &[u8],
+        asm: &mut Assembler,
+        redact: &Redactor,
+    ) -> Result<Flow, ProviderError> {
+        let event: Event = serde_json::from_slice(data).map_err(|err| {
+            ProviderError::provider(format!("malformed provider stream event: {err}"))
+        })?;
+        let index = event.index.unwrap_or(0);
+        match event.kind.as_ref() {
+            "message_start" => {
+                if let Some(usage) = event.message.as_ref().and_then(|m| m.get("usage")) {
+                    self.input_tokens = input_tokens(usage);
+                    self.output_tokens = number(usage, "output_tokens");
+                    self.report_usage(asm);
+                }
+            }
+            "content_block_start" => {
+                let block = event.content_block.unwrap_or(Value::Null);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => {
+                        let slot = asm.new_call()?;
+                        self.calls.insert(index, slot);
+                        asm.tool_call(
+                            slot,
+                            block.get("id").and_then(Value::as_str),
+                            block.get("name").and_then(Value::as_str),
+                            None,
+                        )?;
+                    }
+                    Some("thinking") => {
+                        let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
+                        asm.reasoning(text)?;
+                        self.thinking.insert(
+                            index,
+                            ThinkingBlock {
+                                thinking: text.to_string(),
+                                signature: block
+                                    .get("signature")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
+                            },
+                        );
+                    }
+                    Some("redacted_thinking") => {
+                        // Opaque; it arrives whole and goes back whole.
+                        self.keep(block, asm);
+                    }
+                    Some("text") => {
+                        if let Some(text) = block.get("text").and_then(Value::as_str) {
+                            asm.text(text)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let Some(delta) = event.delta else {
+                    return Ok(Flow::Continue);
+                };
+                match delta.kind.as_deref() {
+                    Some("text_delta") => asm.text(delta.text.as_deref().unwrap_or(""))?,
+                    Some("input_json_delta") => {
+                        if let Some(&slot) = self.calls.get(&index) {
+                            asm.tool_call(slot, None, None, delta.partial_json.as_deref())?;
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        let text = delta.thinking.as_deref().unwrap_or("");
+                        asm.reasoning(text)?;
+                        if let Some(block) = self.thinking.get_mut(&index) {
+                            block.thinking.push_str(text);
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(block) = self.thinking.get_mut(&index) {
+                            block
+                                .signature
+                                .push_str(delta.signature.as_deref().unwrap_or(""));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(block) = self.thinking.remove(&index) {
+                    let value = json!({
+                        "type": "thinking",
+                        "thinking": block.thinking,
+                        "signature": block.signature,
+                    });
+                    self.keep(value, asm);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
+                    asm.finish(reason);
+                }
+                if let Some(usage) = &event.usage {
+                    // Cumulative; input figures only when present and set.
+                    self.output_tokens = number(usage, "output_tokens").max(self.output_tokens);
+                    let input = input_tokens(usage);
+                    if input > 0 {
+                        self.input_tokens = input;
+                    }
+                    self.report_usage(asm);
+                }
+            }
+            "message_stop" => {
+                if asm.finish_reason().is_none() {
+                    asm.finish("end_turn");
+                }
+                return Ok(Flow::Done);
+            }
+            "error" => {
+                let error = event.error.unwrap_or_else(|| json!("the stream failed"));
+                return Err(errors::from_value(None, &error, redact));
+            }
+            _ => {} // ping, and events added later
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Keeps a block to send back with this message.
+    fn keep(&mut self, block: Value, asm: &mut Assembler) {
+        self.blocks.push(block);
+        asm.provider_data(ProviderData {
+            wire: WireKind::Anthropic,
+            value: Value::Array(self.blocks.clone()),
+        });
+    }
+
+    fn report_usage(&self, asm: &mut Assembler) {
+        asm.usage(Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+        });
+    }
+
+    pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
+/// Input tokens as SCV reports them: input + cache creation + cache read.
+fn input_tokens(usage: &Value) -> u64 {
+    number(usage, "input_tokens")
+        + number(usage, "cache_creation_input_tokens")
+        + number(usage, "cache_read_input_tokens")
+}
+
+fn number(value: &Value, key: &str) -> u64 {
+    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AssistantMessage, ToolCall};
+
+    fn assistant_with_call(thinking: Option<Value>) -> Message {
+        Message::Assistant(AssistantMessage {
+            text: Some("Let me look.".into()),
+            tool_calls: vec![
+                ToolCall {
+                    id: "toolu_1".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\":\"a\"}".into(),
+                    provider_data: None,
+                },
+                ToolCall {
+                    id: "toolu_2".into(),
+                    name: "list_dir".into(),
+                    arguments: String::new(),
+                    provider_data: None,
+                },
+            ],
+            reasoning: None,
+            provider_data: thinking.map(|value| ProviderData {
+                wire: WireKind::Anthropic,
+                value,
+            }),
+        })
+    }
+
+    #[test]
+    fn results_lead_one_user_message_and_thinking_goes_back_first() {
+        let thinking = json!([{"type": "thinking", "thinking": "hmm", "signature": "sig"}]);
+        let history = vec![
+            Message::user("look around"),
+            assistant_with_call(Some(thinking.clone())),
+            Message::Tool {
+                call_id: "toolu_1".into(),
+                content: "A".into(),
+            },
+            Message::Tool {
+                call_id: "toolu_2".into(),
+                content: "B".into(),
+            },
+            Message::user("and then?"),
+        ];
+        let messages = messages(&history);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1]["content"][0], thinking[0]);
+        assert_eq!(messages[1]["content"][2]["input"], json!({"path": "a"}));
+        assert_eq!(messages[1]["content"][3]["input"], json!({}));
+        let results = messages[2]["content"].as_array().unwrap();
+        let kinds: Vec<&str> = results.iter().map(|b| b["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["tool_result", "tool_result", "text"]);
+    }
+
+    #[test]
+    fn another_wires_reasoning_is_not_sent() {
+        let mut message = assistant_with_call(None);
+        if let Message::Assistant(a) = &mut message {
+            a.provider_data = Some(ProviderData {
+                wire: WireKind::Responses,
+                value: json!([{"type": "reasoning", "encrypted_content": "x"}]),
+            });
+        }
+        let messages = messages(&[Message::user("hi"), message]);
+        assert_eq!(messages[1]["content"][0]["type"], "text");
+    }
+
+    #[test]
+    fn a_thinking_stream_keeps_its_signed_block() {
+        // Anthropic's streaming doc, "Streaming request with extended thinking".
+        let mut parser = Parser::default();
+        let mut asm = Assembler::default();
+        for event in [
+            json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":25,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me solve"}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+            json!({"type":"ping"}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"27 * 453 = 12,231"}}),
+            json!({"type":"content_block_stop","index":1}),
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15,"input_tokens":0}}),
+        ] {
+            let flow = parser
+                .apply(event.to_string().as_bytes(), &mut asm, &Redactor::default())
+                .unwrap();
+            assert_eq!(flow, Flow::Continue);
+        }
+        let flow = parser
+            .apply(br#"{"type":"message_stop"}"#, &mut asm, &Redactor::default())
+            .unwrap();
+        assert_eq!(flow, Flow::Done);
+        let (message, usage, finish) = asm.into_parts();
+        assert_eq!(message.text.as_deref(), Some("27 * 453 = 12,231"));
+        assert_eq!(message.reasoning.as_deref(), Some("Let me solve"));
+        assert_eq!(
+            message.provider_data.unwrap().value,
+            json!([{"type":"thinking","thinking":"Let me solve","signature":"EqQB"}])
+        );
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: 1125,
+                output_tokens: 15
+            })
+        );
+        assert_eq!(finish.as_deref(), Some("end_turn"));
+    }
+}

@@ -1,0 +1,386 @@
+//! The OpenAI Responses wire (`wire = "responses"`):
+//! `POST {base_url}/responses`, stateless (`store: false`) with the
+//! encrypted reasoning items included and sent back, as codex does.
+//!
+//! Requests: the system prompt as `instructions`, history as input items
+//! (`message`, `function_call`, `function_call_output`, and each assistant
+//! message's `reasoning` items first, exactly as received), tools as
+//! `{"type": "function", name, description, parameters}`, and
+//! `reasoning: {effort, summary: "auto"}` when `reasoning_effort` is set.
+//!
+//! Streams are semantic events; there is no `[DONE]`: `response.completed`
+//! (or `.incomplete`) ends a response, `response.failed` and `error` fail
+//! it. A reasoning item's `encrypted_content` is taken from
+//! `response.output_item.done` (it differs in the other copies of a real
+//! stream). Shapes: OpenAI's API reference and a real gpt-5-mini capture
+//! (see the tests).
+
+use super::assemble::Assembler;
+use super::stream::Flow;
+use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
+use crate::message::{Message, ProviderData, WireKind};
+use scv_protocol::Usage;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+pub(super) fn url(base_url: &str) -> String {
+    format!("{}/responses", base_url.trim_end_matches('/'))
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: Vec<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    store: bool,
+    stream: bool,
+    include: [&'static str; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+}
+
+pub(super) fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": &*spec.parameters,
+        "strict": false,
+    })
+}
+
+fn input(history: &[Message]) -> Vec<Value> {
+    let mut items = Vec::with_capacity(history.len());
+    for message in history {
+        match message {
+            Message::User { content } => items.push(json!({
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": content}],
+            })),
+            Message::Assistant(assistant) => {
+                // Reasoning items first, as they came; another wire's
+                // reasoning data is never sent here.
+                if let Some(Value::Array(reasoning)) = assistant
+                    .provider_data
+                    .as_ref()
+                    .filter(|d| d.wire == WireKind::Responses)
+                    .map(|d| &d.value)
+                {
+                    items.extend(reasoning.iter().cloned());
+                }
+                if let Some(text) = assistant.text.as_deref().filter(|t| !t.is_empty()) {
+                    items.push(json!({
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }));
+                }
+                for call in &assistant.tool_calls {
+                    items.push(json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }));
+                }
+            }
+            Message::Tool { call_id, content } => items.push(json!({
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": content,
+            })),
+        }
+    }
+    items
+}
+
+pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+    encode(&Body {
+        model: &provider.model,
+        instructions: request.system,
+        input: input(request.history),
+        tools: request.tools.iter().map(tool).collect(),
+        tool_choice: (!request.tools.is_empty()).then_some("auto"),
+        store: false,
+        stream: true,
+        include: ["reasoning.encrypted_content"],
+        reasoning: provider
+            .reasoning_effort
+            .map(|effort| json!({"effort": effort.as_str(), "summary": "auto"})),
+    })
+}
+
+/// The fields of a Responses event SCV reads.
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    summary_index: Option<u64>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    response: Option<Value>,
+    /// `error` events: flat (`code`, `message`) or nested (`error`).
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
+}
+
+/// Reads Responses events into the assembler.
+#[derive(Default)]
+pub(super) struct Parser {
+    /// The call slot of each function-call item id.
+    calls: HashMap<String, usize>,
+    /// Reasoning items (from `output_item.done`) to send back.
+    reasoning: Vec<Value>,
+    /// Whether any summary text came for the current reasoning item part.
+    summary_seen: bool,
+}
+
+impl Parser {
+    pub fn apply(
+        &mut self,
+        data: &[u8],
+        asm: &mut Assembler,
+        redact: &Redactor,
+    ) -> Result<Flow, ProviderError> {
+        if data == b"[DONE]" {
+            // Some proxies append one; the terminal response event decides.
+            return Ok(Flow::Continue);
+        }
+        let event: Event = serde_json::from_slice(data).map_err(|err| {
+            ProviderError::provider(format!("malformed provider stream event: {err}"))
+        })?;
+        match event.kind.as_ref() {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                if let Some(delta) = &event.delta {
+                    asm.text(delta)?;
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(delta) = &event.delta {
+                    self.summary_seen = true;
+                    asm.reasoning(delta)?;
+                }
+            }
+            "response.reasoning_summary_part.added" => {
+                // Parts of a summary are paragraphs.
+                if event.summary_index.unwrap_or(0) > 0 && self.summary_seen {
+                    asm.reasoning("\n\n")?;
+                }
+            }
+            "response.output_item.added" => {
+                if let Some(item) = &event.item {
+                    self.item_added(item, asm)?;
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let slot = event.item_id.as_deref().and_then(|id| self.calls.get(id));
+                if let (Some(&slot), Some(delta)) = (slot, &event.delta) {
+                    asm.tool_call(slot, None, None, Some(delta))?;
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(item) = event.item {
+                    self.item_done(item, asm)?;
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = event.response.unwrap_or(Value::Null);
+                if let Some(usage) = response.get("usage").filter(|u| !u.is_null()) {
+                    asm.usage(Usage {
+                        input_tokens: number(usage, "input_tokens"),
+                        output_tokens: number(usage, "output_tokens"),
+                    });
+                }
+                let reason = response
+                    .pointer("/incomplete_details/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or(if asm.calls() > 0 { "tool_calls" } else { "stop" });
+                asm.finish(reason);
+                return Ok(Flow::Done);
+            }
+            "response.failed" => {
+                let error = event
+                    .response
+                    .as_ref()
+                    .and_then(|r| r.get("error"))
+                    .cloned()
+                    .unwrap_or_else(|| json!("the response failed"));
+                return Err(errors::from_value(None, &error, redact));
+            }
+            "error" => {
+                let error = match (event.error, event.code, event.message) {
+                    (Some(nested), _, _) => nested,
+                    (None, code, message) => json!({"code": code, "message": message}),
+                };
+                return Err(errors::from_value(None, &error, redact));
+            }
+            _ => {}
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn item_added(&mut self, item: &Value, asm: &mut Assembler) -> Result<(), ProviderError> {
+        if item.get("type").and_then(Value::as_str) != Some("function_call") {
+            return Ok(());
+        }
+        let slot = asm.new_call()?;
+        if let Some(id) = item.get("id").and_then(Value::as_str) {
+            self.calls.insert(id.to_string(), slot);
+        }
+        asm.tool_call(
+            slot,
+            item.get("call_id").and_then(Value::as_str),
+            item.get("name").and_then(Value::as_str),
+            None,
+        )
+    }
+
+    fn item_done(&mut self, item: Value, asm: &mut Assembler) -> Result<(), ProviderError> {
+        match item.get("type").and_then(Value::as_str) {
+            Some("function_call") => {
+                let known = item
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| self.calls.get(id))
+                    .copied();
+                let slot = match known {
+                    Some(slot) => slot,
+                    None => asm.new_call()?,
+                };
+                // The final arguments are authoritative when no deltas came.
+                let arguments = item
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .filter(|_| asm.call_arguments(slot).is_empty());
+                asm.tool_call(
+                    slot,
+                    item.get("call_id").and_then(Value::as_str),
+                    item.get("name")
+                        .and_then(Value::as_str)
+                        .filter(|_| known.is_none()),
+                    arguments,
+                )
+            }
+            Some("reasoning") => {
+                // Without its encrypted content a stateless request cannot
+                // use the item (the API answers 404).
+                if item
+                    .get("encrypted_content")
+                    .is_some_and(|c| c.is_string())
+                {
+                    self.reasoning.push(replayable(item));
+                    asm.provider_data(ProviderData {
+                        wire: WireKind::Responses,
+                        value: Value::Array(self.reasoning.clone()),
+                    });
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
+/// A reasoning item as it may go back: its id, summary and encrypted
+/// content (output-only fields such as `status` dropped).
+fn replayable(mut item: Value) -> Value {
+    if let Value::Object(map) = &mut item {
+        map.retain(|key, _| {
+            matches!(
+                key.as_str(),
+                "type" | "id" | "summary" | "encrypted_content" | "content"
+            )
+        });
+        map.entry("summary").or_insert_with(|| json!([]));
+    }
+    item
+}
+
+fn number(value: &Value, key: &str) -> u64 {
+    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(events: &[Value]) -> (Assembler, Vec<super::super::Delta>) {
+        let mut parser = Parser::default();
+        let mut asm = Assembler::default();
+        let mut deltas = Vec::new();
+        for event in events {
+            parser
+                .apply(event.to_string().as_bytes(), &mut asm, &Redactor::default())
+                .unwrap();
+            while let Some(delta) = asm.next_delta() {
+                deltas.push(delta);
+            }
+        }
+        (asm, deltas)
+    }
+
+    #[test]
+    fn reasoning_items_text_and_calls_from_a_real_stream_shape() {
+        // Event shapes from a real gpt-5-mini `store: false` capture and
+        // OpenAI's API reference (function calls, reasoning summaries).
+        let (asm, deltas) = parse(&[
+            json!({"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","usage":null}}),
+            json!({"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"rs_1","type":"reasoning","encrypted_content":"added-copy","summary":[]}}),
+            json!({"type":"response.reasoning_summary_part.added","item_id":"rs_1","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":""}}),
+            json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Plan**"}),
+            json!({"type":"response.reasoning_summary_part.added","item_id":"rs_1","output_index":0,"summary_index":1,"part":{"type":"summary_text","text":""}}),
+            json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":1,"delta":"read it"}),
+            json!({"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":{"id":"rs_1","type":"reasoning","encrypted_content":"done-copy","summary":[{"type":"summary_text","text":"**Plan**"}],"status":"completed"}}),
+            json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":"Let me ","logprobs":[],"obfuscation":"x"}),
+            json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":"read.","logprobs":[]}),
+            json!({"type":"response.output_item.added","sequence_number":5,"output_index":2,"item":{"id":"fc_01","type":"function_call","status":"in_progress","arguments":"","call_id":"call_abc123","name":"read_file"}}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc_01","output_index":2,"delta":"{\"pa"}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc_01","output_index":2,"delta":"th\":\"a\"}"}),
+            json!({"type":"response.output_item.done","output_index":2,"item":{"id":"fc_01","type":"function_call","status":"completed","arguments":"{\"path\":\"a\"}","call_id":"call_abc123","name":"read_file"}}),
+            json!({"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":72,"input_tokens_details":{"cached_tokens":0},"output_tokens":25,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":97}}}),
+        ]);
+        assert_eq!(
+            deltas,
+            [
+                super::super::Delta::Reasoning("**Plan**".into()),
+                super::super::Delta::Reasoning("\n\n".into()),
+                super::super::Delta::Reasoning("read it".into()),
+                super::super::Delta::Text("Let me ".into()),
+                super::super::Delta::Text("read.".into()),
+            ]
+        );
+        let (message, usage, finish) = asm.into_parts();
+        assert_eq!(message.text.as_deref(), Some("Let me read."));
+        assert_eq!(message.tool_calls[0].id, "call_abc123");
+        assert_eq!(message.tool_calls[0].arguments, "{\"path\":\"a\"}");
+        let data = message.provider_data.unwrap();
+        assert_eq!(data.wire, WireKind::Responses);
+        assert_eq!(
+            data.value,
+            json!([{"id":"rs_1","type":"reasoning","encrypted_content":"done-copy","summary":[{"type":"summary_text","text":"**Plan**"}]}])
+        );
+        assert_eq!(usage.unwrap().input_tokens, 72);
+        assert_eq!(finish.as_deref(), Some("tool_calls"));
+    }
+}
