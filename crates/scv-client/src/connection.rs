@@ -5,8 +5,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures_util::StreamExt;
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
 use scv_protocol::{
-    Capabilities, ClientFrame, ClientMessage, ErrorCode, Event, EventBody, Frame, FrameCodec, Initialize,
-    PeerInfo, SessionStart, PROTOCOL_VERSION,
+    Capabilities, ClientFrame, ClientMessage, ErrorCode, Event, EventBody, Frame, FrameCodec,
+    Initialize, PeerInfo, SessionStart, PROTOCOL_VERSION,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::FramedRead;

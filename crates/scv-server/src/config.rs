@@ -178,7 +178,10 @@ impl Config {
 
     fn resolve(raw: Raw, text: &str) -> Result<Config> {
         if raw.max_steps == 0 {
-            return Err(anyhow!("{}max_steps must be at least 1", at(text, "max_steps")));
+            return Err(anyhow!(
+                "{}max_steps must be at least 1",
+                at(text, "max_steps")
+            ));
         }
         if raw.context_max_tokens == Some(0) {
             return Err(anyhow!(
@@ -198,18 +201,22 @@ impl Config {
             api_key_env: raw.api_key_env,
             context_max_tokens: raw.context_max_tokens,
         };
-        let providers =
-            Providers::resolve(&raw.providers, &raw.provider, &overrides, raw.max_output_tokens)
-                .map_err(|err| {
-                    // Point at the table the error is about, else at `provider`.
-                    let line = raw
-                        .providers
-                        .keys()
-                        .find(|name| err.contains(&format!("`{name}`")))
-                        .map(|name| at_table(text, &format!("providers.{name}")))
-                        .unwrap_or_else(|| at(text, "provider"));
-                    anyhow!("{line}{err}")
-                })?;
+        let providers = Providers::resolve(
+            &raw.providers,
+            &raw.provider,
+            &overrides,
+            raw.max_output_tokens,
+        )
+        .map_err(|err| {
+            // Point at the table the error is about, else at `provider`.
+            let line = raw
+                .providers
+                .keys()
+                .find(|name| err.contains(&format!("`{name}`")))
+                .map(|name| at_table(text, &format!("providers.{name}")))
+                .unwrap_or_else(|| at(text, "provider"));
+            anyhow!("{line}{err}")
+        })?;
         Ok(Config {
             providers,
             reasoning_effort: raw.reasoning_effort,
@@ -333,7 +340,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.starts_with("/h/config.toml: line 1: provider `mine`"), "{err}");
+        assert!(
+            err.starts_with("/h/config.toml: line 1: provider `mine`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::transport::{encode, spawn_writer, Outbound};
 use futures_util::StreamExt;
 use scv_protocol::limits::MAX_CLIENT_FRAME_BYTES;
 use scv_protocol::{
-    Capabilities, ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event, EventBody, Frame,
-    FrameCodec, Initialize, PeerInfo, PROTOCOL_VERSION,
+    Capabilities, ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event,
+    EventBody, Frame, FrameCodec, Initialize, PeerInfo, PROTOCOL_VERSION,
 };
 use std::sync::Arc;
 use std::time::Duration;

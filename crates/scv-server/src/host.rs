@@ -265,7 +265,9 @@ impl SessionHost {
         }
         .clone();
         // A model alone keeps the provider (and its base URL).
-        let base_url = provider.is_none().then(|| current.provider.base_url.clone());
+        let base_url = provider
+            .is_none()
+            .then(|| current.provider.base_url.clone());
         let model = model.or_else(|| provider.is_none().then(|| current.provider.model.clone()));
         let next = self.provider(&def, model, base_url)?;
         let configured = EventBody::SessionConfigured {

@@ -337,7 +337,11 @@ mod tests {
         assert_eq!(providers.default_def().model, "gpt-4o");
         let anthropic = providers.get("anthropic").unwrap();
         assert_eq!(
-            (anthropic.wire, anthropic.max_output_tokens, anthropic.model.as_str()),
+            (
+                anthropic.wire,
+                anthropic.max_output_tokens,
+                anthropic.model.as_str()
+            ),
             (Wire::Anthropic, 8000, "claude-sonnet-4-5")
         );
         let local = providers.get("local").unwrap();

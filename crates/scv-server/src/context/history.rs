@@ -90,7 +90,11 @@ impl History {
     pub fn keep_provider_data_of(&mut self, wire: WireKind) {
         for message in &mut self.messages {
             if let Message::Assistant(assistant) = message {
-                if assistant.provider_data.as_ref().is_some_and(|d| d.wire != wire) {
+                if assistant
+                    .provider_data
+                    .as_ref()
+                    .is_some_and(|d| d.wire != wire)
+                {
                     assistant.provider_data = None;
                 }
                 for call in &mut assistant.tool_calls {

@@ -98,7 +98,8 @@ fn messages(history: &[Message]) -> Vec<Value> {
             Some((last, existing)) if *last == role => {
                 existing.extend(blocks);
                 // Tool results must lead their user message.
-                existing.sort_by_key(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
+                existing
+                    .sort_by_key(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
             }
             _ => out.push((role, blocks)),
         }
@@ -408,7 +409,10 @@ mod tests {
         assert_eq!(messages[1]["content"][2]["input"], json!({"path": "a"}));
         assert_eq!(messages[1]["content"][3]["input"], json!({}));
         let results = messages[2]["content"].as_array().unwrap();
-        let kinds: Vec<&str> = results.iter().map(|b| b["type"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> = results
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
         assert_eq!(kinds, ["tool_result", "tool_result", "text"]);
     }
 
@@ -448,7 +452,11 @@ mod tests {
             assert_eq!(flow, Flow::Continue);
         }
         let flow = parser
-            .apply(br#"{"type":"message_stop"}"#, &mut asm, &Redactor::default())
+            .apply(
+                br#"{"type":"message_stop"}"#,
+                &mut asm,
+                &Redactor::default(),
+            )
             .unwrap();
         assert_eq!(flow, Flow::Done);
         let (message, usage, finish) = asm.into_parts();

@@ -420,7 +420,10 @@ impl Parser {
 
     fn apply_delta(&mut self, delta: Delta<'_>, asm: &mut Assembler) -> Result<(), ProviderError> {
         for call in delta.tool_calls.unwrap_or_default() {
-            let id = call.id.as_deref().filter(|id| !id.is_empty() && *id != "null");
+            let id = call
+                .id
+                .as_deref()
+                .filter(|id| !id.is_empty() && *id != "null");
             let slot = self.slot(asm, call.index, id)?;
             let function = call.function.as_ref();
             let arguments = match function.and_then(|f| f.arguments.as_ref()) {
@@ -430,7 +433,12 @@ impl Parser {
                 }
                 Some(Arguments::Object(_)) | None => None,
             };
-            asm.tool_call(slot, id, function.and_then(|f| f.name.as_deref()), arguments)?;
+            asm.tool_call(
+                slot,
+                id,
+                function.and_then(|f| f.name.as_deref()),
+                arguments,
+            )?;
             if let Some(extra) = call.extra_content {
                 asm.call_data(
                     slot,
@@ -542,7 +550,10 @@ impl Parser {
         let key = index.unwrap_or(usize::MAX);
         let current = self.slots.get(&key).copied().or_else(|| {
             // No index at all: fragments continue the latest call.
-            index.is_none().then(|| asm.calls().checked_sub(1)).flatten()
+            index
+                .is_none()
+                .then(|| asm.calls().checked_sub(1))
+                .flatten()
         });
         let starts_new = match (current, id) {
             (None, _) => true,

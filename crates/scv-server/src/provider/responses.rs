@@ -178,11 +178,11 @@ impl Parser {
                     asm.reasoning(delta)?;
                 }
             }
-            "response.reasoning_summary_part.added" => {
-                // Parts of a summary are paragraphs.
-                if event.summary_index.unwrap_or(0) > 0 && self.summary_seen {
-                    asm.reasoning("\n\n")?;
-                }
+            // Parts of a summary are paragraphs.
+            "response.reasoning_summary_part.added"
+                if event.summary_index.unwrap_or(0) > 0 && self.summary_seen =>
+            {
+                asm.reasoning("\n\n")?;
             }
             "response.output_item.added" => {
                 if let Some(item) = &event.item {
@@ -211,7 +211,11 @@ impl Parser {
                 let reason = response
                     .pointer("/incomplete_details/reason")
                     .and_then(Value::as_str)
-                    .unwrap_or(if asm.calls() > 0 { "tool_calls" } else { "stop" });
+                    .unwrap_or(if asm.calls() > 0 {
+                        "tool_calls"
+                    } else {
+                        "stop"
+                    });
                 asm.finish(reason);
                 return Ok(Flow::Done);
             }
@@ -281,10 +285,7 @@ impl Parser {
             Some("reasoning") => {
                 // Without its encrypted content a stateless request cannot
                 // use the item (the API answers 404).
-                if item
-                    .get("encrypted_content")
-                    .is_some_and(|c| c.is_string())
-                {
+                if item.get("encrypted_content").is_some_and(|c| c.is_string()) {
                     self.reasoning.push(replayable(item));
                     asm.provider_data(ProviderData {
                         wire: WireKind::Responses,

@@ -280,6 +280,8 @@ impl App {
             )),
             EventBody::SessionCleared {} => self.session_cleared(),
             EventBody::Error(error) => self.server_error(error),
+            // Extensions this client has not asked for (yet).
+            EventBody::ReasoningDelta { .. } | EventBody::SessionConfigured { .. } => {}
             EventBody::Initialized { .. } | EventBody::DaemonStatus { .. } => {}
         }
     }

@@ -1,0 +1,416 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! The Anthropic Messages and OpenAI Responses wires through the real
+//! binary, against mock servers that stream as those services do (shapes
+//! from their documentation and real captures; see scv-test-support's
+//! `wires`). Each request is checked for the wire's invariants.
+
+mod common;
+use common::*;
+use scv_test_support::wires::anthropic::Block;
+use scv_test_support::wires::responses::Item;
+use scv_test_support::Wire;
+
+const ANTHROPIC_KEY: &str = "sk-ant-test-0123456789abcdef";
+
+/// A rig whose `anthropic` and `openai-responses` presets point at the mock.
+async fn rig(extra: &str, capabilities: Option<Value>) -> Rig {
+    let mock = MockProvider::start().await;
+    let base = mock.base_url();
+    // Top-level keys first: what follows a table header belongs to it.
+    let config = format!(
+        "{extra}\n[providers.anthropic]\nbase_url = \"{base}\"\nmodel = \"claude-test\"\n\
+         [providers.openai-responses]\nbase_url = \"{base}\"\nmodel = \"gpt-test\"\n"
+    );
+    let home = TestHome::new(&base, &config);
+    let mut server =
+        TestServer::spawn_with(BIN, home.path(), &[("ANTHROPIC_API_KEY", ANTHROPIC_KEY)]);
+    let mut init = json!({"type": "initialize", "request_id": "init", "protocol_version": 2});
+    if let Some(capabilities) = capabilities {
+        init["capabilities"] = capabilities;
+    }
+    server.send(init).await;
+    server.expect("initialized").await;
+    Rig { mock, home, server }
+}
+
+async fn session_on(rig: &mut Rig, provider: &str) -> String {
+    let workspace = rig.home.workspace();
+    rig.server
+        .start_session_with(json!({"cwd": workspace, "provider": provider}))
+        .await
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    types(events)
+}
+
+fn text_of(events: &[Value], kind: &str) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == kind)
+        .map(|e| e["content"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn anthropic_text_turn_with_its_headers_cache_and_usage() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock
+        .push(Reply::anthropic_text(["Hello", " from Claude."]));
+    let events = rig.turn(&session, "hi").await;
+    assert_eq!(text_of(&events, "assistant.delta"), "Hello from Claude.");
+    let completed = events.last().unwrap();
+    assert_eq!(completed["type"], "turn.completed", "{completed}");
+    let request = &rig.mock.requests_on(Wire::Anthropic)[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.header("x-api-key"), Some(ANTHROPIC_KEY));
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(request.header("authorization"), None, "never Authorization");
+    let body = &request.body;
+    assert_eq!(body["model"], "claude-test");
+    assert_eq!(body["max_tokens"], 32000);
+    assert_eq!(body["stream"], true);
+    assert_eq!(
+        body["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert!(body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("You are SCV"));
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert!(body["tools"][0].get("input_schema").is_some());
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+    // Usage the mock reported: input + cache creation + cache read.
+    let usage = &completed["usage"];
+    assert!(usage["input_tokens"].as_u64().unwrap() > 0, "{usage}");
+}
+
+#[tokio::test]
+async fn anthropic_thinking_streams_to_opted_in_clients_and_goes_back_with_its_signature() {
+    let mut rig = rig(
+        "reasoning_effort = \"high\"\nauto_approve = [\"read\"]\n",
+        Some(json!({"reasoning": true})),
+    )
+    .await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_thinking(
+        ["I should ", "list the files."],
+        "sig-EqQBCgIY",
+        Block::tool_uses(&[("toolu_1", "list_dir", json!({"path": "."}))]),
+    ));
+    rig.mock.push(Reply::anthropic_text(["It is empty."]));
+    let events = rig.turn(&session, "what is here?").await;
+    assert_eq!(
+        text_of(&events, "reasoning.delta"),
+        "I should list the files."
+    );
+    assert_eq!(text_of(&events, "assistant.delta"), "It is empty.");
+    for event in events.iter().filter(|e| e["type"] == "assistant.completed") {
+        assert!(!event["content"]
+            .as_str()
+            .unwrap()
+            .contains("list the files"));
+    }
+    assert_seq_contiguous(&events);
+    let requests = rig.mock.requests_on(Wire::Anthropic);
+    assert_eq!(
+        requests[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 24576})
+    );
+    let continuation = &requests[1].body["messages"];
+    let assistant = &continuation[1]["content"];
+    assert_eq!(
+        assistant[0],
+        json!({"type": "thinking", "thinking": "I should list the files.", "signature": "sig-EqQBCgIY"})
+    );
+    assert_eq!(assistant[1]["type"], "tool_use");
+    assert_eq!(continuation[2]["content"][0]["type"], "tool_result");
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_did_not_ask_gets_no_reasoning_and_no_capabilities() {
+    let mut rig = rig("reasoning_effort = \"low\"\n", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_thinking(
+        ["secret thoughts"],
+        "sig",
+        vec![Block::text(["Answer."])],
+    ));
+    let events = rig.turn(&session, "think").await;
+    assert!(!kinds(&events).contains(&"reasoning.delta"));
+    assert!(events
+        .iter()
+        .all(|e| !e.to_string().contains("secret thoughts")));
+
+    // And the handshake of such a client is exactly protocol version 2.
+    let mut plain = TestServer::spawn(BIN, rig.home.path());
+    let initialized = plain.initialize().await;
+    assert!(initialized.get("capabilities").is_none(), "{initialized}");
+    let mut asking = TestServer::spawn(BIN, rig.home.path());
+    asking
+        .send(json!({"type":"initialize","request_id":"i","protocol_version":2,"capabilities":{"reasoning":true}}))
+        .await;
+    assert_eq!(
+        asking.expect("initialized").await["capabilities"],
+        json!({"reasoning": true})
+    );
+}
+
+#[tokio::test]
+async fn anthropic_failures_map_to_the_protocols_codes() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    // 529 overloaded before any output is retried.
+    rig.mock.push(Reply::anthropic_error(
+        529,
+        "overloaded_error",
+        "Overloaded",
+    ));
+    rig.mock.push(Reply::anthropic_text(["after a retry"]));
+    let events = rig.turn(&session, "one").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    // Overloaded mid-stream ends the turn with the provider's message.
+    rig.mock
+        .push(Reply::anthropic_text(["par", "tial"]).then_event(
+            3,
+            scv_test_support::wires::anthropic::error_event("overloaded_error", "Overloaded"),
+        ));
+    let events = rig.turn(&session, "two").await;
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("provider_error"))
+    );
+    assert!(
+        failed["message"].as_str().unwrap().contains("Overloaded"),
+        "{failed}"
+    );
+    // A prompt the context cannot hold: one compaction (its summary
+    // request), one retry, then context_limit.
+    rig.mock
+        .push(Reply::anthropic_prompt_too_long(250_000, 200_000));
+    rig.mock.push(Reply::anthropic_text(["the summary"]));
+    rig.mock
+        .push(Reply::anthropic_prompt_too_long(250_000, 200_000));
+    let events = rig.turn(&session, "three").await;
+    assert!(kinds(&events).contains(&"context.compacted"), "{events:?}");
+    assert_eq!(events.last().unwrap()["code"], "context_limit");
+    // A 401 names the status, never the key.
+    rig.mock.push(Reply::anthropic_error(
+        401,
+        "authentication_error",
+        &format!("invalid x-api-key {ANTHROPIC_KEY}"),
+    ));
+    let events = rig.turn(&session, "four").await;
+    let failed = events.last().unwrap();
+    assert_eq!(failed["code"], "provider_error");
+    assert!(!failed.to_string().contains(ANTHROPIC_KEY), "{failed}");
+}
+
+#[tokio::test]
+async fn responses_reasoning_items_and_calls_round_trip_statelessly() {
+    let mut rig = rig(
+        "reasoning_effort = \"medium\"\n",
+        Some(json!({"reasoning": true})),
+    )
+    .await;
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses_reasoning(
+        ["**Plan** list it"],
+        "enc-gAAAAB",
+        Item::function_calls(&[("call_1", "list_dir", json!({"path": "."}))]),
+    ));
+    rig.mock
+        .push(Reply::responses_text(["Empty", " workspace."]));
+    let events = rig.turn(&session, "look").await;
+    assert_eq!(text_of(&events, "reasoning.delta"), "**Plan** list it");
+    assert_eq!(text_of(&events, "assistant.delta"), "Empty workspace.");
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let requests = rig.mock.requests_on(Wire::Responses);
+    let first = &requests[0].body;
+    assert_eq!(first["store"], false);
+    assert_eq!(first["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(
+        first["reasoning"],
+        json!({"effort": "medium", "summary": "auto"})
+    );
+    assert!(first["instructions"]
+        .as_str()
+        .unwrap()
+        .contains("You are SCV"));
+    assert_eq!(first["tools"][0]["type"], "function");
+    let input = requests[1].body["input"].as_array().unwrap();
+    let types: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ]
+    );
+    assert_eq!(
+        input[1]["encrypted_content"], "enc-gAAAAB",
+        "the output_item.done copy"
+    );
+    assert_eq!(input[2]["call_id"], "call_1");
+    assert_eq!(input[3]["call_id"], "call_1");
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+
+#[tokio::test]
+async fn responses_terminal_events_and_failures() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "openai-responses").await;
+    // Incomplete (max_output_tokens): the turn keeps what came.
+    rig.mock
+        .push(Reply::responses_incomplete(["cut ", "short"]));
+    let events = rig.turn(&session, "one").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert_eq!(text_of(&events, "assistant.delta"), "cut short");
+    // response.failed carries the provider's message.
+    rig.mock.push(Reply::responses_failed(
+        "server_error",
+        "The model failed to generate a response.",
+    ));
+    let events = rig.turn(&session, "two").await;
+    let failed = events.last().unwrap();
+    assert_eq!(failed["code"], "provider_error");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains("The model failed"),
+        "{failed}"
+    );
+    // context_length_exceeded: one compaction, one retry, context_limit.
+    rig.mock.push(Reply::responses_context_length_exceeded());
+    rig.mock.push(Reply::responses_text(["the summary"]));
+    rig.mock.push(Reply::responses_context_length_exceeded());
+    let events = rig.turn(&session, "three").await;
+    assert!(kinds(&events).contains(&"context.compacted"), "{events:?}");
+    assert_eq!(events.last().unwrap()["code"], "context_limit");
+    // A stream that ends without its terminal event fails.
+    rig.mock
+        .push(Reply::responses_text(["no", "end"]).then(usize::MAX, Ending::Eof));
+    let events = rig.turn(&session, "four").await;
+    assert_eq!(events.last().unwrap()["code"], "provider_error");
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+
+#[tokio::test]
+async fn session_configure_switches_provider_and_model_keeping_the_history() {
+    let mut rig = rig("", None).await;
+    let session = rig.session().await;
+    // Gemini-style extra fields on a chat tool call (kept for chat only).
+    rig.mock.push(Reply::raw(
+        vec![
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_g","type":"function","function":{"name":"list_dir","arguments":"{\"path\":\".\"}"},"extra_content":{"google":{"thought_signature":"sig-g"}}}]}}]}).to_string(),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}).to_string(),
+        ],
+        Ending::Done,
+    ));
+    rig.mock.push(Reply::text(["listed"]));
+    let events = rig.turn(&session, "remember the word teapot").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+
+    let configure = |provider: Value, model: Value| json!({"type":"session.configure","request_id":"cfg","session_id":session,"provider":provider,"model":model});
+    rig.server
+        .send(configure(json!("anthropic"), Value::Null))
+        .await;
+    let configured = rig.server.expect("session.configured").await;
+    assert_eq!(
+        (
+            configured["provider"].as_str(),
+            configured["model"].as_str(),
+            configured["context_max_tokens"].as_u64()
+        ),
+        (Some("anthropic"), Some("claude-test"), Some(200_000))
+    );
+    assert_eq!(configured["request_id"], "cfg");
+    assert!(configured["seq"].is_u64());
+    rig.mock.push(Reply::anthropic_text(["teapot"]));
+    let events = rig.turn(&session, "which word?").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let body = rig.mock.requests_on(Wire::Anthropic)[0].body.to_string();
+    assert!(
+        body.contains("remember the word teapot"),
+        "the history is kept"
+    );
+    assert!(!body.contains("sig-g"), "another wire's data is never sent");
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+
+    // A model alone keeps the provider.
+    rig.server
+        .send(configure(Value::Null, json!("claude-other")))
+        .await;
+    let configured = rig.server.expect("session.configured").await;
+    assert_eq!(
+        (
+            configured["provider"].as_str(),
+            configured["model"].as_str()
+        ),
+        (Some("anthropic"), Some("claude-other"))
+    );
+    // Unknown provider; busy session.
+    rig.server.send(configure(json!("nope"), Value::Null)).await;
+    let error = rig.server.expect_error("invalid_request", "cfg").await;
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("known: anthropic"),
+        "{error}"
+    );
+    rig.mock
+        .push(Reply::anthropic_text(["slow"]).then(1, Ending::Stall));
+    rig.server.start_turn(&session, "busy", "take time").await;
+    rig.server.expect("turn.started").await;
+    rig.server
+        .send(configure(json!("openai"), Value::Null))
+        .await;
+    rig.server.expect_error("turn_active", "cfg").await;
+}
+
+#[tokio::test]
+async fn an_unknown_provider_in_config_stops_the_server_naming_file_and_names() {
+    let home = TestHome::new("http://127.0.0.1:9/v1", "provider = \"claude\"");
+    let out = tokio::process::Command::new(BIN)
+        .arg("--stdio")
+        .env("SCV_HOME", home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("config.toml: line 3: unknown provider `claude` (known: anthropic, deepseek, gemini, lmstudio, ollama, openai, openai-responses, openrouter)"), "{stderr}");
+}
