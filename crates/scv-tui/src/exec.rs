@@ -30,13 +30,14 @@ pub async fn run(
     prompt: String,
     json: bool,
     approve: &[Risk],
+    choice: &session::Choice,
 ) -> Result<ExitCode> {
     let cwd = std::env::current_dir()?.canonicalize()?;
     let session::Opened {
         mut conn,
         events,
         session_id,
-    } = session::open(home, socket, &cwd, true, "scv-exec").await?;
+    } = session::open(home, socket, &cwd, true, "scv-exec", choice).await?;
     let mut stdout = std::io::stdout().lock();
     let out_tty = stdout.is_terminal();
     let err_tty = std::io::stderr().is_terminal();

@@ -17,6 +17,13 @@ struct Cli {
     /// The daemon socket (default $SCV_HOME/server.sock, $SCV_HOME defaulting to ~/.scv).
     #[arg(long, global = true, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// The provider definition for the session (a preset such as
+    /// `anthropic`, or a `[providers.NAME]` table); default: the config's.
+    #[arg(long, global = true, value_name = "NAME")]
+    provider: Option<String>,
+    /// The model for the session; default: the provider's.
+    #[arg(long, global = true, value_name = "MODEL")]
+    model: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -155,6 +162,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let home = scv_client::scv_home();
     let socket = cli.socket.unwrap_or_else(|| home.join("server.sock"));
+    let choice = scv_tui::session::Choice {
+        provider: cli.provider,
+        model: cli.model,
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -167,7 +178,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            None => tui::run(home, socket, launched)
+            None => tui::run(home, socket, launched, choice)
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Some(Command::Exec {
@@ -176,7 +187,7 @@ fn main() -> ExitCode {
                 approve,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
-                exec::run(&home, &socket, prompt, json, &approve).await
+                exec::run(&home, &socket, prompt, json, &approve, &choice).await
             }
             Some(Command::Daemon { action }) => match action {
                 DaemonAction::Status { json } => {

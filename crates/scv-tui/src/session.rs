@@ -31,12 +31,21 @@ pub async fn connect(home: &Path, socket: &Path, start: bool) -> Result<DaemonCo
     Ok(Connection::new(reader, writer))
 }
 
+/// The provider and model a session asks for (`--provider`, `--model`);
+/// `None` takes the daemon's configured ones.
+#[derive(Debug, Clone, Default)]
+pub struct Choice {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
 pub async fn open(
     home: &Path,
     socket: &Path,
     cwd: &Path,
     start: bool,
     client: &str,
+    choice: &Choice,
 ) -> Result<Opened> {
     let mut conn = connect(home, socket, start).await?;
     let scv_client::Opened { events, session_id } = conn
@@ -48,6 +57,8 @@ pub async fn open(
             None,
             SessionStart {
                 cwd: cwd.display().to_string(),
+                provider: choice.provider.clone(),
+                model: choice.model.clone(),
                 ..Default::default()
             },
         )

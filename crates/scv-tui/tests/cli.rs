@@ -265,3 +265,38 @@ async fn a_daemon_of_another_protocol_version_is_a_one_line_error() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_takes_a_provider_and_a_model() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        &format!("[providers.anthropic]\nbase_url = \"{}\"\n", mock.base_url()),
+    );
+    mock.push(Reply::anthropic_text(["Hi from the Messages wire."]));
+    let output = home
+        .scv()
+        .args(["exec", "--provider", "anthropic", "--model", "claude-x", "hello"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "Hi from the Messages wire.\n"
+    );
+    let request = &mock.requests()[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.body["model"], "claude-x");
+    // An unknown provider is one clear line.
+    let output = home
+        .scv()
+        .args(["exec", "--provider", "nope", "hello"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("unknown provider `nope` (known: anthropic"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -81,13 +81,18 @@ impl Link {
 
 /// `launched`: when `main` started, for the first-frame figure that
 /// `SCV_FIRST_FRAME_FILE` asks for (the render benchmark uses it).
-pub async fn run(home: PathBuf, socket: PathBuf, launched: Instant) -> Result<()> {
+pub async fn run(
+    home: PathBuf,
+    socket: PathBuf,
+    launched: Instant,
+    choice: session::Choice,
+) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         bail!("stdout is not a terminal; use `scv exec \"PROMPT\"` in scripts");
     }
     highlight::warm_up();
     let cwd = std::env::current_dir()?.canonicalize()?;
-    let opened = session::open(&home, &socket, &cwd, true, "scv-tui").await?;
+    let opened = session::open(&home, &socket, &cwd, true, "scv-tui", &choice).await?;
     let mut app = App::new(Instant::now());
     for event in opened.events {
         app.apply(event);
@@ -101,7 +106,16 @@ pub async fn run(home: PathBuf, socket: PathBuf, launched: Instant) -> Result<()
     if let Some(path) = std::env::var_os("SCV_FIRST_FRAME_FILE") {
         let _ = std::fs::write(path, launched.elapsed().as_micros().to_string());
     }
-    let result = event_loop(&mut terminal, &mut app, &mut link, &home, &socket, &cwd).await;
+    let result = event_loop(
+        &mut terminal,
+        &mut app,
+        &mut link,
+        &home,
+        &socket,
+        &cwd,
+        &choice,
+    )
+    .await;
     drop(terminal);
     restore_terminal();
     result
@@ -114,6 +128,7 @@ async fn event_loop(
     home: &Path,
     socket: &Path,
     cwd: &Path,
+    choice: &session::Choice,
 ) -> Result<()> {
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -210,7 +225,7 @@ async fn event_loop(
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {
                     next_reconnect = Instant::now() + RECONNECT_EVERY;
-                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open(home, socket, cwd, false, "scv-tui")).await;
+                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open(home, socket, cwd, false, "scv-tui", choice)).await;
                     if let Ok(Ok(opened)) = attempt {
                         app.reconnected();
                         for event in opened.events {
