@@ -360,4 +360,17 @@ mod tests {
             .to_string();
         assert!(err.starts_with("/h/config.toml: line 1:"), "{err}");
     }
+
+    #[test]
+    fn every_config_example_in_the_readme_parses() {
+        let readme = include_str!("../../../README.md");
+        let mut blocks = 0;
+        for block in readme.split("```toml\n").skip(1) {
+            let text = block.split("```").next().unwrap();
+            Config::parse(text, Path::new("README.md"))
+                .unwrap_or_else(|err| panic!("{err}\n{text}"));
+            blocks += 1;
+        }
+        assert!(blocks >= 8, "{blocks}");
+    }
 }
