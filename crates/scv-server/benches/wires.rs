@@ -22,7 +22,12 @@ const DELTAS: usize = 15_000;
 const RUNS: usize = 7;
 
 /// One turn on `provider` whose reply is `reply`: wall time and server CPU.
-async fn turn(home: &TestHome, provider: &str, reply: Reply, mock: &MockProvider) -> (Duration, f64) {
+async fn turn(
+    home: &TestHome,
+    provider: &str,
+    reply: Reply,
+    mock: &MockProvider,
+) -> (Duration, f64) {
     mock.push(reply.batched(256));
     let mut child = Command::new(BIN)
         .arg("--stdio")
@@ -38,7 +43,9 @@ async fn turn(home: &TestHome, provider: &str, reply: Reply, mock: &MockProvider
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let send = |v: Value| format!("{v}\n");
     stdin
-        .write_all(send(json!({"type":"initialize","request_id":"1","protocol_version":2})).as_bytes())
+        .write_all(
+            send(json!({"type":"initialize","request_id":"1","protocol_version":2})).as_bytes(),
+        )
         .await
         .unwrap();
     lines.next_line().await.unwrap().unwrap();

@@ -414,3 +414,48 @@ async fn an_unknown_provider_in_config_stops_the_server_naming_file_and_names() 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("config.toml: line 3: unknown provider `claude` (known: anthropic, deepseek, gemini, lmstudio, ollama, openai, openai-responses, openrouter)"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_provider_caps_hold_on_every_wire() {
+    let mut rig = rig("", None).await;
+    let marker = rig.home.workspace().join("ran");
+    let calls: Vec<(String, Value)> = (0..33)
+        .map(|i| {
+            (
+                format!("c{i}"),
+                json!({"command": format!("touch {}", marker.display())}),
+            )
+        })
+        .collect();
+    let calls: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "bash", args.clone()))
+        .collect();
+    let big = "x".repeat(64 * 1024);
+    let texts: Vec<&str> = (0..17).map(|_| big.as_str()).collect();
+    for provider in ["anthropic", "openai-responses"] {
+        let session = session_on(&mut rig, provider).await;
+        let (many, long) = match provider {
+            "anthropic" => (
+                Reply::anthropic_tool_calls(&calls),
+                Reply::anthropic_text(texts.clone()),
+            ),
+            _ => (
+                Reply::responses_tool_calls(&calls),
+                Reply::responses_text(texts.clone()),
+            ),
+        };
+        rig.mock.push(many);
+        let events = rig.turn(&session, "many").await;
+        assert_eq!(events.last().unwrap()["code"], "tool_limit", "{provider}");
+        assert!(!kinds(&events).contains(&"tool.proposed"), "{provider}");
+        rig.mock.push(long);
+        let events = rig.turn(&session, "long").await;
+        assert_eq!(
+            events.last().unwrap()["code"],
+            "response_limit",
+            "{provider}"
+        );
+    }
+    assert!(!marker.exists());
+}

@@ -271,15 +271,29 @@ async fn exec_takes_a_provider_and_a_model() {
     let mock = MockProvider::start().await;
     let home = Home::new(
         &mock,
-        &format!("[providers.anthropic]\nbase_url = \"{}\"\n", mock.base_url()),
+        &format!(
+            "[providers.anthropic]\nbase_url = \"{}\"\n",
+            mock.base_url()
+        ),
     );
     mock.push(Reply::anthropic_text(["Hi from the Messages wire."]));
     let output = home
         .scv()
-        .args(["exec", "--provider", "anthropic", "--model", "claude-x", "hello"])
+        .args([
+            "exec",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-x",
+            "hello",
+        ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "Hi from the Messages wire.\n"
@@ -295,7 +309,8 @@ async fn exec_takes_a_provider_and_a_model() {
         .unwrap();
     assert!(!output.status.success());
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("unknown provider `nope` (known: anthropic"),
+        String::from_utf8_lossy(&output.stderr)
+            .contains("unknown provider `nope` (known: anthropic"),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
