@@ -144,6 +144,10 @@ pub enum EventBody {
         risk: Risk,
         cwd: String,
         summary: String,
+        /// Extension, on `bash` calls: the command will run inside the
+        /// sandbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandboxed: Option<bool>,
     },
     #[serde(rename = "tool.started")]
     ToolStarted { call_id: String, name: String },
@@ -228,6 +232,11 @@ pub struct SessionStarted {
     /// Extension: the provider definition the session uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// Extension: the sandbox tool commands run in — `workspace-write`,
+    /// `read-only`, `off`, or `unavailable` (configured, but the kernel
+    /// cannot enforce it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +272,9 @@ pub enum Risk {
     Read,
     Write,
     Process,
+    /// Extension, an `auto_approve` class only (never a call's risk): a
+    /// `bash` call that will run inside an enforced sandbox.
+    Sandboxed,
 }
 
 impl Risk {
@@ -271,6 +283,7 @@ impl Risk {
             Risk::Read => "read",
             Risk::Write => "write",
             Risk::Process => "process",
+            Risk::Sandboxed => "sandboxed",
         }
     }
 }

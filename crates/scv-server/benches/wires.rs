@@ -115,7 +115,8 @@ async fn main() {
     );
     // Realistic fragments: a few characters of prose each.
     let fragments: Vec<String> = (0..DELTAS).map(|i| format!(" word{}", i % 100)).collect();
-    let wires: [(&str, fn(&[String]) -> Reply); 3] = [
+    type Build = fn(&[String]) -> Reply;
+    let wires: [(&str, Build); 3] = [
         ("openai", |f| Reply::text(f)),
         ("anthropic", |f| Reply::anthropic_text(f)),
         ("openai-responses", |f| Reply::responses_text(f)),

@@ -7,8 +7,10 @@
 use crate::presets::{Overrides, ProviderTable, Providers};
 use anyhow::{anyhow, Context, Result};
 use scv_protocol::Risk;
+use scv_sandbox::Mode as SandboxMode;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -57,6 +59,10 @@ struct Raw {
     clawbot_approval_timeout_ms: u64,
     initialize_timeout_ms: u64,
     max_connections: usize,
+    sandbox: SandboxMode,
+    sandbox_network: bool,
+    sandbox_writable_roots: Vec<PathBuf>,
+    tool_env_passthrough: Vec<String>,
 }
 
 impl Default for Raw {
@@ -84,6 +90,10 @@ impl Default for Raw {
             clawbot_approval_timeout_ms: 600_000,
             initialize_timeout_ms: 10_000,
             max_connections: 2048,
+            sandbox: SandboxMode::WorkspaceWrite,
+            sandbox_network: true,
+            sandbox_writable_roots: Vec::new(),
+            tool_env_passthrough: Vec::new(),
         }
     }
 }
@@ -116,6 +126,14 @@ pub struct Config {
     /// Connections the daemon serves at once (lowered to fit the
     /// descriptor limit).
     pub(crate) max_connections: usize,
+    /// The sandbox under tool processes (`sandbox`, `sandbox_network`,
+    /// `sandbox_writable_roots`).
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) sandbox_network: bool,
+    pub(crate) sandbox_writable_roots: Vec<PathBuf>,
+    /// Variables a tool process sees even though they look like
+    /// credentials.
+    pub(crate) tool_env_passthrough: Vec<String>,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -143,6 +161,10 @@ const KNOWN_KEYS: &[&str] = &[
     "clawbot_approval_timeout_ms",
     "initialize_timeout_ms",
     "max_connections",
+    "sandbox",
+    "sandbox_network",
+    "sandbox_writable_roots",
+    "tool_env_passthrough",
 ];
 
 impl Default for Config {
@@ -195,6 +217,13 @@ impl Config {
                 at(text, "compact_threshold_percent")
             ));
         }
+        if let Some(root) = raw.sandbox_writable_roots.iter().find(|r| !r.is_absolute()) {
+            return Err(anyhow!(
+                "{}sandbox_writable_roots: `{}` is not an absolute path",
+                at(text, "sandbox_writable_roots"),
+                root.display()
+            ));
+        }
         let overrides = Overrides {
             model: raw.model,
             base_url: raw.base_url,
@@ -234,19 +263,31 @@ impl Config {
             clawbot_approval_timeout_ms: raw.clawbot_approval_timeout_ms,
             initialize_timeout_ms: raw.initialize_timeout_ms,
             max_connections: raw.max_connections,
+            sandbox: raw.sandbox,
+            sandbox_network: raw.sandbox_network,
+            sandbox_writable_roots: raw.sandbox_writable_roots,
+            tool_env_passthrough: raw.tool_env_passthrough,
         })
     }
 
-    /// Every configured provider's key, by variable name, read now (the
-    /// server wipes its environment of secrets once started).
-    pub(crate) fn api_keys(&self) -> HashMap<String, String> {
+    /// Every configured provider's key, by variable name, from `env` (the
+    /// environment the server started with).
+    pub(crate) fn api_keys(&self, env: &[(OsString, OsString)]) -> HashMap<String, String> {
         self.providers
             .key_variables()
             .filter_map(|var| {
-                let key = std::env::var(var).ok().filter(|k| !k.is_empty())?;
-                Some((var.to_string(), key))
+                let (_, key) = env.iter().find(|(name, _)| name == var)?;
+                let key = key.to_str().filter(|k| !k.is_empty())?;
+                Some((var.to_string(), key.to_string()))
             })
             .collect()
+    }
+
+    /// Whether the server keeps variable `name` out of its own environment
+    /// once started: a provider key or anything named like a credential.
+    pub fn is_secret(&self, name: &str) -> bool {
+        scv_sandbox::env::is_secret_name(name)
+            || self.providers.key_variables().any(|var| var == name)
     }
 
     pub(crate) fn stream_idle_timeout(&self) -> Duration {
@@ -359,6 +400,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("/h/config.toml: line 1:"), "{err}");
+    }
+
+    #[test]
+    fn sandbox_keys_default_parse_and_refuse_relative_roots() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.sandbox, SandboxMode::WorkspaceWrite);
+        assert!(config.sandbox_network);
+        assert!(config.sandbox_writable_roots.is_empty() && config.tool_env_passthrough.is_empty());
+        let config = Config::parse(
+            "sandbox = \"read-only\"\nsandbox_network = false\nsandbox_writable_roots = [\"/cache\"]\ntool_env_passthrough = [\"NPM_TOKEN\"]\nauto_approve = [\"read\", \"sandboxed\"]\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.sandbox, SandboxMode::ReadOnly);
+        assert!(!config.sandbox_network);
+        assert_eq!(config.sandbox_writable_roots, [PathBuf::from("/cache")]);
+        assert_eq!(config.tool_env_passthrough, ["NPM_TOKEN"]);
+        assert_eq!(config.auto_approve, [Risk::Read, Risk::Sandboxed]);
+        let err = Config::parse(
+            "model = \"m\"\nsandbox_writable_roots = [\"cache\"]\n",
+            Path::new("/h/config.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("/h/config.toml: line 2: sandbox_writable_roots"),
+            "{err}"
+        );
+        let err = Config::parse("sandbox = \"strict\"\n", Path::new("/h/config.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 1") && err.contains("workspace-write"),
+            "{err}"
+        );
     }
 
     #[test]

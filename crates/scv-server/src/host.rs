@@ -148,6 +148,8 @@ impl SessionHost {
             tools: Registry::builtins(),
             no_tools: start.no_tools,
             submitter: "client".into(),
+            sandbox: self.shared.sandbox.policy(&cwd).map(Arc::new),
+            tool_env: self.shared.sandbox.env(),
         });
         let started = Event {
             body: EventBody::SessionStarted(SessionStarted {
@@ -160,6 +162,7 @@ impl SessionHost {
                 max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
                 max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
                 provider: Some(provider_name),
+                sandbox: Some(self.shared.sandbox.status().to_string()),
             }),
             request_id: Some(rid.to_string()),
             session_id: Some(session_id.to_string()),
@@ -286,6 +289,8 @@ impl SessionHost {
             tools: current.tools.clone(),
             no_tools: current.no_tools,
             submitter: current.submitter.clone(),
+            sandbox: current.sandbox.clone(),
+            tool_env: current.tool_env.clone(),
         });
         session.emit(rid, &configured).await;
         Ok(())

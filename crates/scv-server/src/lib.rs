@@ -14,6 +14,7 @@ mod host;
 mod message;
 mod presets;
 mod provider;
+mod sandbox;
 pub mod server;
 mod session;
 mod signals;

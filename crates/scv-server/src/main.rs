@@ -55,6 +55,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Credentials leave the environment block a tool could read through
+    // /proc; the server keeps what it needs from this copy.
+    let launch_env = scv_sandbox::env::seal_own_environment(|name| config.is_secret(name));
     // One stdio client gains nothing from worker threads but cross-thread
     // wake-ups; the daemon serves many clients on all cores.
     let mut builder = if args.stdio {
@@ -70,7 +73,7 @@ fn main() -> ExitCode {
         }
     };
     let code = if args.stdio {
-        let shared = Arc::new(Shared::new(config));
+        let shared = Arc::new(Shared::new(config, &home, &launch_env));
         runtime.block_on(scv_server::stdio::run(shared))
     } else {
         let socket = args.socket.unwrap_or_else(|| home.join("server.sock"));
@@ -80,7 +83,7 @@ fn main() -> ExitCode {
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
-        let shared = Arc::new(Shared::new(config));
+        let shared = Arc::new(Shared::new(config, &home, &launch_env));
         runtime.block_on(scv_server::daemon::run(shared, home, socket, workspace))
     };
     // stdin's blocking reader may still be parked; do not wait for it.

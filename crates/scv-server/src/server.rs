@@ -1,11 +1,14 @@
 //! What every connection of one server process shares: the configuration,
-//! the turn limits read from it, the API key, and the HTTP client (built on
-//! first use, so start-up stays fast).
+//! the turn limits read from it, the API keys, the sandbox, and the HTTP
+//! client (built on first use, so start-up stays fast).
 
 use crate::agent::Limits;
 use crate::config::Config;
 use crate::presets::ProviderDef;
+use crate::sandbox::Sandbox;
 use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 pub struct Shared {
@@ -13,13 +16,17 @@ pub struct Shared {
     pub(crate) limits: Arc<Limits>,
     /// Provider keys by variable name, read once at start-up.
     keys: HashMap<String, String>,
+    pub(crate) sandbox: Sandbox,
     http: OnceLock<reqwest::Client>,
 }
 
 impl Shared {
-    pub fn new(config: Config) -> Self {
-        let keys = config.api_keys();
+    /// `launch_env` is the server's environment as it started (the live
+    /// one no longer holds credentials: `scv_sandbox::env`).
+    pub fn new(config: Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Self {
+        let keys = config.api_keys(launch_env);
         Shared {
+            sandbox: Sandbox::new(&config, scv_home, launch_env),
             limits: Arc::new(Limits::from_config(&config)),
             config: Arc::new(config),
             keys,

@@ -734,3 +734,33 @@ async fn stopping_an_account_joins_every_task_and_sends_nothing_after() {
         bot.stop().await;
     }
 }
+
+#[tokio::test]
+async fn the_owners_commands_run_in_the_same_sandbox_under_the_same_rules() {
+    if !matches!(scv_sandbox::probe(), scv_sandbox::Support::Enforced { .. }) {
+        assert!(std::env::var_os("SCV_REQUIRE_LANDLOCK").is_none());
+        eprintln!("skipped: the sandbox is unavailable here");
+        return;
+    }
+    // Outside: beside the build, not in a temp directory (writable).
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("owner.txt");
+    let mut bot = Bot::start("auto_approve = [\"read\", \"sandboxed\"]").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": format!("echo x > {}", target.display())}),
+    )]));
+    bot.mock.push(Reply::text(["It was refused."]));
+    bot.ilink.inject_text(OWNER, "write outside");
+    // No approval asked: the command is sandboxed and `sandboxed` is
+    // auto-approved — and the kernel refused the write.
+    let sent = bot.wait_sent(OWNER, 1).await;
+    assert_eq!(sent[0], "It was refused.");
+    let tool_result = bot.mock.requests()[1].body.to_string();
+    assert!(tool_result.contains("ermission denied"), "{tool_result}");
+    assert!(!target.exists());
+    bot.stop().await;
+}

@@ -23,21 +23,6 @@ async fn limited_rig(extra: &str) -> Rig {
     Rig { mock, home, server }
 }
 
-/// `(call_id, success, output)` of each `tool.completed`.
-fn completed(events: &[Value]) -> Vec<(String, bool, String)> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "tool.completed")
-        .map(|e| {
-            (
-                e["call_id"].as_str().unwrap().to_string(),
-                e["success"].as_bool().unwrap(),
-                e["output"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 /// The server is alive and still answers a turn.
 async fn still_serves(rig: &mut Rig, session: &str) {
     assert!(rig.server.exited().is_none(), "the server died");
@@ -292,37 +277,6 @@ async fn reading_a_fifo_is_refused_at_once() {
         output,
         "error: pipe is not a regular file (a FIFO); not opened"
     );
-}
-
-/// A command that starts four processes that leave bash's process group
-/// or session in different ways, waits until each wrote its pid, then runs
-/// `tail` (empty, or `sleep 1000` to keep the call going).
-fn escaping(dir: &Path, tail: &str) -> String {
-    let d = dir.display();
-    format!(
-        "cd {d}\n\
-         setsid sleep 1000 & echo $! > p1\n\
-         setsid -f sh -c 'echo $$ > p2; exec sleep 1000'\n\
-         python3 -c 'import os, time\nif os.fork() == 0:\n    os.setpgid(0, 0)\n    open(\"p3\", \"w\").write(str(os.getpid()))\n    time.sleep(1000)'\n\
-         (sleep 1000 & echo $! > p4)\n\
-         while [ ! -s p1 ] || [ ! -s p2 ] || [ ! -s p3 ] || [ ! -s p4 ]; do sleep 0.02; done\n\
-         echo spawned\n\
-         {tail}"
-    )
-}
-
-async fn escaped_pids(dir: &Path) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for name in ["p1", "p2", "p3", "p4"] {
-        pids.push(read_pid(&dir.join(name)).await);
-    }
-    pids
-}
-
-async fn all_gone(pids: &[i32]) {
-    for pid in pids {
-        assert!(gone(*pid).await, "process {pid} outlived its tool call");
-    }
 }
 
 #[tokio::test]

@@ -15,6 +15,10 @@ async fn session_started_carries_every_field_and_a_canonical_cwd() {
         .await;
     let started = rig.server.expect("session.started").await;
     let id = started["session_id"].as_str().unwrap().to_string();
+    let sandbox = match scv_sandbox::probe() {
+        scv_sandbox::Support::Enforced { .. } => "workspace-write",
+        scv_sandbox::Support::Unavailable(_) => "unavailable",
+    };
     assert_eq!(
         started,
         json!({"type":"session.started","request_id":"2","session_id":id,
@@ -22,8 +26,8 @@ async fn session_started_carries_every_field_and_a_canonical_cwd() {
                "context_max_tokens":64000,"max_server_frame_bytes":8388608,
                "max_transcript_bytes":8388608,"max_transcript_items":10000,
                "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
-               "provider":"openai"}),
-        "the document's fields, and the provider (an extension an old client ignores)"
+               "provider":"openai","sandbox":sandbox}),
+        "the document's fields, the provider and the sandbox (extensions an old client ignores)"
     );
     let snapshot = rig.server.expect("queue.snapshot").await;
     assert_eq!(

@@ -29,8 +29,15 @@ impl TestHome {
     /// `base_url` goes into config.toml with model `mock-model`; `extra`
     /// lines are appended verbatim.
     pub fn new(base_url: &str, extra: &str) -> TestHome {
-        let home = tempfile::tempdir().expect("temp home");
-        let workspace = tempfile::tempdir().expect("temp workspace");
+        TestHome::new_in(&std::env::temp_dir(), base_url, extra)
+    }
+
+    /// Like [`TestHome::new`], with both directories made in `parent`
+    /// (sandbox tests keep them out of the temp directory, which a
+    /// sandboxed command may write).
+    pub fn new_in(parent: &Path, base_url: &str, extra: &str) -> TestHome {
+        let home = tempfile::tempdir_in(parent).expect("temp home");
+        let workspace = tempfile::tempdir_in(parent).expect("temp workspace");
         let config = format!("model = \"mock-model\"\nbase_url = \"{base_url}\"\n{extra}\n");
         std::fs::write(home.path().join("config.toml"), config).unwrap();
         TestHome { home, workspace }

@@ -98,9 +98,11 @@ pub async fn run(
                 approval_id,
                 risk,
                 summary,
+                sandboxed,
                 ..
             } => {
-                let approved = approve.contains(risk);
+                let approved = approve.contains(risk)
+                    || (*sandboxed == Some(true) && approve.contains(&Risk::Sandboxed));
                 if !json {
                     // The whole call, every line, as the person deciding
                     // on `--approve` must be able to read it afterwards.

@@ -145,6 +145,8 @@ enum RiskArg {
     Read,
     Write,
     Process,
+    /// Commands that run inside the server's sandbox.
+    Sandboxed,
 }
 
 impl From<RiskArg> for Risk {
@@ -153,6 +155,7 @@ impl From<RiskArg> for Risk {
             RiskArg::Read => Risk::Read,
             RiskArg::Write => Risk::Write,
             RiskArg::Process => Risk::Process,
+            RiskArg::Sandboxed => Risk::Sandboxed,
         }
     }
 }

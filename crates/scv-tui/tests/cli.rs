@@ -315,3 +315,41 @@ async fn exec_takes_a_provider_and_a_model() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_approve_sandboxed_runs_sandboxed_commands_only() {
+    if !matches!(scv_sandbox::probe(), scv_sandbox::Support::Enforced { .. }) {
+        assert!(std::env::var_os("SCV_REQUIRE_LANDLOCK").is_none());
+        eprintln!("skipped: the sandbox is unavailable here");
+        return;
+    }
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let marker = home.workspace().join("made-in-the-sandbox");
+    mock.push(Reply::tool_calls(&[
+        (
+            "c1",
+            "bash",
+            json!({"command": format!("touch {}", marker.display())}),
+        ),
+        (
+            "c2",
+            "bash",
+            json!({"command": "touch ~/.cache/outside", "unsandboxed": true}),
+        ),
+    ]));
+    mock.push(Reply::text(["done"]));
+    let output = home
+        .scv()
+        .args(["exec", "--approve", "sandboxed", "touch it"])
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(marker.exists(), "{err}");
+    assert!(err.contains("[approved] Run shell command: touch"), "{err}");
+    assert!(
+        err.contains("[denied] Run shell command outside the sandbox: touch ~/.cache/outside"),
+        "{err}"
+    );
+}

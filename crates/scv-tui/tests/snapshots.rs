@@ -255,3 +255,21 @@ fn code_blocks_are_highlighted() {
         .any(|s| matches!(s.style.fg, Some(ratatui::style::Color::Rgb(..))));
     assert!(colored, "{lines:?}");
 }
+
+#[test]
+fn approval_outside_an_unavailable_sandbox() {
+    highlight::load();
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":"/work/project",
+        "model":"gpt-4.1-mini","context_max_tokens":128000,"max_server_frame_bytes":8388608,
+        "max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,
+        "max_prompt_history_items":200,"sandbox":"unavailable"})));
+    start_turn(&mut app, "Install the deps");
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":"cargo fetch","unsandboxed":true}})));
+    app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project","summary":"Run shell command outside the sandbox: cargo fetch","sandboxed":false})));
+    app.now += Duration::from_secs(1);
+    let screen = render(&app);
+    assert!(screen.contains("sandbox unavailable"), "{screen}");
+    assert!(screen.contains("outside the sandbox"), "{screen}");
+    insta::assert_snapshot!(screen);
+}

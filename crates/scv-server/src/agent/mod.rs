@@ -71,6 +71,10 @@ pub(crate) struct SessionSettings {
     pub no_tools: bool,
     /// The label queue entries carry as `submitter`.
     pub submitter: String,
+    /// The sandbox of the session's commands; `None`: they run unconfined.
+    pub sandbox: Option<Arc<scv_sandbox::Policy>>,
+    /// The environment of its tool processes (no credentials).
+    pub tool_env: Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
 }
 
 pub(crate) struct Turn {
@@ -373,8 +377,11 @@ impl Turn {
             (false, Some(tool), Ok(arguments)) => (tool, arguments),
         };
         let risk = tool.risk();
-        if !self.limits.auto_approve.contains(&risk)
-            && !self.approve(call, risk, tool.summary(&arguments)).await?
+        let sandboxed = tool.sandboxed(&arguments, self.settings.sandbox.is_some());
+        if !self.auto_approved(tool, &arguments, sandboxed)
+            && !self
+                .approve(call, risk, tool.summary(&arguments), sandboxed)
+                .await?
         {
             return self.complete(call, ToolOutput::error(DENIED)).await;
         }
@@ -390,6 +397,8 @@ impl Turn {
             bash_max_timeout: self.limits.bash_max_timeout,
             max_output_bytes: self.limits.tool_output_max_bytes,
             cancel: &self.token,
+            sandbox: self.settings.sandbox.as_deref(),
+            env: &self.settings.tool_env,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
@@ -408,12 +417,31 @@ impl Turn {
         self.complete(call, output).await
     }
 
+    /// Whether a call runs without asking: its risk class is in
+    /// `auto_approve`, or it is a command that will run inside an enforced
+    /// sandbox and `sandboxed` is. A command asking to leave the sandbox
+    /// always asks.
+    fn auto_approved(
+        &self,
+        tool: &crate::tools::registry::Tool,
+        arguments: &Value,
+        sandboxed: Option<bool>,
+    ) -> bool {
+        let classes = &self.limits.auto_approve;
+        if tool.leaves_sandbox(arguments) {
+            return false;
+        }
+        classes.contains(&tool.risk())
+            || (sandboxed == Some(true) && classes.contains(&scv_protocol::Risk::Sandboxed))
+    }
+
     /// Asks the client; true when approved.
     async fn approve(
         &self,
         call: &ToolCall,
         risk: scv_protocol::Risk,
         summary: String,
+        sandboxed: Option<bool>,
     ) -> Result<bool, Stop> {
         let (approval_id, answer) = self.approvals.request();
         let requested = EventBody::ApprovalRequested {
@@ -423,6 +451,7 @@ impl Turn {
             risk,
             cwd: self.settings.cwd.display().to_string(),
             summary,
+            sandboxed,
         };
         let result: Result<bool, Stop> = async {
             self.emit(requested).await?;

@@ -8,7 +8,7 @@
 //! process group or session it moved to — and reports how many. The output
 //! says so.
 
-use super::reaper::{Report, FLAG};
+use super::reaper::{Report, FLAG, SANDBOX_FLAG};
 use super::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use scv_protocol::Risk;
 use serde::Deserialize;
@@ -23,17 +23,26 @@ use tokio::io::AsyncReadExt;
 pub(crate) const TOOL: Builtin = Builtin {
     name: "bash",
     risk: Risk::Process,
-    description: "Run a shell command with bash in the workspace directory. stdin is closed; stdout and stderr are returned together with the exit code. Long output is cut in the middle.",
+    description: "Run a shell command with bash in the workspace directory. stdin is closed; stdout and stderr are returned together with the exit code. Long output is cut in the middle. Commands usually run in a sandbox: they can read files (not credentials), but write only inside the workspace and the temp directory, and may be unable to use the network. When a command fails because the sandbox forbids what it needs (\"Permission denied\" or \"Operation not permitted\" writing outside the workspace, e.g. to ~/.cargo, or opening a network connection), run it again with unsandboxed: true; the user is then asked to approve it.",
     parameters: || json!({
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The command line to run."},
-            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."}
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."},
+            "unsandboxed": {"type": "boolean", "description": "Run outside the sandbox (asks the user first). Only after a command failed because the sandbox forbade it."}
         },
         "required": ["command"]
     }),
     // The whole command, every line: a second line is a second command.
-    summary: |arguments| format!("Run shell command: {}", super::arg(arguments, "command")),
+    summary: |arguments| {
+        let command = super::arg(arguments, "command");
+        if stays_sandboxed(arguments) {
+            format!("Run shell command: {command}")
+        } else {
+            format!("Run shell command outside the sandbox: {command}")
+        }
+    },
+    stays_sandboxed: Some(stays_sandboxed),
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 
@@ -41,6 +50,16 @@ pub(crate) const TOOL: Builtin = Builtin {
 struct BashArgs {
     command: String,
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    unsandboxed: bool,
+}
+
+/// False when the call asks to leave the sandbox (`unsandboxed: true`).
+fn stays_sandboxed(arguments: &Value) -> bool {
+    !arguments
+        .get("unsandboxed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// Room kept at the end of the output for the status lines, and in the
@@ -99,14 +118,21 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let report_fd = report_write.as_raw_fd();
     let server = std::process::id() as i32;
     let mut command = tokio::process::Command::new("/proc/self/exe");
+    command.arg(FLAG).arg(report_fd.to_string());
+    if let Some(policy) = ctx.sandbox.filter(|_| !args.unsandboxed) {
+        let policy = policy
+            .to_arg()
+            .map_err(|err| ToolError::Internal(format!("cannot pass the sandbox policy: {err}")))?;
+        command.arg(SANDBOX_FLAG).arg(policy);
+    }
     command
-        .arg(FLAG)
-        .arg(report_fd.to_string())
         .arg("--")
         .arg("bash")
         .arg("-c")
         .arg(&args.command)
         .current_dir(ctx.workspace)
+        .env_clear()
+        .envs(ctx.env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer_err)))

@@ -23,6 +23,7 @@ pub(crate) const TOOL: Builtin = Builtin {
         "required": ["path", "old_string", "new_string"]
     }),
     summary,
+    stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 

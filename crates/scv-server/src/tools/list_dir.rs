@@ -22,6 +22,7 @@ pub(crate) const TOOL: Builtin = Builtin {
         })
     },
     summary: |arguments| format!("List directory: {}", super::arg(arguments, "path")),
+    stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 

@@ -37,6 +37,10 @@ pub(crate) struct ToolContext<'a> {
     /// Cancels the call; tools watch it (bash kills everything it started
     /// before returning).
     pub cancel: &'a CancellationToken,
+    /// The sandbox commands run in; `None`: unconfined.
+    pub sandbox: Option<&'a scv_sandbox::Policy>,
+    /// The environment of tool processes (no credentials).
+    pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
 }
 
 /// What a call produced: shown to the client and given to the model.
@@ -91,6 +95,9 @@ pub(crate) struct Builtin {
     pub parameters: fn() -> Value,
     /// What an approval prompt shows of a call: all of it.
     pub summary: fn(&Value) -> String,
+    /// For a tool that runs commands: whether a call stays inside the
+    /// sandbox (false: it asked to leave it).
+    pub stays_sandboxed: Option<fn(&Value) -> bool>,
     pub run: for<'a> fn(&'a Value, &'a ToolContext<'a>) -> ToolFuture<'a>,
 }
 

@@ -25,6 +25,7 @@ pub(crate) const TOOL: Builtin = Builtin {
         "required": ["path"]
     }),
     summary: |arguments| format!("Read file: {}", super::arg(arguments, "path")),
+    stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 

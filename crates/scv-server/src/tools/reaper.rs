@@ -1,4 +1,5 @@
-//! The tool-process reaper: `scv-server --tool-process FD -- PROGRAM ARGS…`.
+//! The tool-process reaper:
+//! `scv-server --tool-process FD [--sandbox POLICY] -- PROGRAM ARGS…`.
 //!
 //! Every `bash` call runs below one of these: a small child of the server
 //! that makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`). Whatever
@@ -11,16 +12,27 @@
 //! on `FD` — the command's status and how many processes it killed — and
 //! exits. So no process outlives its tool call, whatever it does to its
 //! process group.
+//!
+//! With `--sandbox` (a JSON `scv_sandbox::Policy`) the reaper builds the
+//! Landlock ruleset and seccomp filters and applies them in the command's
+//! child before `exec`; the reaper itself stays unconfined, so the command
+//! can neither signal it nor read its `/proc` entry. A sandbox that cannot
+//! be built or applied means the command does not run (exit code 126).
 
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::FromRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// The first argument that selects this mode.
 pub const FLAG: &str = "--tool-process";
+/// Followed by the command's sandbox policy.
+pub const SANDBOX_FLAG: &str = "--sandbox";
+/// The exit code when the sandbox could not be set up.
+const SANDBOX_FAILED: i32 = 126;
 
 /// What the reaper reports when it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +95,27 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         eprintln!("scv-server {FLAG}: expected a report descriptor");
         return ExitCode::from(2);
     };
-    if args.next().as_deref() != Some("--".as_ref()) {
+    let mut next = args.next();
+    let mut policy = None;
+    if next.as_deref() == Some(SANDBOX_FLAG.as_ref()) {
+        let parsed = args
+            .next()
+            .and_then(|arg| arg.into_string().ok())
+            .map(|arg| scv_sandbox::Policy::from_arg(&arg));
+        match parsed {
+            Some(Ok(parsed)) => policy = Some(parsed),
+            Some(Err(err)) => {
+                eprintln!("scv-server {FLAG}: {err}");
+                return ExitCode::from(2);
+            }
+            None => {
+                eprintln!("scv-server {FLAG}: expected a policy after {SANDBOX_FLAG}");
+                return ExitCode::from(2);
+            }
+        }
+        next = args.next();
+    }
+    if next.as_deref() != Some("--".as_ref()) {
         eprintln!("scv-server {FLAG}: expected `--` before the command");
         return ExitCode::from(2);
     }
@@ -104,21 +136,62 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
     }
-    let report = match std::process::Command::new(program).args(rest).spawn() {
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    // Kept until everything below us is gone: it owns the private temp
+    // directory.
+    let mut prepared = None;
+    if let Some(policy) = &policy {
+        match scv_sandbox::Prepared::new(policy) {
+            Ok(mut ready) => {
+                if let Some(tmp) = ready.tmpdir() {
+                    command.env("TMPDIR", tmp);
+                }
+                if let Some(mut confinement) = ready.take_confinement() {
+                    // SAFETY: `apply` only makes the kernel calls that
+                    // apply the sandbox (no allocation, no lock).
+                    unsafe { command.pre_exec(move || confinement.apply()) };
+                }
+                prepared = Some(ready);
+            }
+            Err(err) => {
+                eprintln!("cannot set up the sandbox: {err}");
+                return finish(report_fd, failed(SANDBOX_FAILED));
+            }
+        }
+    }
+    let report = match command.spawn() {
         Ok(child) => {
             let main = child.id() as i32;
             MAIN.store(main, Ordering::SeqCst);
             supervise(main)
         }
+        Err(err) if policy.is_some() => {
+            eprintln!(
+                "cannot start {} in the sandbox: {err}",
+                program.to_string_lossy()
+            );
+            failed(SANDBOX_FAILED)
+        }
         Err(err) => {
             eprintln!("cannot start {}: {err}", program.to_string_lossy());
-            Report {
-                code: Some(127),
-                signal: None,
-                killed: 0,
-            }
+            failed(127)
         }
     };
+    drop(prepared);
+    finish(report_fd, report)
+}
+
+fn failed(code: i32) -> Report {
+    Report {
+        code: Some(code),
+        signal: None,
+        killed: 0,
+    }
+}
+
+/// Writes the report and ends the reaper.
+fn finish(report_fd: i32, report: Report) -> ExitCode {
     // SAFETY: the server passed this descriptor for us to own.
     let mut out = unsafe { std::fs::File::from_raw_fd(report_fd) };
     let _ = out.write_all(report.encode().as_bytes());

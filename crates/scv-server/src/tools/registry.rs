@@ -40,6 +40,25 @@ impl Tool {
         }
     }
 
+    /// For a command-running tool, whether this call will run inside the
+    /// sandbox (`enforced`: the session has one); `None` for other tools.
+    pub fn sandboxed(&self, arguments: &Value, enforced: bool) -> Option<bool> {
+        match self.kind {
+            Kind::Builtin(builtin) => builtin
+                .stays_sandboxed
+                .map(|stays| enforced && stays(arguments)),
+        }
+    }
+
+    /// The call asks to run outside the sandbox (it always asks first).
+    pub fn leaves_sandbox(&self, arguments: &Value) -> bool {
+        match self.kind {
+            Kind::Builtin(builtin) => builtin
+                .stays_sandboxed
+                .is_some_and(|stays| !stays(arguments)),
+        }
+    }
+
     /// Runs one call; its output is capped at `ctx.max_output_bytes`.
     pub async fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         let result = match self.kind {

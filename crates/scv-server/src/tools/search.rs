@@ -48,6 +48,7 @@ pub(crate) const TOOL: Builtin = Builtin {
         "required": ["pattern"]
     }),
     summary: |arguments| format!("Search for: {}", super::arg(arguments, "pattern")),
+    stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 

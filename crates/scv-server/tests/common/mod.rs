@@ -69,3 +69,49 @@ pub async fn read_pid(path: &std::path::Path) -> i32 {
 pub async fn gone(pid: i32) -> bool {
     scv_test_support::eventually(|| !scv_test_support::procfs::is_running(pid)).await
 }
+
+/// `(call_id, success, output)` of each `tool.completed`.
+pub fn completed(events: &[Value]) -> Vec<(String, bool, String)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool.completed")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap().to_string(),
+                e["success"].as_bool().unwrap(),
+                e["output"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A command that starts four processes that leave bash's process group
+/// or session in different ways, waits until each wrote its pid, then runs
+/// `tail` (empty, or `sleep 1000` to keep the call going).
+pub fn escaping(dir: &std::path::Path, tail: &str) -> String {
+    let d = dir.display();
+    format!(
+        "cd {d}\n\
+         setsid sleep 1000 & echo $! > p1\n\
+         setsid -f sh -c 'echo $$ > p2; exec sleep 1000'\n\
+         python3 -c 'import os, time\nif os.fork() == 0:\n    os.setpgid(0, 0)\n    open(\"p3\", \"w\").write(str(os.getpid()))\n    time.sleep(1000)'\n\
+         (sleep 1000 & echo $! > p4)\n\
+         while [ ! -s p1 ] || [ ! -s p2 ] || [ ! -s p3 ] || [ ! -s p4 ]; do sleep 0.02; done\n\
+         echo spawned\n\
+         {tail}"
+    )
+}
+
+pub async fn escaped_pids(dir: &std::path::Path) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for name in ["p1", "p2", "p3", "p4"] {
+        pids.push(read_pid(&dir.join(name)).await);
+    }
+    pids
+}
+
+pub async fn all_gone(pids: &[i32]) {
+    for pid in pids {
+        assert!(gone(*pid).await, "process {pid} outlived its tool call");
+    }
+}

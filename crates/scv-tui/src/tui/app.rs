@@ -46,6 +46,8 @@ pub struct SessionView {
     pub cwd: String,
     pub model: String,
     pub context_max_tokens: u64,
+    /// `session.started.sandbox` (newer servers).
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -224,6 +226,7 @@ impl App {
                 risk,
                 cwd,
                 summary,
+                sandboxed,
             } => self.approval_requested(PendingApproval {
                 approval_id,
                 call_id,
@@ -232,6 +235,7 @@ impl App {
                 cwd,
                 summary,
                 arguments: serde_json::Value::Null,
+                sandboxed,
             }),
             EventBody::ToolStarted { call_id, .. } => {
                 self.transcript
@@ -301,6 +305,7 @@ impl App {
             cwd: started.cwd,
             model: started.model,
             context_max_tokens: started.context_max_tokens,
+            sandbox: started.sandbox,
         });
     }
 

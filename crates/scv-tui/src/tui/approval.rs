@@ -39,6 +39,9 @@ pub struct PendingApproval {
     pub cwd: String,
     pub summary: String,
     pub arguments: serde_json::Value,
+    /// A command's place: inside the sandbox or not (`None`: not a command,
+    /// or an old server).
+    pub sandboxed: Option<bool>,
 }
 
 /// What a key did to the prompt.
@@ -265,6 +268,17 @@ impl ApprovalPrompt {
             Span::styled("  cwd ", Style::default().fg(Color::DarkGray)),
             Span::raw(approval.cwd.clone()),
         ];
+        match approval.sandboxed {
+            Some(true) => place.push(Span::styled(
+                "  sandboxed",
+                Style::default().fg(Color::Green),
+            )),
+            Some(false) => place.push(Span::styled(
+                "  outside the sandbox",
+                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+            )),
+            None => {}
+        }
         if below > 0 || self.scroll > 0 {
             place.push(Span::styled(
                 format!("  ↓ {below} more lines (Tab, then ↓/PgDn)"),
@@ -341,6 +355,7 @@ mod tests {
                 cwd: "/w".into(),
                 summary: "Run shell command: touch PWNED\r\u{1b}[2Kecho ok".into(),
                 arguments: serde_json::Value::Null,
+                sandboxed: None,
             },
             Instant::now(),
         );

@@ -126,6 +126,24 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Cyan),
         ));
         spans.push(sep());
+        // The default (workspace-write) goes unsaid; anything else is news.
+        match session.sandbox.as_deref() {
+            Some("unavailable") => {
+                spans.push(Span::styled(
+                    "sandbox unavailable",
+                    Style::default().fg(Color::Red),
+                ));
+                spans.push(sep());
+            }
+            Some(mode @ ("off" | "read-only")) => {
+                spans.push(Span::styled(
+                    format!("sandbox {mode}"),
+                    Style::default().fg(Color::Yellow),
+                ));
+                spans.push(sep());
+            }
+            _ => {}
+        }
     }
     match app.turn_elapsed() {
         Some(elapsed) => spans.push(Span::styled(
