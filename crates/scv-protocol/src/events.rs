@@ -275,6 +275,8 @@ pub enum Risk {
     /// Extension, an `auto_approve` class only (never a call's risk): a
     /// `bash` call that will run inside an enforced sandbox.
     Sandboxed,
+    /// Extension: a call of an MCP server's tool.
+    Mcp,
 }
 
 impl Risk {
@@ -284,6 +286,7 @@ impl Risk {
             Risk::Write => "write",
             Risk::Process => "process",
             Risk::Sandboxed => "sandboxed",
+            Risk::Mcp => "mcp",
         }
     }
 }
@@ -298,7 +301,9 @@ pub struct DaemonStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComponentStatus {
     pub id: String,
-    pub account: String,
+    /// The ClawBot account; null for components that have none (MCP
+    /// servers).
+    pub account: Option<String>,
     pub bot_id: Option<String>,
     pub user_id: Option<String>,
     pub enabled: bool,
@@ -309,6 +314,9 @@ pub struct ComponentStatus {
     /// Effective value; older servers may omit it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_tools: Option<RemoteTools>,
+    /// Extension, on MCP servers: how many tools it offers now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

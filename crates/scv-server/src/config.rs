@@ -63,6 +63,7 @@ struct Raw {
     sandbox_network: bool,
     sandbox_writable_roots: Vec<PathBuf>,
     tool_env_passthrough: Vec<String>,
+    mcp_servers: BTreeMap<String, scv_mcp::RawServer>,
 }
 
 impl Default for Raw {
@@ -94,6 +95,7 @@ impl Default for Raw {
             sandbox_network: true,
             sandbox_writable_roots: Vec::new(),
             tool_env_passthrough: Vec::new(),
+            mcp_servers: BTreeMap::new(),
         }
     }
 }
@@ -134,6 +136,8 @@ pub struct Config {
     /// Variables a tool process sees even though they look like
     /// credentials.
     pub(crate) tool_env_passthrough: Vec<String>,
+    /// `[mcp_servers.NAME]`, checked.
+    pub(crate) mcp_servers: Vec<scv_mcp::ServerSpec>,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -165,6 +169,7 @@ const KNOWN_KEYS: &[&str] = &[
     "sandbox_network",
     "sandbox_writable_roots",
     "tool_env_passthrough",
+    "mcp_servers",
 ];
 
 impl Default for Config {
@@ -224,6 +229,23 @@ impl Config {
                 root.display()
             ));
         }
+        if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
+            return Err(anyhow!(
+                "{}at most {} MCP servers can be configured",
+                at(text, "mcp_servers"),
+                scv_mcp::MAX_SERVERS
+            ));
+        }
+        let mut mcp_servers = Vec::new();
+        for (name, table) in raw.mcp_servers {
+            let spec = scv_mcp::ServerSpec::new(&name, table).map_err(|err| {
+                anyhow!(
+                    "{}mcp_servers.{name}: {err}",
+                    at_table(text, &format!("mcp_servers.{name}"))
+                )
+            })?;
+            mcp_servers.push(spec);
+        }
         let overrides = Overrides {
             model: raw.model,
             base_url: raw.base_url,
@@ -267,6 +289,7 @@ impl Config {
             sandbox_network: raw.sandbox_network,
             sandbox_writable_roots: raw.sandbox_writable_roots,
             tool_env_passthrough: raw.tool_env_passthrough,
+            mcp_servers,
         })
     }
 
@@ -286,8 +309,14 @@ impl Config {
     /// Whether the server keeps variable `name` out of its own environment
     /// once started: a provider key or anything named like a credential.
     pub fn is_secret(&self, name: &str) -> bool {
-        scv_sandbox::env::is_secret_name(name)
-            || self.providers.key_variables().any(|var| var == name)
+        scv_sandbox::env::is_secret_name(name) || self.secret_variables().any(|var| var == name)
+    }
+
+    /// The variables holding provider keys and MCP bearer tokens.
+    pub(crate) fn secret_variables(&self) -> impl Iterator<Item = &str> {
+        self.providers
+            .key_variables()
+            .chain(self.mcp_servers.iter().filter_map(|s| s.secret_variable()))
     }
 
     pub(crate) fn stream_idle_timeout(&self) -> Duration {
@@ -325,12 +354,21 @@ fn at_table(text: &str, name: &str) -> String {
         .map_or_else(String::new, |index| format!("line {}: ", index + 1))
 }
 
-/// The error with its line number in front, e.g. `line 3: invalid type`.
+/// The error with its line number in front, e.g. `line 3: invalid type`,
+/// and the table it is in (`line 7: mcp_servers.fs: unknown field …`).
 fn located(text: &str, err: &toml::de::Error) -> String {
     match err.span() {
         Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {}", err.message())
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let table = before
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix('[')?.strip_suffix(']').map(str::trim))
+                .filter(|t| !t.starts_with('['))
+                .map(|t| format!("{t}: "))
+                .unwrap_or_default();
+            format!("line {line}: {table}{}", err.message())
         }
         None => err.message().to_string(),
     }

@@ -136,6 +136,8 @@ impl SessionHost {
             })?,
         };
         let provider = self.provider(def, start.model, start.base_url)?;
+        // `--stdio` starts its MCP servers with its first session.
+        self.shared.start_mcp(std::slice::from_ref(&cwd)).await;
         let model = provider.model.clone();
         let provider_name = def.name.clone();
         let context_max_tokens = def.context_max_tokens;
@@ -356,6 +358,7 @@ impl SessionHost {
             request_id,
             turn_id,
             token,
+            mcp: self.shared.mcp.clone(),
         };
         let handle = self.turns.spawn(turn.run(history, prompt));
         self.turn_sessions.insert(handle.id(), session_id.clone());

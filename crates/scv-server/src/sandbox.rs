@@ -42,7 +42,7 @@ impl Sandbox {
                 }
             },
         };
-        let keys: Vec<String> = config.providers.key_variables().map(String::from).collect();
+        let keys: Vec<String> = config.secret_variables().map(String::from).collect();
         let env =
             scv_sandbox::env::tool_environment(launch_env, &keys, &config.tool_env_passthrough);
         let user_home = launch_env

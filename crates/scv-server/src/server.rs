@@ -8,7 +8,8 @@ use crate::presets::ProviderDef;
 use crate::sandbox::Sandbox;
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub struct Shared {
@@ -17,6 +18,10 @@ pub struct Shared {
     /// Provider keys by variable name, read once at start-up.
     keys: HashMap<String, String>,
     pub(crate) sandbox: Sandbox,
+    /// The MCP servers: started by the daemon at start-up, by `--stdio`
+    /// at the first `session.start`; shared by every session.
+    pub(crate) mcp: Arc<scv_mcp::Hub>,
+    mcp_started: AtomicBool,
     http: OnceLock<reqwest::Client>,
 }
 
@@ -25,8 +30,27 @@ impl Shared {
     /// one no longer holds credentials: `scv_sandbox::env`).
     pub fn new(config: Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Self {
         let keys = config.api_keys(launch_env);
+        let sandbox = Sandbox::new(&config, scv_home, launch_env);
+        let secrets = launch_env
+            .iter()
+            .filter_map(|(name, value)| Some((name.to_str()?, value.to_str()?)))
+            .filter(|(name, _)| config.is_secret(name))
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        let mcp = Arc::new(scv_mcp::Hub::new(scv_mcp::HubEnv {
+            env: sandbox.env(),
+            secrets,
+            // Below a reaper, so nothing a server starts outlives it.
+            command: Box::new(|program, args| {
+                let mut command = crate::tools::reaper::command(None);
+                command.arg("--").arg(program).args(args);
+                command
+            }),
+        }));
         Shared {
-            sandbox: Sandbox::new(&config, scv_home, launch_env),
+            sandbox,
+            mcp,
+            mcp_started: AtomicBool::new(false),
             limits: Arc::new(Limits::from_config(&config)),
             config: Arc::new(config),
             keys,
@@ -40,6 +64,14 @@ impl Shared {
             .as_ref()
             .and_then(|var| self.keys.get(var))
             .cloned()
+    }
+
+    /// Starts the configured MCP servers (in the background) unless they
+    /// were; `roots` is what they are told the workspace is.
+    pub(crate) async fn start_mcp(&self, roots: &[PathBuf]) {
+        if !self.mcp_started.swap(true, Ordering::SeqCst) {
+            self.mcp.reconcile(&self.config.mcp_servers, roots).await;
+        }
     }
 
     /// The shared HTTP client (connection pool) for provider and iLink

@@ -1,7 +1,8 @@
 //! `scv-server --stdio`: one connection on stdin/stdout. It ends when stdin
 //! closes (exit 0, after cancelling the active turn and writing its
 //! terminal event), on SIGTERM or Ctrl+C (the same, so no tool process is
-//! left behind), or on a fatal protocol error (exit 1).
+//! left behind), or on a fatal protocol error (exit 1). MCP servers are
+//! stopped in every case.
 
 use crate::connection::{serve, Ending, Options};
 use crate::server::Shared;
@@ -19,7 +20,7 @@ pub async fn run(shared: Arc<Shared>) -> ExitCode {
     // management.
     let options = Options::default();
     let ending = serve(
-        shared,
+        shared.clone(),
         options,
         tokio::io::stdin(),
         tokio::io::stdout(),
@@ -27,6 +28,8 @@ pub async fn run(shared: Arc<Shared>) -> ExitCode {
     )
     .await;
     shutdown.cancel();
+    // Every MCP server's process group is gone before we exit.
+    shared.mcp.shutdown().await;
     tasks.close();
     tasks.wait().await;
     match ending {

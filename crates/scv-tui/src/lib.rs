@@ -1,9 +1,10 @@
 //! The `scv` command: the terminal UI, `scv exec`, `scv daemon …` and
-//! `scv clawbot …`.
+//! `scv clawbot …`, `scv mcp list`.
 //! It talks to the daemon only through the protocol.
 
 pub mod clawbot_cmd;
 pub mod daemon_cmd;
 pub mod exec;
+pub mod mcp_cmd;
 pub mod session;
 pub mod tui;

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use scv_protocol::{DaemonCommand, RemoteTools, Risk};
-use scv_tui::{clawbot_cmd, daemon_cmd, exec, tui};
+use scv_tui::{clawbot_cmd, daemon_cmd, exec, mcp_cmd, tui};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -50,6 +50,21 @@ enum Command {
     Clawbot {
         #[command(subcommand)]
         action: ClawbotAction,
+    },
+    /// MCP servers the daemon runs (configured as [mcp_servers.NAME]).
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum McpAction {
+    /// List the configured MCP servers: state, tools, restarts, errors.
+    List {
+        /// Print the daemon.status event as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -201,6 +216,9 @@ fn main() -> ExitCode {
                 }
                 DaemonAction::Stop => daemon_cmd::stop(&socket).await,
             },
+            Some(Command::Mcp {
+                action: McpAction::List { json },
+            }) => mcp_cmd::list(&home, &socket, json).await,
             Some(Command::Clawbot { action }) => match action {
                 ClawbotAction::Login { account, base_url } => {
                     clawbot_cmd::login(&home, &socket, &account, base_url).await

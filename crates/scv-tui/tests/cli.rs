@@ -353,3 +353,55 @@ async fn exec_approve_sandboxed_runs_sandboxed_commands_only() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_list_prints_each_server_with_its_state_and_tools() {
+    let mock = MockProvider::start().await;
+    let empty = Home::new(&mock, "");
+    let output = empty.scv().args(["mcp", "list"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with("no MCP servers configured"),
+        "{}",
+        stdout(&output)
+    );
+
+    // A raw JSON-RPC server needs only python3 (no SDK).
+    let raw = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scv-server/tests/mcp/raw_server.py")
+        .canonicalize()
+        .unwrap();
+    let home = Home::new(
+        &mock,
+        &format!(
+            "[mcp_servers.raw]\ncommand = \"python3\"\nargs = [{:?}, \"ok\"]\n[mcp_servers.never]\ncommand = \"python3\"\nargs = [{:?}, \"no_init\"]\nstartup_timeout_ms = 200\n",
+            raw.display().to_string(),
+            raw.display().to_string()
+        ),
+    );
+    let mut listed = String::new();
+    for _ in 0..100 {
+        let output = home.scv().args(["mcp", "list"]).output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        listed = stdout(&output);
+        if listed.contains("connected") && listed.contains("failed") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let lines: Vec<&str> = listed.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{listed}");
+    let never = lines.iter().find(|l| l.starts_with("never ")).unwrap();
+    assert!(
+        never.contains("failed") && never.contains("did not finish starting within 200 ms"),
+        "{listed}"
+    );
+    let raw_line = lines.iter().find(|l| l.starts_with("raw ")).unwrap();
+    let fields: Vec<&str> = raw_line.split_whitespace().collect();
+    assert_eq!(fields[..4], ["raw", "connected", "1", "0"], "{listed}");
+    let json = home.scv().args(["mcp", "list", "--json"]).output().unwrap();
+    let event: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let components = event["status"]["components"].as_array().unwrap();
+    assert_eq!(components.len(), 2);
+    assert!(components.iter().all(|c| c["account"].is_null()));
+}

@@ -87,6 +87,9 @@ pub(crate) struct Turn {
     pub request_id: Arc<str>,
     pub turn_id: Arc<str>,
     pub token: CancellationToken,
+    /// The MCP servers this process runs (tools of connected ones are
+    /// offered; calls go through it).
+    pub mcp: Arc<scv_mcp::Hub>,
 }
 
 /// Adds `step` to `total` (usage is omitted until some is reported).
@@ -159,18 +162,23 @@ impl Turn {
 
     async fn drive(&self, history: &mut History, usage: &mut Option<Usage>) -> Result<u32, Stop> {
         let settings = &self.settings;
-        let tools: &[ToolSpec] = if settings.no_tools {
-            &[]
-        } else {
-            settings.tools.specs()
-        };
-        let system = prompt::system_prompt(settings.cwd.clone(), tools).await;
-        // The system prompt weighs as a message would.
-        let fixed_bytes =
-            Message::user(system.as_str()).weight() + settings.provider.tools_bytes(tools);
+        if !settings.no_tools {
+            // MCP servers still starting get a moment, not the turn.
+            self.cancellable(self.mcp.wait_started()).await?;
+        }
+        let mut tools_version = self.mcp.version();
+        let mut registry = self.registry().await;
+        let (mut system, mut fixed_bytes) = self.system_prompt(&registry).await;
         let max_steps = self.limits.max_steps;
         let mut steps = 0;
         loop {
+            // A server's tools changed: the next request offers the new set.
+            if self.mcp.version() != tools_version {
+                tools_version = self.mcp.version();
+                registry = self.registry().await;
+                (system, fixed_bytes) = self.system_prompt(&registry).await;
+            }
+            let tools = self.offered(&registry);
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
             let request_bytes = fixed_bytes + history.bytes();
@@ -214,13 +222,40 @@ impl Turn {
                 ));
             }
             for call in &tool_calls {
-                let output = self.call_tool(call).await?;
+                let output = self.call_tool(call, &registry).await?;
                 history.push(Message::Tool {
                     call_id: call.id.clone(),
                     content: output,
                 });
             }
         }
+    }
+
+    /// The session's tools now: the built-in ones and the connected MCP
+    /// servers'.
+    async fn registry(&self) -> Arc<Registry> {
+        if self.settings.no_tools {
+            return self.settings.tools.clone();
+        }
+        Registry::with_mcp(&self.mcp.tools().await)
+    }
+
+    fn offered<'a>(&self, registry: &'a Registry) -> &'a [ToolSpec] {
+        if self.settings.no_tools {
+            &[]
+        } else {
+            registry.specs()
+        }
+    }
+
+    /// The system prompt for these tools, and what it and the tool
+    /// definitions weigh (as a message would).
+    async fn system_prompt(&self, registry: &Registry) -> (String, usize) {
+        let tools = self.offered(registry);
+        let system = prompt::system_prompt(self.settings.cwd.clone(), tools).await;
+        let fixed =
+            Message::user(system.as_str()).weight() + self.settings.provider.tools_bytes(tools);
+        (system, fixed)
     }
 
     /// Keeps the history within `max_history_bytes`, dropping the oldest
@@ -339,7 +374,7 @@ impl Turn {
 
     /// Proposes, approves (when needed) and runs one call; returns what the
     /// model reads as its result.
-    async fn call_tool(&self, call: &ToolCall) -> Result<String, Stop> {
+    async fn call_tool(&self, call: &ToolCall, registry: &Registry) -> Result<String, Stop> {
         let name = call.name.as_str();
         let parsed: Result<Value, String> = match call.arguments.trim() {
             "" => Ok(Value::Object(Default::default())),
@@ -364,7 +399,7 @@ impl Turn {
         })
         .await?;
 
-        let tool = self.settings.tools.get(name);
+        let tool = registry.get(name);
         let (tool, arguments) = match (self.settings.no_tools, tool, parsed) {
             (true, _, _) => return self.complete(call, ToolOutput::error(NO_TOOLS)).await,
             (false, None, _) => {
@@ -399,6 +434,7 @@ impl Turn {
             cancel: &self.token,
             sandbox: self.settings.sandbox.as_deref(),
             env: &self.settings.tool_env,
+            mcp: &self.mcp,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
@@ -432,6 +468,7 @@ impl Turn {
             return false;
         }
         classes.contains(&tool.risk())
+            || tool.server_auto_approves()
             || (sandboxed == Some(true) && classes.contains(&scv_protocol::Risk::Sandboxed))
     }
 

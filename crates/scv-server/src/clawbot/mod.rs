@@ -113,7 +113,7 @@ pub(crate) fn idle_status(
 ) -> ComponentStatus {
     ComponentStatus {
         id: format!("clawbot:{account}"),
-        account: account.into(),
+        account: Some(account.into()),
         bot_id: credentials.map(|c| c.bot_id.clone()),
         user_id: credentials.and_then(|c| c.user_id.clone()),
         enabled: settings.enabled,
@@ -127,6 +127,7 @@ pub(crate) fn idle_status(
             .then(|| "not logged in; run `scv clawbot login`".to_string()),
         restarts,
         remote_tools: Some(effective_remote_tools(settings, credentials)),
+        tools: None,
     }
 }
 

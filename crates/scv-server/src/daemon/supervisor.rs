@@ -14,7 +14,7 @@ use crate::handles::{Connector, Control, ControlError, ControlFuture};
 use crate::server::Shared;
 use scv_ilink::store::valid_account;
 use scv_ilink::{AccountStore, Credentials, Settings};
-use scv_protocol::{DaemonCommand, DaemonStatus, RemoteTools};
+use scv_protocol::{ComponentState, ComponentStatus, DaemonCommand, DaemonStatus, RemoteTools};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +38,7 @@ struct Saved {
 }
 
 pub(crate) struct Supervisor {
+    home: PathBuf,
     store: AccountStore,
     /// The daemon workspace: accounts without their own use it.
     workspace: PathBuf,
@@ -54,6 +55,7 @@ impl Supervisor {
         connector: Arc<dyn Connector>,
     ) -> Supervisor {
         Supervisor {
+            home: home.to_path_buf(),
             store: AccountStore::new(home),
             workspace,
             shared,
@@ -114,7 +116,9 @@ impl Supervisor {
                     }
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut statuses = statuses;
+        statuses.extend(self.shared.mcp.status().await.into_iter().map(mcp_status));
         DaemonStatus {
             version: crate::server::SERVER_VERSION.into(),
             pid: std::process::id(),
@@ -265,6 +269,10 @@ impl Supervisor {
     /// Reconciles every [`RECONCILE_EVERY`] until `shutdown`, then stops
     /// and joins every instance.
     pub async fn run(&self, shutdown: CancellationToken) {
+        // MCP servers start in the background; sessions share them.
+        self.shared
+            .start_mcp(std::slice::from_ref(&self.workspace))
+            .await;
         let mut tick = tokio::time::interval(RECONCILE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -277,6 +285,23 @@ impl Supervisor {
         for (_, instance) in running {
             instance.stop().await;
         }
+        self.shared.mcp.shutdown().await;
+    }
+
+    /// Re-reads `[mcp_servers]` and makes the running servers match; a
+    /// configuration that no longer parses changes nothing (and is logged).
+    async fn reload_mcp(&self) {
+        let home = self.home.clone();
+        match tokio::task::spawn_blocking(move || crate::config::Config::load(&home)).await {
+            Ok(Ok(config)) => {
+                self.shared
+                    .mcp
+                    .reconcile(&config.mcp_servers, std::slice::from_ref(&self.workspace))
+                    .await
+            }
+            Ok(Err(err)) => tracing::warn!("reload: MCP servers unchanged: {err:#}"),
+            Err(err) => tracing::warn!("reload: cannot read the configuration: {err}"),
+        }
     }
 }
 
@@ -287,6 +312,7 @@ impl Control for Supervisor {
                 DaemonCommand::Status => Ok(self.status().await),
                 DaemonCommand::Reload => {
                     self.reconcile().await;
+                    self.reload_mcp().await;
                     // What a leak would show: tasks that outlive what
                     // started them (tests compare two reloads).
                     tracing::info!(
@@ -309,5 +335,30 @@ impl Control for Supervisor {
                 DaemonCommand::ClawbotLogout { account } => self.clawbot_logout(account).await,
             }
         })
+    }
+}
+
+/// An MCP server as a `daemon.status` component.
+fn mcp_status(server: scv_mcp::ServerStatus) -> ComponentStatus {
+    let state = match server.state {
+        scv_mcp::State::Disabled => ComponentState::Disabled,
+        scv_mcp::State::Starting => ComponentState::Starting,
+        scv_mcp::State::Connected => ComponentState::Connected,
+        scv_mcp::State::Backoff => ComponentState::Backoff,
+        scv_mcp::State::Failed => ComponentState::Failed,
+        scv_mcp::State::Stopped => ComponentState::Stopped,
+    };
+    ComponentStatus {
+        id: format!("mcp:{}", server.name),
+        account: None,
+        bot_id: None,
+        user_id: None,
+        enabled: server.enabled,
+        state,
+        last_success_unix_seconds: server.last_success_unix_seconds,
+        error: server.error,
+        restarts: server.restarts,
+        remote_tools: None,
+        tools: Some(server.tools as u64),
     }
 }

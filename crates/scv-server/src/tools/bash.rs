@@ -8,7 +8,7 @@
 //! process group or session it moved to — and reports how many. The output
 //! says so.
 
-use super::reaper::{Report, FLAG, SANDBOX_FLAG};
+use super::reaper::{Report, SANDBOX_FLAG};
 use super::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use scv_protocol::Risk;
 use serde::Deserialize;
@@ -116,9 +116,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let (mut report_read, report_write) =
         std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
     let report_fd = report_write.as_raw_fd();
-    let server = std::process::id() as i32;
-    let mut command = tokio::process::Command::new("/proc/self/exe");
-    command.arg(FLAG).arg(report_fd.to_string());
+    let mut command = super::reaper::command(Some(report_fd));
     if let Some(policy) = ctx.sandbox.filter(|_| !args.unsandboxed) {
         let policy = policy
             .to_arg()
@@ -137,22 +135,6 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer_err)))
         .process_group(0);
-    // SAFETY: only async-signal-safe calls between fork and exec: prctl,
-    // getppid, fcntl.
-    unsafe {
-        command.pre_exec(move || {
-            // The reaper cleans up if the server dies; if it already did,
-            // do not start at all.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
-            if libc::getppid() != server {
-                return Err(std::io::Error::other("the server exited"));
-            }
-            // The report descriptor survives exec; the reaper closes it
-            // for the command.
-            libc::fcntl(report_fd, libc::F_SETFD, 0);
-            Ok(())
-        });
-    }
     let child = command
         .spawn()
         .map_err(|err| format!("cannot start bash: {err}"))?;

@@ -8,6 +8,7 @@ mod bash;
 pub(crate) mod beneath;
 mod edit_file;
 mod list_dir;
+mod mcp;
 mod output;
 mod read_file;
 pub mod reaper;
@@ -41,6 +42,8 @@ pub(crate) struct ToolContext<'a> {
     pub sandbox: Option<&'a scv_sandbox::Policy>,
     /// The environment of tool processes (no credentials).
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+    /// The MCP servers, for calls of their tools.
+    pub mcp: &'a scv_mcp::Hub,
 }
 
 /// What a call produced: shown to the client and given to the model.

@@ -88,12 +88,20 @@ extern "C" fn on_stop(_: libc::c_int) {
 /// Runs the reaper; `args` are the arguments after [`FLAG`].
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let mut args = args.into_iter();
-    let Some(report_fd) = args
-        .next()
-        .and_then(|fd| fd.to_str().and_then(|s| s.parse::<i32>().ok()))
-    else {
-        eprintln!("scv-server {FLAG}: expected a report descriptor");
-        return ExitCode::from(2);
+    // `-`: no report (an MCP server's reaper; its end is seen on the pipes).
+    let report_fd = match args.next().as_deref().and_then(|fd| fd.to_str()) {
+        Some("-") => None,
+        Some(fd) => match fd.parse::<i32>() {
+            Ok(fd) => Some(fd),
+            Err(_) => {
+                eprintln!("scv-server {FLAG}: expected a report descriptor or `-`");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            eprintln!("scv-server {FLAG}: expected a report descriptor or `-`");
+            return ExitCode::from(2);
+        }
     };
     let mut next = args.next();
     let mut policy = None;
@@ -127,7 +135,9 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     // SAFETY: plain syscalls on our own process; the handler only stores
     // to an atomic. No SA_RESTART, so a blocked waitpid returns EINTR.
     unsafe {
-        libc::fcntl(report_fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        if let Some(fd) = report_fd {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_stop as *const () as libc::sighandler_t;
@@ -191,11 +201,40 @@ fn failed(code: i32) -> Report {
 }
 
 /// Writes the report and ends the reaper.
-fn finish(report_fd: i32, report: Report) -> ExitCode {
-    // SAFETY: the server passed this descriptor for us to own.
-    let mut out = unsafe { std::fs::File::from_raw_fd(report_fd) };
-    let _ = out.write_all(report.encode().as_bytes());
+fn finish(report_fd: Option<i32>, report: Report) -> ExitCode {
+    if let Some(fd) = report_fd {
+        // SAFETY: the server passed this descriptor for us to own.
+        let mut out = unsafe { std::fs::File::from_raw_fd(fd) };
+        let _ = out.write_all(report.encode().as_bytes());
+    }
     ExitCode::SUCCESS
+}
+
+/// `scv-server --tool-process FD|-` (this binary), for the caller to add
+/// `[--sandbox POLICY] -- PROGRAM ARGS…`. The reaper gets a parent-death
+/// signal, so it cleans up if this server dies; if the server is already
+/// gone it does not start. `report_fd` stays open across `exec`.
+pub(crate) fn command(report_fd: Option<i32>) -> tokio::process::Command {
+    let server = std::process::id() as i32;
+    let mut command = tokio::process::Command::new("/proc/self/exe");
+    command
+        .arg(FLAG)
+        .arg(report_fd.map_or_else(|| "-".to_string(), |fd| fd.to_string()));
+    // SAFETY: only async-signal-safe calls between fork and exec: prctl,
+    // getppid, fcntl.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+            if libc::getppid() != server {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(fd) = report_fd {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+            Ok(())
+        });
+    }
+    command
 }
 
 /// Waits for `main` (reaping orphans that exit meanwhile) until it exits

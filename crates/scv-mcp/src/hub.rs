@@ -1,0 +1,424 @@
+//! The servers of one SCV process: reconciled with the configuration,
+//! shared by every session, stopped together.
+
+use crate::limits::FIRST_REQUEST_WAIT;
+use crate::result;
+use crate::server;
+use crate::spec::ServerSpec;
+use crate::tools::McpTool;
+use rmcp::model::CallToolRequestParams;
+use rmcp::{Peer, RoleClient, ServiceError};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Builds the command that runs a stdio server (program, arguments); the
+/// hub sets its environment, directory and pipes.
+pub type CommandBuilder = dyn Fn(&OsStr, &[String]) -> tokio::process::Command + Send + Sync;
+
+/// What the hub needs from the process around it.
+pub struct HubEnv {
+    /// The environment of stdio servers (credentials already removed).
+    pub env: Arc<[(OsString, OsString)]>,
+    /// Values of the variables servers name for secrets (`bearer_token_env`).
+    pub secrets: HashMap<String, String>,
+    pub command: Box<CommandBuilder>,
+}
+
+impl HubEnv {
+    /// `message` without any secret or configured header value it may
+    /// quote, and without URL query strings.
+    pub(crate) fn sanitize(&self, message: &str, spec: &ServerSpec) -> String {
+        let mut clean = message.to_string();
+        let headers = match &spec.transport {
+            crate::spec::Transport::Http { headers, .. } => headers.values().collect(),
+            crate::spec::Transport::Stdio { .. } => Vec::new(),
+        };
+        for secret in self
+            .secrets
+            .values()
+            .chain(headers)
+            .filter(|s| s.len() >= 4)
+        {
+            clean = clean.replace(secret.as_str(), "[redacted]");
+        }
+        let mut out = String::with_capacity(clean.len());
+        let mut in_query = false;
+        for c in clean.chars() {
+            if c == '?' && !in_query {
+                in_query = true;
+                out.push_str("?[…]");
+                continue;
+            }
+            if in_query && (c.is_whitespace() || c == ')' || c == '"' || c == '\'') {
+                in_query = false;
+            }
+            if !in_query {
+                out.push(c);
+            }
+        }
+        out.chars().take(500).collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Disabled,
+    Starting,
+    Connected,
+    Backoff,
+    Failed,
+    Stopped,
+}
+
+/// A server as `daemon.status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerStatus {
+    pub name: String,
+    pub enabled: bool,
+    pub state: State,
+    pub last_success_unix_seconds: Option<u64>,
+    /// Sanitized: never a header value or a token.
+    pub error: Option<String>,
+    pub restarts: u32,
+    pub tools: usize,
+}
+
+/// A connected server's peer and tools (none while it is not connected).
+type Live = (Option<Peer<RoleClient>>, Arc<[Arc<McpTool>]>);
+
+/// What a server's supervisor shares with sessions.
+pub(crate) struct Shared {
+    status: Mutex<ServerStatus>,
+    connection: Mutex<Live>,
+    /// A call saw the connection break; the supervisor restarts.
+    pub broken: Notify,
+    changed: watch::Sender<u64>,
+}
+
+impl Shared {
+    pub fn update(&self, change: impl FnOnce(&mut ServerStatus)) {
+        change(&mut lock(&self.status));
+        self.changed.send_modify(|v| *v += 1);
+    }
+
+    pub fn set_connection(&self, peer: Option<Peer<RoleClient>>, tools: Vec<Arc<McpTool>>) {
+        let count = tools.len();
+        *lock(&self.connection) = (peer, tools.into());
+        self.update(|s| s.tools = count);
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+struct Running {
+    spec: ServerSpec,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    done: TaskTracker,
+}
+
+/// The configured MCP servers of one SCV process.
+pub struct Hub {
+    env: Arc<HubEnv>,
+    servers: tokio::sync::Mutex<BTreeMap<String, Running>>,
+    /// Every server's tasks (supervisor, stderr readers).
+    tracker: TaskTracker,
+    /// Bumped on every change of any server's status or tools.
+    changed: watch::Sender<u64>,
+    /// What `roots/list` answers (the workspace).
+    roots: Arc<Mutex<Vec<PathBuf>>>,
+}
+
+/// Why a call produced no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The server is not connected (starting, restarting, failed).
+    NotConnected(String),
+    TimedOut(Duration),
+    Cancelled,
+    Failed(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NotConnected(why) => write!(f, "{why}"),
+            CallError::TimedOut(after) => write!(f, "timed out after {} ms", after.as_millis()),
+            CallError::Cancelled => write!(f, "cancelled"),
+            CallError::Failed(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl Hub {
+    pub fn new(env: HubEnv) -> Hub {
+        // rmcp's HTTP client (reqwest with rustls and no built-in crypto
+        // provider) needs a process default; an error means one is set.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (changed, _) = watch::channel(0);
+        Hub {
+            env: Arc::new(env),
+            servers: tokio::sync::Mutex::new(BTreeMap::new()),
+            tracker: TaskTracker::new(),
+            changed,
+            roots: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Makes the running servers the configured ones: new ones start in
+    /// the background, removed or changed ones stop (awaited), unchanged
+    /// ones keep running. `roots` is what `roots/list` answers from now on.
+    pub async fn reconcile(&self, specs: &[ServerSpec], roots: &[PathBuf]) {
+        *lock(&self.roots) = roots.to_vec();
+        let mut servers = self.servers.lock().await;
+        let wanted: BTreeMap<&str, &ServerSpec> =
+            specs.iter().map(|s| (s.name.as_str(), s)).collect();
+        let gone: Vec<String> = servers
+            .iter()
+            .filter(|(name, running)| wanted.get(name.as_str()) != Some(&&running.spec))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            if let Some(running) = servers.remove(&name) {
+                running.stop.cancel();
+                running.done.close();
+                running.done.wait().await;
+            }
+        }
+        for spec in specs {
+            if servers.contains_key(&spec.name) {
+                continue;
+            }
+            let state = if spec.enabled {
+                State::Starting
+            } else {
+                State::Disabled
+            };
+            let shared = Arc::new(Shared {
+                status: Mutex::new(ServerStatus {
+                    name: spec.name.clone(),
+                    enabled: spec.enabled,
+                    state,
+                    last_success_unix_seconds: None,
+                    error: None,
+                    restarts: 0,
+                    tools: 0,
+                }),
+                connection: Mutex::new((None, Arc::from(Vec::new()))),
+                broken: Notify::new(),
+                changed: self.changed.clone(),
+            });
+            let stop = CancellationToken::new();
+            let done = TaskTracker::new();
+            if spec.enabled {
+                let task = server::supervise(
+                    spec.clone(),
+                    shared.clone(),
+                    self.env.clone(),
+                    self.roots.clone(),
+                    stop.clone(),
+                    self.tracker.clone(),
+                );
+                done.spawn(self.tracker.track_future(task));
+            }
+            servers.insert(
+                spec.name.clone(),
+                Running {
+                    spec: spec.clone(),
+                    shared,
+                    stop,
+                    done,
+                },
+            );
+        }
+        self.changed.send_modify(|v| *v += 1);
+    }
+
+    /// A number that changes whenever any server's tools (or status) do.
+    pub fn version(&self) -> u64 {
+        *self.changed.borrow()
+    }
+
+    /// The tools of every connected server, by server name.
+    pub async fn tools(&self) -> Vec<Arc<McpTool>> {
+        let servers = self.servers.lock().await;
+        servers
+            .values()
+            .flat_map(|running| {
+                lock(&running.shared.connection)
+                    .1
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Waits, at most [`FIRST_REQUEST_WAIT`], until no server is still
+    /// starting for the first time.
+    pub async fn wait_started(&self) {
+        let mut changes = self.changed.subscribe();
+        let _ = tokio::time::timeout(FIRST_REQUEST_WAIT, async {
+            loop {
+                if !self.any_first_start().await {
+                    return;
+                }
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+
+    async fn any_first_start(&self) -> bool {
+        self.servers.lock().await.values().any(|running| {
+            let status = lock(&running.shared.status);
+            status.state == State::Starting
+                && status.last_success_unix_seconds.is_none()
+                && status.restarts == 0
+        })
+    }
+
+    /// Calls `tool` with `arguments`, bounded by its server's timeout and
+    /// by `cancel`; on either the server is told the call is cancelled.
+    /// Returns the result as text and whether the server says it failed.
+    pub async fn call(
+        &self,
+        tool: &McpTool,
+        arguments: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<(String, bool), CallError> {
+        let (peer, shared, spec) = {
+            let servers = self.servers.lock().await;
+            let Some(running) = servers.get(&tool.server) else {
+                return Err(CallError::NotConnected(format!(
+                    "MCP server `{}` is no longer configured",
+                    tool.server
+                )));
+            };
+            let peer = lock(&running.shared.connection).0.clone();
+            (peer, running.shared.clone(), running.spec.clone())
+        };
+        let Some(peer) = peer else {
+            let state = lock(&shared.status).state;
+            return Err(CallError::NotConnected(format!(
+                "MCP server `{}` is not connected ({})",
+                tool.server,
+                state.as_str()
+            )));
+        };
+        let mut params = CallToolRequestParams::new(tool.tool.clone());
+        if let Some(object) = arguments.as_object() {
+            params = params.with_arguments(object.clone());
+        }
+        // Dropping the call (timeout, cancel) sends `notifications/cancelled`.
+        let outcome = tokio::select! {
+            outcome = peer.call_tool(params) => outcome,
+            () = tokio::time::sleep(tool.timeout) => return Err(CallError::TimedOut(tool.timeout)),
+            () = cancel.cancelled() => return Err(CallError::Cancelled),
+        };
+        match outcome {
+            Ok(result) => {
+                lock(&shared.status).last_success_unix_seconds = Some(now_unix());
+                Ok(result::render(&result))
+            }
+            Err(ServiceError::McpError(error)) => Err(CallError::Failed(format!(
+                "the server answered with an error: {}",
+                self.env.sanitize(&error.message, &spec)
+            ))),
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                shared.broken.notify_one();
+                Err(CallError::Failed(
+                    "the connection to the MCP server broke during the call; it is being restarted"
+                        .into(),
+                ))
+            }
+            Err(other) => Err(CallError::Failed(
+                self.env.sanitize(&other.to_string(), &spec),
+            )),
+        }
+    }
+
+    /// Every configured server's status, by name.
+    pub async fn status(&self) -> Vec<ServerStatus> {
+        self.servers
+            .lock()
+            .await
+            .values()
+            .map(|running| lock(&running.shared.status).clone())
+            .collect()
+    }
+
+    /// Stops every server and waits until each is gone.
+    pub async fn shutdown(&self) {
+        let roots = lock(&self.roots).clone();
+        self.reconcile(&[], &roots).await;
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Disabled => "disabled",
+            State::Starting => "starting",
+            State::Connected => "connected",
+            State::Backoff => "backoff",
+            State::Failed => "failed",
+            State::Stopped => "stopped",
+        }
+    }
+}
+
+pub(crate) fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::spec::RawServer;
+
+    #[test]
+    fn errors_never_quote_a_token_a_header_or_a_query() {
+        let env = HubEnv {
+            env: Arc::from(Vec::new()),
+            secrets: [("PAT".to_string(), "pat-secret-123".to_string())].into(),
+            command: Box::new(|program, _| tokio::process::Command::new(program)),
+        };
+        let spec = ServerSpec::new(
+            "web",
+            RawServer {
+                url: Some("https://example.com/mcp".into()),
+                headers: Some([("X-Api".to_string(), "header-secret".to_string())].into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let clean = env.sanitize(
+            "error sending request for url (https://example.com/mcp?key=abc): Bearer pat-secret-123 header-secret",
+            &spec,
+        );
+        assert_eq!(
+            clean,
+            "error sending request for url (https://example.com/mcp?[…]): Bearer [redacted] [redacted]"
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! SCV's client of Model Context Protocol servers.
+//!
+//! A [`Hub`] holds the configured servers ([`ServerSpec`], from
+//! `[mcp_servers.NAME]`), each supervised by its own task: started in the
+//! background, restarted with backoff when it dies, stopped (its process
+//! group killed and reaped) on shutdown. Sessions read the tools of the
+//! connected servers ([`McpTool`], offered to the model as
+//! `mcp__NAME__TOOL`) and call them through the hub, every call bounded by
+//! the server's `tool_timeout_ms` and cancelled on the server when the turn
+//! is. The protocol is spoken with the official Rust SDK, `rmcp`.
+
+mod handler;
+mod hub;
+mod limits;
+mod names;
+mod result;
+mod server;
+mod spec;
+mod tools;
+mod transport;
+
+pub use hub::{CallError, Hub, HubEnv, ServerStatus, State};
+pub use limits::*;
+pub use names::tool_name;
+pub use spec::{RawServer, ServerSpec, Transport};
+pub use tools::McpTool;

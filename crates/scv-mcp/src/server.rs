@@ -1,0 +1,233 @@
+//! One server's supervisor: start, list tools, serve, and after a failure
+//! wait (2 s, doubling, at most 60 s) and start again — until stopped.
+
+use crate::handler::Handler;
+use crate::hub::{HubEnv, Shared, State};
+use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
+use crate::spec::ServerSpec;
+use crate::tools::{self, Listing, McpTool};
+use crate::transport::{self, Connection};
+use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Pages of `tools/list` read at most.
+const MAX_PAGES: usize = 16;
+
+pub(crate) async fn supervise(
+    spec: ServerSpec,
+    shared: Arc<Shared>,
+    env: Arc<HubEnv>,
+    roots: Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    let mut backoff = BACKOFF_FIRST;
+    let mut attempts = 0u32;
+    loop {
+        if attempts > 0 {
+            shared.update(|s| s.restarts += 1);
+        }
+        attempts += 1;
+        shared.update(|s| s.state = State::Starting);
+        let tools_changed = Arc::new(Notify::new());
+        let handler = Handler {
+            server: spec.name.clone(),
+            roots: crate::hub::lock(&roots).clone(),
+            tools_changed: tools_changed.clone(),
+        };
+        let started = tokio::select! {
+            started = start(&spec, &env, handler, &tracker) => started,
+            () = stop.cancelled() => break,
+        };
+        match started {
+            Ok((connection, listing)) => {
+                backoff = BACKOFF_FIRST;
+                let peer = connection.service.peer().clone();
+                publish(&spec, &shared, Some(peer.clone()), listing);
+                let end = serve(&spec, &shared, connection, &peer, &tools_changed, &stop).await;
+                publish(&spec, &shared, None, Listing::default());
+                match end {
+                    End::Stopped => break,
+                    End::Died(why) => {
+                        tracing::warn!(target: "scv::mcp", server = %spec.name, "{why}; restarting in {} s", backoff.as_secs());
+                        shared.update(|s| {
+                            s.state = State::Backoff;
+                            s.error = Some(env.sanitize(&why, &spec));
+                        });
+                    }
+                }
+            }
+            Err(why) => {
+                tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot start: {why}");
+                shared.update(|s| {
+                    s.state = State::Failed;
+                    s.error = Some(env.sanitize(&why, &spec));
+                });
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = stop.cancelled() => break,
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+    shared.update(|s| s.state = State::Stopped);
+}
+
+/// Connects and lists the tools, both within `startup_timeout`.
+async fn start(
+    spec: &ServerSpec,
+    env: &HubEnv,
+    handler: Handler,
+    tracker: &TaskTracker,
+) -> Result<(Connection, Listing), String> {
+    let limit = spec.startup_timeout;
+    let within = format!("did not finish starting within {} ms", limit.as_millis());
+    let connection = tokio::time::timeout(limit, transport::connect(spec, env, handler, tracker))
+        .await
+        .map_err(|_| within.clone())??;
+    let peer = connection.service.peer().clone();
+    match tokio::time::timeout(limit, list(&peer, spec)).await {
+        Ok(Ok(listing)) => Ok((connection, listing)),
+        Ok(Err(why)) => {
+            connection.close().await;
+            Err(why)
+        }
+        Err(_) => {
+            connection.close().await;
+            Err(within)
+        }
+    }
+}
+
+enum End {
+    Stopped,
+    Died(String),
+}
+
+/// Serves until the connection ends or the server is stopped; re-lists
+/// the tools when the server says they changed.
+async fn serve(
+    spec: &ServerSpec,
+    shared: &Arc<Shared>,
+    connection: Connection,
+    peer: &Peer<RoleClient>,
+    tools_changed: &Notify,
+    stop: &CancellationToken,
+) -> End {
+    let Connection {
+        service,
+        mut child,
+        oversized,
+    } = connection;
+    let cancel = service.cancellation_token();
+    let mut waiting = Box::pin(service.waiting());
+    let mut ended = false;
+    let end = loop {
+        tokio::select! {
+            () = stop.cancelled() => break End::Stopped,
+            () = shared.broken.notified() => break End::Died("the connection to the server broke".into()),
+            _ = &mut waiting => {
+                ended = true;
+                break End::Died(why_closed(&oversized, child.as_mut()));
+            }
+            () = tools_changed.notified() => match list(peer, spec).await {
+                Ok(listing) => publish(spec, shared, Some(peer.clone()), listing),
+                Err(why) => tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot list tools again: {why}"),
+            },
+        }
+    };
+    if !ended {
+        cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(1), waiting).await;
+    }
+    if let Some(child) = child.as_mut() {
+        transport::end_group(child).await;
+    }
+    end
+}
+
+fn why_closed(oversized: &AtomicBool, child: Option<&mut tokio::process::Child>) -> String {
+    if oversized.load(Ordering::SeqCst) {
+        return format!(
+            "the server sent a message over {} bytes",
+            crate::MAX_MESSAGE_BYTES
+        );
+    }
+    match child.map(|c| c.try_wait()) {
+        Some(Ok(Some(status))) => format!("the server exited ({status})"),
+        Some(_) => "the server closed its output".into(),
+        None => "the server closed the connection".into(),
+    }
+}
+
+/// Every page of `tools/list`, read leniently.
+async fn list(peer: &Peer<RoleClient>, spec: &ServerSpec) -> Result<Listing, String> {
+    let mut pages: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+            PaginatedRequestParams::default().with_cursor(cursor.take()),
+        ));
+        let page = match peer.send_request(request).await {
+            Ok(ServerResult::ListToolsResult(result)) => {
+                serde_json::to_value(&result).map_err(|e| e.to_string())?
+            }
+            Ok(ServerResult::CustomResult(custom)) => custom.0,
+            Ok(_) => return Err("tools/list answered something else".into()),
+            Err(err) => return Err(format!("tools/list failed: {err}")),
+        };
+        cursor = page
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        pages.push(page);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let listing = tools::read(&spec.name, &pages, spec.tools.as_deref());
+    for why in &listing.left_out {
+        tracing::warn!(target: "scv::mcp", server = %spec.name, "tool left out: {why}");
+    }
+    Ok(listing)
+}
+
+/// Makes the server's peer and tools what sessions see.
+fn publish(
+    spec: &ServerSpec,
+    shared: &Arc<Shared>,
+    peer: Option<Peer<RoleClient>>,
+    listing: Listing,
+) {
+    let connected = peer.is_some();
+    let tools: Vec<Arc<McpTool>> = listing
+        .tools
+        .into_iter()
+        .map(|mut tool| {
+            tool.auto_approve = spec.auto_approve;
+            tool.timeout = spec.tool_timeout;
+            Arc::new(tool)
+        })
+        .collect();
+    let left_out = listing.left_out.len();
+    shared.set_connection(peer, tools);
+    if connected {
+        shared.update(|s| {
+            s.state = State::Connected;
+            s.last_success_unix_seconds = Some(crate::hub::now_unix());
+            s.error = (left_out > 0).then(|| {
+                format!(
+                    "{left_out} tools left out (invalid, repeated, or over the bound); see the log"
+                )
+            });
+        });
+    }
+}

@@ -1,0 +1,190 @@
+//! `[mcp_servers.NAME]` tables: as written ([`RawServer`]) and checked
+//! ([`ServerSpec`]).
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One table as written; every key optional, unknown keys refused.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub cwd: Option<PathBuf>,
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub bearer_token_env: Option<String>,
+    pub enabled: Option<bool>,
+    pub startup_timeout_ms: Option<u64>,
+    pub tool_timeout_ms: Option<u64>,
+    pub tools: Option<Vec<String>>,
+    pub auto_approve: Option<bool>,
+}
+
+/// How SCV reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+        /// The variable holding a bearer token.
+        bearer_token_env: Option<String>,
+    },
+}
+
+/// A server, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub transport: Transport,
+    pub enabled: bool,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// Only these tools are offered, when set.
+    pub tools: Option<Vec<String>>,
+    /// Calls run without asking.
+    pub auto_approve: bool,
+}
+
+impl ServerSpec {
+    /// Checks one table; the error says what is wrong (the caller names
+    /// the file, line and server).
+    pub fn new(name: &str, raw: RawServer) -> Result<ServerSpec, String> {
+        if name.is_empty()
+            || name.len() > 32
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err("a server name is 1 to 32 letters, digits, `_` or `-`".into());
+        }
+        let transport = match (raw.command, raw.url) {
+            (Some(_), Some(_)) => return Err("set either `command` or `url`, not both".into()),
+            (None, None) => {
+                return Err("set `command` (a stdio server) or `url` (an HTTP server)".into())
+            }
+            (Some(command), None) => {
+                if raw.headers.is_some() || raw.bearer_token_env.is_some() {
+                    return Err("`headers` and `bearer_token_env` are for `url` servers".into());
+                }
+                if command.trim().is_empty() {
+                    return Err("`command` is empty".into());
+                }
+                Transport::Stdio {
+                    command,
+                    args: raw.args.unwrap_or_default(),
+                    env: raw.env.unwrap_or_default(),
+                    cwd: raw.cwd,
+                }
+            }
+            (None, Some(url)) => {
+                if raw.args.is_some() || raw.env.is_some() || raw.cwd.is_some() {
+                    return Err("`args`, `env` and `cwd` are for `command` servers".into());
+                }
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!(
+                        "`url` must start with http:// or https://, not `{url}`"
+                    ));
+                }
+                let headers = raw.headers.unwrap_or_default();
+                for (name, value) in &headers {
+                    http::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| format!("`headers`: `{name}` is not a header name"))?;
+                    http::HeaderValue::from_str(value).map_err(|_| {
+                        format!("`headers`: the value of `{name}` is not a valid header value")
+                    })?;
+                }
+                Transport::Http {
+                    url,
+                    headers,
+                    bearer_token_env: raw.bearer_token_env.filter(|v| !v.is_empty()),
+                }
+            }
+        };
+        let millis = |value: Option<u64>, default: u64, key: &str| match value {
+            Some(0) => Err(format!("`{key}` must be at least 1")),
+            Some(ms) => Ok(Duration::from_millis(ms)),
+            None => Ok(Duration::from_millis(default)),
+        };
+        Ok(ServerSpec {
+            name: name.to_string(),
+            transport,
+            enabled: raw.enabled.unwrap_or(true),
+            startup_timeout: millis(raw.startup_timeout_ms, 10_000, "startup_timeout_ms")?,
+            tool_timeout: millis(raw.tool_timeout_ms, 60_000, "tool_timeout_ms")?,
+            tools: raw.tools,
+            auto_approve: raw.auto_approve.unwrap_or(false),
+        })
+    }
+
+    /// The variable holding a secret for this server (a bearer token).
+    pub fn secret_variable(&self) -> Option<&str> {
+        match &self.transport {
+            Transport::Http {
+                bearer_token_env, ..
+            } => bearer_token_env.as_deref(),
+            Transport::Stdio { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn stdio() -> RawServer {
+        RawServer {
+            command: Some("npx".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tables_are_checked() {
+        let spec = ServerSpec::new("fs", stdio()).unwrap();
+        assert_eq!(spec.tool_timeout, Duration::from_secs(60));
+        assert_eq!(spec.startup_timeout, Duration::from_secs(10));
+        assert!(spec.enabled && !spec.auto_approve);
+        for bad in ["", "has space", "a.b", &"x".repeat(33)] {
+            assert!(ServerSpec::new(bad, stdio()).is_err(), "{bad}");
+        }
+        let both = RawServer {
+            url: Some("http://x".into()),
+            ..stdio()
+        };
+        assert!(ServerSpec::new("s", both).unwrap_err().contains("not both"));
+        assert!(ServerSpec::new("s", RawServer::default()).is_err());
+        let ftp = RawServer {
+            url: Some("ftp://x".into()),
+            ..Default::default()
+        };
+        assert!(ServerSpec::new("s", ftp).unwrap_err().contains("http://"));
+        let zero = RawServer {
+            tool_timeout_ms: Some(0),
+            ..stdio()
+        };
+        assert!(ServerSpec::new("s", zero)
+            .unwrap_err()
+            .contains("tool_timeout_ms"));
+        let header = RawServer {
+            url: Some("https://x/mcp".into()),
+            headers: Some([("bad name".to_string(), "v".to_string())].into()),
+            ..Default::default()
+        };
+        assert!(ServerSpec::new("s", header)
+            .unwrap_err()
+            .contains("header name"));
+    }
+}

@@ -1,0 +1,270 @@
+//! Reaching a server: a child process over its pipes, or streamable HTTP.
+//!
+//! A stdio server runs in its own process group, started through the
+//! command the embedding server builds (SCV wraps it in its tool-process
+//! reaper, so nothing it starts outlives it). Its stdout is read through
+//! [`LineCap`], which ends the connection, with a reason, on a message
+//! over [`MAX_MESSAGE_BYTES`] instead of dropping it silently (which would
+//! leave the call waiting for its timeout); its stderr goes to the log,
+//! line by line, each line bounded.
+
+use crate::handler::Handler;
+use crate::hub::HubEnv;
+use crate::limits::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
+use crate::spec::{ServerSpec, Transport};
+use rmcp::service::RunningService;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+use tokio_util::task::TaskTracker;
+
+/// A live connection to one server.
+pub(crate) struct Connection {
+    pub service: RunningService<RoleClient, Handler>,
+    /// A stdio server's process (the reaper around it, in SCV).
+    pub child: Option<tokio::process::Child>,
+    /// Set when the server sent a message over the cap.
+    pub oversized: Arc<AtomicBool>,
+}
+
+/// Connects and initializes (the caller bounds the time).
+pub(crate) async fn connect(
+    spec: &ServerSpec,
+    env: &HubEnv,
+    handler: Handler,
+    tracker: &TaskTracker,
+) -> Result<Connection, String> {
+    match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env: extra,
+            cwd,
+        } => {
+            let mut child = (env.command)(command.as_ref(), args);
+            child
+                .env_clear()
+                .envs(env.env.iter().map(|(k, v)| (k, v)))
+                .envs(extra)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            if let Some(dir) = cwd.as_ref().or(handler.roots.first()) {
+                child.current_dir(dir);
+            }
+            let mut child = child
+                .spawn()
+                .map_err(|err| format!("cannot start `{command}`: {err}"))?;
+            let (Some(stdin), Some(stdout), Some(stderr)) =
+                (child.stdin.take(), child.stdout.take(), child.stderr.take())
+            else {
+                return Err("the server's pipes were not set up".into());
+            };
+            let server = spec.name.clone();
+            tracker.spawn(log_stderr(server, stderr));
+            let oversized = Arc::new(AtomicBool::new(false));
+            let reader = LineCap::new(stdout, oversized.clone());
+            // rmcp's own cap sits above ours so ours is the one that acts.
+            let transport = AsyncRwTransport::new_client(reader, stdin)
+                .with_max_line_length(MAX_MESSAGE_BYTES + 1024);
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|err| initialize_failed(&err.to_string(), &oversized))?;
+            Ok(Connection {
+                service,
+                child: Some(child),
+                oversized,
+            })
+        }
+        Transport::Http {
+            url,
+            headers,
+            bearer_token_env,
+        } => {
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let name = http::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("`{name}` is not a header name"))?;
+                let value = http::HeaderValue::from_str(value)
+                    .map_err(|_| format!("the value of header `{name}` is not valid"))?;
+                custom.insert(name, value);
+            }
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .custom_headers(custom)
+                .max_json_response_size(MAX_MESSAGE_BYTES)
+                .max_sse_event_size(MAX_MESSAGE_BYTES)
+                // A dropped session is a restart SCV sees and counts.
+                .reinit_on_expired_session(false);
+            let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+            retry.max_times = Some(3);
+            retry.max_delay = Some(Duration::from_secs(10));
+            config.retry_config = Arc::new(retry);
+            if let Some(var) = bearer_token_env {
+                match env.secrets.get(var) {
+                    Some(token) => config = config.auth_header(token.clone()),
+                    None => return Err(format!("`{var}` (bearer_token_env) is not set")),
+                }
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|err| format!("initialize failed: {err}"))?;
+            Ok(Connection {
+                service,
+                child: None,
+                oversized: Arc::new(AtomicBool::new(false)),
+            })
+        }
+    }
+}
+
+fn initialize_failed(err: &str, oversized: &AtomicBool) -> String {
+    if oversized.load(Ordering::SeqCst) {
+        format!("initialize failed: the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+    } else {
+        format!("initialize failed: {err}")
+    }
+}
+
+impl Connection {
+    /// Ends the connection; a stdio server's process group is told to end
+    /// (the reaper kills everything below it), then killed if it lingers,
+    /// and reaped.
+    pub async fn close(self) {
+        let Connection { service, child, .. } = self;
+        service.cancellation_token().cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(1), service.waiting()).await;
+        if let Some(mut child) = child {
+            end_group(&mut child).await;
+        }
+    }
+}
+
+/// SIGTERM to the group, up to 3 s, then SIGKILL; always reaped.
+pub(crate) async fn end_group(child: &mut tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        // SAFETY: killpg only sends a signal; the group is the child's own.
+        unsafe { libc::killpg(pid as i32, libc::SIGTERM) };
+        if tokio::time::timeout(Duration::from_secs(3), child.wait())
+            .await
+            .is_ok()
+        {
+            // SAFETY: as above; whatever is left of the group.
+            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+            return;
+        }
+        // SAFETY: as above.
+        unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+    }
+    let _ = child.wait().await;
+}
+
+/// Logs a server's stderr, a line at a time, each line bounded.
+async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
+    let mut line: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &byte in &buf[..n] {
+            if byte == b'\n' {
+                emit(&server, &line);
+                line.clear();
+            } else if line.len() < MAX_STDERR_LINE_BYTES {
+                line.push(byte);
+            }
+        }
+    }
+    if !line.is_empty() {
+        emit(&server, &line);
+    }
+}
+
+fn emit(server: &str, line: &[u8]) {
+    tracing::info!(target: "scv::mcp", server, "stderr: {}", String::from_utf8_lossy(line));
+}
+
+/// Reads a server's stdout, failing (and saying so) on a line over the cap.
+pub(crate) struct LineCap<R> {
+    inner: R,
+    line: usize,
+    oversized: Arc<AtomicBool>,
+}
+
+impl<R> LineCap<R> {
+    pub fn new(inner: R, oversized: Arc<AtomicBool>) -> Self {
+        LineCap {
+            inner,
+            line: 0,
+            oversized,
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LineCap<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let new = &buf.filled()[before..];
+                match memchr_last(new) {
+                    Some(last) => this.line = new.len() - last - 1,
+                    None => this.line += new.len(),
+                }
+                if this.line > MAX_MESSAGE_BYTES {
+                    this.oversized.store(true, Ordering::SeqCst);
+                    buf.set_filled(before);
+                    return Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("the server sent a message over {MAX_MESSAGE_BYTES} bytes"),
+                    )));
+                }
+                Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
+    }
+}
+
+fn memchr_last(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|b| *b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_fails_the_read_and_says_so() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut ok = LineCap::new(&b"{\"a\":1}\n{\"b\":2}\n"[..], flag.clone());
+        let mut out = Vec::new();
+        ok.read_to_end(&mut out).await.unwrap();
+        assert_eq!(out.len(), 16);
+        let big = vec![b'x'; MAX_MESSAGE_BYTES + 10];
+        let mut capped = LineCap::new(&big[..], flag.clone());
+        let err = capped.read_to_end(&mut Vec::new()).await.unwrap_err();
+        assert!(err.to_string().contains("over"));
+        assert!(flag.load(Ordering::SeqCst));
+    }
+}

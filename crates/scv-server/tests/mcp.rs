@@ -1,0 +1,735 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! Tools from MCP servers, end to end: real MCP servers written with the
+//! official Python SDK (`mcp` 1.30, installed by `.ci/run` into
+//! `target/mcp-venv`) over stdio and streamable HTTP — plus a raw JSON-RPC
+//! one for what no SDK does on purpose — driven through the real
+//! `scv-server` by the scripted mock provider's tool calls.
+//!
+//! Without the Python SDK the tests skip with a message; with
+//! `SCV_REQUIRE_MCP` set (CI) they fail instead.
+
+mod common;
+use common::*;
+use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The Python with the `mcp` package, or `None` (the test skips).
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("SCV_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-venv/bin/python3")
+        });
+    let works = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if works {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("SCV_REQUIRE_MCP").is_none(),
+        "SCV_REQUIRE_MCP is set but {} cannot import mcp (run .ci/run)",
+        python.display()
+    );
+    eprintln!(
+        "skipped: no Python with the mcp package at {}",
+        python.display()
+    );
+    None
+}
+
+fn script(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A TOML string.
+fn toml(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+/// `[mcp_servers.NAME]` for a stdio server: `python SCRIPT ARGS…`, events
+/// to `log`, and `extra` lines.
+fn stdio_server(name: &str, python: &Path, args: &[&str], log: &Path, extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| toml(a)).collect();
+    format!(
+        "[mcp_servers.{name}]\ncommand = {}\nargs = [{}]\nenv = {{ SCV_MCP_LOG = {} }}\n{extra}\n",
+        toml(&python.display().to_string()),
+        args.join(", "),
+        toml(&log.display().to_string()),
+    )
+}
+
+/// The events a test server recorded.
+fn events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Waits (bounded) until the server recorded `event`.
+async fn recorded(log: &Path, event: &str) -> Value {
+    for _ in 0..400 {
+        if let Some(found) = events(log).into_iter().find(|e| e["event"] == event) {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the server never recorded {event}: {:?}", events(log));
+}
+
+/// The fake server's stdio table and its log, in `dir`.
+fn fake(python: &Path, dir: &Path, extra: &str) -> (String, PathBuf) {
+    let log = dir.join("events.jsonl");
+    let table = stdio_server(
+        "fake",
+        python,
+        &[&script("fake_server.py"), "stdio"],
+        &log,
+        extra,
+    );
+    (table, log)
+}
+
+/// A `--stdio` rig whose fake server (stdio) is up: its tools offered.
+struct Fake {
+    rig: Rig,
+    session: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Fake {
+    /// `None` (skip) without the Python SDK.
+    async fn start(extra: &str) -> Option<Fake> {
+        let python = python()?;
+        let dir = tempfile::tempdir().unwrap();
+        let (table, log) = fake(&python, dir.path(), extra);
+        let mut rig = Rig::new(&table).await;
+        let session = rig.session().await;
+        ready(&mut rig, &session, "mcp__fake__echo").await;
+        Some(Fake {
+            rig,
+            session,
+            log,
+            _dir: dir,
+        })
+    }
+}
+
+/// The names of the tools the provider was offered in request `n`.
+fn offered(mock: &MockProvider, n: usize) -> Vec<String> {
+    mock.requests()[n].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs plain turns until the model is offered `tool` (a Python server
+/// takes a second or two to start; a turn waits for it at most one) and
+/// returns the tools offered then.
+async fn ready(rig: &mut Rig, session: &str, tool: &str) -> Vec<String> {
+    for _ in 0..80 {
+        rig.mock.push(Reply::text(["hello"]));
+        rig.turn(session, "are the tools there").await;
+        let tools = offered(&rig.mock, rig.mock.requests().len() - 1);
+        if tools.iter().any(|t| t == tool || t.starts_with(tool)) {
+            return tools;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{tool} was never offered");
+}
+
+/// Runs one turn whose model calls `calls` (auto-approved) and returns
+/// each call's `(id, success, output)`.
+async fn call(
+    rig: &mut Rig,
+    session: &str,
+    calls: &[(&str, &str, Value)],
+) -> Vec<(String, bool, String)> {
+    rig.mock.push(Reply::tool_calls(calls));
+    rig.mock.push(Reply::text(["done"]));
+    let events = rig.turn(session, "use the tools").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:?}"
+    );
+    completed(&events)
+}
+
+#[tokio::test]
+async fn mcp_tools_are_offered_by_mapped_name_asked_for_as_mcp_and_answered() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, _) = fake(&python, dir.path(), "");
+    let mut rig = Rig::new(&table).await;
+    let session = rig.session().await;
+    let tools = ready(&mut rig, &session, "mcp__fake__echo").await;
+    let first = rig.mock.requests().len() - 1;
+    rig.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "mcp__fake__echo",
+        json!({"text": "hi", "times": 2}),
+    )]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.server.start_turn(&session, "t", "echo").await;
+    let events = rig.server.until("approval.requested").await;
+    let proposed = events
+        .iter()
+        .find(|e| e["type"] == "tool.proposed")
+        .unwrap();
+    assert_eq!(proposed["name"], "mcp__fake__echo");
+    let asked = events.last().unwrap();
+    assert_eq!(asked["risk"], "mcp");
+    assert_eq!(asked["name"], "mcp__fake__echo");
+    assert_eq!(
+        asked["summary"],
+        "Call MCP tool `echo` of server `fake` (the server says it only reads): {\"text\":\"hi\",\"times\":2}"
+    );
+    assert!(asked.get("sandboxed").is_none());
+    rig.server
+        .send(json!({"type":"approval.resolve","request_id":"a","session_id":session,"approval_id":asked["approval_id"],"approved":true}))
+        .await;
+    let events = rig.server.until_terminal().await;
+    assert_eq!(
+        completed(&events),
+        [("c1".to_string(), true, "hihi".to_string())]
+    );
+    assert!(tools.contains(&"bash".to_string()), "{tools:?}");
+    let requests = rig.mock.requests();
+    let schema = &requests[first].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp__fake__echo")
+        .unwrap()["function"]["parameters"];
+    assert_eq!(schema["properties"]["text"]["type"], "string");
+}
+
+#[tokio::test]
+async fn auto_approved_calls_carry_every_kind_of_result() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, _) = fake(&python, dir.path(), "auto_approve = true");
+    let mut rig = Rig::new(&table).await;
+    let session = rig.session().await;
+    let tools = ready(&mut rig, &session, "mcp__fake__dotted_name_").await;
+    let dotted = tools
+        .iter()
+        .find(|t| t.starts_with("mcp__fake__dotted_name_"))
+        .unwrap()
+        .clone();
+    let results = call(
+        &mut rig,
+        &session,
+        &[
+            ("dotted", &dotted, json!({"x": 7})),
+            ("fail", "mcp__fake__fail", json!({"message": "it broke"})),
+            ("image", "mcp__fake__image", json!({})),
+            ("big", "mcp__fake__big", json!({"n": 200000})),
+        ],
+    )
+    .await;
+    assert_eq!(results[0], ("dotted".into(), true, "dotted 7".into()));
+    assert!(!results[1].1);
+    assert!(results[1].2.contains("it broke"), "{:?}", results[1]);
+    assert!(results[2].1);
+    assert!(
+        results[2].2.starts_with("[image image/png, "),
+        "{:?}",
+        results[2]
+    );
+    let events = rig.mock.requests();
+    let last = events.last().unwrap().body.to_string();
+    assert!(
+        last.contains("output was truncated"),
+        "the big result is capped"
+    );
+    let (_, success, output) = &results[3];
+    assert!(*success && output.len() <= 64 * 1024, "{}", output.len());
+}
+
+#[tokio::test]
+async fn a_call_past_tool_timeout_fails_and_the_server_is_told_to_cancel() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, log) = fake(
+        &python,
+        dir.path(),
+        "auto_approve = true\ntool_timeout_ms = 700",
+    );
+    let mut rig = Rig::new(&table).await;
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__fake__echo").await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[("s", "mcp__fake__slow", json!({"seconds": 30}))],
+    )
+    .await;
+    let (_, success, output) = &results[0];
+    assert!(!success);
+    assert!(output.contains("timed out after 700 ms"), "{output}");
+    let started = recorded(&log, "slow_started").await;
+    let cancelled = recorded(&log, "cancelled").await;
+    assert_eq!(started["id"], cancelled["id"]);
+}
+
+#[tokio::test]
+async fn turn_cancel_reaches_the_server_at_once() {
+    let Some(Fake {
+        mut rig,
+        session,
+        log,
+        _dir,
+    }) = Fake::start("auto_approve = true").await
+    else {
+        return;
+    };
+    rig.mock.push(Reply::tool_calls(&[(
+        "s",
+        "mcp__fake__slow",
+        json!({"seconds": 60}),
+    )]));
+    rig.server.start_turn(&session, "t", "slow").await;
+    let events = rig.server.until("tool.started").await;
+    recorded(&log, "slow_started").await;
+    rig.server
+        .send(json!({"type":"turn.cancel","request_id":"c","session_id":session,"turn_id":events[0]["turn_id"]}))
+        .await;
+    assert_eq!(
+        types(&rig.server.until_terminal().await),
+        ["turn.cancelled"]
+    );
+    recorded(&log, "cancelled").await;
+}
+
+#[tokio::test]
+async fn server_requests_get_roots_and_clear_refusals_and_list_changes_are_seen() {
+    let Some(Fake {
+        mut rig,
+        session,
+        log: _log,
+        _dir,
+    }) = Fake::start("auto_approve = true").await
+    else {
+        return;
+    };
+    let results = call(
+        &mut rig,
+        &session,
+        &[
+            ("roots", "mcp__fake__roots", json!({})),
+            ("sampling", "mcp__fake__ask_llm", json!({"question": "hi"})),
+            ("elicit", "mcp__fake__ask_user", json!({"question": "ok?"})),
+            ("log", "mcp__fake__log_things", json!({})),
+            ("add", "mcp__fake__add_tool", json!({"name": "late"})),
+        ],
+    )
+    .await;
+    let workspace = rig.home.workspace();
+    assert_eq!(
+        results[0],
+        (
+            "roots".into(),
+            true,
+            format!("file://{}", workspace.display())
+        )
+    );
+    for (id, success, output) in &results[1..3] {
+        assert!(!success, "{id}: {output}");
+        assert!(output.contains("not supported by SCV"), "{id}: {output}");
+    }
+    assert_eq!(results[3], ("log".into(), true, "logged".into()));
+    assert!(results[4].1);
+    // The next request offers the tool the server added.
+    rig.mock.push(Reply::text(["hello"]));
+    rig.turn(&session, "again").await;
+    let n = rig.mock.requests().len() - 1;
+    assert!(
+        offered(&rig.mock, n).contains(&"mcp__fake__late".to_string()),
+        "{:?}",
+        offered(&rig.mock, n)
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_fails_the_call_and_comes_back() {
+    let Some(Fake {
+        mut rig,
+        session,
+        log,
+        _dir,
+    }) = Fake::start("auto_approve = true").await
+    else {
+        return;
+    };
+    let results = call(
+        &mut rig,
+        &session,
+        &[("x", "mcp__fake__exit_now", json!({}))],
+    )
+    .await;
+    assert!(!results[0].1, "{:?}", results[0]);
+    recorded(&log, "exiting").await;
+    // Restarted after the 2 s backoff: its tools come back.
+    let mut back = false;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let starts = events(&log)
+            .iter()
+            .filter(|e| e["event"] == "start")
+            .count();
+        if starts >= 2 {
+            back = true;
+            break;
+        }
+    }
+    assert!(back, "the server was not restarted: {:?}", events(&log));
+    let mut answered = None;
+    for _ in 0..20 {
+        let results = call(
+            &mut rig,
+            &session,
+            &[("e", "mcp__fake__echo", json!({"text": "again"}))],
+        )
+        .await;
+        if results[0].1 {
+            answered = Some(results[0].2.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(answered.as_deref(), Some("again"));
+}
+
+#[tokio::test]
+async fn misbehaving_servers_get_clear_errors_and_never_stall_a_turn() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("unused.jsonl");
+    let raw = script("raw_server.py");
+    let mut tables = String::new();
+    for mode in ["garbage", "unknown_id", "no_init", "huge"] {
+        let extra = if mode == "no_init" {
+            "auto_approve = true\nstartup_timeout_ms = 400"
+        } else {
+            "auto_approve = true"
+        };
+        tables.push_str(&stdio_server(mode, &python, &[&raw, mode], &log, extra));
+    }
+    tables.push_str(&stdio_server(
+        "many",
+        &python,
+        &[&script("many_tools_server.py")],
+        &log,
+        "auto_approve = true",
+    ));
+    let mut rig = Rig::new(&tables).await;
+    let session = rig.session().await;
+    rig.mock.push(Reply::text(["first"]));
+    let started = std::time::Instant::now();
+    rig.turn(&session, "hello").await;
+    // Waited for the starting servers, but not for the one that never
+    // answers initialize beyond its own startup timeout.
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let mut tools = offered(&rig.mock, 0);
+    for _ in 0..40 {
+        if tools
+            .iter()
+            .filter(|t| t.starts_with("mcp__many__"))
+            .count()
+            == 100
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        rig.mock.push(Reply::text(["again"]));
+        rig.turn(&session, "hello").await;
+        tools = offered(&rig.mock, rig.mock.requests().len() - 1);
+    }
+    assert!(
+        tools.contains(&"mcp__garbage__echo".to_string()),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&"mcp__unknown_id__echo".to_string()));
+    assert!(!tools.iter().any(|t| t.starts_with("mcp__no_init__")));
+    let many: Vec<&String> = tools
+        .iter()
+        .filter(|t| t.starts_with("mcp__many__"))
+        .collect();
+    assert_eq!(many.len(), 100, "200 tools, the first 100 kept");
+    assert!(
+        !tools.iter().any(|t| t.contains("schema_")),
+        "invalid schemas are left out"
+    );
+    let results = call(
+        &mut rig,
+        &session,
+        &[
+            ("g", "mcp__garbage__echo", json!({"text": "a"})),
+            ("u", "mcp__unknown_id__echo", json!({"text": "b"})),
+            ("h", "mcp__huge__echo", json!({"text": "c"})),
+            ("m", "mcp__many__t005", json!({"x": 1})),
+        ],
+    )
+    .await;
+    assert_eq!(results[0], ("g".into(), true, "raw echo a".into()));
+    assert_eq!(results[1], ("u".into(), true, "raw echo b".into()));
+    let (_, success, output) = &results[2];
+    assert!(!success, "{output}");
+    assert!(output.contains("broke"), "{output}");
+    assert_eq!(results[3], ("m".into(), true, "t005 got {'x': 1}".into()));
+}
+
+/// A daemon against the mock with `extra` config, and a client.
+struct DaemonRig {
+    mock: MockProvider,
+    home: TestHome,
+    daemon: tokio::process::Child,
+    log: DaemonLog,
+    client: TestServer,
+}
+
+impl DaemonRig {
+    async fn start(extra: &str) -> DaemonRig {
+        let mock = MockProvider::start().await;
+        let home = TestHome::new(&mock.base_url(), extra);
+        let socket = home.path().join("server.sock");
+        let log = DaemonLog::default();
+        let daemon = spawn_daemon(BIN, home.path(), &socket, &log);
+        wait_for_socket(&socket).await;
+        let mut client = TestServer::connect(&socket).await;
+        client.initialize().await;
+        DaemonRig {
+            mock,
+            home,
+            daemon,
+            log,
+            client,
+        }
+    }
+
+    async fn control(&mut self, action: &str) -> Value {
+        self.client
+            .send(json!({"type":"daemon.control","request_id":"c","command":{"action":action}}))
+            .await;
+        self.client.next().await
+    }
+
+    async fn mcp(&mut self, name: &str) -> Value {
+        let status = self.control("status").await;
+        status["status"]["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == format!("mcp:{name}"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    async fn wait_state(&mut self, name: &str, state: &str) -> Value {
+        for _ in 0..200 {
+            let component = self.mcp(name).await;
+            if component["state"] == state {
+                return component;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("mcp:{name} never reached {state}: {}", self.mcp(name).await);
+    }
+}
+
+#[tokio::test]
+async fn the_daemon_lists_servers_reloads_them_and_leaves_nothing_behind() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, log) = fake(&python, dir.path(), "");
+    let raw = script("raw_server.py");
+    let never = stdio_server(
+        "never",
+        &python,
+        &[&raw, "no_init"],
+        &dir.path().join("never.jsonl"),
+        "startup_timeout_ms = 300",
+    );
+    let off = stdio_server("off", &python, &[&raw, "ok"], &log, "enabled = false");
+    let mut rig = DaemonRig::start(&format!("{table}{never}{off}")).await;
+    let fake = rig.wait_state("fake", "connected").await;
+    assert_eq!(fake["account"], Value::Null);
+    assert_eq!(fake["bot_id"], Value::Null);
+    assert_eq!(fake["user_id"], Value::Null);
+    assert_eq!(fake["enabled"], true);
+    assert_eq!(fake["restarts"], 0);
+    assert!(fake["last_success_unix_seconds"].as_u64().unwrap() > 0);
+    assert_eq!(fake["tools"], 13);
+    let never = rig.wait_state("never", "failed").await;
+    assert_eq!(never["error"], "did not finish starting within 300 ms");
+    let off = rig.mcp("off").await;
+    assert_eq!(off["state"], "disabled");
+    assert_eq!(off["enabled"], false);
+    let pid = recorded(&log, "start").await["pid"].as_i64().unwrap() as i32;
+    assert!(scv_test_support::procfs::is_running(pid));
+
+    // Its stderr went to the daemon log.
+    assert!(
+        rig.log.wait_for("fake server starting").await,
+        "{:?}",
+        rig.log.lines()
+    );
+
+    // Reload without it: it stops and its process is gone.
+    let config = rig.home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let kept: String = text.split("[mcp_servers.fake]").next().unwrap().to_string();
+    std::fs::write(&config, kept).unwrap();
+    let status = rig.control("reload").await;
+    let ids: Vec<&str> = status["status"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.contains(&"mcp:fake"), "{ids:?}");
+    assert!(gone(pid).await, "the removed server outlived the reload");
+
+    // Back again, then SIGTERM: nothing outlives the daemon.
+    std::fs::write(&config, &text).unwrap();
+    rig.control("reload").await;
+    rig.wait_state("fake", "connected").await;
+    let pids: Vec<i32> = events(&log)
+        .iter()
+        .filter(|e| e["event"] == "start")
+        .map(|e| e["pid"].as_i64().unwrap() as i32)
+        .collect();
+    let latest = *pids.last().unwrap();
+    assert!(scv_test_support::procfs::is_running(latest));
+    unsafe { libc::kill(rig.daemon.id().unwrap() as i32, libc::SIGTERM) };
+    assert!(rig.daemon.wait().await.unwrap().success());
+    assert!(gone(latest).await, "an MCP server outlived the daemon");
+    let _ = &rig.mock;
+}
+
+#[tokio::test]
+async fn stdio_eof_stops_every_server() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, log) = fake(&python, dir.path(), "");
+    let mut rig = Rig::new(&table).await;
+    rig.session().await;
+    let pid = recorded(&log, "start").await["pid"].as_i64().unwrap() as i32;
+    rig.server.close_stdin().await;
+    let status = rig.server.wait().await;
+    assert!(status.success());
+    assert!(gone(pid).await, "an MCP server outlived scv-server --stdio");
+}
+
+/// A free port on 127.0.0.1 (a race, but a short one).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The fake server over streamable HTTP on `port`, until dropped.
+struct HttpServer(std::process::Child);
+
+impl HttpServer {
+    async fn start(python: &Path, port: u16, log: &Path) -> HttpServer {
+        let child = std::process::Command::new(python)
+            .args([&script("fake_server.py"), "http", &port.to_string()])
+            .env("SCV_MCP_LOG", log)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Owned at once, so a panic below still kills and reaps it.
+        let server = HttpServer(child);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the HTTP MCP server did not listen on {port}");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn streamable_http_servers_get_their_token_and_come_back_after_losing_the_session() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("http.jsonl");
+    let port = free_port();
+    let http = HttpServer::start(&python, port, &log).await;
+    let table = format!(
+        "[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_token_env = \"WEB_MCP_PAT\"\nheaders = {{ X-Team = \"scv\" }}\nauto_approve = true\n"
+    );
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), &table);
+    let mut server = TestServer::spawn_with(BIN, home.path(), &[("WEB_MCP_PAT", "pat-secret-1")]);
+    server.initialize().await;
+    let mut rig = Rig { mock, home, server };
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__web__echo").await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[
+            ("e", "mcp__web__echo", json!({"text": "over http"})),
+            ("w", "mcp__web__whoami", json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(results[0], ("e".into(), true, "over http".into()));
+    assert_eq!(results[1], ("w".into(), true, "Bearer pat-secret-1".into()));
+
+    // The server restarts and forgets the session: the next call fails,
+    // SCV reconnects, and calls work again.
+    drop(http);
+    let _http = HttpServer::start(&python, port, &log).await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[("e", "mcp__web__echo", json!({"text": "lost"}))],
+    )
+    .await;
+    assert!(!results[0].1, "{:?}", results[0]);
+    let mut answered = None;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let results = call(
+            &mut rig,
+            &session,
+            &[("e", "mcp__web__echo", json!({"text": "back"}))],
+        )
+        .await;
+        if results[0].1 {
+            answered = Some(results[0].2.clone());
+            break;
+        }
+    }
+    assert_eq!(answered.as_deref(), Some("back"));
+}
