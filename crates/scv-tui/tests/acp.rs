@@ -862,3 +862,71 @@ async fn a_lost_daemon_fails_the_prompt_and_the_next_session_reconnects() {
     assert_eq!(stop_reason(&response), "end_turn");
     assert_eq!(chunks(&seen, "agent_message_chunk"), "back");
 }
+
+/// The official TypeScript SDK's client (tests/acp-interop/interop.mjs)
+/// against `scv acp`: handshake, prompt, permission, cancel. Skips when
+/// node or the SDK is missing, unless `SCV_REQUIRE_INTEROP=1` (`.ci/run`
+/// installs the SDK and sets it).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_sdk_drives_scv_acp() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
+    let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let sdk = dir
+        .join("node_modules/@agentclientprotocol/sdk/package.json")
+        .exists();
+    if !node || !sdk {
+        let why = if !node {
+            "node is not on PATH"
+        } else {
+            "the SDK is not installed (run `npm ci` in crates/scv-tui/tests/acp-interop)"
+        };
+        assert!(!required, "SCV_REQUIRE_INTEROP=1 but {why}");
+        eprintln!("skipping the ACP interop test: {why}");
+        return;
+    }
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    std::fs::write(home.workspace().join("f.txt"), "before\n").unwrap();
+    mock.push(Reply::text(["Hello ", "from SCV."]));
+    mock.push(Reply::tool_calls(&[(
+        "call_e",
+        "edit_file",
+        json!({"path": "f.txt", "old_string": "before", "new_string": "after"}),
+    )]));
+    mock.push(Reply::text(["Edited."]));
+    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
+    mock.push(Reply::text(words).drip(Duration::from_millis(50)));
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(dir.join("interop.mjs"))
+        .arg(SCV)
+        .arg(home.workspace())
+        .env("SCV_HOME", home.path())
+        .env("SCV_SERVER_BIN", server_bin())
+        .env_remove("OPENAI_API_KEY")
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("the interop client finishes")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for check in [
+        "ok: hello stopReason end_turn",
+        "ok: Allow / Reject options",
+        "ok: the file changed",
+        "ok: cancel stopReason cancelled",
+        "ok: scv acp exited 0",
+    ] {
+        assert!(stderr.contains(check), "{check}:\n{stderr}");
+    }
+    assert!(!stderr.contains("FAIL"), "{stderr}");
+    let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(bodies[0].contains("INTEROP-HELLO"));
+    assert!(bodies[1].contains("INTEROP-EDIT") && bodies[1].contains("```file://"));
+    assert!(bodies[3].contains("INTEROP-CANCEL"));
+}
