@@ -46,6 +46,9 @@ pub fn kind(name: &str) -> ToolKind {
 pub fn title(name: &str, arguments: &Value) -> String {
     let arg = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("");
     let text = match name {
+        "bash" if arguments.get("unsandboxed").and_then(Value::as_bool) == Some(true) => {
+            format!("Run shell command outside the sandbox: {}", arg("command"))
+        }
         "bash" => format!("Run shell command: {}", arg("command")),
         "read_file" => format!("Read file: {}", arg("path")),
         "write_file" => format!("Write file: {}", arg("path")),
