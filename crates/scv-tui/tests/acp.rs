@@ -236,9 +236,55 @@ fn last_user_message(mock: &MockProvider) -> String {
         .to_string()
 }
 
+/// A mock provider, a home configured for it (plus `extra` config lines),
+/// and `scv acp` initialized with one session in the workspace.
+async fn opened(extra: &str) -> (MockProvider, Home, Acp, String) {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, extra);
+    let (acp, session) = Acp::open(&home).await;
+    (mock, home, acp, session)
+}
+
 /// The answer choosing "Allow".
 fn allow() -> Value {
     json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+}
+
+/// A long answer, one word every 50 ms (about 20 s in all): a turn that is
+/// still streaming whenever a test acts on it.
+fn slow_answer() -> Reply {
+    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
+    Reply::text(words).drip(Duration::from_millis(50))
+}
+
+fn is_answer_chunk(m: &Value) -> bool {
+    m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+}
+
+/// Sends `text` to be answered slowly; returns once the answer streams.
+async fn start_talking(acp: &mut Acp, mock: &MockProvider, session: &str, text: &str) -> u64 {
+    mock.push(slow_answer());
+    let id = acp.prompt(session, text).await;
+    acp.until(is_answer_chunk).await;
+    id
+}
+
+/// A `bash` call proposed and waiting for its permission: the prompt's
+/// id and the permission request.
+async fn ask_to_run(
+    acp: &mut Acp,
+    mock: &MockProvider,
+    session: &str,
+    command: &str,
+) -> (u64, Value) {
+    mock.push(Reply::tool_calls(&[(
+        "call_b",
+        "bash",
+        json!({"command": command}),
+    )]));
+    let id = acp.prompt(session, "Run it").await;
+    let (_, permission) = acp.until(is_permission).await;
+    (id, permission)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -284,9 +330,7 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_and_its_thoughts_stream_as_chunks() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
+    let (mock, home, mut acp, session) = opened("").await;
     mock.push(Reply::text([
         "<think>Let me ",
         "think.</think>",
@@ -325,10 +369,8 @@ async fn an_answer_and_its_thoughts_stream_as_chunks() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_tool_is_a_read_tool_call() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
+    let (mock, home, mut acp, session) = opened("").await;
     std::fs::write(home.workspace().join("a.txt"), "alpha\n").unwrap();
-    let (mut acp, session) = Acp::open(&home).await;
     mock.push(Reply::tool_calls(&[(
         "call_r",
         "read_file",
@@ -385,11 +427,9 @@ async fn propose_edit(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_allowed_edit_shows_its_diff() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
+    let (mock, home, mut acp, session) = opened("").await;
     let file = home.workspace().join("f.txt");
     std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
-    let (mut acp, session) = Acp::open(&home).await;
     let (seen, permission, id) = propose_edit(&mut acp, &mock, &session).await;
     let path = file.display().to_string();
 
@@ -440,61 +480,42 @@ async fn an_allowed_edit_shows_its_diff() {
     assert_eq!(done["content"][1]["type"], "content");
 }
 
+/// "Reject", and a permission request the editor cancelled (which counts
+/// as rejected), deny the edit: it fails, changes nothing, shows no diff,
+/// the model is told and the turn goes on.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_rejected_edit_fails_and_changes_nothing() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let file = home.workspace().join("f.txt");
-    std::fs::write(&file, "one\ntwo\n").unwrap();
-    let (mut acp, session) = Acp::open(&home).await;
-    let (_, permission, id) = propose_edit(&mut acp, &mock, &session).await;
-    acp.respond(
-        &permission["id"],
+async fn a_rejected_or_cancelled_permission_denies_the_edit() {
+    for answer in [
         json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}),
-    )
-    .await;
-    let (seen, response) = acp.answer(id).await;
-    assert_eq!(stop_reason(&response), "end_turn");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
-    let updates = of_kind(&seen, "tool_call_update");
-    assert_eq!(updates.len(), 1, "never in progress: {updates:?}");
-    assert_eq!(updates[0]["status"], "failed");
-    assert!(
-        updates[0]["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|c| c["type"] != "diff"),
-        "no diff for a change that did not happen"
-    );
-    let body = mock.requests()[1].body.to_string();
-    assert!(body.contains("denied"), "the model is told: {body}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_cancelled_permission_request_counts_as_rejected() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let file = home.workspace().join("f.txt");
-    std::fs::write(&file, "one\ntwo\n").unwrap();
-    let (mut acp, session) = Acp::open(&home).await;
-    let (_, permission, id) = propose_edit(&mut acp, &mock, &session).await;
-    acp.respond(
-        &permission["id"],
         json!({"outcome": {"outcome": "cancelled"}}),
-    )
-    .await;
-    let (seen, response) = acp.answer(id).await;
-    assert_eq!(stop_reason(&response), "end_turn", "the turn goes on");
-    assert_eq!(of_kind(&seen, "tool_call_update")[0]["status"], "failed");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
+    ] {
+        let (mock, home, mut acp, session) = opened("").await;
+        let file = home.workspace().join("f.txt");
+        std::fs::write(&file, "one\ntwo\n").unwrap();
+        let (_, permission, id) = propose_edit(&mut acp, &mock, &session).await;
+        acp.respond(&permission["id"], answer.clone()).await;
+        let (seen, response) = acp.answer(id).await;
+        assert_eq!(stop_reason(&response), "end_turn", "{answer}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
+        let updates = of_kind(&seen, "tool_call_update");
+        assert_eq!(updates.len(), 1, "never in progress: {updates:?}");
+        assert_eq!(updates[0]["status"], "failed");
+        assert!(
+            updates[0]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["type"] != "diff"),
+            "no diff for a change that did not happen"
+        );
+        let body = mock.requests()[1].body.to_string();
+        assert!(body.contains("denied"), "the model is told: {body}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bash_call_runs_once_allowed() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
+    let (mock, home, mut acp, session) = opened("").await;
     let command = "echo made > out.txt && cat out.txt";
     mock.push(Reply::tool_calls(&[(
         "call_b",
@@ -531,14 +552,8 @@ async fn a_bash_call_runs_once_allowed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_during_a_stream_answers_cancelled() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
-    let words: Vec<String> = (0..200).map(|n| format!("w{n} ")).collect();
-    mock.push(Reply::text(words).drip(Duration::from_millis(50)));
-    let id = acp.prompt(&session, "Talk").await;
-    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .await;
+    let (mock, home, mut acp, session) = opened("").await;
+    let id = start_talking(&mut acp, &mock, &session, "Talk").await;
     acp.notify("session/cancel", json!({"sessionId": session}))
         .await;
     let (_, response) = acp.answer(id).await;
@@ -557,16 +572,8 @@ async fn cancel_during_a_stream_answers_cancelled() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_during_a_permission_request_answers_cancelled() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
-    mock.push(Reply::tool_calls(&[(
-        "call_b",
-        "bash",
-        json!({"command": "touch never"}),
-    )]));
-    let id = acp.prompt(&session, "Run it").await;
-    let (_, permission) = acp.until(is_permission).await;
+    let (mock, home, mut acp, session) = opened("").await;
+    let (id, permission) = ask_to_run(&mut acp, &mock, &session, "touch never").await;
     acp.notify("session/cancel", json!({"sessionId": session}))
         .await;
     // As ACP asks, the client answers its open permission request.
@@ -585,16 +592,8 @@ async fn cancel_during_a_permission_request_answers_cancelled() {
 async fn a_turn_cancelled_under_an_open_permission_request_withdraws_it() {
     // The client does not answer; the cancel alone ends the prompt, and
     // the withdrawn request gets a $/cancel_request.
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
-    mock.push(Reply::tool_calls(&[(
-        "call_b",
-        "bash",
-        json!({"command": "touch never"}),
-    )]));
-    let id = acp.prompt(&session, "Run it").await;
-    let (_, permission) = acp.until(is_permission).await;
+    let (mock, home, mut acp, session) = opened("").await;
+    let (id, permission) = ask_to_run(&mut acp, &mock, &session, "touch never").await;
     acp.notify("session/cancel", json!({"sessionId": session}))
         .await;
     let (seen, response) = acp.answer(id).await;
@@ -608,14 +607,11 @@ async fn a_turn_cancelled_under_an_open_permission_request_withdraws_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_prompt_sent_during_a_turn_waits_for_its_own_turn() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
+    let (mock, home, mut acp, session) = opened("").await;
     mock.push(Reply::text(["first ", "answer"]).drip(Duration::from_millis(100)));
     mock.push(Reply::text(["second answer"]));
     let first = acp.prompt(&session, "PROMPT-ONE").await;
-    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .await;
+    acp.until(is_answer_chunk).await;
     let second = acp.prompt(&session, "PROMPT-TWO").await;
     let (seen, response) = acp.answer(first).await;
     assert_eq!(stop_reason(&response), "end_turn");
@@ -634,14 +630,8 @@ async fn a_prompt_sent_during_a_turn_waits_for_its_own_turn() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_also_takes_queued_prompts_off_the_queue() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
-    let words: Vec<String> = (0..200).map(|n| format!("w{n} ")).collect();
-    mock.push(Reply::text(words).drip(Duration::from_millis(50)));
-    let first = acp.prompt(&session, "PROMPT-ONE").await;
-    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .await;
+    let (mock, home, mut acp, session) = opened("").await;
+    let first = start_talking(&mut acp, &mock, &session, "PROMPT-ONE").await;
     let second = acp.prompt(&session, "PROMPT-TWO").await;
     acp.notify("session/cancel", json!({"sessionId": session}))
         .await;
@@ -662,14 +652,8 @@ async fn cancel_also_takes_queued_prompts_off_the_queue() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eof_cancels_the_running_turn_and_exits_zero() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
-    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
-    mock.push(Reply::text(words).drip(Duration::from_millis(50)));
-    let id = acp.prompt(&session, "Talk").await;
-    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .await;
+    let (mock, home, mut acp, session) = opened("").await;
+    let id = start_talking(&mut acp, &mock, &session, "Talk").await;
     acp.close_stdin();
     assert_eq!(acp.exit_code().await, Some(0));
     assert!(mock.wait_dropped(1).await, "the turn was cancelled");
@@ -801,9 +785,7 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn turn_failures_become_stop_reasons_or_errors() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "max_steps = 2\nprovider_max_retries = 0\n");
-    let (mut acp, session) = Acp::open(&home).await;
+    let (mock, home, mut acp, session) = opened("max_steps = 2\nprovider_max_retries = 0\n").await;
     // The step limit: max_turn_requests.
     mock.push(Reply::tool_calls(&[(
         "call_r",
@@ -833,14 +815,8 @@ async fn turn_failures_become_stop_reasons_or_errors() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lost_daemon_fails_the_prompt_and_the_next_session_reconnects() {
-    let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
-    let (mut acp, session) = Acp::open(&home).await;
-    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
-    mock.push(Reply::text(words).drip(Duration::from_millis(50)));
-    let id = acp.prompt(&session, "Talk").await;
-    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .await;
+    let (mock, home, mut acp, session) = opened("").await;
+    let id = start_talking(&mut acp, &mock, &session, "Talk").await;
     let pid = home.daemon_pid().unwrap();
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let (_, response) = acp.answer(id).await;
@@ -898,8 +874,7 @@ async fn the_official_typescript_sdk_drives_scv_acp() {
         json!({"path": "f.txt", "old_string": "before", "new_string": "after"}),
     )]));
     mock.push(Reply::text(["Edited."]));
-    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
-    mock.push(Reply::text(words).drip(Duration::from_millis(50)));
+    mock.push(slow_answer());
     let mut command = tokio::process::Command::new("node");
     command
         .arg(dir.join("interop.mjs"))
