@@ -60,15 +60,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
         capabilities: Option<Capabilities>,
         start: SessionStart,
     ) -> Result<Opened> {
-        let mut events = Vec::new();
-        let init = self
-            .send(ClientMessage::Initialize(Initialize {
-                protocol_version: PROTOCOL_VERSION,
-                client,
-                capabilities,
-            }))
-            .await?;
-        events.push(self.answer(&init).await?);
+        let mut events = vec![self.initialize(client, capabilities).await?];
         let start = self.send(ClientMessage::SessionStart(start)).await?;
         let started = self.answer(&start).await?;
         let session_id = started.session_id.clone().unwrap_or_default();
@@ -78,6 +70,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
             events.push(snapshot);
         }
         Ok(Opened { events, session_id })
+    }
+
+    /// `initialize` (as `client`, asking for `capabilities`): the
+    /// `initialized` event. A refusal is one readable error.
+    pub async fn initialize(
+        &mut self,
+        client: Option<PeerInfo>,
+        capabilities: Option<Capabilities>,
+    ) -> Result<Event> {
+        let init = self
+            .send(ClientMessage::Initialize(Initialize {
+                protocol_version: PROTOCOL_VERSION,
+                client,
+                capabilities,
+            }))
+            .await?;
+        self.answer(&init).await
     }
 
     /// The event answering `request_id`, or its error as a one-line failure.

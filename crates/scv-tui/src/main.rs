@@ -46,6 +46,8 @@ enum Command {
         #[command(subcommand)]
         action: DaemonAction,
     },
+    /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
+    Acp,
     /// Drive SCV from WeChat: log in a ClawBot account and manage it.
     Clawbot {
         #[command(subcommand)]
@@ -219,6 +221,14 @@ fn main() -> ExitCode {
             Some(Command::Mcp {
                 action: McpAction::List { json },
             }) => mcp_cmd::list(&home, &socket, json).await,
+            Some(Command::Acp) => scv_acp::run(scv_acp::Options {
+                home,
+                socket,
+                provider: choice.provider,
+                model: choice.model,
+            })
+            .await
+            .map(|()| ExitCode::SUCCESS),
             Some(Command::Clawbot { action }) => match action {
                 ClawbotAction::Login { account, base_url } => {
                     clawbot_cmd::login(&home, &socket, &account, base_url).await

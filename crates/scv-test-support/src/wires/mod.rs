@@ -19,7 +19,8 @@ pub mod responses;
 use serde_json::Value;
 
 /// `value` as compact JSON with each object's `"type"` key first (as the
-/// services write their events), the other keys in serde's order.
+/// services write their events), the other keys sorted (whether or not
+/// serde_json's `preserve_order` is on: a dependency turns it on).
 pub fn to_json(value: &Value) -> String {
     let mut out = String::new();
     write_json(value, &mut out);
@@ -31,7 +32,11 @@ fn write_json(value: &Value, out: &mut String) {
         Value::Object(map) => {
             out.push('{');
             let typed = map.get_key_value("type");
-            let rest = map.iter().filter(|(key, _)| key.as_str() != "type");
+            let mut rest: Vec<_> = map
+                .iter()
+                .filter(|(key, _)| key.as_str() != "type")
+                .collect();
+            rest.sort_by(|a, b| a.0.cmp(b.0));
             for (index, (key, item)) in typed.into_iter().chain(rest).enumerate() {
                 if index > 0 {
                     out.push(',');

@@ -1,0 +1,113 @@
+//! The ACP side: one connection on stdin/stdout (the official
+//! `agent-client-protocol` crate), its handlers and `initialize`.
+//!
+//! Handlers run inside the SDK's dispatch loop one message at a time, so
+//! none of them waits for the daemon: each hands its request (with the
+//! responder) to the [`Bridge`](crate::bridge::Bridge) and returns. The
+//! bridge runs beside the dispatch loop as the connection's main task and
+//! answers when the daemon has. Methods without a handler (`session/load`,
+//! `authenticate`, `session/set_mode` …) get the SDK's "Method not found";
+//! requests before `initialize` its "Invalid request".
+
+use crate::bridge::{Bridge, Command};
+use crate::stdio::{self, Outflow};
+use crate::Options;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Commands waiting for the bridge. When full, the dispatch loop waits,
+/// and with it the reading of stdin.
+pub const COMMAND_QUEUE: usize = 64;
+
+/// The answer to `initialize`: protocol version 1 (the SDK stamps the
+/// negotiated version too), no session loading, prompts of text and
+/// embedded resources. No images or audio: the SCV protocol carries text
+/// prompts only, whatever the session's provider takes.
+pub fn initialize_response() -> InitializeResponse {
+    InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(false)
+                .prompt_capabilities(
+                    PromptCapabilities::new()
+                        .embedded_context(true)
+                        .image(false)
+                        .audio(false),
+                ),
+        )
+        .agent_info(Implementation::new("scv", env!("CARGO_PKG_VERSION")).title("SCV".to_string()))
+}
+
+/// Serves ACP on stdin/stdout until stdin ends.
+pub async fn serve(options: Options) -> Result<(), Error> {
+    let outflow = Arc::new(Outflow::default());
+    let (tx, rx) = mpsc::channel::<Command>(COMMAND_QUEUE);
+    let transport = stdio::transport(outflow.clone());
+    let bridge_tx = tx.clone();
+    Agent
+        .v1()
+        .name("scv")
+        .on_receive_request(
+            async |request: InitializeRequest,
+                   responder: Responder<InitializeResponse>,
+                   _cx: ConnectionTo<Client>| {
+                if let Some(info) = &request.client_info {
+                    tracing::info!("ACP client {} {}", info.name, info.version);
+                }
+                responder.respond(initialize_response())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let tx = tx.clone();
+                async move |request: NewSessionRequest,
+                            responder: Responder<NewSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    forward(&tx, Command::NewSession { request, responder }).await
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let tx = tx.clone();
+                async move |request: PromptRequest,
+                            responder: Responder<PromptResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    forward(&tx, Command::Prompt { request, responder }).await
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let tx = tx.clone();
+                async move |cancel: CancelNotification, _cx: ConnectionTo<Client>| {
+                    let session_id = cancel.session_id.0.to_string();
+                    forward(&tx, Command::Cancel { session_id }).await
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Client>| {
+            Bridge::new(options, cx, bridge_tx, outflow).run(rx).await
+        })
+        .await
+}
+
+/// Hands a command to the bridge. If the bridge has stopped (the
+/// connection is ending), the responder inside is dropped and the SDK
+/// answers with an internal error.
+async fn forward(tx: &mpsc::Sender<Command>, command: Command) -> Result<(), Error> {
+    if tx.send(command).await.is_err() {
+        tracing::debug!("a request arrived while shutting down");
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! The link to the SCV daemon: one socket connection that every ACP
+//! session of this process shares (the daemon keeps sessions per
+//! connection). Opened at the first `session/new`, starting the daemon
+//! when it is absent exactly as `scv` does, with `initialize` asking for
+//! reasoning events; opened again by the next `session/new` after it was
+//! lost.
+
+use anyhow::{bail, Context, Result};
+use scv_client::Connection;
+use scv_protocol::{Capabilities, ClientMessage, Event, EventBody, PeerInfo};
+use std::path::Path;
+use std::time::Duration;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// How long the daemon gets to answer `initialize` once connected.
+pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Link {
+    conn: Connection<OwnedReadHalf, OwnedWriteHalf>,
+}
+
+impl Link {
+    /// Connects (starting the daemon when absent) and initializes.
+    pub async fn open(home: &Path, socket: &Path) -> Result<Link> {
+        let stream = scv_client::ensure_daemon(home, socket).await?;
+        let (reader, writer) = stream.into_split();
+        let mut conn = Connection::new(reader, writer);
+        let client = PeerInfo {
+            name: "scv-acp".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        let capabilities = Capabilities { reasoning: true };
+        let initialized = tokio::time::timeout(
+            INITIALIZE_TIMEOUT,
+            conn.initialize(Some(client), Some(capabilities)),
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "the SCV daemon at {} did not answer initialize within {}s",
+                socket.display(),
+                INITIALIZE_TIMEOUT.as_secs()
+            )
+        })??;
+        let EventBody::Initialized {
+            server,
+            capabilities,
+            ..
+        } = initialized.body
+        else {
+            bail!(
+                "the SCV daemon answered initialize with {}",
+                initialized.body.type_name()
+            );
+        };
+        let reasoning = capabilities.is_some_and(|c| c.reasoning);
+        tracing::info!(
+            "connected to {} {} at {} (reasoning events: {})",
+            server.name,
+            server.version,
+            socket.display(),
+            if reasoning { "on" } else { "off" }
+        );
+        Ok(Link { conn })
+    }
+
+    /// Sends one message; returns its request id.
+    pub async fn send(&mut self, message: ClientMessage) -> Result<String> {
+        self.conn.send(message).await
+    }
+
+    /// The next event; `None` when the daemon closed the connection.
+    /// Cancel-safe (a frame is only taken whole).
+    pub async fn next_event(&mut self) -> Result<Option<Event>> {
+        self.conn.next_event().await
+    }
+}

@@ -1,0 +1,83 @@
+//! `scv acp`: an Agent Client Protocol (version 1) agent on stdin/stdout
+//! that is a client of the SCV daemon. Every ACP client (Zed, JetBrains,
+//! Neovim plugins) becomes an SCV client: `session/new` is a
+//! `session.start`, `session/prompt` a `turn.start`, and the turn's events
+//! come back as `session/update` notifications and permission requests.
+//!
+//! stdout carries JSON-RPC only; diagnostics go to stderr (`SCV_LOG` sets
+//! the filter). The mapping, the bounds and the limitations are written
+//! down in docs/ACP.md.
+//!
+//! Modules, one job each:
+//! - [`agent`]: the ACP side: the connection, its handlers, `initialize`;
+//! - [`bridge`]: the state between both sides: sessions, prompts in
+//!   flight, approvals, and what each daemon event becomes;
+//! - [`daemon`]: the link to the daemon (started when absent);
+//! - [`updates`]: SCV tool events as ACP tool calls (kind, title,
+//!   locations, diffs);
+//! - [`prompt`]: ACP content blocks as one SCV prompt;
+//! - [`errors`]: JSON-RPC errors for SCV refusals and failures;
+//! - [`stdio`]: the capped line transport on stdin/stdout.
+//!
+//! Bounds on what a client can make `scv acp` hold (docs/ACP.md):
+//! sessions ([`MAX_SESSIONS`], the daemon's per-connection cap), prompts
+//! waiting per session ([`MAX_PROMPTS_PER_SESSION`], one running plus the
+//! daemon's queue), tool calls tracked per session
+//! ([`updates::MAX_TRACKED_CALLS`]) with file text read for diffs capped
+//! at [`updates::MAX_DIFF_FILE_BYTES`], input lines
+//! ([`stdio::MAX_LINE_BYTES`]), `session/update` notifications not yet
+//! written to stdout ([`stdio::MAX_UNWRITTEN_UPDATES`]) and commands
+//! between the two sides ([`agent::COMMAND_QUEUE`]).
+
+pub mod agent;
+pub mod bridge;
+pub mod daemon;
+pub mod errors;
+pub mod mcp;
+pub mod prompt;
+pub mod stdio;
+pub mod updates;
+
+use std::path::PathBuf;
+
+/// Sessions one `scv acp` holds: the daemon's cap on sessions per
+/// connection (all ACP sessions share one daemon connection).
+pub const MAX_SESSIONS: usize = scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
+
+/// Prompts of one session waiting for their answer: the running turn plus
+/// the daemon's queue.
+pub const MAX_PROMPTS_PER_SESSION: usize = 1 + scv_protocol::limits::MAX_QUEUED_PROMPTS;
+
+/// Where the daemon is and what sessions ask for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `$SCV_HOME`.
+    pub home: PathBuf,
+    /// The daemon socket (`$SCV_HOME/server.sock` unless `--socket`).
+    pub socket: PathBuf,
+    /// `--provider` for every session; `None`: the daemon's.
+    pub provider: Option<String>,
+    /// `--model` for every session; `None`: the provider's.
+    pub model: Option<String>,
+}
+
+/// Serves ACP on stdin/stdout until stdin ends. `Ok` on a clean end of
+/// input (running turns are cancelled first).
+pub async fn run(options: Options) -> anyhow::Result<()> {
+    init_tracing();
+    agent::serve(options)
+        .await
+        .map_err(|err| anyhow::anyhow!("ACP connection failed: {err}"))
+}
+
+/// Diagnostics on stderr only: stdout is the protocol's.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SCV_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,scv_acp=info,agent_client_protocol=error")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,907 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! `scv acp` as an editor sees it: the real binary over its stdin and
+//! stdout (JSON-RPC lines), the real daemon it starts, the scripted mock
+//! provider behind it. Then the official TypeScript SDK's client against
+//! it (tests/acp-interop/).
+
+mod common;
+use common::*;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// How the SDK writes a `session/update` line; `scv acp` counts these to
+/// bound what waits for stdout (crates/scv-acp/src/stdio.rs).
+const UPDATE_PREFIX: &str = r#"{"jsonrpc":"2.0","method":"session/update""#;
+
+/// A hang guard, not a timing assertion.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// One `scv acp` process and the editor's end of its pipes.
+struct Acp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    next_id: u64,
+    stderr: std::path::PathBuf,
+}
+
+impl Acp {
+    fn spawn(home: &Home) -> Acp {
+        Acp::spawn_with(home, &[])
+    }
+
+    fn spawn_with(home: &Home, args: &[&str]) -> Acp {
+        let stderr = home.path().join(format!("acp-{}.log", rand_suffix()));
+        let mut command = tokio::process::Command::from(home.scv());
+        command
+            .arg("acp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .kill_on_drop(true);
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        Acp {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+            stderr,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string()).await;
+    }
+
+    /// Sends a request; returns its id.
+    async fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        id
+    }
+
+    async fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await;
+    }
+
+    /// Answers a request `scv acp` sent.
+    async fn respond(&mut self, id: &Value, result: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await;
+    }
+
+    /// The next line of stdout, which must be one JSON-RPC 2.0 message;
+    /// `None` at EOF.
+    async fn next(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(WAIT, self.stdout.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no output from scv acp; stderr:\n{}", self.stderr()))
+            .unwrap()?;
+        let value: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|err| panic!("stdout carried a non-JSON line ({err}): {line}"));
+        assert_eq!(value["jsonrpc"], "2.0", "{line}");
+        if value["method"] == "session/update" {
+            assert!(line.starts_with(UPDATE_PREFIX), "{line}");
+        }
+        Some(value)
+    }
+
+    /// Everything up to the message `stop` accepts, and that message.
+    async fn until(&mut self, stop: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.next().await.expect("stdout ended");
+            if stop(&message) {
+                return (seen, message);
+            }
+            seen.push(message);
+        }
+    }
+
+    /// Everything up to the response to `id`, and that response.
+    async fn answer(&mut self, id: u64) -> (Vec<Value>, Value) {
+        self.until(|m| m["id"] == id && m.get("method").is_none())
+            .await
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params).await;
+        self.answer(id).await.1
+    }
+
+    async fn initialize(&mut self) -> Value {
+        let init = self
+            .call(
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}, "clientInfo": {"name": "acp-test", "version": "1"}}),
+            )
+            .await;
+        assert!(init.get("result").is_some(), "{init}");
+        init
+    }
+
+    async fn new_session(&mut self, cwd: &std::path::Path) -> String {
+        let answer = self
+            .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        answer["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_string()
+    }
+
+    /// `initialize` and one session in the workspace.
+    async fn open(home: &Home) -> (Acp, String) {
+        let mut acp = Acp::spawn(home);
+        acp.initialize().await;
+        let session = acp.new_session(&home.workspace()).await;
+        (acp, session)
+    }
+
+    async fn prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    async fn exit_code(&mut self) -> Option<i32> {
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("scv acp exits")
+            .unwrap()
+            .code()
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The `update` objects of `session/update` notifications.
+fn updates(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| m["params"]["update"].clone())
+        .collect()
+}
+
+/// The text of every chunk of `kind` (`agent_message_chunk` …), joined.
+fn chunks(messages: &[Value], kind: &str) -> String {
+    updates(messages)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn of_kind(messages: &[Value], kind: &str) -> Vec<Value> {
+    updates(messages)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+fn is_permission(m: &Value) -> bool {
+    m["method"] == "session/request_permission"
+}
+
+fn stop_reason(response: &Value) -> &str {
+    response["result"]["stopReason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no stop reason: {response}"))
+}
+
+/// The last user message the provider got.
+fn last_user_message(mock: &MockProvider) -> String {
+    let requests = mock.requests();
+    let messages = requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A mock provider, a home configured for it (plus `extra` config lines),
+/// and `scv acp` initialized with one session in the workspace.
+async fn opened(extra: &str) -> (MockProvider, Home, Acp, String) {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, extra);
+    let (acp, session) = Acp::open(&home).await;
+    (mock, home, acp, session)
+}
+
+/// The answer choosing "Allow".
+fn allow() -> Value {
+    json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+}
+
+/// A long answer, one word every 50 ms (about 20 s in all): a turn that is
+/// still streaming whenever a test acts on it.
+fn slow_answer() -> Reply {
+    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
+    Reply::text(words).drip(Duration::from_millis(50))
+}
+
+fn is_answer_chunk(m: &Value) -> bool {
+    m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+}
+
+/// Sends `text` to be answered slowly; returns once the answer streams.
+async fn start_talking(acp: &mut Acp, mock: &MockProvider, session: &str, text: &str) -> u64 {
+    mock.push(slow_answer());
+    let id = acp.prompt(session, text).await;
+    acp.until(is_answer_chunk).await;
+    id
+}
+
+/// A `bash` call proposed and waiting for its permission: the prompt's
+/// id and the permission request.
+async fn ask_to_run(
+    acp: &mut Acp,
+    mock: &MockProvider,
+    session: &str,
+    command: &str,
+) -> (u64, Value) {
+    mock.push(Reply::tool_calls(&[(
+        "call_b",
+        "bash",
+        json!({"command": command}),
+    )]));
+    let id = acp.prompt(session, "Run it").await;
+    let (_, permission) = acp.until(is_permission).await;
+    (id, permission)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_handshake_starts_the_daemon_and_a_session() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let mut acp = Acp::spawn(&home);
+    let init = acp.initialize().await;
+    let result = &init["result"];
+    assert_eq!(result["protocolVersion"], 1);
+    assert_eq!(result["agentInfo"]["name"], "scv");
+    assert_eq!(result["agentInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    let caps = &result["agentCapabilities"];
+    assert_eq!(caps["loadSession"], false);
+    assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
+    assert_eq!(caps["promptCapabilities"]["image"], false);
+    assert!(home.daemon_pid().is_none(), "no daemon before session/new");
+
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": home.workspace(), "mcpServers": [
+                {"name": "fs", "command": "/bin/true", "args": [], "env": []}
+            ]}),
+        )
+        .await;
+    let session = answer["result"]["sessionId"].as_str().unwrap();
+    assert!(!session.is_empty());
+    assert!(home.daemon_pid().is_some(), "scv acp started the daemon");
+    let stderr = acp.stderr();
+    assert!(
+        stderr.contains("ignoring 1 MCP server(s) from the editor (fs)"),
+        "{stderr}"
+    );
+
+    // A second session shares the daemon connection.
+    let second = acp.new_session(&home.workspace()).await;
+    assert_ne!(second, session);
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
+    assert!(acp.stdout.next_line().await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_and_its_thoughts_stream_as_chunks() {
+    let (mock, _home, mut acp, session) = opened("").await;
+    mock.push(Reply::text([
+        "<think>Let me ",
+        "think.</think>",
+        "The answer ",
+        "is 42.",
+    ]));
+    let id = acp
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "What is in"},
+                {"type": "resource", "resource": {"uri": "file:///p/notes.txt", "mimeType": "text/plain", "text": "forty-two\n"}},
+            ]}),
+        )
+        .await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "The answer is 42.");
+    assert_eq!(chunks(&seen, "agent_thought_chunk"), "Let me think.");
+    assert!(
+        of_kind(&seen, "agent_message_chunk").len() >= 2,
+        "streamed, not at once"
+    );
+    for message in &seen {
+        assert_eq!(
+            message["params"]["sessionId"],
+            session.as_str(),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        last_user_message(&mock),
+        "What is in\n\n```file:///p/notes.txt\nforty-two\n```"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_tool_is_a_read_tool_call() {
+    let (mock, home, mut acp, session) = opened("").await;
+    std::fs::write(home.workspace().join("a.txt"), "alpha\n").unwrap();
+    mock.push(Reply::tool_calls(&[(
+        "call_r",
+        "read_file",
+        json!({"path": "a.txt"}),
+    )]));
+    mock.push(Reply::text(["It says alpha."]));
+    let id = acp.prompt(&session, "Read a.txt").await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert!(!seen.iter().any(is_permission), "reads need no approval");
+    let calls = of_kind(&seen, "tool_call");
+    assert_eq!(calls.len(), 1, "{seen:?}");
+    let call = &calls[0];
+    assert_eq!(call["kind"], "read");
+    assert_eq!(call["title"], "Read file: a.txt");
+    assert!(
+        call["status"].is_null() || call["status"] == "pending",
+        "{call}"
+    );
+    assert_eq!(call["rawInput"], json!({"path": "a.txt"}));
+    assert_eq!(
+        call["locations"][0]["path"],
+        home.workspace().join("a.txt").display().to_string()
+    );
+    let id = call["toolCallId"].clone();
+    let done = of_kind(&seen, "tool_call_update");
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert_eq!(done[0]["toolCallId"], id);
+    assert_eq!(done[0]["status"], "in_progress");
+    assert_eq!(done[1]["toolCallId"], id);
+    assert_eq!(done[1]["status"], "completed");
+    let text = done[1]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.contains("alpha"), "{text}");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "It says alpha.");
+}
+
+/// An `edit_file` call up to its permission request: the messages seen,
+/// the request.
+async fn propose_edit(
+    acp: &mut Acp,
+    mock: &MockProvider,
+    session: &str,
+) -> (Vec<Value>, Value, u64) {
+    mock.push(Reply::tool_calls(&[(
+        "call_e",
+        "edit_file",
+        json!({"path": "f.txt", "old_string": "two", "new_string": "2"}),
+    )]));
+    mock.push(Reply::text(["Done."]));
+    let id = acp.prompt(session, "Edit f.txt").await;
+    let (seen, permission) = acp.until(is_permission).await;
+    (seen, permission, id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allowed_edit_shows_its_diff() {
+    let (mock, home, mut acp, session) = opened("").await;
+    let file = home.workspace().join("f.txt");
+    std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
+    let (seen, permission, id) = propose_edit(&mut acp, &mock, &session).await;
+    let path = file.display().to_string();
+
+    let call = &of_kind(&seen, "tool_call")[0];
+    assert_eq!(call["kind"], "edit");
+    assert_eq!(call["title"], "Edit file: f.txt");
+    assert_eq!(call["locations"][0]["path"], path.as_str());
+    let preview = &call["content"][0];
+    assert_eq!(preview["type"], "diff");
+    assert_eq!(preview["path"], path.as_str());
+    assert_eq!(preview["oldText"], "one\ntwo\nthree\n");
+    assert_eq!(preview["newText"], "one\n2\nthree\n");
+
+    let params = &permission["params"];
+    assert_eq!(params["sessionId"], session.as_str());
+    assert_eq!(params["toolCall"]["toolCallId"], call["toolCallId"]);
+    // The summary's first line; the rest is in the diff.
+    assert_eq!(params["toolCall"]["title"], "Edit file: f.txt …");
+    assert_eq!(
+        params["toolCall"]["content"][0]["oldText"],
+        "one\ntwo\nthree\n"
+    );
+    assert_eq!(
+        params["options"],
+        json!([
+            {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+        ])
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "one\ntwo\nthree\n",
+        "not before approval"
+    );
+
+    acp.respond(&permission["id"], allow()).await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\n2\nthree\n");
+    let updates = of_kind(&seen, "tool_call_update");
+    assert_eq!(updates[0]["status"], "in_progress");
+    let done = &updates[1];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["content"][0]["type"], "diff");
+    assert_eq!(done["content"][0]["path"], path.as_str());
+    assert_eq!(done["content"][0]["oldText"], "one\ntwo\nthree\n");
+    assert_eq!(done["content"][0]["newText"], "one\n2\nthree\n");
+    assert_eq!(done["content"][1]["type"], "content");
+}
+
+/// "Reject", and a permission request the editor cancelled (which counts
+/// as rejected), deny the edit: it fails, changes nothing, shows no diff,
+/// the model is told and the turn goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_or_cancelled_permission_denies_the_edit() {
+    for answer in [
+        json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}),
+        json!({"outcome": {"outcome": "cancelled"}}),
+    ] {
+        let (mock, home, mut acp, session) = opened("").await;
+        let file = home.workspace().join("f.txt");
+        std::fs::write(&file, "one\ntwo\n").unwrap();
+        let (_, permission, id) = propose_edit(&mut acp, &mock, &session).await;
+        acp.respond(&permission["id"], answer.clone()).await;
+        let (seen, response) = acp.answer(id).await;
+        assert_eq!(stop_reason(&response), "end_turn", "{answer}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
+        let updates = of_kind(&seen, "tool_call_update");
+        assert_eq!(updates.len(), 1, "never in progress: {updates:?}");
+        assert_eq!(updates[0]["status"], "failed");
+        assert!(
+            updates[0]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["type"] != "diff"),
+            "no diff for a change that did not happen"
+        );
+        let body = mock.requests()[1].body.to_string();
+        assert!(body.contains("denied"), "the model is told: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bash_call_runs_once_allowed() {
+    let (mock, home, mut acp, session) = opened("").await;
+    let command = "echo made > out.txt && cat out.txt";
+    mock.push(Reply::tool_calls(&[(
+        "call_b",
+        "bash",
+        json!({"command": command}),
+    )]));
+    mock.push(Reply::text(["Ran it."]));
+    let id = acp.prompt(&session, "Run it").await;
+    let (seen, permission) = acp.until(is_permission).await;
+    let call = &of_kind(&seen, "tool_call")[0];
+    assert_eq!(call["kind"], "execute");
+    assert_eq!(call["title"], format!("Run shell command: {command}"));
+    let asked = &permission["params"]["toolCall"];
+    assert_eq!(asked["toolCallId"], call["toolCallId"]);
+    assert_eq!(asked["title"], format!("Run shell command: {command}"));
+    assert_eq!(
+        asked["content"][0]["content"]["text"],
+        format!("Run shell command: {command}"),
+        "the whole summary"
+    );
+    acp.respond(&permission["id"], allow()).await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    let done = of_kind(&seen, "tool_call_update");
+    assert_eq!(done[0]["status"], "in_progress");
+    assert_eq!(done[1]["status"], "completed");
+    let text = done[1]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.contains("made"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("out.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_during_a_stream_answers_cancelled() {
+    let (mock, _home, mut acp, session) = opened("").await;
+    let id = start_talking(&mut acp, &mock, &session, "Talk").await;
+    acp.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let (_, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "cancelled");
+    assert!(
+        mock.wait_dropped(1).await,
+        "the provider stream was aborted"
+    );
+    // The session takes the next prompt.
+    mock.push(Reply::text(["Still here."]));
+    let id = acp.prompt(&session, "Again").await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "Still here.");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_during_a_permission_request_answers_cancelled() {
+    let (mock, home, mut acp, session) = opened("").await;
+    let (id, permission) = ask_to_run(&mut acp, &mock, &session, "touch never").await;
+    acp.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    // As ACP asks, the client answers its open permission request.
+    acp.respond(
+        &permission["id"],
+        json!({"outcome": {"outcome": "cancelled"}}),
+    )
+    .await;
+    let (_, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "cancelled");
+    assert!(!home.workspace().join("never").exists());
+    assert_eq!(mock.request_count(), 1, "the turn went no further");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_cancelled_under_an_open_permission_request_withdraws_it() {
+    // The client does not answer; the cancel alone ends the prompt, and
+    // the withdrawn request gets a $/cancel_request.
+    let (mock, _home, mut acp, session) = opened("").await;
+    let (id, permission) = ask_to_run(&mut acp, &mock, &session, "touch never").await;
+    acp.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "cancelled");
+    let withdrawn = match seen.iter().find(|m| m["method"] == "$/cancel_request") {
+        Some(withdrawn) => withdrawn.clone(),
+        None => acp.until(|m| m["method"] == "$/cancel_request").await.1,
+    };
+    assert_eq!(withdrawn["params"]["requestId"], permission["id"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_sent_during_a_turn_waits_for_its_own_turn() {
+    let (mock, _home, mut acp, session) = opened("").await;
+    mock.push(Reply::text(["first ", "answer"]).drip(Duration::from_millis(100)));
+    mock.push(Reply::text(["second answer"]));
+    let first = acp.prompt(&session, "PROMPT-ONE").await;
+    acp.until(is_answer_chunk).await;
+    let second = acp.prompt(&session, "PROMPT-TWO").await;
+    let (seen, response) = acp.answer(first).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert!(
+        seen.iter().all(|m| m["id"] != second),
+        "the second prompt is not answered before the first: {seen:?}"
+    );
+    let (seen, response) = acp.answer(second).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "second answer");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[0].body.to_string().contains("PROMPT-ONE"));
+    assert!(requests[1].body.to_string().contains("PROMPT-TWO"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_also_takes_queued_prompts_off_the_queue() {
+    let (mock, _home, mut acp, session) = opened("").await;
+    let first = start_talking(&mut acp, &mock, &session, "PROMPT-ONE").await;
+    let second = acp.prompt(&session, "PROMPT-TWO").await;
+    acp.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let mut answered = std::collections::HashMap::new();
+    while answered.len() < 2 {
+        let message = acp.next().await.unwrap();
+        if let Some(id) = message["id"].as_u64() {
+            if message.get("method").is_none() {
+                answered.insert(id, stop_reason(&message).to_string());
+            }
+        }
+    }
+    assert_eq!(answered[&first], "cancelled");
+    assert_eq!(answered[&second], "cancelled");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(mock.request_count(), 1, "the queued prompt never ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eof_cancels_the_running_turn_and_exits_zero() {
+    let (mock, home, mut acp, session) = opened("").await;
+    let id = start_talking(&mut acp, &mock, &session, "Talk").await;
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
+    assert!(mock.wait_dropped(1).await, "the turn was cancelled");
+    // What was written before exit: the prompt answered `cancelled`.
+    let mut rest = Vec::new();
+    while let Some(message) = acp.next().await {
+        rest.push(message);
+    }
+    let response = rest.iter().find(|m| m["id"] == id).expect("answered");
+    assert_eq!(stop_reason(response), "cancelled");
+    assert!(home.daemon_pid().is_some(), "the daemon stays up");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_use_standard_codes_and_the_connection_carries_on() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let mut acp = Acp::spawn(&home);
+    let code = |answer: &Value| {
+        answer["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{answer}"))
+    };
+
+    // Before initialize.
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32600);
+    acp.initialize().await;
+
+    // A prompt before session/new.
+    let id = acp.prompt("nope", "hi").await;
+    let answer = acp.answer(id).await.1;
+    assert_eq!(code(&answer), -32600);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("session/new"),
+        "{answer}"
+    );
+
+    // Malformed JSON: a parse error without an id.
+    acp.send_line("{not json").await;
+    let answer = acp.next().await.unwrap();
+    assert_eq!(code(&answer), -32700);
+    assert!(answer["id"].is_null());
+
+    // Missing params, wrong types, an unknown method, an unloadable session.
+    let answer = acp.call("session/prompt", json!({"sessionId": 7})).await;
+    assert_eq!(code(&answer), -32602);
+    let answer = acp.call("session/new", json!({"mcpServers": []})).await;
+    assert_eq!(code(&answer), -32602);
+    let answer = acp.call("scv/unknown", json!({})).await;
+    assert_eq!(code(&answer), -32601);
+    let answer = acp
+        .call(
+            "session/load",
+            json!({"sessionId": "x", "cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32601);
+
+    // A relative or missing workspace.
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": "relative/dir", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32602);
+    let missing = home.workspace().join("missing");
+    let answer = acp
+        .call("session/new", json!({"cwd": missing, "mcpServers": []}))
+        .await;
+    assert_eq!(code(&answer), -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["scvCode"], "invalid_request");
+
+    let session = acp.new_session(&home.workspace()).await;
+    // An unknown session id once sessions exist.
+    let id = acp.prompt("no-such-session", "hi").await;
+    let answer = acp.answer(id).await.1;
+    assert_eq!(code(&answer), -32002);
+    assert_eq!(answer["error"]["data"]["sessionId"], "no-such-session");
+    // Content the prompt capabilities exclude, and an empty prompt.
+    let answer = acp
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "image", "mimeType": "image/png", "data": "AA=="}]}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32602);
+    let answer = acp
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": []}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32602);
+    // A prompt over the daemon's cap.
+    let long = "x".repeat(300 * 1024);
+    let id = acp.prompt(&session, &long).await;
+    assert_eq!(code(&acp.answer(id).await.1), -32602);
+    // A line over the input cap is skipped with a parse error.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"x","params":"{}"}}"#,
+        "y".repeat(9 * 1024 * 1024)
+    );
+    acp.send_line(&huge).await;
+    let answer = acp.next().await.unwrap();
+    assert_eq!(code(&answer), -32700);
+
+    // And after all of it, a prompt works.
+    mock.push(Reply::text(["fine"]));
+    let id = acp.prompt(&session, "hi").await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "fine");
+    assert_eq!(
+        mock.request_count(),
+        1,
+        "no refused prompt reached the provider"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn turn_failures_become_stop_reasons_or_errors() {
+    let (mock, _home, mut acp, session) = opened("max_steps = 2\nprovider_max_retries = 0\n").await;
+    // The step limit: max_turn_requests.
+    mock.push(Reply::tool_calls(&[(
+        "call_r",
+        "list_dir",
+        json!({"path": "."}),
+    )]));
+    mock.push(Reply::tool_calls(&[(
+        "call_s",
+        "list_dir",
+        json!({"path": "."}),
+    )]));
+    let id = acp.prompt(&session, "Look around").await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "max_turn_requests");
+    let call = &of_kind(&seen, "tool_call")[0];
+    assert_eq!(call["kind"], "read");
+    assert_eq!(call["title"], "List directory: .");
+    // A provider failure: a JSON-RPC error with the SCV code and message.
+    mock.push(Reply::error(500, "the model is down"));
+    let id = acp.prompt(&session, "Again").await;
+    let (_, response) = acp.answer(id).await;
+    assert_eq!(response["error"]["code"], -32603, "{response}");
+    assert_eq!(response["error"]["data"]["scvCode"], "provider_error");
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("provider_error: "), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_daemon_fails_the_prompt_and_the_next_session_reconnects() {
+    let (mock, home, mut acp, session) = opened("").await;
+    let id = start_talking(&mut acp, &mock, &session, "Talk").await;
+    let pid = home.daemon_pid().unwrap();
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let (_, response) = acp.answer(id).await;
+    assert_eq!(response["error"]["code"], -32603, "{response}");
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("SCV daemon") && message.contains("went away"),
+        "{message}"
+    );
+    // Its session is gone.
+    let id = acp.prompt(&session, "hi").await;
+    assert_eq!(acp.answer(id).await.1["error"]["code"], -32002);
+    // The next session/new starts a new daemon.
+    let session = acp.new_session(&home.workspace()).await;
+    assert!(home.daemon_pid().is_some_and(|p| p != pid), "a new daemon");
+    mock.push(Reply::text(["back"]));
+    let id = acp.prompt(&session, "hi").await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "back");
+}
+
+/// The official TypeScript SDK's client (tests/acp-interop/interop.mjs)
+/// against `scv acp`: handshake, prompt, permission, cancel. Skips when
+/// node or the SDK is missing, unless `SCV_REQUIRE_INTEROP=1` (`.ci/run`
+/// installs the SDK and sets it).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_sdk_drives_scv_acp() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
+    let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let sdk = dir
+        .join("node_modules/@agentclientprotocol/sdk/package.json")
+        .exists();
+    if !node || !sdk {
+        let why = if !node {
+            "node is not on PATH"
+        } else {
+            "the SDK is not installed (run `npm ci` in crates/scv-tui/tests/acp-interop)"
+        };
+        assert!(!required, "SCV_REQUIRE_INTEROP=1 but {why}");
+        eprintln!("skipping the ACP interop test: {why}");
+        return;
+    }
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    std::fs::write(home.workspace().join("f.txt"), "before\n").unwrap();
+    mock.push(Reply::text(["Hello ", "from SCV."]));
+    mock.push(Reply::tool_calls(&[(
+        "call_e",
+        "edit_file",
+        json!({"path": "f.txt", "old_string": "before", "new_string": "after"}),
+    )]));
+    mock.push(Reply::text(["Edited."]));
+    mock.push(slow_answer());
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(dir.join("interop.mjs"))
+        .arg(SCV)
+        .arg(home.workspace())
+        .env("SCV_HOME", home.path())
+        .env("SCV_SERVER_BIN", server_bin())
+        .env_remove("OPENAI_API_KEY")
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("the interop client finishes")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for check in [
+        "ok: hello stopReason end_turn",
+        "ok: Allow / Reject options",
+        "ok: the file changed",
+        "ok: cancel stopReason cancelled",
+        "ok: scv acp exited 0",
+    ] {
+        assert!(stderr.contains(check), "{check}:\n{stderr}");
+    }
+    assert!(!stderr.contains("FAIL"), "{stderr}");
+    let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(bodies[0].contains("INTEROP-HELLO"));
+    assert!(bodies[1].contains("INTEROP-EDIT") && bodies[1].contains("```file://"));
+    assert!(bodies[3].contains("INTEROP-CANCEL"));
+}
