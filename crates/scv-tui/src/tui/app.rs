@@ -537,7 +537,7 @@ impl App {
                 self.hint = Some(hint.into());
                 Some(Vec::new())
             }
-            PromptKey::Resolve(approval, approved) => Some(self.resolve(approval, approved)),
+            PromptKey::Resolve(approval, approved) => Some(self.resolve(*approval, approved)),
         }
     }
 

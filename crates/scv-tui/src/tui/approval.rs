@@ -54,7 +54,7 @@ pub enum PromptKey {
     /// Taken, with a hint to show.
     Hint(&'static str),
     /// The call is answered.
-    Resolve(PendingApproval, bool),
+    Resolve(Box<PendingApproval>, bool),
 }
 
 #[derive(Debug, Default)]
@@ -194,12 +194,12 @@ impl ApprovalPrompt {
                         "scroll to the end of the call to approve it (↓ or PgDn)",
                     );
                 }
-                let approval = front.clone();
+                let approval = Box::new(front.clone());
                 self.advance(now);
                 PromptKey::Resolve(approval, true)
             }
             KeyCode::Char('n' | 'N') if answering => {
-                let approval = front.clone();
+                let approval = Box::new(front.clone());
                 self.advance(now);
                 PromptKey::Resolve(approval, false)
             }
