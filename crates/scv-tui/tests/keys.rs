@@ -5,6 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use scv_protocol::{ClientMessage, Event};
 use scv_tui::tui::app::{App, Outgoing};
+use scv_tui::tui::overlay::OverlayKind;
 use scv_tui::tui::transcript::ItemKind;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -197,10 +198,22 @@ fn slash_commands_send_their_messages() {
             paused: false
         }]
     );
+    let items = app.transcript.len();
     assert!(run(&mut app, "/help").is_empty());
     assert!(
-        matches!(&app.transcript.items().back().unwrap().kind, ItemKind::Notice(t) if t.contains("/clear"))
+        matches!(&app.overlay, Some(o) if matches!(o.kind, OverlayKind::Help)),
+        "/help opens an overlay"
     );
+    assert_eq!(
+        app.transcript.len(),
+        items,
+        "nothing goes into the transcript"
+    );
+    assert!(
+        key(&mut app, KeyCode::Esc).is_empty(),
+        "Esc closes it, cancels nothing"
+    );
+    assert!(app.overlay.is_none());
     assert!(run(&mut app, "/bogus").is_empty());
     assert!(app
         .hint

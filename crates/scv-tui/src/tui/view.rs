@@ -13,6 +13,9 @@ use ratatui::Frame;
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let layout = app.layout(frame.area());
     draw_transcript(frame, app, layout.transcript);
+    if let Some(overlay) = &app.overlay {
+        super::overlay::draw(frame, app, overlay, layout.transcript);
+    }
     if layout.queue.height > 0 {
         app.queue.draw(frame, layout.queue);
     }
@@ -121,6 +124,9 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )],
     };
     if let Some(session) = &app.session {
+        if let Some(provider) = &session.provider {
+            spans.push(Span::styled(format!("{provider} "), dim));
+        }
         spans.push(Span::styled(
             session.model.clone(),
             Style::default().fg(Color::Cyan),
