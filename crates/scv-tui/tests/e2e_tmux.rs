@@ -255,3 +255,68 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         "the draft survives the answer"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_still_asks() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("rules");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+
+    // First call: asked, answered with `a`, which shows the rule first.
+    mock.push(Reply::tool_calls(&[(
+        "r1",
+        "bash",
+        json!({"command": "echo hello 'rule'-2"}),
+    )]));
+    mock.push(Reply::text(["first done"]));
+    tmux.keys(&["greet", "Enter"]);
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        screen.contains("always allow `echo hello …` (any arguments)"),
+        "{screen}"
+    );
+    tmux.wait_for("Ctrl+C cancels the turn").await;
+    tmux.keys(&["a"]);
+    let screen = tmux.wait_for("first done").await;
+    assert!(screen.contains("hello rule-2"), "{screen}");
+    assert!(screen.contains("rule added: `echo hello …`"), "{screen}");
+
+    // A matching command runs without a prompt.
+    mock.push(Reply::tool_calls(&[(
+        "r2",
+        "bash",
+        json!({"command": "echo hello 'again'-3"}),
+    )]));
+    mock.push(Reply::text(["second done"]));
+    tmux.keys(&["greet again", "Enter"]);
+    let screen = tmux.wait_for("second done").await;
+    assert!(screen.contains("hello again-3"), "{screen}");
+    assert!(
+        screen.contains("✓ approved by rule `echo hello`"),
+        "{screen}"
+    );
+    assert!(!screen.contains("Approval needed"), "{screen}");
+
+    // A compound command with the same start still asks.
+    mock.push(Reply::tool_calls(&[(
+        "r3",
+        "bash",
+        json!({"command": "echo hello && echo 'compound'-4"}),
+    )]));
+    mock.push(Reply::text(["third done"]));
+    tmux.keys(&["greet twice", "Enter"]);
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        screen.contains("no rule: it is more than one command"),
+        "{screen}"
+    );
+    tmux.wait_for("Ctrl+C cancels the turn").await;
+    tmux.keys(&["n"]);
+    let screen = tmux.wait_for("third done").await;
+    assert!(!screen.contains("compound-4"), "it did not run: {screen}");
+    assert!(screen.contains("[denied]"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

@@ -171,11 +171,9 @@ fn status_lines(app: &App) -> Vec<Line<'static>> {
                 w,
             ));
             lines.push(pair("model", &session.model, w));
-            let percent = if session.context_max_tokens > 0 {
-                app.context_used * 100 / session.context_max_tokens
-            } else {
-                0
-            };
+            let percent = (app.context_used * 100)
+                .checked_div(session.context_max_tokens)
+                .unwrap_or(0);
             lines.push(pair(
                 "context",
                 &format!(
