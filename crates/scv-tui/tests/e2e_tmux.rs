@@ -320,3 +320,26 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scv_asks_for_reasoning_and_folds_the_thought_once_the_answer_starts() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("thinking");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::text([
+        "<think>first I weigh ",
+        "the options</think>",
+        "Here is the answer.",
+    ]));
+    tmux.keys(&["think first", "Enter"]);
+    let screen = tmux.wait_for("Here is the answer.").await;
+    assert!(screen.contains("✻ thought for 0 s · 5 words"), "{screen}");
+    assert!(!screen.contains("<think>"), "{screen}");
+    assert!(!screen.contains("weigh"), "folded: {screen}");
+    tmux.keys(&["C-o"]);
+    tmux.wait_for("first I weigh the options").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
