@@ -15,6 +15,16 @@ const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;
 
 /// The diff's lines (empty when nothing changed), or why there is none.
 pub fn git_diff(cwd: &Path) -> Result<Vec<Line<'static>>, String> {
+    let inside = Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| format!("cannot run git: {err}"))?;
+    if !inside.status.success() || inside.stdout.trim_ascii() != b"true" {
+        return Err("not a git repository".into());
+    }
     let output = Command::new("git")
         .arg("-C")
         .arg(cwd)
@@ -32,9 +42,6 @@ pub fn git_diff(cwd: &Path) -> Result<Vec<Line<'static>>, String> {
         .map_err(|err| format!("cannot run git: {err}"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        if stderr.contains("not a git repository") {
-            return Err("not a git repository".into());
-        }
         let first = stderr.lines().next().unwrap_or("git diff failed");
         return Err(clean(first).into_owned());
     }
