@@ -343,3 +343,30 @@ async fn scv_asks_for_reasoning_and_folds_the_thought_once_the_answer_starts() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_run_without_a_key_opens_with_a_note() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // The default provider, its key variable unset.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "api_key_env = \"SCV_E2E_KEY_NEVER_SET\"\n",
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let tmux = Tmux::new("firstrun");
+    tmux.start_scv(&home);
+    let screen = tmux.wait_for("First run?").await;
+    assert!(
+        screen.contains("SCV_E2E_KEY_NEVER_SET is not set"),
+        "{screen}"
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("config.toml")).unwrap(),
+        before,
+        "nothing written on the user's behalf"
+    );
+}

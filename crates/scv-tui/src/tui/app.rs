@@ -562,6 +562,11 @@ impl App {
         }
     }
 
+    /// Notes shown at start (the first-run note).
+    pub fn notes(&mut self, lines: Vec<String>) {
+        self.transcript.push(ItemKind::Note(lines));
+    }
+
     fn notice(&mut self, text: String) {
         self.transcript.push(ItemKind::Notice(text));
     }

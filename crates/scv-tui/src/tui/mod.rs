@@ -98,11 +98,24 @@ pub async fn run(
     }
     highlight::warm_up();
     let cwd = std::env::current_dir()?.canonicalize()?;
-    let opened =
-        session::open_with(&home, &socket, &cwd, true, "scv-tui", &choice, REASONING).await?;
+    // The first-run probe of local servers runs while the session opens.
+    let missing_key = crate::first_run::missing_key(&home, choice.provider.as_deref());
+    let (opened, locals) = tokio::join!(
+        session::open_with(&home, &socket, &cwd, true, "scv-tui", &choice, REASONING),
+        async {
+            match &missing_key {
+                Some(_) => crate::first_run::probe_locals().await,
+                None => Vec::new(),
+            }
+        }
+    );
+    let opened = opened?;
     let mut app = App::new(Instant::now());
     for event in opened.events {
         app.apply(event);
+    }
+    if let Some(key) = &missing_key {
+        app.notes(crate::first_run::note(key, &home, &locals));
     }
     let mut link = Some(Link::new(opened.conn));
     let mut terminal = enter_terminal()?;

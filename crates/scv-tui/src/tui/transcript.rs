@@ -71,6 +71,9 @@ pub enum ItemKind {
     },
     /// A quiet one-line note (compaction, trimming, reconnects).
     Notice(String),
+    /// A note of several lines (the first-run note): the first is its
+    /// heading; lines starting with four spaces are commands to copy.
+    Note(Vec<String>),
     Error {
         code: String,
         message: String,
@@ -111,6 +114,7 @@ impl Item {
             ItemKind::Assistant { text, .. } | ItemKind::Reasoning { text, .. } => text.len(),
             ItemKind::Tool(card) => card.output.len() + card.arguments.to_string().len(),
             ItemKind::Error { message, .. } => message.len(),
+            ItemKind::Note(lines) => lines.iter().map(String::len).sum(),
         }
     }
 
@@ -169,6 +173,20 @@ impl Item {
                 format!("· {text}"),
                 Style::default().fg(Color::DarkGray),
             )],
+            ItemKind::Note(lines) => lines
+                .iter()
+                .enumerate()
+                .map(|(i, line)| {
+                    let style = if i == 0 {
+                        Style::default().fg(Color::Yellow)
+                    } else if line.starts_with("    ") {
+                        Style::default().fg(Color::Cyan)
+                    } else {
+                        Style::default().fg(Color::Gray)
+                    };
+                    Line::styled(wrap::clean(line).into_owned(), style)
+                })
+                .collect(),
             ItemKind::Error { code, message } => vec![Line::from(vec![
                 Span::styled(
                     format!("✗ {code}: "),
