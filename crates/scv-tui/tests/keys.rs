@@ -530,7 +530,7 @@ fn configure(provider: Option<&str>, model: Option<&str>) -> ClientMessage {
 #[test]
 fn model_switches_through_session_configure_while_idle() {
     let mut app = app();
-    let mut run = |app: &mut App, command: &str| {
+    let run = |app: &mut App, command: &str| {
         type_text(app, command);
         sent(&key(app, KeyCode::Enter))
     };
