@@ -642,3 +642,56 @@ fn diff_shows_the_workspace_git_diff_in_an_overlay() {
     key(&mut app, KeyCode::Esc);
     assert!(app.overlay.is_none());
 }
+
+#[test]
+fn at_offers_workspace_paths_respecting_gitignore_and_tab_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
+    std::fs::write(root.join("src/lib.rs"), "").unwrap();
+    std::fs::write(root.join("target/debug/tool"), "").unwrap();
+    std::fs::write(root.join("README.md"), "").unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    let mut app = app_in(root);
+
+    type_text(&mut app, "look at @");
+    assert!(
+        app.path_matches.contains(&"src/".to_string()),
+        "{:?}",
+        app.path_matches
+    );
+    assert!(
+        !app.path_matches.iter().any(|p| p.starts_with("target")),
+        "ignored by .gitignore: {:?}",
+        app.path_matches
+    );
+    type_text(&mut app, "t");
+    assert!(app.path_matches.is_empty(), "{:?}", app.path_matches);
+    key(&mut app, KeyCode::Backspace);
+    type_text(&mut app, "sr");
+    assert_eq!(app.path_matches, ["src/"]);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "look at @src/");
+    assert_eq!(app.path_matches, ["src/lib.rs", "src/main.rs"]);
+    type_text(&mut app, "m");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "look at @src/main.rs ");
+    assert!(app.path_matches.is_empty());
+    // A file name alone finds it too.
+    type_text(&mut app, "and @lib");
+    assert_eq!(app.path_matches, ["src/lib.rs"]);
+    key(&mut app, KeyCode::Tab);
+    // The prompt carries the paths as written.
+    let out = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        sent(&out),
+        [ClientMessage::TurnStart {
+            session_id: S.into(),
+            prompt: "look at @src/main.rs and @src/lib.rs ".into()
+        }]
+    );
+    // Without an @, Tab still focuses the queue (nothing to complete).
+    assert!(app.path_matches.is_empty());
+}

@@ -450,3 +450,25 @@ fn tabs_expand_to_tab_stops() {
     assert!(screen.contains("␇"), "{screen}");
     insta::assert_snapshot!(screen);
 }
+
+#[test]
+fn at_path_completion() {
+    highlight::load();
+    let dir = tempfile::tempdir().unwrap();
+    for path in ["src/main.rs", "src/lib.rs", "src/tui/app.rs"] {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "").unwrap();
+    }
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":dir.path(),
+        "model":"gpt-4.1-mini","context_max_tokens":128000,"max_server_frame_bytes":8388608,
+        "max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,
+        "max_prompt_history_items":200})));
+    type_text(&mut app, "explain @src/");
+    let screen = render(&app);
+    // The workspace path is a temporary one: the status line is cut.
+    let screen: String = screen.lines().take(23).collect::<Vec<_>>().join("\n");
+    assert!(screen.contains("@src/lib.rs"), "{screen}");
+    insta::assert_snapshot!(screen);
+}

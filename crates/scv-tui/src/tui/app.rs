@@ -111,6 +111,10 @@ pub struct App {
     outbox: Vec<Outgoing>,
     /// Text for the clipboard (`/copy`).
     clipboard: Option<String>,
+    /// Workspace paths for `@` completion.
+    files: super::files::FileIndex,
+    /// Paths offered for the `@path` being typed.
+    pub path_matches: Vec<String>,
 }
 
 impl App {
@@ -141,6 +145,8 @@ impl App {
             status_request: None,
             outbox: Vec::new(),
             clipboard: None,
+            files: Default::default(),
+            path_matches: Vec::new(),
         };
         app.approval.resize(80, 24);
         app
@@ -644,6 +650,7 @@ impl App {
 
     pub fn on_paste(&mut self, text: &str) {
         self.input.paste(text);
+        self.offer_paths();
     }
 
     /// Handles one key; returns what to send. Keys are pumped through, in
@@ -665,10 +672,49 @@ impl App {
         // A key past the prompt and the panel clears the hint.
         self.hint = None;
         if let Some(out) = self.app_key(key) {
+            self.offer_paths();
             return out;
         }
         self.input.on_key(key);
+        self.offer_paths();
         Vec::new()
+    }
+
+    /// Paths for the `@path` before the cursor, if one is being typed.
+    fn offer_paths(&mut self) {
+        let typed = self.input.at_word().map(|(_, typed)| typed.to_string());
+        let (Some(typed), Some(cwd)) = (typed, self.session.as_ref().map(|s| s.cwd.clone())) else {
+            self.path_matches.clear();
+            return;
+        };
+        let paths = self.files.paths(std::path::Path::new(&cwd), self.now);
+        self.path_matches = super::files::matches(paths, &typed);
+    }
+
+    /// Tab on an `@path`: completes as far as the offered paths agree, or
+    /// to the first; a file gets a space after it.
+    fn complete_path(&mut self) -> bool {
+        let Some((start, typed)) = self.input.at_word() else {
+            return false;
+        };
+        if self.path_matches.is_empty() {
+            return false;
+        }
+        let common = super::files::common_prefix(&self.path_matches);
+        let completed = if self.path_matches.len() == 1 {
+            let only = &self.path_matches[0];
+            if only.ends_with('/') {
+                only.clone()
+            } else {
+                format!("{only} ")
+            }
+        } else if common.len() > typed.len() && common.starts_with(typed) {
+            common
+        } else {
+            self.path_matches[0].clone()
+        };
+        self.input.replace_word(start, &format!("@{completed}"));
+        true
     }
 
     /// Ctrl+C works everywhere; any other key disarms its second press.
@@ -780,6 +826,7 @@ impl App {
                 }
                 self.cancel_turn()
             }
+            KeyCode::Tab if self.complete_path() => Vec::new(),
             KeyCode::Tab => {
                 if self.input.text().starts_with('/') {
                     self.complete_slash();

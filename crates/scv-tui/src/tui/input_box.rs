@@ -46,6 +46,22 @@ impl InputBox {
         self.input.is_empty()
     }
 
+    /// The `@path` being typed: the byte index of its `@` and what
+    /// follows it up to the cursor.
+    pub fn at_word(&self) -> Option<(usize, &str)> {
+        let before = &self.input.text()[..self.input.cursor()];
+        let start = before.rfind(char::is_whitespace).map_or(0, |i| {
+            i + before[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        let word = &before[start..];
+        word.strip_prefix('@').map(|typed| (start, typed))
+    }
+
+    /// Replaces the `@path` being typed (from its `@`) with `with`.
+    pub fn replace_word(&mut self, start: usize, with: &str) {
+        self.input.replace_before_cursor(start, with);
+    }
+
     /// Replaces the text (cursor at the end).
     pub fn set(&mut self, text: &str) {
         self.input.set(text);
