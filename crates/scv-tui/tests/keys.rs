@@ -695,3 +695,18 @@ fn at_offers_workspace_paths_respecting_gitignore_and_tab_completes() {
     // Without an @, Tab still focuses the queue (nothing to complete).
     assert!(app.path_matches.is_empty());
 }
+
+#[test]
+fn text_starting_with_a_slash_is_a_prompt_unless_it_is_a_command() {
+    let mut app = app();
+    type_text(&mut app, "/help me read this file");
+    let out = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        sent(&out),
+        [ClientMessage::TurnStart {
+            session_id: S.into(),
+            prompt: "/help me read this file".into()
+        }]
+    );
+    assert!(app.overlay.is_none());
+}

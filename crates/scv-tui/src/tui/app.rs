@@ -910,11 +910,10 @@ impl App {
         if text.is_empty() {
             return Vec::new();
         }
+        // A command is one word; `/model` takes an argument. Other text
+        // starting with `/` is a prompt.
         let first = text.split_whitespace().next().unwrap_or("");
-        if text.starts_with('/')
-            && (!text.contains(char::is_whitespace)
-                || SLASH_COMMANDS.iter().any(|(c, _)| *c == first))
-        {
+        if text.starts_with('/') && (!text.contains(char::is_whitespace) || first == "/model") {
             self.input.take();
             return self.slash(&text);
         }
