@@ -370,3 +370,44 @@ async fn a_first_run_without_a_key_opens_with_a_note() {
         "nothing written on the user's behalf"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn model_switches_the_running_session_and_copy_sets_the_clipboard() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("model");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    // tmux takes OSC 52 from the application into a paste buffer.
+    tmux.run(&["set", "-g", "set-clipboard", "on"]);
+    mock.push(Reply::text(["first answer"]));
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("first answer").await;
+
+    tmux.keys(&["/model other-model", "Enter"]);
+    let screen = tmux.wait_for("now using").await;
+    assert!(screen.contains("other-model"), "{screen}");
+    mock.push(Reply::text(["second answer"]));
+    tmux.keys(&["again", "Enter"]);
+    tmux.wait_for("second answer").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["model"], "mock-model");
+    assert_eq!(requests[1].body["model"], "other-model");
+    let history = requests[1].body["messages"].to_string();
+    assert!(history.contains("first answer"), "the history is kept");
+
+    tmux.keys(&["/copy", "Enter"]);
+    tmux.wait_for("copied the last answer").await;
+    let mut buffer = String::new();
+    for _ in 0..200 {
+        buffer = tmux.run(&["show-buffer"]);
+        if !buffer.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(buffer, "second answer");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

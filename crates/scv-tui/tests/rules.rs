@@ -279,6 +279,7 @@ fn no_rule_for_shells_interpreters_runners_or_compound_commands() {
         ("env FOO=1 cargo test", "`env` runs another program"),
         ("xargs rm", "`xargs` runs another program"),
         ("sudo cargo test", "`sudo` runs programs as another user"),
+        ("find . -name '*.rs'", "`find` runs other programs"),
         ("cargo test && rm -rf x", "more than one command"),
         ("cargo test > log", "redirection"),
         ("echo $(id)", "command substitution"),

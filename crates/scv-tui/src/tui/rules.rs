@@ -197,6 +197,7 @@ fn refused_program(program: &str) -> Option<&'static str> {
         | "ionice" | "time" | "timeout" | "watch" | "setsid" | "stdbuf" | "strace" | "ltrace"
         | "chroot" | "unshare" | "nsenter" | "flock" | "script" => "runs another program",
         "sudo" | "doas" | "su" | "pkexec" | "runuser" => "runs programs as another user",
+        "find" | "parallel" => "runs other programs (-exec and the like)",
         _ => return None,
     };
     Some(why)
