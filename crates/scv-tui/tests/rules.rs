@@ -157,6 +157,8 @@ fn a_approves_and_adds_a_rule_that_answers_only_simple_matching_commands() {
         "echo cargo test",
         "/tmp/cargo test",
         "sh -c 'cargo test'",
+        "cargo test \u{202e}x",
+        "cargo\u{200b} test",
     ];
     let mut wrong = Vec::new();
     for (i, command) in must_match.iter().enumerate() {
@@ -284,6 +286,7 @@ fn no_rule_for_shells_interpreters_runners_or_compound_commands() {
         ("cargo test > log", "redirection"),
         ("echo $(id)", "command substitution"),
         ("$TOOL test", "not a plain word"),
+        ("cargo\u{202e} test", "reordering characters"),
     ] {
         let mut app = app();
         ask_bash(&mut app, "q", command);

@@ -367,11 +367,14 @@ fn rule_line(approval: &PendingApproval) -> Line<'static> {
         Ok(rule) => Line::from(vec![
             Span::styled(" a ", Style::default().fg(Color::Black).bg(Color::Cyan)),
             Span::raw(" always allow "),
-            Span::styled(rule.scope(), Style::default().fg(Color::Cyan)),
+            Span::styled(
+                visible(&rule.scope()).into_owned(),
+                Style::default().fg(Color::Cyan),
+            ),
             Span::styled(" while scv runs", Style::default().fg(Color::DarkGray)),
         ]),
         Err(why) => Line::styled(
-            format!(" a  no rule: {why}"),
+            format!(" a  no rule: {}", visible(&why)),
             Style::default().fg(Color::DarkGray),
         ),
     }

@@ -258,6 +258,12 @@ fn not_simple(command: &str) -> Option<&'static str> {
         if c.is_control() && c != '\t' {
             return Some("it has control characters");
         }
+        // Invisible and reordering characters make what is shown differ
+        // from what runs.
+        if matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        {
+            return Some("it has invisible or reordering characters");
+        }
         match quote {
             Quote::Single => {
                 if c == '\'' {

@@ -29,7 +29,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     if let Some(text) = &app.hint {
         frame.render_widget(
             Paragraph::new(Line::styled(
-                format!(" {text}"),
+                format!(" {}", scv_client::text::visible(text)),
                 Style::default().fg(Color::Yellow),
             )),
             layout.hint,
