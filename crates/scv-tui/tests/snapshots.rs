@@ -472,3 +472,22 @@ fn at_path_completion() {
     assert!(screen.contains("@src/lib.rs"), "{screen}");
     insta::assert_snapshot!(screen);
 }
+
+#[test]
+fn a_long_thought_streams_its_last_lines() {
+    let mut app = started_app();
+    start_turn(&mut app, "Think hard");
+    for i in 1..=40 {
+        app.apply(turn_event(json!({"type":"reasoning.delta","seq":1+i,"content":format!("step {i} of the reasoning\n")})));
+    }
+    let screen = render(&app);
+    assert!(screen.contains("ctrl+o shows all"), "{screen}");
+    assert!(screen.contains("step 40 of the reasoning"), "{screen}");
+    assert!(
+        !screen.contains("step 34 of"),
+        "only the last lines: {screen}"
+    );
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    let screen = render(&app);
+    assert!(screen.contains("step 34 of"), "expanded: {screen}");
+}

@@ -238,6 +238,7 @@ fn render_reasoning(
             if expanded {
                 text
             } else {
+                let header = lines.len() - 1;
                 let mut from = text.len().saturating_sub(STREAMING_THOUGHT_BYTES);
                 while !text.is_char_boundary(from) {
                     from += 1;
@@ -247,6 +248,10 @@ fn render_reasoning(
                     .rmatch_indices('\n')
                     .nth(STREAMING_THOUGHT_LINES - 1)
                     .map_or(0, |(i, _)| i + 1);
+                if from + start > 0 {
+                    lines[header] =
+                        Line::styled("✻ thinking… (its last lines; ctrl+o shows all)", dim);
+                }
                 &tail[start..]
             }
         }
