@@ -214,7 +214,9 @@ impl Input {
         let before = &self.text[..self.cursor];
         let row = before.matches('\n').count();
         let col = before.rsplit('\n').next().unwrap_or("");
-        (row, unicode_width::UnicodeWidthStr::width(col))
+        // As drawn: tabs to their stops, control characters as symbols.
+        let col = super::wrap::clean(col);
+        (row, unicode_width::UnicodeWidthStr::width(col.as_ref()))
     }
 }
 
