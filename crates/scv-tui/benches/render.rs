@@ -132,7 +132,62 @@ fn main() {
         all.as_secs_f64() * 1e3
     );
 
+    thought_frames(&mut terminal);
     launch_to_first_frame();
+}
+
+/// 10,000 items and a long thought (about 60 KB, 10,000 words): frames
+/// while it streams (a frame after each of 1,000 deltas), then collapsed
+/// and expanded.
+fn thought_frames(terminal: &mut Terminal<TestBackend>) {
+    let mut app = app_with(10_000);
+    app.resize(120, 40);
+    terminal.draw(|f| view::draw(f, &app)).unwrap();
+    app.apply(event(
+        json!({"type":"turn.started","request_id":"r","session_id":S,"turn_id":"t","seq":1}),
+    ));
+    let sentence = "Let me think about the failing test and what the function returns here. ";
+    let mut frames = Vec::new();
+    for i in 0..1000 {
+        let text = if i % 20 == 19 {
+            format!("{sentence}\n")
+        } else {
+            sentence.to_string()
+        };
+        app.apply(event(json!({"type":"reasoning.delta","session_id":S,"turn_id":"t","seq":i + 2,"content":text})));
+        let start = Instant::now();
+        terminal.draw(|f| view::draw(f, &app)).unwrap();
+        frames.push(start.elapsed());
+    }
+    println!(
+        "a long thought (1,000 deltas, {} KB) over 10,000 items, a frame after each delta: median {:.3} ms, p99 {:.3} ms",
+        1000 * sentence.len() / 1024,
+        median(frames.clone()).as_secs_f64() * 1e3,
+        p99(frames).as_secs_f64() * 1e3
+    );
+    app.apply(event(json!({"type":"assistant.delta","session_id":S,"turn_id":"t","seq":2000,"content":"The answer."})));
+    let mut collapsed = Vec::new();
+    for _ in 0..200 {
+        let start = Instant::now();
+        terminal.draw(|f| view::draw(f, &app)).unwrap();
+        collapsed.push(start.elapsed());
+    }
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    let start = Instant::now();
+    terminal.draw(|f| view::draw(f, &app)).unwrap();
+    let expand = start.elapsed();
+    let mut expanded = Vec::new();
+    for _ in 0..200 {
+        let start = Instant::now();
+        terminal.draw(|f| view::draw(f, &app)).unwrap();
+        expanded.push(start.elapsed());
+    }
+    println!(
+        "then collapsed to one line: frame median {:.3} ms; expanded (Ctrl+O): first {:.3} ms, then median {:.3} ms",
+        median(collapsed).as_secs_f64() * 1e3,
+        expand.as_secs_f64() * 1e3,
+        median(expanded).as_secs_f64() * 1e3
+    );
 }
 
 fn launch_to_first_frame() {

@@ -1,6 +1,9 @@
-//! `scv exec "PROMPT"`: one turn, headless, in the current directory. The
-//! answer streams to stdout (or every protocol event as a JSON line with
-//! `--json`); tool activity goes to stderr. Approvals are denied unless
+//! `scv exec "PROMPT"`: one turn, headless, in the current directory (or
+//! `--cwd DIR`). The prompt is read from stdin when it is `-`, or absent
+//! while stdin is not a terminal. The answer streams to stdout (or every
+//! protocol event as a JSON line with `--json`); tool activity goes to
+//! stderr. `--reasoning` asks for the model's thinking: `reasoning.delta`
+//! events with `--json`, the thinking on stderr otherwise. Approvals are denied unless
 //! `--approve` names the risk class; either way the whole call is printed,
 //! every line. Text bound for a terminal has its control characters shown
 //! visibly, so model or tool output cannot drive the terminal. Exit 0 when
@@ -11,8 +14,8 @@ use anyhow::Result;
 use scv_client::text::visible;
 use scv_protocol::{ClientMessage, EventBody, Risk};
 use std::borrow::Cow;
-use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `text` as it may be printed on `tty`.
@@ -24,20 +27,70 @@ fn shown(text: &str, tty: bool) -> Cow<'_, str> {
     }
 }
 
+#[derive(Debug, Default)]
+pub struct Options {
+    pub json: bool,
+    pub reasoning: bool,
+    pub cwd: Option<PathBuf>,
+    pub approve: Vec<Risk>,
+}
+
+/// The prompt as given, or read from stdin (`-`, or none and stdin is not
+/// a terminal).
+fn read_prompt(prompt: Option<String>) -> Result<String> {
+    let from_stdin = match prompt.as_deref() {
+        Some("-") => true,
+        Some(_) => false,
+        None if std::io::stdin().is_terminal() => anyhow::bail!(
+            "no prompt: give one (`scv exec \"PROMPT\"`) or pipe it in (`… | scv exec -`)"
+        ),
+        None => true,
+    };
+    let prompt = if from_stdin {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|err| anyhow::anyhow!("cannot read the prompt from standard input: {err}"))?;
+        text
+    } else {
+        prompt.unwrap_or_default()
+    };
+    if prompt.trim().is_empty() {
+        anyhow::bail!("the prompt is empty");
+    }
+    Ok(prompt)
+}
+
 pub async fn run(
     home: &Path,
     socket: &Path,
-    prompt: String,
-    json: bool,
-    approve: &[Risk],
+    prompt: Option<String>,
+    options: &Options,
     choice: &session::Choice,
 ) -> Result<ExitCode> {
-    let cwd = std::env::current_dir()?.canonicalize()?;
+    let json = options.json;
+    let approve = &options.approve[..];
+    let prompt = read_prompt(prompt)?;
+    let cwd = match &options.cwd {
+        Some(dir) => {
+            let dir = dir
+                .canonicalize()
+                .map_err(|err| anyhow::anyhow!("--cwd {}: {err}", dir.display()))?;
+            if !dir.is_dir() {
+                anyhow::bail!("--cwd {}: not a directory", dir.display());
+            }
+            dir
+        }
+        None => std::env::current_dir()?.canonicalize()?,
+    };
+    let capabilities = options
+        .reasoning
+        .then_some(scv_protocol::Capabilities { reasoning: true });
     let session::Opened {
         mut conn,
         events,
         session_id,
-    } = session::open(home, socket, &cwd, true, "scv-exec", choice).await?;
+    } = session::open_with(home, socket, &cwd, true, "scv-exec", choice, capabilities).await?;
     let mut stdout = std::io::stdout().lock();
     let out_tty = stdout.is_terminal();
     let err_tty = std::io::stderr().is_terminal();
@@ -54,6 +107,8 @@ pub async fn run(
     let mut turn_id = None;
     let mut cancel_sent = false;
     let mut streamed = false;
+    // Thinking went to stderr without its final line break.
+    let mut thinking = false;
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     loop {
@@ -74,6 +129,10 @@ pub async fn run(
             writeln!(stdout, "{}", serde_json::to_string(&event)?)?;
             stdout.flush()?;
         }
+        if thinking && !matches!(event.body, EventBody::ReasoningDelta { .. }) {
+            eprintln!();
+            thinking = false;
+        }
         match &event.body {
             EventBody::TurnStarted {} => turn_id = event.turn_id.clone(),
             EventBody::AssistantDelta { content } if !json => {
@@ -89,6 +148,10 @@ pub async fn run(
                     writeln!(stdout)?;
                 }
                 streamed = false;
+            }
+            EventBody::ReasoningDelta { content } if !json => {
+                eprint!("{}", shown(content, err_tty));
+                thinking = true;
             }
             EventBody::ToolStarted { name, .. } if !json => eprintln!("[tool] {name} running"),
             EventBody::ToolCompleted { name, success, .. } if !json => {

@@ -5,6 +5,7 @@
 pub mod clawbot_cmd;
 pub mod daemon_cmd;
 pub mod exec;
+pub mod first_run;
 pub mod mcp_cmd;
 pub mod session;
 pub mod tui;

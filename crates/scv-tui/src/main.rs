@@ -32,11 +32,19 @@ struct Cli {
 enum Command {
     /// Run one turn headless in the current directory and print the answer.
     Exec {
-        /// The prompt.
-        prompt: String,
+        /// The prompt; `-` (or none, when standard input is not a
+        /// terminal) reads it from standard input.
+        prompt: Option<String>,
         /// Print every protocol event as a JSON line instead of the answer.
         #[arg(long)]
         json: bool,
+        /// Ask for the model's reasoning: `reasoning.delta` events with
+        /// `--json`, otherwise the thinking on standard error.
+        #[arg(long)]
+        reasoning: bool,
+        /// The workspace (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
         /// Risk classes to approve (comma-separated); other approvals are denied.
         #[arg(long, value_delimiter = ',', value_name = "CLASSES")]
         approve: Vec<RiskArg>,
@@ -204,10 +212,18 @@ fn main() -> ExitCode {
             Some(Command::Exec {
                 prompt,
                 json,
+                reasoning,
+                cwd,
                 approve,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
-                exec::run(&home, &socket, prompt, json, &approve, &choice).await
+                let options = exec::Options {
+                    json,
+                    reasoning,
+                    cwd,
+                    approve,
+                };
+                exec::run(&home, &socket, prompt, &options, &choice).await
             }
             Some(Command::Daemon { action }) => match action {
                 DaemonAction::Status { json } => {

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use scv_client::Connection;
-use scv_protocol::{Event, PeerInfo, SessionStart};
+use scv_protocol::{Capabilities, Event, PeerInfo, SessionStart};
 use std::path::Path;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
@@ -47,6 +47,19 @@ pub async fn open(
     client: &str,
     choice: &Choice,
 ) -> Result<Opened> {
+    open_with(home, socket, cwd, start, client, choice, None).await
+}
+
+/// [`open`], asking for protocol extensions (`capabilities`).
+pub async fn open_with(
+    home: &Path,
+    socket: &Path,
+    cwd: &Path,
+    start: bool,
+    client: &str,
+    choice: &Choice,
+    capabilities: Option<Capabilities>,
+) -> Result<Opened> {
     let mut conn = connect(home, socket, start).await?;
     let scv_client::Opened { events, session_id } = conn
         .handshake(
@@ -54,7 +67,7 @@ pub async fn open(
                 name: client.into(),
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
-            None,
+            capabilities,
             SessionStart {
                 cwd: cwd.display().to_string(),
                 provider: choice.provider.clone(),

@@ -405,3 +405,149 @@ async fn mcp_list_prints_each_server_with_its_state_and_tools() {
     assert_eq!(components.len(), 2);
     assert!(components.iter().all(|c| c["account"].is_null()));
 }
+
+fn types_of(output: &std::process::Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect()
+}
+
+/// The last user message the provider was sent.
+fn last_prompt(mock: &MockProvider) -> String {
+    let requests = mock.requests();
+    let body = &requests.last().expect("a request").body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_reads_the_prompt_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    for args in [&["exec", "-"][..], &["exec"][..]] {
+        mock.push(Reply::text(["read it"]));
+        let mut child = home
+            .scv()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"a prompt\nfrom a pipe\n").unwrap();
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "read it\n");
+        assert_eq!(last_prompt(&mock), "a prompt\nfrom a pipe\n", "{args:?}");
+    }
+    // An empty pipe is an error, not an empty turn.
+    let output = home
+        .scv()
+        .args(["exec", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("the prompt is empty"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_cwd_chooses_the_workspace() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let sub = home.workspace().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    mock.push(Reply::text(["ok"]));
+    let output = home
+        .scv()
+        .current_dir(home.path())
+        .args(["exec", "--json", "--cwd", sub.to_str().unwrap(), "where?"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events = types_of(&output);
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "session.started")
+        .unwrap();
+    assert_eq!(
+        started["cwd"].as_str().unwrap(),
+        sub.canonicalize().unwrap().to_str().unwrap()
+    );
+    let output = home
+        .scv()
+        .args(["exec", "--cwd", "/no/such/dir", "where?"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("--cwd /no/such/dir"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_json_has_reasoning_only_with_the_flag() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let think = ["<think>weighing ", "the options</think>", "the answer"];
+    for reasoning in [false, true] {
+        mock.push(Reply::text(think));
+        let mut command = home.scv();
+        command.args(["exec", "--json"]);
+        if reasoning {
+            command.arg("--reasoning");
+        }
+        let output = command.arg("think").output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        let events = types_of(&output);
+        let thought: String = events
+            .iter()
+            .filter(|e| e["type"] == "reasoning.delta")
+            .map(|e| e["content"].as_str().unwrap().to_string())
+            .collect();
+        let answer = events
+            .iter()
+            .find(|e| e["type"] == "assistant.completed")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(answer, "the answer", "reasoning={reasoning}");
+        if reasoning {
+            assert_eq!(thought, "weighing the options");
+        } else {
+            assert_eq!(thought, "", "no reasoning.delta without --reasoning");
+        }
+    }
+    // Without --json the thinking goes to stderr, the answer to stdout.
+    mock.push(Reply::text(think));
+    let output = home
+        .scv()
+        .args(["exec", "--reasoning", "think"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&output), "the answer\n");
+    assert!(
+        stderr(&output).contains("weighing the options"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -255,3 +255,159 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         "the draft survives the answer"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_still_asks() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("rules");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+
+    // First call: asked, answered with `a`, which shows the rule first.
+    mock.push(Reply::tool_calls(&[(
+        "r1",
+        "bash",
+        json!({"command": "echo hello 'rule'-2"}),
+    )]));
+    mock.push(Reply::text(["first done"]));
+    tmux.keys(&["greet", "Enter"]);
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        screen.contains("always allow `echo hello …` (any arguments)"),
+        "{screen}"
+    );
+    tmux.wait_for("Ctrl+C cancels the turn").await;
+    tmux.keys(&["a"]);
+    let screen = tmux.wait_for("first done").await;
+    assert!(screen.contains("hello rule-2"), "{screen}");
+    assert!(screen.contains("rule added: `echo hello …`"), "{screen}");
+
+    // A matching command runs without a prompt.
+    mock.push(Reply::tool_calls(&[(
+        "r2",
+        "bash",
+        json!({"command": "echo hello 'again'-3"}),
+    )]));
+    mock.push(Reply::text(["second done"]));
+    tmux.keys(&["greet again", "Enter"]);
+    let screen = tmux.wait_for("second done").await;
+    assert!(screen.contains("hello again-3"), "{screen}");
+    assert!(
+        screen.contains("✓ approved by rule `echo hello`"),
+        "{screen}"
+    );
+    assert!(!screen.contains("Approval needed"), "{screen}");
+
+    // A compound command with the same start still asks.
+    mock.push(Reply::tool_calls(&[(
+        "r3",
+        "bash",
+        json!({"command": "echo hello && echo 'compound'-4"}),
+    )]));
+    mock.push(Reply::text(["third done"]));
+    tmux.keys(&["greet twice", "Enter"]);
+    let screen = tmux.wait_for("Approval needed").await;
+    assert!(
+        screen.contains("no rule: it is more than one command"),
+        "{screen}"
+    );
+    tmux.wait_for("Ctrl+C cancels the turn").await;
+    tmux.keys(&["n"]);
+    let screen = tmux.wait_for("third done").await;
+    assert!(!screen.contains("compound-4"), "it did not run: {screen}");
+    assert!(screen.contains("[denied]"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scv_asks_for_reasoning_and_folds_the_thought_once_the_answer_starts() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("thinking");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::text([
+        "<think>first I weigh ",
+        "the options</think>",
+        "Here is the answer.",
+    ]));
+    tmux.keys(&["think first", "Enter"]);
+    let screen = tmux.wait_for("Here is the answer.").await;
+    assert!(screen.contains("✻ thought for 0 s · 5 words"), "{screen}");
+    assert!(!screen.contains("<think>"), "{screen}");
+    assert!(!screen.contains("weigh"), "folded: {screen}");
+    tmux.keys(&["C-o"]);
+    tmux.wait_for("first I weigh the options").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_run_without_a_key_opens_with_a_note() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // The default provider, its key variable unset.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "api_key_env = \"SCV_E2E_KEY_NEVER_SET\"\n",
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let tmux = Tmux::new("firstrun");
+    tmux.start_scv(&home);
+    let screen = tmux.wait_for("First run?").await;
+    assert!(
+        screen.contains("SCV_E2E_KEY_NEVER_SET is not set"),
+        "{screen}"
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("config.toml")).unwrap(),
+        before,
+        "nothing written on the user's behalf"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn model_switches_the_running_session_and_copy_sets_the_clipboard() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("model");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    // tmux takes OSC 52 from the application into a paste buffer.
+    tmux.run(&["set", "-g", "set-clipboard", "on"]);
+    mock.push(Reply::text(["first answer"]));
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("first answer").await;
+
+    tmux.keys(&["/model other-model", "Enter"]);
+    let screen = tmux.wait_for("now using").await;
+    assert!(screen.contains("other-model"), "{screen}");
+    mock.push(Reply::text(["second answer"]));
+    tmux.keys(&["again", "Enter"]);
+    tmux.wait_for("second answer").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["model"], "mock-model");
+    assert_eq!(requests[1].body["model"], "other-model");
+    let history = requests[1].body["messages"].to_string();
+    assert!(history.contains("first answer"), "the history is kept");
+
+    tmux.keys(&["/copy", "Enter"]);
+    tmux.wait_for("copied the last answer").await;
+    let mut buffer = String::new();
+    for _ in 0..200 {
+        buffer = tmux.run(&["show-buffer"]);
+        if !buffer.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(buffer, "second answer");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

@@ -5,6 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use scv_protocol::{ClientMessage, Event};
 use scv_tui::tui::app::{App, Outgoing};
+use scv_tui::tui::overlay::OverlayKind;
 use scv_tui::tui::transcript::ItemKind;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -197,10 +198,22 @@ fn slash_commands_send_their_messages() {
             paused: false
         }]
     );
+    let items = app.transcript.len();
     assert!(run(&mut app, "/help").is_empty());
     assert!(
-        matches!(&app.transcript.items().back().unwrap().kind, ItemKind::Notice(t) if t.contains("/clear"))
+        matches!(&app.overlay, Some(o) if matches!(o.kind, OverlayKind::Help)),
+        "/help opens an overlay"
     );
+    assert_eq!(
+        app.transcript.len(),
+        items,
+        "nothing goes into the transcript"
+    );
+    assert!(
+        key(&mut app, KeyCode::Esc).is_empty(),
+        "Esc closes it, cancels nothing"
+    );
+    assert!(app.overlay.is_none());
     assert!(run(&mut app, "/bogus").is_empty());
     assert!(app
         .hint
@@ -504,4 +517,196 @@ fn the_queue_panel_selects_moves_and_gives_keys_back() {
     key(&mut app, KeyCode::Esc);
     type_text(&mut app, "hi");
     assert_eq!(app.input.text(), "hi", "keys go to the input again");
+}
+
+fn configure(provider: Option<&str>, model: Option<&str>) -> ClientMessage {
+    ClientMessage::SessionConfigure {
+        session_id: S.into(),
+        provider: provider.map(Into::into),
+        model: model.map(Into::into),
+    }
+}
+
+#[test]
+fn model_switches_through_session_configure_while_idle() {
+    let mut app = app();
+    let run = |app: &mut App, command: &str| {
+        type_text(app, command);
+        sent(&key(app, KeyCode::Enter))
+    };
+    assert_eq!(
+        run(&mut app, "/model gpt-4o"),
+        [configure(None, Some("gpt-4o"))]
+    );
+    assert_eq!(
+        run(&mut app, "/model anthropic/claude-sonnet-4-5"),
+        [configure(Some("anthropic"), Some("claude-sonnet-4-5"))]
+    );
+    assert_eq!(
+        run(&mut app, "/model ollama/"),
+        [configure(Some("ollama"), None)]
+    );
+    assert!(run(&mut app, "/model").is_empty());
+    assert!(app.hint.as_deref().unwrap().contains("usage: /model"));
+    app.apply(event(
+        json!({"type":"session.configured","request_id":"x","session_id":S,"seq":4,
+        "provider":"openrouter","model":"anthropic/claude-3.5-sonnet","context_max_tokens":200000}),
+    ));
+    assert_eq!(app.model_label(), "openrouter/anthropic/claude-3.5-sonnet");
+    assert_eq!(app.session.as_ref().unwrap().context_max_tokens, 200000);
+    // A model id with a slash stays a model when the session has such ids.
+    assert_eq!(
+        run(&mut app, "/model openai/gpt-4o"),
+        [configure(None, Some("openai/gpt-4o"))]
+    );
+    // Not during a turn.
+    start_turn(&mut app);
+    assert!(run(&mut app, "/model gpt-4o").is_empty());
+    assert!(app.hint.as_deref().unwrap().contains("only while idle"));
+}
+
+#[test]
+fn copy_puts_the_last_answer_on_the_clipboard() {
+    let mut app = app();
+    type_text(&mut app, "/copy");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.take_clipboard(), None);
+    assert!(app.hint.as_deref().unwrap().contains("no answer"));
+    start_turn(&mut app);
+    for content in ["first answer", "the last answer"] {
+        app.apply(event(json!({"type":"assistant.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":2,"content":content})));
+    }
+    type_text(&mut app, "/copy");
+    assert!(key(&mut app, KeyCode::Enter).is_empty());
+    assert_eq!(app.take_clipboard().as_deref(), Some("the last answer"));
+}
+
+fn app_in(cwd: &std::path::Path) -> App {
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":cwd,"model":"m",
+        "context_max_tokens":1000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,
+        "max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200})));
+    app
+}
+
+#[test]
+fn diff_shows_the_workspace_git_diff_in_an_overlay() {
+    use scv_tui::tui::overlay::OverlayKind;
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "/diff");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.overlay.is_none());
+    assert!(app
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("not a git repository"));
+
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(dir.path().join("a.txt"), "one\n\ttabbed\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "a"]);
+    type_text(&mut app, "/diff");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.hint.as_deref().unwrap().contains("no changes"));
+    std::fs::write(dir.path().join("a.txt"), "two\n\ttabbed\n").unwrap();
+    type_text(&mut app, "/diff");
+    key(&mut app, KeyCode::Enter);
+    let Some(overlay) = &app.overlay else {
+        panic!("no overlay: {:?}", app.hint)
+    };
+    let OverlayKind::Diff(lines) = &overlay.kind else {
+        panic!()
+    };
+    let text: Vec<String> = lines
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    assert!(text.contains(&"-one".to_string()), "{text:?}");
+    assert!(text.contains(&"+two".to_string()), "{text:?}");
+    assert!(
+        text.contains(&"    tabbed".to_string()),
+        "tab expanded: {text:?}"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert!(app.overlay.is_none());
+}
+
+#[test]
+fn at_offers_workspace_paths_respecting_gitignore_and_tab_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
+    std::fs::write(root.join("src/lib.rs"), "").unwrap();
+    std::fs::write(root.join("target/debug/tool"), "").unwrap();
+    std::fs::write(root.join("README.md"), "").unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    let mut app = app_in(root);
+
+    type_text(&mut app, "look at @");
+    assert!(
+        app.path_matches.contains(&"src/".to_string()),
+        "{:?}",
+        app.path_matches
+    );
+    assert!(
+        !app.path_matches.iter().any(|p| p.starts_with("target")),
+        "ignored by .gitignore: {:?}",
+        app.path_matches
+    );
+    type_text(&mut app, "t");
+    assert!(app.path_matches.is_empty(), "{:?}", app.path_matches);
+    key(&mut app, KeyCode::Backspace);
+    type_text(&mut app, "sr");
+    assert_eq!(app.path_matches, ["src/"]);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "look at @src/");
+    assert_eq!(app.path_matches, ["src/lib.rs", "src/main.rs"]);
+    type_text(&mut app, "m");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "look at @src/main.rs ");
+    assert!(app.path_matches.is_empty());
+    // A file name alone finds it too.
+    type_text(&mut app, "and @lib");
+    assert_eq!(app.path_matches, ["src/lib.rs"]);
+    key(&mut app, KeyCode::Tab);
+    // The prompt carries the paths as written.
+    let out = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        sent(&out),
+        [ClientMessage::TurnStart {
+            session_id: S.into(),
+            prompt: "look at @src/main.rs and @src/lib.rs ".into()
+        }]
+    );
+    // Without an @, Tab still focuses the queue (nothing to complete).
+    assert!(app.path_matches.is_empty());
+}
+
+#[test]
+fn text_starting_with_a_slash_is_a_prompt_unless_it_is_a_command() {
+    let mut app = app();
+    type_text(&mut app, "/help me read this file");
+    let out = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        sent(&out),
+        [ClientMessage::TurnStart {
+            session_id: S.into(),
+            prompt: "/help me read this file".into()
+        }]
+    );
+    assert!(app.overlay.is_none());
 }

@@ -273,3 +273,221 @@ fn approval_outside_an_unavailable_sandbox() {
     assert!(screen.contains("outside the sandbox"), "{screen}");
     insta::assert_snapshot!(screen);
 }
+
+fn ask_bash(app: &mut App, id: &str, command: &str) {
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":format!("c-{id}"),"name":"bash","arguments":{"command":command}})));
+    app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":id,"call_id":format!("c-{id}"),"name":"bash","risk":"process","cwd":"/work/project","summary":format!("Run shell command: {command}")})));
+}
+
+#[test]
+fn approval_with_a_rule_preview() {
+    let mut app = started_app();
+    start_turn(&mut app, "Run the tests");
+    ask_bash(&mut app, "ap-1", "cargo test --workspace");
+    app.now += Duration::from_secs(1);
+    let screen = render(&app);
+    assert!(
+        screen.contains("always allow `cargo test …` (any arguments)"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn approval_with_a_refused_rule() {
+    let mut app = started_app();
+    start_turn(&mut app, "Run the script");
+    ask_bash(&mut app, "ap-1", "python3 scripts/gen.py");
+    app.now += Duration::from_secs(1);
+    key(&mut app, KeyCode::Char('a'));
+    let screen = render(&app);
+    assert!(
+        screen.contains("no rule: `python3` is an interpreter"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+/// A rule made with `a`, then a matching call answered by it.
+fn with_a_rule(app: &mut App) {
+    start_turn(app, "Run the tests twice");
+    ask_bash(app, "ap-1", "cargo test");
+    app.now += Duration::from_secs(1);
+    key(app, KeyCode::Char('a'));
+    app.apply(turn_event(
+        json!({"type":"tool.started","seq":4,"call_id":"c-ap-1","name":"bash"}),
+    ));
+    app.apply(turn_event(json!({"type":"tool.completed","seq":5,"call_id":"c-ap-1","name":"bash","success":true,"output":"test result: ok. 3 passed\n[exit code: 0]","truncated":false})));
+    ask_bash(app, "ap-2", "cargo test --doc");
+    assert_eq!(app.take_outgoing().len(), 1, "the rule answered");
+    app.apply(turn_event(
+        json!({"type":"tool.started","seq":7,"call_id":"c-ap-2","name":"bash"}),
+    ));
+    app.apply(turn_event(json!({"type":"tool.completed","seq":8,"call_id":"c-ap-2","name":"bash","success":true,"output":"test result: ok. 1 passed\n[exit code: 0]","truncated":false})));
+}
+
+#[test]
+fn approved_by_rule() {
+    let mut app = started_app();
+    with_a_rule(&mut app);
+    let screen = render(&app);
+    assert!(
+        screen.contains("✓ approved by rule `cargo test`"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn approvals_overlay() {
+    let mut app = started_app();
+    with_a_rule(&mut app);
+    ask_bash(&mut app, "ap-3", "git status");
+    app.now += Duration::from_secs(1);
+    key(&mut app, KeyCode::Char('a'));
+    type_text(&mut app, "/approvals");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Down);
+    insta::assert_snapshot!(render(&app));
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = started_app();
+    type_text(&mut app, "/help");
+    key(&mut app, KeyCode::Enter);
+    insta::assert_snapshot!(render(&app));
+}
+
+#[test]
+fn status_overlay() {
+    highlight::load();
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":"/work/project",
+        "model":"claude-sonnet-4-5","context_max_tokens":200000,"max_server_frame_bytes":8388608,
+        "max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,
+        "max_prompt_history_items":200,"provider":"anthropic","sandbox":"workspace-write"})));
+    with_a_rule(&mut app);
+    app.apply(turn_event(json!({"type":"turn.completed","seq":9,"steps":2,"usage":{"input_tokens":24000,"output_tokens":1300}})));
+    type_text(&mut app, "/status");
+    let sent = key(&mut app, KeyCode::Enter);
+    let Some(Outgoing::Send {
+        request_id,
+        message: scv_protocol::ClientMessage::DaemonControl { .. },
+    }) = sent.first()
+    else {
+        panic!("/status asks the daemon for its MCP servers: {sent:?}")
+    };
+    app.apply(event(json!({"type":"daemon.status","request_id":request_id,"status":{"version":"0.1.0","pid":1,"components":[
+        {"id":"clawbot:default","account":"default","bot_id":null,"user_id":null,"enabled":false,"state":"disabled","last_success_unix_seconds":null,"error":null,"restarts":0},
+        {"id":"mcp:github","account":null,"bot_id":null,"user_id":null,"enabled":true,"state":"connected","last_success_unix_seconds":1764590000,"error":null,"restarts":0,"tools":12}
+    ]}})));
+    let screen = render(&app);
+    assert!(screen.contains("github: connected · 12 tools"), "{screen}");
+    assert!(!screen.contains("clawbot"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+fn thinking(app: &mut App) {
+    start_turn(app, "Why is add wrong?");
+    for part in [
+        "The user asks about add. ",
+        "Let me look at the function first:\nit returns a - b, ",
+        "which is subtraction.\nSo the fix is to return a + b.",
+    ] {
+        app.apply(turn_event(
+            json!({"type":"reasoning.delta","seq":2,"content":part}),
+        ));
+    }
+}
+
+#[test]
+fn thinking_streaming() {
+    let mut app = started_app();
+    thinking(&mut app);
+    let screen = render(&app);
+    assert!(screen.contains("✻ thinking…"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn thinking_collapsed_then_expanded() {
+    let mut app = started_app();
+    thinking(&mut app);
+    app.now += Duration::from_secs(12);
+    app.apply(turn_event(
+        json!({"type":"assistant.delta","seq":3,"content":"`add` subtracts: it returns `a - b`."}),
+    ));
+    let screen = render(&app);
+    assert!(screen.contains("✻ thought for 12 s · 29 words"), "{screen}");
+    assert!(!screen.contains("Let me look"), "{screen}");
+    insta::assert_snapshot!("thinking_collapsed", screen);
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    let screen = render(&app);
+    assert!(
+        screen.contains("Let me look at the function first:"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("thinking_expanded", screen);
+}
+
+#[test]
+fn tabs_expand_to_tab_stops() {
+    let mut app = started_app();
+    start_turn(&mut app, "Show add");
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"r1","name":"read_file","arguments":{"path":"app.py"}})));
+    app.apply(turn_event(json!({"type":"tool.completed","seq":3,"call_id":"r1","name":"read_file","success":true,
+        "output":"     1\tdef add(a, b):\n     2\t\treturn a - b\n     3\tx = 1\t# bell\u{7} here","truncated":false})));
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":4,"call_id":"e1","name":"edit_file","arguments":{"path":"main.go","old_string":"\treturn a - b","new_string":"\treturn a + b"}})));
+    let answer = "Fixed:\n\n```go\nfunc add(a, b int) int {\n\treturn a + b\n}\n```";
+    app.apply(turn_event(
+        json!({"type":"assistant.completed","seq":5,"content":answer}),
+    ));
+    let screen = render(&app);
+    assert!(screen.contains("     1  def add(a, b):"), "{screen}");
+    assert!(screen.contains("     2      return a - b"), "{screen}");
+    assert!(screen.contains("│     return a + b"), "{screen}");
+    assert!(screen.contains("␇"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn at_path_completion() {
+    highlight::load();
+    let dir = tempfile::tempdir().unwrap();
+    for path in ["src/main.rs", "src/lib.rs", "src/tui/app.rs"] {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "").unwrap();
+    }
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":dir.path(),
+        "model":"gpt-4.1-mini","context_max_tokens":128000,"max_server_frame_bytes":8388608,
+        "max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,
+        "max_prompt_history_items":200})));
+    type_text(&mut app, "explain @src/");
+    let screen = render(&app);
+    // The workspace path is a temporary one: the status line is cut.
+    let screen: String = screen.lines().take(23).collect::<Vec<_>>().join("\n");
+    assert!(screen.contains("@src/lib.rs"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_long_thought_streams_its_last_lines() {
+    let mut app = started_app();
+    start_turn(&mut app, "Think hard");
+    for i in 1..=40 {
+        app.apply(turn_event(json!({"type":"reasoning.delta","seq":1+i,"content":format!("step {i} of the reasoning\n")})));
+    }
+    let screen = render(&app);
+    assert!(screen.contains("ctrl+o shows all"), "{screen}");
+    assert!(screen.contains("step 40 of the reasoning"), "{screen}");
+    assert!(
+        !screen.contains("step 34 of"),
+        "only the last lines: {screen}"
+    );
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    let screen = render(&app);
+    assert!(screen.contains("step 34 of"), "expanded: {screen}");
+}

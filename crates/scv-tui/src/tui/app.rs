@@ -10,9 +10,11 @@
 pub use super::approval::PendingApproval;
 use super::approval::{ApprovalPrompt, PromptKey};
 use super::input_box::InputBox;
+use super::overlay::{McpView, Overlay, OverlayKind};
 use super::queue_panel::{Left, PanelKey, QueuePanel};
+use super::rules::{Rule, Rules};
 use super::slash;
-pub use super::slash::{help_text, SLASH_COMMANDS};
+pub use super::slash::SLASH_COMMANDS;
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
@@ -48,6 +50,8 @@ pub struct SessionView {
     pub context_max_tokens: u64,
     /// `session.started.sandbox` (newer servers).
     pub sandbox: Option<String>,
+    /// `session.started.provider` (newer servers).
+    pub provider: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -94,6 +98,23 @@ pub struct App {
     /// Prompts sent with `turn.start`, by request id, shown when they start.
     pending_prompts: HashMap<String, String>,
     denied: HashSet<String>,
+    /// This session's approval rules (never saved, never sent).
+    pub rules: Rules,
+    /// The open overlay (`/help`, `/status`, `/approvals`, `/diff`).
+    pub overlay: Option<Overlay>,
+    /// MCP servers, from `daemon.status` (asked for by `/status`).
+    pub mcp: McpView,
+    /// The request id of that `daemon.status`.
+    status_request: Option<String>,
+    /// Messages to send that events (not keys) produced: approvals a rule
+    /// answered. The event loop drains them with [`App::take_outgoing`].
+    outbox: Vec<Outgoing>,
+    /// Text for the clipboard (`/copy`).
+    clipboard: Option<String>,
+    /// Workspace paths for `@` completion.
+    files: super::files::FileIndex,
+    /// Paths offered for the `@path` being typed.
+    pub path_matches: Vec<String>,
 }
 
 impl App {
@@ -118,6 +139,14 @@ impl App {
             next_request: 0,
             pending_prompts: HashMap::new(),
             denied: HashSet::new(),
+            rules: Rules::default(),
+            overlay: None,
+            mcp: McpView::Unknown,
+            status_request: None,
+            outbox: Vec::new(),
+            clipboard: None,
+            files: Default::default(),
+            path_matches: Vec::new(),
         };
         app.approval.resize(80, 24);
         app
@@ -182,6 +211,11 @@ impl App {
         }
     }
 
+    /// What events produced to send (approvals a rule answered).
+    pub fn take_outgoing(&mut self) -> Vec<Outgoing> {
+        std::mem::take(&mut self.outbox)
+    }
+
     /// Applies one server event. Queue events are the queue panel's; the
     /// rest change the session, the turn or the transcript.
     pub fn apply(&mut self, event: Event) {
@@ -211,14 +245,18 @@ impl App {
                 call_id,
                 name,
                 arguments,
-            } => self.transcript.push(ItemKind::Tool(ToolCard {
-                call_id,
-                name,
-                arguments,
-                state: ToolState::Proposed,
-                output: String::new(),
-                truncated: false,
-            })),
+            } => {
+                self.end_reasoning();
+                self.transcript.push(ItemKind::Tool(ToolCard {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Proposed,
+                    output: String::new(),
+                    truncated: false,
+                    approved_by: None,
+                }))
+            }
             EventBody::ApprovalRequested {
                 approval_id,
                 call_id,
@@ -283,10 +321,43 @@ impl App {
                 "server history trimmed: {removed_messages} oldest messages dropped"
             )),
             EventBody::SessionCleared {} => self.session_cleared(),
+            EventBody::Error(error)
+                if request_id.is_some() && request_id == self.status_request =>
+            {
+                self.status_request = None;
+                self.mcp = McpView::Unavailable(error.message);
+            }
             EventBody::Error(error) => self.server_error(error),
+            EventBody::DaemonStatus { status } => {
+                if request_id.is_some() && request_id == self.status_request {
+                    self.status_request = None;
+                    self.mcp = McpView::Known(
+                        status
+                            .components
+                            .into_iter()
+                            .filter(|c| c.id.starts_with("mcp:"))
+                            .collect(),
+                    );
+                }
+            }
             // Extensions this client has not asked for (yet).
-            EventBody::ReasoningDelta { .. } | EventBody::SessionConfigured { .. } => {}
-            EventBody::Initialized { .. } | EventBody::DaemonStatus { .. } => {}
+            EventBody::ReasoningDelta { content } => self.reasoning_delta(content),
+            EventBody::SessionConfigured {
+                provider,
+                model,
+                context_max_tokens,
+            } => {
+                if let Some(session) = self.session.as_mut() {
+                    session.provider = Some(provider.clone());
+                    session.model = model.clone();
+                    session.context_max_tokens = context_max_tokens;
+                }
+                self.notice(format!(
+                    "now using {provider}/{model} (context {} tokens); the history is kept",
+                    short(context_max_tokens)
+                ));
+            }
+            EventBody::Initialized { .. } => {}
         }
     }
 
@@ -306,6 +377,7 @@ impl App {
             model: started.model,
             context_max_tokens: started.context_max_tokens,
             sandbox: started.sandbox,
+            provider: started.provider,
         });
     }
 
@@ -339,6 +411,7 @@ impl App {
     }
 
     fn end_turn(&mut self) {
+        self.end_reasoning();
         self.turn = None;
         self.approval.clear();
         self.transcript.update_last(is_streaming, |k| {
@@ -348,7 +421,49 @@ impl App {
         });
     }
 
+    /// A fragment of the model's thinking: into the thought streaming now,
+    /// or a new one.
+    fn reasoning_delta(&mut self, content: String) {
+        let appended = self.transcript.update_last(is_thinking, |k| {
+            if let ItemKind::Reasoning { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.transcript.push(ItemKind::Reasoning {
+                text: content,
+                started: self.now,
+                ended: None,
+            });
+        }
+    }
+
+    /// The answer (or a tool call, or the turn's end) came: the thought
+    /// collapses to one line.
+    fn end_reasoning(&mut self) {
+        let now = self.now;
+        // A thought streams at the end: no walk through a long transcript.
+        if !self
+            .transcript
+            .items()
+            .iter()
+            .rev()
+            .take(8)
+            .any(|i| is_thinking(&i.kind))
+        {
+            return;
+        }
+        self.transcript.update_last(is_thinking, |k| {
+            if let ItemKind::Reasoning { ended, .. } = k {
+                *ended = Some(now);
+            }
+        });
+    }
+
     fn assistant_delta(&mut self, content: String) {
+        if !content.is_empty() {
+            self.end_reasoning();
+        }
         let appended = self.transcript.update_last(is_streaming, |k| {
             if let ItemKind::Assistant { text, .. } = k {
                 text.push_str(&content);
@@ -364,6 +479,9 @@ impl App {
 
     /// The whole answer replaces what streamed in.
     fn assistant_completed(&mut self, content: String) {
+        if !content.is_empty() {
+            self.end_reasoning();
+        }
         let finished = self.transcript.update_last(is_streaming, |k| {
             *k = ItemKind::Assistant {
                 text: content.clone(),
@@ -378,13 +496,45 @@ impl App {
         }
     }
 
-    /// The prompt shows the call's arguments as its card has them.
+    /// The prompt shows the call's arguments as its card has them. A
+    /// session rule that matches answers the call itself, and its card
+    /// says which rule did.
     fn approval_requested(&mut self, mut approval: PendingApproval) {
         self.transcript.update_tool(&approval.call_id, |card| {
             card.state = ToolState::AwaitingApproval;
             approval.arguments = card.arguments.clone();
         });
+        if let Some(rule) = self.rules.find(&approval).cloned() {
+            let out = self.approve_by_rule(approval, &rule);
+            self.outbox.extend(out);
+            return;
+        }
         self.approval.push(approval, self.now);
+    }
+
+    /// Approves `approval` on behalf of `rule`.
+    fn approve_by_rule(&mut self, approval: PendingApproval, rule: &Rule) -> Vec<Outgoing> {
+        let label = rule.label();
+        self.transcript.update_tool(&approval.call_id, |card| {
+            card.approved_by = Some(label);
+        });
+        self.resolve(approval, true)
+    }
+
+    /// `a`: approve this call, add its rule, and let the rule answer the
+    /// calls already waiting that it matches.
+    fn approve_always(&mut self, approval: PendingApproval, rule: Rule) -> Vec<Outgoing> {
+        let mut out = self.resolve(approval, true);
+        self.notice(format!(
+            "rule added: {} — /approvals lists and removes rules",
+            rule.scope()
+        ));
+        let waiting = self.approval.take_where(|a| rule.matches(a), self.now);
+        self.rules.add(rule.clone());
+        for approval in waiting {
+            out.extend(self.approve_by_rule(approval, &rule));
+        }
+        out
     }
 
     /// A call that fails after the user denied it is shown as denied.
@@ -416,6 +566,11 @@ impl App {
                 message: error.message,
             });
         }
+    }
+
+    /// Notes shown at start (the first-run note).
+    pub fn notes(&mut self, lines: Vec<String>) {
+        self.transcript.push(ItemKind::Note(lines));
     }
 
     fn notice(&mut self, text: String) {
@@ -495,6 +650,7 @@ impl App {
 
     pub fn on_paste(&mut self, text: &str) {
         self.input.paste(text);
+        self.offer_paths();
     }
 
     /// Handles one key; returns what to send. Keys are pumped through, in
@@ -503,6 +659,9 @@ impl App {
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
         if let Some(out) = self.global_key(key) {
             return out;
+        }
+        if self.overlay_key(key) {
+            return Vec::new();
         }
         if let Some(out) = self.approval_key(key) {
             return out;
@@ -513,10 +672,49 @@ impl App {
         // A key past the prompt and the panel clears the hint.
         self.hint = None;
         if let Some(out) = self.app_key(key) {
+            self.offer_paths();
             return out;
         }
         self.input.on_key(key);
+        self.offer_paths();
         Vec::new()
+    }
+
+    /// Paths for the `@path` before the cursor, if one is being typed.
+    fn offer_paths(&mut self) {
+        let typed = self.input.at_word().map(|(_, typed)| typed.to_string());
+        let (Some(typed), Some(cwd)) = (typed, self.session.as_ref().map(|s| s.cwd.clone())) else {
+            self.path_matches.clear();
+            return;
+        };
+        let paths = self.files.paths(std::path::Path::new(&cwd), self.now);
+        self.path_matches = super::files::matches(paths, &typed);
+    }
+
+    /// Tab on an `@path`: completes as far as the offered paths agree, or
+    /// to the first; a file gets a space after it.
+    fn complete_path(&mut self) -> bool {
+        let Some((start, typed)) = self.input.at_word() else {
+            return false;
+        };
+        if self.path_matches.is_empty() {
+            return false;
+        }
+        let common = super::files::common_prefix(&self.path_matches);
+        let completed = if self.path_matches.len() == 1 {
+            let only = &self.path_matches[0];
+            if only.ends_with('/') {
+                only.clone()
+            } else {
+                format!("{only} ")
+            }
+        } else if common.len() > typed.len() && common.starts_with(typed) {
+            common
+        } else {
+            self.path_matches[0].clone()
+        };
+        self.input.replace_word(start, &format!("@{completed}"));
+        true
     }
 
     /// Ctrl+C works everywhere; any other key disarms its second press.
@@ -528,16 +726,66 @@ impl App {
         None
     }
 
+    /// Keys of the open overlay: Esc closes it, arrows and pages scroll
+    /// (in `/approvals` they select, and x or Delete removes the rule).
+    /// Other keys go on (typing continues under an overlay).
+    fn overlay_key(&mut self, key: KeyEvent) -> bool {
+        let Some(overlay) = self.overlay.as_ref() else {
+            return false;
+        };
+        let width = self.size.0;
+        let height = self
+            .layout(Rect::new(0, 0, self.size.0, self.size.1))
+            .transcript
+            .height;
+        let rows = super::overlay::rows(self, overlay, width);
+        let max_scroll = rows.saturating_sub(usize::from(height.saturating_sub(2)));
+        let approvals = matches!(overlay.kind, OverlayKind::Approvals);
+        let rules = self.rules.len();
+        let Some(overlay) = self.overlay.as_mut() else {
+            return false;
+        };
+        let scroll = |overlay: &mut Overlay, by: i64| {
+            let at = (overlay.scroll.min(max_scroll) as i64 + by).clamp(0, max_scroll as i64);
+            overlay.scroll = at as usize;
+        };
+        match key.code {
+            KeyCode::Esc => self.overlay = None,
+            KeyCode::Up if approvals => overlay.selected = overlay.selected.saturating_sub(1),
+            KeyCode::Down if approvals => {
+                overlay.selected = (overlay.selected + 1).min(rules.saturating_sub(1))
+            }
+            KeyCode::Char('x') | KeyCode::Delete if approvals => {
+                let selected = overlay.selected;
+                if let Some(rule) = self.rules.remove(selected) {
+                    self.notice(format!("rule removed: {}", rule.scope()));
+                }
+                if let Some(overlay) = self.overlay.as_mut() {
+                    overlay.selected = selected.min(self.rules.len().saturating_sub(1));
+                }
+            }
+            KeyCode::Up => scroll(overlay, -1),
+            KeyCode::Down => scroll(overlay, 1),
+            KeyCode::PageUp => scroll(overlay, -10),
+            KeyCode::PageDown => scroll(overlay, 10),
+            KeyCode::Home => overlay.scroll = 0,
+            KeyCode::End => overlay.scroll = max_scroll,
+            _ => return false,
+        }
+        true
+    }
+
     fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
         let typing = !self.input.is_empty();
         match self.approval.on_key(key, self.now, typing) {
             PromptKey::Pass => None,
             PromptKey::Taken => Some(Vec::new()),
             PromptKey::Hint(hint) => {
-                self.hint = Some(hint.into());
+                self.hint = Some(hint);
                 Some(Vec::new())
             }
             PromptKey::Resolve(approval, approved) => Some(self.resolve(*approval, approved)),
+            PromptKey::Always(approval, rule) => Some(self.approve_always(*approval, rule)),
         }
     }
 
@@ -578,6 +826,7 @@ impl App {
                 }
                 self.cancel_turn()
             }
+            KeyCode::Tab if self.complete_path() => Vec::new(),
             KeyCode::Tab => {
                 if self.input.text().starts_with('/') {
                     self.complete_slash();
@@ -661,7 +910,10 @@ impl App {
         if text.is_empty() {
             return Vec::new();
         }
-        if text.starts_with('/') && !text.contains(char::is_whitespace) {
+        // A command is one word; `/model` takes an argument. Other text
+        // starting with `/` is a prompt.
+        let first = text.split_whitespace().next().unwrap_or("");
+        if text.starts_with('/') && (!text.contains(char::is_whitespace) || first == "/model") {
             self.input.take();
             return self.slash(&text);
         }
@@ -689,15 +941,43 @@ impl App {
         vec![out]
     }
 
-    fn slash(&mut self, command: &str) -> Vec<Outgoing> {
+    fn slash(&mut self, text: &str) -> Vec<Outgoing> {
         let session_id = self.session_id();
+        let (command, arg) = match text.split_once(char::is_whitespace) {
+            Some((command, arg)) => (command, arg.trim()),
+            None => (text, ""),
+        };
         match (command, session_id) {
             ("/quit", _) => {
                 self.should_quit = true;
                 vec![Outgoing::Quit]
             }
             ("/help", _) => {
-                self.transcript.push(ItemKind::Notice(help_text()));
+                self.overlay = Some(Overlay::new(OverlayKind::Help));
+                Vec::new()
+            }
+            ("/approvals", _) => {
+                self.overlay = Some(Overlay::new(OverlayKind::Approvals));
+                Vec::new()
+            }
+            ("/status", _) => {
+                self.overlay = Some(Overlay::new(OverlayKind::Status));
+                self.mcp = McpView::Asking;
+                let out = self.send(ClientMessage::DaemonControl {
+                    command: scv_protocol::DaemonCommand::Status,
+                });
+                if let Outgoing::Send { request_id, .. } = &out {
+                    self.status_request = Some(request_id.clone());
+                }
+                vec![out]
+            }
+            ("/model", Some(session_id)) => self.switch_model(session_id, arg),
+            ("/diff", _) => {
+                self.show_diff();
+                Vec::new()
+            }
+            ("/copy", _) => {
+                self.copy_last_answer();
                 Vec::new()
             }
             ("/clear", Some(session_id)) => {
@@ -728,6 +1008,97 @@ impl App {
         }
     }
 
+    /// `/model M` keeps the provider; `/model PROVIDER/M` switches both
+    /// (a model id with a slash, as OpenRouter's, is a model alone when
+    /// the session's model already has one). Only while idle: the server
+    /// refuses a switch during a turn.
+    fn switch_model(&mut self, session_id: String, arg: &str) -> Vec<Outgoing> {
+        let current = self
+            .session
+            .as_ref()
+            .map(|s| s.model.clone())
+            .unwrap_or_default();
+        if arg.is_empty() {
+            self.hint = Some(format!(
+                "usage: /model MODEL or /model PROVIDER/MODEL (now {})",
+                self.model_label()
+            ));
+            return Vec::new();
+        }
+        if self.turn.is_some() {
+            self.hint = Some("the model switches only while idle (Esc cancels the turn)".into());
+            return Vec::new();
+        }
+        let (provider, model) = match arg.split_once('/') {
+            Some((provider, model)) if !current.contains('/') && !provider.is_empty() => (
+                Some(provider.to_string()),
+                (!model.is_empty()).then(|| model.to_string()),
+            ),
+            _ => (None, Some(arg.to_string())),
+        };
+        vec![self.send(ClientMessage::SessionConfigure {
+            session_id,
+            provider,
+            model,
+        })]
+    }
+
+    /// `provider/model` (or the model alone from an older server).
+    pub fn model_label(&self) -> String {
+        match &self.session {
+            Some(s) => match &s.provider {
+                Some(p) => format!("{p}/{}", s.model),
+                None => s.model.clone(),
+            },
+            None => String::new(),
+        }
+    }
+
+    /// `/diff`: the workspace's `git diff` in an overlay; a hint when it
+    /// is not a repository or nothing changed.
+    fn show_diff(&mut self) {
+        let Some(cwd) = self.session.as_ref().map(|s| s.cwd.clone()) else {
+            self.hint = Some("not connected".into());
+            return;
+        };
+        match super::diff::git_diff(std::path::Path::new(&cwd)) {
+            Ok(lines) if lines.is_empty() => {
+                self.hint = Some("no changes (git diff is empty)".into())
+            }
+            Ok(lines) => self.overlay = Some(Overlay::new(OverlayKind::Diff(lines))),
+            Err(why) => self.hint = Some(format!("/diff: {why}")),
+        }
+    }
+
+    /// `/copy`: the last answer goes to the clipboard (OSC 52, written by
+    /// the event loop: see [`App::take_clipboard`]).
+    fn copy_last_answer(&mut self) {
+        let last = self
+            .transcript
+            .items()
+            .iter()
+            .rev()
+            .find_map(|item| match &item.kind {
+                ItemKind::Assistant { text, .. } if !text.is_empty() => Some(text.clone()),
+                _ => None,
+            });
+        match last {
+            Some(text) => {
+                self.hint = Some(format!(
+                    "copied the last answer ({} characters) through the terminal (OSC 52)",
+                    text.chars().count()
+                ));
+                self.clipboard = Some(text);
+            }
+            None => self.hint = Some("no answer to copy yet".into()),
+        }
+    }
+
+    /// Text `/copy` wants on the clipboard.
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
+    }
+
     /// Commands matching what is typed after `/` (the completion popup).
     pub fn slash_matches(&self) -> Vec<(&'static str, &'static str)> {
         slash::matches(self.input.text())
@@ -746,6 +1117,11 @@ impl App {
             .as_ref()
             .map(|t| self.now.saturating_duration_since(t.started_at))
     }
+}
+
+/// A thought still streaming in.
+fn is_thinking(kind: &ItemKind) -> bool {
+    matches!(kind, ItemKind::Reasoning { ended: None, .. })
 }
 
 /// The answer still streaming in.

@@ -7,12 +7,15 @@
 //! - while the input box holds unsent text, `y` and `n` type into it; the
 //!   prompt is answered only after a deliberate switch to it (Tab or Esc);
 //! - Enter never approves;
+//! - `a` approves and adds a session rule ([`super::rules`]); the rule it
+//!   would add (or why there is none) is on screen before it is pressed;
 //! - a call longer than the prompt scrolls, and `y` is taken only once its
 //!   end has been on screen.
 //!
 //! The prompt takes keys through [`ApprovalPrompt::on_key`] and draws from
 //! `&self`; it holds no other state of the App.
 
+use super::rules;
 use super::wrap;
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -26,6 +29,8 @@ use std::time::{Duration, Instant};
 
 /// How long a prompt is on screen before a key may answer it.
 pub const ARM_DELAY: Duration = Duration::from_millis(500);
+const SCROLL_FIRST: &str = "scroll to the end of the call to approve it (↓ or PgDn)";
+
 /// Rows of the call shown at once (fewer on a short terminal: the prompt
 /// takes at most half of it); longer calls scroll.
 pub const MAX_BODY_ROWS: u16 = 16;
@@ -52,9 +57,12 @@ pub enum PromptKey {
     /// Taken, nothing to send.
     Taken,
     /// Taken, with a hint to show.
-    Hint(&'static str),
+    Hint(String),
     /// The call is answered.
     Resolve(Box<PendingApproval>, bool),
+    /// The call is approved, and its rule (as [`rules::propose`] makes
+    /// it) is to be added.
+    Always(Box<PendingApproval>, rules::Rule),
 }
 
 #[derive(Debug, Default)]
@@ -154,13 +162,33 @@ impl ApprovalPrompt {
     }
 
     /// Rows the prompt needs: the call (at most [`MAX_BODY_ROWS`]), a line
-    /// for risk and place, a line of keys, the borders.
+    /// for risk and place, a line of keys, the rule line, the borders.
     pub fn height(&self) -> u16 {
         if self.pending.is_empty() {
             return 0;
         }
         let body = self.body_rows().clamp(1, usize::from(self.body_rows_max)) as u16;
-        body + 2 + 2
+        body + 3 + 2
+    }
+
+    /// Takes every waiting call `answered` picks (a rule answers them),
+    /// the front one included; the next front starts its arming delay.
+    pub fn take_where(
+        &mut self,
+        mut answered: impl FnMut(&PendingApproval) -> bool,
+        now: Instant,
+    ) -> Vec<PendingApproval> {
+        let front = self.pending.front().map(|a| a.approval_id.clone());
+        let (taken, kept): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|a| answered(a));
+        self.pending = kept.into();
+        if self.pending.front().map(|a| a.approval_id.clone()) != front {
+            self.scroll = 0;
+            self.shown_at = (!self.pending.is_empty()).then_some(now);
+        }
+        if self.pending.is_empty() {
+            self.focused = false;
+        }
+        taken
     }
 
     /// A key while a call waits. `typing`: the input box holds unsent text.
@@ -179,7 +207,7 @@ impl ApprovalPrompt {
                 self.focused = !self.focused;
                 PromptKey::Taken
             }
-            KeyCode::Char('y' | 'Y' | 'n' | 'N') if answering && !self.armed(now) => {
+            KeyCode::Char('y' | 'Y' | 'n' | 'N' | 'a' | 'A') if answering && !self.armed(now) => {
                 if self.focused {
                     PromptKey::Taken
                 } else {
@@ -190,13 +218,23 @@ impl ApprovalPrompt {
             }
             KeyCode::Char('y' | 'Y') if answering => {
                 if !self.seen_end() {
-                    return PromptKey::Hint(
-                        "scroll to the end of the call to approve it (↓ or PgDn)",
-                    );
+                    return PromptKey::Hint(SCROLL_FIRST.into());
                 }
                 let approval = Box::new(front.clone());
                 self.advance(now);
                 PromptKey::Resolve(approval, true)
+            }
+            KeyCode::Char('a' | 'A') if answering => {
+                let rule = match rules::propose(front) {
+                    Ok(rule) => rule,
+                    Err(why) => return PromptKey::Hint(format!("no rule: {why}")),
+                };
+                if !self.seen_end() {
+                    return PromptKey::Hint(SCROLL_FIRST.into());
+                }
+                let approval = Box::new(front.clone());
+                self.advance(now);
+                PromptKey::Always(approval, rule)
             }
             KeyCode::Char('n' | 'N') if answering => {
                 let approval = Box::new(front.clone());
@@ -287,6 +325,7 @@ impl ApprovalPrompt {
         }
         lines.push(Line::from(place));
         lines.push(self.keys_line(now, typing));
+        lines.push(rule_line(approval));
         frame.render_widget(Paragraph::new(lines), inner);
     }
 
@@ -319,6 +358,25 @@ impl ApprovalPrompt {
             Span::raw(" deny"),
             Span::styled(back, dim),
         ])
+    }
+}
+
+/// What `a` would do for this call: the rule it adds, or why none.
+fn rule_line(approval: &PendingApproval) -> Line<'static> {
+    match rules::propose(approval) {
+        Ok(rule) => Line::from(vec![
+            Span::styled(" a ", Style::default().fg(Color::Black).bg(Color::Cyan)),
+            Span::raw(" always allow "),
+            Span::styled(
+                visible(&rule.scope()).into_owned(),
+                Style::default().fg(Color::Cyan),
+            ),
+            Span::styled(" while scv runs", Style::default().fg(Color::DarkGray)),
+        ]),
+        Err(why) => Line::styled(
+            format!(" a  no rule: {}", visible(&why)),
+            Style::default().fg(Color::DarkGray),
+        ),
     }
 }
 

@@ -75,6 +75,14 @@ impl Input {
         }
     }
 
+    /// Replaces the text from byte `start` to the cursor with `with`.
+    pub fn replace_before_cursor(&mut self, start: usize, with: &str) {
+        let start = start.min(self.cursor);
+        self.text.replace_range(start..self.cursor, with);
+        self.cursor = start + with.len();
+        self.browsing = None;
+    }
+
     pub fn insert(&mut self, c: char) {
         self.text.insert(self.cursor, c);
         self.cursor += c.len_utf8();
@@ -206,7 +214,9 @@ impl Input {
         let before = &self.text[..self.cursor];
         let row = before.matches('\n').count();
         let col = before.rsplit('\n').next().unwrap_or("");
-        (row, unicode_width::UnicodeWidthStr::width(col))
+        // As drawn: tabs to their stops, control characters as symbols.
+        let col = super::wrap::clean(col);
+        (row, unicode_width::UnicodeWidthStr::width(col.as_ref()))
     }
 }
 

@@ -46,6 +46,22 @@ impl InputBox {
         self.input.is_empty()
     }
 
+    /// The `@path` being typed: the byte index of its `@` and what
+    /// follows it up to the cursor.
+    pub fn at_word(&self) -> Option<(usize, &str)> {
+        let before = &self.input.text()[..self.input.cursor()];
+        let start = before.rfind(char::is_whitespace).map_or(0, |i| {
+            i + before[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        let word = &before[start..];
+        word.strip_prefix('@').map(|typed| (start, typed))
+    }
+
+    /// Replaces the `@path` being typed (from its `@`) with `with`.
+    pub fn replace_word(&mut self, start: usize, with: &str) {
+        self.input.replace_before_cursor(start, with);
+    }
+
     /// Replaces the text (cursor at the end).
     pub fn set(&mut self, text: &str) {
         self.input.set(text);
@@ -129,7 +145,7 @@ impl InputBox {
             .split('\n')
             .skip(first)
             .take(rows)
-            .map(|l| Line::raw(l.to_string()))
+            .map(|l| Line::raw(super::wrap::clean(l).into_owned()))
             .collect();
         let cols = usize::from(inner.width.max(1));
         let skip_cols = col.saturating_sub(cols - 1);
@@ -146,6 +162,21 @@ impl InputBox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pasted_tab_shows_as_spaces_and_the_cursor_follows() {
+        let mut input = InputBox::new(10, 100);
+        input.paste("a\tb");
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(20, 3)).unwrap();
+        terminal
+            .draw(|frame| input.draw(frame, frame.area(), true, false))
+            .unwrap();
+        let screen = terminal.backend().to_string();
+        assert!(screen.contains("│a   b"), "{screen}");
+        terminal.backend_mut().assert_cursor_position((6, 1));
+        assert_eq!(input.text(), "a\tb", "the prompt keeps its tab");
+    }
 
     #[test]
     fn takes_editing_keys_and_leaves_the_rest_to_the_app() {

@@ -94,6 +94,7 @@ impl Renderer {
             Event::End(tag) => self.end(tag),
             Event::Text(text) => {
                 let style = self.style();
+                let text = super::wrap::clean(&text);
                 for (i, part) in text.split('\n').enumerate() {
                     if i > 0 {
                         self.flush();
@@ -105,7 +106,7 @@ impl Renderer {
             }
             Event::Code(code) => {
                 let style = self.style().fg(CODE_FG);
-                self.push_text(&code, style);
+                self.push_text(&super::wrap::clean(&code), style);
             }
             Event::SoftBreak => {
                 let style = self.style();
@@ -246,6 +247,8 @@ impl Renderer {
         let Some((lang, code)) = self.code.take() else {
             return;
         };
+        // Tab stops count from the code's own first column, not the bar's.
+        let code = super::wrap::clean(&code).into_owned();
         let bar = Span::styled("│ ", Style::default().fg(Color::DarkGray));
         let highlighted = (!lang.is_empty())
             .then(|| highlight::highlight(&code, &lang))

@@ -6,12 +6,16 @@
 
 pub mod app;
 pub mod approval;
+pub mod diff;
+pub mod files;
 pub mod highlight;
 pub mod input;
 pub mod input_box;
 pub mod markdown;
+pub mod overlay;
 mod panel;
 pub mod queue_panel;
+pub mod rules;
 pub mod slash;
 pub mod transcript;
 pub mod view;
@@ -42,6 +46,9 @@ use tokio::sync::mpsc;
 /// At most one frame per this interval while events stream in.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+/// `scv` shows the model's thinking (`reasoning.delta`).
+const REASONING: Option<scv_protocol::Capabilities> =
+    Some(scv_protocol::Capabilities { reasoning: true });
 
 /// The live link to the daemon: a writer, and events from a reader task
 /// (`None` once the connection is gone).
@@ -92,10 +99,24 @@ pub async fn run(
     }
     highlight::warm_up();
     let cwd = std::env::current_dir()?.canonicalize()?;
-    let opened = session::open(&home, &socket, &cwd, true, "scv-tui", &choice).await?;
+    // The first-run probe of local servers runs while the session opens.
+    let missing_key = crate::first_run::missing_key(&home, choice.provider.as_deref());
+    let (opened, locals) = tokio::join!(
+        session::open_with(&home, &socket, &cwd, true, "scv-tui", &choice, REASONING),
+        async {
+            match &missing_key {
+                Some(_) => crate::first_run::probe_locals().await,
+                None => Vec::new(),
+            }
+        }
+    );
+    let opened = opened?;
     let mut app = App::new(Instant::now());
     for event in opened.events {
         app.apply(event);
+    }
+    if let Some(key) = &missing_key {
+        app.notes(crate::first_run::note(key, &home, &locals));
     }
     let mut link = Some(Link::new(opened.conn));
     let mut terminal = enter_terminal()?;
@@ -167,18 +188,11 @@ async fn event_loop(
                     }
                     _ => Vec::new(),
                 };
-                for out in outgoing {
-                    match out {
-                        Outgoing::Quit => return Ok(()),
-                        Outgoing::Send { request_id, message } => {
-                            if let Some(live) = link.as_mut() {
-                                if live.send(request_id, message).await.is_err() {
-                                    *link = None;
-                                    app.disconnected();
-                                }
-                            }
-                        }
-                    }
+                if send_all(outgoing, link, app).await {
+                    return Ok(());
+                }
+                if let Some(text) = app.take_clipboard() {
+                    copy_to_clipboard(terminal, &text);
                 }
                 if app.should_quit {
                     return Ok(());
@@ -217,6 +231,9 @@ async fn event_loop(
                         next_reconnect = Instant::now() + RECONNECT_EVERY;
                     }
                 }
+                // Approvals a session rule answered.
+                let outgoing = app.take_outgoing();
+                send_all(outgoing, link, app).await;
                 dirty = true;
             }
             _ = tick.tick() => {
@@ -225,7 +242,7 @@ async fn event_loop(
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {
                     next_reconnect = Instant::now() + RECONNECT_EVERY;
-                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open(home, socket, cwd, false, "scv-tui", choice)).await;
+                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open_with(home, socket, cwd, false, "scv-tui", choice, REASONING)).await;
                     if let Ok(Ok(opened)) = attempt {
                         app.reconnected();
                         for event in opened.events {
@@ -238,6 +255,38 @@ async fn event_loop(
             }
         }
     }
+}
+
+/// Sends what the App asked for; true when it asked to quit.
+async fn send_all(outgoing: Vec<Outgoing>, link: &mut Option<Link>, app: &mut App) -> bool {
+    for out in outgoing {
+        match out {
+            Outgoing::Quit => return true,
+            Outgoing::Send {
+                request_id,
+                message,
+            } => {
+                if let Some(live) = link.as_mut() {
+                    if live.send(request_id, message).await.is_err() {
+                        *link = None;
+                        app.disconnected();
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+/// `/copy`: OSC 52 asks the terminal to set the clipboard (tmux passes it
+/// on with `set-clipboard on`). The text is base64, so nothing in it can
+/// act as a control sequence.
+fn copy_to_clipboard(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, text: &str) {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let backend = terminal.backend_mut();
+    let _ = write!(backend, "\x1b]52;c;{encoded}\x07");
+    let _ = std::io::Write::flush(backend);
 }
 
 fn enter_terminal() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {

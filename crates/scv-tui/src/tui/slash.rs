@@ -4,9 +4,23 @@
 
 /// Slash commands with their help text.
 pub const SLASH_COMMANDS: &[(&str, &str)] = &[
+    (
+        "/approvals",
+        "list this session's approval rules; remove them",
+    ),
     ("/clear", "clear the session (history, queue, usage)"),
+    ("/copy", "copy the last answer to the clipboard (OSC 52)"),
+    ("/diff", "show the workspace's git diff"),
+    (
+        "/model",
+        "/model M or /model PROVIDER/M: switch model (idle)",
+    ),
     ("/pause", "pause the queue: queued prompts wait"),
     ("/resume", "resume the queue"),
+    (
+        "/status",
+        "provider, model, context, usage, queue, sandbox, rules, MCP",
+    ),
     ("/help", "show keys and commands"),
     ("/quit", "quit scv"),
 ];
@@ -46,17 +60,4 @@ fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
         }
     }
     prefix
-}
-
-pub fn help_text() -> String {
-    let mut text = String::from(
-        "keys: Enter send (queues while a turn runs) · Shift+Enter or Ctrl+J new line · ↑/↓ history · \
-         Esc or Ctrl+C cancel the turn · Ctrl+C twice or Ctrl+D quit · Ctrl+O expand tool output · \
-         PgUp/PgDn or the wheel scroll · Tab focus the queue (↑/↓ select, e edit, u/d move, x remove, p pause)",
-    );
-    text.push_str(" · commands:");
-    for (command, what) in SLASH_COMMANDS {
-        text.push_str(&format!(" {command} {what};"));
-    }
-    text
 }

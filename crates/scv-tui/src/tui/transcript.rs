@@ -11,6 +11,7 @@ use scv_client::text::visible;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::time::Instant;
 
 /// What an item shows before its cache is filled (never, in practice).
 static NO_LINES: Vec<Line<'static>> = Vec::new();
@@ -49,6 +50,8 @@ pub struct ToolCard {
     pub state: ToolState,
     pub output: String,
     pub truncated: bool,
+    /// The session rule that approved the call, if one did.
+    pub approved_by: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -59,8 +62,18 @@ pub enum ItemKind {
         streaming: bool,
     },
     Tool(ToolCard),
+    /// The model's reasoning (`reasoning.delta`): dimmed while it streams,
+    /// one line once the answer starts (`ended`), whole when expanded.
+    Reasoning {
+        text: String,
+        started: Instant,
+        ended: Option<Instant>,
+    },
     /// A quiet one-line note (compaction, trimming, reconnects).
     Notice(String),
+    /// A note of several lines (the first-run note): the first is its
+    /// heading; lines starting with four spaces are commands to copy.
+    Note(Vec<String>),
     Error {
         code: String,
         message: String,
@@ -98,9 +111,10 @@ impl Item {
     fn bytes(&self) -> usize {
         match &self.kind {
             ItemKind::User(text) | ItemKind::Notice(text) => text.len(),
-            ItemKind::Assistant { text, .. } => text.len(),
+            ItemKind::Assistant { text, .. } | ItemKind::Reasoning { text, .. } => text.len(),
             ItemKind::Tool(card) => card.output.len() + card.arguments.to_string().len(),
             ItemKind::Error { message, .. } => message.len(),
+            ItemKind::Note(lines) => lines.iter().map(String::len).sum(),
         }
     }
 
@@ -137,7 +151,7 @@ impl Item {
                         let mark = if i == 0 { "› " } else { "  " };
                         Line::from(vec![
                             Span::styled(mark, Style::default().fg(Color::Cyan)),
-                            Span::styled(l.to_string(), style),
+                            Span::styled(wrap::clean(l).into_owned(), style),
                         ])
                     })
                     .collect()
@@ -150,10 +164,29 @@ impl Item {
                 lines
             }
             ItemKind::Tool(card) => render_tool(card, expanded),
+            ItemKind::Reasoning {
+                text,
+                started,
+                ended,
+            } => render_reasoning(text, *started, *ended, expanded),
             ItemKind::Notice(text) => vec![Line::styled(
                 format!("· {text}"),
                 Style::default().fg(Color::DarkGray),
             )],
+            ItemKind::Note(lines) => lines
+                .iter()
+                .enumerate()
+                .map(|(i, line)| {
+                    let style = if i == 0 {
+                        Style::default().fg(Color::Yellow)
+                    } else if line.starts_with("    ") {
+                        Style::default().fg(Color::Cyan)
+                    } else {
+                        Style::default().fg(Color::Gray)
+                    };
+                    Line::styled(wrap::clean(line).into_owned(), style)
+                })
+                .collect(),
             ItemKind::Error { code, message } => vec![Line::from(vec![
                 Span::styled(
                     format!("✗ {code}: "),
@@ -165,6 +198,71 @@ impl Item {
         lines.push(Line::default());
         lines
     }
+}
+
+/// Lines of a thought shown while it streams (its end; Ctrl+O shows all).
+pub const STREAMING_THOUGHT_LINES: usize = 6;
+/// Bytes of a streaming thought looked at for those lines, so a long
+/// thought costs no more per frame than a short one.
+const STREAMING_THOUGHT_BYTES: usize = 600;
+
+fn render_reasoning(
+    text: &str,
+    started: Instant,
+    ended: Option<Instant>,
+    expanded: bool,
+) -> Vec<Line<'static>> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let body = dim.add_modifier(Modifier::ITALIC);
+    let mut lines = Vec::new();
+    let shown: &str = match ended {
+        Some(ended) => {
+            let secs = ended
+                .saturating_duration_since(started)
+                .as_secs_f64()
+                .round() as u64;
+            let words = text.split_whitespace().count();
+            let plural = if words == 1 { "word" } else { "words" };
+            let toggle = if expanded { "" } else { "  (ctrl+o shows it)" };
+            lines.push(Line::styled(
+                format!("✻ thought for {secs} s · {words} {plural}{toggle}"),
+                dim,
+            ));
+            if !expanded {
+                return lines;
+            }
+            text
+        }
+        None => {
+            lines.push(Line::styled("✻ thinking…", dim));
+            if expanded {
+                text
+            } else {
+                let header = lines.len() - 1;
+                let mut from = text.len().saturating_sub(STREAMING_THOUGHT_BYTES);
+                while !text.is_char_boundary(from) {
+                    from += 1;
+                }
+                let tail = &text[from..];
+                let start = tail
+                    .rmatch_indices('\n')
+                    .nth(STREAMING_THOUGHT_LINES - 1)
+                    .map_or(0, |(i, _)| i + 1);
+                if from + start > 0 {
+                    lines[header] =
+                        Line::styled("✻ thinking… (its last lines; ctrl+o shows all)", dim);
+                }
+                &tail[start..]
+            }
+        }
+    };
+    for line in shown.trim().lines() {
+        lines.push(Line::from(vec![
+            Span::styled("  ", dim),
+            Span::styled(super::wrap::clean(line).into_owned(), body),
+        ]));
+    }
+    lines
 }
 
 fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
@@ -205,6 +303,12 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
             ),
         ]));
     }
+    if let Some(rule) = &card.approved_by {
+        lines.push(Line::styled(
+            format!("  ✓ approved by rule `{}`", visible(rule)),
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
     let gutter = || Span::styled("  │ ", Style::default().fg(Color::DarkGray));
     // File edits as a coloured diff.
     let diff: Vec<(char, String)> = match card.name.as_str() {
@@ -228,7 +332,10 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
         };
         lines.push(Line::from(vec![
             gutter(),
-            Span::styled(format!("{sign} {text}"), Style::default().fg(color)),
+            Span::styled(
+                format!("{sign} {}", wrap::clean(text)),
+                Style::default().fg(color),
+            ),
         ]));
     }
     if diff.len() > diff_limit {
@@ -259,7 +366,10 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
     for line in &output[output.len() - shown..] {
         lines.push(Line::from(vec![
             gutter(),
-            Span::styled(line.to_string(), Style::default().fg(Color::Gray)),
+            Span::styled(
+                wrap::clean(line).into_owned(),
+                Style::default().fg(Color::Gray),
+            ),
         ]));
     }
     if card.truncated {

@@ -13,6 +13,9 @@ use ratatui::Frame;
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let layout = app.layout(frame.area());
     draw_transcript(frame, app, layout.transcript);
+    if let Some(overlay) = &app.overlay {
+        super::overlay::draw(frame, app, overlay, layout.transcript);
+    }
     if layout.queue.height > 0 {
         app.queue.draw(frame, layout.queue);
     }
@@ -26,7 +29,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     if let Some(text) = &app.hint {
         frame.render_widget(
             Paragraph::new(Line::styled(
-                format!(" {text}"),
+                format!(" {}", scv_client::text::visible(text)),
                 Style::default().fg(Color::Yellow),
             )),
             layout.hint,
@@ -77,6 +80,10 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
 }
 
 fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
+    if !app.path_matches.is_empty() {
+        draw_path_completion(frame, app, input);
+        return;
+    }
     let matches = app.slash_matches();
     if matches.is_empty() || input.y < matches.len() as u16 {
         return;
@@ -109,6 +116,40 @@ fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
     );
 }
 
+/// The paths offered for an `@path` (Tab completes).
+fn draw_path_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
+    let height = app.path_matches.len() as u16;
+    if input.y < height {
+        return;
+    }
+    let area = Rect::new(
+        input.x + 1,
+        input.y - height,
+        input.width.saturating_sub(2).min(60),
+        height,
+    );
+    let lines: Vec<Line<'_>> = app
+        .path_matches
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let style = if i == 0 {
+                Style::default()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::BOLD)
+            } else {
+                Style::default().fg(Color::Gray)
+            };
+            Line::styled(format!(" @{}", super::wrap::clean(path)), style)
+        })
+        .collect();
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines).style(Style::default().bg(Color::Black)),
+        area,
+    );
+}
+
 fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let dim = Style::default().fg(Color::DarkGray);
     let sep = || Span::styled(" │ ", dim);
@@ -121,13 +162,20 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )],
     };
     if let Some(session) = &app.session {
+        if let Some(provider) = &session.provider {
+            spans.push(Span::styled(format!("{provider} "), dim));
+        }
         spans.push(Span::styled(
             session.model.clone(),
             Style::default().fg(Color::Cyan),
         ));
         spans.push(sep());
-        // The default (workspace-write) goes unsaid; anything else is news.
+        // The default (workspace-write) is said quietly; anything else is news.
         match session.sandbox.as_deref() {
+            Some("workspace-write") => {
+                spans.push(Span::styled("sandboxed", dim));
+                spans.push(sep());
+            }
             Some("unavailable") => {
                 spans.push(Span::styled(
                     "sandbox unavailable",

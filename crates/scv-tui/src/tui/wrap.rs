@@ -1,10 +1,51 @@
 //! Word-wrapping styled lines to a width (display columns, so wide CJK
 //! characters count double). Long words are broken; leading indentation of
 //! a wrapped line is not repeated.
+//!
+//! Text reaches the screen only through here, so this is also where tabs
+//! become spaces to the next tab stop and control characters become
+//! visible symbols (the terminal never gets them raw; ratatui would drop
+//! them silently, which is how tabs used to vanish). Sources expand tabs
+//! relative to their own text first ([`clean`]), so a gutter or a code
+//! bar in front does not shift the stops.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+use scv_client::text::visible;
+use std::borrow::Cow;
 use unicode_width::UnicodeWidthChar;
+
+/// Columns between tab stops.
+pub const TAB_WIDTH: usize = 4;
+
+/// `text` with control characters made visible and tabs expanded to the
+/// next tab stop, columns counted from the start of each of its lines.
+pub fn clean(text: &str) -> Cow<'_, str> {
+    let shown = visible(text);
+    if !shown.contains('\t') {
+        return shown;
+    }
+    let mut out = String::with_capacity(shown.len() + 16);
+    let mut col = 0;
+    for c in shown.chars() {
+        match c {
+            '\t' => {
+                let n = TAB_WIDTH - col % TAB_WIDTH;
+                out.extend(std::iter::repeat_n(' ', n));
+                col += n;
+            }
+            '\n' => {
+                out.push(c);
+                col = 0;
+            }
+            c => {
+                out.push(c);
+                col += c.width().unwrap_or(0);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// Wraps each line to `width` columns.
 pub fn wrap_lines(lines: &[Line<'static>], width: u16) -> Vec<Line<'static>> {
@@ -17,14 +58,29 @@ pub fn wrap_lines(lines: &[Line<'static>], width: u16) -> Vec<Line<'static>> {
 }
 
 fn wrap_one(line: &Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
-    let cells: Vec<(char, Style)> = line
-        .spans
-        .iter()
-        .flat_map(|span| {
-            let style = line.style.patch(span.style);
-            span.content.chars().map(move |c| (c, style))
-        })
-        .collect();
+    let mut cells: Vec<(char, Style)> = Vec::new();
+    let mut col = 0;
+    for span in &line.spans {
+        let style = line.style.patch(span.style);
+        for c in visible(&span.content).chars() {
+            match c {
+                '\t' => {
+                    let n = TAB_WIDTH - col % TAB_WIDTH;
+                    cells.extend(std::iter::repeat_n((' ', style), n));
+                    col += n;
+                }
+                // A line has no line breaks; one left over is shown.
+                '\n' => {
+                    cells.push(('␊', style));
+                    col += 1;
+                }
+                c => {
+                    cells.push((c, style));
+                    col += c.width().unwrap_or(0);
+                }
+            }
+        }
+    }
     if cells.is_empty() {
         out.push(Line::default().style(line.style));
         return;
@@ -99,6 +155,15 @@ mod tests {
             texts(&wrap_lines(&lines, 10)),
             ["the quick", "brown fox", "jumps", "abcdefghij", "kl", ""]
         );
+    }
+
+    #[test]
+    fn tabs_go_to_the_next_stop_and_controls_show() {
+        assert_eq!(clean("     1\tdef add(a, b):"), "     1  def add(a, b):");
+        assert_eq!(clean("\tx\n ab\ty"), "    x\n ab y");
+        assert_eq!(clean("a\u{1b}[2Jb"), "a␛[2Jb");
+        let lines = vec![Line::from(vec![Span::raw("ab"), Span::raw("\tc\u{7}")])];
+        assert_eq!(texts(&wrap_lines(&lines, 20)), ["ab  c␇"]);
     }
 
     #[test]

@@ -1,0 +1,357 @@
+//! Session approval rules: `a` in the approval prompt approves a call and
+//! adds a rule that answers later calls of the same kind, for as long as
+//! this `scv` runs. Rules are the client's alone: never written to disk,
+//! never sent to the server (the protocol keeps approval per call; a rule
+//! only answers `approval.requested` with `approval.resolve` itself).
+//!
+//! A rule's scope is shown before it is made and is narrow on purpose:
+//! - `bash`: the program and its subcommand (`cargo test`, `npm run build`,
+//!   `git status`) with any further arguments, and exactly the leading
+//!   environment assignments the command had (`RUST_LOG=debug cargo test`
+//!   is its own rule: an assignment such as `RUSTC_WRAPPER=…` or
+//!   `LD_PRELOAD=…` changes what runs). Never a bare interpreter, shell or
+//!   program runner (`bash`, `python`, `env`, `sudo`, …): such a rule would
+//!   allow anything.
+//! - A command matches only when it is one simple command: the words are
+//!   split as a shell would (the `shlex` crate), and anything that makes it
+//!   more than one program — `&&`, `||`, `;`, `|`, `&`, backticks, `$(`,
+//!   redirections, a newline — means no rule ever answers it.
+//! - A call that asks to run outside the sandbox (`unsandboxed`) never
+//!   matches a rule.
+//! - `write_file` / `edit_file`: edits to files in this workspace (the
+//!   server refuses paths outside it).
+//! - An MCP tool: that tool of that server.
+
+use super::approval::PendingApproval;
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// `bash` commands: these leading assignments, then these words
+    /// (program and subcommand), then any arguments.
+    Command {
+        env: Vec<String>,
+        words: Vec<String>,
+    },
+    /// `write_file` and `edit_file` calls in the workspace `cwd`.
+    WorkspaceEdits { cwd: String },
+    /// One MCP tool (`mcp__SERVER__TOOL`).
+    McpTool { name: String },
+}
+
+impl Rule {
+    /// The rule as the transcript and `/approvals` name it.
+    pub fn label(&self) -> String {
+        match self {
+            Rule::Command { env, words } => {
+                let mut all = env.clone();
+                all.extend(words.iter().cloned());
+                all.join(" ")
+            }
+            Rule::WorkspaceEdits { .. } => "edits to files in this workspace".into(),
+            Rule::McpTool { name } => match mcp_parts(name) {
+                Some((server, tool)) => format!("MCP tool {tool} of {server}"),
+                None => name.clone(),
+            },
+        }
+    }
+
+    /// What the rule allows, in a sentence (the prompt's preview).
+    pub fn scope(&self) -> String {
+        match self {
+            Rule::Command { .. } => format!("`{} …` (any arguments)", self.label()),
+            Rule::WorkspaceEdits { .. } => {
+                "edits to files in this workspace (write_file, edit_file)".into()
+            }
+            Rule::McpTool { .. } => self.label(),
+        }
+    }
+
+    /// Whether the rule answers this call.
+    pub fn matches(&self, call: &PendingApproval) -> bool {
+        match self {
+            Rule::Command { env, words } => {
+                if call.name != "bash" || call.risk != "process" || unsandboxed(call) {
+                    return false;
+                }
+                let Some(command) = call.arguments.get("command").and_then(Value::as_str) else {
+                    return false;
+                };
+                let Ok(simple) = simple_command(command) else {
+                    return false;
+                };
+                simple.env == *env
+                    && simple.words.len() >= words.len()
+                    && simple.words[..words.len()] == words[..]
+            }
+            Rule::WorkspaceEdits { cwd } => {
+                matches!(call.name.as_str(), "write_file" | "edit_file")
+                    && call.risk == "write"
+                    && call.cwd == *cwd
+            }
+            Rule::McpTool { name } => call.risk == "mcp" && call.name == *name,
+        }
+    }
+}
+
+/// The rule `a` would add for this call, or why there is none (one line).
+pub fn propose(call: &PendingApproval) -> Result<Rule, String> {
+    match (call.name.as_str(), call.risk.as_str()) {
+        ("bash", "process") => {
+            if unsandboxed(call) {
+                return Err("a command outside the sandbox is approved one at a time".into());
+            }
+            let command = call
+                .arguments
+                .get("command")
+                .and_then(Value::as_str)
+                .ok_or_else(|| "the command is not known yet".to_string())?;
+            let simple = simple_command(command).map_err(str::to_string)?;
+            let program = simple.words.first().map(String::as_str).unwrap_or("");
+            if let Some(why) = refused_program(program) {
+                return Err(format!("`{program}` {why}"));
+            }
+            if let Some(bad) = simple
+                .words
+                .iter()
+                .take(rule_words(&simple.words))
+                .find(|w| w.contains(['$', '*', '?', '[', '{', '~', '\\', '=']))
+            {
+                return Err(format!("`{bad}` is not a plain word"));
+            }
+            let words = simple.words[..rule_words(&simple.words)].to_vec();
+            Ok(Rule::Command {
+                env: simple.env,
+                words,
+            })
+        }
+        ("write_file" | "edit_file", "write") => Ok(Rule::WorkspaceEdits {
+            cwd: call.cwd.clone(),
+        }),
+        (name, "mcp") if mcp_parts(name).is_some() => Ok(Rule::McpTool { name: name.into() }),
+        (name, _) => Err(format!("`{name}` calls are approved one at a time")),
+    }
+}
+
+/// `unsandboxed: true`, or a summary that says the command leaves the
+/// sandbox.
+fn unsandboxed(call: &PendingApproval) -> bool {
+    call.arguments.get("unsandboxed").and_then(Value::as_bool) == Some(true)
+        || call
+            .summary
+            .starts_with("Run shell command outside the sandbox:")
+}
+
+/// `mcp__github__get_issue` → (`github`, `get_issue`).
+fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// How many leading words a rule takes: the program, and its subcommand
+/// when the second word is one (`cargo test`, not `ls -la`); package
+/// runners take the script too (`npm run build`).
+fn rule_words(words: &[String]) -> usize {
+    let is_sub = |w: &String| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
+            && !w.starts_with(['-', '.'])
+    };
+    let program = basename(words.first().map(String::as_str).unwrap_or(""));
+    match words.get(1) {
+        Some(sub) if is_sub(sub) => {
+            let two_level = matches!(
+                (program, sub.as_str()),
+                ("npm" | "pnpm" | "yarn" | "bun", "run") | ("docker" | "podman", "compose")
+            );
+            if two_level && words.get(2).is_some_and(is_sub) {
+                3
+            } else {
+                2
+            }
+        }
+        _ => 1,
+    }
+}
+
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// Why a rule for `program` would allow anything, if it would.
+fn refused_program(program: &str) -> Option<&'static str> {
+    let name = basename(program);
+    // `python3.12` is `python`.
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let why = match stem {
+        "" => "is not a program",
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "fish" | "csh" | "tcsh" | "ash"
+        | "busybox" | "pwsh" | "powershell" => "is a shell and runs whatever it is given",
+        "python" | "pypy" | "node" | "nodejs" | "deno" | "ruby" | "perl" | "php" | "lua"
+        | "luajit" | "tclsh" | "osascript" | "Rscript" | "julia" => {
+            "is an interpreter and runs whatever it is given"
+        }
+        "env" | "xargs" | "exec" | "eval" | "command" | "builtin" | "source" | "nohup" | "nice"
+        | "ionice" | "time" | "timeout" | "watch" | "setsid" | "stdbuf" | "strace" | "ltrace"
+        | "chroot" | "unshare" | "nsenter" | "flock" | "script" => "runs another program",
+        "sudo" | "doas" | "su" | "pkexec" | "runuser" => "runs programs as another user",
+        "find" | "parallel" => "runs other programs (-exec and the like)",
+        _ => return None,
+    };
+    Some(why)
+}
+
+/// A command that is one simple command: its leading `NAME=value`
+/// assignments and its words, split as a shell splits them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    pub env: Vec<String>,
+    pub words: Vec<String>,
+}
+
+/// `command` as one simple command, or why it is not one.
+pub fn simple_command(command: &str) -> Result<SimpleCommand, &'static str> {
+    if let Some(why) = not_simple(command) {
+        return Err(why);
+    }
+    let words = shlex::split(command).ok_or("its quoting is unfinished")?;
+    let assignments = words.iter().take_while(|w| is_assignment(w)).count();
+    let (env, words) = words.split_at(assignments);
+    if words.is_empty() {
+        return Err("it runs no program");
+    }
+    Ok(SimpleCommand {
+        env: env.to_vec(),
+        words: words.to_vec(),
+    })
+}
+
+/// `NAME=value` with a shell variable name.
+fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What, outside quotes as a shell reads them, makes `command` more than
+/// one simple command: operators, redirections, substitutions, a newline.
+fn not_simple(command: &str) -> Option<&'static str> {
+    #[derive(PartialEq)]
+    enum Quote {
+        None,
+        Single,
+        Double,
+    }
+    let mut quote = Quote::None;
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' || c == '\r' {
+            return Some("it has more than one line");
+        }
+        if c.is_control() && c != '\t' {
+            return Some("it has control characters");
+        }
+        // Invisible and reordering characters make what is shown differ
+        // from what runs.
+        if matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        {
+            return Some("it has invisible or reordering characters");
+        }
+        match quote {
+            Quote::Single => {
+                if c == '\'' {
+                    quote = Quote::None;
+                }
+            }
+            Quote::Double => match c {
+                '"' => quote = Quote::None,
+                '\\' => {
+                    chars.next();
+                }
+                '`' => return Some("it runs a command substitution"),
+                '$' if chars.peek() == Some(&'(') => return Some("it runs a command substitution"),
+                _ => {}
+            },
+            Quote::None => match c {
+                '\'' => quote = Quote::Single,
+                '"' => quote = Quote::Double,
+                '\\' => {
+                    if matches!(chars.next(), Some('\n' | '\r')) {
+                        return Some("it has more than one line");
+                    }
+                }
+                ';' | '&' | '|' => return Some("it is more than one command"),
+                '<' | '>' => return Some("it has a redirection"),
+                '(' | ')' => return Some("it has a subshell"),
+                '`' => return Some("it runs a command substitution"),
+                '$' if chars.peek() == Some(&'(') => return Some("it runs a command substitution"),
+                _ => {}
+            },
+        }
+    }
+    None
+}
+
+/// The rules of this session, in the order they were made.
+#[derive(Debug, Default)]
+pub struct Rules {
+    list: Vec<Rule>,
+}
+
+impl Rules {
+    /// Adds `rule` (once).
+    pub fn add(&mut self, rule: Rule) {
+        if !self.list.contains(&rule) {
+            self.list.push(rule);
+        }
+    }
+
+    pub fn remove(&mut self, index: usize) -> Option<Rule> {
+        (index < self.list.len()).then(|| self.list.remove(index))
+    }
+
+    pub fn list(&self) -> &[Rule] {
+        &self.list
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The first rule that answers `call`.
+    pub fn find(&self, call: &PendingApproval) -> Option<&Rule> {
+        self.list.iter().find(|rule| rule.matches(call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_assignments_and_words() {
+        assert_eq!(
+            simple_command("FOO=1 cargo test 'a b'"),
+            Ok(SimpleCommand {
+                env: vec!["FOO=1".into()],
+                words: vec!["cargo".into(), "test".into(), "a b".into()],
+            })
+        );
+        assert!(simple_command("echo 'a; b'").is_ok());
+        assert!(simple_command("echo \"$(id)\"").is_err());
+        assert!(simple_command("echo '$(id)'").is_ok());
+        assert!(simple_command("FOO=1").is_err());
+        assert!(simple_command("echo 'open").is_err());
+    }
+}
