@@ -20,8 +20,21 @@ pub struct Link {
 }
 
 impl Link {
-    /// Connects (starting the daemon when absent) and initializes.
+    /// Connects (starting the daemon when absent) and initializes. A
+    /// daemon killed a moment ago can still take the connection and then
+    /// drop it: one more try then reaches (or starts) the next one.
     pub async fn open(home: &Path, socket: &Path) -> Result<Link> {
+        match Link::open_once(home, socket).await {
+            Err(err) if is_connection_lost(&err) => {
+                tracing::info!("the SCV daemon dropped the connection ({err:#}); trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Link::open_once(home, socket).await
+            }
+            other => other,
+        }
+    }
+
+    async fn open_once(home: &Path, socket: &Path) -> Result<Link> {
         let stream = scv_client::ensure_daemon(home, socket).await?;
         let (reader, writer) = stream.into_split();
         let mut conn = Connection::new(reader, writer);
@@ -74,4 +87,21 @@ impl Link {
     pub async fn next_event(&mut self) -> Result<Option<Event>> {
         self.conn.next_event().await
     }
+}
+
+/// A connection reset or closed by the daemon, rather than a refusal.
+fn is_connection_lost(err: &anyhow::Error) -> bool {
+    // scv-client's words for a daemon that closed before answering.
+    err.chain()
+        .any(|cause| cause.to_string().contains("closed the connection"))
+        || err.chain().any(|cause| {
+            cause.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::BrokenPipe
+                        | std::io::ErrorKind::UnexpectedEof
+                )
+            })
+        })
 }

@@ -34,12 +34,16 @@ pub async fn ensure_daemon(home: &Path, socket: &Path) -> Result<UnixStream> {
 }
 
 /// [`ensure_daemon`] with an explicit `scv-server` binary.
+///
+/// A daemon that was killed a moment ago may still hold its lock when the
+/// new one starts; that one then exits at once, so a started daemon that
+/// exits before the socket accepts is started again (until the deadline).
 pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Result<UnixStream> {
     crate::home::check_home(home).map_err(anyhow::Error::msg)?;
     if let Ok(stream) = UnixStream::connect(socket).await {
         return Ok(stream);
     }
-    start_daemon(binary, home, socket)?;
+    let mut running = start_daemon(binary, home, socket)?;
     let deadline = tokio::time::Instant::now() + START_TIMEOUT;
     loop {
         if let Ok(stream) = UnixStream::connect(socket).await {
@@ -53,11 +57,21 @@ pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Re
                 home.join("server.log").display()
             );
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        if running.load(std::sync::atomic::Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            running = start_daemon(binary, home, socket)?;
+        }
     }
 }
 
-fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<()> {
+/// Starts a detached daemon; the flag turns false when it has exited.
+fn start_daemon(
+    binary: &Path,
+    home: &Path,
+    socket: &Path,
+) -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     crate::home::create_private_dir(home)
         .with_context(|| format!("cannot create {}", home.display()))?;
     let log = home.join("server.log");
@@ -84,9 +98,12 @@ fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<()> {
         .spawn()
         .with_context(|| format!("cannot start {}", binary.display()))?;
     // Reap it in the background if it exits early (e.g. another daemon won).
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = running.clone();
     std::thread::spawn(move || {
         let mut child = child;
         let _ = child.wait();
+        flag.store(false, std::sync::atomic::Ordering::Release);
     });
-    Ok(())
+    Ok(running)
 }
