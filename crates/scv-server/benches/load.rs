@@ -131,6 +131,19 @@ async fn read_turn(client: &mut Client) -> (usize, usize) {
     }
 }
 
+/// Resident memory once a second for `seconds` seconds, as "a b c …" MiB.
+async fn rss_each_second(pid: u32, seconds: usize) -> String {
+    let mut figures = Vec::with_capacity(seconds);
+    for _ in 0..seconds {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        figures.push(format!(
+            "{:.1}",
+            status_field(pid, "VmRSS:") as f64 / 1024.0
+        ));
+    }
+    figures.join(" ")
+}
+
 #[tokio::main]
 async fn main() {
     raise_fd_limit();
@@ -217,7 +230,15 @@ async fn main() {
         status_field(pid, "VmRSS:") as f64 / 1024.0,
         status_field(pid, "VmHWM:") as f64 / 1024.0
     );
+    println!(
+        "  with the 1,000 connections still open, 1 s … 10 s later: {} MiB",
+        rss_each_second(pid, 10).await
+    );
     drop(clients);
+    println!(
+        "  after they close, 1 s … 10 s later: {} MiB",
+        rss_each_second(pid, 10).await
+    );
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = daemon.wait().await.unwrap();
     println!("daemon exit after SIGTERM: {status}");

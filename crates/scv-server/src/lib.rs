@@ -11,6 +11,7 @@ mod context;
 pub mod daemon;
 mod handles;
 mod host;
+mod memory;
 mod message;
 mod presets;
 mod provider;

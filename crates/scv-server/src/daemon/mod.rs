@@ -105,6 +105,7 @@ async fn serve_socket(
         background.spawn(async move { supervisor.run(shutdown).await });
     }
     background.spawn(shutdown_on_signal(shutdown.clone()));
+    background.spawn(crate::memory::keep_trimmed(shutdown.clone()));
     let options = Options {
         control: Some(supervisor),
         init_deadline: Some(init_deadline),
