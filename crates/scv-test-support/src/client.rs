@@ -155,6 +155,15 @@ impl TestServer {
         self.stdin.take();
     }
 
+    /// Appends the next raw line to `line` (no parse, no timeout: for
+    /// benchmarks that must not measure the client); 0 at EOF.
+    pub async fn next_raw(&mut self, line: &mut Vec<u8>) -> usize {
+        self.reader
+            .read_until(b'\n', line)
+            .await
+            .expect("read from server")
+    }
+
     /// The next event, or `None` at EOF. A last line without its newline
     /// (a frame cut off by a closed connection) counts as EOF.
     pub async fn next_opt(&mut self) -> Option<Value> {

@@ -529,6 +529,21 @@ impl Turn {
 
     /// Races `work` against the turn's cancellation.
     async fn cancellable<T>(&self, work: impl Future<Output = T>) -> Result<T, Stop> {
+        if self.token.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
+        let mut work = std::pin::pin!(work);
+        // Most work (an emit with room in the writer's queue, a delta already
+        // buffered) is ready at once: finish it without waiting on the token,
+        // which locks the token's tree to register and again to unregister —
+        // twice per streamed delta otherwise.
+        let polled = {
+            let mut ready = std::task::Context::from_waker(std::task::Waker::noop());
+            work.as_mut().poll(&mut ready)
+        };
+        if let std::task::Poll::Ready(value) = polled {
+            return Ok(value);
+        }
         tokio::select! {
             biased;
             _ = self.token.cancelled() => Err(Stop::Cancelled),
