@@ -6,4 +6,7 @@ pub mod compaction;
 mod history;
 pub mod trim;
 
+#[cfg(test)]
+mod properties;
+
 pub use history::History;
