@@ -30,7 +30,7 @@ pub(super) enum Flow {
 }
 
 impl Parser {
-    fn apply(
+    pub(super) fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -44,7 +44,7 @@ impl Parser {
     }
 
     /// The response ended: hand over anything held back.
-    fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
+    pub(super) fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
         match self {
             Parser::Chat(parser) => parser.finish(asm),
             Parser::Responses(parser) => parser.finish(asm),
