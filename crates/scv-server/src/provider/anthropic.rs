@@ -477,8 +477,9 @@ mod tests {
         assert_eq!(finish.as_deref(), Some("end_turn"));
     }
 
-    /// Found with the `anthropic_events` fuzz target: usage figures are the
-    /// provider's, and their sum overflowed (a panic in debug builds, a
+    /// Found while writing the `anthropic_events` fuzz target (an input
+    /// replayed through it): usage figures are the provider's, and their
+    /// sum overflowed (a panic in debug builds, a
     /// wrapped figure in release).
     #[test]
     fn huge_usage_figures_saturate() {

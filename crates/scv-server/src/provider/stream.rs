@@ -188,7 +188,8 @@ impl ResponseStream {
 mod tests {
     use super::*;
 
-    /// Found with the fuzz targets' invariant (fuzz/, `scv_server::fuzzing`):
+    /// Found with the fuzz harness's invariant (`scv_server::fuzzing`) and an
+    /// input replayed through the `anthropic_events` target:
     /// serde's message for an ill-typed field quotes the field's string,
     /// so a malformed event carrying the key put it into `turn.failed`.
     #[test]
