@@ -120,20 +120,7 @@ impl IlinkClient {
             }
             other => other?,
         };
-        let msgs = match reply.get("msgs") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(list) => serde_json::from_value::<Vec<WireMessage>>(list.clone())
-                .map_err(|_| IlinkError::Transport("malformed getupdates reply".into()))?,
-        };
-        Ok(Updates {
-            msgs,
-            cursor: reply
-                .get("get_updates_buf")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            longpolling_timeout_ms: reply.get("longpolling_timeout_ms").and_then(Value::as_u64),
-        })
+        parse_updates(&reply)
     }
 
     /// Sends one text message.
@@ -208,11 +195,7 @@ impl IlinkClient {
                 CONFIG_TIMEOUT,
             )
             .await?;
-        let field = |name: &str| reply.get(name).and_then(Value::as_str).map(str::to_string);
-        match (field("qrcode"), field("qrcode_img_content")) {
-            (Some(qrcode), Some(url)) => Ok(QrCode { qrcode, url }),
-            _ => Err(IlinkError::Transport("malformed QR code reply".into())),
-        }
+        parse_qrcode(&reply)
     }
 
     /// Step 2 of login: one status poll. A timeout or network error is
@@ -236,38 +219,7 @@ impl IlinkClient {
             Err(IlinkError::Transport(_)) => return Ok(QrStatus::Wait),
             Err(err) => return Err(err),
         };
-        let field = |name: &str| {
-            reply
-                .get(name)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        };
-        Ok(match field("status").as_deref().unwrap_or("wait") {
-            "scaned" => QrStatus::Scanned,
-            "need_verifycode" => QrStatus::NeedVerifyCode,
-            "verify_code_blocked" => QrStatus::VerifyCodeBlocked,
-            "expired" => QrStatus::Expired,
-            "scaned_but_redirect" => match field("redirect_host") {
-                Some(host) => QrStatus::Redirect { host },
-                None => QrStatus::Wait,
-            },
-            "binded_redirect" => QrStatus::AlreadyBound,
-            "confirmed" => match (field("bot_token"), field("ilink_bot_id")) {
-                (Some(bot_token), Some(bot_id)) => QrStatus::Confirmed {
-                    bot_token,
-                    bot_id,
-                    user_id: field("ilink_user_id"),
-                    base_url: field("baseurl"),
-                },
-                _ => {
-                    return Err(IlinkError::Transport(
-                        "login confirmed without a bot id".into(),
-                    ))
-                }
-            },
-            _ => QrStatus::Wait,
-        })
+        parse_qrcode_status(&reply)
     }
 }
 
@@ -293,7 +245,16 @@ async fn read_reply(
             Err(_) => return Err(IlinkError::Transport("timed out".into())),
         }
     }
-    let reply: Value = serde_json::from_slice(&body)
+    check_reply(&body)
+}
+
+// The replies' parsing, apart from the HTTP exchange so that the fuzz
+// target in `fuzz/` (and the tests) can feed it any bytes.
+
+/// A reply body checked: a JSON object with `ret` and `errcode` zero (or
+/// absent), or the error they stand for.
+pub fn check_reply(body: &[u8]) -> Result<Value, IlinkError> {
+    let reply: Value = serde_json::from_slice(body)
         .map_err(|_| IlinkError::Transport("malformed reply".into()))?;
     if !reply.is_object() {
         return Err(IlinkError::Transport("malformed reply".into()));
@@ -306,6 +267,69 @@ async fn read_reply(
         (0, 0) => Ok(reply),
         (0, code) | (code, _) => Err(IlinkError::Refused { code }),
     }
+}
+
+/// A checked `getupdates` reply.
+pub fn parse_updates(reply: &Value) -> Result<Updates, IlinkError> {
+    let msgs = match reply.get("msgs") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(list) => serde_json::from_value::<Vec<WireMessage>>(list.clone())
+            .map_err(|_| IlinkError::Transport("malformed getupdates reply".into()))?,
+    };
+    Ok(Updates {
+        msgs,
+        cursor: reply
+            .get("get_updates_buf")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        longpolling_timeout_ms: reply.get("longpolling_timeout_ms").and_then(Value::as_u64),
+    })
+}
+
+/// A checked `get_bot_qrcode` reply.
+pub fn parse_qrcode(reply: &Value) -> Result<QrCode, IlinkError> {
+    let field = |name: &str| reply.get(name).and_then(Value::as_str).map(str::to_string);
+    match (field("qrcode"), field("qrcode_img_content")) {
+        (Some(qrcode), Some(url)) => Ok(QrCode { qrcode, url }),
+        _ => Err(IlinkError::Transport("malformed QR code reply".into())),
+    }
+}
+
+/// A checked `get_qrcode_status` reply.
+pub fn parse_qrcode_status(reply: &Value) -> Result<QrStatus, IlinkError> {
+    let field = |name: &str| {
+        reply
+            .get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    Ok(match field("status").as_deref().unwrap_or("wait") {
+        "scaned" => QrStatus::Scanned,
+        "need_verifycode" => QrStatus::NeedVerifyCode,
+        "verify_code_blocked" => QrStatus::VerifyCodeBlocked,
+        "expired" => QrStatus::Expired,
+        "scaned_but_redirect" => match field("redirect_host") {
+            Some(host) => QrStatus::Redirect { host },
+            None => QrStatus::Wait,
+        },
+        "binded_redirect" => QrStatus::AlreadyBound,
+        "confirmed" => match (field("bot_token"), field("ilink_bot_id")) {
+            (Some(bot_token), Some(bot_id)) => QrStatus::Confirmed {
+                bot_token,
+                bot_id,
+                user_id: field("ilink_user_id"),
+                base_url: field("baseurl"),
+            },
+            _ => {
+                return Err(IlinkError::Transport(
+                    "login confirmed without a bot id".into(),
+                ))
+            }
+        },
+        _ => QrStatus::Wait,
+    })
 }
 
 /// Transport error in words, without the URL (it may carry the QR code).

@@ -15,6 +15,12 @@ mod memory;
 mod message;
 mod presets;
 mod provider;
+/// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider
+/// wires' parsers are private, so this drives them. Not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::provider::fuzzing::*;
+}
 mod sandbox;
 pub mod server;
 mod session;

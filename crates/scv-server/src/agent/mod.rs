@@ -95,8 +95,9 @@ pub(crate) struct Turn {
 /// Adds `step` to `total` (usage is omitted until some is reported).
 pub(crate) fn add_usage(total: &mut Option<Usage>, step: Usage) {
     let total = total.get_or_insert_with(Usage::default);
-    total.input_tokens += step.input_tokens;
-    total.output_tokens += step.output_tokens;
+    // The provider's figures: saturated, never overflowed.
+    total.input_tokens = total.input_tokens.saturating_add(step.input_tokens);
+    total.output_tokens = total.output_tokens.saturating_add(step.output_tokens);
 }
 
 /// Index of the latest user message: where the current turn begins.
@@ -549,5 +550,31 @@ impl Turn {
             _ = self.token.cancelled() => Err(Stop::Cancelled),
             value = work => Ok(value),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Usage figures come from the provider: a turn's total saturates
+    /// rather than overflowing (the same class as the `anthropic_events`
+    /// fuzz finding, one level up).
+    #[test]
+    fn usage_totals_saturate() {
+        let mut total = None;
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+        };
+        add_usage(&mut total, huge);
+        add_usage(&mut total, huge);
+        assert_eq!(
+            total,
+            Some(Usage {
+                input_tokens: u64::MAX,
+                output_tokens: u64::MAX
+            })
+        );
     }
 }

@@ -348,9 +348,10 @@ impl Parser {
 
 /// Input tokens as SCV reports them: input + cache creation + cache read.
 fn input_tokens(usage: &Value) -> u64 {
+    // The provider's figures: saturated, never overflowed.
     number(usage, "input_tokens")
-        + number(usage, "cache_creation_input_tokens")
-        + number(usage, "cache_read_input_tokens")
+        .saturating_add(number(usage, "cache_creation_input_tokens"))
+        .saturating_add(number(usage, "cache_read_input_tokens"))
 }
 
 fn number(value: &Value, key: &str) -> u64 {
@@ -474,5 +475,32 @@ mod tests {
             })
         );
         assert_eq!(finish.as_deref(), Some("end_turn"));
+    }
+
+    /// Found while writing the `anthropic_events` fuzz target (an input
+    /// replayed through it): usage figures are the provider's, and their
+    /// sum overflowed (a panic in debug builds, a
+    /// wrapped figure in release).
+    #[test]
+    fn huge_usage_figures_saturate() {
+        let mut parser = Parser::default();
+        let mut asm = Assembler::default();
+        let max = u64::MAX;
+        for event in [
+            json!({"type":"message_start","message":{"usage":{"input_tokens":max,"cache_creation_input_tokens":max,"cache_read_input_tokens":1,"output_tokens":1}}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":max,"input_tokens":max,"cache_read_input_tokens":max}}),
+        ] {
+            parser
+                .apply(event.to_string().as_bytes(), &mut asm, &Redactor::default())
+                .unwrap();
+        }
+        let (_, usage, _) = asm.into_parts();
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: max,
+                output_tokens: max
+            })
+        );
     }
 }

@@ -13,6 +13,7 @@ mod anthropic;
 mod assemble;
 mod chat;
 mod errors;
+pub mod fuzzing;
 mod http;
 mod responses;
 pub(crate) mod sse;

@@ -30,21 +30,24 @@ pub(super) enum Flow {
 }
 
 impl Parser {
-    fn apply(
+    pub(super) fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
         redact: &Redactor,
     ) -> Result<Flow, ProviderError> {
-        match self {
+        let result = match self {
             Parser::Chat(parser) => parser.apply(data, asm, redact),
             Parser::Responses(parser) => parser.apply(data, asm, redact),
             Parser::Anthropic(parser) => parser.apply(data, asm, redact),
-        }
+        };
+        // Every error, not only the provider's own error events: serde's
+        // message for a malformed event quotes the event's strings.
+        result.map_err(|err| redact.error(err))
     }
 
     /// The response ended: hand over anything held back.
-    fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
+    pub(super) fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
         match self {
             Parser::Chat(parser) => parser.finish(asm),
             Parser::Responses(parser) => parser.finish(asm),
@@ -178,5 +181,42 @@ impl ResponseStream {
             usage,
             finish_reason,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found with the fuzz harness's invariant (`scv_server::fuzzing`) and an
+    /// input replayed through the `anthropic_events` target:
+    /// serde's message for an ill-typed field quotes the field's string,
+    /// so a malformed event carrying the key put it into `turn.failed`.
+    #[test]
+    fn malformed_events_never_carry_the_api_key_into_the_error() {
+        let key = "sk-test-0123456789";
+        let redact = Redactor::new(Some(key));
+        let cases: [(Parser, String); 3] = [
+            (
+                Parser::Chat(chat::Parser::default()),
+                format!(r#"{{"choices":"{key}"}}"#),
+            ),
+            (
+                Parser::Responses(responses::Parser::default()),
+                format!(r#"{{"type":"response.output_text.delta","summary_index":"{key}"}}"#),
+            ),
+            (
+                Parser::Anthropic(anthropic::Parser::default()),
+                format!(r#"{{"type":"ping","index":"{key}"}}"#),
+            ),
+        ];
+        for (mut parser, event) in cases {
+            let mut asm = Assembler::default();
+            let err = parser
+                .apply(event.as_bytes(), &mut asm, &redact)
+                .unwrap_err();
+            assert!(err.message.contains("malformed"), "{}", err.message);
+            assert!(!err.message.contains(key), "{}", err.message);
+        }
     }
 }
