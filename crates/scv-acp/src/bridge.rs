@@ -103,6 +103,8 @@ struct Prompt {
     /// `session/cancel` arrived: the answer is `cancelled`, however the
     /// turn ends.
     cancel: bool,
+    /// What cancels it at its current stage was sent.
+    cancel_sent: bool,
     /// Text of the current model response was streamed as deltas.
     streamed: bool,
 }
@@ -272,6 +274,7 @@ impl Bridge {
                         responder,
                         stage: Stage::Sent,
                         cancel: false,
+                        cancel_sent: false,
                         streamed: false,
                     },
                 );
@@ -286,25 +289,49 @@ impl Bridge {
     /// taken off the queue, and prompts on their way are cancelled when
     /// they reach either state. All answer `cancelled`.
     async fn cancel(&mut self, session_id: &str) {
-        let mut messages = Vec::new();
+        let mut any = false;
         for prompt in self.prompts.values_mut() {
-            if prompt.session_id != session_id || prompt.cancel {
-                continue;
-            }
-            prompt.cancel = true;
-            if let Some(message) = cancel_message(session_id, &prompt.stage) {
-                messages.push(message);
+            if prompt.session_id == session_id {
+                prompt.cancel = true;
+                any = true;
             }
         }
-        if messages.is_empty() && !self.sessions.contains_key(session_id) {
+        if !any && !self.sessions.contains_key(session_id) {
             tracing::debug!("session/cancel for unknown session {session_id}");
         }
-        for message in messages {
+        self.send_cancels(session_id).await;
+    }
+
+    /// Sends what cancels each of the session's prompts asked to be
+    /// cancelled, once none of them is still on its way to the daemon: the
+    /// queue removals first, then the running turn's cancel. The daemon
+    /// handles a connection's messages in order, so it cannot end the turn
+    /// and dequeue a cancelled prompt before its removal arrives.
+    async fn send_cancels(&mut self, session_id: &str) {
+        let on_its_way = self
+            .prompts
+            .values()
+            .any(|p| p.session_id == session_id && p.cancel && matches!(p.stage, Stage::Sent));
+        if on_its_way {
+            return;
+        }
+        let (mut removals, mut turns) = (Vec::new(), Vec::new());
+        for prompt in self.prompts.values_mut() {
+            if prompt.session_id != session_id || !prompt.cancel || prompt.cancel_sent {
+                continue;
+            }
+            match cancel_message(session_id, &prompt.stage) {
+                Some(message @ ClientMessage::QueueRemove { .. }) => removals.push(message),
+                Some(message) => turns.push(message),
+                None => continue,
+            }
+            prompt.cancel_sent = true;
+        }
+        for message in removals.into_iter().chain(turns) {
             let _ = self.send(message).await;
         }
     }
 
-    /// The client's answer to a permission request → `approval.resolve`.
     /// Anything but "Allow" (a rejection, a cancelled request, an error)
     /// denies the call.
     async fn permission(
@@ -515,8 +542,13 @@ impl Bridge {
                 let err = errors::refused(error.code, &error.message);
                 if let Some(responder) = self.starting.remove(&request_id) {
                     let _ = responder.respond_with_error(err);
-                } else if self.prompts.contains_key(&request_id) {
+                } else if let Some(session_id) =
+                    self.prompts.get(&request_id).map(|p| p.session_id.clone())
+                {
                     self.finish(&request_id, Err(err), false);
+                    // It may have been the prompt the session's cancels
+                    // waited for.
+                    self.send_cancels(&session_id).await;
                 } else {
                     // An answer to a cancel, a queue removal or an
                     // approval that came too late: nothing waits for it.
@@ -531,16 +563,15 @@ impl Bridge {
         }
     }
 
-    /// A prompt asked to be cancelled reached a stage that can be.
+    /// A prompt reached a new stage: if it was asked to be cancelled, what
+    /// cancels it now is sent (with the session's other cancels, in order).
     async fn cancel_if_asked(&mut self, request_id: &str) {
-        let message = self
-            .prompts
-            .get(request_id)
-            .filter(|p| p.cancel)
-            .and_then(|p| cancel_message(&p.session_id, &p.stage));
-        if let Some(message) = message {
-            let _ = self.send(message).await;
-        }
+        let Some(prompt) = self.prompts.get_mut(request_id).filter(|p| p.cancel) else {
+            return;
+        };
+        prompt.cancel_sent = false;
+        let session_id = prompt.session_id.clone();
+        self.send_cancels(&session_id).await;
     }
 
     /// `approval.requested` → `session/request_permission`, answered in a
