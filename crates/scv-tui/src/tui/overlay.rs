@@ -274,20 +274,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, overlay: &Overlay, area: Rect) {
         .collect();
     frame.render_widget(Paragraph::new(shown), inner);
     if below > 0 {
-        let tag = format!(" ↓ {below} more ");
-        let width = tag.chars().count() as u16;
-        let corner = Rect::new(
-            area.right().saturating_sub(width + 1),
-            area.bottom().saturating_sub(1),
-            width.min(area.width),
-            1,
-        );
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                tag,
-                Style::default().fg(Color::Black).bg(Color::Yellow),
-            )),
-            corner,
-        );
+        super::view::more_below(frame, area, format!(" ↓ {below} more "), 1);
     }
 }

@@ -61,22 +61,27 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .view(area.width, area.height, app.viewport, app.expanded);
     frame.render_widget(Paragraph::new(view.lines), area);
     if view.below > 0 {
-        let tag = format!(" ↓ {} more (PgDn) ", view.below);
-        let width = tag.chars().count() as u16;
-        let corner = Rect::new(
-            area.right().saturating_sub(width),
-            area.bottom().saturating_sub(1),
-            width.min(area.width),
-            1,
-        );
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                tag,
-                Style::default().fg(Color::Black).bg(Color::Yellow),
-            )),
-            corner,
-        );
+        more_below(frame, area, format!(" ↓ {} more (PgDn) ", view.below), 0);
     }
+}
+
+/// The "more below" tag in the bottom-right corner of `area`, `inset`
+/// columns from its right edge.
+pub(crate) fn more_below(frame: &mut Frame, area: Rect, tag: String, inset: u16) {
+    let width = tag.chars().count() as u16;
+    let corner = Rect::new(
+        area.right().saturating_sub(width + inset),
+        area.bottom().saturating_sub(1),
+        width.min(area.width),
+        1,
+    );
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            tag,
+            Style::default().fg(Color::Black).bg(Color::Yellow),
+        )),
+        corner,
+    );
 }
 
 fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
