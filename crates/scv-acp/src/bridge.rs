@@ -207,7 +207,7 @@ impl Bridge {
             let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
             return refuse(responder, err);
         }
-        mcp::for_session(&request.mcp_servers);
+        let mcp_servers = mcp::for_session(&request.mcp_servers);
         if self.link.is_none() {
             match Link::open(&self.options.home, &self.options.socket).await {
                 Ok(link) => self.link = Some(link),
@@ -221,6 +221,7 @@ impl Bridge {
             cwd,
             provider: self.options.provider.clone(),
             model: self.options.model.clone(),
+            mcp_servers,
             ..Default::default()
         });
         match self.send(start).await {

@@ -1,27 +1,50 @@
-//! MCP servers an editor passes in `session/new`. The daemon does not take
-//! MCP servers from its clients yet (the MCP issue is built in parallel),
-//! so they are ignored, and the log says so. This is the one place that
-//! will turn them into `session.start` fields when it does.
+//! MCP servers an editor passes in `session/new`, as the daemon's
+//! `session.start.mcp_servers` extension takes them: each becomes what a
+//! `[mcp_servers.NAME]` table holds (`command`, `args`, `env` for stdio;
+//! `url`, `headers` for HTTP) and runs for that session only. SSE servers
+//! (deprecated in MCP) are skipped, and the log says so.
 
 use agent_client_protocol::v1::schema::McpServer;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
-/// What `session.start` gets from the editor's MCP servers: nothing yet.
-pub fn for_session(servers: &[McpServer]) {
-    if servers.is_empty() {
-        return;
+/// `session.start.mcp_servers` for the editor's servers; `None` for none.
+pub fn for_session(servers: &[McpServer]) -> Option<BTreeMap<String, Value>> {
+    let mut out = BTreeMap::new();
+    for server in servers {
+        let (name, table) = match server {
+            McpServer::Stdio(s) => {
+                let env: Map<String, Value> = s
+                    .env
+                    .iter()
+                    .map(|v| (v.name.clone(), json!(v.value)))
+                    .collect();
+                (
+                    &s.name,
+                    json!({"command": s.command.to_string_lossy(), "args": s.args, "env": env}),
+                )
+            }
+            McpServer::Http(s) => {
+                let headers: Map<String, Value> = s
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.clone(), json!(h.value)))
+                    .collect();
+                (&s.name, json!({"url": s.url, "headers": headers}))
+            }
+            McpServer::Sse(s) => {
+                tracing::warn!(
+                    "skipping MCP server `{}` from the editor: SSE servers are not supported",
+                    s.name
+                );
+                continue;
+            }
+            _ => {
+                tracing::warn!("skipping an MCP server of an unknown kind from the editor");
+                continue;
+            }
+        };
+        out.insert(name.clone(), table);
     }
-    let names: Vec<&str> = servers
-        .iter()
-        .map(|server| match server {
-            McpServer::Stdio(s) => s.name.as_str(),
-            McpServer::Http(s) => s.name.as_str(),
-            McpServer::Sse(s) => s.name.as_str(),
-            _ => "?",
-        })
-        .collect();
-    tracing::warn!(
-        "ignoring {} MCP server(s) from the editor ({}): SCV does not take MCP servers over ACP yet",
-        servers.len(),
-        names.join(", ")
-    );
+    (!out.is_empty()).then_some(out)
 }

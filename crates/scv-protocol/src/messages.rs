@@ -143,6 +143,10 @@ pub struct SessionStart {
     pub base_url: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_tools: bool,
+    /// Extension: MCP servers for this session only, by name; each value
+    /// is what a `[mcp_servers.NAME]` table holds (docs/PROTOCOL-EXTENSIONS.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 fn is_false(value: &bool) -> bool {

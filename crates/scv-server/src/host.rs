@@ -70,6 +70,9 @@ struct Session {
     active: Option<ActiveTurn>,
     /// Provider usage summed over the session (cleared by `session.clear`).
     usage: Option<Usage>,
+    /// The session's own MCP hub when `session.start` brought servers;
+    /// stopped when the session ends.
+    mcp: Option<Arc<scv_mcp::Hub>>,
 }
 
 struct ActiveTurn {
@@ -136,8 +139,20 @@ impl SessionHost {
             })?,
         };
         let provider = self.provider(def, start.model, start.base_url)?;
+        let session_servers = match &start.mcp_servers {
+            Some(servers) if !servers.is_empty() => Some(self.session_servers(servers)?),
+            _ => None,
+        };
         // `--stdio` starts its MCP servers with its first session.
         self.shared.start_mcp(std::slice::from_ref(&cwd)).await;
+        let mcp = match session_servers {
+            Some(specs) => {
+                let hub = Arc::new(self.shared.session_hub());
+                hub.reconcile(&specs, std::slice::from_ref(&cwd)).await;
+                Some(hub)
+            }
+            None => None,
+        };
         let model = provider.model.clone();
         let provider_name = def.name.clone();
         let context_max_tokens = def.context_max_tokens;
@@ -185,6 +200,7 @@ impl SessionHost {
             paused: false,
             active: None,
             usage: None,
+            mcp,
         };
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
@@ -192,6 +208,35 @@ impl SessionHost {
         self.sessions.insert(session_id, session);
         let _ = sink.emit(Some(rid), None, &snapshot).await;
         Ok(())
+    }
+
+    /// `session.start.mcp_servers` (extension), checked as config tables
+    /// are: the configured servers plus these, names unique, at most
+    /// `scv_mcp::MAX_SERVERS` in all.
+    fn session_servers(
+        &self,
+        servers: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<Vec<scv_mcp::ServerSpec>, Reject> {
+        let mut specs = self.shared.config.mcp_servers.clone();
+        if specs.len() + servers.len() > scv_mcp::MAX_SERVERS {
+            return Err(invalid(format!(
+                "at most {} MCP servers in all (the daemon's and the session's)",
+                scv_mcp::MAX_SERVERS
+            )));
+        }
+        for (name, value) in servers {
+            if specs.iter().any(|spec| spec.name == *name) {
+                return Err(invalid(format!(
+                    "mcp_servers.{name}: the daemon already has a server of that name"
+                )));
+            }
+            let raw: scv_mcp::RawServer = serde_json::from_value(value.clone())
+                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
+            let spec = scv_mcp::ServerSpec::new(name, raw)
+                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
+            specs.push(spec);
+        }
+        Ok(specs)
     }
 
     /// A provider for `def`, with a session's `model` / `base_url` on top.
@@ -358,7 +403,10 @@ impl SessionHost {
             request_id,
             turn_id,
             token,
-            mcp: self.shared.mcp.clone(),
+            mcp: session
+                .mcp
+                .clone()
+                .unwrap_or_else(|| self.shared.mcp.clone()),
         };
         let handle = self.turns.spawn(turn.run(history, prompt));
         self.turn_sessions.insert(handle.id(), session_id.clone());
@@ -593,6 +641,11 @@ impl SessionHost {
             tracing::warn!("turns did not stop within {CLEANUP_GRACE:?}; aborting them");
             self.turns.abort_all();
             while self.turns.join_next().await.is_some() {}
+        }
+        for session in self.sessions.values() {
+            if let Some(hub) = &session.mcp {
+                hub.shutdown().await;
+            }
         }
         self.sessions.clear();
     }

@@ -21,6 +21,8 @@ pub struct Shared {
     /// The MCP servers: started by the daemon at start-up, by `--stdio`
     /// at the first `session.start`; shared by every session.
     pub(crate) mcp: Arc<scv_mcp::Hub>,
+    /// Values of secret variables, for hubs made later (`session_hub`).
+    mcp_secrets: HashMap<String, String>,
     mcp_started: AtomicBool,
     http: OnceLock<reqwest::Client>,
 }
@@ -31,25 +33,17 @@ impl Shared {
     pub fn new(config: Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Self {
         let keys = config.api_keys(launch_env);
         let sandbox = Sandbox::new(&config, scv_home, launch_env);
-        let secrets = launch_env
+        let secrets: HashMap<String, String> = launch_env
             .iter()
             .filter_map(|(name, value)| Some((name.to_str()?, value.to_str()?)))
             .filter(|(name, _)| config.is_secret(name))
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect();
-        let mcp = Arc::new(scv_mcp::Hub::new(scv_mcp::HubEnv {
-            env: sandbox.env(),
-            secrets,
-            // Below a reaper, so nothing a server starts outlives it.
-            command: Box::new(|program, args| {
-                let mut command = crate::tools::reaper::command(None);
-                command.arg("--").arg(program).args(args);
-                command
-            }),
-        }));
+        let mcp = Arc::new(new_hub(&sandbox, &secrets));
         Shared {
             sandbox,
             mcp,
+            mcp_secrets: secrets,
             mcp_started: AtomicBool::new(false),
             limits: Arc::new(Limits::from_config(&config)),
             config: Arc::new(config),
@@ -66,6 +60,12 @@ impl Shared {
             .cloned()
     }
 
+    /// A hub of its own for a session that brings MCP servers (the
+    /// configured ones run in it too, so its tools are a superset).
+    pub(crate) fn session_hub(&self) -> scv_mcp::Hub {
+        new_hub(&self.sandbox, &self.mcp_secrets)
+    }
+
     /// Starts the configured MCP servers (in the background) unless they
     /// were; `roots` is what they are told the workspace is.
     pub(crate) async fn start_mcp(&self, roots: &[PathBuf]) {
@@ -80,6 +80,20 @@ impl Shared {
         // Keep a few warm connections, not one per past turn.
         self.http.get_or_init(|| http_client(16)).clone()
     }
+}
+
+/// An MCP hub whose stdio servers get the tool environment and run below
+/// a reaper, so nothing a server starts outlives it.
+fn new_hub(sandbox: &Sandbox, secrets: &HashMap<String, String>) -> scv_mcp::Hub {
+    scv_mcp::Hub::new(scv_mcp::HubEnv {
+        env: sandbox.env(),
+        secrets: secrets.clone(),
+        command: Box::new(|program, args| {
+            let mut command = crate::tools::reaper::command(None);
+            command.arg("--").arg(program).args(args);
+            command
+        }),
+    })
 }
 
 /// An HTTP client keeping at most `idle_per_host` idle connections.

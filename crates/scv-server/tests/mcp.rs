@@ -733,3 +733,90 @@ async fn streamable_http_servers_get_their_token_and_come_back_after_losing_the_
     }
     assert_eq!(answered.as_deref(), Some("back"));
 }
+
+/// `session.start.mcp_servers` (extension): a server for one session only,
+/// next to the daemon's; refused with `invalid_request` when malformed or
+/// clashing; stopped when the session's connection ends.
+#[tokio::test]
+async fn a_session_brings_its_own_servers_and_only_it_sees_them() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, _) = fake(&python, dir.path(), "");
+    let mut rig = Rig::new(&table).await;
+    let workspace = rig.home.workspace();
+    let log = dir.path().join("own.jsonl");
+    let own = json!({"own": {"command": python, "args": [script("fake_server.py"), "stdio"],
+        "env": {"SCV_MCP_LOG": log}}});
+
+    // Malformed, or named like the daemon's: refused, the connection goes on.
+    rig.server
+        .send(
+            json!({"type":"session.start","request_id":"bad","cwd":workspace,
+            "mcp_servers": {"own": {"command": "x", "url": "http://127.0.0.1:1/mcp"}}}),
+        )
+        .await;
+    let err = rig.server.expect_error("invalid_request", "bad").await;
+    assert!(
+        err["message"].as_str().unwrap().contains("mcp_servers.own"),
+        "{err}"
+    );
+    rig.server
+        .send(
+            json!({"type":"session.start","request_id":"clash","cwd":workspace,
+            "mcp_servers": {"fake": {"command": "x"}}}),
+        )
+        .await;
+    let err = rig.server.expect_error("invalid_request", "clash").await;
+    assert!(
+        err["message"].as_str().unwrap().contains("already has"),
+        "{err}"
+    );
+
+    let with = rig
+        .server
+        .start_session_with(json!({"cwd": workspace, "mcp_servers": own}))
+        .await;
+    let plain = rig.session().await;
+    let tools = ready(&mut rig, &with, "mcp__own__echo").await;
+    assert!(
+        tools.contains(&"mcp__fake__echo".to_string()),
+        "the daemon's servers too: {tools:?}"
+    );
+    let pid = recorded(&log, "start").await["pid"].as_i64().unwrap() as i32;
+    rig.mock.push(Reply::text(["hello"]));
+    rig.turn(&plain, "and here").await;
+    let others = offered(&rig.mock, rig.mock.requests().len() - 1);
+    assert!(
+        others.contains(&"mcp__fake__echo".to_string()),
+        "{others:?}"
+    );
+    assert!(
+        !others.iter().any(|t| t.starts_with("mcp__own__")),
+        "another session's server leaked: {others:?}"
+    );
+
+    rig.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "mcp__own__echo",
+        json!({"text": "own"}),
+    )]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.server.start_turn(&with, "t", "echo").await;
+    let asked = rig.server.until("approval.requested").await.pop().unwrap();
+    assert_eq!(asked["risk"], "mcp");
+    rig.server
+        .send(json!({"type":"approval.resolve","request_id":"a","session_id":with,"approval_id":asked["approval_id"],"approved":true}))
+        .await;
+    let events = rig.server.until_terminal().await;
+    assert_eq!(
+        completed(&events),
+        [("c1".to_string(), true, "own".to_string())]
+    );
+
+    rig.server.close_stdin().await;
+    assert!(rig.server.wait().await.success());
+    assert!(
+        gone(pid).await,
+        "a session's MCP server outlived its session"
+    );
+}

@@ -839,6 +839,87 @@ async fn a_lost_daemon_fails_the_prompt_and_the_next_session_reconnects() {
     assert_eq!(chunks(&seen, "agent_message_chunk"), "back");
 }
 
+/// The Python with the MCP SDK that `.ci/run` installs (the scv-server
+/// MCP tests' servers are used), or `None` (skip) unless `SCV_REQUIRE_MCP`.
+fn mcp_python() -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join("target/mcp-venv/bin/python3");
+    let works = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if works {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("SCV_REQUIRE_MCP").is_none(),
+        "SCV_REQUIRE_MCP is set but {} cannot import mcp (run .ci/run)",
+        python.display()
+    );
+    eprintln!("skipped: no Python with the mcp package");
+    None
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editors_mcp_server_serves_its_session() {
+    let Some(python) = mcp_python() else { return };
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scv-server/tests/mcp/fake_server.py");
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let mut acp = Acp::spawn(&home);
+    acp.initialize().await;
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": home.workspace(), "mcpServers": [{"name": "ed", "command": python,
+                "args": [server, "stdio"], "env": [{"name": "SCV_MCP_LOG", "value": "/dev/null"}]}]}),
+        )
+        .await;
+    let session = answer["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string();
+    // The server starts in the background; a turn waits for it at most 1 s.
+    let mut offered = false;
+    for _ in 0..60 {
+        mock.push(Reply::text(["ok"]));
+        let id = acp.prompt(&session, "are the tools there").await;
+        acp.answer(id).await;
+        let requests = mock.requests();
+        let tools = &requests.last().unwrap().body["tools"];
+        if tools
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "mcp__ed__echo"))
+        {
+            offered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        offered,
+        "the editor's MCP server was never offered to the model"
+    );
+    mock.push(Reply::tool_calls(&[(
+        "call_m",
+        "mcp__ed__echo",
+        json!({"text": "from the editor"}),
+    )]));
+    mock.push(Reply::text(["Echoed."]));
+    let id = acp.prompt(&session, "Echo it").await;
+    let (_, permission) = acp.until(is_permission).await;
+    let title = permission["params"]["toolCall"]["title"].as_str().unwrap();
+    assert!(title.contains("`echo` of server `ed`"), "{title}");
+    acp.respond(&permission["id"], allow()).await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    let done = of_kind(&seen, "tool_call_update");
+    let last = done.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(last["content"][0]["content"]["text"], "from the editor");
+}
+
 /// The official TypeScript SDK's client (tests/acp-interop/interop.mjs)
 /// against `scv acp`: handshake, prompt, permission, cancel. Skips when
 /// node or the SDK is missing, unless `SCV_REQUIRE_INTEROP=1` (`.ci/run`
