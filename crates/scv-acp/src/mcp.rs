@@ -46,5 +46,13 @@ pub fn for_session(servers: &[McpServer]) -> Option<BTreeMap<String, Value>> {
         };
         out.insert(name.clone(), table);
     }
-    (!out.is_empty()).then_some(out)
+    if out.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = out.keys().map(String::as_str).collect();
+    tracing::info!(
+        "MCP servers from the editor for this session: {}",
+        names.join(", ")
+    );
+    Some(out)
 }

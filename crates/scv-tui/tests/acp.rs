@@ -316,7 +316,7 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
     assert!(home.daemon_pid().is_some(), "scv acp started the daemon");
     let stderr = acp.stderr();
     assert!(
-        stderr.contains("ignoring 1 MCP server(s) from the editor (fs)"),
+        stderr.contains("MCP servers from the editor for this session: fs"),
         "{stderr}"
     );
 
