@@ -171,6 +171,25 @@ async fn call(
     completed(&events)
 }
 
+/// Calls `tool` (an echo) every 250 ms, at most `tries` times, until a
+/// call succeeds (a restarted server is back); its output.
+async fn echo_once_back(
+    rig: &mut Rig,
+    session: &str,
+    tool: &str,
+    text: &str,
+    tries: usize,
+) -> Option<String> {
+    for _ in 0..tries {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let results = call(rig, session, &[("e", tool, json!({"text": text}))]).await;
+        if results[0].1 {
+            return Some(results[0].2.clone());
+        }
+    }
+    None
+}
+
 #[tokio::test]
 async fn mcp_tools_are_offered_by_mapped_name_asked_for_as_mcp_and_answered() {
     let Some(python) = python() else { return };
@@ -400,20 +419,7 @@ async fn a_server_that_dies_mid_call_fails_the_call_and_comes_back() {
         }
     }
     assert!(back, "the server was not restarted: {:?}", events(&log));
-    let mut answered = None;
-    for _ in 0..20 {
-        let results = call(
-            &mut rig,
-            &session,
-            &[("e", "mcp__fake__echo", json!({"text": "again"}))],
-        )
-        .await;
-        if results[0].1 {
-            answered = Some(results[0].2.clone());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let answered = echo_once_back(&mut rig, &session, "mcp__fake__echo", "again", 20).await;
     assert_eq!(answered.as_deref(), Some("again"));
 }
 
@@ -717,20 +723,7 @@ async fn streamable_http_servers_get_their_token_and_come_back_after_losing_the_
     )
     .await;
     assert!(!results[0].1, "{:?}", results[0]);
-    let mut answered = None;
-    for _ in 0..40 {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let results = call(
-            &mut rig,
-            &session,
-            &[("e", "mcp__web__echo", json!({"text": "back"}))],
-        )
-        .await;
-        if results[0].1 {
-            answered = Some(results[0].2.clone());
-            break;
-        }
-    }
+    let answered = echo_once_back(&mut rig, &session, "mcp__web__echo", "back", 40).await;
     assert_eq!(answered.as_deref(), Some("back"));
 }
 
