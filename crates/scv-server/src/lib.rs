@@ -11,7 +11,7 @@ mod context;
 pub mod daemon;
 mod handles;
 mod host;
-mod memory;
+pub mod memory;
 mod message;
 mod presets;
 mod provider;

@@ -63,6 +63,7 @@ fn main() -> ExitCode {
     let mut builder = if args.stdio {
         tokio::runtime::Builder::new_current_thread()
     } else {
+        scv_server::memory::limit_arenas();
         tokio::runtime::Builder::new_multi_thread()
     };
     let runtime = match builder.enable_all().build() {
