@@ -14,31 +14,7 @@ use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The Python with the `mcp` package, or `None` (the test skips).
-fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("SCV_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-venv/bin/python3")
-        });
-    let works = std::process::Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if works {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("SCV_REQUIRE_MCP").is_none(),
-        "SCV_REQUIRE_MCP is set but {} cannot import mcp (run .ci/run)",
-        python.display()
-    );
-    eprintln!(
-        "skipped: no Python with the mcp package at {}",
-        python.display()
-    );
-    None
-}
+use scv_test_support::mcp_python::python;
 
 fn script(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod daemon;
 pub mod fake_ilink;
+pub mod mcp_python;
 pub mod mock_provider;
 pub mod procfs;
 pub mod wires;

@@ -839,30 +839,11 @@ async fn a_lost_daemon_fails_the_prompt_and_the_next_session_reconnects() {
     assert_eq!(chunks(&seen, "agent_message_chunk"), "back");
 }
 
-/// The Python with the MCP SDK that `.ci/run` installs (the scv-server
-/// MCP tests' servers are used), or `None` (skip) unless `SCV_REQUIRE_MCP`.
-fn mcp_python() -> Option<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join("target/mcp-venv/bin/python3");
-    let works = std::process::Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if works {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("SCV_REQUIRE_MCP").is_none(),
-        "SCV_REQUIRE_MCP is set but {} cannot import mcp (run .ci/run)",
-        python.display()
-    );
-    eprintln!("skipped: no Python with the mcp package");
-    None
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_editors_mcp_server_serves_its_session() {
-    let Some(python) = mcp_python() else { return };
+    let Some(python) = scv_test_support::mcp_python::python() else {
+        return;
+    };
     let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scv-server/tests/mcp/fake_server.py");
     let mock = MockProvider::start().await;

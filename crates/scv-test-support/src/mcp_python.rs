@@ -1,0 +1,32 @@
+//! The Python with the official MCP SDK that `.ci/run` installs into
+//! `target/mcp-venv` (or `SCV_MCP_PYTHON`), for tests whose MCP servers are
+//! written with it.
+
+use std::path::{Path, PathBuf};
+
+/// That Python, or `None` (the caller skips, saying so) — unless
+/// `SCV_REQUIRE_MCP` is set (CI), where a missing SDK fails the test.
+pub fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("SCV_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-venv/bin/python3")
+        });
+    let works = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if works {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("SCV_REQUIRE_MCP").is_none(),
+        "SCV_REQUIRE_MCP is set but {} cannot import mcp (run .ci/run)",
+        python.display()
+    );
+    eprintln!(
+        "skipped: no Python with the mcp package at {}",
+        python.display()
+    );
+    None
+}
