@@ -117,23 +117,54 @@ impl AccountStore {
         account: &str,
         credentials: &Credentials,
     ) -> std::io::Result<()> {
-        self.write(account, "credentials.json", credentials, 0o600)
+        self.write(account, "credentials.json", credentials, 0o600, Dir::Create)
     }
 
     pub fn save_settings(&self, account: &str, settings: &Settings) -> std::io::Result<()> {
-        self.write(account, "settings.json", settings, 0o600)
+        self.write(account, "settings.json", settings, 0o600, Dir::Create)
     }
 
+    /// Saves the delivery state of an account that still exists: a poll
+    /// finishing after a logout removed the account must not bring its
+    /// directory back (NotFound then).
     pub fn save_delivery(&self, account: &str, delivery: &Delivery) -> std::io::Result<()> {
-        self.write(account, "delivery.json", delivery, 0o600)
+        self.write(account, "delivery.json", delivery, 0o600, Dir::MustExist)
     }
 
-    /// Removes credentials, delivery state and settings.
+    /// Removes credentials, delivery state and settings, all at once: the
+    /// directory is first renamed out of sight (a name [`valid_account`]
+    /// refuses), so a process killed mid-removal leaves either the whole
+    /// account or none of it, never settings without credentials or the
+    /// reverse. What a killed removal left behind is swept here too.
     pub fn remove(&self, account: &str) -> std::io::Result<()> {
-        match std::fs::remove_dir_all(self.dir(account)) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
-            _ => Ok(()),
+        if !valid_account(account) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "invalid account name",
+            ));
         }
+        let doomed = self
+            .root
+            .join(format!(".removed-{account}.{}", std::process::id()));
+        match std::fs::rename(self.dir(account), &doomed) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+            Ok(()) => {
+                if let Ok(root) = std::fs::File::open(&self.root) {
+                    let _ = root.sync_all();
+                }
+            }
+        }
+        for entry in std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.file_name().to_string_lossy().starts_with(".removed-") {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        Ok(())
     }
 
     /// The account that holds `bot_id`, if any.
@@ -149,6 +180,7 @@ impl AccountStore {
         name: &str,
         value: &T,
         mode: u32,
+        dir_policy: Dir,
     ) -> std::io::Result<()> {
         if !valid_account(account) {
             return Err(std::io::Error::new(
@@ -157,11 +189,13 @@ impl AccountStore {
             ));
         }
         let dir = self.dir(account);
-        // Credentials live here: every directory made on the way is 0700.
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)?;
+        if dir_policy == Dir::Create {
+            // Credentials live here: every directory made on the way is 0700.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)?;
+        }
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
         let mut file = std::fs::OpenOptions::new()
@@ -179,6 +213,14 @@ impl AccountStore {
         }
         Ok(())
     }
+}
+
+/// Whether a write may create the account's directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Create,
+    /// The account must still exist (its directory is not brought back).
+    MustExist,
 }
 
 /// Account names are path components: letters, digits, `-`, `_`, `.`.
@@ -234,6 +276,29 @@ mod tests {
         assert!(store
             .save_settings("../evil", &Settings::default())
             .is_err());
+    }
+
+    #[test]
+    fn a_removal_cut_short_leaves_no_half_account_and_is_swept_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = AccountStore::new(dir.path());
+        store.save_settings("a", &Settings::default()).unwrap();
+        store.save_settings("b", &Settings::default()).unwrap();
+        // What a removal killed after its rename leaves: invisible.
+        std::fs::rename(store.dir("a"), dir.path().join("clawbot/.removed-a.1")).unwrap();
+        assert_eq!(store.accounts(), ["b"]);
+        store.remove("b").unwrap();
+        assert!(store.accounts().is_empty());
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("clawbot"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert!(left.is_empty(), "leftovers swept: {left:?}");
+        assert!(store.remove("../b").is_err());
+        store.remove("never-was").unwrap();
+        // A poll that ends after the removal does not bring the account back.
+        assert!(store.save_delivery("b", &Delivery::default()).is_err());
+        assert!(store.accounts().is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod common;
 use common::*;
 use rand::Rng;
 use scv_ilink::{AccountStore, Credentials, Settings};
+use scv_test_support::account_files;
 use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::fake_ilink::FakeIlink;
 use std::path::Path;
@@ -21,23 +22,10 @@ const TOKEN: &str = "tok-crash-1";
 const KILLS: usize = 12;
 const MESSAGES_PER_ROUND: usize = 3;
 
-/// Every file of the account parses as its type would read it, strictly,
-/// and no temporary file is mistaken for one.
+/// Every file of the account parses (strictly); the delivery cursor.
 fn account_files_parse(home: &Path) -> u64 {
     let store = AccountStore::new(home);
-    let dir = store.dir("default");
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        let bytes = std::fs::read(entry.path()).unwrap();
-        match name.as_str() {
-            "credentials.json" => drop(serde_json::from_slice::<Credentials>(&bytes).unwrap()),
-            "settings.json" => drop(serde_json::from_slice::<Settings>(&bytes).unwrap()),
-            "delivery.json" => drop(serde_json::from_slice::<scv_ilink::Delivery>(&bytes).unwrap()),
-            // A write cut before its rename: never read as the real file.
-            tmp if tmp.starts_with('.') && tmp.ends_with(".tmp") => {}
-            other => panic!("unexpected file {other} in the account directory"),
-        }
-    }
+    account_files::files_parse(&store, "default");
     cursor_number(&store.delivery("default").cursor)
 }
 

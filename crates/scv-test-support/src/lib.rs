@@ -4,6 +4,7 @@
 //! server on 127.0.0.1) and a client that drives the real
 //! `scv-server` binary over pipes.
 
+pub mod account_files;
 pub mod client;
 pub mod daemon;
 pub mod fake_ilink;
