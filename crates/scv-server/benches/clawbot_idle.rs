@@ -24,7 +24,7 @@ async fn measure(pid: u32, label: &str) {
         "{label}: CPU {:.2} s over 10 s ({:.2}%), {:.1} wake-ups/s",
         cpu1 - cpu0,
         (cpu1 - cpu0) * 10.0,
-        (sw1 - sw0) as f64 / 10.0
+        (&sw1 - &sw0) as f64 / 10.0
     );
 }
 

@@ -10,13 +10,16 @@
 //!   with and without those sessions;
 //! - 1,000 connections each streaming a turn at once: total events, events
 //!   per second, and a check that every connection saw contiguous `seq`
-//!   numbers, all its deltas, and exactly one terminal event.
+//!   numbers, all its deltas, and exactly one terminal event; twice, with
+//!   resident memory each second for 10 s after each round (the second
+//!   round shows whether a burst leaves anything for good) and after the
+//!   connections close.
 //!
 //! Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
 use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::mock_provider::{MockProvider, Reply};
-use scv_test_support::procfs::{context_switches, cpu_seconds, status_field};
+use scv_test_support::procfs::{context_switches, cpu_seconds, status_field, Switches};
 use scv_test_support::TestHome;
 use serde::Deserialize;
 use serde_json::json;
@@ -28,9 +31,11 @@ use tokio::net::UnixStream;
 const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
 const CONNECTIONS: usize = 1000;
 const DELTAS_PER_TURN: usize = 200;
+/// Streaming rounds (`SCV_LOAD_ROUNDS` sets another number).
+const ROUNDS: usize = 2;
 
 /// (CPU seconds, context switches) of the process.
-fn cpu_and_switches(pid: u32) -> (f64, u64) {
+fn cpu_and_switches(pid: u32) -> (f64, Switches) {
     (cpu_seconds(pid), context_switches(pid))
 }
 
@@ -42,7 +47,7 @@ async fn idle_profile(pid: u32, label: &str) {
         "idle {label}: CPU {:.2} s over 10 s ({:.2}%), {:.1} wake-ups/s",
         cpu1 - cpu0,
         (cpu1 - cpu0) * 10.0,
-        (sw1 - sw0) as f64 / 10.0
+        (&sw1 - &sw0) as f64 / 10.0
     );
 }
 
@@ -144,6 +149,54 @@ async fn rss_each_second(pid: u32, seconds: usize) -> String {
     figures.join(" ")
 }
 
+/// One round: every connection streams a turn at once; prints the events
+/// per second and the memory right after.
+async fn streaming_round(
+    mock: &MockProvider,
+    fragments: &[String],
+    clients: Vec<(Client, String)>,
+    pid: u32,
+) -> Vec<(Client, String)> {
+    for _ in 0..clients.len() {
+        mock.push(Reply::text(fragments).batched(20));
+    }
+    let (cpu0, _) = cpu_and_switches(pid);
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(clients.len());
+    for (mut client, session) in clients {
+        tasks.push(tokio::spawn(async move {
+            client
+                .send(json!({"type":"turn.start","request_id":"t","session_id":session,"prompt":"go"}))
+                .await;
+            let result = read_turn(&mut client).await;
+            (result, client, session)
+        }));
+    }
+    let mut events = 0;
+    let mut clients = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let ((n, deltas), client, session) = task.await.expect("a connection failed");
+        assert_eq!(deltas, DELTAS_PER_TURN, "missing deltas");
+        events += n;
+        clients.push((client, session));
+    }
+    let elapsed = start.elapsed();
+    let (cpu1, _) = cpu_and_switches(pid);
+    println!(
+        "1,000 connections streaming at once: {events} events in {:.2} s = {:.0} events/s; \
+         daemon CPU {:.2} s; every connection: contiguous seq, {DELTAS_PER_TURN} deltas, one terminal",
+        elapsed.as_secs_f64(),
+        events as f64 / elapsed.as_secs_f64(),
+        cpu1 - cpu0
+    );
+    println!(
+        "daemon RSS after the streaming round: {:.1} MiB (peak {:.1} MiB)",
+        status_field(pid, "VmRSS:") as f64 / 1024.0,
+        status_field(pid, "VmHWM:") as f64 / 1024.0
+    );
+    clients
+}
+
 #[tokio::main]
 async fn main() {
     raise_fd_limit();
@@ -191,49 +244,21 @@ async fn main() {
     );
     idle_profile(pid, "daemon, 1,000 idle connections").await;
 
-    // Every connection streams a turn at once.
+    // Every connection streams a turn at once, twice: what the second
+    // round adds to the first's memory is what a burst leaves for good.
     let fragments: Vec<String> = (0..DELTAS_PER_TURN).map(|i| format!("d{i} ")).collect();
-    for _ in 0..CONNECTIONS {
-        mock.push(Reply::text(&fragments).batched(20));
+    let mut clients: Vec<(Client, String)> = clients.into_iter().zip(sessions).collect();
+    let rounds = std::env::var("SCV_LOAD_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(ROUNDS);
+    for round in 1..=rounds {
+        clients = streaming_round(&mock, &fragments, clients, pid).await;
+        println!(
+            "  round {round}: with the 1,000 connections still open, 1 s … 10 s later: {} MiB",
+            rss_each_second(pid, 10).await
+        );
     }
-    let (cpu0, _) = cpu_and_switches(pid);
-    let start = Instant::now();
-    let mut tasks = Vec::with_capacity(CONNECTIONS);
-    for (mut client, session) in clients.into_iter().zip(sessions) {
-        tasks.push(tokio::spawn(async move {
-            client
-                .send(json!({"type":"turn.start","request_id":"t","session_id":session,"prompt":"go"}))
-                .await;
-            let result = read_turn(&mut client).await;
-            (result, client)
-        }));
-    }
-    let mut events = 0;
-    let mut clients = Vec::with_capacity(CONNECTIONS);
-    for task in tasks {
-        let ((n, deltas), client) = task.await.expect("a connection failed");
-        assert_eq!(deltas, DELTAS_PER_TURN, "missing deltas");
-        events += n;
-        clients.push(client);
-    }
-    let elapsed = start.elapsed();
-    let (cpu1, _) = cpu_and_switches(pid);
-    println!(
-        "1,000 connections streaming at once: {events} events in {:.2} s = {:.0} events/s; \
-         daemon CPU {:.2} s; every connection: contiguous seq, {DELTAS_PER_TURN} deltas, one terminal",
-        elapsed.as_secs_f64(),
-        events as f64 / elapsed.as_secs_f64(),
-        cpu1 - cpu0
-    );
-    println!(
-        "daemon RSS after the streaming round: {:.1} MiB (peak {:.1} MiB)",
-        status_field(pid, "VmRSS:") as f64 / 1024.0,
-        status_field(pid, "VmHWM:") as f64 / 1024.0
-    );
-    println!(
-        "  with the 1,000 connections still open, 1 s … 10 s later: {} MiB",
-        rss_each_second(pid, 10).await
-    );
     drop(clients);
     println!(
         "  after they close, 1 s … 10 s later: {} MiB",

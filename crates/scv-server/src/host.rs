@@ -88,7 +88,9 @@ pub(crate) type Joined = Result<(TaskId, TurnOutcome), JoinError>;
 pub(crate) struct SessionHost {
     shared: Arc<Shared>,
     out: Outbound,
-    sessions: HashMap<Arc<str>, Session>,
+    /// Boxed: a map holding one session (the usual connection) reserves
+    /// four slots, so unboxed it cost 800 bytes per connection.
+    sessions: HashMap<Arc<str>, Box<Session>>,
     turns: JoinSet<TurnOutcome>,
     /// Which session each running turn task belongs to.
     turn_sessions: HashMap<TaskId, Arc<str>>,
@@ -109,12 +111,15 @@ impl SessionHost {
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut Session, Reject> {
-        self.sessions.get_mut(session_id).ok_or_else(|| {
-            Reject::new(
-                ErrorCode::SessionNotFound,
-                format!("session {session_id} does not exist on this connection"),
-            )
-        })
+        self.sessions
+            .get_mut(session_id)
+            .map(|s| &mut **s)
+            .ok_or_else(|| {
+                Reject::new(
+                    ErrorCode::SessionNotFound,
+                    format!("session {session_id} does not exist on this connection"),
+                )
+            })
     }
 
     /// `session.start`: `session.started`, then the empty queue snapshot.
@@ -205,7 +210,7 @@ impl SessionHost {
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
         };
-        self.sessions.insert(session_id, session);
+        self.sessions.insert(session_id, Box::new(session));
         let _ = sink.emit(Some(rid), None, &snapshot).await;
         Ok(())
     }
@@ -437,6 +442,11 @@ impl SessionHost {
             Err(err) => (err.id(), Err(err)),
         };
         let session_id = self.turn_sessions.remove(&task)?;
+        if self.turn_sessions.is_empty() {
+            // Made while a burst of turns ran, kept for the connection's
+            // life: an idle connection holds no table for turns.
+            self.turn_sessions = HashMap::new();
+        }
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
         let terminal = match outcome {

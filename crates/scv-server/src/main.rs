@@ -64,7 +64,11 @@ fn main() -> ExitCode {
         tokio::runtime::Builder::new_current_thread()
     } else {
         scv_server::memory::limit_arenas();
-        tokio::runtime::Builder::new_multi_thread()
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder
+            .max_blocking_threads(scv_server::memory::MAX_BLOCKING_THREADS)
+            .thread_keep_alive(scv_server::memory::BLOCKING_KEEP_ALIVE);
+        builder
     };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,

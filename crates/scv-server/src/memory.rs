@@ -41,6 +41,16 @@ pub async fn keep_trimmed(shutdown: CancellationToken) {
 /// memory stranded after a burst.
 pub const MAX_ARENAS: i32 = 2;
 
+/// Threads for blocking file work (tokio's default is 512). A burst of
+/// 1,000 turns each reading AGENTS.md grew the pool to 80 threads, each
+/// keeping freed chunks in its own cache where a trim cannot reach them;
+/// file work is short, so a few threads keep up with two cores.
+pub const MAX_BLOCKING_THREADS: usize = 16;
+
+/// How long an idle blocking thread lives (tokio's default is 10 s): its
+/// exit hands its cached chunks back, so the next trim can release them.
+pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
+
 /// Caps glibc's arenas at [`MAX_ARENAS`]; call before threads start.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn limit_arenas() {

@@ -118,7 +118,26 @@ async fn sigkill_at_random_moments_loses_no_file_and_repeats_no_reply() {
         ilink.wait_until(delivered).await,
         "the last start did not catch up"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Whatever the kills lost, the clean start answers what arrives now.
+    let fresh = sent..sent + 2;
+    for n in fresh.clone() {
+        let text = format!("message {n}");
+        mock.push_matching(&text, Reply::text([format!("reply to {n}")]));
+        ilink.inject_text(&sender(n), &text);
+    }
+    sent += 2;
+    let answered_fresh = |f: &FakeIlink| {
+        fresh.clone().all(|n| {
+            f.sent_to(&sender(n))
+                .iter()
+                .any(|r| r.contains(&format!("reply to {n}")))
+        })
+    };
+    assert!(
+        ilink.wait_until(answered_fresh).await,
+        "the clean start did not answer new messages"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
     unsafe { libc::kill(daemon.id().unwrap() as i32, libc::SIGTERM) };
     assert!(daemon.wait().await.unwrap().success());
     assert!(account_files_parse(home.path()) >= cursor);
@@ -137,7 +156,7 @@ async fn sigkill_at_random_moments_loses_no_file_and_repeats_no_reply() {
         );
         answered += to_this.len();
     }
-    // Kills lose some replies by design; most must still come through.
-    assert!(answered > 0, "nothing was ever answered");
+    // Kills lose replies by design (at most once); under load a run may
+    // lose every one of them, so only the clean start's are counted on.
     println!("{answered} of {sent} messages answered across {KILLS} kills; none twice");
 }

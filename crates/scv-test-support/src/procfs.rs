@@ -31,25 +31,47 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
-/// Voluntary and involuntary context switches over all threads.
-pub fn context_switches(pid: u32) -> u64 {
+/// Voluntary and involuntary context switches of each thread, by thread id.
+pub fn context_switches(pid: u32) -> Switches {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
+        return Switches::default();
     };
-    tasks
+    let by_thread = tasks
         .flatten()
         .map(|task| {
             let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-            status
+            let switches = status
                 .lines()
                 .filter(|l| {
                     l.starts_with("voluntary_ctxt_switches:")
                         || l.starts_with("nonvoluntary_ctxt_switches:")
                 })
                 .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum::<u64>()
+                .sum::<u64>();
+            (task.file_name().to_string_lossy().to_string(), switches)
         })
-        .sum()
+        .collect();
+    Switches { by_thread }
+}
+
+/// A sample of [`context_switches`].
+#[derive(Debug, Default)]
+pub struct Switches {
+    by_thread: std::collections::HashMap<String, u64>,
+}
+
+impl std::ops::Sub<&Switches> for &Switches {
+    type Output = u64;
+
+    /// Switches between two samples, counted per thread: a thread that
+    /// exited in between takes its count with it (it would otherwise make
+    /// the total go backwards); one that started counts from zero.
+    fn sub(self, earlier: &Switches) -> u64 {
+        self.by_thread
+            .iter()
+            .map(|(tid, n)| n.saturating_sub(earlier.by_thread.get(tid).copied().unwrap_or(0)))
+            .sum()
+    }
 }
 
 /// True while the process exists and is not a zombie.

@@ -197,10 +197,15 @@ impl Assembler {
                 provider_data: c.provider_data,
             })
             .collect();
+        // The history keeps these for the session's life: give back the
+        // room the streaming growth reserved (up to half of it).
+        let (mut text, mut reasoning) = (self.text, self.reasoning);
+        text.shrink_to_fit();
+        reasoning.shrink_to_fit();
         let message = AssistantMessage {
-            text: (!self.text.is_empty()).then_some(self.text),
+            text: (!text.is_empty()).then_some(text),
             tool_calls,
-            reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
             provider_data: self.provider_data,
         };
         (message, self.usage, self.finish_reason)

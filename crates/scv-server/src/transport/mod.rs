@@ -1,9 +1,11 @@
-//! Bytes in and out of a connection: the bounded writer queue and the
-//! serialization of events into frames. Reading uses
-//! [`scv_protocol::FrameCodec`] directly.
+//! Bytes in and out of a connection: frames read with
+//! [`scv_protocol::FrameCodec`] without a buffer held between them, the
+//! bounded writer queue, and the serialization of events into frames.
 
+pub mod reader;
 pub mod writer;
 
+pub use reader::FrameReader;
 pub use writer::{spawn_writer, Outbound, SendError};
 
 use bytes::Bytes;
