@@ -143,9 +143,15 @@ impl AccountStore {
                 "invalid account name",
             ));
         }
+        // Leftovers of an earlier removal cut short go first; the new name
+        // is unique (a reused pid must not collide with one of them).
+        self.sweep_removed();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let doomed = self
             .root
-            .join(format!(".removed-{account}.{}", std::process::id()));
+            .join(format!(".removed-{account}.{}.{nanos}", std::process::id()));
         match std::fs::rename(self.dir(account), &doomed) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => return Err(err),
@@ -155,6 +161,12 @@ impl AccountStore {
                 }
             }
         }
+        self.sweep_removed();
+        Ok(())
+    }
+
+    /// Deletes what removals renamed out of sight (see [`Self::remove`]).
+    fn sweep_removed(&self) {
         for entry in std::fs::read_dir(&self.root)
             .into_iter()
             .flatten()
@@ -164,7 +176,6 @@ impl AccountStore {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }
-        Ok(())
     }
 
     /// The account that holds `bot_id`, if any.

@@ -42,10 +42,11 @@ pub async fn keep_trimmed(shutdown: CancellationToken) {
 pub const MAX_ARENAS: i32 = 2;
 
 /// Threads for blocking file work (tokio's default is 512). A burst of
-/// 1,000 turns each reading AGENTS.md grew the pool to 80 threads, each
-/// keeping freed chunks in its own cache where a trim cannot reach them;
-/// file work is short, so a few threads keep up with two cores.
-pub const MAX_BLOCKING_THREADS: usize = 16;
+/// 1,000 turns each reading AGENTS.md grew the pool to 84 threads, each
+/// keeping freed chunks in its own cache where a trim cannot reach them.
+/// Not fewer: a `search` of a huge or hung mount holds its thread, and
+/// session starts, turns and DNS lookups queue behind whatever holds them.
+pub const MAX_BLOCKING_THREADS: usize = 64;
 
 /// How long an idle blocking thread lives (tokio's default is 10 s): its
 /// exit hands its cached chunks back, so the next trim can release them.

@@ -9,6 +9,7 @@ use bytes::BytesMut;
 use futures_util::Stream;
 use scv_protocol::{Frame, FrameCodec};
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -16,6 +17,9 @@ use tokio_util::codec::Decoder;
 
 /// Bytes one read may take: the same as `FramedRead`'s buffer.
 const READ_BYTES: usize = 8 * 1024;
+
+/// Room kept for an unfinished line; more is given back between reads.
+const KEEP_BYTES: usize = 64 * 1024;
 
 pub struct FrameReader<R> {
     io: R,
@@ -48,12 +52,16 @@ impl<R: AsyncRead + Unpin> Stream for FrameReader<R> {
             let frame = this.codec.decode(&mut this.pending)?;
             if this.pending.is_empty() && this.pending.capacity() > 0 {
                 this.pending = BytesMut::new();
+            } else if this.pending.capacity() > KEEP_BYTES && this.pending.len() <= READ_BYTES {
+                // A short unfinished line after a long frame: do not keep
+                // the long frame's room while the client is quiet.
+                this.pending = BytesMut::from(&this.pending[..]);
             }
             if let Some(frame) = frame {
                 return Poll::Ready(Some(Ok(frame)));
             }
-            let mut chunk = [0u8; READ_BYTES];
-            let mut read = ReadBuf::new(&mut chunk);
+            let mut chunk = [MaybeUninit::<u8>::uninit(); READ_BYTES];
+            let mut read = ReadBuf::uninit(&mut chunk);
             ready!(Pin::new(&mut this.io).poll_read(cx, &mut read))?;
             if read.filled().is_empty() {
                 this.eof = true;

@@ -65,18 +65,25 @@ struct Pending {
     /// The writer found nothing and waits: the next push wakes it. While
     /// it is busy, pushes skip the wake-up (it looks again before waiting).
     writer_waiting: bool,
+    /// The writer stopped (see [`Queue::close`]).
+    closed: bool,
 }
 
 impl Queue {
-    fn push(&self, frame: Queued) {
+    /// Queues a frame; false (and the frame dropped) once the writer stopped.
+    fn push(&self, frame: Queued) -> bool {
         let wake = {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            if pending.closed {
+                return false;
+            }
             pending.frames.push_back(frame);
             std::mem::take(&mut pending.writer_waiting)
         };
         if wake {
             self.ready.notify_one();
         }
+        true
     }
 
     /// Moves every queued frame into `into` (empty), giving the queue
@@ -94,9 +101,17 @@ impl Queue {
         }
     }
 
+    /// The writer stopped: every send fails from now on, and what was
+    /// queued is dropped at once (not when the last sender goes).
     fn close(&self) {
         self.frame_room.close();
         self.byte_room.close();
+        let dropped = {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            pending.closed = true;
+            std::mem::take(&mut pending.frames)
+        };
+        drop(dropped);
     }
 }
 
@@ -131,11 +146,15 @@ impl Outbound {
         // Fast path: room now, so no timer is armed.
         if let Ok(frame) = Arc::clone(&queue.frame_room).try_acquire_owned() {
             if let Ok(bytes) = Arc::clone(&queue.byte_room).try_acquire_many_owned(wanted) {
-                queue.push(Queued {
+                return if queue.push(Queued {
                     data,
                     _room: (frame, bytes),
-                });
-                return Ok(());
+                }) {
+                    Ok(())
+                } else {
+                    self.failed.cancel();
+                    Err(SendError::Closed)
+                };
             }
         }
         let room = async {
@@ -146,10 +165,10 @@ impl Outbound {
             Ok::<_, tokio::sync::AcquireError>((frame, bytes))
         };
         let result = match tokio::time::timeout(SEND_TIMEOUT, room).await {
-            Ok(Ok(room)) => {
-                queue.push(Queued { data, _room: room });
-                Ok(())
-            }
+            Ok(Ok(room)) => match queue.push(Queued { data, _room: room }) {
+                true => Ok(()),
+                false => Err(SendError::Closed),
+            },
             Ok(Err(_)) => Err(SendError::Closed),
             Err(_) => Err(SendError::Timeout),
         };
@@ -177,16 +196,17 @@ where
         queue: Arc::new(Senders(Arc::clone(&queue))),
         failed: failed.clone(),
     };
-    let task = tokio::spawn(async move {
-        // Closes the queue however the task ends (aborted included), so no
-        // producer waits for room that will never come.
-        struct CloseOnDrop(Arc<Queue>);
-        impl Drop for CloseOnDrop {
-            fn drop(&mut self) {
-                self.0.close();
-            }
+    // Closes the queue however the task ends (aborted included, even
+    // before it first ran), so no producer waits for room that will never
+    // come and nothing queued outlives the writer.
+    struct CloseOnDrop(Arc<Queue>);
+    impl Drop for CloseOnDrop {
+        fn drop(&mut self) {
+            self.0.close();
         }
-        let queue = CloseOnDrop(queue);
+    }
+    let queue = CloseOnDrop(queue);
+    let task = tokio::spawn(async move {
         if let Err(err) = drain(sink, &queue.0).await {
             tracing::debug!("connection writer stopped: {err}");
             failed.cancel();
@@ -284,6 +304,24 @@ mod tests {
         assert_eq!(lines.len(), 100);
         assert_eq!(lines[99], "{\"n\":99}");
         assert!(!failed.is_cancelled());
+    }
+
+    /// Aborted even before it first ran: sends fail at once (no 3 s wait
+    /// for room that never comes) and nothing is kept for them.
+    #[tokio::test]
+    async fn an_aborted_writer_fails_every_send_at_once() {
+        let (_client, server) = tokio::io::duplex(64);
+        let failed = CancellationToken::new();
+        let (out, task) = spawn_writer(server, failed.clone());
+        task.abort();
+        let _ = task.await;
+        let sent = tokio::time::timeout(
+            Duration::from_millis(500),
+            out.send(Bytes::from_static(b"{}")),
+        )
+        .await;
+        assert_eq!(sent, Ok(Err(SendError::Closed)));
+        assert!(failed.is_cancelled());
     }
 
     #[tokio::test(start_paused = true)]
