@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 const MAX_MATCHES: usize = 200;
 const MAX_LINE_CHARS: usize = 300;
@@ -122,7 +123,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
             let Ok((file, _)) = ws.open_read(&rel) else {
                 continue; // gone, swapped for a link, or not a regular file
             };
-            let mut reader = LongLines::new(file, MAX_LINE_BYTES);
+            let mut reader = LongLines::new(file, MAX_LINE_BYTES, cancel.clone());
             let shown = &rel.shown;
             let result = searcher.search_reader(
                 &matcher,
@@ -142,6 +143,9 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
                 }),
             );
             long_lines += reader.skipped;
+            if cancel.is_cancelled() {
+                return Err("search cancelled".into());
+            }
             if result.is_err() {
                 continue; // unreadable or not UTF-8: skip the file
             }
@@ -255,11 +259,15 @@ struct LongLines<R> {
     chunk: Box<[u8]>,
     eof: bool,
     skipped: usize,
+    /// The turn's cancellation: checked before every read, so a cancelled
+    /// search stops inside a huge file, not only between files.
+    cancel: CancellationToken,
 }
 
 impl<R: Read> LongLines<R> {
-    fn new(inner: R, max: usize) -> Self {
+    fn new(inner: R, max: usize, cancel: CancellationToken) -> Self {
         LongLines {
+            cancel,
             inner,
             max,
             line: Vec::new(),
@@ -276,6 +284,9 @@ impl<R: Read> LongLines<R> {
     fn fill(&mut self) -> std::io::Result<()> {
         self.out.clear();
         self.pos = 0;
+        if self.cancel.is_cancelled() {
+            return Err(std::io::Error::other("search cancelled"));
+        }
         let n = self.inner.read(&mut self.chunk)?;
         if n == 0 {
             self.eof = true;
@@ -336,10 +347,24 @@ mod tests {
     use super::*;
 
     fn through(input: &[u8], max: usize) -> (String, usize) {
-        let mut reader = LongLines::new(input, max);
+        let mut reader = LongLines::new(input, max, CancellationToken::new());
         let mut out = Vec::new();
         reader.read_to_end(&mut out).unwrap();
         (String::from_utf8(out).unwrap(), reader.skipped)
+    }
+
+    /// An endless file (a FIFO would be refused; a huge one behaves so):
+    /// once the turn is cancelled the next read fails, so the search ends.
+    #[test]
+    fn a_cancelled_search_stops_inside_an_endless_file() {
+        let cancel = CancellationToken::new();
+        let mut reader = LongLines::new(std::io::repeat(b'\n'), 1024, cancel.clone());
+        let mut buf = [0u8; 4096];
+        assert!(reader.read(&mut buf).unwrap() > 0);
+        cancel.cancel();
+        let mut out = Vec::new();
+        let err = reader.read_to_end(&mut out).unwrap_err();
+        assert_eq!(err.to_string(), "search cancelled");
     }
 
     #[test]
