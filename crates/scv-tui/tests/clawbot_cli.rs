@@ -4,23 +4,13 @@
 mod common;
 use common::*;
 use scv_ilink::{AccountStore, Credentials};
-use scv_test_support::fake_ilink::FakeIlink;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Output, Stdio};
 
 fn login(home: &Home, ilink: &FakeIlink, account: &str, stdin: &str) -> Output {
     let mut child = home
-        .scv()
-        .args([
-            "clawbot",
-            "login",
-            "--account",
-            account,
-            "--base-url",
-            &ilink.base_url(),
-        ])
-        .env("SCV_CLAWBOT_POLL_MS", "10")
+        .clawbot_login(ilink, account)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -33,10 +23,6 @@ fn login(home: &Home, ilink: &FakeIlink, account: &str, stdin: &str) -> Output {
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
-}
-
-fn confirmed(ilink: &FakeIlink, bot_id: &str) -> Value {
-    json!({"status":"confirmed","bot_token":"tok-1","ilink_bot_id":bot_id,"ilink_user_id":"owner@im.wechat","baseurl":ilink.base_url()})
 }
 
 fn text(output: &Output) -> String {
@@ -58,7 +44,7 @@ async fn login_follows_every_status_to_confirmed() {
         json!({"status":"scaned"}),
         json!({"status":"need_verifycode"}),
         json!({"status":"scaned_but_redirect","redirect_host":ilink.host()}),
-        confirmed(&ilink, "bot@im.bot"),
+        qr_confirmed(&ilink, "bot@im.bot"),
     ] {
         ilink.qr_status(status);
     }
@@ -126,7 +112,7 @@ async fn expired_codes_are_renewed_at_most_three_times() {
 
     ilink.allow_token("tok-1");
     ilink.qr_status(json!({"status":"expired"}));
-    ilink.qr_status(confirmed(&ilink, "bot@im.bot"));
+    ilink.qr_status(qr_confirmed(&ilink, "bot@im.bot"));
     let output = login(&home, &ilink, "default", "");
     assert!(output.status.success(), "{}", text(&output));
     assert!(text(&output).contains("here is a new one"));
@@ -168,7 +154,7 @@ async fn a_login_for_a_bot_another_account_holds_replaces_it() {
             },
         )
         .unwrap();
-    ilink.qr_status(confirmed(&ilink, "bot@im.bot"));
+    ilink.qr_status(qr_confirmed(&ilink, "bot@im.bot"));
     let output = login(&home, &ilink, "work", "");
     assert!(output.status.success(), "{}", text(&output));
     assert!(text(&output).contains("Account `old` held this bot"));

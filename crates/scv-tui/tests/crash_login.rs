@@ -13,23 +13,14 @@ mod common;
 use common::*;
 use rand::Rng;
 use scv_test_support::account_files::accounts_parse;
-use scv_test_support::fake_ilink::FakeIlink;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 30;
 const BOT: &str = "bot@im.bot";
 
-fn confirmed(ilink: &FakeIlink) -> Value {
-    json!({"status":"confirmed","bot_token":"tok-1","ilink_bot_id":BOT,
-           "ilink_user_id":"owner@im.wechat","baseurl":ilink.base_url()})
-}
-
 fn start_login(home: &Home, ilink: &FakeIlink, account: &str) -> Child {
-    home.scv()
-        .args(["clawbot", "login", "--account", account])
-        .args(["--base-url", &ilink.base_url()])
-        .env("SCV_CLAWBOT_POLL_MS", "10")
+    home.clawbot_login(ilink, account)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -39,6 +30,14 @@ fn start_login(home: &Home, ilink: &FakeIlink, account: &str) -> Child {
 
 fn kill(pid: i32) {
     unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Waits (bounded) until `pid` no longer exists.
+fn gone(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while unsafe { libc::kill(pid, 0) } == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Waits for `child` to end (a login waiting on a killed daemon gives up
@@ -80,7 +79,7 @@ async fn sigkill_of_login_and_daemon_at_random_moments_tears_no_credentials() {
         for _ in 0..rng.random_range(0..4) {
             ilink.qr_status(json!({"status":"wait"}));
         }
-        ilink.qr_status(confirmed(&ilink));
+        ilink.qr_status(qr_confirmed(&ilink, BOT));
         let mut login = start_login(&home, &ilink, account);
         // Kills land within the time a whole login took last, so most cut
         // it somewhere: before, between or after its writes.
@@ -89,6 +88,7 @@ async fn sigkill_of_login_and_daemon_at_random_moments_tears_no_credentials() {
         let kill_daemon = Duration::from_millis(rng.random_range(0..window));
         let started = Instant::now();
         let (mut login_done, mut daemon_done) = (false, false);
+        let mut killed_daemon = None;
         while !(login_done && daemon_done) {
             let now = started.elapsed();
             if !login_done {
@@ -107,12 +107,18 @@ async fn sigkill_of_login_and_daemon_at_random_moments_tears_no_credentials() {
                 // No daemon yet (the login has not asked for one): none to kill.
                 if let Some(pid) = home.daemon_pid() {
                     kill(pid);
+                    killed_daemon = Some(pid);
                 }
                 daemon_done = true;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         reap(&mut login);
+        if let Some(pid) = killed_daemon {
+            // A dying daemon still accepts for a moment; what comes next
+            // must meet what the kill left, not the daemon's last breath.
+            gone(pid);
+        }
         if login.wait().unwrap().success() {
             outcomes[1] += 1;
         } else {
@@ -135,7 +141,7 @@ async fn sigkill_of_login_and_daemon_at_random_moments_tears_no_credentials() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    ilink.qr_status(confirmed(&ilink));
+    ilink.qr_status(qr_confirmed(&ilink, BOT));
     let mut login = start_login(&home, &ilink, "final");
     reap(&mut login);
     assert!(login.wait().unwrap().success());

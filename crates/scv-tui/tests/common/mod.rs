@@ -3,6 +3,7 @@
 //! mock provider, and a guard that stops any daemon a test started.
 #![allow(dead_code, unused_imports)]
 
+pub use scv_test_support::fake_ilink::FakeIlink;
 pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
 pub use scv_test_support::TestHome;
 pub use serde_json::{json, Value};
@@ -59,6 +60,17 @@ impl Home {
         command
     }
 
+    /// `scv clawbot login --account ACCOUNT` against `ilink`, polling its
+    /// QR status every 10 ms.
+    pub fn clawbot_login(&self, ilink: &FakeIlink, account: &str) -> std::process::Command {
+        let mut command = self.scv();
+        command
+            .args(["clawbot", "login", "--account", account])
+            .args(["--base-url", &ilink.base_url()])
+            .env("SCV_CLAWBOT_POLL_MS", "10");
+        command
+    }
+
     /// The running daemon's pid, from its lock file.
     pub fn daemon_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.path().join("server.sock.lock"))
@@ -81,4 +93,11 @@ impl Drop for Home {
             }
         }
     }
+}
+
+/// The `get_qrcode_status` answer that confirms a login of `bot_id` with
+/// token `tok-1`.
+pub fn qr_confirmed(ilink: &FakeIlink, bot_id: &str) -> Value {
+    json!({"status":"confirmed","bot_token":"tok-1","ilink_bot_id":bot_id,
+           "ilink_user_id":"owner@im.wechat","baseurl":ilink.base_url()})
 }
