@@ -82,8 +82,10 @@ async fn sigkill_at_random_moments_loses_no_file_and_repeats_no_reply() {
         let mut client = TestServer::connect(&socket).await;
         client.initialize().await;
         for _ in 0..MESSAGES_PER_ROUND {
-            let text = format!("message {sent}");
-            mock.push_matching(&text, Reply::text([format!("reply to {sent}")]));
+            // Delimited: the mock matches by substring, and a reply queued
+            // for a lost "message 3" must not answer "message 36".
+            let text = format!("message #{sent}#");
+            mock.push_matching(&text, Reply::text([format!("reply to #{sent}#")]));
             ilink.inject_text(&sender(sent), &text);
             sent += 1;
         }
@@ -121,8 +123,8 @@ async fn sigkill_at_random_moments_loses_no_file_and_repeats_no_reply() {
     // Whatever the kills lost, the clean start answers what arrives now.
     let fresh = sent..sent + 2;
     for n in fresh.clone() {
-        let text = format!("message {n}");
-        mock.push_matching(&text, Reply::text([format!("reply to {n}")]));
+        let text = format!("message #{n}#");
+        mock.push_matching(&text, Reply::text([format!("reply to #{n}#")]));
         ilink.inject_text(&sender(n), &text);
     }
     sent += 2;
@@ -130,12 +132,15 @@ async fn sigkill_at_random_moments_loses_no_file_and_repeats_no_reply() {
         fresh.clone().all(|n| {
             f.sent_to(&sender(n))
                 .iter()
-                .any(|r| r.contains(&format!("reply to {n}")))
+                .any(|r| r.contains(&format!("reply to #{n}#")))
         })
     };
     assert!(
         ilink.wait_until(answered_fresh).await,
-        "the clean start did not answer new messages"
+        "the clean start did not answer new messages; sent to them: {:?} {:?}; daemon log: {:?}",
+        ilink.sent_to(&sender(fresh.start)),
+        ilink.sent_to(&sender(fresh.start + 1)),
+        log.lines().iter().rev().take(30).collect::<Vec<_>>()
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
     unsafe { libc::kill(daemon.id().unwrap() as i32, libc::SIGTERM) };
@@ -147,7 +152,7 @@ async fn sigkill_at_random_moments_loses_no_file_and_repeats_no_reply() {
         let replies = ilink.sent_to(&sender(n));
         let to_this: Vec<_> = replies
             .iter()
-            .filter(|r| r.contains(&format!("reply to {n}")))
+            .filter(|r| r.contains(&format!("reply to #{n}#")))
             .collect();
         assert!(
             to_this.len() <= 1,
