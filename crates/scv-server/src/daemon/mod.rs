@@ -205,7 +205,10 @@ fn bind_private(socket: &Path) -> anyhow::Result<UnixListener> {
 }
 
 /// Tells an over-limit client why, in one fatal error, and closes it. The
-/// frame is tiny, so a non-blocking write into the fresh socket suffices.
+/// frame is tiny, so one non-blocking write into the fresh socket suffices.
+/// It is written to the descriptor directly: tokio's `try_write` answers
+/// `WouldBlock` without trying until its reactor has seen the new socket
+/// writable, which under load lost the frame.
 fn refuse(stream: &tokio::net::UnixStream, max: usize) {
     tracing::warn!("refused a connection: {max} connections are open");
     let event = scv_protocol::Event::error(
@@ -216,7 +219,7 @@ fn refuse(stream: &tokio::net::UnixStream, max: usize) {
     );
     let mut frame = crate::transport::encode(event.as_ref()).to_vec();
     frame.push(b'\n');
-    let _ = stream.try_write(&frame);
+    let _ = rustix::io::write(stream, &frame);
 }
 
 /// Each connection holds a socket and maybe a provider connection; lift the
