@@ -144,34 +144,34 @@ impl Outbound {
         let queue = &self.queue.0;
         let wanted = data.len().clamp(1, WRITER_QUEUE_BYTES) as u32;
         // Fast path: room now, so no timer is armed.
-        if let Ok(frame) = Arc::clone(&queue.frame_room).try_acquire_owned() {
-            if let Ok(bytes) = Arc::clone(&queue.byte_room).try_acquire_many_owned(wanted) {
-                return if queue.push(Queued {
-                    data,
-                    _room: (frame, bytes),
-                }) {
-                    Ok(())
-                } else {
-                    self.failed.cancel();
-                    Err(SendError::Closed)
+        let now = Arc::clone(&queue.frame_room)
+            .try_acquire_owned()
+            .ok()
+            .and_then(|frame| {
+                let bytes = Arc::clone(&queue.byte_room).try_acquire_many_owned(wanted);
+                Some((frame, bytes.ok()?))
+            });
+        let room = match now {
+            Some(room) => Ok(room),
+            None => {
+                let wait = async {
+                    let frame = Arc::clone(&queue.frame_room).acquire_owned().await?;
+                    let bytes = Arc::clone(&queue.byte_room)
+                        .acquire_many_owned(wanted)
+                        .await?;
+                    Ok::<_, tokio::sync::AcquireError>((frame, bytes))
                 };
+                match tokio::time::timeout(SEND_TIMEOUT, wait).await {
+                    Ok(Ok(room)) => Ok(room),
+                    Ok(Err(_)) => Err(SendError::Closed),
+                    Err(_) => Err(SendError::Timeout),
+                }
             }
-        }
-        let room = async {
-            let frame = Arc::clone(&queue.frame_room).acquire_owned().await?;
-            let bytes = Arc::clone(&queue.byte_room)
-                .acquire_many_owned(wanted)
-                .await?;
-            Ok::<_, tokio::sync::AcquireError>((frame, bytes))
         };
-        let result = match tokio::time::timeout(SEND_TIMEOUT, room).await {
-            Ok(Ok(room)) => match queue.push(Queued { data, _room: room }) {
-                true => Ok(()),
-                false => Err(SendError::Closed),
-            },
-            Ok(Err(_)) => Err(SendError::Closed),
-            Err(_) => Err(SendError::Timeout),
-        };
+        let result = room.and_then(|room| match queue.push(Queued { data, _room: room }) {
+            true => Ok(()),
+            false => Err(SendError::Closed),
+        });
         if result.is_err() {
             self.failed.cancel();
         }
