@@ -237,6 +237,16 @@ pub struct SessionStarted {
     /// cannot enforce it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// Extension: what of the sandbox's second wall this machine cannot
+    /// give, in words; `sandboxed` calls are not auto-approved while any is
+    /// listed. Absent when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_gaps: Vec<String>,
+    /// Extension: what the user should know about this session's sandbox
+    /// (a workspace holding the home directory is not writable). Absent
+    /// when there is nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

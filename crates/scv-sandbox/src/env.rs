@@ -2,36 +2,189 @@
 //! out of the server's own environment block.
 //!
 //! A tool (every sandbox mode, `off` included) never sees a provider's API
-//! key or any variable named like a credential, unless the configuration
-//! passes it through. Scrubbing the tool's environment is not enough: a
-//! tool could read the server's `/proc/<pid>/environ`, which shows the
-//! block the kernel placed at `exec`, so the server moves its environment
-//! out of that block and wipes it ([`seal_own_environment`]).
+//! key, a variable named like a credential, a value that is one (a URL with
+//! a password, a known token format, a private key), or a variable that
+//! leads to a local agent or multiplexer (`SSH_AUTH_SOCK`, `TMUX`, the
+//! D-Bus bus, an editor's IPC socket) — unless the configuration passes it
+//! through. Scrubbing the tool's environment is not enough: a tool could
+//! read the server's `/proc/<pid>/environ`, which shows the block the
+//! kernel placed at `exec`, so the server moves its environment out of
+//! that block and wipes it ([`seal_own_environment`]).
 
-use std::ffi::{CStr, OsString};
+use std::ffi::{CStr, OsStr, OsString};
 
-/// `*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_CREDENTIALS`, any case.
+/// Suffixes of credential names (any case).
+const SECRET_SUFFIXES: &[&str] = &[
+    "_KEY",
+    "_APIKEY",
+    "_TOKEN",
+    "_SECRET",
+    "_CREDENTIALS",
+    "_CREDENTIAL",
+    "_PAT",
+    "_PASS",
+    "_PASSWD",
+    "_PWD",
+    "_PASSPHRASE",
+    "_AUTH",
+    "_DSN",
+    "_COOKIE",
+];
+
+/// Parts of credential names anywhere in them (any case).
+const SECRET_PARTS: &[&str] = &["PASSWORD", "SECRET", "PRIVATE_KEY", "ACCESS_KEY"];
+
+/// Prefixes of names that are all credentials or session tokens.
+const SECRET_PREFIXES: &[&str] = &["AWS_", "AZURE_CLIENT_", "ARM_CLIENT_", "VAULT_"];
+
+/// Variables that lead to a local agent, multiplexer, desktop session or
+/// editor that acts on what it is told: a way out of the sandbox.
+const DOOR_NAMES: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_ASKPASS",
+    "GPG_AGENT_INFO",
+    "GIT_ASKPASS",
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "KRB5CCNAME",
+    "VSCODE_IPC_HOOK",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "VSCODE_GIT_ASKPASS_MAIN",
+    "VSCODE_GIT_ASKPASS_NODE",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "ALACRITTY_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "EMACS_SOCKET_NAME",
+    "I3SOCK",
+    "SWAYSOCK",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "PULSE_SERVER",
+    "JUPYTER_TOKEN",
+];
+
+/// Credential-looking names: `*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PAT`,
+/// `*_PASS`, `*PASSWORD*`, `AWS_*`, … (any case).
 pub fn is_secret_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase();
-    ["_KEY", "_TOKEN", "_SECRET", "_CREDENTIALS"]
-        .iter()
-        .any(|suffix| name.ends_with(suffix))
-        || name.contains("PASSWORD")
+    SECRET_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+        || SECRET_PARTS.iter().any(|part| name.contains(part))
+        || SECRET_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
 }
 
-/// The variables of `vars` a tool process gets: all but credentials
-/// (`keys` names the providers' key variables), except those listed in
-/// `passthrough`.
+/// Variables that lead to a local agent, multiplexer or session bus.
+pub fn is_door_name(name: &str) -> bool {
+    DOOR_NAMES.contains(&name)
+}
+
+/// `HTTP_PROXY`, `https_proxy`, `ALL_PROXY`, … (whose URL may carry a
+/// password the server itself needs).
+pub fn is_proxy_name(name: &str) -> bool {
+    name.to_ascii_uppercase().ends_with("_PROXY")
+}
+
+/// Token formats whose value is a credential whatever the name (each with
+/// the shortest length a real one has).
+const TOKEN_PREFIXES: &[(&str, usize)] = &[
+    ("ghp_", 36),
+    ("gho_", 36),
+    ("ghu_", 36),
+    ("ghs_", 36),
+    ("ghr_", 36),
+    ("github_pat_", 40),
+    ("glpat-", 20),
+    ("xoxb-", 20),
+    ("xoxp-", 20),
+    ("xoxa-", 20),
+    ("xoxs-", 20),
+    ("sk-", 20),
+    ("sk_live_", 20),
+    ("rk_live_", 20),
+    ("npm_", 36),
+    ("pypi-", 40),
+    ("hf_", 30),
+    ("AKIA", 20),
+    ("ASIA", 20),
+    ("AIza", 39),
+    ("dop_v1_", 40),
+];
+
+/// Values that are credentials whatever the variable's name: a URL or DSN
+/// with a password (`postgres://u:pw@host`), a known token format, a JWT,
+/// a private key, an `Authorization` value.
+pub fn is_secret_value(value: &str) -> bool {
+    let value = value.trim();
+    if value.contains("-----BEGIN") {
+        return true;
+    }
+    if let Some(rest) = value
+        .strip_prefix("Bearer ")
+        .or(value.strip_prefix("Basic "))
+    {
+        return !rest.trim().is_empty();
+    }
+    if url_with_password(value) {
+        return true;
+    }
+    if value.contains(char::is_whitespace) {
+        return false;
+    }
+    let jwt = value.starts_with("eyJ") && value.len() >= 30 && value.matches('.').count() == 2;
+    jwt || TOKEN_PREFIXES
+        .iter()
+        .any(|(prefix, min)| value.starts_with(prefix) && value.len() >= *min)
+}
+
+/// `scheme://user:password@host…` anywhere in `value` (a list of URLs,
+/// a DSN in a connection string).
+fn url_with_password(value: &str) -> bool {
+    value.match_indices("://").any(|(at, _)| {
+        let rest = &value[at + 3..];
+        let authority = rest.split(['/', '?', '#', ' ', ',']).next().unwrap_or("");
+        authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+            userinfo
+                .split_once(':')
+                .is_some_and(|(_, pw)| !pw.is_empty())
+        })
+    })
+}
+
+/// Whether a tool process must not see variable `name` = `value` (the
+/// provider key variables `keys` and credentials by name or value, and the
+/// doors), before `tool_env_passthrough`.
+pub fn withheld(name: &str, value: &OsStr, keys: &[String]) -> bool {
+    is_secret_name(name)
+        || is_door_name(name)
+        || keys.iter().any(|k| k == name)
+        || value.to_str().is_some_and(is_secret_value)
+}
+
+/// The variables of `vars` a tool process gets: all but what
+/// [`withheld`] names, except those listed in `passthrough`.
 pub fn tool_environment(
     vars: &[(OsString, OsString)],
     keys: &[String],
     passthrough: &[String],
 ) -> Vec<(OsString, OsString)> {
     vars.iter()
-        .filter(|(name, _)| {
+        .filter(|(name, value)| {
             let name = name.to_string_lossy();
-            passthrough.iter().any(|p| *p == name)
-                || !(is_secret_name(&name) || keys.iter().any(|k| *k == name))
+            passthrough.iter().any(|p| *p == name) || !withheld(&name, value, keys)
         })
         .cloned()
         .collect()
@@ -44,11 +197,11 @@ pub fn tool_environment(
 ///
 /// Call it while the process still has one thread (first thing in
 /// `main`): the C environment is not safe to change concurrently.
-pub fn seal_own_environment(secret: impl Fn(&str) -> bool) -> Vec<(OsString, OsString)> {
+pub fn seal_own_environment(secret: impl Fn(&str, &OsStr) -> bool) -> Vec<(OsString, OsString)> {
     let originals = original_strings();
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (name, value) in &vars {
-        if secret(&name.to_string_lossy()) {
+        if secret(&name.to_string_lossy(), value) {
             std::env::remove_var(name);
         } else {
             // A fresh copy on the heap; the variable no longer points
@@ -100,12 +253,78 @@ mod tests {
             "DB_PASSWORD_FILE",
             "mypassword",
             "GOOGLE_APPLICATION_CREDENTIALS",
+            "GITHUB_PAT",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_REGION",
+            "STRIPE_APIKEY",
+            "SMTP_PASS",
+            "MYSQL_PWD",
+            "SENTRY_DSN",
+            "CLIENT_SECRET_ID",
+            "DEPLOY_PRIVATE_KEY_PATH",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
-        for name in ["PATH", "HOME", "KEYBOARD", "TOKENIZERS_PARALLELISM", "LANG"] {
+        for name in [
+            "PATH",
+            "HOME",
+            "KEYBOARD",
+            "TOKENIZERS_PARALLELISM",
+            "LANG",
+            "PWD",
+            "OLDPWD",
+            "PASSAGE",
+            "COMPASS",
+        ] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn credentials_are_recognized_by_value() {
+        for value in [
+            "postgres://app:hunter2@db.internal:5432/app",
+            "mysql://root:pw@localhost/db",
+            "https://alice:tok@git.example.com/repo.git",
+            "redis://default:s3cret@cache:6379,redis://x:y@other",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+            "AKIAIOSFODNN7EXAMPLE",
+            "xoxb-1234-5678-abcdefghijkl",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_nature_here",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nabc",
+            "Bearer abc.def",
+        ] {
+            assert!(is_secret_value(value), "{value}");
+        }
+        for value in [
+            "/usr/bin:/bin",
+            "https://example.com/path?x=1",
+            "https://user@example.com/",
+            "postgres://localhost/app",
+            "sk-1",
+            "en_US.UTF-8",
+            "xterm-256color",
+            "ssh://git@github.com/org/repo",
+            "http://[::1]:8080/a@b",
+        ] {
+            assert!(!is_secret_value(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn doors_out_are_withheld_like_credentials() {
+        for name in [
+            "SSH_AUTH_SOCK",
+            "TMUX",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "NVIM",
+            "DISPLAY",
+        ] {
+            assert!(withheld(name, OsStr::new("/run/x"), &[]), "{name}");
+        }
+        assert!(!withheld("TERM", OsStr::new("xterm"), &[]));
     }
 
     #[test]
@@ -116,6 +335,8 @@ mod tests {
             ("MY_LLM", "k"),
             ("GH_TOKEN", "t"),
             ("NPM_TOKEN", "n"),
+            ("DATABASE_URL", "postgres://u:pw@db/app"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
         ]
         .iter()
         .map(|(k, v)| (k.into(), v.into()))

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Read everything but the denied trees; write the workspace, the temp
-    /// directories and `sandbox_writable_roots`.
+    /// Read everything but the user's home (bar its toolchains and
+    /// caches) and `$SCV_HOME`; write the workspace, the temp directories
+    /// and `sandbox_writable_roots`.
     #[default]
     WorkspaceWrite,
     /// Read the same; write nothing but a private temp directory.
@@ -28,18 +29,109 @@ impl Mode {
     }
 }
 
-/// Credential stores under the user's home whose contents no sandboxed
-/// command may read (their names stay listable). `$SCV_HOME` is denied too.
-pub const DENIED_IN_HOME: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".netrc",
-    ".git-credentials",
+/// Entries of the user's home a sandboxed command may read: toolchains,
+/// package caches and the configuration builds read. Everything else in
+/// the home is denied (its names stay listable); `sandbox_readable_roots`
+/// adds more.
+pub const HOME_READABLE: &[&str] = &[
+    // Toolchains and version managers.
+    ".cargo",
+    ".rustup",
+    ".pyenv",
+    ".rbenv",
+    ".nvm",
+    ".volta",
+    ".asdf",
+    ".sdkman",
+    ".bun",
+    ".deno",
+    ".ghcup",
+    ".cabal",
+    ".stack",
+    ".elan",
+    ".opam",
+    ".juliaup",
+    ".julia",
+    ".dotnet",
+    ".swiftpm",
+    ".local/bin",
+    ".local/lib",
+    ".local/pipx",
+    ".local/share/mise",
+    ".local/share/uv",
+    ".local/share/pnpm",
+    ".local/share/virtualenvs",
+    ".local/share/fnm",
+    "go",
+    "miniconda3",
+    "anaconda3",
+    "miniforge3",
+    ".conda",
+    // Package caches.
+    ".cache",
+    ".npm",
+    ".yarn",
+    ".pnpm-store",
+    ".gradle",
+    ".m2",
+    ".ivy2",
+    ".sbt",
+    ".nuget/packages",
+    ".gem",
+    ".pub-cache",
+    ".mix",
+    ".hex",
+    ".konan",
+    // Configuration builds and git read (no credentials in these).
+    ".gitconfig",
+    ".config/git",
+    ".gitignore",
+    ".gitignore_global",
+    ".editorconfig",
+    ".clang-format",
+    ".terminfo",
 ];
+
+/// Credential files inside the readable entries above, denied all the same.
+pub const HOME_DENIED: &[&str] = &[
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gradle/gradle.properties",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gem/credentials",
+    ".cache/huggingface/token",
+    ".config/git/credentials",
+    ".pub-cache/credentials.json",
+    ".local/share/pnpm/.npmrc",
+    ".yarn/berry/.yarnrc.yml",
+];
+
+/// What the server's configuration says about every command's sandbox;
+/// [`Policy::new`] adds the workspace of one call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Settings {
+    pub mode: Mode,
+    /// Config `sandbox_writable_roots` (absolute).
+    pub writable_roots: Vec<PathBuf>,
+    /// Config `sandbox_readable_roots` (absolute): more to read in the home.
+    pub readable_roots: Vec<PathBuf>,
+    /// Config `sandbox_network`.
+    pub network: bool,
+    /// Config `sandbox_unix_sockets`: socket paths (or directories of
+    /// them) a command may connect to, where the kernel can say so.
+    pub unix_sockets: Vec<PathBuf>,
+    /// Config `sandbox_protect_git`: a repository's `.git/config`, hooks
+    /// and info stay read-only.
+    pub protect_git: bool,
+    /// Config `sandbox_max_processes`: tasks one call may have at once.
+    pub max_processes: u32,
+    /// The probe found user namespaces usable: commands get the read-only
+    /// mount layer (`namespace.rs`).
+    pub mount_namespace: bool,
+    pub scv_home: PathBuf,
+    pub user_home: Option<PathBuf>,
+}
 
 /// One command's sandbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,30 +146,54 @@ pub struct Policy {
     pub writable_roots: Vec<PathBuf>,
     /// Trees nothing may read or write.
     pub denied: Vec<PathBuf>,
+    /// The user's home: nothing in it may be read but `readable` (and the
+    /// writable roots inside it).
+    pub home: Option<PathBuf>,
+    /// Trees that may be read although the home holds them.
+    pub readable: Vec<PathBuf>,
     /// Config `sandbox_network`: false forbids IPv4 and IPv6 sockets.
     pub network: bool,
+    /// Unix sockets a command may connect to (Landlock ABI 9 only; below
+    /// that no Unix socket can be opened at all).
+    pub unix_sockets: Vec<PathBuf>,
+    /// `.git/config`, `.git/hooks`, `.git/info` (and the like) of the
+    /// writable roots are mounted read-only.
+    pub protect_git: bool,
+    /// Tasks (processes and threads) the call may have at once; 0: no bound.
+    pub max_processes: u32,
+    /// The command runs in a user and mount namespace of its own where
+    /// all but the writable roots is mounted read-only.
+    pub mount_namespace: bool,
 }
 
 impl Policy {
-    pub fn new(
-        mode: Mode,
-        workspace: &Path,
-        writable_roots: &[PathBuf],
-        network: bool,
-        scv_home: &Path,
-        user_home: Option<&Path>,
-    ) -> Policy {
-        let mut denied = vec![scv_home.to_path_buf()];
-        if let Some(home) = user_home {
-            denied.extend(DENIED_IN_HOME.iter().map(|name| home.join(name)));
+    pub fn new(settings: &Settings, workspace: &Path) -> Policy {
+        let mut denied = vec![settings.scv_home.clone()];
+        let mut readable = Vec::new();
+        // A workspace that holds the home (the home itself, `/`) leaves
+        // nothing to deny there: the server refuses to make it writable.
+        let home = settings
+            .user_home
+            .clone()
+            .filter(|home| home.parent().is_some());
+        if let Some(home) = &home {
+            readable.extend(HOME_READABLE.iter().map(|name| home.join(name)));
+            denied.extend(HOME_DENIED.iter().map(|name| home.join(name)));
         }
+        readable.extend(settings.readable_roots.iter().cloned());
         Policy {
-            mode,
+            mode: settings.mode,
             workspace: workspace.to_path_buf(),
             temp_dirs: system_temp_dirs(),
-            writable_roots: writable_roots.to_vec(),
+            writable_roots: settings.writable_roots.clone(),
             denied,
-            network,
+            home,
+            readable,
+            network: settings.network,
+            unix_sockets: settings.unix_sockets.clone(),
+            protect_git: settings.protect_git,
+            max_processes: settings.max_processes,
+            mount_namespace: settings.mount_namespace,
         }
     }
 
@@ -89,6 +205,38 @@ impl Policy {
     pub fn from_arg(arg: &str) -> Result<Policy, crate::Error> {
         Ok(serde_json::from_str(arg)?)
     }
+
+    /// Every root a command may write, canonical and without repeats:
+    /// the workspace (workspace-write), the temp directories, `/dev/shm`
+    /// and the configured roots — or only `private_tmp` (read-only).
+    pub(crate) fn writable(&self, private_tmp: Option<&Path>) -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        if self.mode == Mode::WorkspaceWrite {
+            roots.push(self.workspace.clone());
+            roots.extend(self.temp_dirs.iter().cloned());
+            roots.extend(self.writable_roots.iter().cloned());
+            roots.push(PathBuf::from("/dev/shm"));
+        }
+        roots.extend(private_tmp.map(Path::to_path_buf));
+        let mut seen = Vec::new();
+        for root in roots {
+            let root = crate::ruleset::canonical(&root);
+            if !seen.contains(&root) {
+                seen.push(root);
+            }
+        }
+        seen
+    }
+}
+
+/// Whether `workspace` holds the user's home (is it, or one of its
+/// ancestors): a workspace-write sandbox there could rewrite `~/.bashrc`,
+/// `~/.ssh` and `$SCV_HOME`, so the server does not make it writable.
+pub fn holds_home(workspace: &Path, user_home: Option<&Path>) -> bool {
+    user_home.is_some_and(|home| {
+        let home = crate::ruleset::canonical(home);
+        home.starts_with(crate::ruleset::canonical(workspace))
+    })
 }
 
 /// `$TMPDIR` (else `/tmp`), `/tmp` and `/var/tmp`, without repeats.
@@ -108,19 +256,51 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn settings() -> Settings {
+        Settings {
+            mode: Mode::ReadOnly,
+            writable_roots: vec![PathBuf::from("/cache")],
+            readable_roots: vec![PathBuf::from("/h/tools")],
+            network: false,
+            unix_sockets: vec![PathBuf::from("/run/pg.sock")],
+            protect_git: true,
+            max_processes: 64,
+            mount_namespace: true,
+            scv_home: PathBuf::from("/h/.scv"),
+            user_home: Some(PathBuf::from("/h")),
+        }
+    }
+
     #[test]
     fn a_policy_round_trips_through_its_argument() {
-        let policy = Policy::new(
-            Mode::ReadOnly,
-            Path::new("/w"),
-            &[PathBuf::from("/cache")],
-            false,
-            Path::new("/h/.scv"),
-            Some(Path::new("/h")),
-        );
+        let policy = Policy::new(&settings(), Path::new("/w"));
         assert_eq!(Policy::from_arg(&policy.to_arg().unwrap()).unwrap(), policy);
-        assert!(policy.denied.contains(&PathBuf::from("/h/.ssh")));
         assert!(policy.denied.contains(&PathBuf::from("/h/.scv")));
+        assert!(policy
+            .denied
+            .contains(&PathBuf::from("/h/.cargo/credentials.toml")));
+        assert!(policy.readable.contains(&PathBuf::from("/h/.cargo")));
+        assert!(policy.readable.contains(&PathBuf::from("/h/tools")));
+        assert_eq!(policy.home, Some(PathBuf::from("/h")));
         assert_eq!(Mode::WorkspaceWrite.as_str(), "workspace-write");
+    }
+
+    #[test]
+    fn a_home_of_slash_denies_nothing_of_it() {
+        let mut settings = settings();
+        settings.user_home = Some(PathBuf::from("/"));
+        let policy = Policy::new(&settings, Path::new("/w"));
+        assert_eq!(policy.home, None);
+        assert!(!policy.readable.iter().any(|p| p.starts_with("/.cargo")));
+    }
+
+    #[test]
+    fn a_workspace_holding_the_home_is_recognized() {
+        let home = Path::new("/h/user");
+        assert!(holds_home(Path::new("/h/user"), Some(home)));
+        assert!(holds_home(Path::new("/h"), Some(home)));
+        assert!(holds_home(Path::new("/"), Some(home)));
+        assert!(!holds_home(Path::new("/h/user/project"), Some(home)));
+        assert!(!holds_home(Path::new("/h/user"), None));
     }
 }

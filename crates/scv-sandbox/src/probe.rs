@@ -1,6 +1,8 @@
 //! Can this kernel enforce a sandbox? Asked once by the server, without
 //! confining it: creating (not applying) a ruleset that insists on the
-//! needed rights tells.
+//! needed rights tells for Landlock; a child that enters a user and mount
+//! namespace and makes read-only mounts tells for the mount layer; making
+//! (and removing) a pids cgroup tells for the process bound of root.
 
 use landlock::{
     Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetError, Scope, ABI,
@@ -9,6 +11,9 @@ use landlock::{
 /// Set to `1`, the probe answers "unavailable", as on a kernel without
 /// Landlock. For tests only.
 pub const TEST_NO_LANDLOCK: &str = "SCV_SANDBOX_TEST_NO_LANDLOCK";
+/// Set to `1`, the probe finds user namespaces unusable, as on a machine
+/// that disables them. For tests only.
+pub const TEST_NO_USERNS: &str = "SCV_SANDBOX_TEST_NO_USERNS";
 
 /// The filesystem rights the sandbox's promise needs: reading, writing,
 /// linking across directories (`Refer`, Linux 5.19) and truncating
@@ -19,8 +24,14 @@ const REQUIRED: ABI = ABI::V3;
 pub enum Support {
     /// Landlock enforces the filesystem rules. `scoped`: signals to and
     /// abstract sockets of processes outside the sandbox are refused too
-    /// (Linux 6.12).
-    Enforced { scoped: bool },
+    /// (Linux 6.12). `mount_namespace`: commands get the read-only mount
+    /// layer. `gaps`: what of the second wall this machine cannot give,
+    /// in words (empty when it is whole).
+    Enforced {
+        scoped: bool,
+        mount_namespace: bool,
+        gaps: Vec<String>,
+    },
     /// The sandbox cannot be enforced here; why.
     Unavailable(String),
 }
@@ -39,7 +50,33 @@ pub fn probe() -> Support {
             .scope(Scope::from_all(ABI::V6))
     })
     .is_ok();
-    Support::Enforced { scoped }
+    let mut gaps = Vec::new();
+    if !scoped {
+        gaps.push(
+            "commands can signal processes outside the sandbox (Landlock scopes need Linux 6.12)"
+                .to_string(),
+        );
+    }
+    let namespace = if std::env::var_os(TEST_NO_USERNS).is_some_and(|v| v == "1") {
+        Err(format!("disabled for a test ({TEST_NO_USERNS}=1)"))
+    } else {
+        crate::namespace::probe()
+    };
+    let mount_namespace = match namespace {
+        Ok(()) => true,
+        Err(why) => {
+            gaps.push(format!("user namespaces are unavailable ({why}): commands can change file modes outside the workspace and rewrite .git/config and hooks"));
+            false
+        }
+    };
+    if let Err(why) = crate::pids::bound_available() {
+        gaps.push(format!("a command's processes are not bounded: {why}"));
+    }
+    Support::Enforced {
+        scoped,
+        mount_namespace,
+        gaps,
+    }
 }
 
 /// Creates a ruleset that must be fully supported; dropping it closes it.

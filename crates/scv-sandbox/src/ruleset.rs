@@ -9,8 +9,13 @@
 //! link points to is governed where it lives), so a link `~/x -> ~/.ssh`
 //! grants nothing. The same cut is made in a writable root that holds a
 //! denied tree (a temp directory holding `$SCV_HOME`).
+//!
+//! The user's home is cut out whole: only its toolchains and caches
+//! (`policy.readable`) and the writable roots inside it get rules, so the
+//! contents of the rest cannot be read (its names can: `ReadDir` on the
+//! directories above it reaches down).
 
-use crate::policy::{Mode, Policy};
+use crate::policy::Policy;
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, RulesetError, Scope, ABI,
@@ -24,53 +29,92 @@ use std::path::{Path, PathBuf};
 /// (the probe has checked the ones the promise needs are there).
 const TARGET: ABI = ABI::V7;
 
-/// Device files a command may read, write and drive (terminal ioctls).
+/// Device files a command may read, write and drive; the rest of `/dev`
+/// is out of reach (its names stay listable). No terminal: a command has no
+/// controlling terminal (it runs in a session of its own) and may open
+/// neither `/dev/tty` nor another terminal (`/dev/pts/N`, `/dev/ptmx`, the
+/// consoles), so it can neither type into the user's shell nor read what is
+/// typed elsewhere; nor `/dev/input` (keyboards).
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
 ];
+
+/// Compute devices (GPUs) by name prefix in `/dev`, for test suites that
+/// use them.
+const GPU_DEVICES: &[&str] = &["nvidia", "dri", "kfd"];
+
+/// Whether this kernel's Landlock rules `connect()` on pathname Unix
+/// sockets (`ResolveUnix`, ABI 9).
+pub(crate) fn rules_unix_sockets() -> bool {
+    kernel_abi() >= 9
+}
+
+/// The kernel's Landlock ABI version (0 without Landlock).
+pub(crate) fn kernel_abi() -> i64 {
+    const VERSION: libc::c_uint = 1; // LANDLOCK_CREATE_RULESET_VERSION
+                                     // SAFETY: asks for the version only; no pointer is read.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            VERSION,
+        )
+    };
+    abi.max(0)
+}
 
 /// Builds the ruleset; `private_tmp` is the command's own temp directory.
 pub(crate) fn build(
     policy: &Policy,
     private_tmp: Option<&Path>,
 ) -> Result<RulesetCreated, crate::Error> {
+    let unix = rules_unix_sockets();
+    let handled = if unix {
+        AccessFs::from_all(ABI::V9)
+    } else {
+        AccessFs::from_all(TARGET)
+    };
     let all = AccessFs::from_all(TARGET);
     let read = AccessFs::from_read(TARGET);
     let denied: Vec<PathBuf> = policy.denied.iter().map(|p| canonical(p)).collect();
+    let home = policy.home.as_deref().map(canonical);
     let mut rules = Rules::default();
-    rules.grant(Path::new("/"), read, &denied)?;
-
-    let mut writable: Vec<PathBuf> = Vec::new();
-    if policy.mode == Mode::WorkspaceWrite {
-        writable.push(policy.workspace.clone());
-        writable.extend(policy.temp_dirs.iter().cloned());
-        writable.extend(policy.writable_roots.iter().cloned());
-        writable.push(PathBuf::from("/dev/shm"));
+    // The home is cut out of the read grant whole: nothing in it is
+    // readable (not even its names) but what is granted below.
+    let mut cut = denied.clone();
+    cut.extend(home.iter().cloned());
+    cut.push(PathBuf::from("/dev"));
+    rules.grant(Path::new("/"), read, &cut)?;
+    for path in &policy.readable {
+        rules.grant(&canonical(path), read, &denied)?;
     }
-    writable.extend(private_tmp.map(Path::to_path_buf));
-    let mut seen = Vec::new();
-    for root in writable {
-        let root = canonical(&root);
-        if !seen.contains(&root) {
-            rules.grant(&root, all, &denied)?;
-            seen.push(root);
+    for root in policy.writable(private_tmp) {
+        rules.grant(&root, all, &denied)?;
+    }
+    if unix {
+        for socket in &policy.unix_sockets {
+            rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
         }
     }
-
     let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
     for path in DEVICES {
         rules.add_existing(Path::new(path), device)?;
     }
-    rules.add_existing(Path::new("/dev/pts"), device | AccessFs::ReadDir)?;
+    for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if GPU_DEVICES.iter().any(|prefix| name.starts_with(prefix)) {
+            rules.add_existing(&entry.path(), device | AccessFs::ReadDir)?;
+        }
+    }
 
     let mut ruleset = Ruleset::default()
-        .handle_access(all)?
+        .handle_access(handled)?
         .scope(Scope::from_all(TARGET))?;
     if !policy.network {
         // No TCP bind or connect either (Linux 6.7); seccomp does the rest.
@@ -78,7 +122,7 @@ pub(crate) fn build(
     }
     let created = ruleset
         .create()?
-        .add_rules(rules.into_rules().map(Ok::<_, RulesetError>))?;
+        .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
     Ok(created)
 }
 
@@ -223,13 +267,14 @@ impl Rules {
         );
     }
 
-    fn into_rules(self) -> impl Iterator<Item = PathBeneath<OwnedFd>> {
-        self.by_path.into_values().filter_map(|rule| {
+    fn into_rules(self, handled: BitFlags<AccessFs>) -> impl Iterator<Item = PathBeneath<OwnedFd>> {
+        let file_rights = AccessFs::from_file(ABI::V9) & handled;
+        self.by_path.into_values().filter_map(move |rule| {
             // Directory rights on a file would degrade the whole ruleset.
             let access = if rule.dir {
-                rule.access
+                rule.access & handled
             } else {
-                rule.access & AccessFs::from_file(TARGET)
+                rule.access & file_rights
             };
             (!access.is_empty()).then(|| PathBeneath::new(rule.fd, access))
         })

@@ -62,6 +62,10 @@ struct Raw {
     sandbox: SandboxMode,
     sandbox_network: bool,
     sandbox_writable_roots: Vec<PathBuf>,
+    sandbox_readable_roots: Vec<PathBuf>,
+    sandbox_unix_sockets: Vec<PathBuf>,
+    sandbox_protect_git: bool,
+    sandbox_max_processes: u32,
     tool_env_passthrough: Vec<String>,
     mcp_servers: BTreeMap<String, scv_mcp::RawServer>,
 }
@@ -94,6 +98,10 @@ impl Default for Raw {
             sandbox: SandboxMode::WorkspaceWrite,
             sandbox_network: true,
             sandbox_writable_roots: Vec::new(),
+            sandbox_readable_roots: Vec::new(),
+            sandbox_unix_sockets: Vec::new(),
+            sandbox_protect_git: true,
+            sandbox_max_processes: 1024,
             tool_env_passthrough: Vec::new(),
             mcp_servers: BTreeMap::new(),
         }
@@ -133,6 +141,14 @@ pub struct Config {
     pub(crate) sandbox: SandboxMode,
     pub(crate) sandbox_network: bool,
     pub(crate) sandbox_writable_roots: Vec<PathBuf>,
+    /// More to read in the home (`sandbox_readable_roots`).
+    pub(crate) sandbox_readable_roots: Vec<PathBuf>,
+    /// Unix sockets commands may connect to (Landlock ABI 9 only).
+    pub(crate) sandbox_unix_sockets: Vec<PathBuf>,
+    /// `.git/config`, hooks and info stay read-only (`sandbox_protect_git`).
+    pub(crate) sandbox_protect_git: bool,
+    /// Tasks one sandboxed call may have at once (`sandbox_max_processes`).
+    pub(crate) sandbox_max_processes: u32,
     /// Variables a tool process sees even though they look like
     /// credentials.
     pub(crate) tool_env_passthrough: Vec<String>,
@@ -168,6 +184,10 @@ const KNOWN_KEYS: &[&str] = &[
     "sandbox",
     "sandbox_network",
     "sandbox_writable_roots",
+    "sandbox_readable_roots",
+    "sandbox_unix_sockets",
+    "sandbox_protect_git",
+    "sandbox_max_processes",
     "tool_env_passthrough",
     "mcp_servers",
 ];
@@ -222,12 +242,18 @@ impl Config {
                 at(text, "compact_threshold_percent")
             ));
         }
-        if let Some(root) = raw.sandbox_writable_roots.iter().find(|r| !r.is_absolute()) {
-            return Err(anyhow!(
-                "{}sandbox_writable_roots: `{}` is not an absolute path",
-                at(text, "sandbox_writable_roots"),
-                root.display()
-            ));
+        for (key, paths) in [
+            ("sandbox_writable_roots", &raw.sandbox_writable_roots),
+            ("sandbox_readable_roots", &raw.sandbox_readable_roots),
+            ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
+        ] {
+            if let Some(root) = paths.iter().find(|r| !r.is_absolute()) {
+                return Err(anyhow!(
+                    "{}{key}: `{}` is not an absolute path",
+                    at(text, key),
+                    root.display()
+                ));
+            }
         }
         if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
             return Err(anyhow!(
@@ -288,6 +314,10 @@ impl Config {
             sandbox: raw.sandbox,
             sandbox_network: raw.sandbox_network,
             sandbox_writable_roots: raw.sandbox_writable_roots,
+            sandbox_readable_roots: raw.sandbox_readable_roots,
+            sandbox_unix_sockets: raw.sandbox_unix_sockets,
+            sandbox_protect_git: raw.sandbox_protect_git,
+            sandbox_max_processes: raw.sandbox_max_processes,
             tool_env_passthrough: raw.tool_env_passthrough,
             mcp_servers,
         })

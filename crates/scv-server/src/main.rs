@@ -57,7 +57,15 @@ fn main() -> ExitCode {
     };
     // Credentials leave the environment block a tool could read through
     // /proc; the server keeps what it needs from this copy.
-    let launch_env = scv_sandbox::env::seal_own_environment(|name| config.is_secret(name));
+    // (A proxy URL's password stays: the HTTP client reads the proxy from
+    // this environment; tools never see it.)
+    let launch_env = scv_sandbox::env::seal_own_environment(|name, value| {
+        config.is_secret(name)
+            || (!scv_sandbox::env::is_proxy_name(name)
+                && value
+                    .to_str()
+                    .is_some_and(scv_sandbox::env::is_secret_value))
+    });
     // One stdio client gains nothing from worker threads but cross-thread
     // wake-ups; the daemon serves many clients on all cores.
     let mut builder = if args.stdio {

@@ -1,10 +1,11 @@
 //! The sandbox as the server sees it: the effective mode (the kernel is
-//! probed once, at start-up), the policy each `bash` call carries to its
-//! tool process, and the environment every tool process gets. Enforcement
-//! happens in the tool process (`tools::reaper`), never here.
+//! probed once, at start-up), what of the second wall this machine lacks,
+//! the policy each `bash` call carries to its tool process, and the
+//! environment every tool process gets. Enforcement happens in the tool
+//! process (`tools::reaper`), never here.
 
 use crate::config::Config;
-use scv_sandbox::{Mode, Policy, Support};
+use scv_sandbox::{Mode, Policy, Settings, Support};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,32 +14,36 @@ pub(crate) struct Sandbox {
     configured: Mode,
     /// Whether the kernel enforces it (probed only when not `off`).
     enforced: bool,
-    network: bool,
-    writable_roots: Vec<PathBuf>,
-    scv_home: PathBuf,
-    user_home: Option<PathBuf>,
+    /// What of the second wall is missing here, in words; `sandboxed`
+    /// auto-approval needs none.
+    gaps: Vec<String>,
+    settings: Settings,
     /// What every tool process sees: the server's environment at start
-    /// minus credentials (`scv_sandbox::env`).
+    /// minus credentials and doors (`scv_sandbox::env`).
     env: Arc<[(OsString, OsString)]>,
 }
 
 impl Sandbox {
     pub fn new(config: &Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Sandbox {
-        let enforced = match config.sandbox {
-            Mode::Off => false,
+        let (enforced, mount_namespace, gaps) = match config.sandbox {
+            Mode::Off => (false, false, Vec::new()),
             mode => match scv_sandbox::probe() {
-                Support::Enforced { scoped } => {
-                    if !scoped {
-                        tracing::info!("sandbox: signals and abstract sockets are not scoped (Linux 6.12 does that)");
+                Support::Enforced {
+                    mount_namespace,
+                    gaps,
+                    ..
+                } => {
+                    for gap in &gaps {
+                        tracing::warn!("sandbox: {gap}; `sandboxed` calls are not auto-approved");
                     }
-                    true
+                    (true, mount_namespace, gaps)
                 }
                 Support::Unavailable(why) => {
                     tracing::warn!(
                         "sandbox `{}` unavailable: {why}; tool commands run unconfined and none is auto-approved as sandboxed",
                         mode.as_str()
                     );
-                    false
+                    (false, false, Vec::new())
                 }
             },
         };
@@ -53,10 +58,19 @@ impl Sandbox {
         Sandbox {
             configured: config.sandbox,
             enforced,
-            network: config.sandbox_network,
-            writable_roots: config.sandbox_writable_roots.clone(),
-            scv_home: scv_sandbox_home(scv_home),
-            user_home,
+            gaps,
+            settings: Settings {
+                mode: config.sandbox,
+                writable_roots: config.sandbox_writable_roots.clone(),
+                readable_roots: config.sandbox_readable_roots.clone(),
+                network: config.sandbox_network,
+                unix_sockets: config.sandbox_unix_sockets.clone(),
+                protect_git: config.sandbox_protect_git,
+                max_processes: config.sandbox_max_processes,
+                mount_namespace,
+                scv_home: scv_sandbox_home(scv_home),
+                user_home,
+            },
             env: env.into(),
         }
     }
@@ -70,19 +84,45 @@ impl Sandbox {
         }
     }
 
+    /// `session.started.sandbox_gaps`: what of the second wall this
+    /// machine lacks (empty: all of it holds, or there is no sandbox).
+    pub fn gaps(&self) -> &[String] {
+        &self.gaps
+    }
+
+    /// Whether a sandboxed call may run without asking under `sandboxed`:
+    /// the sandbox is enforced and its second wall whole.
+    pub fn trusted(&self) -> bool {
+        self.enforced && self.gaps.is_empty()
+    }
+
+    /// `session.started.sandbox_warnings` for a session in `workspace`.
+    pub fn warnings(&self, workspace: &Path) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.enforced
+            && self.configured == Mode::WorkspaceWrite
+            && scv_sandbox::holds_home(workspace, self.settings.user_home.as_deref())
+        {
+            warnings.push(format!(
+                "the workspace {} holds your home directory, so sandboxed commands may not write in it (they could rewrite ~/.bashrc, ~/.ssh and SCV's own settings); start SCV in a project directory",
+                workspace.display()
+            ));
+        }
+        warnings
+    }
+
     /// The policy of a command in `workspace`; `None` when commands run
-    /// unconfined (`off`, or unavailable).
+    /// unconfined (`off`, or unavailable). A workspace that holds the
+    /// user's home is not made writable.
     pub fn policy(&self, workspace: &Path) -> Option<Policy> {
-        self.enforced.then(|| {
-            Policy::new(
-                self.configured,
-                workspace,
-                &self.writable_roots,
-                self.network,
-                &self.scv_home,
-                self.user_home.as_deref(),
-            )
-        })
+        if !self.enforced {
+            return None;
+        }
+        let mut policy = Policy::new(&self.settings, workspace);
+        if !self.warnings(workspace).is_empty() {
+            policy.mode = Mode::ReadOnly;
+        }
+        Some(policy)
     }
 
     pub fn env(&self) -> Arc<[(OsString, OsString)]> {

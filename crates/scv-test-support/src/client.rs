@@ -92,7 +92,9 @@ impl TestServer {
         TestServer::spawn_command(command, home, env)
     }
 
-    fn spawn_command(mut command: Command, home: &Path, env: &[(&str, &str)]) -> TestServer {
+    /// Spawns `command --stdio` (a command set up by the caller) as
+    /// [`TestServer::spawn_with`] does.
+    pub fn spawn_command(mut command: Command, home: &Path, env: &[(&str, &str)]) -> TestServer {
         command
             .arg("--stdio")
             .env("SCV_HOME", home)

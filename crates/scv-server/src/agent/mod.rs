@@ -73,6 +73,9 @@ pub(crate) struct SessionSettings {
     pub submitter: String,
     /// The sandbox of the session's commands; `None`: they run unconfined.
     pub sandbox: Option<Arc<scv_sandbox::Policy>>,
+    /// The sandbox's second wall is whole here, so `sandboxed` may
+    /// auto-approve (`Sandbox::trusted`).
+    pub sandbox_trusted: bool,
     /// The environment of its tool processes (no credentials).
     pub tool_env: Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
 }
@@ -456,8 +459,8 @@ impl Turn {
 
     /// Whether a call runs without asking: its risk class is in
     /// `auto_approve`, or it is a command that will run inside an enforced
-    /// sandbox and `sandboxed` is. A command asking to leave the sandbox
-    /// always asks.
+    /// sandbox whose second wall is whole and `sandboxed` is. A command
+    /// asking to leave the sandbox always asks.
     fn auto_approved(
         &self,
         tool: &crate::tools::registry::Tool,
@@ -470,7 +473,9 @@ impl Turn {
         }
         classes.contains(&tool.risk())
             || tool.server_auto_approves()
-            || (sandboxed == Some(true) && classes.contains(&scv_protocol::Risk::Sandboxed))
+            || (sandboxed == Some(true)
+                && self.settings.sandbox_trusted
+                && classes.contains(&scv_protocol::Risk::Sandboxed))
     }
 
     /// Asks the client; true when approved.

@@ -13,11 +13,14 @@
 //! exits. So no process outlives its tool call, whatever it does to its
 //! process group.
 //!
-//! With `--sandbox` (a JSON `scv_sandbox::Policy`) the reaper builds the
-//! Landlock ruleset and seccomp filters and applies them in the command's
-//! child before `exec`; the reaper itself stays unconfined, so the command
-//! can neither signal it nor read its `/proc` entry. A sandbox that cannot
-//! be built or applied means the command does not run (exit code 126).
+//! Every command starts detached (`scv_sandbox::detach`): a session of its
+//! own without a controlling terminal, and no descriptor above stderr.
+//! With `--sandbox` (a JSON `scv_sandbox::Policy`) the reaper prepares the
+//! Landlock ruleset, seccomp filters, mounts and process bound and applies
+//! them in the command's child before `exec`; the reaper itself stays
+//! unconfined, so the command can neither signal it nor read its `/proc`
+//! entry. A sandbox that cannot be built or applied means the command does
+//! not run (exit code 126).
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -148,6 +151,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     }
     let mut command = std::process::Command::new(program);
     command.args(rest);
+    // SAFETY: `detach` only makes system calls (setsid, close_range).
+    unsafe { command.pre_exec(scv_sandbox::detach) };
     // Kept until everything below us is gone: it owns the private temp
     // directory.
     let mut prepared = None;
@@ -318,7 +323,8 @@ fn children() -> Vec<i32> {
         .collect()
 }
 
-fn parent_of(pid: i32) -> Option<i32> {
+/// The parent of `pid`, from `/proc/PID/stat`.
+pub(crate) fn parent_of(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The name is in parentheses and may hold spaces; the fields after it
     // are: state, ppid, …

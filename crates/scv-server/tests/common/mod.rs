@@ -2,6 +2,8 @@
 //! home and workspace, and the real `scv-server --stdio` binary.
 #![allow(dead_code, unused_imports)]
 
+pub mod sandbox;
+
 pub use scv_test_support::client::{types, TestHome, TestServer};
 pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
 pub use serde_json::{json, Value};

