@@ -29,6 +29,10 @@ pub(crate) struct Options {
     /// A client that has not initialized by then is told so and closed
     /// (the daemon's guard against idle connections).
     pub init_deadline: Option<Duration>,
+    /// The peer is a process SCV runs as a tool (`daemon::peer`): it gets
+    /// sessions without tools, and may not bring MCP servers, another
+    /// provider URL or manage the daemon — what only a person may do.
+    pub tool_peer: bool,
 }
 
 /// Why a connection ended.
@@ -65,6 +69,7 @@ where
         host: SessionHost::new(shared, out.clone()),
         out,
         control: options.control,
+        tool_peer: options.tool_peer,
         initialized: false,
     };
     let mut frames = FrameReader::new(reader, FrameCodec::new(MAX_CLIENT_FRAME_BYTES));
@@ -151,7 +156,16 @@ struct Connection {
     host: SessionHost,
     out: Outbound,
     control: Option<Arc<dyn Control>>,
+    tool_peer: bool,
     initialized: bool,
+}
+
+/// What a tool process's connection is refused.
+fn from_tool(what: &str) -> Reject {
+    Reject::new(
+        ErrorCode::InvalidRequest,
+        format!("{what} is refused: this connection comes from a process SCV runs as a tool, and only a person's client may ask for it"),
+    )
 }
 
 impl Connection {
@@ -181,8 +195,21 @@ impl Connection {
                 ErrorCode::InvalidRequest,
                 "already initialized",
             )),
+            ClientMessage::DaemonControl { .. } if self.tool_peer => {
+                Err(from_tool("daemon.control"))
+            }
             ClientMessage::DaemonControl { command } => self.daemon_control(&rid, command).await,
-            ClientMessage::SessionStart(start) => self.host.start(&rid, start).await,
+            ClientMessage::SessionStart(start)
+                if self.tool_peer && (start.mcp_servers.is_some() || start.base_url.is_some()) =>
+            {
+                Err(from_tool("a session with its own MCP servers or base_url"))
+            }
+            ClientMessage::SessionStart(mut start) => {
+                // A tool process talking to the daemon gets an answer,
+                // never a hand: its sessions run no tools.
+                start.no_tools |= self.tool_peer;
+                self.host.start(&rid, start).await
+            }
             ClientMessage::TurnStart { session_id, prompt } => {
                 self.host.submit(&rid, &session_id, prompt).await
             }

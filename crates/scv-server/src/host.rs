@@ -13,7 +13,7 @@
 
 use crate::agent::{add_usage, SessionSettings, Turn, TurnOutcome};
 use crate::context::History;
-use crate::presets::{check_url, ProviderDef};
+use crate::presets::{check_url, same_origin, ProviderDef};
 use crate::provider::Provider;
 use crate::server::Shared;
 use crate::session::{Approvals, EmitError, PromptQueue, QueueError, SessionSink};
@@ -130,7 +130,7 @@ impl SessionHost {
             )));
         }
         let cwd = start.cwd.clone();
-        let cwd = tokio::task::spawn_blocking(move || canonical_workspace(&cwd))
+        let cwd = crate::blocking::run(move || canonical_workspace(&cwd))
             .await
             .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
         let config = &self.shared.config;
@@ -171,6 +171,7 @@ impl SessionHost {
             no_tools: start.no_tools,
             submitter: "client".into(),
             sandbox: self.shared.sandbox.policy(&cwd).map(Arc::new),
+            sandbox_trusted: self.shared.sandbox.trusted(),
             tool_env: self.shared.sandbox.env(),
         });
         let started = Event {
@@ -185,6 +186,8 @@ impl SessionHost {
                 max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
                 provider: Some(provider_name),
                 sandbox: Some(self.shared.sandbox.status().to_string()),
+                sandbox_gaps: self.shared.sandbox.gaps().to_vec(),
+                sandbox_warnings: self.shared.sandbox.warnings(&cwd),
             }),
             request_id: Some(rid.to_string()),
             session_id: Some(session_id.to_string()),
@@ -264,14 +267,28 @@ impl SessionHost {
             }
             None => def.base_url.clone(),
         };
+        // The key and headers were configured for the definition's own
+        // server; a session's URL elsewhere gets neither (put it in a
+        // `[providers.NAME]` table to give it a key).
+        let own = same_origin(&base_url, &def.base_url);
+        if !own {
+            tracing::info!(
+                "session base_url {base_url} is not provider `{}`'s server: sending no key or configured headers there",
+                def.name
+            );
+        }
         Ok(Provider {
             http: self.shared.http(),
             name: def.name.clone(),
             wire: def.wire,
             base_url,
             model,
-            api_key: self.shared.api_key(def),
-            headers: def.headers.clone(),
+            api_key: own.then(|| self.shared.api_key(def)).flatten(),
+            headers: if own {
+                def.headers.clone()
+            } else {
+                Default::default()
+            },
             max_output_tokens: def.max_output_tokens,
             reasoning_effort: config.reasoning_effort,
             prompt_cache: config.prompt_cache,
@@ -342,6 +359,7 @@ impl SessionHost {
             no_tools: current.no_tools,
             submitter: current.submitter.clone(),
             sandbox: current.sandbox.clone(),
+            sandbox_trusted: current.sandbox_trusted,
             tool_env: current.tool_env.clone(),
         });
         session.emit(rid, &configured).await;

@@ -314,9 +314,44 @@ pub(crate) fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `url` is served from the same origin (scheme, host, port) as
+/// `own`: a session's `base_url` elsewhere never carries the definition's
+/// key or headers, which the user configured for `own`.
+pub(crate) fn same_origin(url: &str, own: &str) -> bool {
+    match (reqwest::Url::parse(url), reqwest::Url::parse(own)) {
+        (Ok(url), Ok(own)) => url.origin() == own.origin(),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert!(same_origin(
+            "https://api.openai.com/v2",
+            "https://api.openai.com/v1"
+        ));
+        assert!(same_origin(
+            "https://api.openai.com:443/v1",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_origin(
+            "http://api.openai.com/v1",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_origin(
+            "https://attacker.example/v1",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_origin(
+            "http://127.0.0.1:9/v1",
+            "http://127.0.0.1:8/v1"
+        ));
+        assert!(!same_origin("not a url", "https://api.openai.com/v1"));
+    }
 
     fn resolve(tables: &str, selected: &str, overrides: Overrides) -> Result<Providers, String> {
         let tables: BTreeMap<String, ProviderTable> = toml::from_str(tables).unwrap();

@@ -9,6 +9,7 @@
 
 mod lock;
 pub mod log;
+mod peer;
 mod supervisor;
 
 use crate::connection::{serve, Options};
@@ -109,6 +110,7 @@ async fn serve_socket(
     let options = Options {
         control: Some(supervisor),
         init_deadline: Some(init_deadline),
+        tool_peer: false,
     };
 
     loop {
@@ -119,11 +121,17 @@ async fn serve_socket(
                     refuse(&stream, max_connections);
                 }
                 Ok((stream, _)) => {
+                    let peer = stream.peer_cred().ok().and_then(|cred| cred.pid());
                     let (reader, writer) = stream.into_split();
                     let shared = shared.clone();
-                    let options = options.clone();
+                    let mut options = options.clone();
                     let shutdown = shutdown.clone();
                     connections.spawn(async move {
+                        // An unknown peer (no pid) is treated as a tool.
+                        options.tool_peer = peer.is_none_or(peer::is_tool_process);
+                        if options.tool_peer {
+                            tracing::info!("connection from a tool process (pid {peer:?}): sessions without tools, no management");
+                        }
                         let ending = serve(shared, options, reader, writer, shutdown).await;
                         tracing::info!("connection ended: {}", ending.describe());
                     });

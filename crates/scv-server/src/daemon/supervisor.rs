@@ -67,7 +67,7 @@ impl Supervisor {
     /// Every saved account, read off the async threads.
     async fn saved(&self) -> BTreeMap<String, Saved> {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::blocking::run(move || {
             store
                 .accounts()
                 .into_iter()
@@ -90,7 +90,7 @@ impl Supervisor {
         work: impl FnOnce(&AccountStore) -> T + Send + 'static,
     ) -> Option<T> {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || work(&store)).await.ok()
+        crate::blocking::run(move || work(&store)).await.ok()
     }
 
     /// Live status: version, pid and one component per account.
@@ -193,7 +193,7 @@ impl Supervisor {
         }
         if let Some(dir) = &workspace {
             let path = PathBuf::from(dir);
-            let is_dir = tokio::task::spawn_blocking(move || path.is_absolute() && path.is_dir())
+            let is_dir = crate::blocking::run(move || path.is_absolute() && path.is_dir())
                 .await
                 .unwrap_or(false);
             if !is_dir {
@@ -292,7 +292,7 @@ impl Supervisor {
     /// configuration that no longer parses changes nothing (and is logged).
     async fn reload_mcp(&self) {
         let home = self.home.clone();
-        match tokio::task::spawn_blocking(move || crate::config::Config::load(&home)).await {
+        match crate::blocking::run(move || crate::config::Config::load(&home)).await {
             Ok(Ok(config)) => {
                 self.shared
                     .mcp
