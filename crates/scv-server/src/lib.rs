@@ -4,6 +4,7 @@
 //! the layers and who owns what.
 
 mod agent;
+mod blocking;
 mod clawbot;
 pub mod config;
 mod connection;

@@ -30,7 +30,7 @@ pub async fn keep_trimmed(shutdown: CancellationToken) {
         }
         if held_free() > TRIM_ABOVE {
             // A trim of ~100 MiB takes a few milliseconds: off the runtime.
-            let released = tokio::task::spawn_blocking(trim).await.unwrap_or(false);
+            let released = crate::blocking::run(trim).await.unwrap_or(false);
             tracing::debug!("returned freed memory to the system: {released}");
         }
     }

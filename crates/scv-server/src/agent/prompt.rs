@@ -17,7 +17,7 @@ pub(crate) async fn system_prompt(workspace: PathBuf, tools: &[ToolSpec]) -> Str
         .iter()
         .map(|t| (t.name.clone(), t.description.clone()))
         .collect();
-    let built = tokio::task::spawn_blocking(move || build(&workspace, &catalogue)).await;
+    let built = crate::blocking::run(move || build(&workspace, &catalogue)).await;
     built.unwrap_or_default()
 }
 

@@ -122,7 +122,7 @@ pub(super) async fn run(
     );
     let delivery = {
         let (store, account) = (store.clone(), spec.account.clone());
-        tokio::task::spawn_blocking(move || store.delivery(&account))
+        crate::blocking::run(move || store.delivery(&account))
             .await
             .unwrap_or_default()
     };

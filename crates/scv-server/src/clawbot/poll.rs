@@ -106,10 +106,7 @@ impl Poller {
                     // the batch is handled: never replayed.
                     let saved = {
                         let (store, account) = (store.clone(), account.clone());
-                        tokio::task::spawn_blocking(move || {
-                            store.save_delivery(&account, &snapshot)
-                        })
-                        .await
+                        crate::blocking::run(move || store.save_delivery(&account, &snapshot)).await
                     };
                     match saved {
                         Ok(Ok(())) => {}

@@ -176,7 +176,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         let _ = reaper.0.wait().await;
     }
     let timed_out = ended == Ended::TimedOut;
-    let report = tokio::task::spawn_blocking(move || {
+    let report = crate::blocking::run(move || {
         let mut text = String::new();
         let _ = report_read.read_to_string(&mut text);
         Report::decode(&text)

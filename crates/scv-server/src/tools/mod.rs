@@ -118,7 +118,7 @@ fn parse<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, String>
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, ToolError> {
-    match tokio::task::spawn_blocking(work).await {
+    match crate::blocking::run(work).await {
         Ok(result) => result.map_err(ToolError::Model),
         Err(err) => Err(ToolError::Internal(format!("tool task failed: {err}"))),
     }
