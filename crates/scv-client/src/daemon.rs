@@ -86,11 +86,20 @@ fn start_daemon(
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     // Its own session: no terminal signals reach it, and it outlives us.
+    // It inherits no descriptor of ours beyond stdio (a `make` jobserver, a
+    // shell's `exec 7>>file`): whatever it starts would hold them for good.
     use std::os::unix::process::CommandExt;
-    // SAFETY: setsid is async-signal-safe and touches no parent state.
+    // SAFETY: setsid and close_range are async-signal-safe and touch no
+    // parent state.
     unsafe {
         command.pre_exec(|| {
             libc::setsid();
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
             Ok(())
         });
     }
