@@ -459,3 +459,153 @@ async fn the_provider_caps_hold_on_every_wire() {
     }
     assert!(!marker.exists());
 }
+
+/// Runs a turn, denying every approval it asks for.
+async fn turn_denying(rig: &mut Rig, session: &str, prompt: &str) -> Vec<Value> {
+    rig.server.start_turn(session, "t", prompt).await;
+    let mut events = Vec::new();
+    loop {
+        let event = rig.server.next().await;
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        if kind == "approval.requested" {
+            rig.server
+                .send(
+                    json!({"type":"approval.resolve","request_id":"ap","session_id":session,
+                    "approval_id":event["approval_id"],"approved":false}),
+                )
+                .await;
+        }
+        events.push(event);
+        if matches!(
+            kind.as_str(),
+            "turn.completed" | "turn.cancelled" | "turn.failed"
+        ) {
+            return events;
+        }
+    }
+}
+
+/// `tool_use_id` → the whole `tool_result` block, over every message.
+fn tool_results(body: &Value) -> std::collections::HashMap<String, Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| (b["tool_use_id"].as_str().unwrap().to_string(), b))
+        .collect()
+}
+
+/// Anthropic's tool-use docs: a failed tool's `tool_result` carries
+/// `"is_error": true`. Every result whose `tool.completed` said
+/// `success: false` (unknown tool, denied, interrupted by a cancel) gets
+/// it; a successful one has no `is_error` at all; and the other wires
+/// send their tool results exactly as before (no such field).
+#[tokio::test]
+async fn failed_tool_results_carry_is_error_on_anthropic_only() {
+    let mut rig = rig("auto_approve = [\"read\"]\n", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_tool_calls(&[
+        ("toolu_ok", "list_dir", json!({"path": "."})),
+        ("toolu_unknown", "no_such_tool", json!({})),
+        ("toolu_denied", "bash", json!({"command": "true"})),
+    ]));
+    rig.mock.push(Reply::anthropic_text(["Noted."]));
+    let events = turn_denying(&mut rig, &session, "try all three").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let outcomes: Vec<(String, bool)> = completed(&events)
+        .into_iter()
+        .map(|(id, success, _)| (id, success))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("toolu_ok".to_string(), true),
+            ("toolu_unknown".to_string(), false),
+            ("toolu_denied".to_string(), false)
+        ]
+    );
+    let results = tool_results(&rig.mock.requests_on(Wire::Anthropic)[1].body);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results["toolu_ok"].get("is_error").is_none(), "{results:?}");
+    assert_eq!(results["toolu_unknown"]["is_error"], true);
+    assert_eq!(results["toolu_denied"]["is_error"], true);
+
+    // A call cancelled while it waits for approval gets an "interrupted"
+    // result, sent with the next turn: a failure too.
+    rig.mock.push(Reply::anthropic_tool_calls(&[(
+        "toolu_cut",
+        "bash",
+        json!({"command": "true"}),
+    )]));
+    rig.server.start_turn(&session, "c", "one more").await;
+    let started = rig.server.until("approval.requested").await;
+    rig.server
+        .send(
+            json!({"type":"turn.cancel","request_id":"x","session_id":session,
+            "turn_id":started[0]["turn_id"]}),
+        )
+        .await;
+    assert_eq!(
+        rig.server.until_terminal().await.last().unwrap()["type"],
+        "turn.cancelled"
+    );
+    rig.mock.push(Reply::anthropic_text(["ok"]));
+    let events = rig.turn(&session, "and now?").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let results = tool_results(&rig.mock.requests_on(Wire::Anthropic)[3].body);
+    assert_eq!(results["toolu_cut"]["is_error"], true, "{results:?}");
+    assert!(results["toolu_ok"].get("is_error").is_none(), "{results:?}");
+    assert_eq!(results["toolu_denied"]["is_error"], true);
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+
+    // Responses and chat: a failed result goes as it always did.
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses_tool_calls(&[(
+        "call_unknown",
+        "no_such_tool",
+        json!({}),
+    )]));
+    rig.mock.push(Reply::responses_text(["ok"]));
+    rig.turn(&session, "try").await;
+    let input = rig.mock.requests_on(Wire::Responses)[1].body["input"].clone();
+    let output = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap();
+    let mut keys: Vec<&str> = output
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["call_id", "output", "type"]);
+    let session = rig.session().await;
+    rig.mock
+        .push(Reply::tool_calls(&[("call_c", "no_such_tool", json!({}))]));
+    rig.mock.push(Reply::text(["ok"]));
+    rig.turn(&session, "try").await;
+    let body = &rig.mock.requests_on(Wire::Chat)[1].body;
+    let tool = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    let mut keys: Vec<&str> = tool
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["content", "role", "tool_call_id"]);
+}

@@ -223,10 +223,11 @@ impl Turn {
                 ));
             }
             for call in &tool_calls {
-                let output = self.call_tool(call, &registry).await?;
+                let (content, success) = self.call_tool(call, &registry).await?;
                 history.push(Message::Tool {
                     call_id: call.id.clone(),
-                    content: output,
+                    content,
+                    success,
                 });
             }
         }
@@ -374,8 +375,13 @@ impl Turn {
     }
 
     /// Proposes, approves (when needed) and runs one call; returns what the
-    /// model reads as its result.
-    async fn call_tool(&self, call: &ToolCall, registry: &Registry) -> Result<String, Stop> {
+    /// model reads as its result and whether the call succeeded (as its
+    /// `tool.completed` says).
+    async fn call_tool(
+        &self,
+        call: &ToolCall,
+        registry: &Registry,
+    ) -> Result<(String, bool), Stop> {
         let name = call.name.as_str();
         let parsed: Result<Value, String> = match call.arguments.trim() {
             "" => Ok(Value::Object(Default::default())),
@@ -502,7 +508,8 @@ impl Turn {
         result
     }
 
-    async fn complete(&self, call: &ToolCall, output: ToolOutput) -> Result<String, Stop> {
+    async fn complete(&self, call: &ToolCall, output: ToolOutput) -> Result<(String, bool), Stop> {
+        let success = output.success;
         let content = if output.truncated {
             format!("{}\n[output was truncated]", output.output)
         } else {
@@ -511,12 +518,12 @@ impl Turn {
         self.emit(EventBody::ToolCompleted {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            success: output.success,
+            success,
             output: output.output,
             truncated: output.truncated,
         })
         .await?;
-        Ok(content)
+        Ok((content, success))
     }
 
     /// Emits a turn event; a cancel interrupts the wait for writer room.

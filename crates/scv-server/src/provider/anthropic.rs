@@ -64,10 +64,20 @@ fn messages(history: &[Message]) -> Vec<Value> {
     for message in history {
         let (role, blocks) = match message {
             Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
-            Message::Tool { call_id, content } => (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content})],
-            ),
+            Message::Tool {
+                call_id,
+                content,
+                success,
+            } => {
+                let mut result =
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                if !success {
+                    // "Set is_error to true when the tool failed" (Anthropic's
+                    // tool-use docs, handling tool results); omitted otherwise.
+                    result["is_error"] = json!(true);
+                }
+                ("user", vec![result])
+            }
             Message::Assistant(assistant) => {
                 let mut blocks = Vec::new();
                 if let Some(Value::Array(thinking)) = assistant
@@ -397,10 +407,12 @@ mod tests {
             Message::Tool {
                 call_id: "toolu_1".into(),
                 content: "A".into(),
+                success: true,
             },
             Message::Tool {
                 call_id: "toolu_2".into(),
                 content: "B".into(),
+                success: false,
             },
             Message::user("and then?"),
         ];
@@ -415,6 +427,8 @@ mod tests {
             .map(|b| b["type"].as_str().unwrap())
             .collect();
         assert_eq!(kinds, ["tool_result", "tool_result", "text"]);
+        assert!(results[0].get("is_error").is_none(), "{}", results[0]);
+        assert_eq!(results[1]["is_error"], true);
     }
 
     #[test]

@@ -91,7 +91,9 @@ fn input(history: &[Message]) -> Vec<Value> {
                     }));
                 }
             }
-            Message::Tool { call_id, content } => items.push(json!({
+            Message::Tool {
+                call_id, content, ..
+            } => items.push(json!({
                 "type": "function_call_output",
                 "call_id": call_id,
                 "output": content,
