@@ -609,3 +609,84 @@ async fn failed_tool_results_carry_is_error_on_anthropic_only() {
     keys.sort_unstable();
     assert_eq!(keys, ["content", "role", "tool_call_id"]);
 }
+/// Anthropic's streaming-refusals doc: `stop_reason: "refusal"` comes
+/// with no refusal message of its own ("You must handle the response and
+/// provide appropriate user-facing messaging") and the conversation must
+/// be reset before continuing. The turn fails with `provider_error`
+/// saying the model declined; the partial text was streamed; the refused
+/// turn is not sent again.
+#[tokio::test]
+async fn an_anthropic_refusal_fails_the_turn_and_leaves_the_history() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_text(["Sure."]));
+    rig.turn(&session, "the first prompt").await;
+    rig.mock.push(Reply::anthropic_refusal(["Hello", ".."]));
+    let events = rig.turn(&session, "the refused prompt").await;
+    assert_eq!(text_of(&events, "assistant.delta"), "Hello..");
+    assert!(
+        !kinds(&events).contains(&"assistant.completed"),
+        "{events:?}"
+    );
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("provider_error")),
+        "{failed}"
+    );
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.contains("declined") && message.contains("safety"),
+        "{message}"
+    );
+    assert_seq_contiguous(&events);
+
+    rig.mock.push(Reply::anthropic_text(["Fine."]));
+    let events = rig.turn(&session, "something else").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let body = &rig.mock.requests_on(Wire::Anthropic)[2].body;
+    let texts: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["the first prompt", "Sure.", "something else"]);
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+
+/// Responses: a refusal content part (`response.refusal.delta`, a
+/// `refusal` part in the message item) is the model declining. It is
+/// shown as it streams and ends the turn as an Anthropic refusal does.
+#[tokio::test]
+async fn a_responses_refusal_fails_the_turn_like_an_anthropic_one() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses_refusal([
+        "I'm sorry, ",
+        "I can't help with that.",
+    ]));
+    let events = rig.turn(&session, "the refused prompt").await;
+    assert_eq!(
+        text_of(&events, "assistant.delta"),
+        "I'm sorry, I can't help with that."
+    );
+    assert!(!kinds(&events).contains(&"assistant.completed"));
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("provider_error")),
+        "{failed}"
+    );
+    assert!(failed["message"].as_str().unwrap().contains("declined"));
+
+    rig.mock.push(Reply::responses_text(["Fine."]));
+    rig.turn(&session, "something else").await;
+    let input = rig.mock.requests_on(Wire::Responses)[1].body["input"].clone();
+    assert_eq!(input.as_array().unwrap().len(), 1, "{input}");
+    assert_eq!(input[0]["content"][0]["text"], "something else");
+}

@@ -17,7 +17,7 @@ use crate::context::compaction::{self, SUMMARY_SYSTEM_PROMPT};
 use crate::context::trim::{self, Trimmed};
 use crate::context::History;
 use crate::message::{Message, ToolCall};
-use crate::provider::{Delta, Provider, ProviderError, Reply, Request, ToolSpec};
+use crate::provider::{Delta, End, Provider, ProviderError, Reply, Request, ToolSpec};
 use crate::session::{Approvals, EmitError, SessionSink};
 use crate::tools::{Registry, ToolContext, ToolError, ToolOutput};
 use scv_protocol::{EventBody, FailureCode, Usage};
@@ -33,6 +33,8 @@ enum Stop {
     Failed(FailureCode, String),
     /// The provider said the prompt does not fit its context window.
     Overflow(String),
+    /// The model declined to answer.
+    Refused,
     /// The connection is gone; no terminal event can be delivered.
     Disconnected,
 }
@@ -60,6 +62,10 @@ impl From<ProviderError> for Stop {
 const INTERRUPTED: &str = "The tool call was interrupted before it finished.";
 const DENIED: &str = "The user denied this tool call. Do not retry it unchanged.";
 const NO_TOOLS: &str = "Tools are disabled in this session; answer without them.";
+/// `turn.failed`'s message for a refusal. Anthropic sends no refusal text
+/// of its own and asks that the refused turn be removed before the
+/// conversation continues (streaming refusals doc); so it is.
+const REFUSED: &str = "the model declined to answer for safety reasons (the provider reported a refusal); this turn was removed from the conversation, so rephrase the request or ask something else";
 
 /// What a session was started with; fixed for its life.
 pub(crate) struct SessionSettings {
@@ -135,6 +141,7 @@ impl Turn {
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
         history.close_open_tool_calls(INTERRUPTED);
+        let refused = matches!(result, Err(Stop::Refused));
         let terminal = match result {
             Ok(steps) => Some(EventBody::TurnCompleted { steps, usage }),
             Err(Stop::Cancelled) => Some(EventBody::TurnCancelled {}),
@@ -143,15 +150,23 @@ impl Turn {
                 code: FailureCode::ContextLimit,
                 message,
             }),
+            Err(Stop::Refused) => Some(EventBody::TurnFailed {
+                code: FailureCode::ProviderError,
+                message: REFUSED.into(),
+            }),
             Err(Stop::Disconnected) => None,
         };
-        if let Some(EventBody::TurnFailed {
-            code: FailureCode::HistoryLimit | FailureCode::ContextLimit,
-            ..
-        }) = &terminal
-        {
+        let cannot_fit = matches!(
+            &terminal,
+            Some(EventBody::TurnFailed {
+                code: FailureCode::HistoryLimit | FailureCode::ContextLimit,
+                ..
+            })
+        );
+        if cannot_fit || refused {
             // A turn that cannot fit is not kept, or every later turn
-            // would fail the same way.
+            // would fail the same way; nor is a refused one, which would
+            // be refused again.
             history.split_off(last_user(&history));
         }
         TurnOutcome {
@@ -204,6 +219,11 @@ impl Turn {
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens);
                 add_usage(usage, step_usage);
+            }
+            if reply.end == End::Refused {
+                // Its text (if any) was streamed; it is no answer, and
+                // none of its calls run.
+                return Err(Stop::Refused);
             }
             let message = reply.message;
             self.emit(EventBody::AssistantCompleted {
@@ -330,6 +350,12 @@ impl Turn {
         let reply = self.cancellable(stream.finish()).await??;
         if let Some(step_usage) = reply.usage {
             add_usage(usage, step_usage);
+        }
+        if reply.end == End::Refused {
+            return Err(Stop::Failed(
+                FailureCode::ProviderError,
+                "the model declined to write the summary for compaction".into(),
+            ));
         }
         let summary = reply.message.text.unwrap_or_default().trim().to_string();
         if summary.is_empty() {

@@ -20,7 +20,7 @@
 //! the tests). Reported input tokens are input + cache creation + cache
 //! read.
 
-use super::assemble::Assembler;
+use super::assemble::{Assembler, End};
 use super::stream::Flow;
 use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
 use crate::message::{Message, ProviderData, WireKind};
@@ -309,6 +309,12 @@ impl Parser {
             "message_delta" => {
                 if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
                     asm.finish(reason);
+                    if reason == "refusal" {
+                        // A streaming classifier stopped the answer; no
+                        // refusal text of its own comes (streaming
+                        // refusals doc).
+                        asm.end(End::Refused);
+                    }
                 }
                 if let Some(usage) = &event.usage {
                     // Cumulative; input figures only when present and set.
@@ -489,6 +495,29 @@ mod tests {
             })
         );
         assert_eq!(finish.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn a_refusal_stop_reason_ends_the_response_refused() {
+        // Streaming refusals doc: partial text, then `"stop_reason":
+        // "refusal"`.
+        let mut parser = Parser::default();
+        let mut asm = Assembler::default();
+        for event in [
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello.."}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}),
+            json!({"type":"message_stop"}),
+        ] {
+            parser
+                .apply(event.to_string().as_bytes(), &mut asm, &Redactor::default())
+                .unwrap();
+        }
+        assert_eq!(asm.ending(), End::Refused);
+        let (message, _, finish) = asm.into_parts();
+        assert_eq!(message.text.as_deref(), Some("Hello.."));
+        assert_eq!(finish.as_deref(), Some("refusal"));
     }
 
     /// Found while writing the `anthropic_events` fuzz target (an input

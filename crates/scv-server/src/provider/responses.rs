@@ -15,7 +15,7 @@
 //! stream). Shapes: OpenAI's API reference and a real gpt-5-mini capture
 //! (see the tests).
 
-use super::assemble::Assembler;
+use super::assemble::{Assembler, End};
 use super::stream::Flow;
 use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
 use crate::message::{Message, ProviderData, WireKind};
@@ -141,6 +141,9 @@ struct Event<'a> {
     code: Option<Value>,
     #[serde(default)]
     message: Option<Value>,
+    /// `response.refusal.done`: the whole refusal text.
+    #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
 }
 
 /// Reads Responses events into the assembler.
@@ -152,6 +155,8 @@ pub(super) struct Parser {
     reasoning: Vec<Value>,
     /// Whether any summary text came for the current reasoning item part.
     summary_seen: bool,
+    /// Refusal text was shown (from deltas).
+    refusal_shown: bool,
 }
 
 impl Parser {
@@ -169,10 +174,23 @@ impl Parser {
             ProviderError::provider(format!("malformed provider stream event: {err}"))
         })?;
         match event.kind.as_ref() {
-            "response.output_text.delta" | "response.refusal.delta" => {
+            "response.output_text.delta" => {
                 if let Some(delta) = &event.delta {
                     asm.text(delta)?;
                 }
+            }
+            // The model declining, in its own words: shown as it streams,
+            // and the response is a refusal.
+            "response.refusal.delta" => {
+                asm.end(End::Refused);
+                if let Some(delta) = &event.delta {
+                    self.refusal_shown = true;
+                    asm.text(delta)?;
+                }
+            }
+            "response.refusal.done" => {
+                let refusal = event.refusal.as_deref().unwrap_or("");
+                self.refused(refusal, asm)?;
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 if let Some(delta) = &event.delta {
@@ -284,6 +302,20 @@ impl Parser {
                     arguments,
                 )
             }
+            Some("message") => {
+                // A refusal part, streamed or not, makes this a refusal.
+                let refusals = item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|part| part.get("type").and_then(Value::as_str) == Some("refusal"));
+                for part in refusals {
+                    let text = part.get("refusal").and_then(Value::as_str).unwrap_or("");
+                    self.refused(text, asm)?;
+                }
+                Ok(())
+            }
             Some("reasoning") => {
                 // Without its encrypted content a stateless request cannot
                 // use the item (the API answers 404).
@@ -298,6 +330,17 @@ impl Parser {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The response is a refusal; `text` (its whole text) is shown when no
+    /// delta showed it.
+    fn refused(&mut self, text: &str, asm: &mut Assembler) -> Result<(), ProviderError> {
+        asm.end(End::Refused);
+        if !self.refusal_shown && !text.is_empty() {
+            self.refusal_shown = true;
+            asm.text(text)?;
+        }
+        Ok(())
     }
 
     pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
@@ -385,5 +428,31 @@ mod tests {
         );
         assert_eq!(usage.unwrap().input_tokens, 72);
         assert_eq!(finish.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn a_refusal_is_shown_once_whether_or_not_it_streamed() {
+        // openai-python: `response.refusal.delta`, `response.refusal.done`,
+        // a message item whose part is `{"type": "refusal", ..}`.
+        let done = json!({"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]}});
+        let completed = json!({"type":"response.completed","response":{"status":"completed"}});
+        let (asm, deltas) = parse(&[
+            json!({"type":"response.refusal.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"I can't "}),
+            json!({"type":"response.refusal.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"help with that."}),
+            json!({"type":"response.refusal.done","item_id":"msg_1","output_index":0,"content_index":0,"refusal":"I can't help with that."}),
+            done.clone(),
+            completed.clone(),
+        ]);
+        assert_eq!(deltas.len(), 2);
+        assert_eq!(asm.ending(), End::Refused);
+        // Only the finished item: its text is shown once.
+        let (asm, deltas) = parse(&[done.clone(), done, completed.clone()]);
+        assert_eq!(
+            deltas,
+            [super::super::Delta::Text("I can't help with that.".into())]
+        );
+        assert_eq!(asm.ending(), End::Refused);
+        let (asm, _) = parse(&[completed]);
+        assert_eq!(asm.ending(), End::Finished);
     }
 }
