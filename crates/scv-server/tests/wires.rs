@@ -690,3 +690,69 @@ async fn a_responses_refusal_fails_the_turn_like_an_anthropic_one() {
     assert_eq!(input.as_array().unwrap().len(), 1, "{input}");
     assert_eq!(input[0]["content"][0]["text"], "something else");
 }
+/// Anthropic's stop reasons doc, "pause_turn": send the paused response
+/// back as the assistant turn and Claude continues it. The turn goes on
+/// with a second request whose last message is that assistant content
+/// (no user message in between; its final text without trailing
+/// whitespace, which the API rejects there); each request is a step,
+/// bounded by `max_steps`.
+#[tokio::test]
+async fn an_anthropic_pause_turn_continues_the_turn() {
+    let mut rig = rig("max_steps = 3\n", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_pause_turn(vec![Block::text([
+        "Let me look",
+        " into it. ",
+    ])]));
+    rig.mock.push(Reply::anthropic_text(["Found it."]));
+    let events = rig.turn(&session, "research this").await;
+    assert_eq!(
+        text_of(&events, "assistant.delta"),
+        "Let me look into it. Found it."
+    );
+    let completed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant.completed")
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(completed, ["Let me look into it. ", "Found it."]);
+    let done = events.last().unwrap();
+    assert_eq!(
+        (done["type"].as_str(), done["steps"].as_u64()),
+        (Some("turn.completed"), Some(2)),
+        "{done}"
+    );
+    let requests = rig.mock.requests_on(Wire::Anthropic);
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"][0]["text"], "Let me look into it.");
+
+    // The next turn sends the whole continued answer as one assistant
+    // message; pauses in a row stop at max_steps.
+    for _ in 0..4 {
+        rig.mock.push(Reply::anthropic_pause_turn(vec![Block::text([
+            "still going",
+        ])]));
+    }
+    let events = rig.turn(&session, "keep going").await;
+    let failed = events.last().unwrap();
+    assert_eq!(failed["code"], "step_limit", "{failed}");
+    let requests = rig.mock.requests_on(Wire::Anthropic);
+    assert_eq!(requests.len(), 5, "three steps, then the limit");
+    let first = &requests[2].body["messages"];
+    let answer: Vec<&str> = first[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answer, ["Let me look into it. ", "Found it."]);
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}

@@ -1,5 +1,6 @@
 //! One turn: provider step → tool calls → approvals → tool runs → repeat,
-//! until the model answers without tool calls.
+//! until the model answers without tool calls (a response the provider
+//! paused is continued by the next step; a refused one fails the turn).
 //!
 //! The turn task owns the session history while it runs and hands it back
 //! when it ends, with exactly one terminal event for the connection to emit;
@@ -225,6 +226,7 @@ impl Turn {
                 // none of its calls run.
                 return Err(Stop::Refused);
             }
+            let paused = reply.end == End::Paused;
             let message = reply.message;
             self.emit(EventBody::AssistantCompleted {
                 content: message.text.clone().unwrap_or_default(),
@@ -232,10 +234,12 @@ impl Turn {
             .await?;
             let tool_calls = message.tool_calls.clone();
             history.push(Message::Assistant(message));
-            if tool_calls.is_empty() {
+            if tool_calls.is_empty() && !paused {
                 self.trim(history).await?;
                 return Ok(steps);
             }
+            // Tool calls, or a paused turn: the next request continues it
+            // (a paused one with the assistant's message last).
             if steps >= max_steps {
                 return Err(Stop::Failed(
                     FailureCode::StepLimit,

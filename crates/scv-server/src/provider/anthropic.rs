@@ -119,10 +119,34 @@ fn messages(history: &[Message]) -> Vec<Value> {
         .collect()
 }
 
+/// A request that ends with the assistant's message (a paused turn sent
+/// back to continue) must not end in whitespace: the API answers 400
+/// "final assistant content cannot end with trailing whitespace". Only
+/// that last text is trimmed; whitespace-only text never gets this far.
+fn trim_final_assistant_text(messages: &mut [Value]) {
+    let Some(last) = messages.last_mut().filter(|m| m["role"] == "assistant") else {
+        return;
+    };
+    let Some(block) = last["content"]
+        .as_array_mut()
+        .and_then(|blocks| blocks.last_mut())
+        .filter(|b| b["type"] == "text")
+    else {
+        return;
+    };
+    if let Some(text) = block["text"].as_str() {
+        let trimmed = text.trim_end();
+        if trimmed.len() != text.len() {
+            block["text"] = json!(trimmed);
+        }
+    }
+}
+
 pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
     let cache = || json!({"type": "ephemeral"});
     let mut system = json!({"type": "text", "text": request.system});
     let mut messages = messages(request.history);
+    trim_final_assistant_text(&mut messages);
     if provider.prompt_cache {
         system["cache_control"] = cache();
         if let Some(last) = messages
@@ -309,11 +333,16 @@ impl Parser {
             "message_delta" => {
                 if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
                     asm.finish(reason);
-                    if reason == "refusal" {
+                    match reason {
                         // A streaming classifier stopped the answer; no
                         // refusal text of its own comes (streaming
                         // refusals doc).
-                        asm.end(End::Refused);
+                        "refusal" => asm.end(End::Refused),
+                        // "Provide the response back as-is in a subsequent
+                        // request to let Claude continue its turn" (stop
+                        // reasons doc).
+                        "pause_turn" => asm.end(End::Paused),
+                        _ => {}
                     }
                 }
                 if let Some(usage) = &event.usage {
@@ -495,6 +524,31 @@ mod tests {
             })
         );
         assert_eq!(finish.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn a_paused_turn_goes_back_last_without_trailing_whitespace() {
+        let paused = |text: &str| {
+            Message::Assistant(AssistantMessage {
+                text: Some(text.into()),
+                ..Default::default()
+            })
+        };
+        let mut rendered = messages(&[Message::user("search"), paused("Looking. \n")]);
+        trim_final_assistant_text(&mut rendered);
+        assert_eq!(rendered[1]["content"][0]["text"], "Looking.");
+        // Earlier assistant text is sent as it came.
+        let mut rendered = messages(&[
+            Message::user("search"),
+            paused("Looking. "),
+            Message::user("and?"),
+        ]);
+        trim_final_assistant_text(&mut rendered);
+        assert_eq!(rendered[1]["content"][0]["text"], "Looking. ");
+        // A paused message and its continuation are one assistant turn.
+        let rendered = messages(&[Message::user("search"), paused("A "), paused("B")]);
+        assert_eq!(rendered.len(), 2);
+        assert_eq!(rendered[1]["content"].as_array().unwrap().len(), 2);
     }
 
     #[test]

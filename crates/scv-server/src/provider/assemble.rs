@@ -29,6 +29,10 @@ pub(crate) enum End {
     /// The model declined to answer (Anthropic `stop_reason: "refusal"`,
     /// a Responses `refusal` content part).
     Refused,
+    /// The provider paused a long turn: the message goes back as the
+    /// assistant's and the next request continues it (Anthropic
+    /// `stop_reason: "pause_turn"`).
+    Paused,
 }
 
 #[derive(Debug, Default)]
