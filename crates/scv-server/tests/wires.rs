@@ -756,3 +756,71 @@ async fn an_anthropic_pause_turn_continues_the_turn() {
         rig.mock.violations()
     );
 }
+/// openai-python's `ResponseOutputMessage.phase`: "preserve and resend
+/// phase on all assistant messages". Each assistant message goes back
+/// with the phase it came with (none when it had none), and never to
+/// another wire.
+#[tokio::test]
+async fn responses_message_phase_goes_back_as_received() {
+    let mut rig = rig("auto_approve = [\"read\"]\n", None).await;
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses(vec![
+        Item::phased_message(["Checking the files."], "commentary"),
+        Item::function_call("call_1", "list_dir", json!({"path": "."})),
+    ]));
+    rig.mock.push(Reply::responses(vec![Item::phased_message(
+        ["It is empty."],
+        "final_answer",
+    )]));
+    let events = rig.turn(&session, "look").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    rig.mock.push(Reply::responses_text(["No phase here."]));
+    rig.turn(&session, "again").await;
+    rig.mock.push(Reply::responses_text(["ok"]));
+    rig.turn(&session, "once more").await;
+
+    let requests = rig.mock.requests_on(Wire::Responses);
+    let assistant = |index: usize| -> Vec<(String, Option<String>)> {
+        requests[index].body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "message" && i["role"] == "assistant")
+            .map(|i| {
+                (
+                    i["content"][0]["text"].as_str().unwrap().to_string(),
+                    i.get("phase").map(|p| p.as_str().unwrap().to_string()),
+                )
+            })
+            .collect()
+    };
+    let phased = |text: &str, phase: Option<&str>| (text.to_string(), phase.map(str::to_string));
+    assert_eq!(
+        assistant(1),
+        [phased("Checking the files.", Some("commentary"))]
+    );
+    assert_eq!(
+        assistant(3),
+        [
+            phased("Checking the files.", Some("commentary")),
+            phased("It is empty.", Some("final_answer")),
+            phased("No phase here.", None),
+        ]
+    );
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+
+    // Another wire never sees it.
+    rig.server
+        .send(json!({"type":"session.configure","request_id":"cfg","session_id":session,"provider":"anthropic"}))
+        .await;
+    rig.server.expect("session.configured").await;
+    rig.mock.push(Reply::anthropic_text(["hi"]));
+    rig.turn(&session, "switch").await;
+    let body = rig.mock.requests_on(Wire::Anthropic)[0].body.to_string();
+    assert!(body.contains("Checking the files."), "the history is kept");
+    assert!(!body.contains("commentary") && !body.contains("final_answer"));
+}
