@@ -497,8 +497,8 @@ fn tool_results(body: &Value) -> std::collections::HashMap<String, Value> {
         .collect()
 }
 
-/// Anthropic's tool-use docs: a failed tool's `tool_result` carries
-/// `"is_error": true`. Every result whose `tool.completed` said
+/// Anthropic's `ToolResultBlockParam.is_error`: "Set to true if the tool
+/// execution resulted in an error". Every result whose `tool.completed` said
 /// `success: false` (unknown tool, denied, interrupted by a cancel) gets
 /// it; a successful one has no `is_error` at all; and the other wires
 /// send their tool results exactly as before (no such field).

@@ -72,8 +72,8 @@ fn messages(history: &[Message]) -> Vec<Value> {
                 let mut result =
                     json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
                 if !success {
-                    // "Set is_error to true when the tool failed" (Anthropic's
-                    // tool-use docs, handling tool results); omitted otherwise.
+                    // `ToolResultBlockParam.is_error`: "Set to true if the
+                    // tool execution resulted in an error"; omitted otherwise.
                     result["is_error"] = json!(true);
                 }
                 ("user", vec![result])
