@@ -338,9 +338,9 @@ impl Parser {
                         // refusal text of its own comes (streaming
                         // refusals doc).
                         "refusal" => asm.end(End::Refused),
-                        // "Provide the response back as-is in a subsequent
-                        // request to let Claude continue its turn" (stop
-                        // reasons doc).
+                        // "You may provide the response back as-is in a
+                        // subsequent request to let the model continue"
+                        // (Messages API reference, `stop_reason`).
                         "pause_turn" => asm.end(End::Paused),
                         _ => {}
                     }

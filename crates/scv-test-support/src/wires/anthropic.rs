@@ -388,10 +388,11 @@ impl Reply {
         Message::new(blocks).stop_reason("refusal").reply()
     }
 
-    /// These blocks, then `stop_reason: "pause_turn"`: the API paused a
-    /// long-running turn, and "you can provide the response back as-is in
-    /// a subsequent request to let Claude continue its turn" (stop
-    /// reasons doc, "pause_turn"; server tools doc). The mock streams the
+    /// These blocks, then `stop_reason: "pause_turn"`: "we paused a
+    /// long-running turn. You may provide the response back as-is in a
+    /// subsequent request to let the model continue" (Messages API
+    /// reference, `stop_reason`; the stop reasons and code execution tool
+    /// docs say the same of `pause_turn`). The mock streams the
     /// blocks it knows (text, thinking, tool use), not server-tool blocks:
     /// SCV offers no server tools.
     pub fn anthropic_pause_turn(blocks: Vec<Block>) -> Reply {
