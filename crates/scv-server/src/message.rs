@@ -38,6 +38,11 @@ pub enum Message {
     Tool {
         call_id: String,
         content: String,
+        /// What its `tool.completed` said: false when the call was denied,
+        /// failed, named an unknown tool, or never finished (interrupted,
+        /// cancelled). Anthropic marks such a result `is_error`; the
+        /// other wires have no place for it.
+        success: bool,
     },
 }
 
@@ -81,7 +86,9 @@ impl Message {
                             .map(|c| c.id.len() + c.name.len() + c.arguments.len() + OVERHEAD)
                             .sum::<usize>()
                 }
-                Message::Tool { call_id, content } => call_id.len() + content.len(),
+                Message::Tool {
+                    call_id, content, ..
+                } => call_id.len() + content.len(),
             }
     }
 

@@ -459,3 +459,368 @@ async fn the_provider_caps_hold_on_every_wire() {
     }
     assert!(!marker.exists());
 }
+
+/// Runs a turn, denying every approval it asks for.
+async fn turn_denying(rig: &mut Rig, session: &str, prompt: &str) -> Vec<Value> {
+    rig.server.start_turn(session, "t", prompt).await;
+    let mut events = Vec::new();
+    loop {
+        let event = rig.server.next().await;
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        if kind == "approval.requested" {
+            rig.server
+                .send(
+                    json!({"type":"approval.resolve","request_id":"ap","session_id":session,
+                    "approval_id":event["approval_id"],"approved":false}),
+                )
+                .await;
+        }
+        events.push(event);
+        if matches!(
+            kind.as_str(),
+            "turn.completed" | "turn.cancelled" | "turn.failed"
+        ) {
+            return events;
+        }
+    }
+}
+
+/// `tool_use_id` → the whole `tool_result` block, over every message.
+fn tool_results(body: &Value) -> std::collections::HashMap<String, Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| (b["tool_use_id"].as_str().unwrap().to_string(), b))
+        .collect()
+}
+
+/// Anthropic's `ToolResultBlockParam.is_error`: "Set to true if the tool
+/// execution resulted in an error". Every result whose `tool.completed` said
+/// `success: false` (unknown tool, denied, interrupted by a cancel) gets
+/// it; a successful one has no `is_error` at all; and the other wires
+/// send their tool results exactly as before (no such field).
+#[tokio::test]
+async fn failed_tool_results_carry_is_error_on_anthropic_only() {
+    let mut rig = rig("auto_approve = [\"read\"]\n", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_tool_calls(&[
+        ("toolu_ok", "list_dir", json!({"path": "."})),
+        ("toolu_unknown", "no_such_tool", json!({})),
+        ("toolu_denied", "bash", json!({"command": "true"})),
+    ]));
+    rig.mock.push(Reply::anthropic_text(["Noted."]));
+    let events = turn_denying(&mut rig, &session, "try all three").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let outcomes: Vec<(String, bool)> = completed(&events)
+        .into_iter()
+        .map(|(id, success, _)| (id, success))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("toolu_ok".to_string(), true),
+            ("toolu_unknown".to_string(), false),
+            ("toolu_denied".to_string(), false)
+        ]
+    );
+    let results = tool_results(&rig.mock.requests_on(Wire::Anthropic)[1].body);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results["toolu_ok"].get("is_error").is_none(), "{results:?}");
+    assert_eq!(results["toolu_unknown"]["is_error"], true);
+    assert_eq!(results["toolu_denied"]["is_error"], true);
+
+    // A call cancelled while it waits for approval gets an "interrupted"
+    // result, sent with the next turn: a failure too.
+    rig.mock.push(Reply::anthropic_tool_calls(&[(
+        "toolu_cut",
+        "bash",
+        json!({"command": "true"}),
+    )]));
+    rig.server.start_turn(&session, "c", "one more").await;
+    let started = rig.server.until("approval.requested").await;
+    rig.server
+        .send(
+            json!({"type":"turn.cancel","request_id":"x","session_id":session,
+            "turn_id":started[0]["turn_id"]}),
+        )
+        .await;
+    assert_eq!(
+        rig.server.until_terminal().await.last().unwrap()["type"],
+        "turn.cancelled"
+    );
+    rig.mock.push(Reply::anthropic_text(["ok"]));
+    let events = rig.turn(&session, "and now?").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let results = tool_results(&rig.mock.requests_on(Wire::Anthropic)[3].body);
+    assert_eq!(results["toolu_cut"]["is_error"], true, "{results:?}");
+    assert!(results["toolu_ok"].get("is_error").is_none(), "{results:?}");
+    assert_eq!(results["toolu_denied"]["is_error"], true);
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+
+    // Responses and chat: a failed result goes as it always did.
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses_tool_calls(&[(
+        "call_unknown",
+        "no_such_tool",
+        json!({}),
+    )]));
+    rig.mock.push(Reply::responses_text(["ok"]));
+    rig.turn(&session, "try").await;
+    let input = rig.mock.requests_on(Wire::Responses)[1].body["input"].clone();
+    let output = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap();
+    let mut keys: Vec<&str> = output
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["call_id", "output", "type"]);
+    let session = rig.session().await;
+    rig.mock
+        .push(Reply::tool_calls(&[("call_c", "no_such_tool", json!({}))]));
+    rig.mock.push(Reply::text(["ok"]));
+    rig.turn(&session, "try").await;
+    let body = &rig.mock.requests_on(Wire::Chat)[1].body;
+    let tool = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    let mut keys: Vec<&str> = tool
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["content", "role", "tool_call_id"]);
+}
+/// Anthropic's streaming-refusals doc: `stop_reason: "refusal"` comes
+/// with no refusal message of its own ("You must handle the response and
+/// provide appropriate user-facing messaging") and the conversation must
+/// be reset before continuing. The turn fails with `provider_error`
+/// saying the model declined; the partial text was streamed; the refused
+/// turn is not sent again.
+#[tokio::test]
+async fn an_anthropic_refusal_fails_the_turn_and_leaves_the_history() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_text(["Sure."]));
+    rig.turn(&session, "the first prompt").await;
+    rig.mock.push(Reply::anthropic_refusal(["Hello", ".."]));
+    let events = rig.turn(&session, "the refused prompt").await;
+    assert_eq!(text_of(&events, "assistant.delta"), "Hello..");
+    assert!(
+        !kinds(&events).contains(&"assistant.completed"),
+        "{events:?}"
+    );
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("provider_error")),
+        "{failed}"
+    );
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.contains("declined") && message.contains("safety"),
+        "{message}"
+    );
+    assert_seq_contiguous(&events);
+
+    rig.mock.push(Reply::anthropic_text(["Fine."]));
+    let events = rig.turn(&session, "something else").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let body = &rig.mock.requests_on(Wire::Anthropic)[2].body;
+    let texts: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["the first prompt", "Sure.", "something else"]);
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+
+/// Responses: a refusal content part (`response.refusal.delta`, a
+/// `refusal` part in the message item) is the model declining. It is
+/// shown as it streams and ends the turn as an Anthropic refusal does.
+#[tokio::test]
+async fn a_responses_refusal_fails_the_turn_like_an_anthropic_one() {
+    let mut rig = rig("", None).await;
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses_refusal([
+        "I'm sorry, ",
+        "I can't help with that.",
+    ]));
+    let events = rig.turn(&session, "the refused prompt").await;
+    assert_eq!(
+        text_of(&events, "assistant.delta"),
+        "I'm sorry, I can't help with that."
+    );
+    assert!(!kinds(&events).contains(&"assistant.completed"));
+    let failed = events.last().unwrap();
+    assert_eq!(
+        (failed["type"].as_str(), failed["code"].as_str()),
+        (Some("turn.failed"), Some("provider_error")),
+        "{failed}"
+    );
+    assert!(failed["message"].as_str().unwrap().contains("declined"));
+
+    rig.mock.push(Reply::responses_text(["Fine."]));
+    rig.turn(&session, "something else").await;
+    let input = rig.mock.requests_on(Wire::Responses)[1].body["input"].clone();
+    assert_eq!(input.as_array().unwrap().len(), 1, "{input}");
+    assert_eq!(input[0]["content"][0]["text"], "something else");
+}
+/// Anthropic's stop reasons doc, "pause_turn": send the paused response
+/// back as the assistant turn and Claude continues it. The turn goes on
+/// with a second request whose last message is that assistant content
+/// (no user message in between; its final text without trailing
+/// whitespace, which the API rejects there); each request is a step,
+/// bounded by `max_steps`.
+#[tokio::test]
+async fn an_anthropic_pause_turn_continues_the_turn() {
+    let mut rig = rig("max_steps = 3\n", None).await;
+    let session = session_on(&mut rig, "anthropic").await;
+    rig.mock.push(Reply::anthropic_pause_turn(vec![Block::text([
+        "Let me look",
+        " into it. ",
+    ])]));
+    rig.mock.push(Reply::anthropic_text(["Found it."]));
+    let events = rig.turn(&session, "research this").await;
+    assert_eq!(
+        text_of(&events, "assistant.delta"),
+        "Let me look into it. Found it."
+    );
+    let completed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant.completed")
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(completed, ["Let me look into it. ", "Found it."]);
+    let done = events.last().unwrap();
+    assert_eq!(
+        (done["type"].as_str(), done["steps"].as_u64()),
+        (Some("turn.completed"), Some(2)),
+        "{done}"
+    );
+    let requests = rig.mock.requests_on(Wire::Anthropic);
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"][0]["text"], "Let me look into it.");
+
+    // The next turn sends the whole continued answer as one assistant
+    // message; pauses in a row stop at max_steps.
+    for _ in 0..4 {
+        rig.mock.push(Reply::anthropic_pause_turn(vec![Block::text([
+            "still going",
+        ])]));
+    }
+    let events = rig.turn(&session, "keep going").await;
+    let failed = events.last().unwrap();
+    assert_eq!(failed["code"], "step_limit", "{failed}");
+    let requests = rig.mock.requests_on(Wire::Anthropic);
+    assert_eq!(requests.len(), 5, "three steps, then the limit");
+    let first = &requests[2].body["messages"];
+    let answer: Vec<&str> = first[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answer, ["Let me look into it. ", "Found it."]);
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+/// openai-python's `ResponseOutputMessage.phase`: "preserve and resend
+/// phase on all assistant messages". Each assistant message goes back
+/// with the phase it came with (none when it had none), and never to
+/// another wire.
+#[tokio::test]
+async fn responses_message_phase_goes_back_as_received() {
+    let mut rig = rig("auto_approve = [\"read\"]\n", None).await;
+    let session = session_on(&mut rig, "openai-responses").await;
+    rig.mock.push(Reply::responses(vec![
+        Item::phased_message(["Checking the files."], "commentary"),
+        Item::function_call("call_1", "list_dir", json!({"path": "."})),
+    ]));
+    rig.mock.push(Reply::responses(vec![Item::phased_message(
+        ["It is empty."],
+        "final_answer",
+    )]));
+    let events = rig.turn(&session, "look").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    rig.mock.push(Reply::responses_text(["No phase here."]));
+    rig.turn(&session, "again").await;
+    rig.mock.push(Reply::responses_text(["ok"]));
+    rig.turn(&session, "once more").await;
+
+    let requests = rig.mock.requests_on(Wire::Responses);
+    let assistant = |index: usize| -> Vec<(String, Option<String>)> {
+        requests[index].body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "message" && i["role"] == "assistant")
+            .map(|i| {
+                (
+                    i["content"][0]["text"].as_str().unwrap().to_string(),
+                    i.get("phase").map(|p| p.as_str().unwrap().to_string()),
+                )
+            })
+            .collect()
+    };
+    let phased = |text: &str, phase: Option<&str>| (text.to_string(), phase.map(str::to_string));
+    assert_eq!(
+        assistant(1),
+        [phased("Checking the files.", Some("commentary"))]
+    );
+    assert_eq!(
+        assistant(3),
+        [
+            phased("Checking the files.", Some("commentary")),
+            phased("It is empty.", Some("final_answer")),
+            phased("No phase here.", None),
+        ]
+    );
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+
+    // Another wire never sees it.
+    rig.server
+        .send(json!({"type":"session.configure","request_id":"cfg","session_id":session,"provider":"anthropic"}))
+        .await;
+    rig.server.expect("session.configured").await;
+    rig.mock.push(Reply::anthropic_text(["hi"]));
+    rig.turn(&session, "switch").await;
+    let body = rig.mock.requests_on(Wire::Anthropic)[0].body.to_string();
+    assert!(body.contains("Checking the files."), "the history is kept");
+    assert!(!body.contains("commentary") && !body.contains("final_answer"));
+}

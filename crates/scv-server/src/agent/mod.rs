@@ -1,5 +1,6 @@
 //! One turn: provider step → tool calls → approvals → tool runs → repeat,
-//! until the model answers without tool calls.
+//! until the model answers without tool calls (a response the provider
+//! paused is continued by the next step; a refused one fails the turn).
 //!
 //! The turn task owns the session history while it runs and hands it back
 //! when it ends, with exactly one terminal event for the connection to emit;
@@ -17,7 +18,7 @@ use crate::context::compaction::{self, SUMMARY_SYSTEM_PROMPT};
 use crate::context::trim::{self, Trimmed};
 use crate::context::History;
 use crate::message::{Message, ToolCall};
-use crate::provider::{Delta, Provider, ProviderError, Reply, Request, ToolSpec};
+use crate::provider::{Delta, End, Provider, ProviderError, Reply, Request, ToolSpec};
 use crate::session::{Approvals, EmitError, SessionSink};
 use crate::tools::{Registry, ToolContext, ToolError, ToolOutput};
 use scv_protocol::{EventBody, FailureCode, Usage};
@@ -33,6 +34,8 @@ enum Stop {
     Failed(FailureCode, String),
     /// The provider said the prompt does not fit its context window.
     Overflow(String),
+    /// The model declined to answer.
+    Refused,
     /// The connection is gone; no terminal event can be delivered.
     Disconnected,
 }
@@ -60,6 +63,10 @@ impl From<ProviderError> for Stop {
 const INTERRUPTED: &str = "The tool call was interrupted before it finished.";
 const DENIED: &str = "The user denied this tool call. Do not retry it unchanged.";
 const NO_TOOLS: &str = "Tools are disabled in this session; answer without them.";
+/// `turn.failed`'s message for a refusal. Anthropic sends no refusal text
+/// of its own and asks that the refused turn be removed before the
+/// conversation continues (streaming refusals doc); so it is.
+const REFUSED: &str = "the model declined to answer for safety reasons (the provider reported a refusal); this turn was removed from the conversation, so rephrase the request or ask something else";
 
 /// What a session was started with; fixed for its life.
 pub(crate) struct SessionSettings {
@@ -138,6 +145,7 @@ impl Turn {
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
         history.close_open_tool_calls(INTERRUPTED);
+        let refused = matches!(result, Err(Stop::Refused));
         let terminal = match result {
             Ok(steps) => Some(EventBody::TurnCompleted { steps, usage }),
             Err(Stop::Cancelled) => Some(EventBody::TurnCancelled {}),
@@ -146,15 +154,23 @@ impl Turn {
                 code: FailureCode::ContextLimit,
                 message,
             }),
+            Err(Stop::Refused) => Some(EventBody::TurnFailed {
+                code: FailureCode::ProviderError,
+                message: REFUSED.into(),
+            }),
             Err(Stop::Disconnected) => None,
         };
-        if let Some(EventBody::TurnFailed {
-            code: FailureCode::HistoryLimit | FailureCode::ContextLimit,
-            ..
-        }) = &terminal
-        {
+        let cannot_fit = matches!(
+            &terminal,
+            Some(EventBody::TurnFailed {
+                code: FailureCode::HistoryLimit | FailureCode::ContextLimit,
+                ..
+            })
+        );
+        if cannot_fit || refused {
             // A turn that cannot fit is not kept, or every later turn
-            // would fail the same way.
+            // would fail the same way; nor is a refused one, which would
+            // be refused again.
             history.split_off(last_user(&history));
         }
         TurnOutcome {
@@ -208,6 +224,12 @@ impl Turn {
                 history.calibrate(request_bytes, step_usage.input_tokens);
                 add_usage(usage, step_usage);
             }
+            if reply.end == End::Refused {
+                // Its text (if any) was streamed; it is no answer, and
+                // none of its calls run.
+                return Err(Stop::Refused);
+            }
+            let paused = reply.end == End::Paused;
             let message = reply.message;
             self.emit(EventBody::AssistantCompleted {
                 content: message.text.clone().unwrap_or_default(),
@@ -215,10 +237,12 @@ impl Turn {
             .await?;
             let tool_calls = message.tool_calls.clone();
             history.push(Message::Assistant(message));
-            if tool_calls.is_empty() {
+            if tool_calls.is_empty() && !paused {
                 self.trim(history).await?;
                 return Ok(steps);
             }
+            // Tool calls, or a paused turn: the next request continues it
+            // (a paused one with the assistant's message last).
             if steps >= max_steps {
                 return Err(Stop::Failed(
                     FailureCode::StepLimit,
@@ -226,10 +250,11 @@ impl Turn {
                 ));
             }
             for call in &tool_calls {
-                let output = self.call_tool(call, &registry).await?;
+                let (content, success) = self.call_tool(call, &registry).await?;
                 history.push(Message::Tool {
                     call_id: call.id.clone(),
-                    content: output,
+                    content,
+                    success,
                 });
             }
         }
@@ -333,6 +358,12 @@ impl Turn {
         if let Some(step_usage) = reply.usage {
             add_usage(usage, step_usage);
         }
+        if reply.end == End::Refused {
+            return Err(Stop::Failed(
+                FailureCode::ProviderError,
+                "the model declined to write the summary for compaction".into(),
+            ));
+        }
         let summary = reply.message.text.unwrap_or_default().trim().to_string();
         if summary.is_empty() {
             return Err(Stop::Failed(
@@ -377,8 +408,13 @@ impl Turn {
     }
 
     /// Proposes, approves (when needed) and runs one call; returns what the
-    /// model reads as its result.
-    async fn call_tool(&self, call: &ToolCall, registry: &Registry) -> Result<String, Stop> {
+    /// model reads as its result and whether the call succeeded (as its
+    /// `tool.completed` says).
+    async fn call_tool(
+        &self,
+        call: &ToolCall,
+        registry: &Registry,
+    ) -> Result<(String, bool), Stop> {
         let name = call.name.as_str();
         let parsed: Result<Value, String> = match call.arguments.trim() {
             "" => Ok(Value::Object(Default::default())),
@@ -507,7 +543,8 @@ impl Turn {
         result
     }
 
-    async fn complete(&self, call: &ToolCall, output: ToolOutput) -> Result<String, Stop> {
+    async fn complete(&self, call: &ToolCall, output: ToolOutput) -> Result<(String, bool), Stop> {
+        let success = output.success;
         let content = if output.truncated {
             format!("{}\n[output was truncated]", output.output)
         } else {
@@ -516,12 +553,12 @@ impl Turn {
         self.emit(EventBody::ToolCompleted {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            success: output.success,
+            success,
             output: output.output,
             truncated: output.truncated,
         })
         .await?;
-        Ok(content)
+        Ok((content, success))
     }
 
     /// Emits a turn event; a cancel interrupts the wait for writer room.

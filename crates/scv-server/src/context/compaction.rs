@@ -110,6 +110,7 @@ mod tests {
         Message::Tool {
             call_id: id.into(),
             content: text.into(),
+            success: true,
         }
     }
 

@@ -137,6 +137,7 @@ impl History {
             self.push(Message::Tool {
                 call_id: id,
                 content: note.to_string(),
+                success: false,
             });
         }
     }
@@ -167,6 +168,7 @@ mod tests {
         history.push(Message::Tool {
             call_id: "a".into(),
             content: "ok".into(),
+            success: true,
         });
         history.close_open_tool_calls("cancelled");
         assert_eq!(history.len(), 4);
@@ -174,7 +176,8 @@ mod tests {
             history.messages()[3],
             Message::Tool {
                 call_id: "b".into(),
-                content: "cancelled".into()
+                content: "cancelled".into(),
+                success: false,
             }
         );
         let bytes = history.bytes();

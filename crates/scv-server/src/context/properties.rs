@@ -47,6 +47,7 @@ fn messages(groups: &[Group]) -> Vec<Message> {
                     out.push(Message::Tool {
                         call_id: id(k),
                         content: "r".repeat(*n),
+                        success: true,
                     });
                 }
             }

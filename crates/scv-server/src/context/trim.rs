@@ -69,6 +69,7 @@ mod tests {
         history.push(Message::Tool {
             call_id: "a".into(),
             content: "r".repeat(100),
+            success: true,
         });
         history.push(user(100));
         let total = history.bytes();

@@ -20,7 +20,7 @@
 //! the tests). Reported input tokens are input + cache creation + cache
 //! read.
 
-use super::assemble::Assembler;
+use super::assemble::{Assembler, End};
 use super::stream::Flow;
 use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
 use crate::message::{Message, ProviderData, WireKind};
@@ -64,10 +64,20 @@ fn messages(history: &[Message]) -> Vec<Value> {
     for message in history {
         let (role, blocks) = match message {
             Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
-            Message::Tool { call_id, content } => (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content})],
-            ),
+            Message::Tool {
+                call_id,
+                content,
+                success,
+            } => {
+                let mut result =
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                if !success {
+                    // `ToolResultBlockParam.is_error`: "Set to true if the
+                    // tool execution resulted in an error"; omitted otherwise.
+                    result["is_error"] = json!(true);
+                }
+                ("user", vec![result])
+            }
             Message::Assistant(assistant) => {
                 let mut blocks = Vec::new();
                 if let Some(Value::Array(thinking)) = assistant
@@ -109,10 +119,34 @@ fn messages(history: &[Message]) -> Vec<Value> {
         .collect()
 }
 
+/// A request that ends with the assistant's message (a paused turn sent
+/// back to continue) must not end in whitespace: the API answers 400
+/// "final assistant content cannot end with trailing whitespace". Only
+/// that last text is trimmed; whitespace-only text never gets this far.
+fn trim_final_assistant_text(messages: &mut [Value]) {
+    let Some(last) = messages.last_mut().filter(|m| m["role"] == "assistant") else {
+        return;
+    };
+    let Some(block) = last["content"]
+        .as_array_mut()
+        .and_then(|blocks| blocks.last_mut())
+        .filter(|b| b["type"] == "text")
+    else {
+        return;
+    };
+    if let Some(text) = block["text"].as_str() {
+        let trimmed = text.trim_end();
+        if trimmed.len() != text.len() {
+            block["text"] = json!(trimmed);
+        }
+    }
+}
+
 pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
     let cache = || json!({"type": "ephemeral"});
     let mut system = json!({"type": "text", "text": request.system});
     let mut messages = messages(request.history);
+    trim_final_assistant_text(&mut messages);
     if provider.prompt_cache {
         system["cache_control"] = cache();
         if let Some(last) = messages
@@ -299,6 +333,17 @@ impl Parser {
             "message_delta" => {
                 if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
                     asm.finish(reason);
+                    match reason {
+                        // A streaming classifier stopped the answer; no
+                        // refusal text of its own comes (streaming
+                        // refusals doc).
+                        "refusal" => asm.end(End::Refused),
+                        // "You may provide the response back as-is in a
+                        // subsequent request to let the model continue"
+                        // (Messages API reference, `stop_reason`).
+                        "pause_turn" => asm.end(End::Paused),
+                        _ => {}
+                    }
                 }
                 if let Some(usage) = &event.usage {
                     // Cumulative; input figures only when present and set.
@@ -397,10 +442,12 @@ mod tests {
             Message::Tool {
                 call_id: "toolu_1".into(),
                 content: "A".into(),
+                success: true,
             },
             Message::Tool {
                 call_id: "toolu_2".into(),
                 content: "B".into(),
+                success: false,
             },
             Message::user("and then?"),
         ];
@@ -415,6 +462,8 @@ mod tests {
             .map(|b| b["type"].as_str().unwrap())
             .collect();
         assert_eq!(kinds, ["tool_result", "tool_result", "text"]);
+        assert!(results[0].get("is_error").is_none(), "{}", results[0]);
+        assert_eq!(results[1]["is_error"], true);
     }
 
     #[test]
@@ -475,6 +524,54 @@ mod tests {
             })
         );
         assert_eq!(finish.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn a_paused_turn_goes_back_last_without_trailing_whitespace() {
+        let paused = |text: &str| {
+            Message::Assistant(AssistantMessage {
+                text: Some(text.into()),
+                ..Default::default()
+            })
+        };
+        let mut rendered = messages(&[Message::user("search"), paused("Looking. \n")]);
+        trim_final_assistant_text(&mut rendered);
+        assert_eq!(rendered[1]["content"][0]["text"], "Looking.");
+        // Earlier assistant text is sent as it came.
+        let mut rendered = messages(&[
+            Message::user("search"),
+            paused("Looking. "),
+            Message::user("and?"),
+        ]);
+        trim_final_assistant_text(&mut rendered);
+        assert_eq!(rendered[1]["content"][0]["text"], "Looking. ");
+        // A paused message and its continuation are one assistant turn.
+        let rendered = messages(&[Message::user("search"), paused("A "), paused("B")]);
+        assert_eq!(rendered.len(), 2);
+        assert_eq!(rendered[1]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_refusal_stop_reason_ends_the_response_refused() {
+        // Streaming refusals doc: partial text, then `"stop_reason":
+        // "refusal"`.
+        let mut parser = Parser::default();
+        let mut asm = Assembler::default();
+        for event in [
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello.."}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}),
+            json!({"type":"message_stop"}),
+        ] {
+            parser
+                .apply(event.to_string().as_bytes(), &mut asm, &Redactor::default())
+                .unwrap();
+        }
+        assert_eq!(asm.ending(), End::Refused);
+        let (message, _, finish) = asm.into_parts();
+        assert_eq!(message.text.as_deref(), Some("Hello.."));
+        assert_eq!(finish.as_deref(), Some("refusal"));
     }
 
     /// Found while writing the `anthropic_events` fuzz target (an input

@@ -19,6 +19,22 @@ pub(crate) enum Delta {
     Reasoning(String),
 }
 
+/// How a response ended, as far as the turn acts on it; each wire maps
+/// its own stop reasons here (most end [`End::Finished`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The turn goes on with the message's tool calls, or ends with it.
+    #[default]
+    Finished,
+    /// The model declined to answer (Anthropic `stop_reason: "refusal"`,
+    /// a Responses `refusal` content part).
+    Refused,
+    /// The provider paused a long turn: the message goes back as the
+    /// assistant's and the next request continues it (Anthropic
+    /// `stop_reason: "pause_turn"`).
+    Paused,
+}
+
 #[derive(Debug, Default)]
 struct PartialCall {
     id: String,
@@ -36,6 +52,7 @@ pub(super) struct Assembler {
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
+    end: End,
     /// Deltas not yet handed out.
     pending: VecDeque<Delta>,
     /// The model produced something since the last look (resets the idle
@@ -168,6 +185,16 @@ impl Assembler {
 
     pub fn finish_reason(&self) -> Option<&str> {
         self.finish_reason.as_deref()
+    }
+
+    /// Records how the response ended (for the turn, beyond the finish
+    /// reason's text).
+    pub fn end(&mut self, end: End) {
+        self.end = end;
+    }
+
+    pub fn ending(&self) -> End {
+        self.end
     }
 
     /// The next delta to hand out.

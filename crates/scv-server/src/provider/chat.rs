@@ -117,7 +117,9 @@ fn message(message: &Message, replay: bool) -> WireMessage<'_> {
             reasoning_content: (replay && !assistant.tool_calls.is_empty())
                 .then(|| assistant.reasoning.as_deref().unwrap_or("")),
         },
-        Message::Tool { call_id, content } => WireMessage::Tool {
+        Message::Tool {
+            call_id, content, ..
+        } => WireMessage::Tool {
             tool_call_id: call_id,
             content,
         },

@@ -19,7 +19,7 @@ mod responses;
 pub(crate) mod sse;
 mod stream;
 
-pub(crate) use assemble::Delta;
+pub(crate) use assemble::{Delta, End};
 
 /// Serializes a request body; our own types always serialize.
 fn encode<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {

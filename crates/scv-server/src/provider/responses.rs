@@ -3,8 +3,9 @@
 //! encrypted reasoning items included and sent back, as codex does.
 //!
 //! Requests: the system prompt as `instructions`, history as input items
-//! (`message`, `function_call`, `function_call_output`, and each assistant
-//! message's `reasoning` items first, exactly as received), tools as
+//! (`message`, `function_call`, `function_call_output`; an assistant
+//! message's `reasoning` and `message` items in the order received, each
+//! message with its `phase` as received), tools as
 //! `{"type": "function", name, description, parameters}`, and
 //! `reasoning: {effort, summary: "auto"}` when `reasoning_effort` is set.
 //!
@@ -12,10 +13,12 @@
 //! (or `.incomplete`) ends a response, `response.failed` and `error` fail
 //! it. A reasoning item's `encrypted_content` is taken from
 //! `response.output_item.done` (it differs in the other copies of a real
-//! stream). Shapes: OpenAI's API reference and a real gpt-5-mini capture
-//! (see the tests).
+//! stream), as is each message item kept to go back. A refusal
+//! (`response.refusal.delta`, a `refusal` part) is shown as text and
+//! makes the response a refusal. Shapes: OpenAI's API reference,
+//! openai-python's types and a real gpt-5-mini capture (see the tests).
 
-use super::assemble::Assembler;
+use super::assemble::{Assembler, End};
 use super::stream::Flow;
 use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
 use crate::message::{Message, ProviderData, WireKind};
@@ -65,17 +68,29 @@ fn input(history: &[Message]) -> Vec<Value> {
                 "content": [{"type": "input_text", "text": content}],
             })),
             Message::Assistant(assistant) => {
-                // Reasoning items first, as they came; another wire's
-                // reasoning data is never sent here.
-                if let Some(Value::Array(reasoning)) = assistant
+                // The kept reasoning and message items, in the order they
+                // came; another wire's data is never sent here.
+                let kept: &[Value] = match assistant
                     .provider_data
                     .as_ref()
                     .filter(|d| d.wire == WireKind::Responses)
                     .map(|d| &d.value)
                 {
-                    items.extend(reasoning.iter().cloned());
-                }
-                if let Some(text) = assistant.text.as_deref().filter(|t| !t.is_empty()) {
+                    Some(Value::Array(kept)) => kept,
+                    _ => &[],
+                };
+                let text = assistant.text.as_deref().unwrap_or("");
+                // The kept messages carry their phase; they stand for the
+                // text when they hold all of it (else a stream ended
+                // without some item's `output_item.done`, and the text
+                // goes as one message).
+                let whole = kept.iter().any(is_message) && kept_text(kept) == text;
+                items.extend(
+                    kept.iter()
+                        .filter(|item| whole || !is_message(item))
+                        .cloned(),
+                );
+                if !whole && !text.is_empty() {
                     items.push(json!({
                         "type": "message",
                         "role": "assistant",
@@ -91,7 +106,9 @@ fn input(history: &[Message]) -> Vec<Value> {
                     }));
                 }
             }
-            Message::Tool { call_id, content } => items.push(json!({
+            Message::Tool {
+                call_id, content, ..
+            } => items.push(json!({
                 "type": "function_call_output",
                 "call_id": call_id,
                 "output": content,
@@ -139,6 +156,9 @@ struct Event<'a> {
     code: Option<Value>,
     #[serde(default)]
     message: Option<Value>,
+    /// `response.refusal.done`: the whole refusal text.
+    #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
 }
 
 /// Reads Responses events into the assembler.
@@ -146,10 +166,13 @@ struct Event<'a> {
 pub(super) struct Parser {
     /// The call slot of each function-call item id.
     calls: HashMap<String, usize>,
-    /// Reasoning items (from `output_item.done`) to send back.
-    reasoning: Vec<Value>,
+    /// Reasoning and message items (from `output_item.done`) to send
+    /// back, in order.
+    kept: Vec<Value>,
     /// Whether any summary text came for the current reasoning item part.
     summary_seen: bool,
+    /// Refusal text was shown (from deltas).
+    refusal_shown: bool,
 }
 
 impl Parser {
@@ -167,10 +190,23 @@ impl Parser {
             ProviderError::provider(format!("malformed provider stream event: {err}"))
         })?;
         match event.kind.as_ref() {
-            "response.output_text.delta" | "response.refusal.delta" => {
+            "response.output_text.delta" => {
                 if let Some(delta) = &event.delta {
                     asm.text(delta)?;
                 }
+            }
+            // The model declining, in its own words: shown as it streams,
+            // and the response is a refusal.
+            "response.refusal.delta" => {
+                asm.end(End::Refused);
+                if let Some(delta) = &event.delta {
+                    self.refusal_shown = true;
+                    asm.text(delta)?;
+                }
+            }
+            "response.refusal.done" => {
+                let refusal = event.refusal.as_deref().unwrap_or("");
+                self.refused(refusal, asm)?;
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 if let Some(delta) = &event.delta {
@@ -282,20 +318,57 @@ impl Parser {
                     arguments,
                 )
             }
+            Some("message") => {
+                // A refusal part, streamed or not, makes this a refusal.
+                let refusals = item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|part| part.get("type").and_then(Value::as_str) == Some("refusal"));
+                let mut refused = false;
+                for part in refusals {
+                    let text = part.get("refusal").and_then(Value::as_str).unwrap_or("");
+                    self.refused(text, asm)?;
+                    refused = true;
+                }
+                if !refused {
+                    // Kept with its `phase`, which gpt-5-codex class
+                    // models want back on every assistant message.
+                    self.keep(replayable_message(&item), asm);
+                }
+                Ok(())
+            }
             Some("reasoning") => {
                 // Without its encrypted content a stateless request cannot
                 // use the item (the API answers 404).
                 if item.get("encrypted_content").is_some_and(|c| c.is_string()) {
-                    self.reasoning.push(replayable(item));
-                    asm.provider_data(ProviderData {
-                        wire: WireKind::Responses,
-                        value: Value::Array(self.reasoning.clone()),
-                    });
+                    self.keep(replayable(item), asm);
                 }
                 Ok(())
             }
             _ => Ok(()),
         }
+    }
+
+    /// Keeps an item to send back with this message.
+    fn keep(&mut self, item: Value, asm: &mut Assembler) {
+        self.kept.push(item);
+        asm.provider_data(ProviderData {
+            wire: WireKind::Responses,
+            value: Value::Array(self.kept.clone()),
+        });
+    }
+
+    /// The response is a refusal; `text` (its whole text) is shown when no
+    /// delta showed it.
+    fn refused(&mut self, text: &str, asm: &mut Assembler) -> Result<(), ProviderError> {
+        asm.end(End::Refused);
+        if !self.refusal_shown && !text.is_empty() {
+            self.refusal_shown = true;
+            asm.text(text)?;
+        }
+        Ok(())
     }
 
     pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
@@ -316,6 +389,40 @@ fn replayable(mut item: Value) -> Value {
         map.entry("summary").or_insert_with(|| json!([]));
     }
     item
+}
+
+/// An assistant message item as it goes back: its `output_text` parts
+/// (text only) and its `phase` exactly as received, when it had one
+/// (openai-python `ResponseOutputMessage.phase`: "preserve and resend
+/// phase on all assistant messages"); output-only fields such as `id`,
+/// `status` and annotations are dropped, as for a message SCV builds.
+fn replayable_message(item: &Value) -> Value {
+    let content: Vec<Value> = item
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|part| part.get("type").and_then(Value::as_str) == Some("output_text"))
+        .map(|part| json!({"type": "output_text", "text": part.get("text").cloned().unwrap_or(json!(""))}))
+        .collect();
+    let mut message = json!({"type": "message", "role": "assistant", "content": content});
+    if let Some(phase) = item.get("phase").filter(|p| !p.is_null()) {
+        message["phase"] = phase.clone();
+    }
+    message
+}
+
+fn is_message(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("message")
+}
+
+/// The text of the kept message items, in order.
+fn kept_text(kept: &[Value]) -> String {
+    kept.iter()
+        .filter(|item| is_message(item))
+        .flat_map(|item| item["content"].as_array().into_iter().flatten())
+        .filter_map(|part| part["text"].as_str())
+        .collect()
 }
 
 fn number(value: &Value, key: &str) -> u64 {
@@ -383,5 +490,69 @@ mod tests {
         );
         assert_eq!(usage.unwrap().input_tokens, 72);
         assert_eq!(finish.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn a_refusal_is_shown_once_whether_or_not_it_streamed() {
+        // openai-python: `response.refusal.delta`, `response.refusal.done`,
+        // a message item whose part is `{"type": "refusal", ..}`.
+        let done = json!({"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]}});
+        let completed = json!({"type":"response.completed","response":{"status":"completed"}});
+        let (asm, deltas) = parse(&[
+            json!({"type":"response.refusal.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"I can't "}),
+            json!({"type":"response.refusal.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"help with that."}),
+            json!({"type":"response.refusal.done","item_id":"msg_1","output_index":0,"content_index":0,"refusal":"I can't help with that."}),
+            done.clone(),
+            completed.clone(),
+        ]);
+        assert_eq!(deltas.len(), 2);
+        assert_eq!(asm.ending(), End::Refused);
+        // Only the finished item: its text is shown once.
+        let (asm, deltas) = parse(&[done.clone(), done, completed.clone()]);
+        assert_eq!(
+            deltas,
+            [super::super::Delta::Text("I can't help with that.".into())]
+        );
+        assert_eq!(asm.ending(), End::Refused);
+        let (asm, _) = parse(&[completed]);
+        assert_eq!(asm.ending(), End::Finished);
+    }
+
+    #[test]
+    fn message_items_go_back_in_order_with_their_phase() {
+        // Items as a gpt-5-codex class model streams them: a commentary
+        // message, reasoning, the final answer (openai-python
+        // `ResponseOutputMessage.phase`).
+        let (asm, _) = parse(&[
+            json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Checking. "}),
+            json!({"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","phase":"commentary","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Checking. "}]}}),
+            json!({"type":"response.output_item.done","output_index":1,"item":{"id":"rs_1","type":"reasoning","encrypted_content":"enc","summary":[]}}),
+            json!({"type":"response.output_text.delta","item_id":"msg_2","output_index":2,"content_index":0,"delta":"Done."}),
+            json!({"type":"response.output_item.done","output_index":2,"item":{"id":"msg_2","type":"message","status":"completed","role":"assistant","phase":"final_answer","content":[{"type":"output_text","annotations":[],"text":"Done."}]}}),
+            json!({"type":"response.completed","response":{"status":"completed"}}),
+        ]);
+        let (message, _, _) = asm.into_parts();
+        assert_eq!(message.text.as_deref(), Some("Checking. Done."));
+        let mut assistant = message.clone();
+        let sent = input(&[Message::Assistant(message)]);
+        assert_eq!(
+            sent,
+            [
+                json!({"type":"message","role":"assistant","phase":"commentary","content":[{"type":"output_text","text":"Checking. "}]}),
+                json!({"type":"reasoning","id":"rs_1","encrypted_content":"enc","summary":[]}),
+                json!({"type":"message","role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"Done."}]}),
+            ]
+        );
+        // Kept items that do not hold all the text (a stream that ended
+        // before an item was done): the text goes as one message.
+        assistant.text = Some("Checking. Done. And more".into());
+        let sent = input(&[Message::Assistant(assistant)]);
+        assert_eq!(
+            sent,
+            [
+                json!({"type":"reasoning","id":"rs_1","encrypted_content":"enc","summary":[]}),
+                json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Checking. Done. And more"}]}),
+            ]
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! one returns an error; the caller drops the stream, which drops the HTTP
 //! body. The idle timer measures model output, not bytes.
 
-use super::assemble::{Assembler, Delta};
+use super::assemble::{Assembler, Delta, End};
 use super::sse::{EventTooLarge, SseReader};
 use super::{anthropic, chat, http, responses, ProviderError, Redactor};
 use crate::message::AssistantMessage;
@@ -62,6 +62,8 @@ pub(crate) struct Reply {
     pub message: AssistantMessage,
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
+    /// What the turn does next, whatever the wire called it.
+    pub end: End,
 }
 
 pub(crate) struct ResponseStream {
@@ -175,11 +177,13 @@ impl ResponseStream {
     /// Reads to the end and returns the assembled response.
     pub async fn finish(mut self) -> Result<Reply, ProviderError> {
         while self.next_delta().await?.is_some() {}
+        let end = self.asm.ending();
         let (message, usage, finish_reason) = self.asm.into_parts();
         Ok(Reply {
             message,
             usage,
             finish_reason,
+            end,
         })
     }
 }

@@ -372,6 +372,33 @@ impl Reply {
         Reply::anthropic(blocks)
     }
 
+    /// A text block streamed as `fragments`, then `stop_reason:
+    /// "refusal"`: a streaming classifier stopped the answer. Shape from
+    /// Anthropic's "Streaming refusals" doc (its API response format: the
+    /// partial `text` block, `"stop_reason": "refusal"`, "No additional
+    /// refusal message is included") and the stop reasons doc
+    /// (<https://docs.claude.com/en/api/handling-stop-reasons>).
+    pub fn anthropic_refusal<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Reply {
+        let text = strings(fragments);
+        let blocks = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![Block::Text(text)]
+        };
+        Message::new(blocks).stop_reason("refusal").reply()
+    }
+
+    /// These blocks, then `stop_reason: "pause_turn"`: "we paused a
+    /// long-running turn. You may provide the response back as-is in a
+    /// subsequent request to let the model continue" (Messages API
+    /// reference, `stop_reason`; the stop reasons and code execution tool
+    /// docs say the same of `pause_turn`). The mock streams the
+    /// blocks it knows (text, thinking, tool use), not server-tool blocks:
+    /// SCV offers no server tools.
+    pub fn anthropic_pause_turn(blocks: Vec<Block>) -> Reply {
+        Message::new(blocks).stop_reason("pause_turn").reply()
+    }
+
     /// A `redacted_thinking` block carrying `data`, then `then`.
     pub fn anthropic_redacted_thinking(data: &str, then: Vec<Block>) -> Reply {
         let mut blocks = vec![Block::redacted_thinking(data)];
@@ -417,7 +444,14 @@ impl Reply {
 ///   that is not only tool results) every assistant message with a
 ///   `tool_use` that is followed by its results starts with a `thinking`
 ///   block with a non-empty `signature` or a `redacted_thinking` block
-///   with non-empty `data`.
+///   with non-empty `data`;
+/// - a `tool_result`'s `is_error`, if sent, is a boolean (Messages API
+///   reference, `ToolResultBlockParam`);
+/// - when the last message is the assistant's (a paused turn sent back to
+///   continue), its last text block does not end in whitespace: the API
+///   answers 400 "messages: final assistant content cannot end with
+///   trailing whitespace" (as reported in tailcallhq/forgecode #1872 and
+///   aaif-goose/goose #5967).
 pub fn check_request(body: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let max_tokens = body["max_tokens"].as_u64().filter(|n| *n > 0);
@@ -553,6 +587,12 @@ pub fn check_request(body: &Value) -> Vec<String> {
                         "messages[{index}].content[{i}]: tool_result after other content (tool_result blocks must come first)"
                     ));
                 }
+                if let Some(flag) = block.get("is_error").filter(|f| !f.is_boolean()) {
+                    out.push(format!(
+                        "messages[{index}].content[{i}]: is_error must be a boolean (got {})",
+                        crate::wires::kind(flag)
+                    ));
+                }
                 let id = block["tool_use_id"].as_str().unwrap_or("");
                 if !previous.iter().any(|p| p == id) {
                     out.push(format!(
@@ -585,6 +625,21 @@ pub fn check_request(body: &Value) -> Vec<String> {
                     "messages[{index}]: with thinking enabled, an assistant tool-use message of the last turn must start with a signed thinking or redacted_thinking block"
                 ));
             }
+        }
+    }
+    if let Some(last) = messages.last().filter(|m| m["role"] == "assistant") {
+        let text = match &last["content"] {
+            Value::String(text) => Some(text.as_str()),
+            Value::Array(blocks) => blocks
+                .last()
+                .filter(|b| b["type"] == "text")
+                .and_then(|b| b["text"].as_str()),
+            _ => None,
+        };
+        if text.is_some_and(|t| t.ends_with(char::is_whitespace)) {
+            out.push(
+                "messages: final assistant content cannot end with trailing whitespace".into(),
+            );
         }
     }
     out
@@ -1010,6 +1065,46 @@ mod tests {
         one(&b, "repeats role user");
 
         one(&json!({"max_tokens": 10, "messages": []}), "empty");
+
+        let mut b = good();
+        b["messages"][2]["content"][0]["is_error"] = json!("yes");
+        one(&b, "is_error must be a boolean");
+        let mut b = good();
+        b["messages"][2]["content"][0]["is_error"] = json!(true);
+        assert_eq!(check_request(&b), Vec::<String>::new());
+
+        // A paused turn sent back to continue ends with the assistant.
+        let paused = |text: &str| {
+            json!({"max_tokens": 10, "messages": [
+                {"role": "user", "content": "search"},
+                {"role": "assistant", "content": [{"type": "text", "text": text}]}]})
+        };
+        assert_eq!(check_request(&paused("Searching")), Vec::<String>::new());
+        one(&paused("Searching \n"), "trailing whitespace");
+    }
+
+    #[test]
+    fn refusal_and_pause_turn_end_with_their_stop_reasons() {
+        let refused = data(&Reply::anthropic_refusal(["Hello", ".."]));
+        let texts: Vec<&str> = refused
+            .iter()
+            .filter(|e| e["type"] == "content_block_delta")
+            .map(|e| e["delta"]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(texts, ["Hello", ".."]);
+        assert_eq!(
+            refused[refused.len() - 2]["delta"]["stop_reason"],
+            "refusal"
+        );
+        let silent = data(&Reply::anthropic_refusal(Vec::<&str>::new()));
+        assert!(silent.iter().all(|e| e["type"] != "content_block_start"));
+        let paused = data(&Reply::anthropic_pause_turn(vec![Block::text([
+            "Searching",
+        ])]));
+        assert_eq!(
+            paused[paused.len() - 2]["delta"]["stop_reason"],
+            "pause_turn"
+        );
     }
 
     #[test]

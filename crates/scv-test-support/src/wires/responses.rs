@@ -43,7 +43,25 @@ pub enum Item {
     /// `output_item.added`, `content_part.added`, `output_text.delta` per
     /// fragment (with `logprobs: []` and an `obfuscation` string),
     /// `output_text.done`, `content_part.done`, `output_item.done`.
-    Message(Vec<String>),
+    /// `phase` (`"commentary"` or `"final_answer"`), when set, is on the
+    /// item in `output_item.added`, `output_item.done` and the terminal
+    /// response's output, as gpt-5-codex class models send it
+    /// (openai-python `types/responses/response_output_message.py`:
+    /// "preserve and resend phase on all assistant messages").
+    Message {
+        fragments: Vec<String>,
+        phase: Option<String>,
+    },
+    /// An assistant `message` item whose one part is a `refusal`:
+    /// `output_item.added`, `content_part.added` (`{"type": "refusal",
+    /// "refusal": ""}`), `response.refusal.delta` per fragment,
+    /// `response.refusal.done` (with the whole `refusal`),
+    /// `content_part.done`, `output_item.done` (content `[{"type":
+    /// "refusal", "refusal": ..}]`); the response still completes.
+    /// Shapes: openai-python `types/responses/` —
+    /// `response_refusal_delta_event.py`, `response_refusal_done_event.py`,
+    /// `response_output_refusal.py`, `response_content_part_added_event.py`.
+    Refusal(Vec<String>),
     /// A `function_call` item: `output_item.added` (`arguments: ""`),
     /// `function_call_arguments.delta` pieces, `.done`, then
     /// `output_item.done` with the full arguments.
@@ -56,7 +74,26 @@ pub enum Item {
 
 impl Item {
     pub fn message<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Item {
-        Item::Message(strings(fragments))
+        Item::Message {
+            fragments: strings(fragments),
+            phase: None,
+        }
+    }
+
+    /// A message item carrying `phase` (`"commentary"`, `"final_answer"`).
+    pub fn phased_message<S: AsRef<str>>(
+        fragments: impl IntoIterator<Item = S>,
+        phase: &str,
+    ) -> Item {
+        Item::Message {
+            fragments: strings(fragments),
+            phase: Some(phase.into()),
+        }
+    }
+
+    /// A refusal message item streamed as `fragments`.
+    pub fn refusal<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Item {
+        Item::Refusal(strings(fragments))
     }
 
     pub fn function_call(call_id: &str, name: &str, arguments: Value) -> Item {
@@ -258,12 +295,15 @@ impl Response {
                     snapshot["encrypted_content"] = json!(format!("{encrypted_content}.snapshot"));
                     snapshot
                 }
-                Item::Message(fragments) => {
+                Item::Message { fragments, phase } => {
                     let id = format!("msg_mock_{output_index}");
+                    let mut added = json!({"id": id, "type": "message", "status": "in_progress",
+                        "content": [], "role": "assistant"});
+                    if let Some(phase) = phase {
+                        added["phase"] = json!(phase);
+                    }
                     events.push(json!({"type": "response.output_item.added",
-                        "output_index": output_index,
-                        "item": {"id": id, "type": "message", "status": "in_progress",
-                            "content": [], "role": "assistant"}}));
+                        "output_index": output_index, "item": added}));
                     let base = |kind: &str| {
                         json!({"type": kind, "item_id": id, "output_index": output_index,
                             "content_index": 0})
@@ -284,6 +324,41 @@ impl Response {
                     done["logprobs"] = json!([]);
                     events.push(done);
                     let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text});
+                    let mut done = base("response.content_part.done");
+                    done["part"] = part.clone();
+                    events.push(done);
+                    let mut item = json!({"id": id, "type": "message", "status": "completed",
+                        "content": [part], "role": "assistant"});
+                    if let Some(phase) = phase {
+                        item["phase"] = json!(phase);
+                    }
+                    events.push(json!({"type": "response.output_item.done",
+                        "output_index": output_index, "item": item}));
+                    item
+                }
+                Item::Refusal(fragments) => {
+                    let id = format!("msg_mock_{output_index}");
+                    events.push(json!({"type": "response.output_item.added",
+                        "output_index": output_index,
+                        "item": {"id": id, "type": "message", "status": "in_progress",
+                            "content": [], "role": "assistant"}}));
+                    let base = |kind: &str| {
+                        json!({"type": kind, "item_id": id, "output_index": output_index,
+                            "content_index": 0})
+                    };
+                    let mut added = base("response.content_part.added");
+                    added["part"] = json!({"type": "refusal", "refusal": ""});
+                    events.push(added);
+                    for delta in fragments {
+                        let mut event = base("response.refusal.delta");
+                        event["delta"] = json!(delta);
+                        events.push(event);
+                    }
+                    let refusal = fragments.concat();
+                    let mut done = base("response.refusal.done");
+                    done["refusal"] = json!(refusal);
+                    events.push(done);
+                    let part = json!({"type": "refusal", "refusal": refusal});
                     let mut done = base("response.content_part.done");
                     done["part"] = part.clone();
                     events.push(done);
@@ -428,7 +503,10 @@ impl Reply {
         let text = strings(fragments);
         let mut items = Vec::new();
         if !text.is_empty() {
-            items.push(Item::Message(text));
+            items.push(Item::Message {
+                fragments: text,
+                phase: None,
+            });
         }
         items.extend(Item::function_calls(calls));
         Reply::responses(items)
@@ -445,6 +523,12 @@ impl Reply {
         let mut items = vec![Item::reasoning(summary, encrypted_content)];
         items.extend(then);
         Reply::responses(items)
+    }
+
+    /// A refusal message item streamed as `fragments` (see
+    /// [`Item::Refusal`]).
+    pub fn responses_refusal<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Reply {
+        Reply::responses(vec![Item::refusal(fragments)])
     }
 
     /// A message streamed as `fragments`, ending in `response.incomplete`
@@ -486,7 +570,10 @@ impl Reply {
 ///   every `function_call_output` follows its `function_call`;
 /// - no input item is an `item_reference`, and every `reasoning` item
 ///   carries its `encrypted_content` (with `store:false` either gives
-///   404 "Items are not persisted when `store` is set to false").
+///   404 "Items are not persisted when `store` is set to false");
+/// - a message's `phase`, if sent, is `"commentary"` or `"final_answer"`
+///   and only on an assistant message (openai-python
+///   `EasyInputMessageParam.phase`: "Not used for user messages").
 pub fn check_request(body: &Value) -> Vec<String> {
     let mut out = Vec::new();
     if body["store"] != false {
@@ -554,6 +641,17 @@ pub fn check_request(body: &Value) -> Vec<String> {
             "item_reference" => out.push(format!(
                 "input[{index}]: item_reference cannot resolve with store:false"
             )),
+            "message" => match item.get("phase") {
+                None => {}
+                Some(phase) if item["role"] != "assistant" => out.push(format!(
+                    "input[{index}]: phase {phase} on a {} message (only assistant messages carry one)",
+                    item["role"]
+                )),
+                Some(phase) if phase != "commentary" && phase != "final_answer" => out.push(
+                    format!("input[{index}]: phase {phase} is not commentary or final_answer"),
+                ),
+                Some(_) => {}
+            },
             _ => {}
         }
     }
@@ -800,6 +898,55 @@ mod tests {
     }
 
     #[test]
+    fn phase_rides_on_the_message_item() {
+        let reply = Reply::responses(vec![
+            Item::phased_message(["Checking."], "commentary"),
+            Item::function_call("call_1", "ls", json!({})),
+        ]);
+        assert_numbered(&reply);
+        let events = data(&reply);
+        assert_eq!(events[2]["item"]["phase"], "commentary");
+        let done = events
+            .iter()
+            .find(|e| e["type"] == "response.output_item.done")
+            .unwrap();
+        assert_eq!(done["item"]["phase"], "commentary");
+        assert_eq!(done["item"]["content"][0]["text"], "Checking.");
+        let completed = events.last().unwrap();
+        assert_eq!(completed["response"]["output"][0]["phase"], "commentary");
+        // Without one, no key at all.
+        let plain = data(&Reply::responses_text(["x"]));
+        assert!(plain[2]["item"].get("phase").is_none());
+    }
+
+    #[test]
+    fn refusal_streams_its_own_events() {
+        let reply = Reply::responses_refusal(["I'm sorry, ", "I can't help with that."]);
+        assert_numbered(&reply);
+        assert_eq!(
+            types(&reply)[2..],
+            [
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.refusal.delta",
+                "response.refusal.delta",
+                "response.refusal.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.completed"
+            ]
+        );
+        let events = data(&reply);
+        assert_eq!(events[3]["part"], json!({"type": "refusal", "refusal": ""}));
+        assert_eq!(events[4]["delta"], "I'm sorry, ");
+        assert_eq!(events[6]["refusal"], "I'm sorry, I can't help with that.");
+        assert_eq!(
+            events[8]["item"]["content"],
+            json!([{"type": "refusal", "refusal": "I'm sorry, I can't help with that."}])
+        );
+    }
+
+    #[test]
     fn custom_usage() {
         let reply = Response::new(vec![Item::message(["x"])])
             .usage(Usage {
@@ -915,5 +1062,13 @@ mod tests {
             .unwrap()
             .push(json!({"type": "item_reference", "id": "msg_1"}));
         one(&b, "item_reference");
+        let mut b = good();
+        b["input"][2]["phase"] = json!("commentary");
+        assert_eq!(check_request(&b), Vec::<String>::new());
+        b["input"][2]["phase"] = json!("analysis");
+        one(&b, "not commentary or final_answer");
+        let mut b = good();
+        b["input"][0]["phase"] = json!("final_answer");
+        one(&b, "only assistant messages");
     }
 }
