@@ -90,6 +90,74 @@ async fn writes_through_links_leading_outside_create_nothing() {
     );
 }
 
+/// m03: a file of the workspace hard-linked to one outside (pnpm's store
+/// links into `node_modules` like this) is rewritten by breaking the link,
+/// never through it.
+#[tokio::test]
+async fn writes_to_a_hard_linked_file_leave_its_other_links_alone() {
+    let mut rig = Rig::new("auto_approve = [\"read\", \"write\"]").await;
+    let session = rig.session().await;
+    let ws = rig.home.workspace();
+    // Beside the workspace, on the same filesystem (a hard link needs it).
+    let outside = tempfile::tempdir_in(ws.parent().unwrap()).unwrap();
+    let store = outside.path().join("store-a.js");
+    std::fs::write(&store, "module.exports = 1;\n").unwrap();
+    std::fs::hard_link(&store, ws.join("a.js")).unwrap();
+    let store_b = outside.path().join("store-b.js");
+    std::fs::write(&store_b, "module.exports = 2;\n").unwrap();
+    std::fs::set_permissions(
+        &store_b,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::hard_link(&store_b, ws.join("b.js")).unwrap();
+    rig.mock.push(Reply::tool_calls(&[
+        (
+            "w",
+            "write_file",
+            json!({"path": "a.js", "content": "planted();\n"}),
+        ),
+        (
+            "e",
+            "edit_file",
+            json!({"path": "b.js", "old_string": "2", "new_string": "planted()"}),
+        ),
+    ]));
+    rig.mock.push(Reply::text(["done"]));
+    let events = rig.turn(&session, "edit them").await;
+    let results = completed(&events);
+    for (id, success, output) in &results {
+        assert!(*success, "{id}: {output}");
+        assert!(output.contains("other hard links"), "{id}: {output}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&store).unwrap(),
+        "module.exports = 1;\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&store_b).unwrap(),
+        "module.exports = 2;\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.js")).unwrap(),
+        "planted();\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.js")).unwrap(),
+        "module.exports = planted();\n"
+    );
+    use std::os::unix::fs::MetadataExt;
+    let b = std::fs::metadata(ws.join("b.js")).unwrap();
+    assert_eq!(b.nlink(), 1);
+    assert_eq!(b.mode() & 0o777, 0o755, "the permission bits are kept");
+    // No temporary file is left beside them.
+    let names: Vec<String> = std::fs::read_dir(&ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains(".scv-")), "{names:?}");
+}
+
 #[tokio::test]
 async fn a_link_planted_after_approval_is_not_followed() {
     let outside = tempfile::tempdir().unwrap();

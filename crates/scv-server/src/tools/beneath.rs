@@ -8,6 +8,12 @@
 //! Relative links that stay inside work as usual. Opens never block (FIFOs
 //! and devices are refused once opened) and only regular files are read or
 //! written.
+//!
+//! A file with more than one hard link may share its inode with a file
+//! anywhere on the same filesystem (pnpm's store links into
+//! `node_modules`); the path check cannot see that. Such a file is never
+//! written in place: [`Workspace::replace`] writes a new file beside it and
+//! renames it over the name, so only the workspace's name changes.
 
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
@@ -141,6 +147,79 @@ impl Workspace {
             .map_err(|err| describe(err, rel, "write"))?;
         regular(&fd, rel)?;
         Ok((File::from(fd), existed))
+    }
+
+    /// Hard links of `rel` and its permission bits, when it is a regular
+    /// file (not reached through a final symbolic link) with more than one.
+    pub fn shared(&self, rel: &Rel) -> Result<Option<u32>, String> {
+        let fd = match self.openat(rel, OFlags::PATH | OFlags::NOFOLLOW, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(err) => return Err(describe(err, rel, "open")),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|err| describe(err, rel, "inspect"))?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile if stat.st_nlink > 1 => Ok(Some(stat.st_mode & 0o7777)),
+            FileType::Symlink => {
+                let target = self.openat(rel, OFlags::PATH, Mode::empty()).ok();
+                let shared = target
+                    .and_then(|fd| rustix::fs::fstat(&fd).ok())
+                    .is_some_and(|stat| stat.st_nlink > 1);
+                if shared {
+                    return Err(format!(
+                        "{} is a symbolic link to a file with other hard links; not written (edit the file it names)",
+                        rel.shown
+                    ));
+                }
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Replaces the file `rel` with `contents` (permission bits `mode`):
+    /// written to a new file in the same directory, then renamed over the
+    /// name, so other hard links keep their content.
+    pub fn replace(&self, rel: &Rel, contents: &[u8], mode: u32) -> Result<(), String> {
+        let name = match rel.path.file_name() {
+            Some(name) => name.to_owned(),
+            None => return Err(format!("{} is not a file", rel.shown)),
+        };
+        let parent = Rel {
+            path: match rel.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(parent) => parent.to_path_buf(),
+                None => PathBuf::from("."),
+            },
+            shown: rel.shown.clone(),
+        };
+        let dir = self
+            .openat(&parent, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+            .map_err(|err| describe(err, rel, "write"))?;
+        let temp = format!(
+            ".{}.scv-{}",
+            name.to_string_lossy(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let fd = rustix::fs::openat(
+            &dir,
+            &temp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|err| describe(err, rel, "write"))?;
+        let written = (|| {
+            use std::io::Write;
+            let mut file = File::from(fd);
+            file.write_all(contents)?;
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
+            rustix::fs::renameat(&dir, &temp, &dir, &name)?;
+            Ok::<_, std::io::Error>(())
+        })();
+        if let Err(err) = written {
+            let _ = rustix::fs::unlinkat(&dir, &temp, rustix::fs::AtFlags::empty());
+            return Err(format!("cannot write {}: {err}", rel.shown));
+        }
+        Ok(())
     }
 
     /// `mkdir -p` beneath the workspace: each missing directory is made

@@ -69,6 +69,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         let shown = &rel.shown;
         // One open file is read and rewritten: nothing can be swapped in
         // between.
+        let shared = ws.shared(&rel)?;
         let (mut file, size) = ws.open_read_write(&rel)?;
         let text = read_text(file.try_clone().map_err(|e| e.to_string())?, size, shown)?;
         let count = text.matches(&args.old_string).count();
@@ -94,11 +95,18 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         } else {
             text.replacen(&args.old_string, &args.new_string, 1)
         };
+        let noun = if count == 1 { "occurrence" } else { "occurrences" };
+        if let Some(mode) = shared {
+            // Other hard links (maybe outside) keep the old content.
+            ws.replace(&rel, updated.as_bytes(), mode)?;
+            return Ok(ToolOutput::ok(format!(
+                "Replaced {count} {noun} in {shown} (it had other hard links, which keep the old content)"
+            )));
+        }
         file.seek(SeekFrom::Start(0))
             .and_then(|_| file.set_len(0))
             .and_then(|_| file.write_all(updated.as_bytes()))
             .map_err(|err| format!("cannot write {shown}: {err}"))?;
-        let noun = if count == 1 { "occurrence" } else { "occurrences" };
         Ok(ToolOutput::ok(format!("Replaced {count} {noun} in {shown}")))
     })
     .await

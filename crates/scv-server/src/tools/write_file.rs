@@ -59,6 +59,14 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     blocking(move || {
         let ws = Workspace::open(&workspace)?;
         let rel = ws.relative(&args.path)?;
+        if let Some(mode) = ws.shared(&rel)? {
+            ws.replace(&rel, args.content.as_bytes(), mode)?;
+            return Ok(ToolOutput::ok(format!(
+                "Overwrote {} ({} bytes; it had other hard links, which keep the old content)",
+                rel.shown,
+                args.content.len()
+            )));
+        }
         let (mut file, existed) = ws.create(&rel)?;
         file.write_all(args.content.as_bytes())
             .map_err(|err| format!("cannot write {}: {err}", rel.shown))?;
