@@ -759,8 +759,23 @@ async fn the_owners_commands_run_in_the_same_sandbox_under_the_same_rules() {
     // auto-approved — and the kernel refused the write.
     let sent = bot.wait_sent(OWNER, 1).await;
     assert_eq!(sent[0], "It was refused.");
-    let tool_result = bot.mock.requests()[1].body.to_string();
-    assert!(tool_result.contains("ermission denied"), "{tool_result}");
+    // The tool message itself (the whole body also holds the bash tool's
+    // description, which mentions "Permission denied").
+    let body = bot.mock.requests()[1].body.clone();
+    let tool_result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no tool result in {body}"))
+        .to_string();
+    assert!(
+        tool_result.contains("[exit code: 1]")
+            && (tool_result.contains("Read-only file system")
+                || tool_result.contains("ermission denied")),
+        "{tool_result}"
+    );
     assert!(!target.exists());
     bot.stop().await;
 }
