@@ -26,6 +26,17 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` for the clipboard: control characters (but newline and tab) and
+/// bidirectional overrides removed. A pasted answer must not carry a
+/// bracketed-paste end (`ESC [ 201 ~`) followed by a command into the
+/// shell it is pasted into, nor anything else a terminal would act on.
+pub fn for_clipboard(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().filter(|c| !needs_escape(*c)).collect())
+}
+
 fn needs_escape(c: char) -> bool {
     match c {
         '\n' | '\t' => false,
@@ -48,5 +59,14 @@ mod tests {
             "a␛]52;c;cHduZWQ=␇b␍c␡"
         );
         assert_eq!(visible("x\u{202e}y\u{9b}"), "x<U+202E>y<U+009B>");
+    }
+
+    #[test]
+    fn clipboard_text_loses_every_control_but_lines_and_tabs() {
+        assert_eq!(
+            for_clipboard("ls\x1b[201~\nrm -rf ~\r\t\u{9b}x\u{202e}"),
+            "ls[201~\nrm -rf ~\tx"
+        );
+        assert!(matches!(for_clipboard("plain\n"), Cow::Borrowed(_)));
     }
 }

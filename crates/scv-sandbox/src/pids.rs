@@ -109,12 +109,16 @@ impl Cgroup {
     }
 
     fn new(base: &Path, max: u32) -> io::Result<Cgroup> {
+        // Unique per process and call (a process may sandbox several
+        // commands at once).
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: getpid cannot fail.
         let pid = unsafe { libc::getpid() };
-        let dir = base.join(format!("scv-tool-{pid}"));
+        let dir = base.join(format!("scv-tool-{pid}-{call}"));
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
-            // Left by an earlier reaper of this pid that was killed.
+            // Left by an earlier process of this pid that was killed.
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
             Err(err) => return Err(err),
         }

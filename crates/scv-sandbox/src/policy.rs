@@ -181,6 +181,10 @@ impl Policy {
             denied.extend(HOME_DENIED.iter().map(|name| home.join(name)));
         }
         readable.extend(settings.readable_roots.iter().cloned());
+        // The workspace is always readable, and so is the repository it is
+        // in (git reads `.git` above a subdirectory, or a worktree's).
+        readable.push(workspace.to_path_buf());
+        readable.extend(repository_of(workspace));
         Policy {
             mode: settings.mode,
             workspace: workspace.to_path_buf(),
@@ -227,6 +231,36 @@ impl Policy {
         }
         seen
     }
+}
+
+/// The repository around `workspace` that lies outside it: the directory
+/// holding the nearest `.git` above it, and for a `.git` file (a worktree
+/// or submodule) the git directory it names and that one's common
+/// directory.
+fn repository_of(workspace: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in workspace.ancestors() {
+        let git = dir.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&git) else {
+            continue;
+        };
+        if dir != workspace {
+            found.push(dir.to_path_buf());
+        }
+        if meta.is_file() {
+            let text = std::fs::read_to_string(&git).unwrap_or_default();
+            if let Some(target) = text.trim().strip_prefix("gitdir:") {
+                let gitdir = dir.join(target.trim());
+                let common = std::fs::read_to_string(gitdir.join("commondir"))
+                    .map(|c| gitdir.join(c.trim()))
+                    .ok();
+                found.push(gitdir);
+                found.extend(common);
+            }
+        }
+        break;
+    }
+    found
 }
 
 /// Whether `workspace` holds the user's home (is it, or one of its
@@ -283,6 +317,20 @@ mod tests {
         assert!(policy.readable.contains(&PathBuf::from("/h/tools")));
         assert_eq!(policy.home, Some(PathBuf::from("/h")));
         assert_eq!(Mode::WorkspaceWrite.as_str(), "workspace-write");
+    }
+
+    #[test]
+    fn the_workspace_and_the_repository_above_it_are_readable() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("sub/dir")).unwrap();
+        let ws = root.join("sub/dir");
+        let policy = Policy::new(&settings(), &ws);
+        assert!(policy.readable.contains(&ws));
+        assert!(policy.readable.contains(&root));
+        let at_root = Policy::new(&settings(), &root);
+        assert_eq!(at_root.readable.iter().filter(|p| **p == root).count(), 1);
     }
 
     #[test]

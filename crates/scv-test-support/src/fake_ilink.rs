@@ -33,6 +33,8 @@ pub enum Fault {
     Malformed,
     /// Answer only after this long.
     Delay(Duration),
+    /// Answer with this body (status 200), whatever the call.
+    Reply(Value),
 }
 
 /// One recorded request.
@@ -249,6 +251,7 @@ async fn handle(
         Some(Fault::Status(code)) => return Ok(reply(code, "<html>bad gateway</html>".into())),
         Some(Fault::Malformed) => return Ok(reply(200, "{not json".into())),
         Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+        Some(Fault::Reply(body)) => return Ok(ok(body)),
         None => {}
     }
     let query_param = |name: &str| {

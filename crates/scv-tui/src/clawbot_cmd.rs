@@ -50,7 +50,11 @@ fn draw_qr(url: &str) {
         }
         Err(_) => println!("(this terminal QR code could not be drawn; open the link below)"),
     }
-    println!("Scan with WeChat, or open: {url}");
+    // The login server chose this URL: shown, never obeyed.
+    println!(
+        "Scan with WeChat, or open: {}",
+        scv_client::text::visible(url)
+    );
 }
 
 pub async fn login(
@@ -180,7 +184,7 @@ pub async fn login(
     }
     drop(scv_client::ensure_daemon(home, socket).await?);
     let status = control(socket, DaemonCommand::Reload).await?;
-    print!("{}", describe(&status, socket));
+    print!("{}", scv_client::text::visible(&describe(&status, socket)));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,7 +14,8 @@ pub async fn status(socket: &Path, json: bool, command: DaemonCommand) -> Result
         let event = Event::reply(None, EventBody::DaemonStatus { status });
         println!("{}", serde_json::to_string(&event)?);
     } else {
-        print!("{}", describe(&status, socket));
+        // Component errors come from servers SCV talks to: shown, never obeyed.
+        print!("{}", scv_client::text::visible(&describe(&status, socket)));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -200,7 +200,10 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("scv: cannot start: {err}");
+            eprintln!(
+                "scv: cannot start: {}",
+                scv_client::text::visible(&err.to_string())
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -270,7 +273,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("scv: {err:#}");
+            eprintln!("scv: {}", scv_client::text::visible(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }

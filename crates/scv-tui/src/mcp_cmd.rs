@@ -14,7 +14,10 @@ pub async fn list(home: &Path, socket: &Path, json: bool) -> Result<ExitCode> {
         let event = Event::reply(None, EventBody::DaemonStatus { status });
         println!("{}", serde_json::to_string(&event)?);
     } else {
-        print!("{}", describe(&status.components, home));
+        print!(
+            "{}",
+            scv_client::text::visible(&describe(&status.components, home))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -93,6 +93,35 @@ async fn login_follows_every_status_to_confirmed() {
     );
 }
 
+/// l03: the login server chooses the QR URL; what it puts there is shown,
+/// never sent to the terminal raw (OSC 52, a screen clear, a title).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_qr_url_reaches_the_terminal_only_as_visible_symbols() {
+    let mock = MockProvider::start().await;
+    let ilink = FakeIlink::start().await;
+    ilink.allow_token("tok-1");
+    let home = Home::new(&mock, "");
+    let hostile = "https://x.example/q\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\u{9b}0m";
+    ilink.fault(
+        "ilink/bot/get_bot_qrcode",
+        scv_test_support::fake_ilink::Fault::Reply(
+            json!({"ret": 0, "qrcode": "qr-h", "qrcode_img_content": hostile}),
+        ),
+    );
+    ilink.qr_status(qr_confirmed(&ilink, "bot@im.bot"));
+    let output = login(&home, &ilink, "default", "");
+    let out = text(&output);
+    assert!(output.status.success(), "{out}");
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{9b}') && !out.contains('\u{7}'),
+        "{out:?}"
+    );
+    assert!(
+        out.contains("https://x.example/q␛]52;c;cHduZWQ=␇␛[2J"),
+        "{out}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn expired_codes_are_renewed_at_most_three_times() {
     let mock = MockProvider::start().await;

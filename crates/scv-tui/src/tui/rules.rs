@@ -111,15 +111,16 @@ pub fn propose(call: &PendingApproval) -> Result<Rule, String> {
             if let Some(why) = refused_program(program) {
                 return Err(format!("`{program}` {why}"));
             }
+            let taken = runner_words(&simple.words)?.unwrap_or_else(|| rule_words(&simple.words));
             if let Some(bad) = simple
                 .words
                 .iter()
-                .take(rule_words(&simple.words))
+                .take(taken)
                 .find(|w| w.contains(['$', '*', '?', '[', '{', '~', '\\', '=']))
             {
                 return Err(format!("`{bad}` is not a plain word"));
             }
-            let words = simple.words[..rule_words(&simple.words)].to_vec();
+            let words = simple.words[..taken].to_vec();
             Ok(Rule::Command {
                 env: simple.env,
                 words,
@@ -173,6 +174,79 @@ fn rule_words(words: &[String]) -> usize {
             }
         }
         _ => 1,
+    }
+}
+
+/// Subcommands that run the program named next (`uv run pytest`): a rule
+/// takes that program too, and none is made when it is itself a shell,
+/// interpreter or runner (`uv run sh -c …`).
+const RUNS_NEXT: &[(&str, &str)] = &[
+    ("uv", "run"),
+    ("npm", "exec"),
+    ("pnpm", "exec"),
+    ("pnpm", "dlx"),
+    ("yarn", "exec"),
+    ("yarn", "dlx"),
+    ("bun", "x"),
+    ("poetry", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("pipenv", "run"),
+    ("rye", "run"),
+    ("pixi", "run"),
+    ("conda", "run"),
+    ("mamba", "run"),
+    ("micromamba", "run"),
+    ("bundle", "exec"),
+    ("pipx", "run"),
+    ("mise", "exec"),
+    ("asdf", "exec"),
+    ("direnv", "exec"),
+];
+
+/// Programs that run the program named next (`npx eslint`).
+const RUNNER_PROGRAMS: &[&str] = &["npx", "pnpx", "bunx", "uvx"];
+
+/// Subcommands that run whatever they are given and cannot be narrowed
+/// (an image and its command, a remote shell, a flake, a source file).
+const RUNS_ANYTHING: &[(&str, &str)] = &[
+    ("docker", "run"),
+    ("docker", "exec"),
+    ("podman", "run"),
+    ("podman", "exec"),
+    ("kubectl", "exec"),
+    ("kubectl", "run"),
+    ("nix", "run"),
+    ("nix", "shell"),
+    ("nix", "develop"),
+    ("go", "run"),
+];
+
+/// For a program runner, how many words a rule takes (the runner's and the
+/// program it runs), or why there is no rule; `None`: not a runner.
+fn runner_words(words: &[String]) -> Result<Option<usize>, String> {
+    let program = basename(words.first().map(String::as_str).unwrap_or(""));
+    let sub = words.get(1).map(String::as_str).unwrap_or("");
+    if RUNS_ANYTHING.contains(&(program, sub)) {
+        return Err(format!("`{program} {sub}` runs whatever it is given"));
+    }
+    let at = if RUNNER_PROGRAMS.contains(&program) {
+        1
+    } else if RUNS_NEXT.contains(&(program, sub)) {
+        2
+    } else {
+        return Ok(None);
+    };
+    let runner = words[..at].join(" ");
+    match words.get(at) {
+        None => Err(format!("`{runner}` names no program")),
+        Some(next) if next.starts_with('-') => Err(format!(
+            "`{runner}` has options before its program, which could run anything"
+        )),
+        Some(next) => match refused_program(next) {
+            Some(why) => Err(format!("`{runner} {next}`: `{next}` {why}")),
+            None => Ok(Some(at + 1)),
+        },
     }
 }
 
