@@ -9,6 +9,11 @@
 //! cost is the median's difference to `off` in the same run. Also prints
 //! what building the ruleset and filters alone costs (done in the tool
 //! process before `fork`).
+//!
+//! `SCV_BENCH_BEFORE_BIN=PATH` adds a server built from another commit
+//! (say, before the second wall) to the same interleaved run; the mode
+//! "no second wall" is this build with user namespaces refused, so the
+//! namespace's own share shows.
 
 use scv_test_support::client::{TestHome, TestServer};
 use scv_test_support::mock_provider::{MockProvider, Reply};
@@ -31,6 +36,16 @@ struct Mode {
 /// A server with `config`; its `$SCV_HOME` beside the build (as `~/.scv`
 /// is: not in a temp directory) unless `home_in_tmp`.
 async fn mode(name: &'static str, config: &str, home_in_tmp: bool) -> Mode {
+    mode_of(name, BIN, config, home_in_tmp, &[]).await
+}
+
+async fn mode_of(
+    name: &'static str,
+    bin: &str,
+    config: &str,
+    home_in_tmp: bool,
+    env: &[(&str, &str)],
+) -> Mode {
     let mock = MockProvider::start().await;
     let parent = if home_in_tmp {
         std::env::temp_dir()
@@ -42,7 +57,7 @@ async fn mode(name: &'static str, config: &str, home_in_tmp: bool) -> Mode {
         &mock.base_url(),
         &format!("auto_approve = [\"read\", \"process\"]\n{config}"),
     );
-    let mut server = TestServer::spawn(BIN, home.path());
+    let mut server = TestServer::spawn_with(bin, home.path(), env);
     server.initialize().await;
     let session = server.start_session(&home.workspace()).await;
     Mode {
@@ -99,7 +114,19 @@ async fn main() {
         // A temp directory holding $SCV_HOME is cut entry by entry, and the
         // command gets its own TMPDIR.
         mode("home in /tmp", "", true).await,
+        mode_of(
+            "no second wall",
+            BIN,
+            "",
+            false,
+            &[("SCV_SANDBOX_TEST_NO_USERNS", "1")],
+        )
+        .await,
     ];
+    if let Ok(before) = std::env::var("SCV_BENCH_BEFORE_BIN") {
+        let before: &'static str = Box::leak(before.into_boxed_str());
+        modes.push(mode_of("before (ws-write)", before, "", false, &[]).await);
+    }
     for mode in &mut modes {
         call(mode).await; // warm-up
     }
@@ -124,14 +151,17 @@ async fn main() {
     let home = PathBuf::from(std::env::var_os("HOME").unwrap());
     let workspace = tempfile::tempdir().unwrap();
     for network in [true, false] {
-        let policy = scv_sandbox::Policy::new(
-            scv_sandbox::Mode::WorkspaceWrite,
-            workspace.path(),
-            &[],
+        let settings = scv_sandbox::Settings {
+            mode: scv_sandbox::Mode::WorkspaceWrite,
             network,
-            &home.join(".scv"),
-            Some(&home),
-        );
+            protect_git: true,
+            max_processes: 1024,
+            mount_namespace: true,
+            scv_home: home.join(".scv"),
+            user_home: Some(home.clone()),
+            ..Default::default()
+        };
+        let policy = scv_sandbox::Policy::new(&settings, workspace.path());
         let mut builds = Vec::new();
         for _ in 0..200 {
             let start = Instant::now();

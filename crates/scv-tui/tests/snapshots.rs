@@ -388,6 +388,27 @@ fn status_overlay() {
     insta::assert_snapshot!(screen);
 }
 
+/// A machine without the sandbox's second wall: the status line says the
+/// sandbox is partial, `/status` what is missing, and a warning about the
+/// workspace is a notice in the transcript.
+#[test]
+fn a_partial_sandbox_is_said_on_the_status_line_and_in_status() {
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":"/home/me",
+        "model":"m","context_max_tokens":1000,"max_server_frame_bytes":8388608,
+        "max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,
+        "max_prompt_history_items":200,"sandbox":"workspace-write",
+        "sandbox_gaps":["user namespaces are unavailable (EPERM): commands can change file modes"],
+        "sandbox_warnings":["the workspace /home/me holds your home directory"]})));
+    let screen = render(&app);
+    assert!(screen.contains("sandbox partial (see /status)"), "{screen}");
+    assert!(screen.contains("sandbox: the workspace /home/me holds your home directory"), "{screen}");
+    type_text(&mut app, "/status");
+    key(&mut app, KeyCode::Enter);
+    let screen = render(&app);
+    assert!(screen.contains("user namespaces are unavailable"), "{screen}");
+}
+
 fn thinking(app: &mut App) {
     start_turn(app, "Why is add wrong?");
     for part in [

@@ -50,6 +50,9 @@ pub struct SessionView {
     pub context_max_tokens: u64,
     /// `session.started.sandbox` (newer servers).
     pub sandbox: Option<String>,
+    /// `session.started.sandbox_gaps`: what of the sandbox's second wall
+    /// this machine lacks (commands then always ask).
+    pub sandbox_gaps: Vec<String>,
     /// `session.started.provider` (newer servers).
     pub provider: Option<String>,
 }
@@ -377,8 +380,12 @@ impl App {
             model: started.model,
             context_max_tokens: started.context_max_tokens,
             sandbox: started.sandbox,
+            sandbox_gaps: started.sandbox_gaps,
             provider: started.provider,
         });
+        for warning in started.sandbox_warnings {
+            self.notice(format!("sandbox: {warning}"));
+        }
     }
 
     fn session_cleared(&mut self) {

@@ -188,6 +188,9 @@ fn status_lines(app: &App) -> Vec<Line<'static>> {
                 session.sandbox.as_deref().unwrap_or("(not reported)"),
                 w,
             ));
+            for gap in &session.sandbox_gaps {
+                lines.push(pair("missing", gap, w));
+            }
             lines.push(pair("workspace", &session.cwd, w));
         }
         None => lines.push(pair("session", "not connected", w)),

@@ -177,6 +177,15 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(sep());
         // The default (workspace-write) is said quietly; anything else is news.
         match session.sandbox.as_deref() {
+            Some("workspace-write" | "read-only") if !session.sandbox_gaps.is_empty() => {
+                // Commands are still confined, but `sandboxed` does not
+                // auto-approve: `/status` says what is missing.
+                spans.push(Span::styled(
+                    "sandbox partial (see /status)",
+                    Style::default().fg(Color::Yellow),
+                ));
+                spans.push(sep());
+            }
             Some("workspace-write") => {
                 spans.push(Span::styled("sandboxed", dim));
                 spans.push(sep());
