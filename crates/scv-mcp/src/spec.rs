@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// One table as written; every key optional, unknown keys refused.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table of server settings")]
 pub struct RawServer {
     pub command: Option<String>,
     pub args: Option<Vec<String>>,

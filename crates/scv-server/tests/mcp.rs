@@ -784,3 +784,46 @@ async fn a_session_brings_its_own_servers_and_only_it_sees_them() {
         "a session's MCP server outlived its session"
     );
 }
+
+/// `[mcp_servers.NAME]` errors name the file and the line however the
+/// table is written, and say what is wrong in words, not Rust types.
+#[tokio::test]
+async fn a_malformed_mcp_servers_table_names_the_file_and_the_line() {
+    // TestHome writes two lines (model, base_url) before these.
+    let cases = [
+        (
+            "[mcp_servers.\"my server\"]\ncommand = \"x\"",
+            "line 3: mcp_servers.my server: a server name is",
+        ),
+        (
+            "[mcp_servers]\nfs = { command = \"x\", url = \"http://x/mcp\" }",
+            "line 4: mcp_servers.fs: set either `command` or `url`, not both",
+        ),
+        (
+            "mcp_servers.fs.url = \"ftp://x\"",
+            "line 3: mcp_servers.fs: `url` must start with",
+        ),
+        (
+            "[mcp_servers]\n\nfs = 3",
+            "line 5: mcp_servers: invalid type: integer `3`, expected a table of server settings",
+        ),
+    ];
+    for (table, expected) in cases {
+        let home = TestHome::new("http://127.0.0.1:9/v1", table);
+        let out = tokio::process::Command::new(BIN)
+            .arg("--stdio")
+            .env("SCV_HOME", home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{table}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let file = home.path().join("config.toml");
+        assert!(
+            stderr.contains(&format!("{}: {expected}", file.display())),
+            "{table}\n{stderr}"
+        );
+        assert!(!stderr.contains("RawServer"), "{stderr}");
+    }
+}
