@@ -1,7 +1,7 @@
 //! The servers of one SCV process: reconciled with the configuration,
 //! shared by every session, stopped together.
 
-use crate::limits::FIRST_REQUEST_WAIT;
+use crate::limits::{FIRST_REQUEST_WAIT, SHUTDOWN_WAIT};
 use crate::result;
 use crate::server;
 use crate::spec::ServerSpec;
@@ -189,12 +189,18 @@ impl Hub {
             .filter(|(name, running)| wanted.get(name.as_str()) != Some(&&running.spec))
             .map(|(name, _)| name.clone())
             .collect();
-        for name in gone {
-            if let Some(running) = servers.remove(&name) {
-                running.stop.cancel();
-                running.done.close();
-                running.done.wait().await;
-            }
+        // Told at once, then awaited together: each stop is bounded (see
+        // `transport::Process::end`), and so is the sum.
+        let stopping: Vec<Running> = gone
+            .iter()
+            .filter_map(|name| servers.remove(name))
+            .collect();
+        for running in &stopping {
+            running.stop.cancel();
+            running.done.close();
+        }
+        for running in &stopping {
+            running.done.wait().await;
         }
         for spec in specs {
             if servers.contains_key(&spec.name) {
@@ -361,12 +367,29 @@ impl Hub {
             .collect()
     }
 
-    /// Stops every server and waits until each is gone.
+    /// Stops every server and waits, at most [`SHUTDOWN_WAIT`], until
+    /// each is gone. Past that the processes left are still told to end
+    /// (their reapers were sent SIGTERM) but not awaited.
     pub async fn shutdown(&self) {
         let roots = lock(&self.roots).clone();
-        self.reconcile(&[], &roots).await;
-        self.tracker.close();
-        self.tracker.wait().await;
+        let stopping = async {
+            self.reconcile(&[], &roots).await;
+            self.tracker.close();
+            self.tracker.wait().await;
+        };
+        if tokio::time::timeout(SHUTDOWN_WAIT, stopping).await.is_err() {
+            tracing::warn!(target: "scv::mcp", "MCP servers did not stop within {} s; their reapers were told to end them", SHUTDOWN_WAIT.as_secs());
+        }
+    }
+}
+
+impl Drop for Hub {
+    /// Dropped without [`Hub::shutdown`] (a task aborted): every server is
+    /// still told to stop, so its supervisor ends its process; not awaited.
+    fn drop(&mut self) {
+        for running in self.servers.get_mut().values() {
+            running.stop.cancel();
+        }
     }
 }
 

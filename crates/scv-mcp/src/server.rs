@@ -6,7 +6,7 @@ use crate::hub::{HubEnv, Shared, State};
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
 use crate::spec::ServerSpec;
 use crate::tools::{self, Listing, McpTool};
-use crate::transport::{self, Connection};
+use crate::transport::{self, Connection, Opened, Process};
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -42,10 +42,7 @@ pub(crate) async fn supervise(
             roots: crate::hub::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
         };
-        let started = tokio::select! {
-            started = start(&spec, &env, handler, &tracker) => started,
-            () = stop.cancelled() => break,
-        };
+        let started = start(&spec, &env, handler, &tracker, &stop).await;
         match started {
             Ok((connection, listing)) => {
                 backoff = BACKOFF_FIRST;
@@ -64,7 +61,8 @@ pub(crate) async fn supervise(
                     }
                 }
             }
-            Err(why) => {
+            Err(Failure::Stopped) => break,
+            Err(Failure::Failed(why)) => {
                 tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot start: {why}");
                 shared.update(|s| {
                     s.state = State::Failed;
@@ -81,29 +79,77 @@ pub(crate) async fn supervise(
     shared.update(|s| s.state = State::Stopped);
 }
 
-/// Connects and lists the tools, both within `startup_timeout`.
+/// Why a start produced no connection.
+enum Failure {
+    /// The server was stopped meanwhile (and whatever started, ended).
+    Stopped,
+    Failed(String),
+}
+
+/// Connects and lists the tools, each within `startup_timeout`; a stop
+/// meanwhile ends the process at once (a server still starting is as
+/// much a process to end as a connected one).
 async fn start(
     spec: &ServerSpec,
     env: &HubEnv,
     handler: Handler,
     tracker: &TaskTracker,
-) -> Result<(Connection, Listing), String> {
+    stop: &CancellationToken,
+) -> Result<(Connection, Listing), Failure> {
     let limit = spec.startup_timeout;
     let within = format!("did not finish starting within {} ms", limit.as_millis());
-    let connection = tokio::time::timeout(limit, transport::connect(spec, env, handler, tracker))
-        .await
-        .map_err(|_| within.clone())??;
-    let peer = connection.service.peer().clone();
-    match tokio::time::timeout(limit, list(&peer, spec)).await {
+    let Opened {
+        mut process,
+        handshake,
+        oversized,
+    } = transport::open(spec, env, handler, tracker).map_err(Failure::Failed)?;
+    let initialized = tokio::select! {
+        initialized = tokio::time::timeout(limit, handshake) => initialized,
+        () = stop.cancelled() => {
+            end_process(&mut process).await;
+            return Err(Failure::Stopped);
+        }
+    };
+    let service = match initialized {
+        Ok(Ok(service)) => service,
+        Ok(Err(why)) => {
+            end_process(&mut process).await;
+            return Err(Failure::Failed(why));
+        }
+        Err(_) => {
+            end_process(&mut process).await;
+            return Err(Failure::Failed(within));
+        }
+    };
+    let peer = service.peer().clone();
+    let connection = Connection {
+        service,
+        process,
+        oversized,
+    };
+    let listed = tokio::select! {
+        listed = tokio::time::timeout(limit, list(&peer, spec)) => listed,
+        () = stop.cancelled() => {
+            connection.close().await;
+            return Err(Failure::Stopped);
+        }
+    };
+    match listed {
         Ok(Ok(listing)) => Ok((connection, listing)),
         Ok(Err(why)) => {
             connection.close().await;
-            Err(why)
+            Err(Failure::Failed(why))
         }
         Err(_) => {
             connection.close().await;
-            Err(within)
+            Err(Failure::Failed(within))
         }
+    }
+}
+
+async fn end_process(process: &mut Option<Process>) {
+    if let Some(process) = process.as_mut() {
+        process.end().await;
     }
 }
 
@@ -124,7 +170,7 @@ async fn serve(
 ) -> End {
     let Connection {
         service,
-        mut child,
+        mut process,
         oversized,
     } = connection;
     let cancel = service.cancellation_token();
@@ -136,7 +182,7 @@ async fn serve(
             () = shared.broken.notified() => break End::Died("the connection to the server broke".into()),
             _ = &mut waiting => {
                 ended = true;
-                break End::Died(why_closed(&oversized, child.as_mut()));
+                break End::Died(why_closed(&oversized, process.as_mut()));
             }
             () = tools_changed.notified() => match list(peer, spec).await {
                 Ok(listing) => publish(spec, shared, Some(peer.clone()), listing),
@@ -148,22 +194,20 @@ async fn serve(
         cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), waiting).await;
     }
-    if let Some(child) = child.as_mut() {
-        transport::end_group(child).await;
-    }
+    end_process(&mut process).await;
     end
 }
 
-fn why_closed(oversized: &AtomicBool, child: Option<&mut tokio::process::Child>) -> String {
+fn why_closed(oversized: &AtomicBool, process: Option<&mut Process>) -> String {
     if oversized.load(Ordering::SeqCst) {
         return format!(
             "the server sent a message over {} bytes",
             crate::MAX_MESSAGE_BYTES
         );
     }
-    match child.map(|c| c.try_wait()) {
-        Some(Ok(Some(status))) => format!("the server exited ({status})"),
-        Some(_) => "the server closed its output".into(),
+    match process.map(|p| p.try_exited()) {
+        Some(Some(status)) => format!("the server exited ({status})"),
+        Some(None) => "the server closed its output".into(),
         None => "the server closed the connection".into(),
     }
 }

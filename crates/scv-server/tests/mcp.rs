@@ -827,3 +827,128 @@ async fn a_malformed_mcp_servers_table_names_the_file_and_the_line() {
         assert!(!stderr.contains("RawServer"), "{stderr}");
     }
 }
+
+/// The parent of `pid`, from `/proc/PID/stat`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Every process of a `stubborn_server.py` that recorded its start in
+/// `log`: the reaper SCV ran it under, the server, and its helper (in a
+/// session of its own, ignoring SIGTERM like the server).
+async fn stubborn_processes(log: &Path) -> Vec<i32> {
+    let start = recorded(log, "start").await;
+    let pid = start["pid"].as_i64().unwrap() as i32;
+    let helper = start["helper"].as_i64().unwrap() as i32;
+    let reaper = parent_of(pid).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{reaper}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("--tool-process"),
+        "the server's parent is its reaper: {}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    for pid in [reaper, pid, helper] {
+        assert!(scv_test_support::procfs::is_running(pid), "{pid} runs");
+    }
+    vec![reaper, pid, helper]
+}
+
+/// Servers that ignore SIGTERM, one still starting, and helpers of both in
+/// sessions of their own: after the daemon's SIGTERM, not one process of
+/// theirs is left.
+#[tokio::test]
+async fn the_daemons_sigterm_ends_every_mcp_process_even_stubborn_and_starting_ones() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stubborn = script("stubborn_server.py");
+    let (serving, starting) = (
+        dir.path().join("serve.jsonl"),
+        dir.path().join("start.jsonl"),
+    );
+    let config = format!(
+        "{}{}",
+        stdio_server("stubborn", &python, &[&stubborn, "serve"], &serving, ""),
+        stdio_server(
+            "starting",
+            &python,
+            &[&stubborn, "starting"],
+            &starting,
+            "startup_timeout_ms = 120000"
+        ),
+    );
+    let mut rig = DaemonRig::start(&config).await;
+    rig.wait_state("stubborn", "connected").await;
+    let mut pids = stubborn_processes(&serving).await;
+    pids.extend(stubborn_processes(&starting).await);
+    assert_eq!(rig.mcp("starting").await["state"], "starting");
+
+    let sent = std::time::Instant::now();
+    unsafe { libc::kill(rig.daemon.id().unwrap() as i32, libc::SIGTERM) };
+    let status = tokio::time::timeout(Duration::from_secs(30), rig.daemon.wait())
+        .await
+        .expect("the daemon did not exit after SIGTERM")
+        .unwrap();
+    eprintln!("the daemon exited {:?} after SIGTERM", sent.elapsed());
+    assert!(status.success());
+    for pid in pids {
+        assert!(
+            gone(pid).await,
+            "process {pid} of an MCP server outlived the daemon"
+        );
+    }
+}
+
+/// `--stdio` whose servers never answer `initialize` — one still starting
+/// (not reading its stdin, its helper holding stderr), one reading but not
+/// answering — next to a connected one that ignores SIGTERM: stdin's EOF
+/// ends it promptly (far inside the two-minute startup timeout), and
+/// every process of every server with it.
+#[tokio::test]
+async fn stdio_eof_while_servers_never_answer_initialize_exits_at_once_and_ends_them_all() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stubborn = script("stubborn_server.py");
+    let (serving, starting) = (
+        dir.path().join("serve.jsonl"),
+        dir.path().join("start.jsonl"),
+    );
+    let config = format!(
+        "{}{}{}",
+        stdio_server("stubborn", &python, &[&stubborn, "serve"], &serving, ""),
+        stdio_server(
+            "starting",
+            &python,
+            &[&stubborn, "starting"],
+            &starting,
+            "startup_timeout_ms = 120000"
+        ),
+        stdio_server(
+            "no_init",
+            &python,
+            &[&script("raw_server.py"), "no_init"],
+            &dir.path().join("unused.jsonl"),
+            "startup_timeout_ms = 120000"
+        ),
+    );
+    let mut rig = Rig::new(&config).await;
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__stubborn__echo").await;
+    let mut pids = stubborn_processes(&serving).await;
+    pids.extend(stubborn_processes(&starting).await);
+
+    let closed = std::time::Instant::now();
+    rig.server.close_stdin().await;
+    let status = rig.server.wait().await;
+    let took = closed.elapsed();
+    eprintln!("scv-server --stdio exited {took:?} after EOF");
+    assert!(status.success());
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    for pid in pids {
+        assert!(
+            gone(pid).await,
+            "process {pid} of an MCP server outlived scv-server --stdio"
+        );
+    }
+}
