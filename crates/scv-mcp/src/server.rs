@@ -2,11 +2,11 @@
 //! wait (2 s, doubling, at most 60 s) and start again — until stopped.
 
 use crate::handler::Handler;
-use crate::hub::{HubEnv, Shared, State};
+use crate::hub::{HubEnv, Link, Live, Shared, State};
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
 use crate::spec::ServerSpec;
-use crate::tools::{self, Listing, McpTool};
-use crate::transport::{self, Connection, Opened, Process};
+use crate::tools::{self, Listing};
+use crate::transport::{self, over_the_cap, Connection, Opened, Process};
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -46,9 +46,13 @@ pub(crate) async fn supervise(
         match started {
             Ok((connection, listing)) => {
                 backoff = BACKOFF_FIRST;
-                let peer = connection.service.peer().clone();
-                publish(&spec, &shared, Some(peer.clone()), listing);
-                let end = serve(&spec, &shared, connection, &peer, &tools_changed, &stop).await;
+                let link = Link {
+                    peer: connection.service.peer().clone(),
+                    oversized: connection.oversized.clone(),
+                    broken: CancellationToken::new(),
+                };
+                publish(&spec, &shared, Some(link.clone()), listing);
+                let end = serve(&spec, &shared, connection, &link, &tools_changed, &stop).await;
                 publish(&spec, &shared, None, Listing::default());
                 match end {
                     End::Stopped => break,
@@ -164,14 +168,14 @@ async fn serve(
     spec: &ServerSpec,
     shared: &Arc<Shared>,
     connection: Connection,
-    peer: &Peer<RoleClient>,
+    link: &Link,
     tools_changed: &Notify,
     stop: &CancellationToken,
 ) -> End {
     let Connection {
         service,
         mut process,
-        oversized,
+        ..
     } = connection;
     let cancel = service.cancellation_token();
     let mut waiting = Box::pin(service.waiting());
@@ -179,13 +183,17 @@ async fn serve(
     let end = loop {
         tokio::select! {
             () = stop.cancelled() => break End::Stopped,
-            () = shared.broken.notified() => break End::Died("the connection to the server broke".into()),
+            () = link.broken.cancelled() => break End::Died(if link.oversized.load(Ordering::SeqCst) {
+                over_the_cap("a message from the server")
+            } else {
+                "the connection to the server broke".into()
+            }),
             _ = &mut waiting => {
                 ended = true;
-                break End::Died(why_closed(&oversized, process.as_mut()));
+                break End::Died(why_closed(&link.oversized, process.as_mut()));
             }
-            () = tools_changed.notified() => match list(peer, spec).await {
-                Ok(listing) => publish(spec, shared, Some(peer.clone()), listing),
+            () = tools_changed.notified() => match list(&link.peer, spec).await {
+                Ok(listing) => publish(spec, shared, Some(link.clone()), listing),
                 Err(why) => tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot list tools again: {why}"),
             },
         }
@@ -200,10 +208,7 @@ async fn serve(
 
 fn why_closed(oversized: &AtomicBool, process: Option<&mut Process>) -> String {
     if oversized.load(Ordering::SeqCst) {
-        return format!(
-            "the server sent a message over {} bytes",
-            crate::MAX_MESSAGE_BYTES
-        );
+        return over_the_cap("a message from the server");
     }
     match process.map(|p| p.try_exited()) {
         Some(Some(status)) => format!("the server exited ({status})"),
@@ -245,33 +250,26 @@ async fn list(peer: &Peer<RoleClient>, spec: &ServerSpec) -> Result<Listing, Str
 }
 
 /// Makes the server's peer and tools what sessions see.
-fn publish(
-    spec: &ServerSpec,
-    shared: &Arc<Shared>,
-    peer: Option<Peer<RoleClient>>,
-    listing: Listing,
-) {
-    let connected = peer.is_some();
-    let tools: Vec<Arc<McpTool>> = listing
-        .tools
-        .into_iter()
-        .map(|mut tool| {
-            tool.auto_approve = spec.auto_approve;
-            tool.timeout = spec.tool_timeout;
-            Arc::new(tool)
-        })
-        .collect();
-    let left_out = listing.left_out.len();
-    shared.set_connection(peer, tools);
-    if connected {
-        shared.update(|s| {
-            s.state = State::Connected;
-            s.last_success_unix_seconds = Some(crate::hub::now_unix());
-            s.error = (left_out > 0).then(|| {
-                format!(
-                    "{left_out} tools left out (invalid, repeated, or over the bound); see the log"
-                )
-            });
-        });
+fn publish(spec: &ServerSpec, shared: &Arc<Shared>, connected: Option<Link>, listing: Listing) {
+    let mut tools = listing.tools;
+    for tool in &mut tools {
+        tool.auto_approve = spec.auto_approve;
+        tool.timeout = spec.tool_timeout;
     }
+    let left_out = listing.left_out.len();
+    let Some(link) = connected else {
+        shared.set_connection(Live::default());
+        return;
+    };
+    shared.set_connection(Live {
+        link: Some(link),
+        tools: tools.into_iter().map(Arc::new).collect(),
+    });
+    shared.update(|s| {
+        s.state = State::Connected;
+        s.last_success_unix_seconds = Some(crate::hub::now_unix());
+        s.error = (left_out > 0).then(|| {
+            format!("{left_out} tools left out (invalid, repeated, or over the bound); see the log")
+        });
+    });
 }

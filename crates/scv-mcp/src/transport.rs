@@ -153,10 +153,18 @@ pub(crate) fn open(
 
 fn initialize_failed(err: &str, oversized: &AtomicBool) -> String {
     if oversized.load(Ordering::SeqCst) {
-        format!("initialize failed: the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+        format!("initialize failed: {}", over_the_cap("the server's answer"))
     } else {
         format!("initialize failed: {err}")
     }
+}
+
+/// `WHAT exceeded the 16 MiB limit on one message`.
+pub(crate) fn over_the_cap(what: &str) -> String {
+    format!(
+        "{what} exceeded the {} MiB limit on one message",
+        MAX_MESSAGE_BYTES / (1024 * 1024)
+    )
 }
 
 /// How long the reaper gets to end everything below it after SIGTERM
@@ -302,7 +310,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineCap<R> {
                     buf.set_filled(before);
                     return Poll::Ready(Err(std::io::Error::new(
                         std::io::ErrorKind::InvalidData,
-                        format!("the server sent a message over {MAX_MESSAGE_BYTES} bytes"),
+                        format!(
+                            "the server sent a message over the {} MiB limit",
+                            MAX_MESSAGE_BYTES / (1024 * 1024)
+                        ),
                     )));
                 }
                 Poll::Ready(Ok(()))

@@ -952,3 +952,62 @@ async fn stdio_eof_while_servers_never_answer_initialize_exits_at_once_and_ends_
         );
     }
 }
+
+/// A daemon (stderr captured) and a [`Rig`] whose server is a client of
+/// its socket, for the turn helpers.
+async fn daemon_and_client(extra: &str) -> (Rig, tokio::process::Child, DaemonLog) {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), extra);
+    let socket = home.path().join("server.sock");
+    let log = DaemonLog::default();
+    let daemon = spawn_daemon(BIN, home.path(), &socket, &log);
+    wait_for_socket(&socket).await;
+    let mut server = TestServer::connect(&socket).await;
+    server.initialize().await;
+    (Rig { mock, home, server }, daemon, log)
+}
+
+/// A result over the 16 MiB cap on one message (the SDK's own server
+/// sending 20 MB of text): the call and the log say so, and the server
+/// is restarted.
+#[tokio::test]
+async fn an_oversized_result_says_it_exceeded_the_limit_and_the_server_comes_back() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, log) = fake(&python, dir.path(), "auto_approve = true");
+    let (mut rig, _daemon, daemon_log) = daemon_and_client(&table).await;
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__fake__big").await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[("big", "mcp__fake__big", json!({"n": 20 * 1024 * 1024}))],
+    )
+    .await;
+    let (_, success, output) = &results[0];
+    assert!(!success, "{output}");
+    assert!(
+        output.contains("result exceeded the 16 MiB limit on one message"),
+        "{output}"
+    );
+    assert!(output.contains("restarted"), "{output}");
+    assert!(
+        daemon_log
+            .wait_for("the result of tool `big` exceeded the 16 MiB limit")
+            .await,
+        "{:?}",
+        daemon_log.lines()
+    );
+    let answered = echo_once_back(&mut rig, &session, "mcp__fake__echo", "back", 40).await;
+    let ours: Vec<String> = daemon_log
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("mcp"))
+        .collect();
+    assert_eq!(answered.as_deref(), Some("back"), "{ours:#?}");
+    let starts = events(&log)
+        .iter()
+        .filter(|e| e["event"] == "start")
+        .count();
+    assert_eq!(starts, 2, "restarted once: {:?}", events(&log));
+}
