@@ -385,7 +385,7 @@ impl Hub {
                 ))
             }
             Err(other) => Err(CallError::Failed(
-                self.env.sanitize(&other.to_string(), &spec),
+                self.env.sanitize(&crate::errors::service(&other), &spec),
             )),
         }
     }

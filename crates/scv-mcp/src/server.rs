@@ -67,7 +67,7 @@ pub(crate) async fn supervise(
             }
             Err(Failure::Stopped) => break,
             Err(Failure::Failed(why)) => {
-                tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot start: {why}");
+                tracing::warn!(target: "scv::mcp", server = %spec.name, "start failed: {why}; retrying in {} s", backoff.as_secs());
                 shared.update(|s| {
                     s.state = State::Failed;
                     s.error = Some(env.sanitize(&why, &spec));
@@ -117,8 +117,18 @@ async fn start(
     let service = match initialized {
         Ok(Ok(service)) => service,
         Ok(Err(why)) => {
+            // A server that exited is the better explanation than the
+            // pipe it left closed.
+            let exited = match process.as_mut() {
+                Some(process) => process.exited(Duration::from_millis(500)).await.is_some(),
+                None => false,
+            };
             end_process(&mut process).await;
-            return Err(Failure::Failed(why));
+            return Err(Failure::Failed(if exited {
+                "the server exited before answering initialize (its stderr is in the log)".into()
+            } else {
+                why
+            }));
         }
         Err(_) => {
             end_process(&mut process).await;
@@ -211,7 +221,7 @@ fn why_closed(oversized: &AtomicBool, process: Option<&mut Process>) -> String {
         return over_the_cap("a message from the server");
     }
     match process.map(|p| p.try_exited()) {
-        Some(Some(status)) => format!("the server exited ({status})"),
+        Some(Some(_)) => "the server exited".into(),
         Some(None) => "the server closed its output".into(),
         None => "the server closed the connection".into(),
     }
@@ -231,7 +241,12 @@ async fn list(peer: &Peer<RoleClient>, spec: &ServerSpec) -> Result<Listing, Str
             }
             Ok(ServerResult::CustomResult(custom)) => custom.0,
             Ok(_) => return Err("tools/list answered something else".into()),
-            Err(err) => return Err(format!("tools/list failed: {err}")),
+            Err(err) => {
+                return Err(format!(
+                    "tools/list failed: {}",
+                    crate::errors::service(&err)
+                ))
+            }
         };
         cursor = page
             .get("nextCursor")

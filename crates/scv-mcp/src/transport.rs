@@ -8,6 +8,7 @@
 //! leave the call waiting for its timeout); its stderr goes to the log,
 //! line by line, each line bounded.
 
+use crate::errors;
 use crate::handler::Handler;
 use crate::hub::HubEnv;
 use crate::limits::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
@@ -17,7 +18,9 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
+use std::ffi::{OsStr, OsString};
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,6 +68,14 @@ pub(crate) fn open(
             cwd,
         } => {
             let dir = cwd.as_ref().or(handler.roots.first()).cloned();
+            let path = extra.get("PATH").map(OsString::from).or_else(|| {
+                env.env
+                    .iter()
+                    .find(|(name, _)| name == "PATH")
+                    .map(|(_, value)| value.clone())
+            });
+            check_command(command, path.as_deref(), dir.as_deref())
+                .map_err(|why| format!("cannot start `{command}`: {why}"))?;
             let mut child = (env.command)(command.as_ref(), args);
             child
                 .env_clear()
@@ -79,7 +90,7 @@ pub(crate) fn open(
             }
             let mut child = child
                 .spawn()
-                .map_err(|err| format!("cannot start `{command}`: {err}"))?;
+                .map_err(|err| format!("cannot start `{command}`: {}", io_text(&err)))?;
             let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
             // Owned from here on: dropped, it still ends the group.
             let process = Process::new(child);
@@ -95,10 +106,13 @@ pub(crate) fn open(
                 .with_max_line_length(MAX_MESSAGE_BYTES + 1024);
             let flag = oversized.clone();
             let handshake: Handshake = Box::pin(async move {
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|err| initialize_failed(&err.to_string(), &flag))
+                handler.serve(transport).await.map_err(|err| {
+                    if flag.load(Ordering::SeqCst) {
+                        format!("initialize failed: {}", over_the_cap("the server's answer"))
+                    } else {
+                        format!("initialize failed: {}", errors::initialize(&err))
+                    }
+                })
             });
             Ok(Opened {
                 process: Some(process),
@@ -140,7 +154,7 @@ pub(crate) fn open(
                 handler
                     .serve(transport)
                     .await
-                    .map_err(|err| format!("initialize failed: {err}"))
+                    .map_err(|err| format!("initialize failed: {}", errors::initialize(&err)))
             });
             Ok(Opened {
                 process: None,
@@ -151,20 +165,73 @@ pub(crate) fn open(
     }
 }
 
-fn initialize_failed(err: &str, oversized: &AtomicBool) -> String {
-    if oversized.load(Ordering::SeqCst) {
-        format!("initialize failed: {}", over_the_cap("the server's answer"))
-    } else {
-        format!("initialize failed: {err}")
-    }
-}
-
 /// `WHAT exceeded the 16 MiB limit on one message`.
 pub(crate) fn over_the_cap(what: &str) -> String {
     format!(
         "{what} exceeded the {} MiB limit on one message",
         MAX_MESSAGE_BYTES / (1024 * 1024)
     )
+}
+
+/// Whether `command` can be started the way the reaper will start it
+/// (`execvp`: a name without `/` is looked up in `PATH`, a path is taken
+/// relative to `dir`), so a missing one is said as such instead of as a
+/// connection that closed. The reaper remains the judge: this only
+/// catches what is certain to fail.
+fn check_command(command: &str, path: Option<&OsStr>, dir: Option<&Path>) -> Result<(), String> {
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            return Err(format!("its directory `{}` does not exist", dir.display()));
+        }
+    }
+    if command.contains('/') {
+        let file = match dir {
+            Some(dir) => dir.join(command),
+            None => PathBuf::from(command),
+        };
+        return executable(&file).map_err(|err| io_text(&err));
+    }
+    // Without PATH, execvp falls back to a default list: no verdict here.
+    let Some(path) = path else { return Ok(()) };
+    let found = std::env::split_paths(path)
+        .filter(|entry| !entry.as_os_str().is_empty())
+        .any(|entry| executable(&entry.join(command)).is_ok());
+    if found {
+        Ok(())
+    } else {
+        Err("not found in the server's PATH".into())
+    }
+}
+
+/// An existing regular file someone may execute.
+fn executable(file: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(file)?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+    }
+    Ok(())
+}
+
+/// An I/O error as a person reads it: `no such file or directory`, not
+/// `No such file or directory (os error 2)`.
+pub(crate) fn io_text(err: &std::io::Error) -> String {
+    let text = match err.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+        None => err.kind().to_string(),
+    };
+    let text = match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
 }
 
 /// How long the reaper gets to end everything below it after SIGTERM
@@ -209,6 +276,14 @@ impl Process {
         // SAFETY: as above; whatever is left of the group.
         unsafe { libc::killpg(self.group, libc::SIGKILL) };
         let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
+    }
+
+    /// Whether the process has exited, waiting at most `within`.
+    pub async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
     }
 
     /// Its exit status, if it has exited.

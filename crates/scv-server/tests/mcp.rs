@@ -1011,3 +1011,62 @@ async fn an_oversized_result_says_it_exceeded_the_limit_and_the_server_comes_bac
         .count();
     assert_eq!(starts, 2, "restarted once: {:?}", events(&log));
 }
+
+/// A command that is not there, or a server that exits before answering,
+/// is said as such in `daemon.status` and the log — and no log line of
+/// SCV's about MCP names a Rust type or dumps a message.
+#[tokio::test]
+async fn a_missing_command_or_an_early_exit_is_said_as_such() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let quits = stdio_server(
+        "quits",
+        &python,
+        &[&script("stubborn_server.py"), "exit"],
+        &dir.path().join("unused.jsonl"),
+        "",
+    );
+    let config = format!(
+        "[mcp_servers.missing]\ncommand = \"/nonexistent\"\n[mcp_servers.unknown]\ncommand = \"scv-no-such-command\"\n{quits}"
+    );
+    let mut rig = DaemonRig::start(&config).await;
+    let missing = rig.wait_state("missing", "failed").await;
+    assert_eq!(
+        missing["error"],
+        "cannot start `/nonexistent`: no such file or directory"
+    );
+    let unknown = rig.wait_state("unknown", "failed").await;
+    assert_eq!(
+        unknown["error"],
+        "cannot start `scv-no-such-command`: not found in the server's PATH"
+    );
+    let quits = rig.wait_state("quits", "failed").await;
+    assert_eq!(
+        quits["error"],
+        "the server exited before answering initialize (its stderr is in the log)"
+    );
+    assert!(
+        rig.log
+            .wait_for("cannot start `/nonexistent`: no such file or directory")
+            .await,
+        "{:?}",
+        rig.log.lines()
+    );
+    assert!(
+        rig.log.wait_for("no configuration, giving up").await,
+        "{:?}",
+        rig.log.lines()
+    );
+    let ours: Vec<String> = rig
+        .log
+        .lines()
+        .into_iter()
+        .filter(|line| line.contains("scv::mcp"))
+        .collect();
+    for line in &ours {
+        for type_talk in ["Transport [", "rmcp::", "Some(", "os error"] {
+            assert!(!line.contains(type_talk), "{line}");
+        }
+    }
+    let _ = &rig.mock;
+}

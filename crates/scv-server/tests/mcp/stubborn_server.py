@@ -6,6 +6,7 @@ language server a real one starts). Usage:
                                          still "starting" (like `npx -y`
                                          fetching a package), not reading
                                          its stdin
+    python stubborn_server.py exit       exits at once, saying why on stderr
 Records {"event": "start", "pid": ..., "helper": ...} in SCV_MCP_LOG.
 """
 import json
@@ -25,6 +26,10 @@ def record(event: str, **fields):
     with open(LOG, "a") as f:
         f.write(json.dumps({"event": event, **fields}) + "\n")
 
+
+if mode == "exit":
+    print("stubborn server: no configuration, giving up", file=sys.stderr, flush=True)
+    sys.exit(3)
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 helper = subprocess.Popen(
