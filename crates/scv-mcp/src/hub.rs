@@ -115,6 +115,9 @@ pub(crate) struct Live {
 pub(crate) struct Shared {
     status: Mutex<ServerStatus>,
     connection: Mutex<Live>,
+    /// The names the server's tools were last offered under (tool →
+    /// name), kept across restarts so a name stays with its tool.
+    pub names: Mutex<BTreeMap<String, String>>,
     changed: watch::Sender<u64>,
 }
 
@@ -238,6 +241,7 @@ impl Hub {
                     tools: 0,
                 }),
                 connection: Mutex::new(Live::default()),
+                names: Mutex::new(BTreeMap::new()),
                 changed: self.changed.clone(),
             });
             let stop = CancellationToken::new();

@@ -4,6 +4,7 @@
 use crate::handler::Handler;
 use crate::hub::{HubEnv, Link, Live, Shared, State};
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
+use crate::names;
 use crate::spec::ServerSpec;
 use crate::tools::{self, Listing};
 use crate::transport::{self, over_the_cap, Connection, Opened, Process};
@@ -264,7 +265,8 @@ async fn list(peer: &Peer<RoleClient>, spec: &ServerSpec) -> Result<Listing, Str
     Ok(listing)
 }
 
-/// Makes the server's peer and tools what sessions see.
+/// Makes the server's peer and tools what sessions see, each tool under
+/// a name of its own ([`names::assign`]).
 fn publish(spec: &ServerSpec, shared: &Arc<Shared>, connected: Option<Link>, listing: Listing) {
     let mut tools = listing.tools;
     for tool in &mut tools {
@@ -273,9 +275,21 @@ fn publish(spec: &ServerSpec, shared: &Arc<Shared>, connected: Option<Link>, lis
     }
     let left_out = listing.left_out.len();
     let Some(link) = connected else {
+        // Disconnected: no tools, and the names given stay reserved for
+        // their tools when the server is back.
         shared.set_connection(Live::default());
         return;
     };
+    {
+        let mut names = crate::hub::lock(&shared.names);
+        for note in names::assign(&spec.name, &mut tools, &names) {
+            tracing::warn!(target: "scv::mcp", server = %spec.name, "{note}");
+        }
+        *names = tools
+            .iter()
+            .map(|tool| (tool.tool.clone(), tool.name.clone()))
+            .collect();
+    }
     shared.set_connection(Live {
         link: Some(link),
         tools: tools.into_iter().map(Arc::new).collect(),

@@ -69,6 +69,13 @@ impl ServerSpec {
         {
             return Err("a server name is 1 to 32 letters, digits, `_` or `-`".into());
         }
+        // The model sees `mcp__NAME__TOOL`: with `__` in NAME, or `_` at
+        // its end, two servers' tools could share a name.
+        if name.contains("__") || name.ends_with('_') {
+            return Err(format!(
+                "a server name may not contain `__` or end in `_` (its tools are offered as `mcp__{name}__TOOL`, which another server's could match)"
+            ));
+        }
         let transport = match (raw.command, raw.url) {
             (Some(_), Some(_)) => return Err("set either `command` or `url`, not both".into()),
             (None, None) => {
@@ -157,7 +164,13 @@ mod tests {
         assert_eq!(spec.tool_timeout, Duration::from_secs(60));
         assert_eq!(spec.startup_timeout, Duration::from_secs(10));
         assert!(spec.enabled && !spec.auto_approve);
-        for bad in ["", "has space", "a.b", &"x".repeat(33)] {
+        for good in ["_a", "a_b", "a-", "a-_b"] {
+            assert!(ServerSpec::new(good, stdio()).is_ok(), "{good}");
+        }
+        assert!(ServerSpec::new("x__y", stdio())
+            .unwrap_err()
+            .contains("`__`"));
+        for bad in ["", "has space", "a.b", &"x".repeat(33), "x__y", "a_", "__"] {
             assert!(ServerSpec::new(bad, stdio()).is_err(), "{bad}");
         }
         let both = RawServer {

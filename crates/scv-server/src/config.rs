@@ -466,6 +466,10 @@ mod tests {
                 "line 3: mcp_servers.fs: `url` must start with",
             ),
             (
+                "model = \"m\"\nmcp_servers.x__y.command = \"x\"\n",
+                "line 2: mcp_servers.x__y: a server name may not contain `__`",
+            ),
+            (
                 "[mcp_servers]\nfs = 3\n",
                 "line 2: mcp_servers: invalid type: integer `3`, expected a table of server settings",
             ),

@@ -807,6 +807,14 @@ async fn a_malformed_mcp_servers_table_names_the_file_and_the_line() {
             "[mcp_servers]\n\nfs = 3",
             "line 5: mcp_servers: invalid type: integer `3`, expected a table of server settings",
         ),
+        (
+            "[mcp_servers.x__y]\ncommand = \"x\"",
+            "line 3: mcp_servers.x__y: a server name may not contain `__`",
+        ),
+        (
+            "[mcp_servers.a_]\ncommand = \"x\"",
+            "line 3: mcp_servers.a_: a server name may not contain `__` or end in `_`",
+        ),
     ];
     for (table, expected) in cases {
         let home = TestHome::new("http://127.0.0.1:9/v1", table);
@@ -1069,4 +1077,68 @@ async fn a_missing_command_or_an_early_exit_is_said_as_such() {
         }
     }
     let _ = &rig.mock;
+}
+
+/// A tool whose own name is another tool's mapped name (`dotted.name` is
+/// offered as `mcp__fake__dotted_name_HASH`; the server then adds a tool
+/// called `dotted_name_HASH`): each is offered under a name of its own,
+/// the first keeps its name, and a call reaches the tool it named. Server
+/// names that could make two servers' names meet are refused.
+#[tokio::test]
+async fn a_tool_named_like_another_tools_mapped_name_gets_a_name_of_its_own() {
+    let Some(Fake {
+        mut rig,
+        session,
+        log: _log,
+        _dir,
+    }) = Fake::start("auto_approve = true").await
+    else {
+        return;
+    };
+    let tools = ready(&mut rig, &session, "mcp__fake__dotted_name_").await;
+    let dotted = tools
+        .iter()
+        .find(|t| t.starts_with("mcp__fake__dotted_name_"))
+        .unwrap()
+        .clone();
+    let twin = dotted.strip_prefix("mcp__fake__").unwrap().to_string();
+    let results = call(
+        &mut rig,
+        &session,
+        &[("add", "mcp__fake__add_tool", json!({"name": twin}))],
+    )
+    .await;
+    assert!(results[0].1, "{:?}", results[0]);
+    let renamed = format!("{dotted}_2");
+    let tools = ready(&mut rig, &session, &renamed).await;
+    let mut unique = tools.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), tools.len(), "a name offered twice: {tools:?}");
+    assert!(tools.contains(&dotted), "{tools:?}");
+    let results = call(
+        &mut rig,
+        &session,
+        &[
+            ("old", &dotted, json!({"x": 7})),
+            ("new", &renamed, json!({"x": 8})),
+        ],
+    )
+    .await;
+    assert_eq!(results[0], ("old".into(), true, "dotted 7".into()));
+    assert_eq!(results[1], ("new".into(), true, "added tool got 8".into()));
+
+    let workspace = rig.home.workspace();
+    rig.server
+        .send(
+            json!({"type":"session.start","request_id":"bad","cwd":workspace,
+            "mcp_servers": {"x__y": {"command": "x"}}}),
+        )
+        .await;
+    let err = rig.server.expect_error("invalid_request", "bad").await;
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("mcp_servers.x__y") && message.contains("`__`"),
+        "{err}"
+    );
 }
