@@ -261,21 +261,28 @@ impl Process {
     }
 
     /// SIGTERM to the group, [`REAPER_GRACE`] for the reaper to finish,
-    /// then SIGKILL to whatever is left of the group; reaped.
+    /// then, if it has not, SIGKILL to the group; reaped. A reaper that
+    /// exited has already ended everything below it. Signals go only to a
+    /// group whose leader is not yet reaped (alive or a zombie), so its id
+    /// cannot belong to another process by then.
     pub async fn end(&mut self) {
         if self.ended {
             return;
         }
         self.ended = true;
-        if self.group <= 0 {
+        if self.group <= 0 || self.child.id().is_none() {
             return;
         }
         // SAFETY: killpg only sends a signal; the group is the child's own.
         unsafe { libc::killpg(self.group, libc::SIGTERM) };
-        let _ = tokio::time::timeout(REAPER_GRACE, self.child.wait()).await;
-        // SAFETY: as above; whatever is left of the group.
-        unsafe { libc::killpg(self.group, libc::SIGKILL) };
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
+        if tokio::time::timeout(REAPER_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            // SAFETY: as above; the leader is still unreaped.
+            unsafe { libc::killpg(self.group, libc::SIGKILL) };
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
+        }
     }
 
     /// Whether the process has exited, waiting at most `within`.
@@ -297,7 +304,7 @@ impl Drop for Process {
     /// the reaper is still told, so nothing below it outlives this. The
     /// runtime reaps it later.
     fn drop(&mut self) {
-        if !self.ended && self.group > 0 {
+        if !self.ended && self.group > 0 && self.child.id().is_some() {
             // SAFETY: as in `end`.
             unsafe { libc::killpg(self.group, libc::SIGTERM) };
         }
