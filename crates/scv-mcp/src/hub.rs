@@ -1,20 +1,22 @@
 //! The servers of one SCV process: reconciled with the configuration,
 //! shared by every session, stopped together.
 
-use crate::limits::FIRST_REQUEST_WAIT;
+use crate::limits::{FIRST_REQUEST_WAIT, SHUTDOWN_WAIT};
 use crate::result;
 use crate::server;
 use crate::spec::ServerSpec;
 use crate::tools::McpTool;
+use crate::transport::over_the_cap;
 use rmcp::model::CallToolRequestParams;
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -90,15 +92,32 @@ pub struct ServerStatus {
     pub tools: usize,
 }
 
-/// A connected server's peer and tools (none while it is not connected).
-type Live = (Option<Peer<RoleClient>>, Arc<[Arc<McpTool>]>);
+/// One connection of a server, as calls see it.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub peer: Peer<RoleClient>,
+    /// Set when the connection ended on a message over the cap.
+    pub oversized: Arc<AtomicBool>,
+    /// Cancelled by a call that saw this connection break; the supervisor
+    /// restarts. One per connection, so a late report from a call on an
+    /// earlier one cannot end its successor.
+    pub broken: CancellationToken,
+}
+
+/// A connected server's link and tools (none while it is not connected).
+#[derive(Default)]
+pub(crate) struct Live {
+    pub link: Option<Link>,
+    pub tools: Arc<[Arc<McpTool>]>,
+}
 
 /// What a server's supervisor shares with sessions.
 pub(crate) struct Shared {
     status: Mutex<ServerStatus>,
     connection: Mutex<Live>,
-    /// A call saw the connection break; the supervisor restarts.
-    pub broken: Notify,
+    /// The names the server's tools were last offered under (tool →
+    /// name), kept across restarts so a name stays with its tool.
+    pub names: Mutex<BTreeMap<String, String>>,
     changed: watch::Sender<u64>,
 }
 
@@ -108,9 +127,9 @@ impl Shared {
         self.changed.send_modify(|v| *v += 1);
     }
 
-    pub fn set_connection(&self, peer: Option<Peer<RoleClient>>, tools: Vec<Arc<McpTool>>) {
-        let count = tools.len();
-        *lock(&self.connection) = (peer, tools.into());
+    pub fn set_connection(&self, live: Live) {
+        let count = live.tools.len();
+        *lock(&self.connection) = live;
         self.update(|s| s.tools = count);
     }
 }
@@ -189,12 +208,18 @@ impl Hub {
             .filter(|(name, running)| wanted.get(name.as_str()) != Some(&&running.spec))
             .map(|(name, _)| name.clone())
             .collect();
-        for name in gone {
-            if let Some(running) = servers.remove(&name) {
-                running.stop.cancel();
-                running.done.close();
-                running.done.wait().await;
-            }
+        // Told at once, then awaited together: each stop is bounded (see
+        // `transport::Process::end`), and so is the sum.
+        let stopping: Vec<Running> = gone
+            .iter()
+            .filter_map(|name| servers.remove(name))
+            .collect();
+        for running in &stopping {
+            running.stop.cancel();
+            running.done.close();
+        }
+        for running in &stopping {
+            running.done.wait().await;
         }
         for spec in specs {
             if servers.contains_key(&spec.name) {
@@ -215,8 +240,8 @@ impl Hub {
                     restarts: 0,
                     tools: 0,
                 }),
-                connection: Mutex::new((None, Arc::from(Vec::new()))),
-                broken: Notify::new(),
+                connection: Mutex::new(Live::default()),
+                names: Mutex::new(BTreeMap::new()),
                 changed: self.changed.clone(),
             });
             let stop = CancellationToken::new();
@@ -257,7 +282,7 @@ impl Hub {
             .values()
             .flat_map(|running| {
                 lock(&running.shared.connection)
-                    .1
+                    .tools
                     .iter()
                     .cloned()
                     .collect::<Vec<_>>()
@@ -300,7 +325,7 @@ impl Hub {
         arguments: &Value,
         cancel: &CancellationToken,
     ) -> Result<(String, bool), CallError> {
-        let (peer, shared, spec) = {
+        let (link, shared, spec) = {
             let servers = self.servers.lock().await;
             let Some(running) = servers.get(&tool.server) else {
                 return Err(CallError::NotConnected(format!(
@@ -308,10 +333,15 @@ impl Hub {
                     tool.server
                 )));
             };
-            let peer = lock(&running.shared.connection).0.clone();
-            (peer, running.shared.clone(), running.spec.clone())
+            let link = lock(&running.shared.connection).link.clone();
+            (link, running.shared.clone(), running.spec.clone())
         };
-        let Some(peer) = peer else {
+        let Some(Link {
+            peer,
+            oversized,
+            broken,
+        }) = link
+        else {
             let state = lock(&shared.status).state;
             return Err(CallError::NotConnected(format!(
                 "MCP server `{}` is not connected ({})",
@@ -338,15 +368,28 @@ impl Hub {
                 "the server answered with an error: {}",
                 self.env.sanitize(&error.message, &spec)
             ))),
+            // The reader stopped at a message over the cap, which can only
+            // be this call's answer or something sent while it ran.
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+                if oversized.load(Ordering::SeqCst) =>
+            {
+                broken.cancel();
+                tracing::warn!(target: "scv::mcp", server = %tool.server, "{}; restarting the server",
+                    over_the_cap(&format!("the result of tool `{}`", tool.tool)));
+                Err(CallError::Failed(format!(
+                    "{}, so SCV broke the connection; the server is being restarted",
+                    over_the_cap("the MCP server's result")
+                )))
+            }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                shared.broken.notify_one();
+                broken.cancel();
                 Err(CallError::Failed(
                     "the connection to the MCP server broke during the call; it is being restarted"
                         .into(),
                 ))
             }
             Err(other) => Err(CallError::Failed(
-                self.env.sanitize(&other.to_string(), &spec),
+                self.env.sanitize(&crate::errors::service(&other), &spec),
             )),
         }
     }
@@ -361,12 +404,29 @@ impl Hub {
             .collect()
     }
 
-    /// Stops every server and waits until each is gone.
+    /// Stops every server and waits, at most [`SHUTDOWN_WAIT`], until
+    /// each is gone. Past that the processes left are still told to end
+    /// (their reapers were sent SIGTERM) but not awaited.
     pub async fn shutdown(&self) {
         let roots = lock(&self.roots).clone();
-        self.reconcile(&[], &roots).await;
-        self.tracker.close();
-        self.tracker.wait().await;
+        let stopping = async {
+            self.reconcile(&[], &roots).await;
+            self.tracker.close();
+            self.tracker.wait().await;
+        };
+        if tokio::time::timeout(SHUTDOWN_WAIT, stopping).await.is_err() {
+            tracing::warn!(target: "scv::mcp", "MCP servers did not stop within {} s; their reapers were told to end them", SHUTDOWN_WAIT.as_secs());
+        }
+    }
+}
+
+impl Drop for Hub {
+    /// Dropped without [`Hub::shutdown`] (a task aborted): every server is
+    /// still told to stop, so its supervisor ends its process; not awaited.
+    fn drop(&mut self) {
+        for running in self.servers.get_mut().values() {
+            running.stop.cancel();
+        }
     }
 }
 

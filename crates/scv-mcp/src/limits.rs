@@ -19,3 +19,7 @@ pub const FIRST_REQUEST_WAIT: std::time::Duration = std::time::Duration::from_se
 /// Backoff after a failure: doubling from the first to the last.
 pub const BACKOFF_FIRST: std::time::Duration = std::time::Duration::from_secs(2);
 pub const BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long stopping every server (daemon or `--stdio` exit, a session's
+/// end) waits at most: each server gets 1 s to close its connection and
+/// its reaper 3 s to end everything below it, all at once.
+pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -2,7 +2,18 @@
 //! APIs would refuse that (over 64 characters, or characters outside
 //! `[A-Za-z0-9_-]`), a valid name derived from it deterministically: the
 //! invalid characters replaced by `_`, cut to fit, and a hash of the
-//! original appended so two tools never share a name.
+//! original appended.
+//!
+//! Names never collide across servers: a server name has no `__` and does
+//! not end in `_` ([`crate::ServerSpec`] refuses both), and every name of
+//! server `S` starts with `mcp__S__` (a mapped one is cut at 55 bytes,
+//! past the longest such prefix), so the first `__` after `mcp__` ends the
+//! server's name. Within one server a mapped name can still equal another
+//! tool's own name (a server may call a tool `read_file_1a2b3c4d`), or two
+//! mapped names can meet; [`assign`] settles that with a suffix.
+
+use crate::tools::McpTool;
+use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_NAME: usize = 64;
 
@@ -27,6 +38,60 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     name
 }
 
+/// Gives each of one server's tools a name no other of its tools has.
+/// A tool keeps the name it was offered under before (`previous`: tool →
+/// name), so a name never moves to another tool while its tool is still
+/// there; the others get theirs in a fixed order — tools whose own name is
+/// valid first, then by tool name — and a name already taken gets `_2`,
+/// `_3`, … (cut to fit). Returns a note for the log per renamed tool.
+pub(crate) fn assign(
+    server: &str,
+    tools: &mut [McpTool],
+    previous: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let prefix = format!("mcp__{server}__");
+    let mut taken: BTreeSet<String> = BTreeSet::new();
+    let mut order: Vec<usize> = Vec::new();
+    for (index, tool) in tools.iter_mut().enumerate() {
+        match previous.get(&tool.tool) {
+            // Only a name this server's tools may have (a server renamed
+            // in the config starts afresh).
+            Some(name) if name.starts_with(&prefix) && !taken.contains(name) => {
+                tool.name = name.clone();
+                taken.insert(name.clone());
+            }
+            _ => order.push(index),
+        }
+    }
+    order.sort_by(|&a, &b| {
+        let mapped =
+            |i: usize| tool_name(server, &tools[i].tool) != format!("{prefix}{}", tools[i].tool);
+        (mapped(a), &tools[a].tool).cmp(&(mapped(b), &tools[b].tool))
+    });
+    let mut notes = Vec::new();
+    for index in order {
+        let tool = &mut tools[index];
+        let base = tool_name(server, &tool.tool);
+        let mut name = base.clone();
+        let mut n = 2;
+        while taken.contains(&name) {
+            let suffix = format!("_{n}");
+            let cut = (MAX_NAME - suffix.len()).min(base.len());
+            name = format!("{}{suffix}", &base[..cut]);
+            n += 1;
+        }
+        if name != base {
+            notes.push(format!(
+                "tool `{}` is offered as `{name}`: `{base}` is another tool's",
+                tool.tool
+            ));
+        }
+        tool.name = name.clone();
+        taken.insert(name);
+    }
+    notes
+}
+
 fn valid(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
@@ -41,6 +106,69 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tool(name: &str) -> McpTool {
+        McpTool {
+            name: String::new(),
+            server: "s".into(),
+            tool: name.into(),
+            description: String::new(),
+            input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
+            read_only_hint: None,
+            destructive_hint: None,
+            auto_approve: false,
+            timeout: std::time::Duration::from_secs(1),
+        }
+    }
+
+    fn names(tools: &[McpTool]) -> Vec<&str> {
+        tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_mapped_name_that_is_another_tools_gets_a_suffix_and_names_stay_put() {
+        let dotted = tool_name("s", "a.b");
+        let twin = dotted.strip_prefix("mcp__s__").unwrap().to_string();
+        // Both at once, in either order: the tool's own name wins.
+        for order in [["a.b", twin.as_str()], [twin.as_str(), "a.b"]] {
+            let mut tools: Vec<McpTool> = order.iter().map(|n| tool(n)).collect();
+            let notes = assign("s", &mut tools, &BTreeMap::new());
+            let by_tool: BTreeMap<&str, &str> = tools
+                .iter()
+                .map(|t| (t.tool.as_str(), t.name.as_str()))
+                .collect();
+            assert_eq!(by_tool[twin.as_str()], dotted);
+            assert_eq!(by_tool["a.b"], format!("{dotted}_2"));
+            assert_eq!(notes.len(), 1, "{notes:?}");
+        }
+        // The twin appears later: `a.b` keeps the name it had.
+        let previous = [("a.b".to_string(), dotted.clone())].into();
+        let mut tools = vec![tool(&twin), tool("a.b")];
+        assign("s", &mut tools, &previous);
+        assert_eq!(names(&tools), [format!("{dotted}_2"), dotted.clone()]);
+        // A long name at the limit still fits with its suffix.
+        let long = "x".repeat(100);
+        let mapped = tool_name("s", &long);
+        let mut tools = vec![tool(&long), tool(mapped.strip_prefix("mcp__s__").unwrap())];
+        assign("s", &mut tools, &BTreeMap::new());
+        assert!(tools
+            .iter()
+            .all(|t| t.name.len() <= 64 && t.name.bytes().all(valid)));
+        assert_ne!(tools[0].name, tools[1].name);
+    }
+
+    #[test]
+    fn names_of_two_servers_never_meet() {
+        // With `__` and a trailing `_` refused in server names, the server
+        // part of a name is what precedes its first `__` after `mcp__`.
+        for (server, tool) in [("x", "y__z"), ("a", "_b"), ("a-", "_b"), ("_a", "b")] {
+            let name = tool_name(server, tool);
+            let rest = name.strip_prefix("mcp__").unwrap();
+            assert_eq!(&rest[..rest.find("__").unwrap()], server, "{name}");
+        }
+        let mapped = tool_name(&"s".repeat(32), &"t.".repeat(40));
+        assert!(mapped.starts_with(&format!("mcp__{}__", "s".repeat(32))));
+    }
 
     #[test]
     fn valid_names_pass_and_others_map_deterministically() {

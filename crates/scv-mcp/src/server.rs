@@ -2,11 +2,12 @@
 //! wait (2 s, doubling, at most 60 s) and start again — until stopped.
 
 use crate::handler::Handler;
-use crate::hub::{HubEnv, Shared, State};
+use crate::hub::{HubEnv, Link, Live, Shared, State};
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
+use crate::names;
 use crate::spec::ServerSpec;
-use crate::tools::{self, Listing, McpTool};
-use crate::transport::{self, Connection};
+use crate::tools::{self, Listing};
+use crate::transport::{self, over_the_cap, Connection, Opened, Process};
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -42,16 +43,17 @@ pub(crate) async fn supervise(
             roots: crate::hub::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
         };
-        let started = tokio::select! {
-            started = start(&spec, &env, handler, &tracker) => started,
-            () = stop.cancelled() => break,
-        };
+        let started = start(&spec, &env, handler, &tracker, &stop).await;
         match started {
             Ok((connection, listing)) => {
                 backoff = BACKOFF_FIRST;
-                let peer = connection.service.peer().clone();
-                publish(&spec, &shared, Some(peer.clone()), listing);
-                let end = serve(&spec, &shared, connection, &peer, &tools_changed, &stop).await;
+                let link = Link {
+                    peer: connection.service.peer().clone(),
+                    oversized: connection.oversized.clone(),
+                    broken: CancellationToken::new(),
+                };
+                publish(&spec, &shared, Some(link.clone()), listing);
+                let end = serve(&spec, &shared, connection, &link, &tools_changed, &stop).await;
                 publish(&spec, &shared, None, Listing::default());
                 match end {
                     End::Stopped => break,
@@ -64,8 +66,9 @@ pub(crate) async fn supervise(
                     }
                 }
             }
-            Err(why) => {
-                tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot start: {why}");
+            Err(Failure::Stopped) => break,
+            Err(Failure::Failed(why)) => {
+                tracing::warn!(target: "scv::mcp", server = %spec.name, "start failed: {why}; retrying in {} s", backoff.as_secs());
                 shared.update(|s| {
                     s.state = State::Failed;
                     s.error = Some(env.sanitize(&why, &spec));
@@ -81,29 +84,87 @@ pub(crate) async fn supervise(
     shared.update(|s| s.state = State::Stopped);
 }
 
-/// Connects and lists the tools, both within `startup_timeout`.
+/// Why a start produced no connection.
+enum Failure {
+    /// The server was stopped meanwhile (and whatever started, ended).
+    Stopped,
+    Failed(String),
+}
+
+/// Connects and lists the tools, each within `startup_timeout`; a stop
+/// meanwhile ends the process at once (a server still starting is as
+/// much a process to end as a connected one).
 async fn start(
     spec: &ServerSpec,
     env: &HubEnv,
     handler: Handler,
     tracker: &TaskTracker,
-) -> Result<(Connection, Listing), String> {
+    stop: &CancellationToken,
+) -> Result<(Connection, Listing), Failure> {
     let limit = spec.startup_timeout;
     let within = format!("did not finish starting within {} ms", limit.as_millis());
-    let connection = tokio::time::timeout(limit, transport::connect(spec, env, handler, tracker))
-        .await
-        .map_err(|_| within.clone())??;
-    let peer = connection.service.peer().clone();
-    match tokio::time::timeout(limit, list(&peer, spec)).await {
+    let Opened {
+        mut process,
+        handshake,
+        oversized,
+    } = transport::open(spec, env, handler, tracker).map_err(Failure::Failed)?;
+    let initialized = tokio::select! {
+        initialized = tokio::time::timeout(limit, handshake) => initialized,
+        () = stop.cancelled() => {
+            end_process(&mut process).await;
+            return Err(Failure::Stopped);
+        }
+    };
+    let service = match initialized {
+        Ok(Ok(service)) => service,
+        Ok(Err(why)) => {
+            // A server that exited is the better explanation than the
+            // pipe it left closed.
+            let exited = match process.as_mut() {
+                Some(process) => process.exited(Duration::from_millis(500)).await.is_some(),
+                None => false,
+            };
+            end_process(&mut process).await;
+            return Err(Failure::Failed(if exited {
+                "the server exited before answering initialize (its stderr is in the log)".into()
+            } else {
+                why
+            }));
+        }
+        Err(_) => {
+            end_process(&mut process).await;
+            return Err(Failure::Failed(within));
+        }
+    };
+    let peer = service.peer().clone();
+    let connection = Connection {
+        service,
+        process,
+        oversized,
+    };
+    let listed = tokio::select! {
+        listed = tokio::time::timeout(limit, list(&peer, spec)) => listed,
+        () = stop.cancelled() => {
+            connection.close().await;
+            return Err(Failure::Stopped);
+        }
+    };
+    match listed {
         Ok(Ok(listing)) => Ok((connection, listing)),
         Ok(Err(why)) => {
             connection.close().await;
-            Err(why)
+            Err(Failure::Failed(why))
         }
         Err(_) => {
             connection.close().await;
-            Err(within)
+            Err(Failure::Failed(within))
         }
+    }
+}
+
+async fn end_process(process: &mut Option<Process>) {
+    if let Some(process) = process.as_mut() {
+        process.end().await;
     }
 }
 
@@ -118,14 +179,14 @@ async fn serve(
     spec: &ServerSpec,
     shared: &Arc<Shared>,
     connection: Connection,
-    peer: &Peer<RoleClient>,
+    link: &Link,
     tools_changed: &Notify,
     stop: &CancellationToken,
 ) -> End {
     let Connection {
         service,
-        mut child,
-        oversized,
+        mut process,
+        ..
     } = connection;
     let cancel = service.cancellation_token();
     let mut waiting = Box::pin(service.waiting());
@@ -133,13 +194,17 @@ async fn serve(
     let end = loop {
         tokio::select! {
             () = stop.cancelled() => break End::Stopped,
-            () = shared.broken.notified() => break End::Died("the connection to the server broke".into()),
+            () = link.broken.cancelled() => break End::Died(if link.oversized.load(Ordering::SeqCst) {
+                over_the_cap("a message from the server")
+            } else {
+                "the connection to the server broke".into()
+            }),
             _ = &mut waiting => {
                 ended = true;
-                break End::Died(why_closed(&oversized, child.as_mut()));
+                break End::Died(why_closed(&link.oversized, process.as_mut()));
             }
-            () = tools_changed.notified() => match list(peer, spec).await {
-                Ok(listing) => publish(spec, shared, Some(peer.clone()), listing),
+            () = tools_changed.notified() => match list(&link.peer, spec).await {
+                Ok(listing) => publish(spec, shared, Some(link.clone()), listing),
                 Err(why) => tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot list tools again: {why}"),
             },
         }
@@ -148,22 +213,17 @@ async fn serve(
         cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), waiting).await;
     }
-    if let Some(child) = child.as_mut() {
-        transport::end_group(child).await;
-    }
+    end_process(&mut process).await;
     end
 }
 
-fn why_closed(oversized: &AtomicBool, child: Option<&mut tokio::process::Child>) -> String {
+fn why_closed(oversized: &AtomicBool, process: Option<&mut Process>) -> String {
     if oversized.load(Ordering::SeqCst) {
-        return format!(
-            "the server sent a message over {} bytes",
-            crate::MAX_MESSAGE_BYTES
-        );
+        return over_the_cap("a message from the server");
     }
-    match child.map(|c| c.try_wait()) {
-        Some(Ok(Some(status))) => format!("the server exited ({status})"),
-        Some(_) => "the server closed its output".into(),
+    match process.map(|p| p.try_exited()) {
+        Some(Some(_)) => "the server exited".into(),
+        Some(None) => "the server closed its output".into(),
         None => "the server closed the connection".into(),
     }
 }
@@ -182,7 +242,12 @@ async fn list(peer: &Peer<RoleClient>, spec: &ServerSpec) -> Result<Listing, Str
             }
             Ok(ServerResult::CustomResult(custom)) => custom.0,
             Ok(_) => return Err("tools/list answered something else".into()),
-            Err(err) => return Err(format!("tools/list failed: {err}")),
+            Err(err) => {
+                return Err(format!(
+                    "tools/list failed: {}",
+                    crate::errors::service(&err)
+                ))
+            }
         };
         cursor = page
             .get("nextCursor")
@@ -200,34 +265,40 @@ async fn list(peer: &Peer<RoleClient>, spec: &ServerSpec) -> Result<Listing, Str
     Ok(listing)
 }
 
-/// Makes the server's peer and tools what sessions see.
-fn publish(
-    spec: &ServerSpec,
-    shared: &Arc<Shared>,
-    peer: Option<Peer<RoleClient>>,
-    listing: Listing,
-) {
-    let connected = peer.is_some();
-    let tools: Vec<Arc<McpTool>> = listing
-        .tools
-        .into_iter()
-        .map(|mut tool| {
-            tool.auto_approve = spec.auto_approve;
-            tool.timeout = spec.tool_timeout;
-            Arc::new(tool)
-        })
-        .collect();
-    let left_out = listing.left_out.len();
-    shared.set_connection(peer, tools);
-    if connected {
-        shared.update(|s| {
-            s.state = State::Connected;
-            s.last_success_unix_seconds = Some(crate::hub::now_unix());
-            s.error = (left_out > 0).then(|| {
-                format!(
-                    "{left_out} tools left out (invalid, repeated, or over the bound); see the log"
-                )
-            });
-        });
+/// Makes the server's peer and tools what sessions see, each tool under
+/// a name of its own ([`names::assign`]).
+fn publish(spec: &ServerSpec, shared: &Arc<Shared>, connected: Option<Link>, listing: Listing) {
+    let mut tools = listing.tools;
+    for tool in &mut tools {
+        tool.auto_approve = spec.auto_approve;
+        tool.timeout = spec.tool_timeout;
     }
+    let left_out = listing.left_out.len();
+    let Some(link) = connected else {
+        // Disconnected: no tools, and the names given stay reserved for
+        // their tools when the server is back.
+        shared.set_connection(Live::default());
+        return;
+    };
+    {
+        let mut names = crate::hub::lock(&shared.names);
+        for note in names::assign(&spec.name, &mut tools, &names) {
+            tracing::warn!(target: "scv::mcp", server = %spec.name, "{note}");
+        }
+        *names = tools
+            .iter()
+            .map(|tool| (tool.tool.clone(), tool.name.clone()))
+            .collect();
+    }
+    shared.set_connection(Live {
+        link: Some(link),
+        tools: tools.into_iter().map(Arc::new).collect(),
+    });
+    shared.update(|s| {
+        s.state = State::Connected;
+        s.last_success_unix_seconds = Some(crate::hub::now_unix());
+        s.error = (left_out > 0).then(|| {
+            format!("{left_out} tools left out (invalid, repeated, or over the bound); see the log")
+        });
+    });
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// One table as written; every key optional, unknown keys refused.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table of server settings")]
 pub struct RawServer {
     pub command: Option<String>,
     pub args: Option<Vec<String>>,
@@ -68,6 +68,13 @@ impl ServerSpec {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         {
             return Err("a server name is 1 to 32 letters, digits, `_` or `-`".into());
+        }
+        // The model sees `mcp__NAME__TOOL`: with `__` in NAME, or `_` at
+        // its end, two servers' tools could share a name.
+        if name.contains("__") || name.ends_with('_') {
+            return Err(format!(
+                "a server name may not contain `__` or end in `_` (its tools are offered as `mcp__{name}__TOOL`, which another server's could match)"
+            ));
         }
         let transport = match (raw.command, raw.url) {
             (Some(_), Some(_)) => return Err("set either `command` or `url`, not both".into()),
@@ -157,7 +164,13 @@ mod tests {
         assert_eq!(spec.tool_timeout, Duration::from_secs(60));
         assert_eq!(spec.startup_timeout, Duration::from_secs(10));
         assert!(spec.enabled && !spec.auto_approve);
-        for bad in ["", "has space", "a.b", &"x".repeat(33)] {
+        for good in ["_a", "a_b", "a-", "a-_b"] {
+            assert!(ServerSpec::new(good, stdio()).is_ok(), "{good}");
+        }
+        assert!(ServerSpec::new("x__y", stdio())
+            .unwrap_err()
+            .contains("`__`"));
+        for bad in ["", "has space", "a.b", &"x".repeat(33), "x__y", "a_", "__"] {
             assert!(ServerSpec::new(bad, stdio()).is_err(), "{bad}");
         }
         let both = RawServer {

@@ -8,6 +8,7 @@
 //! leave the call waiting for its timeout); its stderr goes to the log,
 //! line by line, each line bounded.
 
+use crate::errors;
 use crate::handler::Handler;
 use crate::hub::HubEnv;
 use crate::limits::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
@@ -17,6 +18,9 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
+use std::ffi::{OsStr, OsString};
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,18 +34,32 @@ use tokio_util::task::TaskTracker;
 pub(crate) struct Connection {
     pub service: RunningService<RoleClient, Handler>,
     /// A stdio server's process (the reaper around it, in SCV).
-    pub child: Option<tokio::process::Child>,
+    pub process: Option<Process>,
     /// Set when the server sent a message over the cap.
     pub oversized: Arc<AtomicBool>,
 }
 
-/// Connects and initializes (the caller bounds the time).
-pub(crate) async fn connect(
+/// What answers `initialize`, once awaited.
+pub(crate) type Handshake =
+    Pin<Box<dyn Future<Output = Result<RunningService<RoleClient, Handler>, String>> + Send>>;
+
+/// A server reached but not yet initialized: the process is owned here,
+/// apart from the handshake, so a stop or a failure during start-up ends
+/// it (and whatever it started) instead of dropping it.
+pub(crate) struct Opened {
+    pub process: Option<Process>,
+    pub handshake: Handshake,
+    pub oversized: Arc<AtomicBool>,
+}
+
+/// Starts a stdio server's process, or prepares the HTTP client; the
+/// returned handshake does the rest (the caller bounds its time).
+pub(crate) fn open(
     spec: &ServerSpec,
     env: &HubEnv,
     handler: Handler,
     tracker: &TaskTracker,
-) -> Result<Connection, String> {
+) -> Result<Opened, String> {
     match &spec.transport {
         Transport::Stdio {
             command,
@@ -49,6 +67,15 @@ pub(crate) async fn connect(
             env: extra,
             cwd,
         } => {
+            let dir = cwd.as_ref().or(handler.roots.first()).cloned();
+            let path = extra.get("PATH").map(OsString::from).or_else(|| {
+                env.env
+                    .iter()
+                    .find(|(name, _)| name == "PATH")
+                    .map(|(_, value)| value.clone())
+            });
+            check_command(command, path.as_deref(), dir.as_deref())
+                .map_err(|why| format!("cannot start `{command}`: {why}"))?;
             let mut child = (env.command)(command.as_ref(), args);
             child
                 .env_clear()
@@ -57,17 +84,17 @@ pub(crate) async fn connect(
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true);
-            if let Some(dir) = cwd.as_ref().or(handler.roots.first()) {
+                .process_group(0);
+            if let Some(dir) = &dir {
                 child.current_dir(dir);
             }
             let mut child = child
                 .spawn()
-                .map_err(|err| format!("cannot start `{command}`: {err}"))?;
-            let (Some(stdin), Some(stdout), Some(stderr)) =
-                (child.stdin.take(), child.stdout.take(), child.stderr.take())
-            else {
+                .map_err(|err| format!("cannot start `{command}`: {}", io_text(&err)))?;
+            let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+            // Owned from here on: dropped, it still ends the group.
+            let process = Process::new(child);
+            let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
                 return Err("the server's pipes were not set up".into());
             };
             let server = spec.name.clone();
@@ -77,13 +104,19 @@ pub(crate) async fn connect(
             // rmcp's own cap sits above ours so ours is the one that acts.
             let transport = AsyncRwTransport::new_client(reader, stdin)
                 .with_max_line_length(MAX_MESSAGE_BYTES + 1024);
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|err| initialize_failed(&err.to_string(), &oversized))?;
-            Ok(Connection {
-                service,
-                child: Some(child),
+            let flag = oversized.clone();
+            let handshake: Handshake = Box::pin(async move {
+                handler.serve(transport).await.map_err(|err| {
+                    if flag.load(Ordering::SeqCst) {
+                        format!("initialize failed: {}", over_the_cap("the server's answer"))
+                    } else {
+                        format!("initialize failed: {}", errors::initialize(&err))
+                    }
+                })
+            });
+            Ok(Opened {
+                process: Some(process),
+                handshake,
                 oversized,
             })
         }
@@ -117,58 +150,182 @@ pub(crate) async fn connect(
                 }
             }
             let transport = StreamableHttpClientTransport::from_config(config);
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|err| format!("initialize failed: {err}"))?;
-            Ok(Connection {
-                service,
-                child: None,
+            let handshake: Handshake = Box::pin(async move {
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|err| format!("initialize failed: {}", errors::initialize(&err)))
+            });
+            Ok(Opened {
+                process: None,
+                handshake,
                 oversized: Arc::new(AtomicBool::new(false)),
             })
         }
     }
 }
 
-fn initialize_failed(err: &str, oversized: &AtomicBool) -> String {
-    if oversized.load(Ordering::SeqCst) {
-        format!("initialize failed: the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+/// `WHAT exceeded the 16 MiB limit on one message`.
+pub(crate) fn over_the_cap(what: &str) -> String {
+    format!(
+        "{what} exceeded the {} MiB limit on one message",
+        MAX_MESSAGE_BYTES / (1024 * 1024)
+    )
+}
+
+/// Whether `command` can be started the way the reaper will start it
+/// (`execvp`: a name without `/` is looked up in `PATH`, a path is taken
+/// relative to `dir`), so a missing one is said as such instead of as a
+/// connection that closed. The reaper remains the judge: this only
+/// catches what is certain to fail.
+fn check_command(command: &str, path: Option<&OsStr>, dir: Option<&Path>) -> Result<(), String> {
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            return Err(format!("its directory `{}` does not exist", dir.display()));
+        }
+    }
+    if command.contains('/') {
+        let file = match dir {
+            Some(dir) => dir.join(command),
+            None => PathBuf::from(command),
+        };
+        return executable(&file).map_err(|err| io_text(&err));
+    }
+    // Without PATH, execvp falls back to a default list: no verdict here.
+    let Some(path) = path else { return Ok(()) };
+    let found = std::env::split_paths(path)
+        .filter(|entry| !entry.as_os_str().is_empty())
+        .any(|entry| executable(&entry.join(command)).is_ok());
+    if found {
+        Ok(())
     } else {
-        format!("initialize failed: {err}")
+        Err("not found in the server's PATH".into())
+    }
+}
+
+/// An existing regular file someone may execute.
+fn executable(file: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(file)?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+    }
+    Ok(())
+}
+
+/// An I/O error as a person reads it: `no such file or directory`, not
+/// `No such file or directory (os error 2)`.
+pub(crate) fn io_text(err: &std::io::Error) -> String {
+    let text = match err.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+        None => err.kind().to_string(),
+    };
+    let text = match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// How long the reaper gets to end everything below it after SIGTERM
+/// before its whole process group is killed (it takes milliseconds; the
+/// SIGKILL is a last resort, since it would leave whatever moved to a
+/// group of its own without its reaper).
+const REAPER_GRACE: Duration = Duration::from_secs(3);
+
+/// A stdio server's process: in SCV, the tool-process reaper (leader of
+/// its own process group) with the server below it. Told to end with
+/// SIGTERM to the group, on which the reaper kills and reaps everything
+/// below it, however it was started, and exits.
+pub(crate) struct Process {
+    child: tokio::process::Child,
+    group: i32,
+    ended: bool,
+}
+
+impl Process {
+    fn new(child: tokio::process::Child) -> Process {
+        let group = child.id().map_or(0, |pid| pid as i32);
+        Process {
+            child,
+            group,
+            ended: false,
+        }
+    }
+
+    /// SIGTERM to the group, [`REAPER_GRACE`] for the reaper to finish,
+    /// then, if it has not, SIGKILL to the group; reaped. A reaper that
+    /// exited has already ended everything below it. Signals go only to a
+    /// group whose leader is not yet reaped (alive or a zombie), so its id
+    /// cannot belong to another process by then.
+    pub async fn end(&mut self) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        if self.group <= 0 || self.child.id().is_none() {
+            return;
+        }
+        // SAFETY: killpg only sends a signal; the group is the child's own.
+        unsafe { libc::killpg(self.group, libc::SIGTERM) };
+        if tokio::time::timeout(REAPER_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            // SAFETY: as above; the leader is still unreaped.
+            unsafe { libc::killpg(self.group, libc::SIGKILL) };
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
+        }
+    }
+
+    /// Whether the process has exited, waiting at most `within`.
+    pub async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }
+
+    /// Its exit status, if it has exited.
+    pub fn try_exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for Process {
+    /// Not ended (a task dropped mid-start, a runtime shutting down):
+    /// the reaper is still told, so nothing below it outlives this. The
+    /// runtime reaps it later.
+    fn drop(&mut self) {
+        if !self.ended && self.group > 0 && self.child.id().is_some() {
+            // SAFETY: as in `end`.
+            unsafe { libc::killpg(self.group, libc::SIGTERM) };
+        }
     }
 }
 
 impl Connection {
-    /// Ends the connection; a stdio server's process group is told to end
-    /// (the reaper kills everything below it), then killed if it lingers,
-    /// and reaped.
+    /// Ends the connection; a stdio server's process is ended
+    /// ([`Process::end`]).
     pub async fn close(self) {
-        let Connection { service, child, .. } = self;
+        let Connection {
+            service,
+            mut process,
+            ..
+        } = self;
         service.cancellation_token().cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), service.waiting()).await;
-        if let Some(mut child) = child {
-            end_group(&mut child).await;
+        if let Some(process) = process.as_mut() {
+            process.end().await;
         }
     }
-}
-
-/// SIGTERM to the group, up to 3 s, then SIGKILL; always reaped.
-pub(crate) async fn end_group(child: &mut tokio::process::Child) {
-    if let Some(pid) = child.id() {
-        // SAFETY: killpg only sends a signal; the group is the child's own.
-        unsafe { libc::killpg(pid as i32, libc::SIGTERM) };
-        if tokio::time::timeout(Duration::from_secs(3), child.wait())
-            .await
-            .is_ok()
-        {
-            // SAFETY: as above; whatever is left of the group.
-            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
-            return;
-        }
-        // SAFETY: as above.
-        unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
-    }
-    let _ = child.wait().await;
 }
 
 /// Logs a server's stderr, a line at a time, each line bounded.
@@ -235,7 +392,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineCap<R> {
                     buf.set_filled(before);
                     return Poll::Ready(Err(std::io::Error::new(
                         std::io::ErrorKind::InvalidData,
-                        format!("the server sent a message over {MAX_MESSAGE_BYTES} bytes"),
+                        format!(
+                            "the server sent a message over the {} MiB limit",
+                            MAX_MESSAGE_BYTES / (1024 * 1024)
+                        ),
                     )));
                 }
                 Poll::Ready(Ok(()))

@@ -67,7 +67,10 @@ struct Raw {
     sandbox_protect_git: bool,
     sandbox_max_processes: u32,
     tool_env_passthrough: Vec<String>,
-    mcp_servers: BTreeMap<String, scv_mcp::RawServer>,
+    /// Keys with their place in the file, so an error can name the line
+    /// however the table is written (`[mcp_servers.NAME]`, quoted, inline,
+    /// dotted).
+    mcp_servers: BTreeMap<toml::Spanned<String>, scv_mcp::RawServer>,
 }
 
 impl Default for Raw {
@@ -264,12 +267,10 @@ impl Config {
         }
         let mut mcp_servers = Vec::new();
         for (name, table) in raw.mcp_servers {
-            let spec = scv_mcp::ServerSpec::new(&name, table).map_err(|err| {
-                anyhow!(
-                    "{}mcp_servers.{name}: {err}",
-                    at_table(text, &format!("mcp_servers.{name}"))
-                )
-            })?;
+            let line = line_at(text, name.span().start);
+            let name = name.into_inner();
+            let spec = scv_mcp::ServerSpec::new(&name, table)
+                .map_err(|err| anyhow!("{line}mcp_servers.{name}: {err}"))?;
             mcp_servers.push(spec);
         }
         let overrides = Overrides {
@@ -384,6 +385,15 @@ fn at_table(text: &str, name: &str) -> String {
         .map_or_else(String::new, |index| format!("line {}: ", index + 1))
 }
 
+/// `line N: ` for byte `offset` of `text` ("" without a text: defaults).
+fn line_at(text: &str, offset: usize) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let line = text[..offset.min(text.len())].matches('\n').count() + 1;
+    format!("line {line}: ")
+}
+
 /// The error with its line number in front, e.g. `line 3: invalid type`,
 /// and the table it is in (`line 7: mcp_servers.fs: unknown field …`).
 fn located(text: &str, err: &toml::de::Error) -> String {
@@ -468,6 +478,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("/h/config.toml: line 1:"), "{err}");
+    }
+
+    #[test]
+    fn mcp_server_errors_name_the_line_however_the_table_is_written() {
+        for (text, expected) in [
+            (
+                "model = \"m\"\n[mcp_servers.fs]\ncommand = \"x\"\nstartup_timeout_ms = 0\n",
+                "line 2: mcp_servers.fs: `startup_timeout_ms` must be at least 1",
+            ),
+            (
+                "model = \"m\"\n\n[mcp_servers.\"a b\"]\ncommand = \"x\"\n",
+                "line 3: mcp_servers.a b: a server name is",
+            ),
+            (
+                "[mcp_servers]\nok = { command = \"x\" }\nfs = { url = \"ftp://x\" }\n",
+                "line 3: mcp_servers.fs: `url` must start with",
+            ),
+            (
+                "model = \"m\"\nmcp_servers.x__y.command = \"x\"\n",
+                "line 2: mcp_servers.x__y: a server name may not contain `__`",
+            ),
+            (
+                "[mcp_servers]\nfs = 3\n",
+                "line 2: mcp_servers: invalid type: integer `3`, expected a table of server settings",
+            ),
+        ] {
+            let err = Config::parse(text, Path::new("/h/config.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("/h/config.toml: {expected}")),
+                "{text}\n{err}"
+            );
+        }
     }
 
     #[test]

@@ -784,3 +784,361 @@ async fn a_session_brings_its_own_servers_and_only_it_sees_them() {
         "a session's MCP server outlived its session"
     );
 }
+
+/// `[mcp_servers.NAME]` errors name the file and the line however the
+/// table is written, and say what is wrong in words, not Rust types.
+#[tokio::test]
+async fn a_malformed_mcp_servers_table_names_the_file_and_the_line() {
+    // TestHome writes two lines (model, base_url) before these.
+    let cases = [
+        (
+            "[mcp_servers.\"my server\"]\ncommand = \"x\"",
+            "line 3: mcp_servers.my server: a server name is",
+        ),
+        (
+            "[mcp_servers]\nfs = { command = \"x\", url = \"http://x/mcp\" }",
+            "line 4: mcp_servers.fs: set either `command` or `url`, not both",
+        ),
+        (
+            "mcp_servers.fs.url = \"ftp://x\"",
+            "line 3: mcp_servers.fs: `url` must start with",
+        ),
+        (
+            "[mcp_servers]\n\nfs = 3",
+            "line 5: mcp_servers: invalid type: integer `3`, expected a table of server settings",
+        ),
+        (
+            "[mcp_servers.x__y]\ncommand = \"x\"",
+            "line 3: mcp_servers.x__y: a server name may not contain `__`",
+        ),
+        (
+            "[mcp_servers.a_]\ncommand = \"x\"",
+            "line 3: mcp_servers.a_: a server name may not contain `__` or end in `_`",
+        ),
+    ];
+    for (table, expected) in cases {
+        let home = TestHome::new("http://127.0.0.1:9/v1", table);
+        let out = tokio::process::Command::new(BIN)
+            .arg("--stdio")
+            .env("SCV_HOME", home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{table}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let file = home.path().join("config.toml");
+        assert!(
+            stderr.contains(&format!("{}: {expected}", file.display())),
+            "{table}\n{stderr}"
+        );
+        assert!(!stderr.contains("RawServer"), "{stderr}");
+    }
+}
+
+/// The parent of `pid`, from `/proc/PID/stat`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Every process of a `stubborn_server.py` that recorded its start in
+/// `log`: the reaper SCV ran it under, the server, and its helper (in a
+/// session of its own, ignoring SIGTERM like the server).
+async fn stubborn_processes(log: &Path) -> Vec<i32> {
+    let start = recorded(log, "start").await;
+    let pid = start["pid"].as_i64().unwrap() as i32;
+    let helper = start["helper"].as_i64().unwrap() as i32;
+    let reaper = parent_of(pid).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{reaper}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("--tool-process"),
+        "the server's parent is its reaper: {}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    for pid in [reaper, pid, helper] {
+        assert!(scv_test_support::procfs::is_running(pid), "{pid} runs");
+    }
+    vec![reaper, pid, helper]
+}
+
+/// Servers that ignore SIGTERM, one still starting, and helpers of both in
+/// sessions of their own: after the daemon's SIGTERM, not one process of
+/// theirs is left.
+#[tokio::test]
+async fn the_daemons_sigterm_ends_every_mcp_process_even_stubborn_and_starting_ones() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stubborn = script("stubborn_server.py");
+    let (serving, starting) = (
+        dir.path().join("serve.jsonl"),
+        dir.path().join("start.jsonl"),
+    );
+    let config = format!(
+        "{}{}",
+        stdio_server("stubborn", &python, &[&stubborn, "serve"], &serving, ""),
+        stdio_server(
+            "starting",
+            &python,
+            &[&stubborn, "starting"],
+            &starting,
+            "startup_timeout_ms = 120000"
+        ),
+    );
+    let mut rig = DaemonRig::start(&config).await;
+    rig.wait_state("stubborn", "connected").await;
+    let mut pids = stubborn_processes(&serving).await;
+    pids.extend(stubborn_processes(&starting).await);
+    assert_eq!(rig.mcp("starting").await["state"], "starting");
+
+    let sent = std::time::Instant::now();
+    unsafe { libc::kill(rig.daemon.id().unwrap() as i32, libc::SIGTERM) };
+    let status = tokio::time::timeout(Duration::from_secs(30), rig.daemon.wait())
+        .await
+        .expect("the daemon did not exit after SIGTERM")
+        .unwrap();
+    eprintln!("the daemon exited {:?} after SIGTERM", sent.elapsed());
+    assert!(status.success());
+    for pid in pids {
+        assert!(
+            gone(pid).await,
+            "process {pid} of an MCP server outlived the daemon"
+        );
+    }
+}
+
+/// `--stdio` whose servers never answer `initialize` — one still starting
+/// (not reading its stdin, its helper holding stderr), one reading but not
+/// answering — next to a connected one that ignores SIGTERM: stdin's EOF
+/// ends it promptly (far inside the two-minute startup timeout), and
+/// every process of every server with it.
+#[tokio::test]
+async fn stdio_eof_while_servers_never_answer_initialize_exits_at_once_and_ends_them_all() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stubborn = script("stubborn_server.py");
+    let (serving, starting) = (
+        dir.path().join("serve.jsonl"),
+        dir.path().join("start.jsonl"),
+    );
+    let config = format!(
+        "{}{}{}",
+        stdio_server("stubborn", &python, &[&stubborn, "serve"], &serving, ""),
+        stdio_server(
+            "starting",
+            &python,
+            &[&stubborn, "starting"],
+            &starting,
+            "startup_timeout_ms = 120000"
+        ),
+        stdio_server(
+            "no_init",
+            &python,
+            &[&script("raw_server.py"), "no_init"],
+            &dir.path().join("unused.jsonl"),
+            "startup_timeout_ms = 120000"
+        ),
+    );
+    let mut rig = Rig::new(&config).await;
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__stubborn__echo").await;
+    let mut pids = stubborn_processes(&serving).await;
+    pids.extend(stubborn_processes(&starting).await);
+
+    let closed = std::time::Instant::now();
+    rig.server.close_stdin().await;
+    let status = rig.server.wait().await;
+    let took = closed.elapsed();
+    eprintln!("scv-server --stdio exited {took:?} after EOF");
+    assert!(status.success());
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    for pid in pids {
+        assert!(
+            gone(pid).await,
+            "process {pid} of an MCP server outlived scv-server --stdio"
+        );
+    }
+}
+
+/// A daemon (stderr captured) and a [`Rig`] whose server is a client of
+/// its socket, for the turn helpers.
+async fn daemon_and_client(extra: &str) -> (Rig, tokio::process::Child, DaemonLog) {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), extra);
+    let socket = home.path().join("server.sock");
+    let log = DaemonLog::default();
+    let daemon = spawn_daemon(BIN, home.path(), &socket, &log);
+    wait_for_socket(&socket).await;
+    let mut server = TestServer::connect(&socket).await;
+    server.initialize().await;
+    (Rig { mock, home, server }, daemon, log)
+}
+
+/// A result over the 16 MiB cap on one message (the SDK's own server
+/// sending 20 MB of text): the call and the log say so, and the server
+/// is restarted.
+#[tokio::test]
+async fn an_oversized_result_says_it_exceeded_the_limit_and_the_server_comes_back() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, log) = fake(&python, dir.path(), "auto_approve = true");
+    let (mut rig, _daemon, daemon_log) = daemon_and_client(&table).await;
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__fake__big").await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[("big", "mcp__fake__big", json!({"n": 20 * 1024 * 1024}))],
+    )
+    .await;
+    let (_, success, output) = &results[0];
+    assert!(!success, "{output}");
+    assert!(
+        output.contains("result exceeded the 16 MiB limit on one message"),
+        "{output}"
+    );
+    assert!(output.contains("restarted"), "{output}");
+    assert!(
+        daemon_log
+            .wait_for("the result of tool `big` exceeded the 16 MiB limit")
+            .await,
+        "{:?}",
+        daemon_log.lines()
+    );
+    let answered = echo_once_back(&mut rig, &session, "mcp__fake__echo", "back", 40).await;
+    let ours: Vec<String> = daemon_log
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("mcp"))
+        .collect();
+    assert_eq!(answered.as_deref(), Some("back"), "{ours:#?}");
+    let starts = events(&log)
+        .iter()
+        .filter(|e| e["event"] == "start")
+        .count();
+    assert_eq!(starts, 2, "restarted once: {:?}", events(&log));
+}
+
+/// A command that is not there, or a server that exits before answering,
+/// is said as such in `daemon.status` and the log — and no log line of
+/// SCV's about MCP names a Rust type or dumps a message.
+#[tokio::test]
+async fn a_missing_command_or_an_early_exit_is_said_as_such() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let quits = stdio_server(
+        "quits",
+        &python,
+        &[&script("stubborn_server.py"), "exit"],
+        &dir.path().join("unused.jsonl"),
+        "",
+    );
+    let config = format!(
+        "[mcp_servers.missing]\ncommand = \"/nonexistent\"\n[mcp_servers.unknown]\ncommand = \"scv-no-such-command\"\n{quits}"
+    );
+    let mut rig = DaemonRig::start(&config).await;
+    let missing = rig.wait_state("missing", "failed").await;
+    assert_eq!(
+        missing["error"],
+        "cannot start `/nonexistent`: no such file or directory"
+    );
+    let unknown = rig.wait_state("unknown", "failed").await;
+    assert_eq!(
+        unknown["error"],
+        "cannot start `scv-no-such-command`: not found in the server's PATH"
+    );
+    let quits = rig.wait_state("quits", "failed").await;
+    assert_eq!(
+        quits["error"],
+        "the server exited before answering initialize (its stderr is in the log)"
+    );
+    assert!(
+        rig.log
+            .wait_for("cannot start `/nonexistent`: no such file or directory")
+            .await,
+        "{:?}",
+        rig.log.lines()
+    );
+    assert!(
+        rig.log.wait_for("no configuration, giving up").await,
+        "{:?}",
+        rig.log.lines()
+    );
+    let ours: Vec<String> = rig
+        .log
+        .lines()
+        .into_iter()
+        .filter(|line| line.contains("scv::mcp"))
+        .collect();
+    for line in &ours {
+        for type_talk in ["Transport [", "rmcp::", "Some(", "os error"] {
+            assert!(!line.contains(type_talk), "{line}");
+        }
+    }
+    let _ = &rig.mock;
+}
+
+/// A tool whose own name is another tool's mapped name (`dotted.name` is
+/// offered as `mcp__fake__dotted_name_HASH`; the server then adds a tool
+/// called `dotted_name_HASH`): each is offered under a name of its own,
+/// the first keeps its name, and a call reaches the tool it named. Server
+/// names that could make two servers' names meet are refused.
+#[tokio::test]
+async fn a_tool_named_like_another_tools_mapped_name_gets_a_name_of_its_own() {
+    let Some(Fake {
+        mut rig,
+        session,
+        log: _log,
+        _dir,
+    }) = Fake::start("auto_approve = true").await
+    else {
+        return;
+    };
+    let tools = ready(&mut rig, &session, "mcp__fake__dotted_name_").await;
+    let dotted = tools
+        .iter()
+        .find(|t| t.starts_with("mcp__fake__dotted_name_"))
+        .unwrap()
+        .clone();
+    let twin = dotted.strip_prefix("mcp__fake__").unwrap().to_string();
+    let results = call(
+        &mut rig,
+        &session,
+        &[("add", "mcp__fake__add_tool", json!({"name": twin}))],
+    )
+    .await;
+    assert!(results[0].1, "{:?}", results[0]);
+    let renamed = format!("{dotted}_2");
+    let tools = ready(&mut rig, &session, &renamed).await;
+    let mut unique = tools.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), tools.len(), "a name offered twice: {tools:?}");
+    assert!(tools.contains(&dotted), "{tools:?}");
+    let results = call(
+        &mut rig,
+        &session,
+        &[
+            ("old", &dotted, json!({"x": 7})),
+            ("new", &renamed, json!({"x": 8})),
+        ],
+    )
+    .await;
+    assert_eq!(results[0], ("old".into(), true, "dotted 7".into()));
+    assert_eq!(results[1], ("new".into(), true, "added tool got 8".into()));
+
+    let workspace = rig.home.workspace();
+    rig.server
+        .send(
+            json!({"type":"session.start","request_id":"bad","cwd":workspace,
+            "mcp_servers": {"x__y": {"command": "x"}}}),
+        )
+        .await;
+    let err = rig.server.expect_error("invalid_request", "bad").await;
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("mcp_servers.x__y") && message.contains("`__`"),
+        "{err}"
+    );
+}
