@@ -402,11 +402,17 @@ fn a_partial_sandbox_is_said_on_the_status_line_and_in_status() {
         "sandbox_warnings":["the workspace /home/me holds your home directory"]})));
     let screen = render(&app);
     assert!(screen.contains("sandbox partial (see /status)"), "{screen}");
-    assert!(screen.contains("sandbox: the workspace /home/me holds your home directory"), "{screen}");
+    assert!(
+        screen.contains("sandbox: the workspace /home/me holds your home directory"),
+        "{screen}"
+    );
     type_text(&mut app, "/status");
     key(&mut app, KeyCode::Enter);
     let screen = render(&app);
-    assert!(screen.contains("user namespaces are unavailable"), "{screen}");
+    assert!(
+        screen.contains("user namespaces are unavailable"),
+        "{screen}"
+    );
 }
 
 fn thinking(app: &mut App) {
