@@ -112,8 +112,8 @@ fn no_x32() -> Option<BpfProgram> {
         jf: 0,
         k,
     };
-    let ld_nr = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u32;
-    let ret = (libc::BPF_RET | libc::BPF_K) as u32;
+    let ld_nr = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let ret = libc::BPF_RET | libc::BPF_K;
     Some(vec![
         // The system call number (offset 0 of `struct seccomp_data`).
         stmt(ld_nr, 0),
