@@ -90,11 +90,21 @@ pub(crate) fn build(
     cut.extend(home.iter().cloned());
     cut.push(PathBuf::from("/dev"));
     rules.grant(Path::new("/"), read, &cut)?;
+    // Any other grant above the home (a repository whose tree holds the
+    // home, as a dotfiles repository does; a workspace of `/home`) cuts the
+    // home out too: inside it only its own grants count.
+    let mut home_cut = denied.clone();
+    home_cut.extend(home.iter().cloned());
+    let cut_for = |root: &Path| match &home {
+        Some(home) if home.starts_with(root) && home != root => &home_cut,
+        _ => &denied,
+    };
     for path in &policy.readable {
-        rules.grant(&canonical(path), read, &denied)?;
+        let path = canonical(path);
+        rules.grant(&path, read, cut_for(&path))?;
     }
     for root in policy.writable(private_tmp) {
-        rules.grant(&root, all, &denied)?;
+        rules.grant(&root, all, cut_for(&root))?;
     }
     if unix {
         for socket in &policy.unix_sockets {

@@ -631,3 +631,42 @@ async fn without_the_second_wall_sandboxed_calls_ask_and_the_gap_is_named() {
     let (_, success, output) = completed(&events).remove(0);
     assert!(!success && !output.contains("secret material"), "{output}");
 }
+
+/// A repository whose tree holds the home (a dotfiles repository) makes
+/// the repository readable for git, but never the home inside it.
+#[tokio::test]
+async fn a_repository_around_the_home_exposes_nothing_of_the_home() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let root = place.user_home.parent().unwrap();
+    assert!(std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(root)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(root.join("README"), "repository file\n").unwrap();
+    let mut rig = rig_in(&place, AUTO_SANDBOXED, &[]).await;
+    let session = rig.session().await;
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("key", "cat ~/.ssh/id_ed25519".into()),
+            ("notes", "cat ~/notes.txt".into()),
+            ("repo", format!("cat {}/README", root.display())),
+        ],
+    )
+    .await;
+    for id in ["key", "notes"] {
+        let (_, success, output) = result(&results, id);
+        assert!(
+            !success && !output.contains("secret") && !output.contains("plain notes"),
+            "{id}: {output}"
+        );
+    }
+    let (_, success, output) = result(&results, "repo");
+    assert!(*success && output.contains("repository file"), "{output}");
+}
