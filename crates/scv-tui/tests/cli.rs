@@ -406,6 +406,38 @@ async fn mcp_list_prints_each_server_with_its_state_and_tools() {
     assert!(components.iter().all(|c| c["account"].is_null()));
 }
 
+/// m02: a component's error comes from a server SCV talks to (here a
+/// command name with an OSC 52 and a screen clear in it): `scv daemon
+/// status` and `scv mcp list` show it as visible symbols, never raw.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_printers_show_a_hostile_error_as_visible_symbols() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "[mcp_servers.evil]\ncommand = \"/nonexistent\\u001b]52;c;cHduZWQ=\\u0007\\u001b[2J\"\n",
+    );
+    let mut printed = String::new();
+    for _ in 0..100 {
+        let output = home.scv().args(["mcp", "list"]).output().unwrap();
+        printed = stdout(&output);
+        if printed.contains("failed") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let status = home.scv().args(["daemon", "status"]).output().unwrap();
+    for text in [printed, stdout(&status)] {
+        assert!(
+            text.contains("cannot start `/nonexistent␛]52;c;cHduZWQ=␇␛[2J`"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+    }
+}
+
 fn types_of(output: &std::process::Output) -> Vec<Value> {
     stdout(output)
         .lines()
