@@ -27,6 +27,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
+use scv_protocol::{ApprovalResolve, QueueRemove, TurnCancel, TurnStart};
 use scv_protocol::{ClientMessage, Event, EventBody, FailureCode, SessionStart};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -259,10 +260,10 @@ impl Bridge {
                 return;
             }
         };
-        let start = ClientMessage::TurnStart {
+        let start = ClientMessage::TurnStart(TurnStart {
             session_id: session_id.clone(),
             prompt: text,
-        };
+        });
         match self.send(start).await {
             Ok(request_id) => {
                 if let Some(session) = self.sessions.get_mut(&session_id) {
@@ -322,7 +323,9 @@ impl Bridge {
                 continue;
             }
             match cancel_message(session_id, &prompt.stage) {
-                Some(message @ ClientMessage::QueueRemove { .. }) => removals.push(message),
+                Some(message @ ClientMessage::QueueRemove(QueueRemove { .. })) => {
+                    removals.push(message)
+                }
                 Some(message) => turns.push(message),
                 None => continue,
             }
@@ -357,11 +360,11 @@ impl Bridge {
                 false
             }
         };
-        let resolve = ClientMessage::ApprovalResolve {
+        let resolve = ClientMessage::ApprovalResolve(ApprovalResolve {
             session_id,
             approval_id,
             approved,
-        };
+        });
         let _ = self.send(resolve).await;
     }
 
@@ -590,11 +593,11 @@ impl Bridge {
         };
         if session.approvals.len() >= MAX_TRACKED_CALLS {
             tracing::warn!("too many permission requests at once; denying {call_id}");
-            let resolve = ClientMessage::ApprovalResolve {
+            let resolve = ClientMessage::ApprovalResolve(ApprovalResolve {
                 session_id,
                 approval_id,
                 approved: false,
-            };
+            });
             let _ = self.send(resolve).await;
             return;
         }
@@ -731,15 +734,15 @@ impl Bridge {
 fn cancel_message(session_id: &str, stage: &Stage) -> Option<ClientMessage> {
     match stage {
         Stage::Sent => None,
-        Stage::Queued { queue_id, revision } => Some(ClientMessage::QueueRemove {
+        Stage::Queued { queue_id, revision } => Some(ClientMessage::QueueRemove(QueueRemove {
             session_id: session_id.to_string(),
             queue_id: queue_id.clone(),
             revision: *revision,
-        }),
-        Stage::Running { turn_id } => Some(ClientMessage::TurnCancel {
+        })),
+        Stage::Running { turn_id } => Some(ClientMessage::TurnCancel(TurnCancel {
             session_id: session_id.to_string(),
             turn_id: turn_id.clone(),
-        }),
+        })),
     }
 }
 

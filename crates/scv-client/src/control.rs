@@ -5,6 +5,7 @@
 //! unknown, and the caller is told to query status before trying again.
 
 use crate::connection::Connection;
+use scv_protocol::DaemonControl;
 use scv_protocol::{
     ClientMessage, DaemonCommand, DaemonStatus, ErrorCode, EventBody, Initialize, PeerInfo,
     PROTOCOL_VERSION,
@@ -66,7 +67,7 @@ async fn exchange(
         .await
         .map_err(protocol)?;
     let control = conn
-        .send(ClientMessage::DaemonControl { command })
+        .send(ClientMessage::DaemonControl(DaemonControl { command }))
         .await
         .map_err(protocol)?;
     loop {

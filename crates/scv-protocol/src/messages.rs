@@ -18,55 +18,108 @@ pub enum ClientMessage {
     #[serde(rename = "initialize")]
     Initialize(Initialize),
     #[serde(rename = "daemon.control")]
-    DaemonControl { command: DaemonCommand },
+    DaemonControl(DaemonControl),
     #[serde(rename = "session.start")]
     SessionStart(SessionStart),
     #[serde(rename = "turn.start")]
-    TurnStart { session_id: String, prompt: String },
+    TurnStart(TurnStart),
     #[serde(rename = "turn.cancel")]
-    TurnCancel { session_id: String, turn_id: String },
+    TurnCancel(TurnCancel),
     #[serde(rename = "queue.update")]
-    QueueUpdate {
-        session_id: String,
-        queue_id: String,
-        revision: u64,
-        prompt: String,
-    },
+    QueueUpdate(QueueUpdate),
     #[serde(rename = "queue.move")]
-    QueueMove {
-        session_id: String,
-        queue_id: String,
-        revision: u64,
-        /// Move before this entry; absent (or null) moves to the end.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        before_queue_id: Option<String>,
-    },
+    QueueMove(QueueMove),
     #[serde(rename = "queue.remove")]
-    QueueRemove {
-        session_id: String,
-        queue_id: String,
-        revision: u64,
-    },
+    QueueRemove(QueueRemove),
     #[serde(rename = "session.pause")]
-    SessionPause { session_id: String, paused: bool },
+    SessionPause(SessionPause),
     #[serde(rename = "approval.resolve")]
-    ApprovalResolve {
-        session_id: String,
-        approval_id: String,
-        approved: bool,
-    },
+    ApprovalResolve(ApprovalResolve),
     #[serde(rename = "session.clear")]
-    SessionClear { session_id: String },
+    SessionClear(SessionClear),
     /// Extension: switch provider and/or model of an idle session
     /// (docs/PROTOCOL-EXTENSIONS.md).
     #[serde(rename = "session.configure")]
-    SessionConfigure {
-        session_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        provider: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        model: Option<String>,
-    },
+    SessionConfigure(SessionConfigure),
+}
+
+/// `daemon.control`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DaemonControl {
+    pub command: DaemonCommand,
+}
+
+/// `turn.start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnStart {
+    pub session_id: String,
+    pub prompt: String,
+}
+
+/// `turn.cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnCancel {
+    pub session_id: String,
+    pub turn_id: String,
+}
+
+/// `queue.update`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueUpdate {
+    pub session_id: String,
+    pub queue_id: String,
+    pub revision: u64,
+    pub prompt: String,
+}
+
+/// `queue.move`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueMove {
+    pub session_id: String,
+    pub queue_id: String,
+    pub revision: u64,
+    /// Move before this entry; absent (or null) moves to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_queue_id: Option<String>,
+}
+
+/// `queue.remove`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueRemove {
+    pub session_id: String,
+    pub queue_id: String,
+    pub revision: u64,
+}
+
+/// `session.pause`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPause {
+    pub session_id: String,
+    pub paused: bool,
+}
+
+/// `approval.resolve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalResolve {
+    pub session_id: String,
+    pub approval_id: String,
+    pub approved: bool,
+}
+
+/// `session.clear`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionClear {
+    pub session_id: String,
+}
+
+/// `session.configure` (extension).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionConfigure {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ClientMessage {
@@ -74,17 +127,17 @@ impl ClientMessage {
     pub fn type_name(&self) -> &'static str {
         match self {
             ClientMessage::Initialize(_) => "initialize",
-            ClientMessage::DaemonControl { .. } => "daemon.control",
+            ClientMessage::DaemonControl(_) => "daemon.control",
             ClientMessage::SessionStart(_) => "session.start",
-            ClientMessage::TurnStart { .. } => "turn.start",
-            ClientMessage::TurnCancel { .. } => "turn.cancel",
-            ClientMessage::QueueUpdate { .. } => "queue.update",
-            ClientMessage::QueueMove { .. } => "queue.move",
-            ClientMessage::QueueRemove { .. } => "queue.remove",
-            ClientMessage::SessionPause { .. } => "session.pause",
-            ClientMessage::ApprovalResolve { .. } => "approval.resolve",
-            ClientMessage::SessionClear { .. } => "session.clear",
-            ClientMessage::SessionConfigure { .. } => "session.configure",
+            ClientMessage::TurnStart(_) => "turn.start",
+            ClientMessage::TurnCancel(_) => "turn.cancel",
+            ClientMessage::QueueUpdate(_) => "queue.update",
+            ClientMessage::QueueMove(_) => "queue.move",
+            ClientMessage::QueueRemove(_) => "queue.remove",
+            ClientMessage::SessionPause(_) => "session.pause",
+            ClientMessage::ApprovalResolve(_) => "approval.resolve",
+            ClientMessage::SessionClear(_) => "session.clear",
+            ClientMessage::SessionConfigure(_) => "session.configure",
         }
     }
 }

@@ -52,10 +52,10 @@ fn unknown_fields_are_ignored() {
     assert_eq!(frame.request_id, "7");
     assert_eq!(
         frame.message,
-        ClientMessage::TurnCancel {
+        ClientMessage::TurnCancel(scv_protocol::TurnCancel {
             session_id: "s".into(),
             turn_id: "t".into()
-        }
+        })
     );
 }
 

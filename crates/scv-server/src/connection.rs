@@ -13,6 +13,10 @@ use crate::transport::{encode, spawn_writer, FrameReader, Outbound};
 use futures_util::StreamExt;
 use scv_protocol::limits::MAX_CLIENT_FRAME_BYTES;
 use scv_protocol::{
+    ApprovalResolve, DaemonControl, QueueMove, QueueRemove, QueueUpdate, SessionClear,
+    SessionConfigure, SessionPause, TurnCancel, TurnStart,
+};
+use scv_protocol::{
     Capabilities, ClientFrame, ClientMessage, DaemonCommand, ErrorBody, ErrorCode, Event,
     EventBody, Frame, FrameCodec, Initialize, PeerInfo, PROTOCOL_VERSION,
 };
@@ -195,10 +199,12 @@ impl Connection {
                 ErrorCode::InvalidRequest,
                 "already initialized",
             )),
-            ClientMessage::DaemonControl { .. } if self.tool_peer => {
+            ClientMessage::DaemonControl(DaemonControl { .. }) if self.tool_peer => {
                 Err(from_tool("daemon.control"))
             }
-            ClientMessage::DaemonControl { command } => self.daemon_control(&rid, command).await,
+            ClientMessage::DaemonControl(DaemonControl { command }) => {
+                self.daemon_control(&rid, command).await
+            }
             ClientMessage::SessionStart(start)
                 if self.tool_peer && (start.mcp_servers.is_some() || start.base_url.is_some()) =>
             {
@@ -210,34 +216,34 @@ impl Connection {
                 start.no_tools |= self.tool_peer;
                 self.host.start(&rid, start).await
             }
-            ClientMessage::TurnStart { session_id, prompt } => {
+            ClientMessage::TurnStart(TurnStart { session_id, prompt }) => {
                 self.host.submit(&rid, &session_id, prompt).await
             }
-            ClientMessage::TurnCancel {
+            ClientMessage::TurnCancel(TurnCancel {
                 session_id,
                 turn_id,
-            } => self.host.cancel(&session_id, &turn_id),
-            ClientMessage::ApprovalResolve {
+            }) => self.host.cancel(&session_id, &turn_id),
+            ClientMessage::ApprovalResolve(ApprovalResolve {
                 session_id,
                 approval_id,
                 approved,
-            } => self.host.resolve(&session_id, &approval_id, approved),
-            ClientMessage::QueueUpdate {
+            }) => self.host.resolve(&session_id, &approval_id, approved),
+            ClientMessage::QueueUpdate(QueueUpdate {
                 session_id,
                 queue_id,
                 revision,
                 prompt,
-            } => {
+            }) => {
                 self.host
                     .queue_update(&rid, &session_id, &queue_id, revision, prompt)
                     .await
             }
-            ClientMessage::QueueMove {
+            ClientMessage::QueueMove(QueueMove {
                 session_id,
                 queue_id,
                 revision,
                 before_queue_id,
-            } => {
+            }) => {
                 self.host
                     .queue_move(
                         &rid,
@@ -248,24 +254,26 @@ impl Connection {
                     )
                     .await
             }
-            ClientMessage::QueueRemove {
+            ClientMessage::QueueRemove(QueueRemove {
                 session_id,
                 queue_id,
                 revision,
-            } => {
+            }) => {
                 self.host
                     .queue_remove(&rid, &session_id, &queue_id, revision)
                     .await
             }
-            ClientMessage::SessionPause { session_id, paused } => {
+            ClientMessage::SessionPause(SessionPause { session_id, paused }) => {
                 self.host.pause(&rid, &session_id, paused).await
             }
-            ClientMessage::SessionClear { session_id } => self.host.clear(&rid, &session_id).await,
-            ClientMessage::SessionConfigure {
+            ClientMessage::SessionClear(SessionClear { session_id }) => {
+                self.host.clear(&rid, &session_id).await
+            }
+            ClientMessage::SessionConfigure(SessionConfigure {
                 session_id,
                 provider,
                 model,
-            } => {
+            }) => {
                 self.host
                     .configure(&rid, &session_id, provider, model)
                     .await

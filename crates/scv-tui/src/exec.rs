@@ -12,6 +12,7 @@
 use crate::session;
 use anyhow::Result;
 use scv_client::text::visible;
+use scv_protocol::{ApprovalResolve, TurnCancel, TurnStart};
 use scv_protocol::{ClientMessage, EventBody, Risk};
 use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
@@ -99,10 +100,10 @@ pub async fn run(
             writeln!(stdout, "{}", serde_json::to_string(event)?)?;
         }
     }
-    conn.send(ClientMessage::TurnStart {
+    conn.send(ClientMessage::TurnStart(TurnStart {
         session_id: session_id.clone(),
         prompt,
-    })
+    }))
     .await?;
     let mut turn_id = None;
     let mut cancel_sent = false;
@@ -117,7 +118,7 @@ pub async fn run(
             _ = &mut interrupt, if !cancel_sent => {
                 cancel_sent = true;
                 if let Some(turn_id) = turn_id.clone() {
-                    conn.send(ClientMessage::TurnCancel { session_id: session_id.clone(), turn_id }).await?;
+                    conn.send(ClientMessage::TurnCancel(TurnCancel { session_id: session_id.clone(), turn_id })).await?;
                 }
                 continue;
             }
@@ -179,11 +180,11 @@ pub async fn run(
                         );
                     }
                 }
-                conn.send(ClientMessage::ApprovalResolve {
+                conn.send(ClientMessage::ApprovalResolve(ApprovalResolve {
                     session_id: session_id.clone(),
                     approval_id: approval_id.clone(),
                     approved,
-                })
+                }))
                 .await?;
             }
             EventBody::TurnCompleted { .. } => return Ok(ExitCode::SUCCESS),

@@ -3,6 +3,10 @@
 //! session advertises.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use scv_protocol::{
+    ApprovalResolve, QueueMove, QueueRemove, QueueUpdate, SessionClear, SessionConfigure,
+    SessionPause, TurnCancel, TurnStart,
+};
 use scv_protocol::{ClientMessage, Event};
 use scv_tui::tui::app::{App, Outgoing};
 use scv_tui::tui::overlay::OverlayKind;
@@ -71,10 +75,10 @@ fn enter_sends_and_the_prompt_shows_when_its_turn_starts() {
     let out = key(&mut app, KeyCode::Enter);
     assert_eq!(
         sent(&out),
-        [ClientMessage::TurnStart {
+        [ClientMessage::TurnStart(TurnStart {
             session_id: S.into(),
             prompt: "fix it".into()
-        }]
+        })]
     );
     assert!(app.input.is_empty());
     assert!(
@@ -131,10 +135,10 @@ fn esc_and_ctrl_c_cancel_then_ctrl_c_twice_quits() {
     let mut app = app();
     assert!(key(&mut app, KeyCode::Esc).is_empty(), "nothing to cancel");
     start_turn(&mut app);
-    let cancel = ClientMessage::TurnCancel {
+    let cancel = ClientMessage::TurnCancel(TurnCancel {
         session_id: S.into(),
         turn_id: "t1".into(),
-    };
+    });
     assert_eq!(
         sent(&key(&mut app, KeyCode::Esc)),
         std::slice::from_ref(&cancel)
@@ -179,24 +183,24 @@ fn slash_commands_send_their_messages() {
     };
     assert_eq!(
         sent(&run(&mut app, "/clear")),
-        [ClientMessage::SessionClear {
+        [ClientMessage::SessionClear(SessionClear {
             session_id: S.into()
-        }]
+        })]
     );
     assert_eq!(
         sent(&run(&mut app, "/pause")),
-        [ClientMessage::SessionPause {
+        [ClientMessage::SessionPause(SessionPause {
             session_id: S.into(),
             paused: true
-        }]
+        })]
     );
     assert!(app.queue.paused());
     assert_eq!(
         sent(&run(&mut app, "/resume")),
-        [ClientMessage::SessionPause {
+        [ClientMessage::SessionPause(SessionPause {
             session_id: S.into(),
             paused: false
-        }]
+        })]
     );
     let items = app.transcript.len();
     assert!(run(&mut app, "/help").is_empty());
@@ -243,12 +247,12 @@ fn queued_prompts_are_edited_by_revision_and_conflicts_refresh_them() {
     let out = key(&mut app, KeyCode::Enter);
     assert_eq!(
         sent(&out),
-        [ClientMessage::QueueUpdate {
+        [ClientMessage::QueueUpdate(QueueUpdate {
             session_id: S.into(),
             queue_id: "q1".into(),
             revision: 3,
             prompt: "later please".into()
-        }]
+        })]
     );
     app.apply(event(json!({"type":"error","request_id":"x","code":"queue_conflict","message":"stale","fatal":false,
         "entry":{"queue_id":"q1","revision":4,"prompt":"changed elsewhere","submitter":"client"}})));
@@ -259,18 +263,18 @@ fn queued_prompts_are_edited_by_revision_and_conflicts_refresh_them() {
     key(&mut app, KeyCode::Tab);
     assert_eq!(
         sent(&key(&mut app, KeyCode::Char('x'))),
-        [ClientMessage::QueueRemove {
+        [ClientMessage::QueueRemove(QueueRemove {
             session_id: S.into(),
             queue_id: "q1".into(),
             revision: 4
-        }]
+        })]
     );
     assert_eq!(
         sent(&key(&mut app, KeyCode::Char('p'))),
-        [ClientMessage::SessionPause {
+        [ClientMessage::SessionPause(SessionPause {
             session_id: S.into(),
             paused: true
-        }]
+        })]
     );
 }
 
@@ -281,11 +285,11 @@ fn request_approval(app: &mut App, summary: &str) {
 }
 
 fn resolved(approved: bool) -> Vec<ClientMessage> {
-    vec![ClientMessage::ApprovalResolve {
+    vec![ClientMessage::ApprovalResolve(ApprovalResolve {
         session_id: S.into(),
         approval_id: "a1".into(),
         approved,
-    }]
+    })]
 }
 
 #[test]
@@ -307,7 +311,7 @@ fn keys_typed_as_the_prompt_appears_go_to_the_input_and_answer_nothing() {
     // Enter sends the message (queued by the server), never an approval.
     let out = sent(&key(&mut app, KeyCode::Enter));
     assert!(
-        matches!(&out[..], [ClientMessage::TurnStart { prompt, .. }] if prompt == "second prompt hello yes no"),
+        matches!(&out[..], [ClientMessage::TurnStart(TurnStart { prompt, .. })] if prompt == "second prompt hello yes no"),
         "{out:?}"
     );
     assert_eq!(app.approval.len(), 1, "still waiting");
@@ -453,7 +457,7 @@ fn esc_cancels_editing_a_queued_prompt_before_it_cancels_the_turn() {
     assert!(app.input.is_empty());
     assert!(matches!(
         &sent(&key(&mut app, KeyCode::Esc))[..],
-        [ClientMessage::TurnCancel { .. }]
+        [ClientMessage::TurnCancel(TurnCancel { .. })]
     ));
 }
 
@@ -474,7 +478,7 @@ fn an_edited_prompt_that_leaves_the_queue_is_sent_as_a_new_one() {
     assert_eq!(app.input.text(), "later", "the text is kept");
     assert!(matches!(
         &sent(&key(&mut app, KeyCode::Enter))[..],
-        [ClientMessage::TurnStart { prompt, .. }] if prompt == "later"
+        [ClientMessage::TurnStart(TurnStart { prompt, .. })] if prompt == "later"
     ));
 }
 
@@ -502,12 +506,12 @@ fn the_queue_panel_selects_moves_and_gives_keys_back() {
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Up);
     let moved = |before: Option<&str>| {
-        [ClientMessage::QueueMove {
+        [ClientMessage::QueueMove(QueueMove {
             session_id: S.into(),
             queue_id: "q0".into(),
             revision: 5,
             before_queue_id: before.map(Into::into),
-        }]
+        })]
     };
     assert_eq!(sent(&key(&mut app, KeyCode::Char('d'))), moved(Some("q2")));
     assert!(
@@ -520,11 +524,11 @@ fn the_queue_panel_selects_moves_and_gives_keys_back() {
 }
 
 fn configure(provider: Option<&str>, model: Option<&str>) -> ClientMessage {
-    ClientMessage::SessionConfigure {
+    ClientMessage::SessionConfigure(SessionConfigure {
         session_id: S.into(),
         provider: provider.map(Into::into),
         model: model.map(Into::into),
-    }
+    })
 }
 
 #[test]
@@ -749,10 +753,10 @@ fn at_offers_workspace_paths_respecting_gitignore_and_tab_completes() {
     let out = key(&mut app, KeyCode::Enter);
     assert_eq!(
         sent(&out),
-        [ClientMessage::TurnStart {
+        [ClientMessage::TurnStart(TurnStart {
             session_id: S.into(),
             prompt: "look at @src/main.rs and @src/lib.rs ".into()
-        }]
+        })]
     );
     // Without an @, Tab still focuses the queue (nothing to complete).
     assert!(app.path_matches.is_empty());
@@ -765,10 +769,10 @@ fn text_starting_with_a_slash_is_a_prompt_unless_it_is_a_command() {
     let out = key(&mut app, KeyCode::Enter);
     assert_eq!(
         sent(&out),
-        [ClientMessage::TurnStart {
+        [ClientMessage::TurnStart(TurnStart {
             session_id: S.into(),
             prompt: "/help me read this file".into()
-        }]
+        })]
     );
     assert!(app.overlay.is_none());
 }

@@ -5,6 +5,7 @@
 //! safety the prompt keeps for `a`.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use scv_protocol::ApprovalResolve;
 use scv_protocol::{ClientMessage, Event};
 use scv_tui::tui::app::{App, Outgoing};
 use scv_tui::tui::overlay::OverlayKind;
@@ -44,11 +45,11 @@ fn sent(out: &[Outgoing]) -> Vec<ClientMessage> {
 }
 
 fn approved(id: &str) -> ClientMessage {
-    ClientMessage::ApprovalResolve {
+    ClientMessage::ApprovalResolve(ApprovalResolve {
         session_id: S.into(),
         approval_id: id.into(),
         approved: true,
-    }
+    })
 }
 
 /// A call of `name` with `arguments` proposed and waiting for approval.
@@ -92,10 +93,10 @@ fn answered_by_rule(app: &mut App, id: &str) -> bool {
         assert!(
             matches!(
                 &out[..],
-                [ClientMessage::ApprovalResolve {
+                [ClientMessage::ApprovalResolve(ApprovalResolve {
                     approved: false,
                     ..
-                }]
+                })]
             ),
             "{out:?}"
         );

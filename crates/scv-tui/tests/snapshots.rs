@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use scv_protocol::Event;
+use scv_protocol::{ApprovalResolve, DaemonControl, QueueMove};
 use scv_tui::tui::app::{App, Outgoing};
 use scv_tui::tui::{highlight, view};
 use serde_json::{json, Value};
@@ -154,7 +155,10 @@ fn approval_prompt() {
     assert!(matches!(
         &sent[..],
         [Outgoing::Send {
-            message: scv_protocol::ClientMessage::ApprovalResolve { approved: true, .. },
+            message: scv_protocol::ClientMessage::ApprovalResolve(ApprovalResolve {
+                approved: true,
+                ..
+            }),
             ..
         }]
     ));
@@ -203,12 +207,12 @@ fn queue_panel() {
     match &sent[..] {
         [Outgoing::Send {
             message:
-                scv_protocol::ClientMessage::QueueMove {
+                scv_protocol::ClientMessage::QueueMove(QueueMove {
                     queue_id,
                     revision,
                     before_queue_id,
                     ..
-                },
+                }),
             ..
         }] => {
             assert_eq!(
@@ -373,7 +377,7 @@ fn status_overlay() {
     let sent = key(&mut app, KeyCode::Enter);
     let Some(Outgoing::Send {
         request_id,
-        message: scv_protocol::ClientMessage::DaemonControl { .. },
+        message: scv_protocol::ClientMessage::DaemonControl(DaemonControl { .. }),
     }) = sent.first()
     else {
         panic!("/status asks the daemon for its MCP servers: {sent:?}")

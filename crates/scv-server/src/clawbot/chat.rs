@@ -9,6 +9,7 @@ use crate::server::Shared;
 use scv_client::Connection;
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, Delivery, IlinkClient};
+use scv_protocol::{ApprovalResolve, SessionClear, TurnCancel, TurnStart};
 use scv_protocol::{ClientMessage, ComponentState, Event, EventBody, RemoteTools, SessionStart};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -268,11 +269,11 @@ impl Account {
                 return;
             };
             let session_id = chat.session_id.clone();
-            chat.send(ClientMessage::ApprovalResolve {
+            chat.send(ClientMessage::ApprovalResolve(ApprovalResolve {
                 session_id,
                 approval_id,
                 approved: answer.starts_with('y'),
-            })
+            }))
             .await;
             return;
         }
@@ -281,24 +282,25 @@ impl Account {
             "/new" => {
                 if let Some(turn_id) = chat.turn_id.clone() {
                     chat.clear_after_turn = true;
-                    chat.send(ClientMessage::TurnCancel {
+                    chat.send(ClientMessage::TurnCancel(TurnCancel {
                         session_id,
                         turn_id,
-                    })
+                    }))
                     .await;
                 } else if chat.awaiting_start {
                     chat.clear_after_turn = true;
                     chat.cancel_on_start = true;
                 } else {
-                    chat.send(ClientMessage::SessionClear { session_id }).await;
+                    chat.send(ClientMessage::SessionClear(SessionClear { session_id }))
+                        .await;
                 }
             }
             "/cancel" => match chat.turn_id.clone() {
                 Some(turn_id) => {
-                    chat.send(ClientMessage::TurnCancel {
+                    chat.send(ClientMessage::TurnCancel(TurnCancel {
                         session_id,
                         turn_id,
-                    })
+                    }))
                     .await;
                 }
                 None if chat.awaiting_start => chat.cancel_on_start = true,
@@ -344,10 +346,10 @@ impl Account {
                     chat.awaiting_start = true;
                 }
                 let request = chat
-                    .send(ClientMessage::TurnStart {
+                    .send(ClientMessage::TurnStart(TurnStart {
                         session_id,
                         prompt: text,
-                    })
+                    }))
                     .await;
                 if !idle {
                     chat.waiting.insert(request);
@@ -458,10 +460,10 @@ impl Account {
                 if std::mem::take(&mut chat.cancel_on_start) {
                     let session_id = chat.session_id.clone();
                     let turn_id = event.turn_id.unwrap_or_default();
-                    chat.send(ClientMessage::TurnCancel {
+                    chat.send(ClientMessage::TurnCancel(TurnCancel {
                         session_id,
                         turn_id,
-                    })
+                    }))
                     .await;
                 }
                 chat.answer.clear();
@@ -493,11 +495,11 @@ impl Account {
                     // It cannot be shown whole here, so it cannot be
                     // approved here: no `y` may stand for unseen text.
                     let session_id = chat.session_id.clone();
-                    chat.send(ClientMessage::ApprovalResolve {
+                    chat.send(ClientMessage::ApprovalResolve(ApprovalResolve {
                         session_id,
                         approval_id,
                         approved: false,
-                    })
+                    }))
                     .await;
                     let shown: String = summary.chars().take(300).collect();
                     say = Some(format!(
@@ -533,7 +535,8 @@ impl Account {
                 if chat.clear_after_turn {
                     chat.clear_after_turn = false;
                     let session_id = chat.session_id.clone();
-                    chat.send(ClientMessage::SessionClear { session_id }).await;
+                    chat.send(ClientMessage::SessionClear(SessionClear { session_id }))
+                        .await;
                 } else {
                     say = Some("Cancelled.".into());
                 }
@@ -581,11 +584,11 @@ impl Account {
                     break;
                 };
                 let session_id = chat.session_id.clone();
-                chat.send(ClientMessage::ApprovalResolve {
+                chat.send(ClientMessage::ApprovalResolve(ApprovalResolve {
                     session_id,
                     approval_id,
                     approved: false,
-                })
+                }))
                 .await;
                 expired.push(chat.user_id.clone());
             }

@@ -18,6 +18,10 @@ pub use super::slash::SLASH_COMMANDS;
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
+use scv_protocol::{
+    ApprovalResolve, DaemonControl, QueueUpdate, SessionClear, SessionConfigure, SessionPause,
+    TurnCancel, TurnStart,
+};
 use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -892,10 +896,10 @@ impl App {
         let (Some(turn), Some(session_id)) = (self.turn.clone(), self.session_id()) else {
             return Vec::new();
         };
-        vec![self.send(ClientMessage::TurnCancel {
+        vec![self.send(ClientMessage::TurnCancel(TurnCancel {
             session_id,
             turn_id: turn.turn_id,
-        })]
+        }))]
     }
 
     fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
@@ -905,11 +909,11 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return Vec::new();
         };
-        vec![self.send(ClientMessage::ApprovalResolve {
+        vec![self.send(ClientMessage::ApprovalResolve(ApprovalResolve {
             session_id,
             approval_id: approval.approval_id,
             approved,
-        })]
+        }))]
     }
 
     fn submit(&mut self) -> Vec<Outgoing> {
@@ -930,17 +934,17 @@ impl App {
         };
         let prompt = self.input.take();
         if let Some(entry) = self.input.stop_editing() {
-            return vec![self.send(ClientMessage::QueueUpdate {
+            return vec![self.send(ClientMessage::QueueUpdate(QueueUpdate {
                 session_id,
                 queue_id: entry.queue_id,
                 revision: entry.revision,
                 prompt,
-            })];
+            }))];
         }
-        let out = self.send(ClientMessage::TurnStart {
+        let out = self.send(ClientMessage::TurnStart(TurnStart {
             session_id,
             prompt: prompt.clone(),
-        });
+        }));
         if let Outgoing::Send { request_id, .. } = &out {
             self.pending_prompts.insert(request_id.clone(), prompt);
         }
@@ -970,9 +974,9 @@ impl App {
             ("/status", _) => {
                 self.overlay = Some(Overlay::new(OverlayKind::Status));
                 self.mcp = McpView::Asking;
-                let out = self.send(ClientMessage::DaemonControl {
+                let out = self.send(ClientMessage::DaemonControl(DaemonControl {
                     command: scv_protocol::DaemonCommand::Status,
-                });
+                }));
                 if let Outgoing::Send { request_id, .. } = &out {
                     self.status_request = Some(request_id.clone());
                 }
@@ -988,21 +992,21 @@ impl App {
                 Vec::new()
             }
             ("/clear", Some(session_id)) => {
-                vec![self.send(ClientMessage::SessionClear { session_id })]
+                vec![self.send(ClientMessage::SessionClear(SessionClear { session_id }))]
             }
             ("/pause", Some(session_id)) => {
                 self.queue.set_paused(true);
-                vec![self.send(ClientMessage::SessionPause {
+                vec![self.send(ClientMessage::SessionPause(SessionPause {
                     session_id,
                     paused: true,
-                })]
+                }))]
             }
             ("/resume", Some(session_id)) => {
                 self.queue.set_paused(false);
-                vec![self.send(ClientMessage::SessionPause {
+                vec![self.send(ClientMessage::SessionPause(SessionPause {
                     session_id,
                     paused: false,
-                })]
+                }))]
             }
             (other, _) if SLASH_COMMANDS.iter().any(|(c, _)| *c == other) => {
                 self.hint = Some("not connected".into());
@@ -1043,11 +1047,11 @@ impl App {
             ),
             _ => (None, Some(arg.to_string())),
         };
-        vec![self.send(ClientMessage::SessionConfigure {
+        vec![self.send(ClientMessage::SessionConfigure(SessionConfigure {
             session_id,
             provider,
             model,
-        })]
+        }))]
     }
 
     /// `provider/model` (or the model alone from an older server).

@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use scv_protocol::{ClientMessage, EventBody, QueueEntry};
+use scv_protocol::{QueueMove, QueueRemove, SessionPause};
 
 /// Entries shown at once; the panel scrolls to keep the selection in view.
 pub const MAX_ROWS: u16 = 5;
@@ -205,36 +206,36 @@ impl QueuePanel {
             KeyCode::Char('u') if selected > 0 => {
                 let before = Some(self.entries[selected - 1].queue_id.clone());
                 self.focus = Some(selected - 1);
-                PanelKey::Send(ClientMessage::QueueMove {
+                PanelKey::Send(ClientMessage::QueueMove(QueueMove {
                     session_id,
                     queue_id: entry.queue_id,
                     revision: entry.revision,
                     before_queue_id: before,
-                })
+                }))
             }
             KeyCode::Char('d') if selected + 1 < self.entries.len() => {
                 let before = self.entries.get(selected + 2).map(|e| e.queue_id.clone());
                 self.focus = Some(selected + 1);
-                PanelKey::Send(ClientMessage::QueueMove {
+                PanelKey::Send(ClientMessage::QueueMove(QueueMove {
                     session_id,
                     queue_id: entry.queue_id,
                     revision: entry.revision,
                     before_queue_id: before,
-                })
+                }))
             }
             KeyCode::Char('x') | KeyCode::Delete | KeyCode::Backspace => {
-                PanelKey::Send(ClientMessage::QueueRemove {
+                PanelKey::Send(ClientMessage::QueueRemove(QueueRemove {
                     session_id,
                     queue_id: entry.queue_id,
                     revision: entry.revision,
-                })
+                }))
             }
             KeyCode::Char('p') => {
                 self.paused = !self.paused;
-                PanelKey::Send(ClientMessage::SessionPause {
+                PanelKey::Send(ClientMessage::SessionPause(SessionPause {
                     session_id,
                     paused: self.paused,
-                })
+                }))
             }
             _ => PanelKey::Taken,
         }
@@ -330,7 +331,7 @@ mod tests {
         panel.focus();
         assert!(matches!(
             panel.on_key(key, Some("s")),
-            PanelKey::Send(ClientMessage::QueueRemove { .. })
+            PanelKey::Send(ClientMessage::QueueRemove(QueueRemove { .. }))
         ));
     }
 }
