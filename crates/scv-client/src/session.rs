@@ -1,0 +1,561 @@
+//! The life of a session as a client sees it, without I/O.
+//!
+//! Every front end (the TUI, `scv exec`, `scv acp`, ClawBot's chats) sends
+//! prompts and must know where each one is — sent, queued (with the
+//! revision the server gave it), running — what cancelling it means at
+//! each of those stages, which approvals wait, and how its turn ended.
+//! [`SessionClient`] keeps that in one place: frames go in
+//! ([`SessionClient::apply`]), typed [`Update`]s and the [`Request`]s that
+//! follow from them come out, and the caller does the I/O. It owns the
+//! request ids of everything it sends.
+//!
+//! The one subtle rule: a prompt cancelled before the server said where it
+//! is (its `turn.start` is in flight) is cancelled as soon as the server
+//! says — `turn.cancel` when its `turn.started` comes, `queue.remove`
+//! when its `queue.enqueued` does — exactly once.
+
+use scv_protocol::{
+    ApprovalResolve, ClientMessage, ErrorBody, ErrorCode, Event, EventBody, FailureCode,
+    QueueEntry, QueueRemove, Risk, TurnCancel, TurnStart, Usage,
+};
+
+/// A frame to send: the message and the request id it goes with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub request_id: String,
+    pub message: ClientMessage,
+}
+
+/// Where a prompt is on the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// `turn.start` sent (or the prompt dequeued); its turn has not started.
+    Sent,
+    /// Waiting in the session queue, at this revision.
+    Queued { queue_id: String, revision: u64 },
+    /// Its turn runs.
+    Running { turn_id: String },
+}
+
+/// A prompt this client sent that has not ended yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The request id of its `turn.start`, which every event of it carries.
+    pub request_id: String,
+    pub text: String,
+    pub stage: Stage,
+    /// A cancel was asked for; `cancel_sent`: what carries it out at the
+    /// current stage went out.
+    pub cancel: bool,
+    cancel_sent: bool,
+}
+
+/// An approval the server waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    pub approval_id: String,
+    pub call_id: String,
+    pub name: String,
+    pub risk: Risk,
+    pub cwd: String,
+    pub summary: String,
+    pub sandboxed: Option<bool>,
+    /// The call's arguments, from its `tool.proposed`.
+    pub arguments: serde_json::Value,
+    /// The request id of the prompt whose turn asks.
+    pub request_id: Option<String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Completed { steps: u32, usage: Option<Usage> },
+    Cancelled,
+    Failed { code: FailureCode, message: String },
+}
+
+/// What [`SessionClient::apply`] made of an event, for a front end to show.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// A prompt of ours went into the queue.
+    Queued {
+        request_id: String,
+        entry: QueueEntry,
+        position: usize,
+    },
+    /// A prompt of ours started as a turn.
+    Started {
+        request_id: String,
+        turn_id: String,
+        prompt: String,
+    },
+    /// A prompt of ours left the queue without running (removed, or the
+    /// session was cleared).
+    Withdrawn { request_id: String, prompt: String },
+    /// The server refused a prompt of ours (an `error` answering its
+    /// `turn.start`).
+    Refused {
+        request_id: String,
+        error: ErrorBody,
+    },
+    /// A turn ended; `request_id` is its prompt's (`None`: not one of
+    /// ours). `cancelled_by_us`: a cancel of ours was asked for it.
+    Ended {
+        request_id: Option<String>,
+        turn_id: String,
+        outcome: Outcome,
+        cancelled_by_us: bool,
+    },
+    /// The server waits for this approval.
+    ApprovalRequested(Approval),
+    /// An approval is no longer waiting (answered, or its turn ended).
+    ApprovalGone { approval_id: String },
+    /// A session event's `seq` was not the one after the last.
+    SeqGap { expected: u64, got: u64 },
+}
+
+/// The updates of one event and the requests they call for.
+#[derive(Debug, Default, PartialEq)]
+pub struct Applied {
+    pub updates: Vec<Update>,
+    pub requests: Vec<Request>,
+}
+
+/// Most prompts a client can have in flight: the server queues at most
+/// 64 behind a running one; past this the oldest is forgotten.
+const MAX_PROMPTS: usize = 1024;
+
+/// One session seen from a client.
+#[derive(Debug)]
+pub struct SessionClient {
+    session_id: Option<String>,
+    prefix: String,
+    next_request: u64,
+    prompts: Vec<Prompt>,
+    /// The running turn: its id and its prompt's request id, if ours.
+    running: Option<(String, Option<String>)>,
+    approvals: Vec<Approval>,
+    /// Arguments of proposed calls of the running turn, by call id.
+    proposed: Vec<(String, serde_json::Value)>,
+    last_seq: Option<u64>,
+}
+
+impl SessionClient {
+    /// A client whose request ids start with `prefix` (so logs tell front
+    /// ends apart).
+    pub fn new(prefix: impl Into<String>) -> SessionClient {
+        SessionClient {
+            session_id: None,
+            prefix: prefix.into(),
+            next_request: 0,
+            prompts: Vec::new(),
+            running: None,
+            approvals: Vec::new(),
+            proposed: Vec::new(),
+            last_seq: None,
+        }
+    }
+
+    /// The session, once `session.started` was applied (or set).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// Sets the session this client follows (a client that started it
+    /// elsewhere).
+    pub fn set_session(&mut self, session_id: impl Into<String>) {
+        self.session_id = Some(session_id.into());
+    }
+
+    /// A fresh request id.
+    pub fn next_request_id(&mut self) -> String {
+        self.next_request += 1;
+        format!("{}{}", self.prefix, self.next_request)
+    }
+
+    /// Any message, with a fresh request id.
+    pub fn request(&mut self, message: ClientMessage) -> Request {
+        Request {
+            request_id: self.next_request_id(),
+            message,
+        }
+    }
+
+    /// `turn.start` for `prompt`, tracked from now on.
+    pub fn submit(&mut self, prompt: impl Into<String>) -> Request {
+        let text = prompt.into();
+        let request = self.request(ClientMessage::TurnStart(TurnStart {
+            session_id: self.session_id.clone().unwrap_or_default(),
+            prompt: text.clone(),
+        }));
+        if self.prompts.len() >= MAX_PROMPTS {
+            self.prompts.remove(0);
+        }
+        self.prompts.push(Prompt {
+            request_id: request.request_id.clone(),
+            text,
+            stage: Stage::Sent,
+            cancel: false,
+            cancel_sent: false,
+        });
+        request
+    }
+
+    /// The prompts in flight, in the order they were sent.
+    pub fn prompts(&self) -> &[Prompt] {
+        &self.prompts
+    }
+
+    pub fn prompt(&self, request_id: &str) -> Option<&Prompt> {
+        self.prompts.iter().find(|p| p.request_id == request_id)
+    }
+
+    /// The running turn's id.
+    pub fn running_turn(&self) -> Option<&str> {
+        self.running.as_ref().map(|(turn, _)| turn.as_str())
+    }
+
+    /// A turn runs, or a prompt of ours is on its way to one (sent, not yet
+    /// placed).
+    pub fn busy(&self) -> bool {
+        self.running.is_some() || self.prompts.iter().any(|p| p.stage == Stage::Sent)
+    }
+
+    /// The approvals waiting, oldest first.
+    pub fn approvals(&self) -> &[Approval] {
+        &self.approvals
+    }
+
+    /// Cancels the prompt `request_id` at whatever stage it is: the running
+    /// turn is cancelled, a queued prompt removed, and a prompt the server
+    /// has not placed yet is cancelled once it does. Empty when nothing
+    /// needs sending now (or it is not ours, or is already being cancelled).
+    pub fn cancel(&mut self, request_id: &str) -> Vec<Request> {
+        let Some(index) = self.prompts.iter().position(|p| p.request_id == request_id) else {
+            return Vec::new();
+        };
+        self.prompts[index].cancel = true;
+        self.carry_out_cancel(index).into_iter().collect()
+    }
+
+    /// Cancels what runs now: the running turn (ours or not), else the
+    /// oldest prompt on its way to running (sent, not placed yet).
+    pub fn cancel_current(&mut self) -> Vec<Request> {
+        if let Some((turn_id, request_id)) = self.running.clone() {
+            if let Some(request_id) = request_id {
+                return self.cancel(&request_id);
+            }
+            let session_id = self.session_id.clone().unwrap_or_default();
+            return vec![self.request(ClientMessage::TurnCancel(TurnCancel {
+                session_id,
+                turn_id,
+            }))];
+        }
+        match self.prompts.iter().find(|p| p.stage == Stage::Sent) {
+            Some(prompt) => {
+                let request_id = prompt.request_id.clone();
+                self.cancel(&request_id)
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Cancels every prompt in flight (running, queued, on its way).
+    pub fn cancel_all(&mut self) -> Vec<Request> {
+        let ids: Vec<String> = self.prompts.iter().map(|p| p.request_id.clone()).collect();
+        ids.iter().flat_map(|id| self.cancel(id)).collect()
+    }
+
+    /// `approval.resolve` for a waiting approval; `None` when it is not
+    /// waiting (already answered, or its turn ended).
+    pub fn resolve(&mut self, approval_id: &str, approved: bool) -> Option<Request> {
+        let index = self
+            .approvals
+            .iter()
+            .position(|a| a.approval_id == approval_id)?;
+        self.approvals.remove(index);
+        let session_id = self.session_id.clone().unwrap_or_default();
+        Some(
+            self.request(ClientMessage::ApprovalResolve(ApprovalResolve {
+                session_id,
+                approval_id: approval_id.to_string(),
+                approved,
+            })),
+        )
+    }
+
+    /// What cancels prompt `index` at its stage, if it is wanted and not
+    /// yet sent.
+    fn carry_out_cancel(&mut self, index: usize) -> Option<Request> {
+        let prompt = &self.prompts[index];
+        if !prompt.cancel || prompt.cancel_sent {
+            return None;
+        }
+        let session_id = self.session_id.clone().unwrap_or_default();
+        let message = match &prompt.stage {
+            Stage::Sent => return None,
+            Stage::Queued { queue_id, revision } => ClientMessage::QueueRemove(QueueRemove {
+                session_id,
+                queue_id: queue_id.clone(),
+                revision: *revision,
+            }),
+            Stage::Running { turn_id } => ClientMessage::TurnCancel(TurnCancel {
+                session_id,
+                turn_id: turn_id.clone(),
+            }),
+        };
+        self.prompts[index].cancel_sent = true;
+        Some(self.request(message))
+    }
+
+    fn index_of(&self, request_id: Option<&str>) -> Option<usize> {
+        let request_id = request_id?;
+        self.prompts.iter().position(|p| p.request_id == request_id)
+    }
+
+    fn index_of_queued(&self, queue_id: &str) -> Option<usize> {
+        self.prompts
+            .iter()
+            .position(|p| matches!(&p.stage, Stage::Queued { queue_id: q, .. } if q == queue_id))
+    }
+
+    /// Applies one event from the server. Events of other sessions are
+    /// ignored (errors are matched by request id).
+    pub fn apply(&mut self, event: &Event) -> Applied {
+        let mut applied = Applied::default();
+        if let EventBody::SessionStarted(_) = &event.body {
+            if self.session_id.is_none() {
+                self.session_id = event.session_id.clone();
+            }
+            return applied;
+        }
+        if let (Some(mine), Some(theirs)) = (&self.session_id, &event.session_id) {
+            if mine != theirs {
+                return applied;
+            }
+        }
+        if let Some(seq) = event.seq {
+            if let Some(last) = self.last_seq {
+                if seq != last + 1 {
+                    applied.updates.push(Update::SeqGap {
+                        expected: last + 1,
+                        got: seq,
+                    });
+                }
+            }
+            self.last_seq = Some(seq);
+        }
+        let request_id = event.request_id.as_deref();
+        match &event.body {
+            EventBody::QueueEnqueued { entry, position } => {
+                if let Some(index) = self.index_of(request_id) {
+                    self.prompts[index].stage = Stage::Queued {
+                        queue_id: entry.queue_id.clone(),
+                        revision: entry.revision,
+                    };
+                    self.prompts[index].cancel_sent = false;
+                    applied.updates.push(Update::Queued {
+                        request_id: self.prompts[index].request_id.clone(),
+                        entry: entry.clone(),
+                        position: *position,
+                    });
+                    applied.requests.extend(self.carry_out_cancel(index));
+                }
+            }
+            EventBody::QueueUpdated { entry } | EventBody::QueueMoved { entry, .. } => {
+                if let Some(index) = self.index_of_queued(&entry.queue_id) {
+                    self.prompts[index].stage = Stage::Queued {
+                        queue_id: entry.queue_id.clone(),
+                        revision: entry.revision,
+                    };
+                    self.prompts[index].text = entry.prompt.clone();
+                }
+            }
+            EventBody::QueueRemoved { queue_id } => {
+                if let Some(index) = self.index_of_queued(queue_id) {
+                    let prompt = self.prompts.remove(index);
+                    applied.updates.push(Update::Withdrawn {
+                        request_id: prompt.request_id,
+                        prompt: prompt.text,
+                    });
+                }
+            }
+            EventBody::QueueDequeued { queue_id } => {
+                if let Some(index) = self.index_of_queued(queue_id) {
+                    // Placed again by its turn.started, which follows.
+                    self.prompts[index].stage = Stage::Sent;
+                    self.prompts[index].cancel_sent = false;
+                }
+            }
+            EventBody::QueueSnapshot { entries } => {
+                for entry in entries {
+                    if let Some(index) = self.index_of_queued(&entry.queue_id) {
+                        self.prompts[index].stage = Stage::Queued {
+                            queue_id: entry.queue_id.clone(),
+                            revision: entry.revision,
+                        };
+                    }
+                }
+            }
+            EventBody::TurnStarted {} => {
+                let turn_id = event.turn_id.clone().unwrap_or_default();
+                let index = self.index_of(request_id);
+                self.running = Some((
+                    turn_id.clone(),
+                    index.map(|i| self.prompts[i].request_id.clone()),
+                ));
+                self.proposed.clear();
+                if let Some(index) = index {
+                    self.prompts[index].stage = Stage::Running {
+                        turn_id: turn_id.clone(),
+                    };
+                    self.prompts[index].cancel_sent = false;
+                    applied.updates.push(Update::Started {
+                        request_id: self.prompts[index].request_id.clone(),
+                        turn_id,
+                        prompt: self.prompts[index].text.clone(),
+                    });
+                    applied.requests.extend(self.carry_out_cancel(index));
+                }
+            }
+            EventBody::ToolProposed {
+                call_id, arguments, ..
+            } => {
+                self.proposed.push((call_id.clone(), arguments.clone()));
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                call_id,
+                name,
+                risk,
+                cwd,
+                summary,
+                sandboxed,
+            } => {
+                let arguments = self
+                    .proposed
+                    .iter()
+                    .rev()
+                    .find(|(id, _)| id == call_id)
+                    .map(|(_, arguments)| arguments.clone())
+                    .unwrap_or(serde_json::Value::Null);
+                let approval = Approval {
+                    approval_id: approval_id.clone(),
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    risk: *risk,
+                    cwd: cwd.clone(),
+                    summary: summary.clone(),
+                    sandboxed: *sandboxed,
+                    arguments,
+                    request_id: event.request_id.clone(),
+                };
+                self.approvals.push(approval.clone());
+                applied.updates.push(Update::ApprovalRequested(approval));
+            }
+            EventBody::ToolStarted { call_id, .. } | EventBody::ToolCompleted { call_id, .. } => {
+                // The server stopped waiting for this call's approval.
+                let gone: Vec<String> = self
+                    .approvals
+                    .iter()
+                    .filter(|a| a.call_id == *call_id)
+                    .map(|a| a.approval_id.clone())
+                    .collect();
+                self.approvals.retain(|a| a.call_id != *call_id);
+                applied.updates.extend(
+                    gone.into_iter()
+                        .map(|approval_id| Update::ApprovalGone { approval_id }),
+                );
+            }
+            EventBody::TurnCompleted { steps, usage } => self.ended(
+                event,
+                Outcome::Completed {
+                    steps: *steps,
+                    usage: *usage,
+                },
+                &mut applied,
+            ),
+            EventBody::TurnCancelled {} => self.ended(event, Outcome::Cancelled, &mut applied),
+            EventBody::TurnFailed { code, message } => self.ended(
+                event,
+                Outcome::Failed {
+                    code: *code,
+                    message: message.clone(),
+                },
+                &mut applied,
+            ),
+            EventBody::SessionCleared {} => {
+                // Queued prompts are dropped with the history.
+                let (queued, rest): (Vec<Prompt>, Vec<Prompt>) = std::mem::take(&mut self.prompts)
+                    .into_iter()
+                    .partition(|p| matches!(p.stage, Stage::Queued { .. }));
+                self.prompts = rest;
+                applied
+                    .updates
+                    .extend(queued.into_iter().map(|p| Update::Withdrawn {
+                        request_id: p.request_id,
+                        prompt: p.text,
+                    }));
+            }
+            EventBody::Error(error) => self.error(request_id, error, &mut applied),
+            _ => {}
+        }
+        applied
+    }
+
+    fn ended(&mut self, event: &Event, outcome: Outcome, applied: &mut Applied) {
+        let turn_id = event.turn_id.clone().unwrap_or_default();
+        let index = self.index_of(event.request_id.as_deref());
+        let (request_id, cancelled_by_us) = match index {
+            Some(index) => {
+                let prompt = self.prompts.remove(index);
+                (Some(prompt.request_id), prompt.cancel)
+            }
+            None => (None, false),
+        };
+        // A terminal event always ends the running turn.
+        self.running = None;
+        self.proposed.clear();
+        for approval in std::mem::take(&mut self.approvals) {
+            applied.updates.push(Update::ApprovalGone {
+                approval_id: approval.approval_id,
+            });
+        }
+        applied.updates.push(Update::Ended {
+            request_id,
+            turn_id,
+            outcome,
+            cancelled_by_us,
+        });
+    }
+
+    fn error(&mut self, request_id: Option<&str>, error: &ErrorBody, applied: &mut Applied) {
+        // A refused prompt.
+        if let Some(index) = self.index_of(request_id) {
+            if self.prompts[index].stage == Stage::Sent {
+                let prompt = self.prompts.remove(index);
+                applied.updates.push(Update::Refused {
+                    request_id: prompt.request_id,
+                    error: error.clone(),
+                });
+            }
+            return;
+        }
+        // A queue.remove of ours met a newer revision: try again with it.
+        if error.code == ErrorCode::QueueConflict {
+            if let Some(entry) = &error.entry {
+                if let Some(index) = self.index_of_queued(&entry.queue_id) {
+                    self.prompts[index].stage = Stage::Queued {
+                        queue_id: entry.queue_id.clone(),
+                        revision: entry.revision,
+                    };
+                    self.prompts[index].text = entry.prompt.clone();
+                    if self.prompts[index].cancel {
+                        self.prompts[index].cancel_sent = false;
+                        applied.requests.extend(self.carry_out_cancel(index));
+                    }
+                }
+            }
+        }
+    }
+}
