@@ -52,6 +52,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
         Ok(request_id)
     }
 
+    /// Sends a request made by a [`crate::SessionClient`] (it owns the id).
+    pub async fn send_request(&mut self, request: &crate::session::Request) -> Result<()> {
+        let line = frame_line(request.request_id.clone(), request.message.clone())?;
+        self.send_raw(&line).await
+    }
+
     /// `initialize` (as `client`), then `session.start`: the events up to
     /// the session's queue snapshot. A refusal is one readable error.
     pub async fn handshake(

@@ -11,9 +11,9 @@
 
 use crate::session;
 use anyhow::Result;
+use scv_client::session::{Outcome, SessionClient, Update};
 use scv_client::text::visible;
-use scv_protocol::{ApprovalResolve, TurnCancel, TurnStart};
-use scv_protocol::{ClientMessage, EventBody, Risk};
+use scv_protocol::{EventBody, Risk};
 use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -100,12 +100,9 @@ pub async fn run(
             writeln!(stdout, "{}", serde_json::to_string(event)?)?;
         }
     }
-    conn.send(ClientMessage::TurnStart(TurnStart {
-        session_id: session_id.clone(),
-        prompt,
-    }))
-    .await?;
-    let mut turn_id = None;
+    let mut client = SessionClient::new("exec-");
+    client.set_session(session_id);
+    conn.send_request(&client.submit(prompt)).await?;
     let mut cancel_sent = false;
     let mut streamed = false;
     // Thinking went to stderr without its final line break.
@@ -116,9 +113,11 @@ pub async fn run(
         let event = tokio::select! {
             event = conn.next_event() => event?,
             _ = &mut interrupt, if !cancel_sent => {
+                // Cancelled wherever the prompt is, even before its turn
+                // started (the session client sends it when it does).
                 cancel_sent = true;
-                if let Some(turn_id) = turn_id.clone() {
-                    conn.send(ClientMessage::TurnCancel(TurnCancel { session_id: session_id.clone(), turn_id })).await?;
+                for request in client.cancel_current() {
+                    conn.send_request(&request).await?;
                 }
                 continue;
             }
@@ -134,8 +133,11 @@ pub async fn run(
             eprintln!();
             thinking = false;
         }
+        let applied = client.apply(&event);
+        for request in &applied.requests {
+            conn.send_request(request).await?;
+        }
         match &event.body {
-            EventBody::TurnStarted {} => turn_id = event.turn_id.clone(),
             EventBody::AssistantDelta { content } if !json => {
                 write!(stdout, "{}", shown(content, out_tty))?;
                 stdout.flush()?;
@@ -158,52 +160,61 @@ pub async fn run(
             EventBody::ToolCompleted { name, success, .. } if !json => {
                 eprintln!("[tool] {name} {}", if *success { "done" } else { "failed" })
             }
-            EventBody::ApprovalRequested {
-                approval_id,
-                risk,
-                summary,
-                sandboxed,
-                ..
-            } => {
-                let approved = approve.contains(risk)
-                    || (*sandboxed == Some(true) && approve.contains(&Risk::Sandboxed));
-                if !json {
-                    // The whole call, every line, as the person deciding
-                    // on `--approve` must be able to read it afterwards.
-                    let summary = shown(summary, err_tty);
-                    if approved {
-                        eprintln!("[approved] {summary}");
-                    } else {
-                        eprintln!(
-                            "[denied] {summary}\n[denied: allow with --approve {}]",
-                            risk.as_str()
-                        );
-                    }
-                }
-                conn.send(ClientMessage::ApprovalResolve(ApprovalResolve {
-                    session_id: session_id.clone(),
-                    approval_id: approval_id.clone(),
-                    approved,
-                }))
-                .await?;
-            }
-            EventBody::TurnCompleted { .. } => return Ok(ExitCode::SUCCESS),
-            EventBody::TurnCancelled {} => {
-                if !json {
-                    eprintln!("scv: the turn was cancelled");
-                }
-                return Ok(ExitCode::from(130));
-            }
-            EventBody::TurnFailed { code, message } => {
-                if !json {
-                    eprintln!("scv: the turn failed: {code}: {}", shown(message, err_tty));
-                }
-                return Ok(ExitCode::FAILURE);
-            }
             EventBody::Error(error) if !json => {
                 eprintln!("scv: {}: {}", error.code, shown(&error.message, err_tty))
             }
             _ => {}
+        }
+        for update in applied.updates {
+            match update {
+                Update::ApprovalRequested(approval) => {
+                    let risk = approval.risk;
+                    let approved = approve.contains(&risk)
+                        || (approval.sandboxed == Some(true) && approve.contains(&Risk::Sandboxed));
+                    if !json {
+                        // The whole call, every line, as the person deciding
+                        // on `--approve` must be able to read it afterwards.
+                        let summary = shown(&approval.summary, err_tty);
+                        if approved {
+                            eprintln!("[approved] {summary}");
+                        } else {
+                            eprintln!(
+                                "[denied] {summary}\n[denied: allow with --approve {}]",
+                                risk.as_str()
+                            );
+                        }
+                    }
+                    if let Some(request) = client.resolve(&approval.approval_id, approved) {
+                        conn.send_request(&request).await?;
+                    }
+                }
+                Update::Refused { .. } => return Ok(ExitCode::FAILURE),
+                Update::Ended {
+                    request_id: Some(_),
+                    outcome,
+                    ..
+                } => {
+                    return Ok(match outcome {
+                        Outcome::Completed { .. } => ExitCode::SUCCESS,
+                        Outcome::Cancelled => {
+                            if !json {
+                                eprintln!("scv: the turn was cancelled");
+                            }
+                            ExitCode::from(130)
+                        }
+                        Outcome::Failed { code, message } => {
+                            if !json {
+                                eprintln!(
+                                    "scv: the turn failed: {code}: {}",
+                                    shown(&message, err_tty)
+                                );
+                            }
+                            ExitCode::FAILURE
+                        }
+                    });
+                }
+                _ => {}
+            }
         }
     }
 }
