@@ -12,7 +12,11 @@
 //! The one subtle rule: a prompt cancelled before the server said where it
 //! is (its `turn.start` is in flight) is cancelled as soon as the server
 //! says — `turn.cancel` when its `turn.started` comes, `queue.remove`
-//! when its `queue.enqueued` does — exactly once.
+//! when its `queue.enqueued` does — exactly once. And while any cancelled
+//! prompt is still on its way, no cancel goes out; then the queue removals
+//! go before the running turn's cancel. The server handles a connection's
+//! messages in order, so it cannot end the turn and start a cancelled
+//! queued prompt before that prompt's removal arrives.
 
 use scv_protocol::{
     ApprovalResolve, ClientMessage, ErrorBody, ErrorCode, Event, EventBody, FailureCode,
@@ -235,7 +239,7 @@ impl SessionClient {
             return Vec::new();
         };
         self.prompts[index].cancel = true;
-        self.carry_out_cancel(index).into_iter().collect()
+        self.flush_cancels()
     }
 
     /// Cancels what runs now: the running turn (ours or not), else the
@@ -284,28 +288,44 @@ impl SessionClient {
         )
     }
 
-    /// What cancels prompt `index` at its stage, if it is wanted and not
-    /// yet sent.
-    fn carry_out_cancel(&mut self, index: usize) -> Option<Request> {
-        let prompt = &self.prompts[index];
-        if !prompt.cancel || prompt.cancel_sent {
-            return None;
+    /// What carries out the cancels asked for, once no cancelled prompt is
+    /// on its way any more: queue removals first, then the turn's cancel.
+    fn flush_cancels(&mut self) -> Vec<Request> {
+        if self
+            .prompts
+            .iter()
+            .any(|p| p.cancel && p.stage == Stage::Sent)
+        {
+            return Vec::new();
         }
         let session_id = self.session_id.clone().unwrap_or_default();
-        let message = match &prompt.stage {
-            Stage::Sent => return None,
-            Stage::Queued { queue_id, revision } => ClientMessage::QueueRemove(QueueRemove {
-                session_id,
-                queue_id: queue_id.clone(),
-                revision: *revision,
-            }),
-            Stage::Running { turn_id } => ClientMessage::TurnCancel(TurnCancel {
-                session_id,
-                turn_id: turn_id.clone(),
-            }),
-        };
-        self.prompts[index].cancel_sent = true;
-        Some(self.request(message))
+        let mut removals = Vec::new();
+        let mut turns = Vec::new();
+        for prompt in &mut self.prompts {
+            if !prompt.cancel || prompt.cancel_sent {
+                continue;
+            }
+            match &prompt.stage {
+                Stage::Sent => continue,
+                Stage::Queued { queue_id, revision } => {
+                    removals.push(ClientMessage::QueueRemove(QueueRemove {
+                        session_id: session_id.clone(),
+                        queue_id: queue_id.clone(),
+                        revision: *revision,
+                    }))
+                }
+                Stage::Running { turn_id } => turns.push(ClientMessage::TurnCancel(TurnCancel {
+                    session_id: session_id.clone(),
+                    turn_id: turn_id.clone(),
+                })),
+            }
+            prompt.cancel_sent = true;
+        }
+        removals
+            .into_iter()
+            .chain(turns)
+            .map(|message| self.request(message))
+            .collect()
     }
 
     fn index_of(&self, request_id: Option<&str>) -> Option<usize> {
@@ -359,7 +379,7 @@ impl SessionClient {
                         entry: entry.clone(),
                         position: *position,
                     });
-                    applied.requests.extend(self.carry_out_cancel(index));
+                    applied.requests.extend(self.flush_cancels());
                 }
             }
             EventBody::QueueUpdated { entry } | EventBody::QueueMoved { entry, .. } => {
@@ -415,7 +435,7 @@ impl SessionClient {
                         turn_id,
                         prompt: self.prompts[index].text.clone(),
                     });
-                    applied.requests.extend(self.carry_out_cancel(index));
+                    applied.requests.extend(self.flush_cancels());
                 }
             }
             EventBody::ToolProposed {
@@ -530,7 +550,7 @@ impl SessionClient {
     }
 
     fn error(&mut self, request_id: Option<&str>, error: &ErrorBody, applied: &mut Applied) {
-        // A refused prompt.
+        // A refused prompt (maybe the one the session's cancels waited for).
         if let Some(index) = self.index_of(request_id) {
             if self.prompts[index].stage == Stage::Sent {
                 let prompt = self.prompts.remove(index);
@@ -538,6 +558,7 @@ impl SessionClient {
                     request_id: prompt.request_id,
                     error: error.clone(),
                 });
+                applied.requests.extend(self.flush_cancels());
             }
             return;
         }
@@ -552,7 +573,7 @@ impl SessionClient {
                     self.prompts[index].text = entry.prompt.clone();
                     if self.prompts[index].cancel {
                         self.prompts[index].cancel_sent = false;
-                        applied.requests.extend(self.carry_out_cancel(index));
+                        applied.requests.extend(self.flush_cancels());
                     }
                 }
             }
