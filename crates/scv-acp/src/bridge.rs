@@ -3,11 +3,11 @@
 //! requests in flight, sends what ACP asks for to the daemon and turns
 //! each daemon event into what ACP expects.
 //!
-//! Prompts are matched to daemon events by the request id of their
-//! `turn.start`: a turn's events carry it, and so does a queued prompt's
-//! whole life (`queue.enqueued`, `queue.dequeued`, its turn). So a prompt
-//! sent while a turn runs is queued by the daemon and answered when its
-//! own turn ends.
+//! Each SCV session has a [`SessionClient`] that follows its prompts —
+//! sent, queued, running — and carries out `session/cancel` at whatever
+//! stage a prompt is; the bridge keeps only what ACP needs beside it (the
+//! responder waiting for each prompt's answer). A prompt sent while a turn
+//! runs is queued by the daemon and answered when its own turn ends.
 //!
 //! One task, one loop: commands from the ACP handlers, daemon events (read
 //! only while fewer than [`MAX_UNWRITTEN_UPDATES`] notifications wait for
@@ -27,7 +27,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
-use scv_protocol::{ApprovalResolve, QueueRemove, TurnCancel, TurnStart};
+use scv_client::session::{Outcome, Request, SessionClient, Update};
 use scv_protocol::{ClientMessage, Event, EventBody, FailureCode, SessionStart};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -70,8 +70,8 @@ struct Session {
     tools: ToolCalls,
     /// Permission requests in flight, by SCV approval id.
     approvals: HashMap<String, RequestCancellationHandle>,
-    /// Prompts of this session waiting for their answer.
-    prompts: usize,
+    /// Where each of its prompts is, and what cancelling means there.
+    client: SessionClient,
 }
 
 impl Session {
@@ -84,28 +84,9 @@ impl Session {
     }
 }
 
-/// Where a prompt is on the daemon.
-enum Stage {
-    /// `turn.start` sent (or dequeued); its turn has not started.
-    Sent,
-    Queued {
-        queue_id: String,
-        revision: u64,
-    },
-    Running {
-        turn_id: String,
-    },
-}
-
+/// A prompt waiting for its answer (its stage is the session client's).
 struct Prompt {
-    session_id: String,
     responder: Responder<PromptResponse>,
-    stage: Stage,
-    /// `session/cancel` arrived: the answer is `cancelled`, however the
-    /// turn ends.
-    cancel: bool,
-    /// What cancels it at its current stage was sent.
-    cancel_sent: bool,
     /// Text of the current model response was streamed as deltas.
     streamed: bool,
 }
@@ -125,6 +106,8 @@ pub struct Bridge {
     /// A session was ever started (tells "unknown session" from "no
     /// session yet").
     started_any: bool,
+    /// Sessions started so far, for request-id prefixes unique on the link.
+    started: u64,
 }
 
 impl Bridge {
@@ -144,6 +127,7 @@ impl Bridge {
             sessions: HashMap::new(),
             prompts: HashMap::new(),
             started_any: false,
+            started: 0,
         }
     }
 
@@ -246,7 +230,7 @@ impl Bridge {
             let _ = responder.respond_with_error(err);
             return;
         };
-        if session.prompts >= MAX_PROMPTS_PER_SESSION {
+        if session.client.prompts().len() >= MAX_PROMPTS_PER_SESSION {
             let err = errors::limit(format!(
                 "at most {MAX_PROMPTS_PER_SESSION} prompts may wait in one session"
             ));
@@ -260,23 +244,17 @@ impl Bridge {
                 return;
             }
         };
-        let start = ClientMessage::TurnStart(TurnStart {
-            session_id: session_id.clone(),
-            prompt: text,
-        });
-        match self.send(start).await {
-            Ok(request_id) => {
-                if let Some(session) = self.sessions.get_mut(&session_id) {
-                    session.prompts += 1;
-                }
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        let start = session.client.submit(text);
+        let request_id = start.request_id.clone();
+        match self.send_request(&start).await {
+            Ok(()) => {
                 self.prompts.insert(
                     request_id,
                     Prompt {
-                        session_id,
                         responder,
-                        stage: Stage::Sent,
-                        cancel: false,
-                        cancel_sent: false,
                         streamed: false,
                     },
                 );
@@ -289,51 +267,15 @@ impl Bridge {
 
     /// `session/cancel`: the running turn is cancelled, queued prompts are
     /// taken off the queue, and prompts on their way are cancelled when
-    /// they reach either state. All answer `cancelled`.
+    /// they reach either state (the session client's rule). All answer
+    /// `cancelled`.
     async fn cancel(&mut self, session_id: &str) {
-        let mut any = false;
-        for prompt in self.prompts.values_mut() {
-            if prompt.session_id == session_id {
-                prompt.cancel = true;
-                any = true;
-            }
-        }
-        if !any && !self.sessions.contains_key(session_id) {
+        let Some(session) = self.sessions.get_mut(session_id) else {
             tracing::debug!("session/cancel for unknown session {session_id}");
-        }
-        self.send_cancels(session_id).await;
-    }
-
-    /// Sends what cancels each of the session's prompts asked to be
-    /// cancelled, once none of them is still on its way to the daemon: the
-    /// queue removals first, then the running turn's cancel. The daemon
-    /// handles a connection's messages in order, so it cannot end the turn
-    /// and dequeue a cancelled prompt before its removal arrives.
-    async fn send_cancels(&mut self, session_id: &str) {
-        let on_its_way = self
-            .prompts
-            .values()
-            .any(|p| p.session_id == session_id && p.cancel && matches!(p.stage, Stage::Sent));
-        if on_its_way {
             return;
-        }
-        let (mut removals, mut turns) = (Vec::new(), Vec::new());
-        for prompt in self.prompts.values_mut() {
-            if prompt.session_id != session_id || !prompt.cancel || prompt.cancel_sent {
-                continue;
-            }
-            match cancel_message(session_id, &prompt.stage) {
-                Some(message @ ClientMessage::QueueRemove(QueueRemove { .. })) => {
-                    removals.push(message)
-                }
-                Some(message) => turns.push(message),
-                None => continue,
-            }
-            prompt.cancel_sent = true;
-        }
-        for message in removals.into_iter().chain(turns) {
-            let _ = self.send(message).await;
-        }
+        };
+        let requests = session.client.cancel_all();
+        self.send_all(&requests).await;
     }
 
     /// Anything but "Allow" (a rejection, a cancelled request, an error)
@@ -360,12 +302,9 @@ impl Bridge {
                 false
             }
         };
-        let resolve = ClientMessage::ApprovalResolve(ApprovalResolve {
-            session_id,
-            approval_id,
-            approved,
-        });
-        let _ = self.send(resolve).await;
+        if let Some(resolve) = session.client.resolve(&approval_id, approved) {
+            let _ = self.send_request(&resolve).await;
+        }
     }
 
     /// A daemon read: an event, the end of the connection or a failure.
@@ -378,108 +317,105 @@ impl Bridge {
     }
 
     async fn event(&mut self, event: Event) {
-        let request_id = event.request_id.unwrap_or_default();
-        let session_id = event.session_id.unwrap_or_default();
-        match event.body {
-            EventBody::SessionStarted(started) => {
-                let Some(responder) = self.starting.remove(&request_id) else {
-                    return;
-                };
-                tracing::info!(
-                    "session {session_id} in {} (model {}, sandbox {})",
-                    started.cwd,
-                    started.model,
-                    started.sandbox.as_deref().unwrap_or("unknown")
+        let request_id = event.request_id.clone().unwrap_or_default();
+        if let EventBody::SessionStarted(started) = &event.body {
+            let session_id = event.session_id.clone().unwrap_or_default();
+            self.session_started(&request_id, session_id, started);
+            return;
+        }
+        if let EventBody::Error(error) = &event.body {
+            if let Some(responder) = self.starting.remove(&request_id) {
+                let _ = responder.respond_with_error(errors::refused(error.code, &error.message));
+                return;
+            }
+        }
+        // The session: the event's own, or (errors) the one whose client
+        // sent the request.
+        let session_id = event.session_id.clone().or_else(|| {
+            self.sessions
+                .iter()
+                .find(|(_, s)| s.client.owns(&request_id))
+                .map(|(id, _)| id.clone())
+        });
+        let Some(session_id) = session_id else {
+            if let EventBody::Error(error) = &event.body {
+                tracing::debug!(
+                    "the daemon refused request {request_id}: {}: {}",
+                    error.code,
+                    error.message
                 );
-                self.sessions.insert(
-                    session_id.clone(),
-                    Session {
-                        cwd: PathBuf::from(started.cwd),
-                        tools: ToolCalls::default(),
-                        approvals: HashMap::new(),
-                        prompts: 0,
-                    },
-                );
-                self.started_any = true;
-                let _ = responder.respond(NewSessionResponse::new(session_id));
             }
-            EventBody::QueueEnqueued { entry, .. } => {
-                if let Some(prompt) = self.prompts.get_mut(&request_id) {
-                    prompt.stage = Stage::Queued {
-                        queue_id: entry.queue_id,
-                        revision: entry.revision,
-                    };
-                    self.cancel_if_asked(&request_id).await;
-                }
-            }
-            EventBody::QueueUpdated { entry } => {
-                for prompt in self.prompts.values_mut() {
-                    if let Stage::Queued { queue_id, revision } = &mut prompt.stage {
-                        if *queue_id == entry.queue_id {
-                            *revision = entry.revision;
-                        }
-                    }
-                }
-            }
-            EventBody::QueueDequeued { .. } => {
-                if let Some(prompt) = self.prompts.get_mut(&request_id) {
-                    prompt.stage = Stage::Sent;
-                }
-            }
-            EventBody::QueueRemoved { queue_id } => {
-                let removed = self.prompts.iter().find_map(|(id, p)| match &p.stage {
-                    Stage::Queued { queue_id: q, .. }
-                        if *q == queue_id && p.session_id == session_id =>
-                    {
-                        Some(id.clone())
-                    }
-                    _ => None,
-                });
-                if let Some(id) = removed {
-                    self.finish(&id, Ok(StopReason::Cancelled), false);
-                }
-            }
-            EventBody::TurnStarted {} => {
-                if let Some(prompt) = self.prompts.get_mut(&request_id) {
-                    prompt.stage = Stage::Running {
-                        turn_id: event.turn_id.unwrap_or_default(),
-                    };
-                    self.cancel_if_asked(&request_id).await;
-                }
-            }
+            return;
+        };
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        let applied = session.client.apply(&event);
+        self.send_all(&applied.requests).await;
+        self.show(&session_id, &request_id, event.body).await;
+        for update in applied.updates {
+            self.update(&session_id, update).await;
+        }
+    }
+
+    fn session_started(
+        &mut self,
+        request_id: &str,
+        session_id: String,
+        started: &scv_protocol::SessionStarted,
+    ) {
+        let Some(responder) = self.starting.remove(request_id) else {
+            return;
+        };
+        tracing::info!(
+            "session {session_id} in {} (model {}, sandbox {})",
+            started.cwd,
+            started.model,
+            started.sandbox.as_deref().unwrap_or("unknown")
+        );
+        self.started += 1;
+        let mut client = SessionClient::new(format!("acp{}-", self.started));
+        client.set_session(session_id.clone());
+        self.sessions.insert(
+            session_id.clone(),
+            Session {
+                cwd: PathBuf::from(started.cwd.clone()),
+                tools: ToolCalls::default(),
+                approvals: HashMap::new(),
+                client,
+            },
+        );
+        self.started_any = true;
+        let _ = responder.respond(NewSessionResponse::new(session_id));
+    }
+
+    /// What an event shows in the editor: text, thoughts, tool calls.
+    async fn show(&mut self, session_id: &str, request_id: &str, body: EventBody) {
+        match body {
             EventBody::AssistantDelta { content } => {
-                if let Some(prompt) = self.prompts.get_mut(&request_id) {
+                if let Some(prompt) = self.prompts.get_mut(request_id) {
                     prompt.streamed = true;
                 }
-                self.notify(
-                    &session_id,
-                    SessionUpdate::AgentMessageChunk(chunk(content)),
-                );
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
             }
             EventBody::AssistantCompleted { content } => {
                 let streamed = self
                     .prompts
-                    .get_mut(&request_id)
+                    .get_mut(request_id)
                     .is_some_and(|p| std::mem::take(&mut p.streamed));
                 if !streamed && !content.is_empty() {
-                    self.notify(
-                        &session_id,
-                        SessionUpdate::AgentMessageChunk(chunk(content)),
-                    );
+                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
                 }
             }
             EventBody::ReasoningDelta { content } => {
-                self.notify(
-                    &session_id,
-                    SessionUpdate::AgentThoughtChunk(chunk(content)),
-                );
+                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk(content)));
             }
             EventBody::ToolProposed {
                 call_id,
                 name,
                 arguments,
             } => {
-                let Some(session) = self.sessions.get_mut(&session_id) else {
+                let Some(session) = self.sessions.get_mut(session_id) else {
                     return;
                 };
                 let cwd = session.cwd.clone();
@@ -487,25 +423,15 @@ impl Bridge {
                     .tools
                     .proposed(&cwd, &call_id, &name, &arguments)
                     .await;
-                self.notify(&session_id, SessionUpdate::ToolCall(call));
-            }
-            EventBody::ApprovalRequested {
-                approval_id,
-                call_id,
-                name,
-                summary,
-                ..
-            } => {
-                self.ask(session_id, approval_id, &call_id, &name, &summary)
-                    .await
+                self.notify(session_id, SessionUpdate::ToolCall(call));
             }
             EventBody::ToolStarted { call_id, .. } => {
                 let update = self
                     .sessions
-                    .get(&session_id)
+                    .get(session_id)
                     .and_then(|s| s.tools.started(&call_id));
                 if let Some(update) = update {
-                    self.notify(&session_id, SessionUpdate::ToolCallUpdate(update));
+                    self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
                 }
             }
             EventBody::ToolCompleted {
@@ -515,7 +441,7 @@ impl Bridge {
                 truncated,
                 ..
             } => {
-                let Some(session) = self.sessions.get_mut(&session_id) else {
+                let Some(session) = self.sessions.get_mut(session_id) else {
                     return;
                 };
                 let update = session
@@ -523,59 +449,70 @@ impl Bridge {
                     .completed(&call_id, success, &output, truncated)
                     .await;
                 if let Some(update) = update {
-                    self.notify(&session_id, SessionUpdate::ToolCallUpdate(update));
-                }
-            }
-            EventBody::TurnCompleted { .. } => {
-                self.finish(&request_id, Ok(StopReason::EndTurn), true)
-            }
-            EventBody::TurnCancelled {} => {
-                self.finish(&request_id, Ok(StopReason::Cancelled), true)
-            }
-            EventBody::TurnFailed { code, message } => {
-                let result = match code {
-                    FailureCode::StepLimit => Ok(StopReason::MaxTurnRequests),
-                    _ => {
-                        tracing::warn!("turn failed: {code}: {message}");
-                        Err(errors::turn_failed(code, &message))
-                    }
-                };
-                self.finish(&request_id, result, true);
-            }
-            EventBody::Error(error) => {
-                let err = errors::refused(error.code, &error.message);
-                if let Some(responder) = self.starting.remove(&request_id) {
-                    let _ = responder.respond_with_error(err);
-                } else if let Some(session_id) =
-                    self.prompts.get(&request_id).map(|p| p.session_id.clone())
-                {
-                    self.finish(&request_id, Err(err), false);
-                    // It may have been the prompt the session's cancels
-                    // waited for.
-                    self.send_cancels(&session_id).await;
-                } else {
-                    // An answer to a cancel, a queue removal or an
-                    // approval that came too late: nothing waits for it.
-                    tracing::debug!(
-                        "the daemon refused request {request_id}: {}: {}",
-                        error.code,
-                        error.message
-                    );
+                    self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
                 }
             }
             _ => {}
         }
     }
 
-    /// A prompt reached a new stage: if it was asked to be cancelled, what
-    /// cancels it now is sent (with the session's other cancels, in order).
-    async fn cancel_if_asked(&mut self, request_id: &str) {
-        let Some(prompt) = self.prompts.get_mut(request_id).filter(|p| p.cancel) else {
-            return;
-        };
-        prompt.cancel_sent = false;
-        let session_id = prompt.session_id.clone();
-        self.send_cancels(&session_id).await;
+    /// What the session client made of an event: prompts answered,
+    /// permission asked.
+    async fn update(&mut self, session_id: &str, update: Update) {
+        match update {
+            Update::ApprovalRequested(approval) => {
+                self.ask(
+                    session_id.to_string(),
+                    approval.approval_id,
+                    &approval.call_id,
+                    &approval.name,
+                    &approval.summary,
+                )
+                .await
+            }
+            Update::Ended {
+                request_id,
+                outcome,
+                cancelled_by_us,
+                ..
+            } => {
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    session.turn_ended();
+                }
+                let result = match outcome {
+                    _ if cancelled_by_us => Ok(StopReason::Cancelled),
+                    Outcome::Completed { .. } => Ok(StopReason::EndTurn),
+                    Outcome::Cancelled => Ok(StopReason::Cancelled),
+                    Outcome::Failed {
+                        code: FailureCode::StepLimit,
+                        ..
+                    } => Ok(StopReason::MaxTurnRequests),
+                    Outcome::Failed { code, message } => {
+                        tracing::warn!("turn failed: {code}: {message}");
+                        Err(errors::turn_failed(code, &message))
+                    }
+                };
+                if let Some(request_id) = request_id {
+                    self.finish(&request_id, result);
+                }
+            }
+            Update::Withdrawn { request_id, .. } => {
+                self.finish(&request_id, Ok(StopReason::Cancelled))
+            }
+            Update::Refused {
+                request_id,
+                error,
+                cancelled,
+            } => {
+                let result = if cancelled {
+                    Ok(StopReason::Cancelled)
+                } else {
+                    Err(errors::refused(error.code, &error.message))
+                };
+                self.finish(&request_id, result);
+            }
+            _ => {}
+        }
     }
 
     /// `approval.requested` → `session/request_permission`, answered in a
@@ -593,12 +530,9 @@ impl Bridge {
         };
         if session.approvals.len() >= MAX_TRACKED_CALLS {
             tracing::warn!("too many permission requests at once; denying {call_id}");
-            let resolve = ClientMessage::ApprovalResolve(ApprovalResolve {
-                session_id,
-                approval_id,
-                approved: false,
-            });
-            let _ = self.send(resolve).await;
+            if let Some(resolve) = session.client.resolve(&approval_id, false) {
+                let _ = self.send_request(&resolve).await;
+            }
             return;
         }
         let tool_call = session.tools.permission(call_id, name, summary);
@@ -628,21 +562,10 @@ impl Bridge {
         }
     }
 
-    /// Answers a prompt and forgets it; `turn_ended` when its turn ended.
-    fn finish(&mut self, request_id: &str, result: Result<StopReason, Error>, turn_ended: bool) {
+    /// Answers a prompt and forgets it.
+    fn finish(&mut self, request_id: &str, result: Result<StopReason, Error>) {
         let Some(prompt) = self.prompts.remove(request_id) else {
             return;
-        };
-        if let Some(session) = self.sessions.get_mut(&prompt.session_id) {
-            session.prompts = session.prompts.saturating_sub(1);
-            if turn_ended {
-                session.turn_ended();
-            }
-        }
-        let result = if prompt.cancel {
-            Ok(StopReason::Cancelled)
-        } else {
-            result
         };
         let _ = prompt
             .responder
@@ -658,6 +581,29 @@ impl Bridge {
         let notification = SessionNotification::new(session_id.to_string(), update);
         if let Err(err) = self.cx.send_notification(notification) {
             tracing::debug!("session/update not sent: {err}");
+        }
+    }
+
+    /// Sends a session client's request; a failure loses the link.
+    async fn send_request(&mut self, request: &Request) -> Result<(), Error> {
+        let Some(link) = self.link.as_mut() else {
+            return Err(errors::daemon("not connected"));
+        };
+        match link.send_request(request).await {
+            Ok(()) => Ok(()),
+            Err(err) => {
+                let reason = format!("{err:#}");
+                self.lost(&reason);
+                Err(errors::daemon(format!("went away ({reason})")))
+            }
+        }
+    }
+
+    async fn send_all(&mut self, requests: &[Request]) {
+        for request in requests {
+            if self.send_request(request).await.is_err() {
+                break;
+            }
         }
     }
 
@@ -703,46 +649,24 @@ impl Bridge {
     /// answer `cancelled`.
     async fn shutdown(&mut self) {
         tracing::info!("stdin closed; cancelling running turns");
-        let cancels: Vec<ClientMessage> = self
-            .prompts
-            .values()
-            .filter_map(|p| match &p.stage {
-                Stage::Running { .. } => cancel_message(&p.session_id, &p.stage),
-                _ => None,
-            })
+        let cancels: Vec<Request> = self
+            .sessions
+            .values_mut()
+            .filter(|s| s.client.running_turn().is_some())
+            .flat_map(|s| s.client.cancel_current())
             .collect();
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, async {
-            for message in cancels {
-                if self.send(message).await.is_err() {
-                    break;
-                }
-            }
-        })
-        .await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.send_all(&cancels)).await;
         let waiting: Vec<String> = self.prompts.keys().cloned().collect();
         for request_id in waiting {
-            self.finish(&request_id, Ok(StopReason::Cancelled), true);
+            self.finish(&request_id, Ok(StopReason::Cancelled));
+        }
+        for session in self.sessions.values_mut() {
+            session.turn_ended();
         }
         for (_, responder) in self.starting.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
         self.link = None;
-    }
-}
-
-/// What cancels a prompt at `stage`, if anything can yet.
-fn cancel_message(session_id: &str, stage: &Stage) -> Option<ClientMessage> {
-    match stage {
-        Stage::Sent => None,
-        Stage::Queued { queue_id, revision } => Some(ClientMessage::QueueRemove(QueueRemove {
-            session_id: session_id.to_string(),
-            queue_id: queue_id.clone(),
-            revision: *revision,
-        })),
-        Stage::Running { turn_id } => Some(ClientMessage::TurnCancel(TurnCancel {
-            session_id: session_id.to_string(),
-            turn_id: turn_id.clone(),
-        })),
     }
 }
 

@@ -82,6 +82,11 @@ impl Link {
         self.conn.send(message).await
     }
 
+    /// Sends a request a session client made (it chose the id).
+    pub async fn send_request(&mut self, request: &scv_client::session::Request) -> Result<()> {
+        self.conn.send_request(request).await
+    }
+
     /// The next event; `None` when the daemon closed the connection.
     /// Cancel-safe (a frame is only taken whole).
     pub async fn next_event(&mut self) -> Result<Option<Event>> {

@@ -97,10 +97,11 @@ pub enum Update {
     /// session was cleared).
     Withdrawn { request_id: String, prompt: String },
     /// The server refused a prompt of ours (an `error` answering its
-    /// `turn.start`).
+    /// `turn.start`); `cancelled`: a cancel of ours was asked for it.
     Refused {
         request_id: String,
         error: ErrorBody,
+        cancelled: bool,
     },
     /// A turn ended; `request_id` is its prompt's (`None`: not one of
     /// ours). `cancelled_by_us`: a cancel of ours was asked for it.
@@ -169,6 +170,14 @@ impl SessionClient {
     /// elsewhere).
     pub fn set_session(&mut self, session_id: impl Into<String>) {
         self.session_id = Some(session_id.into());
+    }
+
+    /// Whether `request_id` is one this client made.
+    pub fn owns(&self, request_id: &str) -> bool {
+        request_id
+            .strip_prefix(&self.prefix)
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n >= 1 && n <= self.next_request)
     }
 
     /// A fresh request id.
@@ -557,6 +566,7 @@ impl SessionClient {
                 applied.updates.push(Update::Refused {
                     request_id: prompt.request_id,
                     error: error.clone(),
+                    cancelled: prompt.cancel,
                 });
                 applied.requests.extend(self.flush_cancels());
             }
