@@ -6,12 +6,13 @@
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
+use scv_client::session::{Outcome, Request, SessionClient, Stage, Update};
 use scv_client::Connection;
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, Delivery, IlinkClient};
-use scv_protocol::{ApprovalResolve, SessionClear, TurnCancel, TurnStart};
-use scv_protocol::{ClientMessage, ComponentState, Event, EventBody, RemoteTools, SessionStart};
-use std::collections::{HashMap, HashSet, VecDeque};
+use scv_protocol::SessionStart;
+use scv_protocol::{ClientMessage, ComponentState, Event, EventBody, RemoteTools, SessionClear};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
@@ -39,19 +40,13 @@ const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conve
 
 struct Chat {
     user_id: String,
-    session_id: String,
     writer: WriteHalf<DuplexStream>,
-    next_request: u64,
-    turn_id: Option<String>,
+    /// The session's prompts, their stages, cancels and approvals.
+    client: SessionClient,
     answer: String,
-    /// Prompts sent while a turn ran, by request id, until they start (or
-    /// are refused): counted when sent, so a burst cannot outrun the count.
-    waiting: HashSet<String>,
-    /// A prompt was sent to an idle session and has not started yet.
-    awaiting_start: bool,
-    /// `/cancel` or `/new` came before that prompt started.
-    cancel_on_start: bool,
+    /// `/new` came while prompts were in flight: clear once they ended.
     clear_after_turn: bool,
+    /// Approvals shown in the chat, oldest first, with their deadlines.
     approvals: VecDeque<(String, Instant)>,
     typing: Option<CancellationToken>,
     /// When this sender last sent something (for making room).
@@ -59,19 +54,48 @@ struct Chat {
 }
 
 impl Chat {
-    /// Sends one message; returns its request id.
-    async fn send(&mut self, message: ClientMessage) -> String {
-        self.next_request += 1;
-        let request_id = format!("clawbot-{}", self.next_request);
-        if let Ok(line) = scv_client::frame_line(request_id.clone(), message) {
+    async fn send(&mut self, request: &Request) {
+        if let Ok(line) =
+            scv_client::frame_line(request.request_id.clone(), request.message.clone())
+        {
             let _ = self.writer.write_all(&line).await;
         }
-        request_id
+    }
+
+    async fn send_all(&mut self, requests: &[Request]) {
+        for request in requests {
+            self.send(request).await;
+        }
     }
 
     /// A turn is running or about to start, or an approval waits.
     fn busy(&self) -> bool {
-        self.turn_id.is_some() || self.awaiting_start || !self.approvals.is_empty()
+        self.client.busy() || !self.approvals.is_empty()
+    }
+
+    /// Prompts waiting behind the running one.
+    fn waiting(&self) -> usize {
+        self.client
+            .prompts()
+            .iter()
+            .filter(|p| !matches!(p.stage, Stage::Running { .. }))
+            .count()
+            .saturating_sub(usize::from(self.client.running_turn().is_none()))
+    }
+
+    /// `/new` waited for the prompts in flight; now none is left, the
+    /// conversation is cleared.
+    async fn clear_if_due(&mut self) -> bool {
+        if !self.clear_after_turn || self.client.busy() || !self.client.prompts().is_empty() {
+            return false;
+        }
+        self.clear_after_turn = false;
+        let session_id = self.client.session_id().unwrap_or_default().to_string();
+        let clear = self
+            .client
+            .request(ClientMessage::SessionClear(SessionClear { session_id }));
+        self.send(&clear).await;
+        true
     }
 
     fn stop_typing(&mut self) {
@@ -250,9 +274,7 @@ impl Account {
         let stranger_turns = self
             .chats
             .iter()
-            .filter(|(id, chat)| {
-                !self.is_owner(id) && (chat.turn_id.is_some() || chat.awaiting_start)
-            })
+            .filter(|(id, chat)| !self.is_owner(id) && chat.client.busy())
             .count();
         let model = self.shared.config.providers.default_def().model.clone();
         let workspace = self.spec.workspace.display().to_string();
@@ -268,46 +290,39 @@ impl Account {
             let Some((approval_id, _)) = chat.approvals.pop_front() else {
                 return;
             };
-            let session_id = chat.session_id.clone();
-            chat.send(ClientMessage::ApprovalResolve(ApprovalResolve {
-                session_id,
-                approval_id,
-                approved: answer.starts_with('y'),
-            }))
-            .await;
+            if let Some(resolve) = chat.client.resolve(&approval_id, answer.starts_with('y')) {
+                chat.send(&resolve).await;
+            }
             return;
         }
-        let session_id = chat.session_id.clone();
         match text.as_str() {
             "/new" => {
-                if let Some(turn_id) = chat.turn_id.clone() {
+                if chat.client.busy() || !chat.client.prompts().is_empty() {
+                    // Everything in flight is cancelled (queued ones taken
+                    // off the queue first, so none starts), then cleared.
                     chat.clear_after_turn = true;
-                    chat.send(ClientMessage::TurnCancel(TurnCancel {
-                        session_id,
-                        turn_id,
-                    }))
-                    .await;
-                } else if chat.awaiting_start {
-                    chat.clear_after_turn = true;
-                    chat.cancel_on_start = true;
+                    let cancels = chat.client.cancel_all();
+                    chat.send_all(&cancels).await;
                 } else {
-                    chat.send(ClientMessage::SessionClear(SessionClear { session_id }))
-                        .await;
+                    let session_id = chat.client.session_id().unwrap_or_default().to_string();
+                    let clear = chat
+                        .client
+                        .request(ClientMessage::SessionClear(SessionClear { session_id }));
+                    chat.send(&clear).await;
                 }
             }
-            "/cancel" => match chat.turn_id.clone() {
-                Some(turn_id) => {
-                    chat.send(ClientMessage::TurnCancel(TurnCancel {
-                        session_id,
-                        turn_id,
-                    }))
-                    .await;
+            "/cancel" => {
+                if chat.client.busy() {
+                    // Before its turn started too: the session client
+                    // cancels it as soon as the server says where it is.
+                    let cancels = chat.client.cancel_current();
+                    chat.send_all(&cancels).await;
+                } else {
+                    self.reply(&user, "Nothing is running.").await;
                 }
-                None if chat.awaiting_start => chat.cancel_on_start = true,
-                None => self.reply(&user, "Nothing is running.").await,
-            },
+            }
             "/status" => {
-                let running = if chat.turn_id.is_some() {
+                let running = if chat.client.running_turn().is_some() {
                     "running"
                 } else {
                     "idle"
@@ -320,12 +335,12 @@ impl Account {
                 };
                 let status = format!(
                     "model {model}{place} · {running} · {} queued",
-                    chat.waiting.len()
+                    chat.waiting()
                 );
                 self.reply(&user, &status).await;
             }
             _ => {
-                let idle = chat.turn_id.is_none() && !chat.awaiting_start;
+                let idle = !chat.client.busy();
                 if !owner && idle && stranger_turns >= MAX_STRANGER_TURNS {
                     self.reply(
                         &user,
@@ -334,7 +349,7 @@ impl Account {
                     .await;
                     return;
                 }
-                if !owner && !idle && chat.waiting.len() >= MAX_STRANGER_QUEUED {
+                if !owner && !idle && chat.waiting() >= MAX_STRANGER_QUEUED {
                     self.reply(
                         &user,
                         "Your earlier messages are still waiting; send this again after the answer.",
@@ -342,18 +357,8 @@ impl Account {
                     .await;
                     return;
                 }
-                if idle {
-                    chat.awaiting_start = true;
-                }
-                let request = chat
-                    .send(ClientMessage::TurnStart(TurnStart {
-                        session_id,
-                        prompt: text,
-                    }))
-                    .await;
-                if !idle {
-                    chat.waiting.insert(request);
-                }
+                let start = chat.client.submit(text);
+                chat.send(&start).await;
             }
         }
     }
@@ -403,16 +408,13 @@ impl Account {
                 _ = forward => {}
             }
         });
+        let mut client = SessionClient::new("clawbot-");
+        client.set_session(session_id);
         Some(Chat {
             user_id: user.to_string(),
-            session_id,
             writer,
-            next_request: 0,
-            turn_id: None,
+            client,
             answer: String::new(),
-            waiting: HashSet::new(),
-            awaiting_start: false,
-            cancel_on_start: false,
             clear_after_turn: false,
             approvals: VecDeque::new(),
             typing: None,
@@ -449,127 +451,100 @@ impl Account {
         let Some(chat) = self.chats.get_mut(user) else {
             return;
         };
-        let mut say = None;
-        match event.body {
-            EventBody::TurnStarted {} => {
-                if let Some(request) = &event.request_id {
-                    chat.waiting.remove(request);
-                }
-                chat.turn_id = event.turn_id.clone();
-                chat.awaiting_start = false;
-                if std::mem::take(&mut chat.cancel_on_start) {
-                    let session_id = chat.session_id.clone();
-                    let turn_id = event.turn_id.unwrap_or_default();
-                    chat.send(ClientMessage::TurnCancel(TurnCancel {
-                        session_id,
-                        turn_id,
-                    }))
-                    .await;
-                }
-                chat.answer.clear();
-                chat.stop_typing();
-                let token = self.token.child_token();
-                chat.typing = Some(token.clone());
-                self.tasks.spawn(keep_typing(
-                    Typing {
-                        tickets,
-                        client,
-                        user: chat.user_id.clone(),
-                        context,
-                    },
-                    token,
-                    self.token.clone(),
-                ));
-            }
+        let applied = chat.client.apply(&event);
+        chat.send_all(&applied.requests).await;
+        let mut say: Vec<String> = Vec::new();
+        match &event.body {
             EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
-                chat.answer = content
+                chat.answer = content.clone()
             }
-            EventBody::ApprovalRequested {
-                approval_id,
-                summary,
-                ..
-            } => {
-                let summary = scv_client::text::visible(&summary).into_owned();
-                let chars = summary.chars().count();
-                if chars > MAX_APPROVAL_CHARS {
-                    // It cannot be shown whole here, so it cannot be
-                    // approved here: no `y` may stand for unseen text.
-                    let session_id = chat.session_id.clone();
-                    chat.send(ClientMessage::ApprovalResolve(ApprovalResolve {
-                        session_id,
-                        approval_id,
-                        approved: false,
-                    }))
-                    .await;
-                    let shown: String = summary.chars().take(300).collect();
-                    say = Some(format!(
-                        "SCV asked to run a tool call of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
-                        chars - 300.min(chars)
-                    ));
-                } else {
-                    let timeout =
-                        Duration::from_millis(self.shared.config.clawbot_approval_timeout_ms);
-                    chat.approvals
-                        .push_back((approval_id, Instant::now() + timeout));
-                    say = Some(format!(
-                        "Approve this tool call? Reply y or n.\n\n{summary}"
-                    ));
-                }
-            }
-            EventBody::QueueEnqueued { position, .. } => {
-                say = Some(format!("Queued; {} waiting.", position + 1));
-            }
-            EventBody::TurnCompleted { .. } => {
-                chat.turn_id = None;
-                chat.stop_typing();
-                say = Some(if chat.answer.trim().is_empty() {
-                    "(no answer)".into()
-                } else {
-                    std::mem::take(&mut chat.answer)
-                });
-            }
-            EventBody::TurnCancelled {} => {
-                chat.turn_id = None;
-                chat.approvals.clear();
-                chat.stop_typing();
-                if chat.clear_after_turn {
-                    chat.clear_after_turn = false;
-                    let session_id = chat.session_id.clone();
-                    chat.send(ClientMessage::SessionClear(SessionClear { session_id }))
-                        .await;
-                } else {
-                    say = Some("Cancelled.".into());
-                }
-            }
-            EventBody::TurnFailed { code, message } => {
-                chat.turn_id = None;
-                chat.approvals.clear();
-                chat.stop_typing();
-                // Failure messages can name the provider's host and port.
-                say = Some(if owner {
-                    let short: String = message.chars().take(200).collect();
-                    format!("The turn failed ({code}): {short}")
-                } else {
-                    format!("The turn failed ({code}); try again later.")
-                });
-            }
-            EventBody::SessionCleared {} => {
-                chat.waiting.clear();
-                say = Some("Started a new conversation.".into());
-            }
-            EventBody::Error(error) => {
-                if let Some(request) = &event.request_id {
-                    chat.waiting.remove(request);
-                }
-                say = Some(if owner {
-                    format!("SCV: {}", error.message)
-                } else {
-                    format!("SCV could not take that message ({}).", error.code)
-                })
-            }
+            EventBody::SessionCleared {} => say.push("Started a new conversation.".into()),
+            EventBody::Error(error) => say.push(if owner {
+                format!("SCV: {}", error.message)
+            } else {
+                format!("SCV could not take that message ({}).", error.code)
+            }),
             _ => {}
         }
-        if let Some(text) = say {
+        for update in applied.updates {
+            match update {
+                Update::Started { .. } => {
+                    chat.answer.clear();
+                    chat.stop_typing();
+                    let token = self.token.child_token();
+                    chat.typing = Some(token.clone());
+                    self.tasks.spawn(keep_typing(
+                        Typing {
+                            tickets: tickets.clone(),
+                            client: client.clone(),
+                            user: chat.user_id.clone(),
+                            context: context.clone(),
+                        },
+                        token,
+                        self.token.clone(),
+                    ));
+                }
+                Update::Queued { position, .. } => {
+                    say.push(format!("Queued; {} waiting.", position + 1));
+                }
+                Update::ApprovalRequested(approval) => {
+                    let summary = scv_client::text::visible(&approval.summary).into_owned();
+                    let chars = summary.chars().count();
+                    if chars > MAX_APPROVAL_CHARS {
+                        // It cannot be shown whole here, so it cannot be
+                        // approved here: no `y` may stand for unseen text.
+                        if let Some(deny) = chat.client.resolve(&approval.approval_id, false) {
+                            chat.send(&deny).await;
+                        }
+                        let shown: String = summary.chars().take(300).collect();
+                        say.push(format!(
+                            "SCV asked to run a tool call of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
+                            chars - 300.min(chars)
+                        ));
+                    } else {
+                        let timeout =
+                            Duration::from_millis(self.shared.config.clawbot_approval_timeout_ms);
+                        chat.approvals
+                            .push_back((approval.approval_id, Instant::now() + timeout));
+                        say.push(format!(
+                            "Approve this tool call? Reply y or n.\n\n{summary}"
+                        ));
+                    }
+                }
+                Update::Ended { outcome, .. } => {
+                    chat.approvals.clear();
+                    chat.stop_typing();
+                    let clearing = chat.clear_after_turn;
+                    match outcome {
+                        Outcome::Completed { .. } if !clearing => {
+                            say.push(if chat.answer.trim().is_empty() {
+                                "(no answer)".into()
+                            } else {
+                                std::mem::take(&mut chat.answer)
+                            })
+                        }
+                        Outcome::Cancelled if !clearing => say.push("Cancelled.".into()),
+                        Outcome::Failed { code, message } if !clearing => {
+                            // Failure messages can name the provider's host
+                            // and port.
+                            say.push(if owner {
+                                let short: String = message.chars().take(200).collect();
+                                format!("The turn failed ({code}): {short}")
+                            } else {
+                                format!("The turn failed ({code}); try again later.")
+                            })
+                        }
+                        _ => {}
+                    }
+                    chat.clear_if_due().await;
+                }
+                Update::Withdrawn { .. } | Update::Refused { .. } => {
+                    chat.clear_if_due().await;
+                }
+                _ => {}
+            }
+        }
+        for text in say {
             self.reply(user, &text).await;
         }
     }
@@ -583,13 +558,9 @@ impl Account {
                 let Some((approval_id, _)) = chat.approvals.pop_front() else {
                     break;
                 };
-                let session_id = chat.session_id.clone();
-                chat.send(ClientMessage::ApprovalResolve(ApprovalResolve {
-                    session_id,
-                    approval_id,
-                    approved: false,
-                }))
-                .await;
+                if let Some(deny) = chat.client.resolve(&approval_id, false) {
+                    chat.send(&deny).await;
+                }
                 expired.push(chat.user_id.clone());
             }
         }
