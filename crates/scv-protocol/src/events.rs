@@ -329,6 +329,49 @@ pub struct ComponentStatus {
     pub tools: Option<u64>,
 }
 
+/// What kind of daemon component a status is about. On the wire the kind
+/// is the prefix of the component's `id` (`clawbot:default`,
+/// `mcp:github`); this is the one place that reads or writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ComponentKind {
+    /// A ClawBot (WeChat) account.
+    Clawbot,
+    /// An MCP server of the daemon's configuration.
+    Mcp,
+    /// A kind this build does not know (a newer daemon's).
+    Other,
+}
+
+impl ComponentKind {
+    /// The id of the component of this kind named `name`.
+    pub fn id(self, name: &str) -> String {
+        match self {
+            ComponentKind::Clawbot => format!("clawbot:{name}"),
+            ComponentKind::Mcp => format!("mcp:{name}"),
+            ComponentKind::Other => name.to_string(),
+        }
+    }
+}
+
+impl ComponentStatus {
+    /// The component's kind, from its id.
+    pub fn kind(&self) -> ComponentKind {
+        match self.id.split_once(':') {
+            Some(("clawbot", _)) => ComponentKind::Clawbot,
+            Some(("mcp", _)) => ComponentKind::Mcp,
+            _ => ComponentKind::Other,
+        }
+    }
+
+    /// The component's name within its kind (the account, the server).
+    pub fn name(&self) -> &str {
+        match self.kind() {
+            ComponentKind::Other => &self.id,
+            _ => self.id.split_once(':').map_or(&self.id, |(_, name)| name),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ComponentState {

@@ -6,12 +6,14 @@
 mod agent;
 mod blocking;
 mod clawbot;
+mod component;
 pub mod config;
 mod connection;
 mod context;
 pub mod daemon;
 mod handles;
 mod host;
+mod mcp_component;
 pub mod memory;
 mod message;
 mod presets;

@@ -9,7 +9,9 @@ pub async fn list(home: &Path, socket: &Path, json: bool) -> Result<ExitCode> {
     // The daemon runs the servers; start it if it is not running.
     drop(scv_client::ensure_daemon(home, socket).await?);
     let mut status = scv_client::control::control(socket, DaemonCommand::Status).await?;
-    status.components.retain(|c| c.id.starts_with("mcp:"));
+    status
+        .components
+        .retain(|c| c.kind() == scv_protocol::ComponentKind::Mcp);
     if json {
         let event = Event::reply(None, EventBody::DaemonStatus { status });
         println!("{}", serde_json::to_string(&event)?);
@@ -35,7 +37,7 @@ pub fn describe(servers: &[ComponentStatus], home: &Path) -> String {
         "NAME", "STATE", "TOOLS", "RESTARTS", "ERROR"
     );
     for server in servers {
-        let name = server.id.trim_start_matches("mcp:");
+        let name = server.name();
         let state = serde_json::to_value(server.state)
             .ok()
             .and_then(|v| v.as_str().map(String::from))

@@ -10,6 +10,7 @@
 //! waits for every one.
 
 mod chat;
+pub(crate) mod component;
 mod poll;
 
 use crate::handles::Connector;
@@ -112,7 +113,7 @@ pub(crate) fn idle_status(
     restarts: u32,
 ) -> ComponentStatus {
     ComponentStatus {
-        id: format!("clawbot:{account}"),
+        id: scv_protocol::ComponentKind::Clawbot.id(account),
         account: Some(account.into()),
         bot_id: credentials.map(|c| c.bot_id.clone()),
         user_id: credentials.and_then(|c| c.user_id.clone()),

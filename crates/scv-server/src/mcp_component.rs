@@ -1,0 +1,88 @@
+//! The daemon's MCP servers as a component: started with the daemon, made
+//! to match `[mcp_servers]` again on `reload` (a configuration that no
+//! longer parses changes nothing, and is logged), one status per server.
+
+use crate::component::{BoxFuture, Component, Context};
+use crate::handles::ControlError;
+use scv_protocol::{ComponentKind, ComponentState, ComponentStatus, DaemonCommand};
+
+pub(crate) struct McpServers;
+
+impl Component for McpServers {
+    fn kind(&self) -> ComponentKind {
+        ComponentKind::Mcp
+    }
+
+    fn start<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, ()> {
+        // Servers start in the background; sessions share them.
+        Box::pin(cx.shared.start_mcp(std::slice::from_ref(&cx.workspace)))
+    }
+
+    fn reconcile<'a>(&'a self, cx: &'a Context, reload: bool) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if !reload {
+                return;
+            }
+            let home = cx.home.clone();
+            match crate::blocking::run(move || crate::config::Config::load(&home)).await {
+                Ok(Ok(config)) => {
+                    cx.shared
+                        .mcp
+                        .reconcile(&config.mcp_servers, std::slice::from_ref(&cx.workspace))
+                        .await
+                }
+                Ok(Err(err)) => tracing::warn!("reload: MCP servers unchanged: {err:#}"),
+                Err(err) => tracing::warn!("reload: cannot read the configuration: {err}"),
+            }
+        })
+    }
+
+    fn status<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, Vec<ComponentStatus>> {
+        Box::pin(async move {
+            cx.shared
+                .mcp
+                .status()
+                .await
+                .into_iter()
+                .map(status)
+                .collect()
+        })
+    }
+
+    fn control<'a>(
+        &'a self,
+        _cx: &'a Context,
+        _command: &'a DaemonCommand,
+    ) -> Option<BoxFuture<'a, Result<(), ControlError>>> {
+        None
+    }
+
+    fn stop<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, ()> {
+        Box::pin(cx.shared.mcp.shutdown())
+    }
+}
+
+/// An MCP server as a `daemon.status` component.
+fn status(server: scv_mcp::ServerStatus) -> ComponentStatus {
+    let state = match server.state {
+        scv_mcp::State::Disabled => ComponentState::Disabled,
+        scv_mcp::State::Starting => ComponentState::Starting,
+        scv_mcp::State::Connected => ComponentState::Connected,
+        scv_mcp::State::Backoff => ComponentState::Backoff,
+        scv_mcp::State::Failed => ComponentState::Failed,
+        scv_mcp::State::Stopped => ComponentState::Stopped,
+    };
+    ComponentStatus {
+        id: ComponentKind::Mcp.id(&server.name),
+        account: None,
+        bot_id: None,
+        user_id: None,
+        enabled: server.enabled,
+        state,
+        last_success_unix_seconds: server.last_success_unix_seconds,
+        error: server.error,
+        restarts: server.restarts,
+        remote_tools: None,
+        tools: Some(server.tools as u64),
+    }
+}
