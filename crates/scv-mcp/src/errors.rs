@@ -3,7 +3,6 @@
 //! and dumps whole messages with `Debug`; what SCV logs and shows says
 //! what happened instead.
 
-use crate::transport::io_text;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::DynamicTransportError;
 use rmcp::ServiceError;
@@ -86,6 +85,24 @@ fn transport(error: &DynamicTransportError) -> String {
         source = err.source();
     }
     inner.to_string()
+}
+
+/// An I/O error as a person reads it: `no such file or directory`, not
+/// `No such file or directory (os error 2)`.
+pub(crate) fn io_text(err: &std::io::Error) -> String {
+    let text = match err.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+        None => err.kind().to_string(),
+    };
+    let text = match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
 }
 
 #[cfg(test)]

@@ -17,11 +17,13 @@ mod names;
 mod result;
 mod server;
 mod spec;
+mod state;
 mod tools;
 mod transport;
 
-pub use hub::{CallError, Hub, HubEnv, ServerStatus, State};
+pub use hub::{CallError, Hub};
 pub use limits::*;
 pub use names::tool_name;
 pub use spec::{RawServer, ServerSpec, Transport};
+pub use state::{HubEnv, ServerStatus, State};
 pub use tools::McpTool;

@@ -12,7 +12,6 @@
 //! tool's own name (a server may call a tool `read_file_1a2b3c4d`), or two
 //! mapped names can meet; [`assign`] settles that with a suffix.
 
-use crate::tools::McpTool;
 use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_NAME: usize = 64;
@@ -43,35 +42,36 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 /// name), so a name never moves to another tool while its tool is still
 /// there; the others get theirs in a fixed order — tools whose own name is
 /// valid first, then by tool name — and a name already taken gets `_2`,
-/// `_3`, … (cut to fit). Returns a note for the log per renamed tool.
+/// `_3`, … (cut to fit). Returns the names, in the order of `tools` (the
+/// tools' own names), and a note for the log per renamed tool.
 pub(crate) fn assign(
     server: &str,
-    tools: &mut [McpTool],
+    tools: &[&str],
     previous: &BTreeMap<String, String>,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<String>) {
     let prefix = format!("mcp__{server}__");
+    let mut names = vec![String::new(); tools.len()];
     let mut taken: BTreeSet<String> = BTreeSet::new();
     let mut order: Vec<usize> = Vec::new();
-    for (index, tool) in tools.iter_mut().enumerate() {
-        match previous.get(&tool.tool) {
+    for (index, tool) in tools.iter().enumerate() {
+        match previous.get(*tool) {
             // Only a name this server's tools may have (a server renamed
             // in the config starts afresh).
             Some(name) if name.starts_with(&prefix) && !taken.contains(name) => {
-                tool.name = name.clone();
+                names[index] = name.clone();
                 taken.insert(name.clone());
             }
             _ => order.push(index),
         }
     }
     order.sort_by(|&a, &b| {
-        let mapped =
-            |i: usize| tool_name(server, &tools[i].tool) != format!("{prefix}{}", tools[i].tool);
-        (mapped(a), &tools[a].tool).cmp(&(mapped(b), &tools[b].tool))
+        let mapped = |i: usize| tool_name(server, tools[i]) != format!("{prefix}{}", tools[i]);
+        (mapped(a), tools[a]).cmp(&(mapped(b), tools[b]))
     });
     let mut notes = Vec::new();
     for index in order {
-        let tool = &mut tools[index];
-        let base = tool_name(server, &tool.tool);
+        let tool = tools[index];
+        let base = tool_name(server, tool);
         let mut name = base.clone();
         let mut n = 2;
         while taken.contains(&name) {
@@ -82,14 +82,13 @@ pub(crate) fn assign(
         }
         if name != base {
             notes.push(format!(
-                "tool `{}` is offered as `{name}`: `{base}` is another tool's",
-                tool.tool
+                "tool `{tool}` is offered as `{name}`: `{base}` is another tool's"
             ));
         }
-        tool.name = name.clone();
+        names[index] = name.clone();
         taken.insert(name);
     }
-    notes
+    (names, notes)
 }
 
 fn valid(b: u8) -> bool {
@@ -107,35 +106,17 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
-    fn tool(name: &str) -> McpTool {
-        McpTool {
-            name: String::new(),
-            server: "s".into(),
-            tool: name.into(),
-            description: String::new(),
-            input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
-            read_only_hint: None,
-            destructive_hint: None,
-            auto_approve: false,
-            timeout: std::time::Duration::from_secs(1),
-        }
-    }
-
-    fn names(tools: &[McpTool]) -> Vec<&str> {
-        tools.iter().map(|t| t.name.as_str()).collect()
-    }
-
     #[test]
     fn a_mapped_name_that_is_another_tools_gets_a_suffix_and_names_stay_put() {
         let dotted = tool_name("s", "a.b");
         let twin = dotted.strip_prefix("mcp__s__").unwrap().to_string();
         // Both at once, in either order: the tool's own name wins.
         for order in [["a.b", twin.as_str()], [twin.as_str(), "a.b"]] {
-            let mut tools: Vec<McpTool> = order.iter().map(|n| tool(n)).collect();
-            let notes = assign("s", &mut tools, &BTreeMap::new());
-            let by_tool: BTreeMap<&str, &str> = tools
+            let (names, notes) = assign("s", &order, &BTreeMap::new());
+            let by_tool: BTreeMap<&str, &str> = order
                 .iter()
-                .map(|t| (t.tool.as_str(), t.name.as_str()))
+                .copied()
+                .zip(names.iter().map(String::as_str))
                 .collect();
             assert_eq!(by_tool[twin.as_str()], dotted);
             assert_eq!(by_tool["a.b"], format!("{dotted}_2"));
@@ -143,18 +124,18 @@ mod tests {
         }
         // The twin appears later: `a.b` keeps the name it had.
         let previous = [("a.b".to_string(), dotted.clone())].into();
-        let mut tools = vec![tool(&twin), tool("a.b")];
-        assign("s", &mut tools, &previous);
-        assert_eq!(names(&tools), [format!("{dotted}_2"), dotted.clone()]);
+        let (names, _) = assign("s", &[twin.as_str(), "a.b"], &previous);
+        assert_eq!(names, [format!("{dotted}_2"), dotted.clone()]);
         // A long name at the limit still fits with its suffix.
         let long = "x".repeat(100);
         let mapped = tool_name("s", &long);
-        let mut tools = vec![tool(&long), tool(mapped.strip_prefix("mcp__s__").unwrap())];
-        assign("s", &mut tools, &BTreeMap::new());
-        assert!(tools
-            .iter()
-            .all(|t| t.name.len() <= 64 && t.name.bytes().all(valid)));
-        assert_ne!(tools[0].name, tools[1].name);
+        let (names, _) = assign(
+            "s",
+            &[long.as_str(), mapped.strip_prefix("mcp__s__").unwrap()],
+            &BTreeMap::new(),
+        );
+        assert!(names.iter().all(|n| n.len() <= 64 && n.bytes().all(valid)));
+        assert_ne!(names[0], names[1]);
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! wait (2 s, doubling, at most 60 s) and start again — until stopped.
 
 use crate::handler::Handler;
-use crate::hub::{HubEnv, Link, Live, Shared, State};
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
 use crate::names;
 use crate::spec::ServerSpec;
+use crate::state::{HubEnv, Link, Live, Shared, State};
 use crate::tools::{self, Listing};
 use crate::transport::{self, over_the_cap, Connection, Opened, Process};
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
@@ -40,7 +40,7 @@ pub(crate) async fn supervise(
         let tools_changed = Arc::new(Notify::new());
         let handler = Handler {
             server: spec.name.clone(),
-            roots: crate::hub::lock(&roots).clone(),
+            roots: crate::state::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
         };
         let started = start(&spec, &env, handler, &tracker, &stop).await;
@@ -281,9 +281,14 @@ fn publish(spec: &ServerSpec, shared: &Arc<Shared>, connected: Option<Link>, lis
         return;
     };
     {
-        let mut names = crate::hub::lock(&shared.names);
-        for note in names::assign(&spec.name, &mut tools, &names) {
+        let mut names = crate::state::lock(&shared.names);
+        let own: Vec<&str> = tools.iter().map(|t| t.tool.as_str()).collect();
+        let (given, notes) = names::assign(&spec.name, &own, &names);
+        for note in notes {
             tracing::warn!(target: "scv::mcp", server = %spec.name, "{note}");
+        }
+        for (tool, name) in tools.iter_mut().zip(given) {
+            tool.name = name;
         }
         *names = tools
             .iter()
@@ -296,7 +301,7 @@ fn publish(spec: &ServerSpec, shared: &Arc<Shared>, connected: Option<Link>, lis
     });
     shared.update(|s| {
         s.state = State::Connected;
-        s.last_success_unix_seconds = Some(crate::hub::now_unix());
+        s.last_success_unix_seconds = Some(crate::state::now_unix());
         s.error = (left_out > 0).then(|| {
             format!("{left_out} tools left out (invalid, repeated, or over the bound); see the log")
         });

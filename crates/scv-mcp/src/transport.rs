@@ -9,10 +9,11 @@
 //! line by line, each line bounded.
 
 use crate::errors;
+use crate::errors::io_text;
 use crate::handler::Handler;
-use crate::hub::HubEnv;
 use crate::limits::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
 use crate::spec::{ServerSpec, Transport};
+use crate::state::HubEnv;
 use rmcp::service::RunningService;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -214,24 +215,6 @@ fn executable(file: &Path) -> std::io::Result<()> {
         return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
     }
     Ok(())
-}
-
-/// An I/O error as a person reads it: `no such file or directory`, not
-/// `No such file or directory (os error 2)`.
-pub(crate) fn io_text(err: &std::io::Error) -> String {
-    let text = match err.raw_os_error() {
-        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
-        None => err.kind().to_string(),
-    };
-    let text = match text.rfind(" (os error ") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => text,
-    }
 }
 
 /// How long the reaper gets to end everything below it after SIGTERM

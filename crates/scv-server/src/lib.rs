@@ -18,6 +18,7 @@ pub mod memory;
 mod message;
 mod presets;
 mod provider;
+pub mod reaper;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider
 /// wires' parsers are private, so this drives them. Not an API.
 #[doc(hidden)]

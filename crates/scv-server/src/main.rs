@@ -4,8 +4,8 @@
 use clap::Parser;
 use scv_server::config::Config;
 use scv_server::daemon::log::{RotatingLog, LOG_LIMIT_BYTES};
+use scv_server::reaper;
 use scv_server::server::Shared;
-use scv_server::tools::reaper;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    // A tool process's reaper is this binary too (see tools::reaper).
+    // A tool process's reaper is this binary too (see `reaper`).
     let mut raw = std::env::args_os().skip(1);
     if raw.next().as_deref() == Some(reaper::FLAG.as_ref()) {
         return reaper::main(raw.collect());

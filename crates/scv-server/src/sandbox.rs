@@ -2,7 +2,7 @@
 //! probed once, at start-up), what of the second wall this machine lacks,
 //! the policy each `bash` call carries to its tool process, and the
 //! environment every tool process gets. Enforcement happens in the tool
-//! process (`tools::reaper`), never here.
+//! process (`reaper`), never here.
 
 use crate::config::Config;
 use scv_sandbox::{Mode, Policy, Settings, Support};

@@ -89,7 +89,7 @@ fn new_hub(sandbox: &Sandbox, secrets: &HashMap<String, String>) -> scv_mcp::Hub
         env: sandbox.env(),
         secrets: secrets.clone(),
         command: Box::new(|program, args| {
-            let mut command = crate::tools::reaper::command(None);
+            let mut command = crate::reaper::command(None);
             command.arg("--").arg(program).args(args);
             command
         }),

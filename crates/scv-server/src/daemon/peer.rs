@@ -12,7 +12,7 @@
 //! ancestors for as long as it lives. The peer's pid comes from
 //! `SO_PEERCRED` at connect time.
 
-use crate::tools::reaper::{parent_of, FLAG};
+use crate::reaper::{parent_of, FLAG};
 
 /// Longest ancestry walked (a cycle or a very deep tree ends the walk).
 const MAX_DEPTH: usize = 256;

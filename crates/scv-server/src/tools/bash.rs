@@ -8,8 +8,8 @@
 //! process group or session it moved to — and reports how many. The output
 //! says so.
 
-use super::reaper::{Report, SANDBOX_FLAG};
 use super::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use crate::reaper::{Report, SANDBOX_FLAG};
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -116,7 +116,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let (mut report_read, report_write) =
         std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
     let report_fd = report_write.as_raw_fd();
-    let mut command = super::reaper::command(Some(report_fd));
+    let mut command = crate::reaper::command(Some(report_fd));
     if let Some(policy) = ctx.sandbox.filter(|_| !args.unsandboxed) {
         let policy = policy
             .to_arg()

@@ -11,7 +11,6 @@ mod list_dir;
 mod mcp;
 mod output;
 mod read_file;
-pub mod reaper;
 pub(crate) mod registry;
 mod search;
 mod textfile;
