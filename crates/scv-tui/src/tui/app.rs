@@ -7,7 +7,6 @@
 //! holds what needs the session (sending, slash commands, the turn) and
 //! pumps each key through them in turn.
 
-pub use super::approval::PendingApproval;
 use super::approval::{ApprovalPrompt, PromptKey};
 use super::input_box::InputBox;
 use super::overlay::{McpView, Overlay, OverlayKind};
@@ -15,6 +14,7 @@ use super::queue_panel::{Left, PanelKey, QueuePanel};
 use super::rules::{Rule, Rules};
 use super::slash;
 pub use super::slash::SLASH_COMMANDS;
+pub use super::state::PendingApproval;
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};

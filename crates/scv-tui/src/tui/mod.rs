@@ -17,6 +17,7 @@ mod panel;
 pub mod queue_panel;
 pub mod rules;
 pub mod slash;
+pub mod state;
 pub mod transcript;
 pub mod view;
 pub mod wrap;
