@@ -9,12 +9,13 @@
 
 use super::approval::{ApprovalPrompt, PromptKey};
 use super::input_box::InputBox;
-use super::overlay::{McpView, Overlay, OverlayKind};
+use super::overlay::{Overlay, OverlayKind};
 use super::queue_panel::{Left, PanelKey, QueuePanel};
 use super::rules::{Rule, Rules};
 use super::slash;
 pub use super::slash::SLASH_COMMANDS;
 pub use super::state::PendingApproval;
+pub use super::state::{short, ActiveTurn, LinkState, McpView, SessionView};
 use super::transcript::{ItemKind, ToolCard, ToolState, Transcript, View, Viewport};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::{Constraint, Rect};
@@ -37,34 +38,6 @@ pub struct Layout {
     pub input: Rect,
     pub hint: Rect,
     pub status: Rect,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LinkState {
-    Connected,
-    /// The daemon went away; reconnecting.
-    Disconnected,
-}
-
-#[derive(Debug, Clone)]
-pub struct SessionView {
-    pub session_id: String,
-    pub cwd: String,
-    pub model: String,
-    pub context_max_tokens: u64,
-    /// `session.started.sandbox` (newer servers).
-    pub sandbox: Option<String>,
-    /// `session.started.sandbox_gaps`: what of the sandbox's second wall
-    /// this machine lacks (commands then always ask).
-    pub sandbox_gaps: Vec<String>,
-    /// `session.started.provider` (newer servers).
-    pub provider: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ActiveTurn {
-    pub turn_id: String,
-    pub started_at: Instant,
 }
 
 /// What the UI wants done.
@@ -1146,14 +1119,4 @@ fn is_streaming(kind: &ItemKind) -> bool {
             ..
         }
     )
-}
-
-/// 1234 → "1.2k", 128000 → "128k".
-pub fn short(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1000..=9_999 => format!("{:.1}k", n as f64 / 1000.0),
-        10_000..=999_999 => format!("{}k", n / 1000),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
-    }
 }

@@ -2,14 +2,15 @@
 //! `/diff`. Each is a scrollable box closed with Esc; what it shows is
 //! built from the App when drawn, so it is always current.
 
-use super::app::{short, App};
+use super::app::App;
+use super::state::{short, McpView};
 use super::wrap;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
 use ratatui::Frame;
-use scv_protocol::{ComponentState, ComponentStatus};
+use scv_protocol::ComponentState;
 
 #[derive(Debug, Clone)]
 pub enum OverlayKind {
@@ -46,20 +47,6 @@ impl Overlay {
             OverlayKind::Diff(_) => " git diff — ↑/↓ PgUp/PgDn scroll · Esc closes ",
         }
     }
-}
-
-/// The MCP servers as `/status` knows them.
-#[derive(Debug, Clone, Default)]
-pub enum McpView {
-    /// Not asked yet.
-    #[default]
-    Unknown,
-    /// `daemon.status` was asked for.
-    Asking,
-    /// The daemon's `mcp:NAME` components.
-    Known(Vec<ComponentStatus>),
-    /// The daemon could not say (e.g. `unsupported`).
-    Unavailable(String),
 }
 
 const KEYS: &[(&str, &str)] = &[
@@ -277,6 +264,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, overlay: &Overlay, area: Rect) {
         .collect();
     frame.render_widget(Paragraph::new(shown), inner);
     if below > 0 {
-        super::view::more_below(frame, area, format!(" ↓ {below} more "), 1);
+        super::panel::more_below(frame, area, format!(" ↓ {below} more "), 1);
     }
 }
