@@ -9,7 +9,7 @@
 
 use super::approval::{ApprovalPrompt, PromptKey};
 use super::input_box::InputBox;
-use super::overlay::{Overlay, OverlayKind};
+use super::overlays::{self, OpenOverlay, OverlayData, OverlayKey, OverlayKind};
 use super::queue_panel::{Left, PanelKey, QueuePanel};
 use super::rules::{Rule, Rules};
 use super::slash;
@@ -81,7 +81,7 @@ pub struct App {
     /// This session's approval rules (never saved, never sent).
     pub rules: Rules,
     /// The open overlay (`/help`, `/status`, `/approvals`, `/diff`).
-    pub overlay: Option<Overlay>,
+    pub overlay: Option<OpenOverlay>,
     /// MCP servers, from `daemon.status` (asked for by `/status`).
     pub mcp: McpView,
     /// The request id of that `daemon.status`.
@@ -710,11 +710,10 @@ impl App {
         None
     }
 
-    /// Keys of the open overlay: Esc closes it, arrows and pages scroll
-    /// (in `/approvals` they select, and x or Delete removes the rule).
-    /// Other keys go on (typing continues under an overlay).
+    /// Keys of the open overlay (see [`overlays::on_key`]); the App does
+    /// what the overlay asks: close it, remove a rule.
     fn overlay_key(&mut self, key: KeyEvent) -> bool {
-        let Some(overlay) = self.overlay.as_ref() else {
+        let Some(mut open) = self.overlay.take() else {
             return false;
         };
         let width = self.size.0;
@@ -722,41 +721,36 @@ impl App {
             .layout(Rect::new(0, 0, self.size.0, self.size.1))
             .transcript
             .height;
-        let rows = super::overlay::rows(self, overlay, width);
-        let max_scroll = rows.saturating_sub(usize::from(height.saturating_sub(2)));
-        let approvals = matches!(overlay.kind, OverlayKind::Approvals);
-        let rules = self.rules.len();
-        let Some(overlay) = self.overlay.as_mut() else {
-            return false;
-        };
-        let scroll = |overlay: &mut Overlay, by: i64| {
-            let at = (overlay.scroll.min(max_scroll) as i64 + by).clamp(0, max_scroll as i64);
-            overlay.scroll = at as usize;
-        };
-        match key.code {
-            KeyCode::Esc => self.overlay = None,
-            KeyCode::Up if approvals => overlay.selected = overlay.selected.saturating_sub(1),
-            KeyCode::Down if approvals => {
-                overlay.selected = (overlay.selected + 1).min(rules.saturating_sub(1))
-            }
-            KeyCode::Char('x') | KeyCode::Delete if approvals => {
-                let selected = overlay.selected;
-                if let Some(rule) = self.rules.remove(selected) {
+        let done = overlays::on_key(&mut open, key, &self.overlay_data(), width, height);
+        self.overlay = Some(open);
+        match done {
+            OverlayKey::Pass => return false,
+            OverlayKey::Taken => {}
+            OverlayKey::Close => self.overlay = None,
+            OverlayKey::RemoveRule(index) => {
+                if let Some(rule) = self.rules.remove(index) {
                     self.notice(format!("rule removed: {}", rule.scope()));
                 }
-                if let Some(overlay) = self.overlay.as_mut() {
-                    overlay.selected = selected.min(self.rules.len().saturating_sub(1));
+                if let Some(open) = self.overlay.as_mut() {
+                    open.selected = index.min(self.rules.len().saturating_sub(1));
                 }
             }
-            KeyCode::Up => scroll(overlay, -1),
-            KeyCode::Down => scroll(overlay, 1),
-            KeyCode::PageUp => scroll(overlay, -10),
-            KeyCode::PageDown => scroll(overlay, 10),
-            KeyCode::Home => overlay.scroll = 0,
-            KeyCode::End => overlay.scroll = max_scroll,
-            _ => return false,
         }
         true
+    }
+
+    /// What the overlays read (they never see the App).
+    pub fn overlay_data(&self) -> OverlayData<'_> {
+        OverlayData {
+            session: self.session.as_ref(),
+            context_used: self.context_used,
+            usage: &self.usage,
+            queue_len: self.queue.len(),
+            queue_paused: self.queue.paused(),
+            rules: self.rules.list(),
+            mcp: &self.mcp,
+            commands: SLASH_COMMANDS.to_vec(),
+        }
     }
 
     fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
@@ -937,15 +931,15 @@ impl App {
                 vec![Outgoing::Quit]
             }
             ("/help", _) => {
-                self.overlay = Some(Overlay::new(OverlayKind::Help));
+                self.overlay = Some(OpenOverlay::new(OverlayKind::Help));
                 Vec::new()
             }
             ("/approvals", _) => {
-                self.overlay = Some(Overlay::new(OverlayKind::Approvals));
+                self.overlay = Some(OpenOverlay::new(OverlayKind::Approvals));
                 Vec::new()
             }
             ("/status", _) => {
-                self.overlay = Some(Overlay::new(OverlayKind::Status));
+                self.overlay = Some(OpenOverlay::new(OverlayKind::Status));
                 self.mcp = McpView::Asking;
                 let out = self.send(ClientMessage::DaemonControl(DaemonControl {
                     command: scv_protocol::DaemonCommand::Status,
@@ -1049,7 +1043,7 @@ impl App {
             Ok(lines) if lines.is_empty() => {
                 self.hint = Some("no changes (git diff is empty)".into())
             }
-            Ok(lines) => self.overlay = Some(Overlay::new(OverlayKind::Diff(lines))),
+            Ok(lines) => self.overlay = Some(OpenOverlay::new(OverlayKind::Diff(lines))),
             Err(why) => self.hint = Some(format!("/diff: {why}")),
         }
     }

@@ -16,7 +16,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let layout = app.layout(frame.area());
     draw_transcript(frame, app, layout.transcript);
     if let Some(overlay) = &app.overlay {
-        super::overlay::draw(frame, app, overlay, layout.transcript);
+        super::overlays::draw(frame, overlay, &app.overlay_data(), layout.transcript);
     }
     if layout.queue.height > 0 {
         app.queue.draw(frame, layout.queue);
