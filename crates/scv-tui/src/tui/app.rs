@@ -17,7 +17,6 @@ use super::input_box::InputBox;
 use super::overlays::{OpenOverlay, OverlayData};
 use super::queue_panel::QueuePanel;
 use super::rules::Rules;
-use super::slash::SLASH_COMMANDS;
 pub use super::state::PendingApproval;
 pub use super::state::{short, ActiveTurn, LinkState, McpView, SessionView};
 use super::transcript::{ItemKind, Transcript, View, Viewport};
@@ -215,7 +214,7 @@ impl App {
             queue_paused: self.queue.paused(),
             rules: self.rules.list(),
             mcp: &self.mcp,
-            commands: SLASH_COMMANDS.to_vec(),
+            commands: commands::help_list(),
         }
     }
 }

@@ -16,7 +16,6 @@ pub mod overlays;
 mod panel;
 pub mod queue_panel;
 pub mod rules;
-pub mod slash;
 pub mod state;
 pub mod transcript;
 pub mod view;

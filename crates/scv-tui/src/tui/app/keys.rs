@@ -3,7 +3,7 @@
 //! that send go through the session's calls ([`super::events`]) and the
 //! command table ([`super::commands`]).
 
-use super::{App, Outgoing};
+use super::{commands, App, Outgoing};
 use crate::tui::approval::PromptKey;
 use crate::tui::files;
 use crate::tui::overlays::{self, OverlayKey};
@@ -195,12 +195,9 @@ impl App {
         if text.is_empty() {
             return Vec::new();
         }
-        // A command is one word; `/model` takes an argument. Other text
-        // starting with `/` is a prompt.
-        let first = text.split_whitespace().next().unwrap_or("");
-        if text.starts_with('/') && (!text.contains(char::is_whitespace) || first == "/model") {
+        if commands::is_command(&text) {
             self.input.take();
-            return self.slash(&text);
+            return self.run_command(&text);
         }
         let Some(session_id) = self.session_id() else {
             self.hint = Some("not connected".into());
