@@ -365,6 +365,8 @@ impl App {
         out
     }
 
+    /// Answers `approval`. A denial is remembered: the call's failure is
+    /// then shown as denied.
     pub(super) fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
         if !approved {
             self.book.denied.insert(approval.call_id.clone());
@@ -449,6 +451,7 @@ impl App {
         ));
     }
 
+    /// `turn.cancel` for the running turn, if any.
     pub(super) fn cancel_turn(&mut self) -> Vec<Outgoing> {
         let (Some(turn), Some(session_id)) = (self.turn.clone(), self.session_id()) else {
             return Vec::new();
