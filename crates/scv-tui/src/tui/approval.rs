@@ -16,6 +16,9 @@
 //! `&self`; it holds no other state of the App.
 
 use super::rules;
+/// Where it was defined; `state` holds it so that `rules` need not import
+/// the prompt.
+pub use super::state::PendingApproval;
 use super::wrap;
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -34,20 +37,6 @@ const SCROLL_FIRST: &str = "scroll to the end of the call to approve it (↓ or 
 /// Rows of the call shown at once (fewer on a short terminal: the prompt
 /// takes at most half of it); longer calls scroll.
 pub const MAX_BODY_ROWS: u16 = 16;
-
-#[derive(Debug, Clone)]
-pub struct PendingApproval {
-    pub approval_id: String,
-    pub call_id: String,
-    pub name: String,
-    pub risk: String,
-    pub cwd: String,
-    pub summary: String,
-    pub arguments: serde_json::Value,
-    /// A command's place: inside the sandbox or not (`None`: not a command,
-    /// or an old server).
-    pub sandboxed: Option<bool>,
-}
 
 /// What a key did to the prompt.
 #[derive(Debug)]

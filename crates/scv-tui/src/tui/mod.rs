@@ -12,14 +12,17 @@ pub mod highlight;
 pub mod input;
 pub mod input_box;
 pub mod markdown;
-pub mod overlay;
+pub mod overlays;
 mod panel;
 pub mod queue_panel;
 pub mod rules;
-pub mod slash;
+pub mod state;
 pub mod transcript;
 pub mod view;
 pub mod wrap;
+
+/// The overlays' former path (`tui::overlay::OverlayKind`), kept for callers.
+pub use self::overlays as overlay;
 
 use crate::session::{self, DaemonConnection};
 use anyhow::{bail, Result};

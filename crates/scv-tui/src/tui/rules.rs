@@ -22,7 +22,7 @@
 //!   server refuses paths outside it).
 //! - An MCP tool: that tool of that server.
 
-use super::approval::PendingApproval;
+use super::state::PendingApproval;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,9 @@
 //! and the input box draw themselves. Drawing reads the App and writes
 //! nothing back.
 
-use super::app::{short, App, LinkState};
+use super::app::App;
+use super::panel::more_below;
+use super::state::{short, LinkState};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -14,7 +16,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let layout = app.layout(frame.area());
     draw_transcript(frame, app, layout.transcript);
     if let Some(overlay) = &app.overlay {
-        super::overlay::draw(frame, app, overlay, layout.transcript);
+        super::overlays::draw(frame, overlay, &app.overlay_data(), layout.transcript);
     }
     if layout.queue.height > 0 {
         app.queue.draw(frame, layout.queue);
@@ -63,25 +65,6 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
     if view.below > 0 {
         more_below(frame, area, format!(" ↓ {} more (PgDn) ", view.below), 0);
     }
-}
-
-/// The "more below" tag in the bottom-right corner of `area`, `inset`
-/// columns from its right edge.
-pub(crate) fn more_below(frame: &mut Frame, area: Rect, tag: String, inset: u16) {
-    let width = tag.chars().count() as u16;
-    let corner = Rect::new(
-        area.right().saturating_sub(width + inset),
-        area.bottom().saturating_sub(1),
-        width.min(area.width),
-        1,
-    );
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            tag,
-            Style::default().fg(Color::Black).bg(Color::Yellow),
-        )),
-        corner,
-    );
 }
 
 fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {

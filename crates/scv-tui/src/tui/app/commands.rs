@@ -1,0 +1,314 @@
+//! Slash commands: the table, and what each command does.
+//!
+//! [`SLASH_COMMANDS`] is the one list: the completion popup, `/help`,
+//! Tab and Enter all read it. Adding a command is a row there and its
+//! action here.
+
+use super::{App, Outgoing};
+use crate::tui::overlays::{OpenOverlay, OverlayKind};
+use crate::tui::state::SessionView;
+use crate::tui::transcript::ItemKind;
+use scv_protocol::{ClientMessage, SessionClear, SessionConfigure, SessionPause};
+
+/// One slash command.
+pub struct SlashCommand {
+    /// What is typed, `/` included.
+    pub name: &'static str,
+    /// Its line in the popup and in `/help`.
+    pub help: &'static str,
+    /// It takes an argument after a space (`/model M`). For the others,
+    /// text after the command makes the line a prompt.
+    pub takes_arg: bool,
+    /// What it does, and whether it needs the session.
+    pub run: Run,
+}
+
+/// A command's action, given its argument (`""` when there is none).
+#[derive(Clone, Copy)]
+pub enum Run {
+    /// Works with or without a session.
+    Always(fn(&mut App, &str) -> Vec<Outgoing>),
+    /// Needs the session, and gets it; without one the command is
+    /// refused with "not connected".
+    WithSession(fn(&mut App, SessionView, &str) -> Vec<Outgoing>),
+}
+
+/// The slash commands, in the order the popup and `/help` list them.
+pub const SLASH_COMMANDS: &[SlashCommand] = &[
+    SlashCommand {
+        name: "/approvals",
+        help: "list this session's approval rules; remove them",
+        takes_arg: false,
+        run: Run::Always(App::show_approvals),
+    },
+    SlashCommand {
+        name: "/clear",
+        help: "clear the session (history, queue, usage)",
+        takes_arg: false,
+        run: Run::WithSession(App::clear_session),
+    },
+    SlashCommand {
+        name: "/copy",
+        help: "copy the last answer to the clipboard (OSC 52)",
+        takes_arg: false,
+        run: Run::Always(App::copy_last_answer),
+    },
+    SlashCommand {
+        name: "/diff",
+        help: "show the workspace's git diff",
+        takes_arg: false,
+        run: Run::WithSession(App::show_diff),
+    },
+    SlashCommand {
+        name: "/model",
+        help: "/model M or /model PROVIDER/M: switch model (idle)",
+        takes_arg: true,
+        run: Run::WithSession(App::switch_model),
+    },
+    SlashCommand {
+        name: "/pause",
+        help: "pause the queue: queued prompts wait",
+        takes_arg: false,
+        run: Run::WithSession(App::pause_queue),
+    },
+    SlashCommand {
+        name: "/resume",
+        help: "resume the queue",
+        takes_arg: false,
+        run: Run::WithSession(App::resume_queue),
+    },
+    SlashCommand {
+        name: "/status",
+        help: "provider, model, context, usage, queue, sandbox, rules, MCP",
+        takes_arg: false,
+        run: Run::Always(App::show_status),
+    },
+    SlashCommand {
+        name: "/help",
+        help: "show keys and commands",
+        takes_arg: false,
+        run: Run::Always(App::show_help),
+    },
+    SlashCommand {
+        name: "/quit",
+        help: "quit scv",
+        takes_arg: false,
+        run: Run::Always(App::quit),
+    },
+];
+
+/// The command named `name` (`/` included).
+fn find(name: &str) -> Option<&'static SlashCommand> {
+    SLASH_COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// The commands as `/help` lists them (name, help).
+pub(super) fn help_list() -> Vec<(&'static str, &'static str)> {
+    SLASH_COMMANDS.iter().map(|c| (c.name, c.help)).collect()
+}
+
+/// Whether Enter runs `text` as a command rather than sending it: a
+/// command is one word, or a command that takes an argument and its
+/// argument. Other text starting with `/` is a prompt.
+pub(super) fn is_command(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or("");
+    text.starts_with('/')
+        && (!text.contains(char::is_whitespace) || find(first).is_some_and(|c| c.takes_arg))
+}
+
+/// Commands matching `text`, while it is a `/` and a word.
+fn matches(text: &str) -> Vec<&'static SlashCommand> {
+    if !text.starts_with('/') || text.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    SLASH_COMMANDS
+        .iter()
+        .filter(|c| c.name.starts_with(text))
+        .collect()
+}
+
+/// `text` completed as far as the matching commands agree; `None` when
+/// nothing matches.
+fn complete(text: &str) -> Option<String> {
+    let matches = matches(text);
+    let first = matches.first()?;
+    if matches.len() == 1 || matches.iter().all(|c| c.name == first.name) {
+        Some(first.name.to_string())
+    } else {
+        Some(common_prefix(matches.iter().map(|c| c.name)))
+    }
+}
+
+fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = words.next() else {
+        return String::new();
+    };
+    let mut prefix = first.to_string();
+    for word in words {
+        while !word.starts_with(&prefix) {
+            prefix.pop();
+        }
+    }
+    prefix
+}
+
+impl App {
+    /// Runs the command line `text` (one that [`is_command`] accepts).
+    pub(super) fn run_command(&mut self, text: &str) -> Vec<Outgoing> {
+        let (name, arg) = match text.split_once(char::is_whitespace) {
+            Some((name, arg)) => (name, arg.trim()),
+            None => (text, ""),
+        };
+        let Some(command) = find(name) else {
+            self.hint = Some(format!("unknown command {name}; try /help"));
+            return Vec::new();
+        };
+        match command.run {
+            Run::Always(run) => run(self, arg),
+            Run::WithSession(run) => match self.session.clone() {
+                Some(session) => run(self, session, arg),
+                None => {
+                    self.hint = Some("not connected".into());
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// Commands matching what is typed after `/` (the completion popup).
+    pub fn slash_matches(&self) -> Vec<(&'static str, &'static str)> {
+        matches(self.input.text())
+            .into_iter()
+            .map(|c| (c.name, c.help))
+            .collect()
+    }
+
+    /// Tab on a partial command completes as far as it is unambiguous.
+    pub(super) fn complete_slash(&mut self) {
+        if let Some(completed) = complete(self.input.text()) {
+            self.input.set(&completed);
+        }
+    }
+
+    /// Text `/copy` wants on the clipboard.
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
+    }
+
+    fn quit(&mut self, _: &str) -> Vec<Outgoing> {
+        self.should_quit = true;
+        vec![Outgoing::Quit]
+    }
+
+    fn show_help(&mut self, _: &str) -> Vec<Outgoing> {
+        self.overlay = Some(OpenOverlay::new(OverlayKind::Help));
+        Vec::new()
+    }
+
+    fn show_approvals(&mut self, _: &str) -> Vec<Outgoing> {
+        self.overlay = Some(OpenOverlay::new(OverlayKind::Approvals));
+        Vec::new()
+    }
+
+    /// `/status` shows at once; the MCP servers fill in when the daemon
+    /// answers.
+    fn show_status(&mut self, _: &str) -> Vec<Outgoing> {
+        self.overlay = Some(OpenOverlay::new(OverlayKind::Status));
+        vec![self.ask_daemon_status()]
+    }
+
+    fn clear_session(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        vec![self.send(ClientMessage::SessionClear(SessionClear {
+            session_id: session.session_id,
+        }))]
+    }
+
+    /// The paused flag shown is the one asked for; the server's
+    /// `queue.snapshot` confirms it.
+    fn pause_queue(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        self.queue.set_paused(true);
+        vec![self.send(ClientMessage::SessionPause(SessionPause {
+            session_id: session.session_id,
+            paused: true,
+        }))]
+    }
+
+    fn resume_queue(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        self.queue.set_paused(false);
+        vec![self.send(ClientMessage::SessionPause(SessionPause {
+            session_id: session.session_id,
+            paused: false,
+        }))]
+    }
+
+    /// `/model M` keeps the provider; `/model PROVIDER/M` switches both
+    /// (a model id with a slash, as OpenRouter's, is a model alone when
+    /// the session's model already has one). Only while idle: the server
+    /// refuses a switch during a turn.
+    fn switch_model(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
+        let current = session.model;
+        if arg.is_empty() {
+            self.hint = Some(format!(
+                "usage: /model MODEL or /model PROVIDER/MODEL (now {})",
+                self.model_label()
+            ));
+            return Vec::new();
+        }
+        if self.turn.is_some() {
+            self.hint = Some("the model switches only while idle (Esc cancels the turn)".into());
+            return Vec::new();
+        }
+        let (provider, model) = match arg.split_once('/') {
+            Some((provider, model)) if !current.contains('/') && !provider.is_empty() => (
+                Some(provider.to_string()),
+                (!model.is_empty()).then(|| model.to_string()),
+            ),
+            _ => (None, Some(arg.to_string())),
+        };
+        vec![self.send(ClientMessage::SessionConfigure(SessionConfigure {
+            session_id: session.session_id,
+            provider,
+            model,
+        }))]
+    }
+
+    /// `/diff`: the workspace's `git diff` in an overlay; a hint when it
+    /// is not a repository or nothing changed.
+    fn show_diff(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        match crate::tui::diff::git_diff(std::path::Path::new(&session.cwd)) {
+            Ok(lines) if lines.is_empty() => {
+                self.hint = Some("no changes (git diff is empty)".into())
+            }
+            Ok(lines) => self.overlay = Some(OpenOverlay::new(OverlayKind::Diff(lines))),
+            Err(why) => self.hint = Some(format!("/diff: {why}")),
+        }
+        Vec::new()
+    }
+
+    /// `/copy`: the last answer goes to the clipboard (OSC 52, written by
+    /// the event loop: see [`App::take_clipboard`]).
+    fn copy_last_answer(&mut self, _: &str) -> Vec<Outgoing> {
+        let last = self
+            .transcript
+            .items()
+            .iter()
+            .rev()
+            .find_map(|item| match &item.kind {
+                ItemKind::Assistant { text, .. } if !text.is_empty() => {
+                    Some(scv_client::text::for_clipboard(text).into_owned())
+                }
+                _ => None,
+            });
+        match last {
+            Some(text) => {
+                self.hint = Some(format!(
+                    "copied the last answer ({} characters) through the terminal (OSC 52)",
+                    text.chars().count()
+                ));
+                self.clipboard = Some(text);
+            }
+            None => self.hint = Some("no answer to copy yet".into()),
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,505 @@
+//! The session's events applied to the App: the seam between the protocol
+//! and the UI. [`App::apply`] takes each server event; the bookkeeping it
+//! needs (prompts sent and not yet started, calls the user denied, the
+//! `/status` request, approvals a rule answered) is [`Bookkeeping`], kept
+//! here and touched nowhere else. What starts a turn, cancels it or answers
+//! an approval is here too, so the whole prompt lifecycle reads in one
+//! place: keys and commands call these and never reach into the bookkeeping.
+
+use super::{App, Outgoing};
+use crate::tui::queue_panel::Left;
+use crate::tui::rules::Rule;
+use crate::tui::state::{short, ActiveTurn, LinkState, McpView, PendingApproval, SessionView};
+use crate::tui::transcript::{ItemKind, ToolCard, ToolState};
+use scv_protocol::{ApprovalResolve, DaemonControl, TurnCancel, TurnStart};
+use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
+use std::collections::{HashMap, HashSet};
+
+/// What events are matched against: the App's record of what it sent and
+/// how the user answered.
+#[derive(Debug, Default)]
+pub(super) struct Bookkeeping {
+    /// Prompts sent with `turn.start`, by request id, shown when they start.
+    pending_prompts: HashMap<String, String>,
+    /// Calls the user denied: the protocol reports only `success: false`.
+    denied: HashSet<String>,
+    /// The request id of the `daemon.status` that `/status` asked for.
+    status_request: Option<String>,
+    /// Messages to send that events (not keys) produced: approvals a rule
+    /// answered. The event loop drains them with [`App::take_outgoing`].
+    outbox: Vec<Outgoing>,
+}
+
+impl App {
+    /// What events produced to send (approvals a rule answered).
+    pub fn take_outgoing(&mut self) -> Vec<Outgoing> {
+        std::mem::take(&mut self.book.outbox)
+    }
+
+    /// Applies one server event. Queue events are the queue panel's; the
+    /// rest change the session, the turn or the transcript.
+    pub fn apply(&mut self, event: Event) {
+        let Event {
+            body,
+            request_id,
+            session_id,
+            turn_id,
+            ..
+        } = event;
+        match body {
+            EventBody::SessionStarted(started) => self.session_started(started, session_id),
+            body @ (EventBody::QueueSnapshot { .. }
+            | EventBody::QueueEnqueued { .. }
+            | EventBody::QueueUpdated { .. }
+            | EventBody::QueueMoved { .. }
+            | EventBody::QueueRemoved { .. }
+            | EventBody::QueueDequeued { .. }) => {
+                if let Some(left) = self.queue.apply(body) {
+                    self.left_queue(left, request_id);
+                }
+            }
+            EventBody::TurnStarted {} => self.turn_started(request_id, turn_id),
+            EventBody::AssistantDelta { content } => self.assistant_delta(content),
+            EventBody::AssistantCompleted { content } => self.assistant_completed(content),
+            EventBody::ToolProposed {
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.end_reasoning();
+                self.transcript.push(ItemKind::Tool(ToolCard {
+                    call_id,
+                    name,
+                    arguments,
+                    state: ToolState::Proposed,
+                    output: String::new(),
+                    truncated: false,
+                    approved_by: None,
+                }))
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                call_id,
+                name,
+                risk,
+                cwd,
+                summary,
+                sandboxed,
+            } => self.approval_requested(PendingApproval {
+                approval_id,
+                call_id,
+                name,
+                risk: risk.as_str().to_string(),
+                cwd,
+                summary,
+                arguments: serde_json::Value::Null,
+                sandboxed,
+            }),
+            EventBody::ToolStarted { call_id, .. } => {
+                self.transcript
+                    .update_tool(&call_id, |card| card.state = ToolState::Running);
+            }
+            EventBody::ToolCompleted {
+                call_id,
+                success,
+                output,
+                truncated,
+                ..
+            } => self.tool_completed(&call_id, success, output, truncated),
+            EventBody::ContextCompacted {
+                before_tokens,
+                after_tokens,
+                removed_messages,
+            } => {
+                self.context_used = after_tokens;
+                self.notice(format!(
+                    "context compacted: {} → {} tokens ({removed_messages} messages summarized)",
+                    short(before_tokens),
+                    short(after_tokens)
+                ));
+            }
+            EventBody::TurnCompleted { steps, usage } => {
+                if let Some(usage) = usage {
+                    self.count_usage(usage, steps);
+                }
+                self.end_turn();
+            }
+            EventBody::TurnCancelled {} => {
+                self.end_turn();
+                self.notice("turn cancelled".into());
+            }
+            EventBody::TurnFailed { code, message } => {
+                self.end_turn();
+                self.transcript.push(ItemKind::Error {
+                    code: code.as_str().to_string(),
+                    message,
+                });
+            }
+            EventBody::SessionTrimmed {
+                removed_messages, ..
+            } => self.notice(format!(
+                "server history trimmed: {removed_messages} oldest messages dropped"
+            )),
+            EventBody::SessionCleared {} => self.session_cleared(),
+            EventBody::Error(error)
+                if request_id.is_some() && request_id == self.book.status_request =>
+            {
+                self.book.status_request = None;
+                self.mcp = McpView::Unavailable(error.message);
+            }
+            EventBody::Error(error) => self.server_error(error),
+            EventBody::DaemonStatus { status } => {
+                if request_id.is_some() && request_id == self.book.status_request {
+                    self.book.status_request = None;
+                    self.mcp = McpView::Known(
+                        status
+                            .components
+                            .into_iter()
+                            .filter(|c| c.id.starts_with("mcp:"))
+                            .collect(),
+                    );
+                }
+            }
+            // Extensions this client has not asked for (yet).
+            EventBody::ReasoningDelta { content } => self.reasoning_delta(content),
+            EventBody::SessionConfigured {
+                provider,
+                model,
+                context_max_tokens,
+            } => {
+                if let Some(session) = self.session.as_mut() {
+                    session.provider = Some(provider.clone());
+                    session.model = model.clone();
+                    session.context_max_tokens = context_max_tokens;
+                }
+                self.notice(format!(
+                    "now using {provider}/{model} (context {} tokens); the history is kept",
+                    short(context_max_tokens)
+                ));
+            }
+            EventBody::Initialized { .. } => {}
+        }
+    }
+
+    /// The session's bounds apply to the transcript and the history.
+    fn session_started(&mut self, started: SessionStarted, session_id: Option<String>) {
+        self.transcript.set_bounds(
+            started.max_transcript_items as usize,
+            started.max_transcript_bytes as usize,
+        );
+        self.input.set_bounds(
+            started.max_prompt_history_items as usize,
+            started.max_prompt_history_bytes as usize,
+        );
+        self.session = Some(SessionView {
+            session_id: session_id.unwrap_or_default(),
+            cwd: started.cwd,
+            model: started.model,
+            context_max_tokens: started.context_max_tokens,
+            sandbox: started.sandbox,
+            sandbox_gaps: started.sandbox_gaps,
+            provider: started.provider,
+        });
+        for warning in started.sandbox_warnings {
+            self.notice(format!("sandbox: {warning}"));
+        }
+    }
+
+    fn session_cleared(&mut self) {
+        self.transcript.clear();
+        self.queue.clear();
+        self.usage = Usage::default();
+        self.context_used = 0;
+        self.notice("session cleared".into());
+    }
+
+    /// A prompt is shown once its turn starts, not when it is sent: the
+    /// server may queue it first.
+    fn turn_started(&mut self, request_id: Option<String>, turn_id: Option<String>) {
+        if let Some(prompt) = request_id
+            .as_ref()
+            .and_then(|r| self.book.pending_prompts.remove(r))
+        {
+            self.transcript.push(ItemKind::User(prompt));
+        }
+        self.turn = Some(ActiveTurn {
+            turn_id: turn_id.unwrap_or_default(),
+            started_at: self.now,
+        });
+    }
+
+    fn count_usage(&mut self, usage: Usage, steps: u32) {
+        self.usage.input_tokens += usage.input_tokens;
+        self.usage.output_tokens += usage.output_tokens;
+        self.context_used = usage.input_tokens / u64::from(steps.max(1));
+    }
+
+    fn end_turn(&mut self) {
+        self.end_reasoning();
+        self.turn = None;
+        self.approval.clear();
+        self.transcript.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { streaming, .. } = k {
+                *streaming = false;
+            }
+        });
+    }
+
+    /// A fragment of the model's thinking: into the thought streaming now,
+    /// or a new one.
+    fn reasoning_delta(&mut self, content: String) {
+        let appended = self.transcript.update_last(is_thinking, |k| {
+            if let ItemKind::Reasoning { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.transcript.push(ItemKind::Reasoning {
+                text: content,
+                started: self.now,
+                ended: None,
+            });
+        }
+    }
+
+    /// The answer (or a tool call, or the turn's end) came: the thought
+    /// collapses to one line.
+    fn end_reasoning(&mut self) {
+        let now = self.now;
+        // A thought streams at the end: no walk through a long transcript.
+        if !self
+            .transcript
+            .items()
+            .iter()
+            .rev()
+            .take(8)
+            .any(|i| is_thinking(&i.kind))
+        {
+            return;
+        }
+        self.transcript.update_last(is_thinking, |k| {
+            if let ItemKind::Reasoning { ended, .. } = k {
+                *ended = Some(now);
+            }
+        });
+    }
+
+    fn assistant_delta(&mut self, content: String) {
+        if !content.is_empty() {
+            self.end_reasoning();
+        }
+        let appended = self.transcript.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.transcript.push(ItemKind::Assistant {
+                text: content,
+                streaming: true,
+            });
+        }
+    }
+
+    /// The whole answer replaces what streamed in.
+    fn assistant_completed(&mut self, content: String) {
+        if !content.is_empty() {
+            self.end_reasoning();
+        }
+        let finished = self.transcript.update_last(is_streaming, |k| {
+            *k = ItemKind::Assistant {
+                text: content.clone(),
+                streaming: false,
+            }
+        });
+        if !finished && !content.is_empty() {
+            self.transcript.push(ItemKind::Assistant {
+                text: content,
+                streaming: false,
+            });
+        }
+    }
+
+    /// The prompt shows the call's arguments as its card has them. A
+    /// session rule that matches answers the call itself, and its card
+    /// says which rule did.
+    fn approval_requested(&mut self, mut approval: PendingApproval) {
+        self.transcript.update_tool(&approval.call_id, |card| {
+            card.state = ToolState::AwaitingApproval;
+            approval.arguments = card.arguments.clone();
+        });
+        if let Some(rule) = self.rules.find(&approval).cloned() {
+            let out = self.approve_by_rule(approval, &rule);
+            self.book.outbox.extend(out);
+            return;
+        }
+        self.approval.push(approval, self.now);
+    }
+
+    /// Approves `approval` on behalf of `rule`.
+    fn approve_by_rule(&mut self, approval: PendingApproval, rule: &Rule) -> Vec<Outgoing> {
+        let label = rule.label();
+        self.transcript.update_tool(&approval.call_id, |card| {
+            card.approved_by = Some(label);
+        });
+        self.resolve(approval, true)
+    }
+
+    /// `a`: approve this call, add its rule, and let the rule answer the
+    /// calls already waiting that it matches.
+    pub(super) fn approve_always(
+        &mut self,
+        approval: PendingApproval,
+        rule: Rule,
+    ) -> Vec<Outgoing> {
+        let mut out = self.resolve(approval, true);
+        self.notice(format!(
+            "rule added: {} — /approvals lists and removes rules",
+            rule.scope()
+        ));
+        let waiting = self.approval.take_where(|a| rule.matches(a), self.now);
+        self.rules.add(rule.clone());
+        for approval in waiting {
+            out.extend(self.approve_by_rule(approval, &rule));
+        }
+        out
+    }
+
+    /// Answers `approval`. A denial is remembered: the call's failure is
+    /// then shown as denied.
+    pub(super) fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
+        if !approved {
+            self.book.denied.insert(approval.call_id.clone());
+        }
+        let Some(session_id) = self.session_id() else {
+            return Vec::new();
+        };
+        vec![self.send(ClientMessage::ApprovalResolve(ApprovalResolve {
+            session_id,
+            approval_id: approval.approval_id,
+            approved,
+        }))]
+    }
+
+    /// A call that fails after the user denied it is shown as denied.
+    fn tool_completed(&mut self, call_id: &str, success: bool, output: String, truncated: bool) {
+        let denied = self.book.denied.remove(call_id);
+        self.transcript.update_tool(call_id, |card| {
+            card.state = match (success, denied) {
+                (true, _) => ToolState::Done,
+                (false, true) => ToolState::Denied,
+                (false, false) => ToolState::Failed,
+            };
+            card.output = output;
+            card.truncated = truncated;
+        });
+    }
+
+    /// A queue conflict refreshes the entry and says so under the input;
+    /// other errors go into the transcript.
+    fn server_error(&mut self, error: ErrorBody) {
+        if error.code == ErrorCode::QueueConflict {
+            if let Some(entry) = error.entry {
+                self.queue.replace(entry);
+            }
+            self.hint =
+                Some("that queued prompt changed meanwhile; it is shown as it is now".into());
+        } else {
+            self.transcript.push(ItemKind::Error {
+                code: error.code.as_str().to_string(),
+                message: error.message,
+            });
+        }
+    }
+
+    /// An entry left the queue: a dequeued prompt is shown when the turn
+    /// its request starts; one being edited can no longer be saved.
+    fn left_queue(&mut self, left: Left, request_id: Option<String>) {
+        if let (Some(prompt), Some(rid)) = (left.dequeued, request_id) {
+            self.book.pending_prompts.insert(rid, prompt);
+        }
+        if self
+            .input
+            .editing()
+            .is_some_and(|e| e.queue_id == left.queue_id)
+        {
+            self.input.stop_editing();
+            self.hint = Some("the prompt you were editing has left the queue".into());
+        }
+    }
+
+    /// The daemon went away (the caller reconnects).
+    pub fn disconnected(&mut self) {
+        self.link = LinkState::Disconnected;
+        self.turn = None;
+        self.approval.clear();
+        self.queue.reset();
+        self.input.stop_editing();
+        self.end_turn();
+        self.transcript.push(ItemKind::Error {
+            code: "disconnected".into(),
+            message: "the SCV daemon went away; reconnecting…".into(),
+        });
+    }
+
+    /// Connected again with a fresh session (its events follow).
+    pub fn reconnected(&mut self) {
+        self.link = LinkState::Connected;
+        self.book.pending_prompts.clear();
+        self.transcript.push(ItemKind::Notice(
+            "reconnected; a new session started — the earlier history was not restored".into(),
+        ));
+    }
+
+    /// `turn.cancel` for the running turn, if any.
+    pub(super) fn cancel_turn(&mut self) -> Vec<Outgoing> {
+        let (Some(turn), Some(session_id)) = (self.turn.clone(), self.session_id()) else {
+            return Vec::new();
+        };
+        vec![self.send(ClientMessage::TurnCancel(TurnCancel {
+            session_id,
+            turn_id: turn.turn_id,
+        }))]
+    }
+
+    /// `turn.start` for `prompt`, which is shown once its turn starts.
+    pub(super) fn start_turn(&mut self, session_id: String, prompt: String) -> Outgoing {
+        let out = self.send(ClientMessage::TurnStart(TurnStart {
+            session_id,
+            prompt: prompt.clone(),
+        }));
+        if let Outgoing::Send { request_id, .. } = &out {
+            self.book.pending_prompts.insert(request_id.clone(), prompt);
+        }
+        out
+    }
+
+    /// `daemon.status` for `/status`: its answer (or its error) fills
+    /// [`App::mcp`].
+    pub(super) fn ask_daemon_status(&mut self) -> Outgoing {
+        self.mcp = McpView::Asking;
+        let out = self.send(ClientMessage::DaemonControl(DaemonControl {
+            command: scv_protocol::DaemonCommand::Status,
+        }));
+        if let Outgoing::Send { request_id, .. } = &out {
+            self.book.status_request = Some(request_id.clone());
+        }
+        out
+    }
+}
+
+/// A thought still streaming in.
+fn is_thinking(kind: &ItemKind) -> bool {
+    matches!(kind, ItemKind::Reasoning { ended: None, .. })
+}
+
+/// The answer still streaming in.
+fn is_streaming(kind: &ItemKind) -> bool {
+    matches!(
+        kind,
+        ItemKind::Assistant {
+            streaming: true,
+            ..
+        }
+    )
+}

@@ -1,0 +1,293 @@
+//! Keys, the mouse and pastes. [`App::on_key`] pumps a key through the
+//! parts of the screen in turn; the first that takes it keeps it. Keys
+//! that send go through the session's calls ([`super::events`]) and the
+//! command table ([`super::commands`]).
+
+use super::{commands, App, Outgoing};
+use crate::tui::approval::PromptKey;
+use crate::tui::files;
+use crate::tui::overlays::{self, OverlayKey};
+use crate::tui::queue_panel::PanelKey;
+use crate::tui::transcript::Viewport;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+use scv_protocol::{ClientMessage, QueueUpdate};
+use std::time::Duration;
+
+/// A second Ctrl+C within this quits.
+const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+
+impl App {
+    /// Handles one key; returns what to send. Keys are pumped through, in
+    /// order: Ctrl+C, the open overlay, the approval prompt, the queue
+    /// panel, the App's own keys, the input box. The first that takes a
+    /// key keeps it.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
+        if let Some(out) = self.global_key(key) {
+            return out;
+        }
+        if self.overlay_key(key) {
+            return Vec::new();
+        }
+        if let Some(out) = self.approval_key(key) {
+            return out;
+        }
+        if let Some(out) = self.queue_key(key) {
+            return out;
+        }
+        // A key past the prompt and the panel clears the hint.
+        self.hint = None;
+        if let Some(out) = self.app_key(key) {
+            self.offer_paths();
+            return out;
+        }
+        self.input.on_key(key);
+        self.offer_paths();
+        Vec::new()
+    }
+
+    /// Ctrl+C works everywhere; any other key disarms its second press.
+    fn global_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(self.ctrl_c());
+        }
+        self.ctrl_c_at = None;
+        None
+    }
+
+    /// Keys of the open overlay (see [`overlays::on_key`]); the App does
+    /// what the overlay asks: close it, remove a rule.
+    fn overlay_key(&mut self, key: KeyEvent) -> bool {
+        let Some(mut open) = self.overlay.take() else {
+            return false;
+        };
+        let width = self.size.0;
+        let height = self
+            .layout(Rect::new(0, 0, self.size.0, self.size.1))
+            .transcript
+            .height;
+        let done = overlays::on_key(&mut open, key, &self.overlay_data(), width, height);
+        self.overlay = Some(open);
+        match done {
+            OverlayKey::Pass => return false,
+            OverlayKey::Taken => {}
+            OverlayKey::Close => self.overlay = None,
+            OverlayKey::RemoveRule(index) => {
+                if let Some(rule) = self.rules.remove(index) {
+                    self.notice(format!("rule removed: {}", rule.scope()));
+                }
+                if let Some(open) = self.overlay.as_mut() {
+                    open.selected = index.min(self.rules.len().saturating_sub(1));
+                }
+            }
+        }
+        true
+    }
+
+    fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let typing = !self.input.is_empty();
+        match self.approval.on_key(key, self.now, typing) {
+            PromptKey::Pass => None,
+            PromptKey::Taken => Some(Vec::new()),
+            PromptKey::Hint(hint) => {
+                self.hint = Some(hint);
+                Some(Vec::new())
+            }
+            PromptKey::Resolve(approval, approved) => Some(self.resolve(*approval, approved)),
+            PromptKey::Always(approval, rule) => Some(self.approve_always(*approval, rule)),
+        }
+    }
+
+    fn queue_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let session_id = self.session_id();
+        match self.queue.on_key(key, session_id.as_deref()) {
+            PanelKey::Pass => None,
+            PanelKey::Taken => Some(Vec::new()),
+            PanelKey::Send(message) => Some(vec![self.send(message)]),
+            PanelKey::Edit(entry) => {
+                self.input.edit(entry);
+                Some(Vec::new())
+            }
+        }
+    }
+
+    /// Keys that need the session or the transcript: sending, quitting,
+    /// cancelling, Tab, scrolling.
+    fn app_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let out = match key.code {
+            KeyCode::Char('d') if ctrl && self.input.is_empty() => {
+                self.should_quit = true;
+                vec![Outgoing::Quit]
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+                Vec::new()
+            }
+            // Shift/Alt+Enter is a new line: the input box's.
+            KeyCode::Enter if !(shift || alt) => self.submit(),
+            KeyCode::Esc => {
+                if self.input.stop_editing().is_some() {
+                    self.input.set("");
+                    return Some(Vec::new());
+                }
+                self.cancel_turn()
+            }
+            KeyCode::Tab if self.complete_path() => Vec::new(),
+            KeyCode::Tab => {
+                if self.input.text().starts_with('/') {
+                    self.complete_slash();
+                } else {
+                    self.queue.focus();
+                }
+                Vec::new()
+            }
+            KeyCode::Up if shift => {
+                self.scroll_by(-1);
+                Vec::new()
+            }
+            KeyCode::Down if shift => {
+                self.scroll_by(1);
+                Vec::new()
+            }
+            KeyCode::PageUp => {
+                self.scroll_by(-10);
+                Vec::new()
+            }
+            KeyCode::PageDown => {
+                self.scroll_by(10);
+                Vec::new()
+            }
+            // Scrolled back, End returns to the bottom; otherwise it is
+            // the input's.
+            KeyCode::End if self.viewport != Viewport::Bottom => {
+                self.follow();
+                Vec::new()
+            }
+            _ => return None,
+        };
+        Some(out)
+    }
+
+    fn ctrl_c(&mut self) -> Vec<Outgoing> {
+        let now = self.now;
+        if self
+            .ctrl_c_at
+            .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)
+        {
+            self.should_quit = true;
+            return vec![Outgoing::Quit];
+        }
+        self.ctrl_c_at = Some(now);
+        self.hint = Some("press Ctrl+C again to quit".into());
+        if self.turn.is_some() {
+            return self.cancel_turn();
+        }
+        self.input.set("");
+        self.input.stop_editing();
+        Vec::new()
+    }
+
+    fn submit(&mut self) -> Vec<Outgoing> {
+        let text = self.input.text().trim().to_string();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        if commands::is_command(&text) {
+            self.input.take();
+            return self.run_command(&text);
+        }
+        let Some(session_id) = self.session_id() else {
+            self.hint = Some("not connected".into());
+            return Vec::new();
+        };
+        let prompt = self.input.take();
+        if let Some(entry) = self.input.stop_editing() {
+            return vec![self.send(ClientMessage::QueueUpdate(QueueUpdate {
+                session_id,
+                queue_id: entry.queue_id,
+                revision: entry.revision,
+                prompt,
+            }))];
+        }
+        let out = self.start_turn(session_id, prompt);
+        self.follow();
+        vec![out]
+    }
+
+    pub fn on_mouse(&mut self, mouse: MouseEvent) {
+        match mouse.kind {
+            MouseEventKind::ScrollUp => self.scroll_by(-3),
+            MouseEventKind::ScrollDown => self.scroll_by(3),
+            _ => {}
+        }
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        self.input.paste(text);
+        self.offer_paths();
+    }
+
+    /// Moves the view `rows` down (positive) or up (negative). Scrolling up
+    /// holds the view where it lands; reaching the bottom follows it again.
+    fn scroll_by(&mut self, rows: i64) {
+        let view = self.transcript_view();
+        if rows > 0 && view.at_bottom {
+            self.viewport = Viewport::Bottom;
+            return;
+        }
+        let width = self
+            .layout(Rect::new(0, 0, self.size.0, self.size.1))
+            .transcript
+            .width;
+        let (item, line) = self.transcript.offset(view.top, rows, width, self.expanded);
+        self.viewport = Viewport::Top { item, line };
+        if self.transcript_view().at_bottom {
+            self.viewport = Viewport::Bottom;
+        }
+    }
+
+    /// Follow the bottom again.
+    fn follow(&mut self) {
+        self.viewport = Viewport::Bottom;
+    }
+
+    /// Paths for the `@path` before the cursor, if one is being typed.
+    fn offer_paths(&mut self) {
+        let typed = self.input.at_word().map(|(_, typed)| typed.to_string());
+        let (Some(typed), Some(cwd)) = (typed, self.session.as_ref().map(|s| s.cwd.clone())) else {
+            self.path_matches.clear();
+            return;
+        };
+        let paths = self.files.paths(std::path::Path::new(&cwd), self.now);
+        self.path_matches = files::matches(paths, &typed);
+    }
+
+    /// Tab on an `@path`: completes as far as the offered paths agree, or
+    /// to the first; a file gets a space after it.
+    fn complete_path(&mut self) -> bool {
+        let Some((start, typed)) = self.input.at_word() else {
+            return false;
+        };
+        if self.path_matches.is_empty() {
+            return false;
+        }
+        let common = files::common_prefix(&self.path_matches);
+        let completed = if self.path_matches.len() == 1 {
+            let only = &self.path_matches[0];
+            if only.ends_with('/') {
+                only.clone()
+            } else {
+                format!("{only} ")
+            }
+        } else if common.len() > typed.len() && common.starts_with(typed) {
+            common
+        } else {
+            self.path_matches[0].clone()
+        };
+        self.input.replace_word(start, &format!("@{completed}"));
+        true
+    }
+}

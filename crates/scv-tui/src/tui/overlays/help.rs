@@ -1,0 +1,45 @@
+//! `/help`: the keys, then the slash commands as their table lists them.
+
+use super::{heading, pair, Overlay, OverlayData};
+use ratatui::text::Line;
+
+pub struct Help;
+
+const KEYS: &[(&str, &str)] = &[
+    ("Enter", "send the message (queued while a turn runs)"),
+    ("Shift+Enter, Ctrl+J", "new line"),
+    ("↑ / ↓", "prompt history"),
+    ("Esc", "cancel the turn (closes an overlay first)"),
+    ("Ctrl+C", "cancel the turn; twice quits"),
+    ("Ctrl+D", "quit (empty input)"),
+    ("Ctrl+O", "expand tool output and thinking"),
+    (
+        "PgUp / PgDn, wheel",
+        "scroll the transcript; End follows it again",
+    ),
+    ("Tab", "complete a command or an @path; focus the queue"),
+    (
+        "queue",
+        "↑/↓ select · e edit · u/d move · x remove · p pause",
+    ),
+    (
+        "approval",
+        "y approve once · n deny · a approve + add a rule",
+    ),
+    ("@path", "mention a file; Tab completes (.gitignore kept)"),
+];
+
+impl Overlay for Help {
+    fn title(&self) -> &'static str {
+        " Help — Esc closes "
+    }
+
+    fn lines(&self, data: &OverlayData<'_>, _selected: usize) -> Vec<Line<'static>> {
+        let mut lines = vec![heading("Keys")];
+        lines.extend(KEYS.iter().map(|(k, w)| pair(k, w, 20)));
+        lines.push(Line::default());
+        lines.push(heading("Commands"));
+        lines.extend(data.commands.iter().map(|(c, w)| pair(c, w, 20)));
+        lines
+    }
+}

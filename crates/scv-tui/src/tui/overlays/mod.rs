@@ -1,0 +1,206 @@
+//! Overlays over the transcript (`/help`, `/status`, `/approvals`,
+//! `/diff`), one file each, listed in [`OverlayKind`].
+//!
+//! An overlay is a title, its lines and the keys of its own ([`Overlay`]);
+//! the frame here draws the box, wraps and scrolls the lines and closes it
+//! with Esc, so every overlay scrolls alike. Overlays read
+//! [`OverlayData`], a narrow view the App builds when it draws or takes a
+//! key, never the App itself; what one shows is built when drawn, so it is
+//! always current. An overlay changes nothing but its own scroll and
+//! selection: anything else it asks of the App ([`OverlayKey`]).
+
+mod approvals;
+mod diff;
+mod help;
+mod status;
+
+use super::panel::more_below;
+use super::rules::Rule;
+use super::state::{McpView, SessionView};
+use super::wrap;
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
+use ratatui::Frame;
+use scv_protocol::Usage;
+
+/// The overlays. Adding one: a file beside this one with a type that
+/// implements [`Overlay`], its `mod` line, its variant here and its arm
+/// in [`OverlayKind::overlay`].
+#[derive(Debug, Clone)]
+pub enum OverlayKind {
+    Help,
+    Status,
+    Approvals,
+    /// `git diff` of the workspace, as lines.
+    Diff(Vec<Line<'static>>),
+}
+
+impl OverlayKind {
+    /// The overlay that shows this kind.
+    fn overlay(&self) -> Box<dyn Overlay + '_> {
+        match self {
+            OverlayKind::Help => Box::new(help::Help),
+            OverlayKind::Status => Box::new(status::Status),
+            OverlayKind::Approvals => Box::new(approvals::Approvals),
+            OverlayKind::Diff(lines) => Box::new(diff::Diff(lines)),
+        }
+    }
+}
+
+/// One overlay: its title, what it shows, the keys of its own.
+pub trait Overlay {
+    /// The border's title; it says which keys work.
+    fn title(&self) -> &'static str;
+
+    /// What it shows, unwrapped (the frame wraps and scrolls it).
+    /// `selected`: the row an overlay that selects has marked.
+    fn lines(&self, data: &OverlayData<'_>, selected: usize) -> Vec<Line<'static>>;
+
+    /// A key of its own, before the frame scrolls; `Pass` leaves it to
+    /// the frame.
+    fn on_key(&self, _key: KeyEvent, _data: &OverlayData<'_>, _selected: &mut usize) -> OverlayKey {
+        OverlayKey::Pass
+    }
+}
+
+/// What the overlays read of the App, borrowed for one frame or one key.
+pub struct OverlayData<'a> {
+    pub session: Option<&'a SessionView>,
+    /// The prompt's size in tokens, as the status line has it.
+    pub context_used: u64,
+    pub usage: &'a Usage,
+    /// Prompts waiting in the queue.
+    pub queue_len: usize,
+    pub queue_paused: bool,
+    pub rules: &'a [Rule],
+    pub mcp: &'a McpView,
+    /// The slash commands (name, help), as the command table lists them.
+    pub commands: Vec<(&'static str, &'static str)>,
+}
+
+/// The open overlay and where it is.
+#[derive(Debug, Clone)]
+pub struct OpenOverlay {
+    pub kind: OverlayKind,
+    /// Rows scrolled past.
+    pub scroll: usize,
+    /// The selected row, in an overlay that selects (`/approvals`).
+    pub selected: usize,
+}
+
+impl OpenOverlay {
+    pub fn new(kind: OverlayKind) -> OpenOverlay {
+        OpenOverlay {
+            kind,
+            scroll: 0,
+            selected: 0,
+        }
+    }
+}
+
+/// What a key did to the overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverlayKey {
+    /// Not the overlay's: it goes on (an approval below stays answerable,
+    /// typing goes on under an overlay).
+    Pass,
+    /// Taken (scrolled, selected).
+    Taken,
+    /// Esc: the App closes the overlay.
+    Close,
+    /// The App removes session rule `n` (`/approvals`).
+    RemoveRule(usize),
+}
+
+/// A key while `open` is up, in a transcript area `width` × `height`:
+/// Esc closes it; then the overlay's own keys; then arrows, pages, Home
+/// and End scroll. Other keys pass.
+pub fn on_key(
+    open: &mut OpenOverlay,
+    key: KeyEvent,
+    data: &OverlayData<'_>,
+    width: u16,
+    height: u16,
+) -> OverlayKey {
+    let rows = rows(open, data, width);
+    let max_scroll = rows.saturating_sub(usize::from(height.saturating_sub(2)));
+    if key.code == KeyCode::Esc {
+        return OverlayKey::Close;
+    }
+    match open.kind.overlay().on_key(key, data, &mut open.selected) {
+        OverlayKey::Pass => {}
+        done => return done,
+    }
+    let by = |by: i64| (open.scroll.min(max_scroll) as i64 + by).clamp(0, max_scroll as i64);
+    open.scroll = match key.code {
+        KeyCode::Up => by(-1) as usize,
+        KeyCode::Down => by(1) as usize,
+        KeyCode::PageUp => by(-10) as usize,
+        KeyCode::PageDown => by(10) as usize,
+        KeyCode::Home => 0,
+        KeyCode::End => max_scroll,
+        _ => return OverlayKey::Pass,
+    };
+    OverlayKey::Taken
+}
+
+/// The overlay's rows at `width` (what scrolling counts).
+pub fn rows(open: &OpenOverlay, data: &OverlayData<'_>, width: u16) -> usize {
+    let lines = open.kind.overlay().lines(data, open.selected);
+    wrap::wrap_lines(&lines, width.saturating_sub(2).max(1)).len()
+}
+
+pub fn draw(frame: &mut Frame<'_>, open: &OpenOverlay, data: &OverlayData<'_>, area: Rect) {
+    let overlay = open.kind.overlay();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(Style::default().fg(Color::Cyan))
+        .title(Span::styled(
+            overlay.title(),
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        ));
+    let inner = block.inner(area);
+    frame.render_widget(Clear, area);
+    frame.render_widget(block, area);
+    let lines = overlay.lines(data, open.selected);
+    let wrapped = wrap::wrap_lines(&lines, inner.width.max(1));
+    let max_scroll = wrapped.len().saturating_sub(usize::from(inner.height));
+    let scroll = open.scroll.min(max_scroll);
+    let below = max_scroll - scroll;
+    let shown: Vec<Line<'static>> = wrapped
+        .into_iter()
+        .skip(scroll)
+        .take(usize::from(inner.height))
+        .collect();
+    frame.render_widget(Paragraph::new(shown), inner);
+    if below > 0 {
+        more_below(frame, area, format!(" ↓ {below} more "), 1);
+    }
+}
+
+/// A section's heading.
+fn heading(text: &str) -> Line<'static> {
+    Line::styled(
+        text.to_string(),
+        Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    )
+}
+
+/// A name and what it is, the name padded to `width` columns.
+fn pair(key: &str, what: &str, width: usize) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(
+            format!("  {key:<width$} "),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(what.to_string(), Style::default().fg(Color::Gray)),
+    ])
+}

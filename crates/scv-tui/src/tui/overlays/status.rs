@@ -1,0 +1,102 @@
+//! `/status`: provider, model, context, usage, queue, sandbox, rules and
+//! the daemon's MCP servers (asked for when the overlay opens).
+
+use super::{pair, Overlay, OverlayData};
+use crate::tui::state::{short, McpView};
+use ratatui::text::Line;
+use scv_protocol::ComponentState;
+
+pub struct Status;
+
+impl Overlay for Status {
+    fn title(&self) -> &'static str {
+        " Status — Esc closes "
+    }
+
+    fn lines(&self, data: &OverlayData<'_>, _selected: usize) -> Vec<Line<'static>> {
+        let w = 10;
+        let mut lines = Vec::new();
+        match data.session {
+            Some(session) => {
+                lines.push(pair(
+                    "provider",
+                    session.provider.as_deref().unwrap_or("(not reported)"),
+                    w,
+                ));
+                lines.push(pair("model", &session.model, w));
+                let percent = (data.context_used * 100)
+                    .checked_div(session.context_max_tokens)
+                    .unwrap_or(0);
+                lines.push(pair(
+                    "context",
+                    &format!(
+                        "{} of {} tokens ({percent}%)",
+                        short(data.context_used),
+                        short(session.context_max_tokens)
+                    ),
+                    w,
+                ));
+                lines.push(pair(
+                    "sandbox",
+                    session.sandbox.as_deref().unwrap_or("(not reported)"),
+                    w,
+                ));
+                for gap in &session.sandbox_gaps {
+                    lines.push(pair("missing", gap, w));
+                }
+                lines.push(pair("workspace", &session.cwd, w));
+            }
+            None => lines.push(pair("session", "not connected", w)),
+        }
+        lines.push(pair(
+            "usage",
+            &format!(
+                "{} input · {} output tokens this session",
+                short(data.usage.input_tokens),
+                short(data.usage.output_tokens)
+            ),
+            w,
+        ));
+        let paused = if data.queue_paused { " (paused)" } else { "" };
+        lines.push(pair(
+            "queue",
+            &format!("{} waiting{paused}", data.queue_len),
+            w,
+        ));
+        if data.rules.is_empty() {
+            lines.push(pair("rules", "none (a in an approval prompt adds one)", w));
+        } else {
+            for (i, rule) in data.rules.iter().enumerate() {
+                lines.push(pair(if i == 0 { "rules" } else { "" }, &rule.scope(), w));
+            }
+        }
+        match &data.mcp {
+            McpView::Unknown | McpView::Asking => lines.push(pair("MCP", "asking the daemon…", w)),
+            McpView::Unavailable(why) => lines.push(pair("MCP", why, w)),
+            McpView::Known(servers) if servers.is_empty() => {
+                lines.push(pair("MCP", "no servers configured", w))
+            }
+            McpView::Known(servers) => {
+                for (i, server) in servers.iter().enumerate() {
+                    let name = server.id.strip_prefix("mcp:").unwrap_or(&server.id);
+                    let mut text = format!("{name}: {}", state_name(server.state));
+                    if let Some(tools) = server.tools {
+                        text.push_str(&format!(" · {tools} tools"));
+                    }
+                    if let Some(error) = &server.error {
+                        text.push_str(&format!(" · {error}"));
+                    }
+                    lines.push(pair(if i == 0 { "MCP" } else { "" }, &text, w));
+                }
+            }
+        }
+        lines
+    }
+}
+
+fn state_name(state: ComponentState) -> String {
+    serde_json::to_value(state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{state:?}"))
+}
