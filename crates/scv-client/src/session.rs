@@ -273,10 +273,14 @@ impl SessionClient {
         }
     }
 
-    /// Cancels every prompt in flight (running, queued, on its way).
+    /// Cancels every prompt in flight (running, queued, on its way): all
+    /// are marked first, so the rule about prompts on their way holds for
+    /// the whole lot.
     pub fn cancel_all(&mut self) -> Vec<Request> {
-        let ids: Vec<String> = self.prompts.iter().map(|p| p.request_id.clone()).collect();
-        ids.iter().flat_map(|id| self.cancel(id)).collect()
+        for prompt in &mut self.prompts {
+            prompt.cancel = true;
+        }
+        self.flush_cancels()
     }
 
     /// `approval.resolve` for a waiting approval; `None` when it is not

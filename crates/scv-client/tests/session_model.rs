@@ -46,6 +46,8 @@ enum Op {
     EndTurn(u8),
     /// A prompt the server refuses (`invalid_request`, as an empty one).
     SubmitRefused,
+    /// Cancel everything in flight.
+    CancelAll,
     /// The user edits the n-th queued prompt (`queue.update` with the
     /// revision the client knows).
     Edit(usize),
@@ -56,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Submit),
         1 => Just(Op::SubmitRefused),
         2 => Just(Op::CancelCurrent),
+        1 => Just(Op::CancelAll),
         2 => (0usize..8).prop_map(Op::Cancel),
         1 => any::<bool>().prop_map(Op::Resolve),
         4 => (1usize..4).prop_map(Op::ServerReads),
@@ -312,6 +315,23 @@ struct Seen {
 }
 
 impl Seen {
+    /// Notes the cancels among `requests` (just made by `client`). A
+    /// turn's cancel never goes out while a cancelled prompt is still on
+    /// its way: the server could end the turn and start that prompt before
+    /// its removal arrives.
+    fn sent_by(&mut self, client: &SessionClient, requests: &[Request]) {
+        if requests
+            .iter()
+            .any(|r| matches!(r.message, ClientMessage::TurnCancel(_)))
+        {
+            assert!(
+                !holding(client),
+                "a turn.cancel went out while a cancelled prompt was on its way"
+            );
+        }
+        self.sent(requests);
+    }
+
     /// Notes the cancels among `requests`.
     fn sent(&mut self, requests: &[Request]) {
         for request in requests {
@@ -414,7 +434,7 @@ fn apply(
             _ => {}
         }
     }
-    seen.sent(&applied.requests);
+    seen.sent_by(client, &applied.requests);
     seen.check(client);
     to_server.extend(applied.requests);
 }
@@ -504,7 +524,7 @@ fn run(ops: Vec<Op>) {
                     .map(|p| (p.request_id.clone(), p.cancel))
                     .collect();
                 let requests = client.cancel_current();
-                seen.sent(&requests);
+                seen.sent_by(&client, &requests);
                 to_server.extend(requests);
                 let asked: Vec<String> = client
                     .prompts()
@@ -526,7 +546,7 @@ fn run(ops: Vec<Op>) {
                         .clone();
                     seen.cancelled.insert(id.clone());
                     let requests = client.cancel(&id);
-                    seen.sent(&requests);
+                    seen.sent_by(&client, &requests);
                     to_server.extend(requests);
                     if client.prompt(&id).is_some_and(|p| p.stage != Stage::Sent) {
                         seen.placed(&client, &id);
@@ -553,6 +573,23 @@ fn run(ops: Vec<Op>) {
                             prompt: format!("edited {n}"),
                         }));
                     to_server.push_back(request);
+                }
+            }
+            Op::CancelAll => {
+                for p in client.prompts() {
+                    seen.cancelled.insert(p.request_id.clone());
+                }
+                let requests = client.cancel_all();
+                seen.sent_by(&client, &requests);
+                to_server.extend(requests);
+                let placed: Vec<String> = client
+                    .prompts()
+                    .iter()
+                    .filter(|p| p.stage != Stage::Sent)
+                    .map(|p| p.request_id.clone())
+                    .collect();
+                for id in placed {
+                    seen.placed(&client, &id);
                 }
             }
             Op::Resolve(approved) => {

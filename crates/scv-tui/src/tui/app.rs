@@ -69,7 +69,6 @@ pub struct App {
     pub hint: Option<String>,
     pub should_quit: bool,
     ctrl_c_at: Option<Instant>,
-    next_request: u64,
     /// What the session's events are matched against; [`events`]'s alone.
     book: events::Bookkeeping,
     /// This session's approval rules (never saved, never sent).
@@ -105,7 +104,6 @@ impl App {
             hint: None,
             should_quit: false,
             ctrl_c_at: None,
-            next_request: 0,
             book: Default::default(),
             rules: Rules::default(),
             overlay: None,
@@ -161,20 +159,12 @@ impl App {
             .view(area.width, area.height, self.viewport, self.expanded)
     }
 
-    fn request_id(&mut self) -> String {
-        self.next_request += 1;
-        format!("tui-{}", self.next_request)
-    }
-
     fn session_id(&self) -> Option<String> {
         self.session.as_ref().map(|s| s.session_id.clone())
     }
 
     fn send(&mut self, message: ClientMessage) -> Outgoing {
-        Outgoing::Send {
-            request_id: self.request_id(),
-            message,
-        }
+        events::outgoing(self.book.client.request(message))
     }
 
     /// Notes shown at start (the first-run note).

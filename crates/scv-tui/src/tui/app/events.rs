@@ -1,8 +1,10 @@
 //! The session's events applied to the App: the seam between the protocol
-//! and the UI. [`App::apply`] takes each server event; the bookkeeping it
-//! needs (prompts sent and not yet started, calls the user denied, the
-//! `/status` request, approvals a rule answered) is [`Bookkeeping`], kept
-//! here and touched nowhere else. What starts a turn, cancels it or answers
+//! and the UI. [`App::apply`] takes each server event; the life of each
+//! prompt (sent, queued, running, its cancel at any of those stages, the
+//! approvals its turn asks for) is the shared session client's
+//! (`scv_client::session`), which owns the request ids too; the rest of the
+//! bookkeeping (calls the user denied, the `/status` request, approvals a
+//! rule answered) is [`Bookkeeping`], kept here and touched nowhere else. What starts a turn, cancels it or answers
 //! an approval is here too, so the whole prompt lifecycle reads in one
 //! place: keys and commands call these and never reach into the bookkeeping.
 
@@ -11,16 +13,22 @@ use crate::tui::queue_panel::Left;
 use crate::tui::rules::Rule;
 use crate::tui::state::{short, ActiveTurn, LinkState, McpView, PendingApproval, SessionView};
 use crate::tui::transcript::{ItemKind, ToolCard, ToolState};
-use scv_protocol::{ApprovalResolve, DaemonControl, TurnCancel, TurnStart};
+use scv_client::session::{Request, SessionClient, Update};
+use scv_protocol::{ApprovalResolve, DaemonControl};
 use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
 use std::collections::{HashMap, HashSet};
 
 /// What events are matched against: the App's record of what it sent and
 /// how the user answered.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Bookkeeping {
-    /// Prompts sent with `turn.start`, by request id, shown when they start.
-    pending_prompts: HashMap<String, String>,
+    /// The session's prompts and approvals; it makes every request id.
+    pub(super) client: SessionClient,
+    /// Sessions followed before this one (reconnects), for id prefixes.
+    sessions: u64,
+    /// Queued prompts dequeued for a turn, by request id, that the session
+    /// client did not send (shown when that turn starts).
+    dequeued: HashMap<String, String>,
     /// Calls the user denied: the protocol reports only `success: false`.
     denied: HashSet<String>,
     /// The request id of the `daemon.status` that `/status` asked for.
@@ -28,6 +36,27 @@ pub(super) struct Bookkeeping {
     /// Messages to send that events (not keys) produced: approvals a rule
     /// answered. The event loop drains them with [`App::take_outgoing`].
     outbox: Vec<Outgoing>,
+}
+
+impl Default for Bookkeeping {
+    fn default() -> Self {
+        Bookkeeping {
+            client: SessionClient::new("tui-"),
+            sessions: 0,
+            dequeued: HashMap::new(),
+            denied: HashSet::new(),
+            status_request: None,
+            outbox: Vec::new(),
+        }
+    }
+}
+
+/// A session client's request as the UI hands it to the event loop.
+pub(super) fn outgoing(request: Request) -> Outgoing {
+    Outgoing::Send {
+        request_id: request.request_id,
+        message: request.message,
+    }
 }
 
 impl App {
@@ -39,6 +68,11 @@ impl App {
     /// Applies one server event. Queue events are the queue panel's; the
     /// rest change the session, the turn or the transcript.
     pub fn apply(&mut self, event: Event) {
+        let applied = self.book.client.apply(&event);
+        // A cancel asked before the server placed the prompt goes now.
+        self.book
+            .outbox
+            .extend(applied.requests.into_iter().map(outgoing));
         let Event {
             body,
             request_id,
@@ -58,7 +92,23 @@ impl App {
                     self.left_queue(left, request_id);
                 }
             }
-            EventBody::TurnStarted {} => self.turn_started(request_id, turn_id),
+            EventBody::TurnStarted {} => {
+                // The prompt shows once its turn starts, as the session
+                // client knows it now (an edit while queued included).
+                let ours = applied.updates.iter().find_map(|update| match update {
+                    Update::Started { prompt, .. } => Some(prompt.clone()),
+                    _ => None,
+                });
+                let prompt = ours.or_else(|| {
+                    request_id
+                        .as_ref()
+                        .and_then(|r| self.book.dequeued.remove(r))
+                });
+                if let Some(prompt) = prompt {
+                    self.transcript.push(ItemKind::User(prompt));
+                }
+                self.turn_started(turn_id)
+            }
             EventBody::AssistantDelta { content } => self.assistant_delta(content),
             EventBody::AssistantCompleted { content } => self.assistant_completed(content),
             EventBody::ToolProposed {
@@ -155,7 +205,7 @@ impl App {
                         status
                             .components
                             .into_iter()
-                            .filter(|c| c.id.starts_with("mcp:"))
+                            .filter(|c| c.kind() == scv_protocol::ComponentKind::Mcp)
                             .collect(),
                     );
                 }
@@ -215,13 +265,7 @@ impl App {
 
     /// A prompt is shown once its turn starts, not when it is sent: the
     /// server may queue it first.
-    fn turn_started(&mut self, request_id: Option<String>, turn_id: Option<String>) {
-        if let Some(prompt) = request_id
-            .as_ref()
-            .and_then(|r| self.book.pending_prompts.remove(r))
-        {
-            self.transcript.push(ItemKind::User(prompt));
-        }
+    fn turn_started(&mut self, turn_id: Option<String>) {
         self.turn = Some(ActiveTurn {
             turn_id: turn_id.unwrap_or_default(),
             started_at: self.now,
@@ -374,11 +418,15 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return Vec::new();
         };
-        vec![self.send(ClientMessage::ApprovalResolve(ApprovalResolve {
-            session_id,
-            approval_id: approval.approval_id,
-            approved,
-        }))]
+        match self.book.client.resolve(&approval.approval_id, approved) {
+            Some(request) => vec![outgoing(request)],
+            // Not one the session client saw (the server says so if so).
+            None => vec![self.send(ClientMessage::ApprovalResolve(ApprovalResolve {
+                session_id,
+                approval_id: approval.approval_id,
+                approved,
+            }))],
+        }
     }
 
     /// A call that fails after the user denied it is shown as denied.
@@ -412,11 +460,13 @@ impl App {
         }
     }
 
-    /// An entry left the queue: a dequeued prompt is shown when the turn
-    /// its request starts; one being edited can no longer be saved.
+    /// An entry left the queue: a dequeued prompt is shown when its turn
+    /// starts; one being edited can no longer be saved.
     fn left_queue(&mut self, left: Left, request_id: Option<String>) {
         if let (Some(prompt), Some(rid)) = (left.dequeued, request_id) {
-            self.book.pending_prompts.insert(rid, prompt);
+            if !self.book.client.owns(&rid) {
+                self.book.dequeued.insert(rid, prompt);
+            }
         }
         if self
             .input
@@ -445,33 +495,49 @@ impl App {
     /// Connected again with a fresh session (its events follow).
     pub fn reconnected(&mut self) {
         self.link = LinkState::Connected;
-        self.book.pending_prompts.clear();
+        // A new session: nothing of the old one is in flight (its request
+        // ids stay unique on the new connection all the same).
+        self.book.sessions += 1;
+        self.book.client = SessionClient::new(format!("tui{}-", self.book.sessions));
+        self.book.dequeued.clear();
         self.transcript.push(ItemKind::Notice(
             "reconnected; a new session started — the earlier history was not restored".into(),
         ));
     }
 
-    /// `turn.cancel` for the running turn, if any.
+    /// Cancels the running turn — or the prompt on its way to becoming
+    /// one, as soon as the server says where it is.
     pub(super) fn cancel_turn(&mut self) -> Vec<Outgoing> {
-        let (Some(turn), Some(session_id)) = (self.turn.clone(), self.session_id()) else {
+        if self.session_id().is_none() {
             return Vec::new();
-        };
-        vec![self.send(ClientMessage::TurnCancel(TurnCancel {
-            session_id,
-            turn_id: turn.turn_id,
-        }))]
+        }
+        let out: Vec<Outgoing> = self
+            .book
+            .client
+            .cancel_current()
+            .into_iter()
+            .map(outgoing)
+            .collect();
+        match (out.is_empty(), self.turn.clone(), self.session_id()) {
+            // Asked again while its cancel is on its way: say it again.
+            (true, Some(turn), Some(session_id)) => {
+                vec![
+                    self.send(ClientMessage::TurnCancel(scv_protocol::TurnCancel {
+                        session_id,
+                        turn_id: turn.turn_id,
+                    })),
+                ]
+            }
+            _ => out,
+        }
     }
 
     /// `turn.start` for `prompt`, which is shown once its turn starts.
     pub(super) fn start_turn(&mut self, session_id: String, prompt: String) -> Outgoing {
-        let out = self.send(ClientMessage::TurnStart(TurnStart {
-            session_id,
-            prompt: prompt.clone(),
-        }));
-        if let Outgoing::Send { request_id, .. } = &out {
-            self.book.pending_prompts.insert(request_id.clone(), prompt);
+        if self.book.client.session_id().is_none() {
+            self.book.client.set_session(session_id);
         }
-        out
+        outgoing(self.book.client.submit(prompt))
     }
 
     /// `daemon.status` for `/status`: its answer (or its error) fills

@@ -78,7 +78,7 @@ impl Overlay for Status {
             }
             McpView::Known(servers) => {
                 for (i, server) in servers.iter().enumerate() {
-                    let name = server.id.strip_prefix("mcp:").unwrap_or(&server.id);
+                    let name = server.name();
                     let mut text = format!("{name}: {}", state_name(server.state));
                     if let Some(tools) = server.tools {
                         text.push_str(&format!(" · {tools} tools"));
