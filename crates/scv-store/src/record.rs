@@ -1,0 +1,109 @@
+//! The journal's records: one JSON object per line, tagged by `kind`.
+//! The first record of a journal is its [`Header`]; the rest follow the
+//! session's life. Records of a kind this build does not know are kept in
+//! the file and skipped when replaying, so a newer server's journal still
+//! resumes here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The journal format this build writes (the header's `v`).
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub v: u32,
+    pub session_id: String,
+    pub cwd: String,
+    pub created: u64,
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+/// What the canonical history became at the end of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryChange {
+    /// The turn's own messages were appended to it (the usual case).
+    Append,
+    /// It is this, whole (after compaction, trimming, a turn dropped for
+    /// not fitting).
+    Snapshot(Vec<Value>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Record {
+    Session(Header),
+    /// A turn began with this prompt.
+    TurnStarted {
+        turn_id: String,
+        prompt: String,
+        at: u64,
+        seq: u64,
+    },
+    /// A turn ended (`turn.completed`, `turn.cancelled`, `turn.failed`).
+    TurnEnded {
+        turn_id: String,
+        at: u64,
+        seq: u64,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// The messages the turn added (prompt, answers, tool calls and
+        /// their results), opaque to the store.
+        messages: Vec<Value>,
+        history: HistoryChange,
+        /// The turn's usage as `turn.completed` reported it, opaque.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Value>,
+    },
+    /// `session.clear`: history, queue and transcript start afresh.
+    Cleared {
+        at: u64,
+        seq: u64,
+    },
+    /// `session.configure`: another provider or model from here on.
+    Configured {
+        provider: String,
+        model: String,
+        at: u64,
+        seq: u64,
+    },
+    /// The prompts waiting in the queue now, in order.
+    Queue {
+        prompts: Vec<String>,
+    },
+    /// A record of a kind this build does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Record {
+    /// The record as one journal line, newline included.
+    pub fn line(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut line = serde_json::to_vec(self)?;
+        line.push(b'\n');
+        Ok(line)
+    }
+}

@@ -1,0 +1,353 @@
+//! Reading a journal back: the canonical history as of the last turn that
+//! ended, the transcript since the last clear, the prompts left queued,
+//! the provider and model in force, the last `seq`.
+//!
+//! A journal's last line may be torn (the process died mid-write): it is
+//! ignored, and [`Replay::valid_len`] says where the complete records end
+//! so a writer can cut the file back there. Anything else unreadable — a
+//! bad record before the end, a header of another format — makes the
+//! journal damaged: it is reported, never guessed at.
+
+use crate::record::{Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
+use serde_json::Value;
+
+/// One turn as the transcript shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub turn_id: String,
+    pub prompt: String,
+    pub at: u64,
+    /// `None`: the turn never ended — the process died while it ran.
+    pub ended: Option<Ended>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ended {
+    pub outcome: Outcome,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub messages: Vec<Value>,
+    pub usage: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    pub header: Header,
+    pub provider: String,
+    pub model: String,
+    /// The canonical history as of the last turn that ended.
+    pub history: Vec<Value>,
+    /// The last `seq` journaled.
+    pub seq: u64,
+    /// Turns since the last `session.clear`, oldest first.
+    pub turns: Vec<Turn>,
+    /// Turns that ended, over the whole session.
+    pub ended_turns: usize,
+    /// Prompts still queued when the journal ends.
+    pub queue: Vec<String>,
+    /// The session's first prompt (its title).
+    pub title: Option<String>,
+    /// When the last record was written (unix seconds).
+    pub updated: u64,
+    /// Bytes of complete records; past it, a torn tail (or, with a fork
+    /// point, where the replay stopped).
+    pub valid_len: u64,
+    /// Bytes of the header line.
+    pub header_len: u64,
+}
+
+/// Why a journal cannot be replayed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    #[error("the journal is empty")]
+    Empty,
+    #[error("the first record is not a session header")]
+    NoHeader,
+    #[error("format version {0} (this build reads {FORMAT_VERSION})")]
+    Version(u32),
+    #[error("record {line} is unreadable: {why}")]
+    Record { line: usize, why: String },
+}
+
+impl Replay {
+    /// Replays `bytes` (a whole journal); with `until`, only up to and
+    /// including the end of that turn (a fork's point).
+    pub fn read(bytes: &[u8], until: Option<&str>) -> Result<Replay, Damage> {
+        let mut lines = Lines::new(bytes);
+        let Some((first, _)) = lines.next_complete() else {
+            return Err(Damage::Empty);
+        };
+        let header = match serde_json::from_slice::<Record>(first) {
+            Ok(Record::Session(header)) => header,
+            Ok(_) => return Err(Damage::NoHeader),
+            Err(_) => match serde_json::from_slice::<Value>(first)
+                .ok()
+                .and_then(|v| v.get("v").and_then(Value::as_u64))
+            {
+                Some(v) if v != u64::from(FORMAT_VERSION) => return Err(Damage::Version(v as u32)),
+                _ => return Err(Damage::NoHeader),
+            },
+        };
+        if header.v != FORMAT_VERSION {
+            return Err(Damage::Version(header.v));
+        }
+        let mut replay = Replay {
+            provider: header.provider.clone(),
+            model: header.model.clone(),
+            updated: header.created,
+            header,
+            history: Vec::new(),
+            seq: 0,
+            turns: Vec::new(),
+            ended_turns: 0,
+            queue: Vec::new(),
+            title: None,
+            valid_len: lines.consumed as u64,
+            header_len: lines.consumed as u64,
+        };
+        let mut line_no = 1;
+        while let Some((line, last)) = lines.next_complete() {
+            line_no += 1;
+            let record = match serde_json::from_slice::<Record>(line) {
+                Ok(record) => record,
+                // The last complete line may still be a torn write that
+                // happened to end in a newline byte of its payload: only
+                // if it is last; anywhere else it is damage.
+                Err(_) if last && !lines.more() => break,
+                Err(err) => {
+                    return Err(Damage::Record {
+                        line: line_no,
+                        why: err.to_string(),
+                    })
+                }
+            };
+            replay.valid_len = lines.consumed as u64;
+            if replay.apply(record, until) {
+                break;
+            }
+        }
+        Ok(replay)
+    }
+
+    /// Applies one record; true when the fork point was reached.
+    fn apply(&mut self, record: Record, until: Option<&str>) -> bool {
+        match record {
+            Record::Session(_) | Record::Unknown => {}
+            Record::TurnStarted {
+                turn_id,
+                prompt,
+                at,
+                seq,
+            } => {
+                self.seq = self.seq.max(seq);
+                self.updated = self.updated.max(at);
+                if self.title.is_none() {
+                    self.title = Some(prompt.clone());
+                }
+                self.turns.push(Turn {
+                    turn_id,
+                    prompt,
+                    at,
+                    ended: None,
+                });
+            }
+            Record::TurnEnded {
+                turn_id,
+                at,
+                seq,
+                outcome,
+                code,
+                message,
+                messages,
+                history,
+                usage,
+            } => {
+                self.seq = self.seq.max(seq);
+                self.updated = self.updated.max(at);
+                self.ended_turns += 1;
+                match history {
+                    HistoryChange::Append => self.history.extend(messages.iter().cloned()),
+                    HistoryChange::Snapshot(all) => self.history = all,
+                }
+                let reached = until == Some(turn_id.as_str());
+                if let Some(turn) = self.turns.iter_mut().rev().find(|t| t.turn_id == turn_id) {
+                    turn.ended = Some(Ended {
+                        outcome,
+                        code,
+                        message,
+                        messages,
+                        usage,
+                    });
+                }
+                return reached;
+            }
+            Record::Cleared { at, seq } => {
+                self.seq = self.seq.max(seq);
+                self.updated = self.updated.max(at);
+                self.history.clear();
+                self.turns.clear();
+                self.queue.clear();
+            }
+            Record::Configured {
+                provider,
+                model,
+                at,
+                seq,
+            } => {
+                self.seq = self.seq.max(seq);
+                self.updated = self.updated.max(at);
+                self.provider = provider;
+                self.model = model;
+            }
+            Record::Queue { prompts } => self.queue = prompts,
+        }
+        false
+    }
+
+    /// Whether `turn_id` is a turn of this session that ended.
+    pub fn has_ended_turn(&self, turn_id: &str) -> bool {
+        self.turns
+            .iter()
+            .any(|t| t.turn_id == turn_id && t.ended.is_some())
+    }
+}
+
+/// Complete lines of a journal, and how far they reach.
+struct Lines<'a> {
+    bytes: &'a [u8],
+    consumed: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(bytes: &'a [u8]) -> Lines<'a> {
+        Lines { bytes, consumed: 0 }
+    }
+
+    /// The next line that ends in a newline (blank lines skipped), and
+    /// whether it is the last complete one.
+    fn next_complete(&mut self) -> Option<(&'a [u8], bool)> {
+        loop {
+            let rest = &self.bytes[self.consumed..];
+            let end = rest.iter().position(|b| *b == b'\n')?;
+            self.consumed += end + 1;
+            let line = &rest[..end];
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let last = !self.bytes[self.consumed..].contains(&b'\n');
+            return Some((line, last));
+        }
+    }
+
+    /// Bytes left after the complete lines (a torn tail).
+    fn more(&self) -> bool {
+        self.consumed < self.bytes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn header() -> Record {
+        Record::Session(Header {
+            v: FORMAT_VERSION,
+            session_id: "s".into(),
+            cwd: "/w".into(),
+            created: 1,
+            provider: "openai".into(),
+            model: "m".into(),
+            forked_from: None,
+        })
+    }
+
+    fn turn(id: &str, prompt: &str, history: HistoryChange) -> [Record; 2] {
+        [
+            Record::TurnStarted {
+                turn_id: id.into(),
+                prompt: prompt.into(),
+                at: 2,
+                seq: 1,
+            },
+            Record::TurnEnded {
+                turn_id: id.into(),
+                at: 3,
+                seq: 5,
+                outcome: Outcome::Completed,
+                code: None,
+                message: None,
+                messages: vec![json!({"user": prompt}), json!({"assistant": "ok"})],
+                history,
+                usage: None,
+            },
+        ]
+    }
+
+    fn journal(records: &[Record]) -> Vec<u8> {
+        records.iter().flat_map(|r| r.line().unwrap()).collect()
+    }
+
+    #[test]
+    fn history_transcript_and_queue_come_back() {
+        let mut records = vec![header()];
+        records.extend(turn("t1", "one", HistoryChange::Append));
+        records.extend(turn(
+            "t2",
+            "two",
+            HistoryChange::Snapshot(vec![json!("summary")]),
+        ));
+        records.push(Record::Queue {
+            prompts: vec!["later".into()],
+        });
+        records.push(Record::TurnStarted {
+            turn_id: "t3".into(),
+            prompt: "three".into(),
+            at: 9,
+            seq: 9,
+        });
+        let replay = Replay::read(&journal(&records), None).unwrap();
+        assert_eq!(replay.history, [json!("summary")]);
+        assert_eq!(replay.turns.len(), 3);
+        assert!(replay.turns[2].ended.is_none(), "interrupted");
+        assert_eq!(replay.queue, ["later"]);
+        assert_eq!(replay.title.as_deref(), Some("one"));
+        assert_eq!(replay.ended_turns, 2);
+        assert_eq!(replay.seq, 9);
+    }
+
+    #[test]
+    fn a_torn_tail_is_ignored_and_measured() {
+        let mut bytes = journal(&[header()]);
+        let good = bytes.len() as u64;
+        bytes.extend_from_slice(b"{\"kind\":\"turn_started\",\"turn_id\":\"t");
+        let replay = Replay::read(&bytes, None).unwrap();
+        assert_eq!(replay.valid_len, good);
+        assert!(replay.turns.is_empty());
+    }
+
+    #[test]
+    fn damage_is_named() {
+        assert_eq!(Replay::read(b"", None), Err(Damage::Empty));
+        let other = b"{\"kind\":\"session\",\"v\":7,\"session_id\":\"s\",\"cwd\":\"/\",\"created\":1,\"provider\":\"p\",\"model\":\"m\"}\n";
+        assert_eq!(Replay::read(other, None), Err(Damage::Version(7)));
+        let mut bad = journal(&[header()]);
+        bad.extend_from_slice(b"not json\n");
+        bad.extend(journal(&turn("t1", "x", HistoryChange::Append)));
+        assert!(matches!(
+            Replay::read(&bad, None),
+            Err(Damage::Record { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_fork_point_stops_the_replay_after_its_turn() {
+        let mut records = vec![header()];
+        records.extend(turn("t1", "one", HistoryChange::Append));
+        records.extend(turn("t2", "two", HistoryChange::Append));
+        let replay = Replay::read(&journal(&records), Some("t1")).unwrap();
+        assert_eq!(replay.history.len(), 2);
+        assert_eq!(replay.turns.len(), 1);
+    }
+}
