@@ -4,6 +4,7 @@
 //! file and the line; an unknown key is reported on stderr and ignored, so a
 //! newer config does not stop an older server.
 
+use crate::model::Effort;
 use crate::presets::{Overrides, ProviderTable, Providers};
 use anyhow::{anyhow, Context, Result};
 use scv_protocol::Risk;
@@ -13,25 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// How hard a reasoning model thinks (`reasoning_effort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effort {
-    Low,
-    Medium,
-    High,
-}
-
-impl Effort {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effort::Low => "low",
-            Effort::Medium => "medium",
-            Effort::High => "high",
-        }
-    }
-}
 
 /// The file as written: every key optional.
 #[derive(Debug, Clone, Deserialize)]

@@ -349,7 +349,7 @@ impl SessionHost {
         };
         let session = self.session(session_id)?;
         if let Some(history) = &mut session.history {
-            history.keep_provider_data_of(next.wire.kind());
+            history.keep_provider_data_of(next.wire);
         }
         session.settings = Arc::new(SessionSettings {
             cwd: current.cwd.clone(),

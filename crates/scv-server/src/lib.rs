@@ -13,7 +13,7 @@ pub mod daemon;
 mod handles;
 mod host;
 pub mod memory;
-mod message;
+mod model;
 mod presets;
 mod provider;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider

@@ -5,7 +5,7 @@
 //! Preset URLs and auth were checked against each provider's own
 //! documentation (docs/DESIGN.md lists the sources).
 
-use crate::provider::Wire;
+use crate::model::Wire;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

@@ -22,9 +22,8 @@
 
 use super::assemble::Assembler;
 use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
-use crate::message::{Message, ProviderData, WireKind};
-use scv_protocol::Usage;
+use super::{encode, errors, Provider, ProviderError, Redactor, Request};
+use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -108,7 +107,7 @@ fn message(message: &Message, replay: bool) -> WireMessage<'_> {
                     extra_content: call
                         .provider_data
                         .as_ref()
-                        .filter(|d| d.wire == WireKind::Chat)
+                        .filter(|d| d.wire == Wire::Chat)
                         .map(|d| &d.value),
                 })
                 .collect(),
@@ -399,8 +398,9 @@ impl Parser {
         }
         if let Some(usage) = chunk.usage {
             asm.usage(Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
+                input: usage.prompt_tokens,
+                output: usage.completion_tokens,
+                ..Usage::default()
             });
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
@@ -445,7 +445,7 @@ impl Parser {
                 asm.call_data(
                     slot,
                     ProviderData {
-                        wire: WireKind::Chat,
+                        wire: Wire::Chat,
                         value: extra,
                     },
                 );
@@ -617,8 +617,8 @@ mod tests {
         assert_eq!(message.tool_calls[0].arguments, "{\"command\":\"ls\"}");
         assert_eq!(message.tool_calls[1].name, "read_file");
         assert_eq!(
-            usage,
-            Some(Usage {
+            usage.map(scv_protocol::Usage::from),
+            Some(scv_protocol::Usage {
                 input_tokens: 10,
                 output_tokens: 3
             })

@@ -28,45 +28,11 @@ fn encode<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {
 }
 pub(crate) use stream::{Reply, ResponseStream};
 
-use crate::config::Effort;
-use crate::message::{Message, WireKind};
+use crate::model::{Effort, Message, ToolSpec, Wire};
 use scv_protocol::FailureCode;
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The wire a provider speaks (`wire` in a provider definition).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Wire {
-    /// OpenAI Chat Completions and the servers compatible with it.
-    Chat,
-    /// OpenAI Responses.
-    Responses,
-    /// Anthropic Messages.
-    Anthropic,
-}
-
-impl Wire {
-    /// The tag its provider data carries.
-    pub fn kind(self) -> WireKind {
-        match self {
-            Wire::Chat => WireKind::Chat,
-            Wire::Responses => WireKind::Responses,
-            Wire::Anthropic => WireKind::Anthropic,
-        }
-    }
-}
-
-/// A tool as offered to the model.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Arc<Value>,
-}
 
 /// One request, as every wire needs it.
 pub(crate) struct Request<'a> {

@@ -20,9 +20,8 @@
 
 use super::assemble::{Assembler, End};
 use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
-use crate::message::{Message, ProviderData, WireKind};
-use scv_protocol::Usage;
+use super::{encode, errors, Provider, ProviderError, Redactor, Request};
+use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -73,7 +72,7 @@ fn input(history: &[Message]) -> Vec<Value> {
                 let kept: &[Value] = match assistant
                     .provider_data
                     .as_ref()
-                    .filter(|d| d.wire == WireKind::Responses)
+                    .filter(|d| d.wire == Wire::Responses)
                     .map(|d| &d.value)
                 {
                     Some(Value::Array(kept)) => kept,
@@ -240,8 +239,9 @@ impl Parser {
                 let response = event.response.unwrap_or(Value::Null);
                 if let Some(usage) = response.get("usage").filter(|u| !u.is_null()) {
                     asm.usage(Usage {
-                        input_tokens: number(usage, "input_tokens"),
-                        output_tokens: number(usage, "output_tokens"),
+                        input: number(usage, "input_tokens"),
+                        output: number(usage, "output_tokens"),
+                        ..Usage::default()
                     });
                 }
                 let reason = response
@@ -355,7 +355,7 @@ impl Parser {
     fn keep(&mut self, item: Value, asm: &mut Assembler) {
         self.kept.push(item);
         asm.provider_data(ProviderData {
-            wire: WireKind::Responses,
+            wire: Wire::Responses,
             value: Value::Array(self.kept.clone()),
         });
     }
@@ -483,12 +483,12 @@ mod tests {
         assert_eq!(message.tool_calls[0].id, "call_abc123");
         assert_eq!(message.tool_calls[0].arguments, "{\"path\":\"a\"}");
         let data = message.provider_data.unwrap();
-        assert_eq!(data.wire, WireKind::Responses);
+        assert_eq!(data.wire, Wire::Responses);
         assert_eq!(
             data.value,
             json!([{"id":"rs_1","type":"reasoning","encrypted_content":"done-copy","summary":[{"type":"summary_text","text":"**Plan**"}]}])
         );
-        assert_eq!(usage.unwrap().input_tokens, 72);
+        assert_eq!(usage.unwrap().input_tokens(), 72);
         assert_eq!(finish.as_deref(), Some("tool_calls"));
     }
 

@@ -9,9 +9,9 @@
 use super::assemble::{Assembler, Delta, End};
 use super::sse::{EventTooLarge, SseReader};
 use super::{anthropic, chat, http, responses, ProviderError, Redactor};
-use crate::message::AssistantMessage;
+use crate::model::{AssistantMessage, Usage};
 use scv_protocol::limits::{MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES};
-use scv_protocol::{FailureCode, Usage};
+use scv_protocol::FailureCode;
 use std::time::{Duration, Instant};
 
 /// A wire's event parser (static dispatch).

@@ -4,7 +4,7 @@
 
 use super::{bash, edit_file, list_dir, mcp, output, read_file, search, write_file};
 use super::{Builtin, ToolContext, ToolResult};
-use crate::provider::ToolSpec;
+use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
 use serde_json::Value;
