@@ -5,7 +5,7 @@
 //! newer config does not stop an older server.
 
 use crate::model::Effort;
-use crate::presets::{Overrides, ProviderTable, Providers};
+use crate::provider::presets::{Overrides, ProviderTable, Providers};
 use anyhow::{anyhow, Context, Result};
 use scv_protocol::Risk;
 use scv_sandbox::Mode as SandboxMode;

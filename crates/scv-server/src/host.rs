@@ -13,7 +13,7 @@
 
 use crate::agent::{add_usage, SessionSettings, Turn, TurnOutcome};
 use crate::context::History;
-use crate::presets::{check_url, same_origin, ProviderDef};
+use crate::provider::presets::{check_url, same_origin, ProviderDef};
 use crate::provider::Provider;
 use crate::server::Shared;
 use crate::session::{Approvals, EmitError, PromptQueue, QueueError, SessionSink};

@@ -14,7 +14,6 @@ mod handles;
 mod host;
 pub mod memory;
 mod model;
-mod presets;
 mod provider;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider
 /// wires' parsers are private, so this drives them. Not an API.

@@ -21,17 +21,14 @@
 //! read.
 
 use super::assemble::{Assembler, End};
-use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request};
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::{encode, Provider, Request};
+use super::wire::{Flow, WireParser};
 use crate::model::{Effort, Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-pub(super) fn url(base_url: &str) -> String {
-    format!("{}/messages", base_url.trim_end_matches('/'))
-}
 
 pub(super) fn tool(spec: &ToolSpec) -> Value {
     json!({
@@ -233,8 +230,8 @@ pub(super) struct Parser {
     usage: Usage,
 }
 
-impl Parser {
-    pub fn apply(
+impl WireParser for Parser {
+    fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -374,7 +371,9 @@ impl Parser {
         }
         Ok(Flow::Continue)
     }
+}
 
+impl Parser {
     /// Keeps a block to send back with this message.
     fn keep(&mut self, block: Value, asm: &mut Assembler) {
         self.blocks.push(block);
@@ -382,10 +381,6 @@ impl Parser {
             wire: Wire::Anthropic,
             value: Value::Array(self.blocks.clone()),
         });
-    }
-
-    pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
-        Ok(())
     }
 }
 

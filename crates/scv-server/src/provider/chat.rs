@@ -21,18 +21,15 @@
 //!   and sent back with that call.
 
 use super::assemble::Assembler;
-use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request};
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::{encode, Provider, Request};
+use super::wire::{Flow, WireParser};
 use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-pub(super) fn url(base_url: &str) -> String {
-    format!("{}/chat/completions", base_url.trim_end_matches('/'))
-}
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -376,8 +373,8 @@ pub(super) struct Parser {
     held: String,
 }
 
-impl Parser {
-    pub fn apply(
+impl WireParser for Parser {
+    fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -420,6 +417,17 @@ impl Parser {
         Ok(Flow::Continue)
     }
 
+    /// The response ended: what was held back goes where it was heading.
+    fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
+        let held = std::mem::take(&mut self.held);
+        match self.think {
+            Think::Thinking => asm.reasoning(&held),
+            Think::Start | Think::Answer => asm.text(&held),
+        }
+    }
+}
+
+impl Parser {
     fn apply_delta(&mut self, delta: Delta<'_>, asm: &mut Assembler) -> Result<(), ProviderError> {
         for call in delta.tool_calls.unwrap_or_default() {
             let id = call
@@ -529,15 +537,6 @@ impl Parser {
                     return asm.text(&held);
                 }
             }
-        }
-    }
-
-    /// The response ended: what was held back goes where it was heading.
-    pub fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
-        let held = std::mem::take(&mut self.held);
-        match self.think {
-            Think::Thinking => asm.reasoning(&held),
-            Think::Start | Think::Answer => asm.text(&held),
         }
     }
 

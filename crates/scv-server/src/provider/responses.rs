@@ -19,17 +19,14 @@
 //! openai-python's types and a real gpt-5-mini capture (see the tests).
 
 use super::assemble::{Assembler, End};
-use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request};
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::{encode, Provider, Request};
+use super::wire::{Flow, WireParser};
 use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-pub(super) fn url(base_url: &str) -> String {
-    format!("{}/responses", base_url.trim_end_matches('/'))
-}
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -174,8 +171,8 @@ pub(super) struct Parser {
     refusal_shown: bool,
 }
 
-impl Parser {
-    pub fn apply(
+impl WireParser for Parser {
+    fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -275,7 +272,9 @@ impl Parser {
         }
         Ok(Flow::Continue)
     }
+}
 
+impl Parser {
     fn item_added(&mut self, item: &Value, asm: &mut Assembler) -> Result<(), ProviderError> {
         if item.get("type").and_then(Value::as_str) != Some("function_call") {
             return Ok(());
@@ -370,10 +369,6 @@ impl Parser {
         }
         Ok(())
     }
-
-    pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
-        Ok(())
-    }
 }
 
 /// A reasoning item as it may go back: its id, summary and encrypted
@@ -432,8 +427,9 @@ fn number(value: &Value, key: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::assemble::Delta;
 
-    fn parse(events: &[Value]) -> (Assembler, Vec<super::super::Delta>) {
+    fn parse(events: &[Value]) -> (Assembler, Vec<Delta>) {
         let mut parser = Parser::default();
         let mut asm = Assembler::default();
         let mut deltas = Vec::new();
@@ -471,11 +467,11 @@ mod tests {
         assert_eq!(
             deltas,
             [
-                super::super::Delta::Reasoning("**Plan**".into()),
-                super::super::Delta::Reasoning("\n\n".into()),
-                super::super::Delta::Reasoning("read it".into()),
-                super::super::Delta::Text("Let me ".into()),
-                super::super::Delta::Text("read.".into()),
+                Delta::Reasoning("**Plan**".into()),
+                Delta::Reasoning("\n\n".into()),
+                Delta::Reasoning("read it".into()),
+                Delta::Text("Let me ".into()),
+                Delta::Text("read.".into()),
             ]
         );
         let (message, usage, finish) = asm.into_parts();
@@ -509,10 +505,7 @@ mod tests {
         assert_eq!(asm.ending(), End::Refused);
         // Only the finished item: its text is shown once.
         let (asm, deltas) = parse(&[done.clone(), done, completed.clone()]);
-        assert_eq!(
-            deltas,
-            [super::super::Delta::Text("I can't help with that.".into())]
-        );
+        assert_eq!(deltas, [Delta::Text("I can't help with that.".into())]);
         assert_eq!(asm.ending(), End::Refused);
         let (asm, _) = parse(&[completed]);
         assert_eq!(asm.ending(), End::Finished);
