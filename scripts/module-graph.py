@@ -146,6 +146,8 @@ def inline_modules(code):
 
 def parse_use_tree(tree):
     """`a::{b, c::d, e as f, self}` → [[a, b], [a, c, d], [a, e], [a]]."""
+    # Renames go first, while `x as y` still has its spaces.
+    tree = re.sub(r"\s+as\s+" + IDENT, "", tree)
     tree = re.sub(r"\s+", "", tree)
     paths = []
 
@@ -167,7 +169,7 @@ def parse_use_tree(tree):
                 head = [p for p in part[:brace].split("::") if p]
                 walk(part[brace + 1:part.rfind("}")], prefix + head)
             else:
-                segs = [p for p in re.sub(r"as" + IDENT + "$", "", part).split("::") if p]
+                segs = [p for p in part.split("::") if p]
                 if segs == ["self"]:
                     paths.append(prefix)
                 elif segs != ["*"]:
@@ -188,6 +190,27 @@ class Crate:
         self.test_modules = set()  # module paths declared under cfg(test)
         self.children = {}  # module path -> set of child names
         self._discover((), root)
+        self.root_names = self._root_imports()
+
+    def _root_imports(self):
+        """Names the crate root brings in with `use` (`pub use error::Error`):
+        `crate::Error` elsewhere then means the module `error`, not the root."""
+        names = {}
+        code = blank(open(self.root, encoding="utf-8").read())
+        inline = inline_modules(code)
+        for m in re.finditer(r"\buse\s+", code):
+            if any(s < m.start() < e for s, e, _ in inline):
+                continue
+            end = code.find(";", m.end())
+            tree = code[m.end():end if end >= 0 else len(code)]
+            renames = dict(re.findall(r"(" + IDENT + r")\s+as\s+(" + IDENT + r")", tree))
+            for segs in parse_use_tree(tree):
+                segs = [x for x in segs if x]
+                if segs and segs[0] == "crate":
+                    segs = segs[1:]
+                if len(segs) > 1 and segs[0] in self.children.get((), set()):
+                    names[renames.get(segs[-1], segs[-1])] = tuple(segs)
+        return names
 
     def _discover(self, path, file):
         self.files[path] = file
@@ -222,6 +245,8 @@ class Crate:
 
     def node(self, path):
         """The graph node of an absolute module path."""
+        if path and path[0] in self.root_names and path[0] not in self.children.get((), set()):
+            path = self.root_names[path[0]] + tuple(path[1:])
         if not path or path[0] not in self.children.get((), set()):
             return "crate"
         if path[0] in self.split and len(path) > 1 and path[1] in self.children.get(path[:1], set()):
