@@ -8,8 +8,8 @@
 //! process group or session it moved to — and reports how many. The output
 //! says so.
 
+use super::builtin::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use super::reaper::{Report, SANDBOX_FLAG};
-use super::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -35,7 +35,7 @@ pub(crate) const TOOL: Builtin = Builtin {
     }),
     // The whole command, every line: a second line is a second command.
     summary: |arguments| {
-        let command = super::arg(arguments, "command");
+        let command = super::builtin::arg(arguments, "command");
         if stays_sandboxed(arguments) {
             format!("Run shell command: {command}")
         } else {

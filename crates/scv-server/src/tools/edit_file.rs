@@ -1,8 +1,8 @@
 //! edit_file: replace an exact string in a file of the workspace.
 
 use super::beneath::Workspace;
+use super::builtin::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use super::textfile::{read_text, MAX_FILE_BYTES};
-use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -32,14 +32,14 @@ fn summary(arguments: &Value) -> String {
     let all = arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
     let mut text = format!(
         "Edit file: {}{}",
-        super::arg(arguments, "path"),
+        super::builtin::arg(arguments, "path"),
         if all { " (every occurrence)" } else { "" }
     );
-    for line in super::arg(arguments, "old_string").split('\n') {
+    for line in super::builtin::arg(arguments, "old_string").split('\n') {
         text.push_str("\n- ");
         text.push_str(line);
     }
-    for line in super::arg(arguments, "new_string").split('\n') {
+    for line in super::builtin::arg(arguments, "new_string").split('\n') {
         text.push_str("\n+ ");
         text.push_str(line);
     }

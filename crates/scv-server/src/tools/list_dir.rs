@@ -1,7 +1,7 @@
 //! list_dir: the entries of a directory in the workspace.
 
 use super::beneath::Workspace;
-use super::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
+use super::builtin::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
 use rustix::fs::FileType;
 use scv_protocol::Risk;
 use serde::Deserialize;
@@ -21,7 +21,7 @@ pub(crate) const TOOL: Builtin = Builtin {
             "required": ["path"]
         })
     },
-    summary: |arguments| format!("List directory: {}", super::arg(arguments, "path")),
+    summary: |arguments| format!("List directory: {}", super::builtin::arg(arguments, "path")),
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };

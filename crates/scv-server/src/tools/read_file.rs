@@ -1,8 +1,8 @@
 //! read_file: numbered lines of a text file in the workspace.
 
 use super::beneath::Workspace;
+use super::builtin::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
 use super::textfile::read_text;
-use super::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -24,7 +24,7 @@ pub(crate) const TOOL: Builtin = Builtin {
         },
         "required": ["path"]
     }),
-    summary: |arguments| format!("Read file: {}", super::arg(arguments, "path")),
+    summary: |arguments| format!("Read file: {}", super::builtin::arg(arguments, "path")),
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };

@@ -2,8 +2,8 @@
 //! [`BUILTINS`]) and the tools of connected MCP servers, looked up by name
 //! once per call.
 
+use super::builtin::{Builtin, ToolContext, ToolResult};
 use super::{bash, edit_file, list_dir, mcp, output, read_file, search, write_file};
-use super::{Builtin, ToolContext, ToolResult};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
@@ -77,7 +77,7 @@ impl Tool {
             Kind::Mcp(tool) => mcp::run(tool, arguments, ctx).await,
         };
         let (text, cut) = output::cap(result.output, ctx.max_output_bytes);
-        Ok(super::ToolOutput {
+        Ok(super::builtin::ToolOutput {
             success: result.success,
             output: text,
             truncated: result.truncated || cut,

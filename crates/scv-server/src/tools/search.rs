@@ -10,7 +10,7 @@
 //! cannot make the server hold it.
 
 use super::beneath::{Rel, Workspace};
-use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use super::builtin::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use grep_regex::RegexMatcher;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
@@ -48,7 +48,7 @@ pub(crate) const TOOL: Builtin = Builtin {
         },
         "required": ["pattern"]
     }),
-    summary: |arguments| format!("Search for: {}", super::arg(arguments, "pattern")),
+    summary: |arguments| format!("Search for: {}", super::builtin::arg(arguments, "pattern")),
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };

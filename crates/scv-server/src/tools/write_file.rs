@@ -1,7 +1,7 @@
 //! write_file: create or overwrite a file in the workspace.
 
 use super::beneath::Workspace;
-use super::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
+use super::builtin::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -29,11 +29,11 @@ pub(crate) const TOOL: Builtin = Builtin {
 
 /// The size and the first lines of what will be written.
 fn summary(arguments: &Value) -> String {
-    let content = super::arg(arguments, "content");
+    let content = super::builtin::arg(arguments, "content");
     let lines = content.lines().count();
     let mut text = format!(
         "Write file: {} ({} bytes, {lines} {})",
-        super::arg(arguments, "path"),
+        super::builtin::arg(arguments, "path"),
         content.len(),
         if lines == 1 { "line" } else { "lines" }
     );
