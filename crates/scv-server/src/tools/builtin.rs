@@ -2,6 +2,8 @@
 //! summary, run), the [`ToolContext`] a call runs in, and what it returns.
 //! Every tool file and the registry import this; it imports none of them.
 
+use schemars::transform::{transform_subschemas, Transform};
+use schemars::{JsonSchema, Schema};
 use scv_protocol::Risk;
 use serde_json::Value;
 use std::future::Future;
@@ -78,6 +80,7 @@ pub(crate) struct Builtin {
     pub name: &'static str,
     pub risk: Risk,
     pub description: &'static str,
+    /// JSON Schema of the arguments: [`schema_of`] the tool's args struct.
     pub parameters: fn() -> Value,
     /// What an approval prompt shows of a call: all of it.
     pub summary: fn(&Value) -> String,
@@ -104,5 +107,70 @@ pub(super) async fn blocking<T: Send + 'static>(
     match crate::blocking::run(work).await {
         Ok(result) => result.map_err(ToolError::Model),
         Err(err) => Err(ToolError::Internal(format!("tool task failed: {err}"))),
+    }
+}
+
+/// The JSON Schema of a tool's arguments, derived from the struct its run
+/// parses them into, so the two cannot drift apart.
+///
+/// What schemars adds on its own is taken out again ([`Plain`]), so the
+/// schema is what models were offered when these were written by hand
+/// (`registry`'s test compares them). Field doc comments become the
+/// model's descriptions; `#[schemars(range(min = 1))]` sets a minimum.
+pub(super) fn schema_of<T: JsonSchema>() -> Value {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    // No `$schema`: none of the wires' tool definitions carries one.
+    settings.meta_schema = None;
+    settings.transforms.push(Box::new(Plain));
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+/// Reduces a derived schema to the plain form models are offered: no
+/// `title` (the struct's name), `format` (`uint64`) or `default`; an
+/// `Option` field's type without `"null"` (leaving it out of `required` is
+/// how an optional argument is said); `description` last in each object,
+/// so that where serde_json keeps insertion order the text is byte for
+/// byte what it was. Objects are rebuilt rather than edited in place:
+/// `Map::remove` would move the last key into the gap in that mode.
+#[derive(Clone)]
+struct Plain;
+
+impl Transform for Plain {
+    fn transform(&mut self, schema: &mut Schema) {
+        transform_subschemas(self, schema);
+        let Some(object) = schema.as_object_mut() else {
+            return;
+        };
+        let mut description = None;
+        for (key, value) in std::mem::take(object) {
+            match key.as_str() {
+                "title" | "format" | "default" => {}
+                "description" => description = Some(value),
+                "type" => {
+                    let value = match value {
+                        Value::Array(types) => {
+                            let mut types: Vec<Value> =
+                                types.into_iter().filter(|t| t != "null").collect();
+                            if types.len() == 1 {
+                                types.remove(0)
+                            } else {
+                                Value::Array(types)
+                            }
+                        }
+                        other => other,
+                    };
+                    object.insert(key, value);
+                }
+                _ => {
+                    object.insert(key, value);
+                }
+            }
+        }
+        if let Some(description) = description {
+            object.insert("description".into(), description);
+        }
     }
 }

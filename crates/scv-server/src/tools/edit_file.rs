@@ -1,27 +1,21 @@
 //! edit_file: replace an exact string in a file of the workspace.
 
 use super::beneath::Workspace;
-use super::builtin::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use super::builtin::{
+    blocking, parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult,
+};
 use super::textfile::{read_text, MAX_FILE_BYTES};
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::{Seek, SeekFrom, Write as _};
 
 pub(crate) const TOOL: Builtin = Builtin {
     name: "edit_file",
     risk: Risk::Write,
     description: "Replace an exact string in a file. old_string must match exactly once unless replace_all is true.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string"},
-            "old_string": {"type": "string"},
-            "new_string": {"type": "string"},
-            "replace_all": {"type": "boolean"}
-        },
-        "required": ["path", "old_string", "new_string"]
-    }),
+    parameters: schema_of::<EditArgs>,
     summary,
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
@@ -46,7 +40,7 @@ fn summary(arguments: &Value) -> String {
     text
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct EditArgs {
     path: String,
     old_string: String,
