@@ -4,7 +4,8 @@
 //! file and the line; an unknown key is reported on stderr and ignored, so a
 //! newer config does not stop an older server.
 
-use crate::presets::{Overrides, ProviderTable, Providers};
+use crate::model::Effort;
+use crate::provider::presets::{Overrides, ProviderTable, Providers};
 use anyhow::{anyhow, Context, Result};
 use scv_protocol::Risk;
 use scv_sandbox::Mode as SandboxMode;
@@ -13,25 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// How hard a reasoning model thinks (`reasoning_effort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effort {
-    Low,
-    Medium,
-    High,
-}
-
-impl Effort {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effort::Low => "low",
-            Effort::Medium => "medium",
-            Effort::High => "high",
-        }
-    }
-}
 
 /// The file as written: every key optional.
 #[derive(Debug, Clone, Deserialize)]
@@ -112,51 +94,94 @@ impl Default for Raw {
 }
 
 /// The configuration, resolved: provider definitions are typed and final.
+/// Grouped by who reads it; every field says which key it comes from (the
+/// file stays flat: keys, defaults and messages are the first round's).
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub(crate) providers: Providers,
-    pub(crate) reasoning_effort: Option<Effort>,
-    pub(crate) prompt_cache: bool,
-    /// Compaction starts when the estimated prompt passes this share of
-    /// the context window, in percent.
-    pub(crate) compact_threshold_percent: u64,
-    pub(crate) max_steps: u32,
-    pub(crate) auto_approve: Vec<Risk>,
-    pub(crate) bash_timeout_ms: u64,
-    /// Cap on the `timeout_ms` a model asks for.
-    pub(crate) bash_max_timeout_ms: u64,
-    pub(crate) tool_output_max_bytes: usize,
-    pub(crate) max_history_bytes: usize,
-    pub(crate) stream_idle_timeout_ms: u64,
-    /// Retries of a transient provider failure (429/5xx before any output).
-    pub(crate) provider_max_retries: u32,
-    /// The daemon workspace (ClawBot sessions without their own).
-    pub workspace: Option<PathBuf>,
-    /// How long a ClawBot approval waits for the owner's y/n (10 minutes).
-    pub(crate) clawbot_approval_timeout_ms: u64,
-    /// A daemon connection that sends no `initialize` within this is closed.
-    pub(crate) initialize_timeout_ms: u64,
-    /// Connections the daemon serves at once (lowered to fit the
-    /// descriptor limit).
-    pub(crate) max_connections: usize,
-    /// The sandbox under tool processes (`sandbox`, `sandbox_network`,
-    /// `sandbox_writable_roots`).
-    pub(crate) sandbox: SandboxMode,
-    pub(crate) sandbox_network: bool,
-    pub(crate) sandbox_writable_roots: Vec<PathBuf>,
-    /// More to read in the home (`sandbox_readable_roots`).
-    pub(crate) sandbox_readable_roots: Vec<PathBuf>,
-    /// Unix sockets commands may connect to (Landlock ABI 9 only).
-    pub(crate) sandbox_unix_sockets: Vec<PathBuf>,
-    /// `.git/config`, hooks and info stay read-only (`sandbox_protect_git`).
-    pub(crate) sandbox_protect_git: bool,
-    /// Tasks one sandboxed call may have at once (`sandbox_max_processes`).
-    pub(crate) sandbox_max_processes: u32,
-    /// Variables a tool process sees even though they look like
-    /// credentials.
-    pub(crate) tool_env_passthrough: Vec<String>,
+    pub(crate) provider: ProviderConfig,
+    pub(crate) limits: TurnLimits,
+    pub(crate) sandbox: SandboxConfig,
+    pub daemon: DaemonConfig,
     /// `[mcp_servers.NAME]`, checked.
     pub(crate) mcp_servers: Vec<scv_mcp::ServerSpec>,
+}
+
+/// Which model a session talks to, and how its requests go.
+#[derive(Debug, Clone)]
+pub(crate) struct ProviderConfig {
+    /// Every definition and the default one: the presets, `[providers.NAME]`
+    /// and `provider`, with `model`, `base_url`, `api_key_env`,
+    /// `context_max_tokens` and `max_output_tokens` applied.
+    pub defs: Providers,
+    /// `reasoning_effort`.
+    pub reasoning_effort: Option<Effort>,
+    /// `prompt_cache`.
+    pub prompt_cache: bool,
+    /// `stream_idle_timeout_ms`.
+    pub stream_idle_timeout_ms: u64,
+    /// `provider_max_retries`: retries of a transient provider failure
+    /// (429/5xx before any output).
+    pub max_retries: u32,
+}
+
+/// What one turn may do (`agent::Limits` is built from this).
+#[derive(Debug, Clone)]
+pub(crate) struct TurnLimits {
+    /// `max_steps`.
+    pub max_steps: u32,
+    /// `compact_threshold_percent`: compaction starts when the estimated
+    /// prompt passes this share of the context window, in percent.
+    pub compact_threshold_percent: u64,
+    /// `max_history_bytes`.
+    pub max_history_bytes: usize,
+    /// `auto_approve`.
+    pub auto_approve: Vec<Risk>,
+    /// `bash_timeout_ms`.
+    pub bash_timeout_ms: u64,
+    /// `bash_max_timeout_ms`: cap on the `timeout_ms` a model asks for.
+    pub bash_max_timeout_ms: u64,
+    /// `tool_output_max_bytes`.
+    pub tool_output_max_bytes: usize,
+}
+
+/// The sandbox under tool processes.
+#[derive(Debug, Clone)]
+pub(crate) struct SandboxConfig {
+    /// `sandbox`.
+    pub mode: SandboxMode,
+    /// `sandbox_network`.
+    pub network: bool,
+    /// `sandbox_writable_roots`.
+    pub writable_roots: Vec<PathBuf>,
+    /// `sandbox_readable_roots`: more to read in the home.
+    pub readable_roots: Vec<PathBuf>,
+    /// `sandbox_unix_sockets`: Unix sockets commands may connect to
+    /// (Landlock ABI 9 only).
+    pub unix_sockets: Vec<PathBuf>,
+    /// `sandbox_protect_git`: `.git/config`, hooks and info stay read-only.
+    pub protect_git: bool,
+    /// `sandbox_max_processes`: tasks one sandboxed call may have at once.
+    pub max_processes: u32,
+    /// `tool_env_passthrough`: variables a tool process sees even though
+    /// they look like credentials.
+    pub tool_env_passthrough: Vec<String>,
+}
+
+/// The daemon's own settings, ClawBot's included.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// `workspace`: the daemon workspace (ClawBot sessions without their
+    /// own).
+    pub workspace: Option<PathBuf>,
+    /// `clawbot_approval_timeout_ms`: how long a ClawBot approval waits
+    /// for the owner's y/n (10 minutes).
+    pub(crate) clawbot_approval_timeout_ms: u64,
+    /// `initialize_timeout_ms`: a daemon connection that sends no
+    /// `initialize` within this is closed.
+    pub(crate) initialize_timeout_ms: u64,
+    /// `max_connections`: connections the daemon serves at once (lowered
+    /// to fit the descriptor limit).
+    pub(crate) max_connections: usize,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -296,30 +321,38 @@ impl Config {
             anyhow!("{line}{err}")
         })?;
         Ok(Config {
-            providers,
-            reasoning_effort: raw.reasoning_effort,
-            prompt_cache: raw.prompt_cache,
-            compact_threshold_percent: raw.compact_threshold_percent,
-            max_steps: raw.max_steps,
-            auto_approve: raw.auto_approve,
-            bash_timeout_ms: raw.bash_timeout_ms,
-            bash_max_timeout_ms: raw.bash_max_timeout_ms,
-            tool_output_max_bytes: raw.tool_output_max_bytes,
-            max_history_bytes: raw.max_history_bytes,
-            stream_idle_timeout_ms: raw.stream_idle_timeout_ms,
-            provider_max_retries: raw.provider_max_retries,
-            workspace: raw.workspace,
-            clawbot_approval_timeout_ms: raw.clawbot_approval_timeout_ms,
-            initialize_timeout_ms: raw.initialize_timeout_ms,
-            max_connections: raw.max_connections,
-            sandbox: raw.sandbox,
-            sandbox_network: raw.sandbox_network,
-            sandbox_writable_roots: raw.sandbox_writable_roots,
-            sandbox_readable_roots: raw.sandbox_readable_roots,
-            sandbox_unix_sockets: raw.sandbox_unix_sockets,
-            sandbox_protect_git: raw.sandbox_protect_git,
-            sandbox_max_processes: raw.sandbox_max_processes,
-            tool_env_passthrough: raw.tool_env_passthrough,
+            provider: ProviderConfig {
+                defs: providers,
+                reasoning_effort: raw.reasoning_effort,
+                prompt_cache: raw.prompt_cache,
+                stream_idle_timeout_ms: raw.stream_idle_timeout_ms,
+                max_retries: raw.provider_max_retries,
+            },
+            limits: TurnLimits {
+                max_steps: raw.max_steps,
+                compact_threshold_percent: raw.compact_threshold_percent,
+                max_history_bytes: raw.max_history_bytes,
+                auto_approve: raw.auto_approve,
+                bash_timeout_ms: raw.bash_timeout_ms,
+                bash_max_timeout_ms: raw.bash_max_timeout_ms,
+                tool_output_max_bytes: raw.tool_output_max_bytes,
+            },
+            sandbox: SandboxConfig {
+                mode: raw.sandbox,
+                network: raw.sandbox_network,
+                writable_roots: raw.sandbox_writable_roots,
+                readable_roots: raw.sandbox_readable_roots,
+                unix_sockets: raw.sandbox_unix_sockets,
+                protect_git: raw.sandbox_protect_git,
+                max_processes: raw.sandbox_max_processes,
+                tool_env_passthrough: raw.tool_env_passthrough,
+            },
+            daemon: DaemonConfig {
+                workspace: raw.workspace,
+                clawbot_approval_timeout_ms: raw.clawbot_approval_timeout_ms,
+                initialize_timeout_ms: raw.initialize_timeout_ms,
+                max_connections: raw.max_connections,
+            },
             mcp_servers,
         })
     }
@@ -327,7 +360,8 @@ impl Config {
     /// Every configured provider's key, by variable name, from `env` (the
     /// environment the server started with).
     pub(crate) fn api_keys(&self, env: &[(OsString, OsString)]) -> HashMap<String, String> {
-        self.providers
+        self.provider
+            .defs
             .key_variables()
             .filter_map(|var| {
                 let (_, key) = env.iter().find(|(name, _)| name == var)?;
@@ -345,11 +379,14 @@ impl Config {
 
     /// The variables holding provider keys and MCP bearer tokens.
     pub(crate) fn secret_variables(&self) -> impl Iterator<Item = &str> {
-        self.providers
+        self.provider
+            .defs
             .key_variables()
             .chain(self.mcp_servers.iter().filter_map(|s| s.secret_variable()))
     }
+}
 
+impl ProviderConfig {
     pub(crate) fn stream_idle_timeout(&self) -> Duration {
         Duration::from_millis(self.stream_idle_timeout_ms.max(1))
     }
@@ -421,9 +458,9 @@ mod tests {
     #[test]
     fn empty_file_gives_defaults() {
         let config = Config::parse("", Path::new("config.toml")).unwrap();
-        assert_eq!(config.max_steps, 32);
-        assert_eq!(config.auto_approve, vec![Risk::Read]);
-        let default = config.providers.default_def();
+        assert_eq!(config.limits.max_steps, 32);
+        assert_eq!(config.limits.auto_approve, vec![Risk::Read]);
+        let default = config.provider.defs.default_def();
         assert_eq!(default.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
         assert_eq!(default.model, "gpt-4.1-mini");
         assert_eq!(default.context_max_tokens, 128_000);
@@ -436,9 +473,9 @@ mod tests {
             Path::new("config.toml"),
         )
         .unwrap();
-        assert_eq!(config.providers.default_def().model, "m");
-        assert_eq!(config.max_steps, 3);
-        assert_eq!(config.auto_approve, vec![Risk::Read, Risk::Write]);
+        assert_eq!(config.provider.defs.default_def().model, "m");
+        assert_eq!(config.limits.max_steps, 3);
+        assert_eq!(config.limits.auto_approve, vec![Risk::Read, Risk::Write]);
     }
 
     #[test]
@@ -517,19 +554,22 @@ mod tests {
     #[test]
     fn sandbox_keys_default_parse_and_refuse_relative_roots() {
         let config = Config::parse("", Path::new("config.toml")).unwrap();
-        assert_eq!(config.sandbox, SandboxMode::WorkspaceWrite);
-        assert!(config.sandbox_network);
-        assert!(config.sandbox_writable_roots.is_empty() && config.tool_env_passthrough.is_empty());
+        assert_eq!(config.sandbox.mode, SandboxMode::WorkspaceWrite);
+        assert!(config.sandbox.network);
+        assert!(
+            config.sandbox.writable_roots.is_empty()
+                && config.sandbox.tool_env_passthrough.is_empty()
+        );
         let config = Config::parse(
             "sandbox = \"read-only\"\nsandbox_network = false\nsandbox_writable_roots = [\"/cache\"]\ntool_env_passthrough = [\"NPM_TOKEN\"]\nauto_approve = [\"read\", \"sandboxed\"]\n",
             Path::new("config.toml"),
         )
         .unwrap();
-        assert_eq!(config.sandbox, SandboxMode::ReadOnly);
-        assert!(!config.sandbox_network);
-        assert_eq!(config.sandbox_writable_roots, [PathBuf::from("/cache")]);
-        assert_eq!(config.tool_env_passthrough, ["NPM_TOKEN"]);
-        assert_eq!(config.auto_approve, [Risk::Read, Risk::Sandboxed]);
+        assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
+        assert!(!config.sandbox.network);
+        assert_eq!(config.sandbox.writable_roots, [PathBuf::from("/cache")]);
+        assert_eq!(config.sandbox.tool_env_passthrough, ["NPM_TOKEN"]);
+        assert_eq!(config.limits.auto_approve, [Risk::Read, Risk::Sandboxed]);
         let err = Config::parse(
             "model = \"m\"\nsandbox_writable_roots = [\"cache\"]\n",
             Path::new("/h/config.toml"),

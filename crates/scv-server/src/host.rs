@@ -13,7 +13,7 @@
 
 use crate::agent::{add_usage, SessionSettings, Turn, TurnOutcome};
 use crate::context::History;
-use crate::presets::{check_url, same_origin, ProviderDef};
+use crate::provider::presets::{check_url, same_origin, ProviderDef};
 use crate::provider::Provider;
 use crate::server::Shared;
 use crate::session::{Approvals, EmitError, PromptQueue, QueueError, SessionSink};
@@ -135,11 +135,11 @@ impl SessionHost {
             .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
         let config = &self.shared.config;
         let def = match start.provider.as_deref() {
-            None => config.providers.default_def(),
-            Some(name) => config.providers.get(name).ok_or_else(|| {
+            None => config.provider.defs.default_def(),
+            Some(name) => config.provider.defs.get(name).ok_or_else(|| {
                 invalid(format!(
                     "unknown provider `{name}` (known: {})",
-                    config.providers.names()
+                    config.provider.defs.names()
                 ))
             })?,
         };
@@ -290,11 +290,11 @@ impl SessionHost {
                 Default::default()
             },
             max_output_tokens: def.max_output_tokens,
-            reasoning_effort: config.reasoning_effort,
-            prompt_cache: config.prompt_cache,
+            reasoning_effort: config.provider.reasoning_effort,
+            prompt_cache: config.provider.prompt_cache,
             reasoning_replay: def.reasoning_replay,
-            idle_timeout: config.stream_idle_timeout(),
-            max_retries: config.provider_max_retries,
+            idle_timeout: config.provider.stream_idle_timeout(),
+            max_retries: config.provider.max_retries,
         })
     }
 
@@ -323,7 +323,7 @@ impl SessionHost {
             }
             session.settings.clone()
         };
-        let providers = &self.shared.config.providers;
+        let providers = &self.shared.config.provider.defs;
         let def = match provider.as_deref() {
             Some(name) => providers.get(name).ok_or_else(|| {
                 invalid(format!(
@@ -349,7 +349,7 @@ impl SessionHost {
         };
         let session = self.session(session_id)?;
         if let Some(history) = &mut session.history {
-            history.keep_provider_data_of(next.wire.kind());
+            history.keep_provider_data_of(next.wire);
         }
         session.settings = Arc::new(SessionSettings {
             cwd: current.cwd.clone(),

@@ -15,8 +15,7 @@ mod handles;
 mod host;
 mod mcp_component;
 pub mod memory;
-mod message;
-mod presets;
+mod model;
 mod provider;
 pub mod reaper;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider

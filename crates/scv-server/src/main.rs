@@ -92,6 +92,7 @@ fn main() -> ExitCode {
         let socket = args.socket.unwrap_or_else(|| home.join("server.sock"));
         // The daemon workspace: config `workspace`, else where it started.
         let workspace = config
+            .daemon
             .workspace
             .clone()
             .or_else(|| std::env::current_dir().ok())

@@ -25,7 +25,7 @@ pub(crate) struct Sandbox {
 
 impl Sandbox {
     pub fn new(config: &Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Sandbox {
-        let (enforced, mount_namespace, gaps) = match config.sandbox {
+        let (enforced, mount_namespace, gaps) = match config.sandbox.mode {
             Mode::Off => (false, false, Vec::new()),
             mode => match scv_sandbox::probe() {
                 Support::Enforced {
@@ -48,25 +48,28 @@ impl Sandbox {
             },
         };
         let keys: Vec<String> = config.secret_variables().map(String::from).collect();
-        let env =
-            scv_sandbox::env::tool_environment(launch_env, &keys, &config.tool_env_passthrough);
+        let env = scv_sandbox::env::tool_environment(
+            launch_env,
+            &keys,
+            &config.sandbox.tool_env_passthrough,
+        );
         let user_home = launch_env
             .iter()
             .find(|(name, _)| name == "HOME")
             .map(|(_, value)| PathBuf::from(value))
             .filter(|home| home.is_absolute());
         Sandbox {
-            configured: config.sandbox,
+            configured: config.sandbox.mode,
             enforced,
             gaps,
             settings: Settings {
-                mode: config.sandbox,
-                writable_roots: config.sandbox_writable_roots.clone(),
-                readable_roots: config.sandbox_readable_roots.clone(),
-                network: config.sandbox_network,
-                unix_sockets: config.sandbox_unix_sockets.clone(),
-                protect_git: config.sandbox_protect_git,
-                max_processes: config.sandbox_max_processes,
+                mode: config.sandbox.mode,
+                writable_roots: config.sandbox.writable_roots.clone(),
+                readable_roots: config.sandbox.readable_roots.clone(),
+                network: config.sandbox.network,
+                unix_sockets: config.sandbox.unix_sockets.clone(),
+                protect_git: config.sandbox.protect_git,
+                max_processes: config.sandbox.max_processes,
                 mount_namespace,
                 scv_home: scv_sandbox_home(scv_home),
                 user_home,

@@ -4,7 +4,7 @@
 
 use crate::agent::Limits;
 use crate::config::Config;
-use crate::presets::ProviderDef;
+use crate::provider::presets::ProviderDef;
 use crate::sandbox::Sandbox;
 use std::collections::HashMap;
 use std::ffi::OsString;

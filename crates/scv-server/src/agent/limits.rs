@@ -18,14 +18,15 @@ pub(crate) struct Limits {
 
 impl Limits {
     pub fn from_config(config: &Config) -> Limits {
+        let limits = &config.limits;
         Limits {
-            max_steps: config.max_steps,
-            compact_threshold_percent: config.compact_threshold_percent,
-            max_history_bytes: config.max_history_bytes,
-            auto_approve: config.auto_approve.clone(),
-            bash_timeout: Duration::from_millis(config.bash_timeout_ms.max(1)),
-            bash_max_timeout: Duration::from_millis(config.bash_max_timeout_ms.max(1)),
-            tool_output_max_bytes: config.tool_output_max_bytes,
+            max_steps: limits.max_steps,
+            compact_threshold_percent: limits.compact_threshold_percent,
+            max_history_bytes: limits.max_history_bytes,
+            auto_approve: limits.auto_approve.clone(),
+            bash_timeout: Duration::from_millis(limits.bash_timeout_ms.max(1)),
+            bash_max_timeout: Duration::from_millis(limits.bash_max_timeout_ms.max(1)),
+            tool_output_max_bytes: limits.tool_output_max_bytes,
         }
     }
 }

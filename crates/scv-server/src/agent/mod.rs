@@ -17,11 +17,11 @@ pub(crate) use limits::Limits;
 use crate::context::compaction::{self, SUMMARY_SYSTEM_PROMPT};
 use crate::context::trim::{self, Trimmed};
 use crate::context::History;
-use crate::message::{Message, ToolCall};
-use crate::provider::{Delta, End, Provider, ProviderError, Reply, Request, ToolSpec};
+use crate::model::{Message, ToolCall, ToolSpec, Usage};
+use crate::provider::{Delta, End, Provider, ProviderError, Reply, Request};
 use crate::session::{Approvals, EmitError, SessionSink};
 use crate::tools::{Registry, ToolContext, ToolError, ToolOutput};
-use scv_protocol::{EventBody, FailureCode, Usage};
+use scv_protocol::{EventBody, FailureCode};
 use serde_json::Value;
 use std::future::Future;
 use std::path::PathBuf;
@@ -102,12 +102,30 @@ pub(crate) struct Turn {
     pub mcp: Arc<scv_mcp::Hub>,
 }
 
-/// Adds `step` to `total` (usage is omitted until some is reported).
-pub(crate) fn add_usage(total: &mut Option<Usage>, step: Usage) {
-    let total = total.get_or_insert_with(Usage::default);
+/// Adds `step` to `total` (usage is omitted until some is reported): a
+/// session's usage, summed from its turns' reported figures.
+pub(crate) fn add_usage(total: &mut Option<scv_protocol::Usage>, step: scv_protocol::Usage) {
+    let total = total.get_or_insert_with(scv_protocol::Usage::default);
     // The provider's figures: saturated, never overflowed.
     total.input_tokens = total.input_tokens.saturating_add(step.input_tokens);
     total.output_tokens = total.output_tokens.saturating_add(step.output_tokens);
+}
+
+/// Adds one request's `step` to a turn's `total`, kept by kind.
+fn add_step_usage(total: &mut Option<Usage>, step: Usage) {
+    total.get_or_insert_with(Usage::default).add(step);
+}
+
+/// What a client is told: `turn.completed` carries the input and output
+/// totals only, as the protocol document writes them. The breakdown stays
+/// on the server side of this edge.
+impl From<Usage> for scv_protocol::Usage {
+    fn from(usage: Usage) -> Self {
+        scv_protocol::Usage {
+            input_tokens: usage.input_tokens(),
+            output_tokens: usage.output_tokens(),
+        }
+    }
 }
 
 /// Index of the latest user message: where the current turn begins.
@@ -130,7 +148,7 @@ fn request<'a>(system: &'a str, history: &'a History, tools: &'a [ToolSpec]) -> 
 /// What a finished turn hands back to its session.
 pub(crate) struct TurnOutcome {
     pub history: History,
-    pub usage: Option<Usage>,
+    pub usage: Option<scv_protocol::Usage>,
     /// `turn.completed`, `turn.cancelled` or `turn.failed`; `None` when the
     /// connection is already gone.
     pub terminal: Option<EventBody>,
@@ -144,6 +162,7 @@ impl Turn {
         history.push(Message::user(prompt));
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
+        let usage = usage.map(scv_protocol::Usage::from);
         history.close_open_tool_calls(INTERRUPTED);
         let refused = matches!(result, Err(Stop::Refused));
         let terminal = match result {
@@ -221,8 +240,8 @@ impl Turn {
             };
             steps += 1;
             if let Some(step_usage) = reply.usage {
-                history.calibrate(request_bytes, step_usage.input_tokens);
-                add_usage(usage, step_usage);
+                history.calibrate(request_bytes, step_usage.input_tokens());
+                add_step_usage(usage, step_usage);
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and
@@ -356,7 +375,7 @@ impl Turn {
             .await??;
         let reply = self.cancellable(stream.finish()).await??;
         if let Some(step_usage) = reply.usage {
-            add_usage(usage, step_usage);
+            add_step_usage(usage, step_usage);
         }
         if reply.end == End::Refused {
             return Err(Stop::Failed(
@@ -605,7 +624,7 @@ mod tests {
     #[test]
     fn usage_totals_saturate() {
         let mut total = None;
-        let huge = Usage {
+        let huge = scv_protocol::Usage {
             input_tokens: u64::MAX,
             output_tokens: u64::MAX - 1,
         };
@@ -613,7 +632,7 @@ mod tests {
         add_usage(&mut total, huge);
         assert_eq!(
             total,
-            Some(Usage {
+            Some(scv_protocol::Usage {
                 input_tokens: u64::MAX,
                 output_tokens: u64::MAX
             })

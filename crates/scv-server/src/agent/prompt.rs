@@ -1,7 +1,7 @@
 //! The system prompt: what SCV is, where it works, its tools and rules, and
 //! the workspace's own AGENTS.md when there is one.
 
-use crate::provider::ToolSpec;
+use crate::model::ToolSpec;
 use crate::text::cut;
 use crate::tools::beneath::Workspace;
 use std::fmt::Write as _;

@@ -276,7 +276,7 @@ impl Account {
             .iter()
             .filter(|(id, chat)| !self.is_owner(id) && chat.client.busy())
             .count();
-        let model = self.shared.config.providers.default_def().model.clone();
+        let model = self.shared.config.provider.defs.default_def().model.clone();
         let workspace = self.spec.workspace.display().to_string();
         let Some(chat) = self.chats.get_mut(&user) else {
             return;
@@ -502,8 +502,9 @@ impl Account {
                             chars - 300.min(chars)
                         ));
                     } else {
-                        let timeout =
-                            Duration::from_millis(self.shared.config.clawbot_approval_timeout_ms);
+                        let timeout = Duration::from_millis(
+                            self.shared.config.daemon.clawbot_approval_timeout_ms,
+                        );
                         chat.approvals
                             .push_back((approval.approval_id, Instant::now() + timeout));
                         say.push(format!(

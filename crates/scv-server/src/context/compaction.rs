@@ -5,7 +5,7 @@
 //! ever separated from its result. The latest user message is kept (moved
 //! after the summary when the cut passes it).
 
-use crate::message::Message;
+use crate::model::Message;
 use crate::text::{cut, floor_boundary};
 use std::fmt::Write as _;
 
@@ -84,7 +84,7 @@ pub fn transcript(messages: &[Message], per_message: usize, total: usize) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, ToolCall};
+    use crate::model::{AssistantMessage, ToolCall};
 
     fn user(text: &str) -> Message {
         Message::user(text)

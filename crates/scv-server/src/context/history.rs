@@ -2,7 +2,7 @@
 //! rebuilt for every request), its size in bytes, and the calibration of
 //! token estimates against what the provider reported.
 
-use crate::message::{Message, WireKind};
+use crate::model::{Message, Wire};
 
 /// Tokens per byte before any calibration (about four bytes per token).
 const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
@@ -87,7 +87,7 @@ impl History {
 
     /// Drops provider data that came from any wire but `wire` (after the
     /// session changed provider): it must never reach another API.
-    pub fn keep_provider_data_of(&mut self, wire: WireKind) {
+    pub fn keep_provider_data_of(&mut self, wire: Wire) {
         for message in &mut self.messages {
             if let Message::Assistant(assistant) = message {
                 if assistant
@@ -146,7 +146,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, ToolCall};
+    use crate::model::{AssistantMessage, ToolCall};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

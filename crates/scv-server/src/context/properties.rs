@@ -5,7 +5,7 @@
 use super::compaction::{apply, plan};
 use super::trim::{trim, Trimmed};
 use super::History;
-use crate::message::{AssistantMessage, Message, ToolCall};
+use crate::model::{AssistantMessage, Message, ToolCall};
 use proptest::prelude::*;
 
 /// One exchange as sessions record it: a prompt, or an assistant message

@@ -2,7 +2,7 @@
 //! groups (a user message, or an assistant message with its tool results).
 
 use super::History;
-use crate::message::Message;
+use crate::model::Message;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Trimmed {
@@ -47,7 +47,7 @@ pub fn trim(history: &mut History, max_bytes: usize, protect_from: usize) -> Tri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, ToolCall};
+    use crate::model::{AssistantMessage, ToolCall};
 
     fn user(n: usize) -> Message {
         Message::user("u".repeat(n))

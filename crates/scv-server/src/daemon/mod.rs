@@ -81,10 +81,11 @@ async fn serve_socket(
     // running sessions open (provider connections, tool pipes).
     let max_connections = shared
         .config
+        .daemon
         .max_connections
         .min((descriptors / 4) as usize)
         .max(1);
-    let init_deadline = Duration::from_millis(shared.config.initialize_timeout_ms.max(1));
+    let init_deadline = Duration::from_millis(shared.config.daemon.initialize_timeout_ms.max(1));
     tracing::info!(
         "scv-server {} listening on {}",
         crate::server::SERVER_VERSION,

@@ -21,18 +21,14 @@
 //! read.
 
 use super::assemble::{Assembler, End};
-use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
-use crate::message::{Message, ProviderData, WireKind};
-use scv_protocol::Usage;
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::{encode, Provider, Request};
+use super::wire::{Flow, WireParser};
+use crate::model::{Effort, Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-pub(super) fn url(base_url: &str) -> String {
-    format!("{}/messages", base_url.trim_end_matches('/'))
-}
 
 pub(super) fn tool(spec: &ToolSpec) -> Value {
     json!({
@@ -49,9 +45,9 @@ const MIN_THINKING_BUDGET: u64 = 1024;
 /// `max_tokens` leaves no room).
 fn thinking_budget(provider: &Provider) -> Option<u64> {
     let wanted = match provider.reasoning_effort? {
-        crate::config::Effort::Low => 2_048,
-        crate::config::Effort::Medium => 8_192,
-        crate::config::Effort::High => 24_576,
+        Effort::Low => 2_048,
+        Effort::Medium => 8_192,
+        Effort::High => 24_576,
     };
     let budget = wanted.min(provider.max_output_tokens.saturating_sub(1));
     (budget >= MIN_THINKING_BUDGET).then_some(budget)
@@ -83,7 +79,7 @@ fn messages(history: &[Message]) -> Vec<Value> {
                 if let Some(Value::Array(thinking)) = assistant
                     .provider_data
                     .as_ref()
-                    .filter(|d| d.wire == WireKind::Anthropic)
+                    .filter(|d| d.wire == Wire::Anthropic)
                     .map(|d| &d.value)
                 {
                     blocks.extend(thinking.iter().cloned());
@@ -229,12 +225,13 @@ pub(super) struct Parser {
     thinking: HashMap<u64, ThinkingBlock>,
     /// Finished thinking and redacted-thinking blocks, in order.
     blocks: Vec<Value>,
-    input_tokens: u64,
-    output_tokens: u64,
+    /// What the stream reported so far (`message_start`, then each
+    /// `message_delta`).
+    usage: Usage,
 }
 
-impl Parser {
-    pub fn apply(
+impl WireParser for Parser {
+    fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -247,9 +244,11 @@ impl Parser {
         match event.kind.as_ref() {
             "message_start" => {
                 if let Some(usage) = event.message.as_ref().and_then(|m| m.get("usage")) {
-                    self.input_tokens = input_tokens(usage);
-                    self.output_tokens = number(usage, "output_tokens");
-                    self.report_usage(asm);
+                    self.usage = Usage {
+                        output: number(usage, "output_tokens"),
+                        ..input_usage(usage)
+                    };
+                    asm.usage(self.usage);
                 }
             }
             "content_block_start" => {
@@ -347,12 +346,15 @@ impl Parser {
                 }
                 if let Some(usage) = &event.usage {
                     // Cumulative; input figures only when present and set.
-                    self.output_tokens = number(usage, "output_tokens").max(self.output_tokens);
-                    let input = input_tokens(usage);
-                    if input > 0 {
-                        self.input_tokens = input;
+                    self.usage.output = number(usage, "output_tokens").max(self.usage.output);
+                    let input = input_usage(usage);
+                    if input.input_tokens() > 0 {
+                        self.usage = Usage {
+                            output: self.usage.output,
+                            ..input
+                        };
                     }
-                    self.report_usage(asm);
+                    asm.usage(self.usage);
                 }
             }
             "message_stop" => {
@@ -369,34 +371,28 @@ impl Parser {
         }
         Ok(Flow::Continue)
     }
+}
 
+impl Parser {
     /// Keeps a block to send back with this message.
     fn keep(&mut self, block: Value, asm: &mut Assembler) {
         self.blocks.push(block);
         asm.provider_data(ProviderData {
-            wire: WireKind::Anthropic,
+            wire: Wire::Anthropic,
             value: Value::Array(self.blocks.clone()),
         });
     }
-
-    fn report_usage(&self, asm: &mut Assembler) {
-        asm.usage(Usage {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-        });
-    }
-
-    pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
-        Ok(())
-    }
 }
 
-/// Input tokens as SCV reports them: input + cache creation + cache read.
-fn input_tokens(usage: &Value) -> u64 {
-    // The provider's figures: saturated, never overflowed.
-    number(usage, "input_tokens")
-        .saturating_add(number(usage, "cache_creation_input_tokens"))
-        .saturating_add(number(usage, "cache_read_input_tokens"))
+/// The input figures of a `usage` object, kept apart: SCV reports their
+/// sum (input + cache creation + cache read, saturated) as input tokens.
+fn input_usage(usage: &Value) -> Usage {
+    Usage {
+        input: number(usage, "input_tokens"),
+        cache_write: number(usage, "cache_creation_input_tokens"),
+        cache_read: number(usage, "cache_read_input_tokens"),
+        ..Usage::default()
+    }
 }
 
 fn number(value: &Value, key: &str) -> u64 {
@@ -406,7 +402,7 @@ fn number(value: &Value, key: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, ToolCall};
+    use crate::model::{AssistantMessage, ToolCall};
 
     fn assistant_with_call(thinking: Option<Value>) -> Message {
         Message::Assistant(AssistantMessage {
@@ -427,7 +423,7 @@ mod tests {
             ],
             reasoning: None,
             provider_data: thinking.map(|value| ProviderData {
-                wire: WireKind::Anthropic,
+                wire: Wire::Anthropic,
                 value,
             }),
         })
@@ -471,7 +467,7 @@ mod tests {
         let mut message = assistant_with_call(None);
         if let Message::Assistant(a) = &mut message {
             a.provider_data = Some(ProviderData {
-                wire: WireKind::Responses,
+                wire: Wire::Responses,
                 value: json!([{"type": "reasoning", "encrypted_content": "x"}]),
             });
         }
@@ -517,8 +513,8 @@ mod tests {
             json!([{"type":"thinking","thinking":"Let me solve","signature":"EqQB"}])
         );
         assert_eq!(
-            usage,
-            Some(Usage {
+            usage.map(scv_protocol::Usage::from),
+            Some(scv_protocol::Usage {
                 input_tokens: 1125,
                 output_tokens: 15
             })
@@ -593,8 +589,8 @@ mod tests {
         }
         let (_, usage, _) = asm.into_parts();
         assert_eq!(
-            usage,
-            Some(Usage {
+            usage.map(scv_protocol::Usage::from),
+            Some(scv_protocol::Usage {
                 input_tokens: max,
                 output_tokens: max
             })

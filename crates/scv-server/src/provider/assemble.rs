@@ -4,12 +4,12 @@
 //! 1 MiB (`response_limit`), 32 tool calls and 256 KiB of arguments per call
 //! (`tool_limit`). Reasoning text is capped like assistant text.
 
-use super::ProviderError;
-use crate::message::{AssistantMessage, ProviderData, ToolCall};
+use super::errors::ProviderError;
+use crate::model::{AssistantMessage, ProviderData, ToolCall, Usage};
 use scv_protocol::limits::{
     MAX_ASSISTANT_TEXT_BYTES, MAX_TOOL_ARGUMENT_BYTES, MAX_TOOL_CALLS_PER_RESPONSE,
 };
-use scv_protocol::{FailureCode, Usage};
+use scv_protocol::FailureCode;
 use std::collections::VecDeque;
 
 /// What a response streams to the client as it comes.

@@ -21,19 +21,15 @@
 //!   and sent back with that call.
 
 use super::assemble::Assembler;
-use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
-use crate::message::{Message, ProviderData, WireKind};
-use scv_protocol::Usage;
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::{encode, Provider, Request};
+use super::wire::{Flow, WireParser};
+use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-pub(super) fn url(base_url: &str) -> String {
-    format!("{}/chat/completions", base_url.trim_end_matches('/'))
-}
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -108,7 +104,7 @@ fn message(message: &Message, replay: bool) -> WireMessage<'_> {
                     extra_content: call
                         .provider_data
                         .as_ref()
-                        .filter(|d| d.wire == WireKind::Chat)
+                        .filter(|d| d.wire == Wire::Chat)
                         .map(|d| &d.value),
                 })
                 .collect(),
@@ -377,8 +373,8 @@ pub(super) struct Parser {
     held: String,
 }
 
-impl Parser {
-    pub fn apply(
+impl WireParser for Parser {
+    fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -399,8 +395,9 @@ impl Parser {
         }
         if let Some(usage) = chunk.usage {
             asm.usage(Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
+                input: usage.prompt_tokens,
+                output: usage.completion_tokens,
+                ..Usage::default()
             });
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
@@ -420,6 +417,17 @@ impl Parser {
         Ok(Flow::Continue)
     }
 
+    /// The response ended: what was held back goes where it was heading.
+    fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
+        let held = std::mem::take(&mut self.held);
+        match self.think {
+            Think::Thinking => asm.reasoning(&held),
+            Think::Start | Think::Answer => asm.text(&held),
+        }
+    }
+}
+
+impl Parser {
     fn apply_delta(&mut self, delta: Delta<'_>, asm: &mut Assembler) -> Result<(), ProviderError> {
         for call in delta.tool_calls.unwrap_or_default() {
             let id = call
@@ -445,7 +453,7 @@ impl Parser {
                 asm.call_data(
                     slot,
                     ProviderData {
-                        wire: WireKind::Chat,
+                        wire: Wire::Chat,
                         value: extra,
                     },
                 );
@@ -532,15 +540,6 @@ impl Parser {
         }
     }
 
-    /// The response ended: what was held back goes where it was heading.
-    pub fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
-        let held = std::mem::take(&mut self.held);
-        match self.think {
-            Think::Thinking => asm.reasoning(&held),
-            Think::Start | Think::Answer => asm.text(&held),
-        }
-    }
-
     /// The call a fragment belongs to: by `index`; a new non-empty `id` at a
     /// known index (or with no index at all) starts a new call.
     fn slot(
@@ -617,8 +616,8 @@ mod tests {
         assert_eq!(message.tool_calls[0].arguments, "{\"command\":\"ls\"}");
         assert_eq!(message.tool_calls[1].name, "read_file");
         assert_eq!(
-            usage,
-            Some(Usage {
+            usage.map(scv_protocol::Usage::from),
+            Some(scv_protocol::Usage {
                 input_tokens: 10,
                 output_tokens: 3
             })

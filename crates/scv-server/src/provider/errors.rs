@@ -1,11 +1,74 @@
-//! Provider error bodies (HTTP bodies and mid-stream error events) into
-//! one-line messages, with context-window overflow recognized by each
+//! Provider failures: [`ProviderError`] (already mapped to the turn's
+//! failure code), the [`Redactor`] that keeps the API key out of every
+//! message, and error bodies (HTTP bodies and mid-stream error events) made
+//! into one-line messages, with context-window overflow recognized by each
 //! wire's codes and wording.
+//!
+//! A leaf of the provider layer: every wire, the HTTP sender and the stream
+//! use it, and it uses none of them.
 
-use super::{ProviderError, Redactor};
 use crate::text::one_line;
 use reqwest::StatusCode;
+use scv_protocol::FailureCode;
 use serde_json::Value;
+use std::sync::Arc;
+
+/// A failed provider request, already mapped to the turn failure code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct ProviderError {
+    pub code: FailureCode,
+    pub message: String,
+    /// The provider said the prompt does not fit its context window.
+    pub context_overflow: bool,
+}
+
+impl ProviderError {
+    pub fn provider(message: impl Into<String>) -> Self {
+        ProviderError {
+            code: FailureCode::ProviderError,
+            message: message.into(),
+            context_overflow: false,
+        }
+    }
+
+    pub fn limit(code: FailureCode, message: impl Into<String>) -> Self {
+        ProviderError {
+            code,
+            message: message.into(),
+            context_overflow: false,
+        }
+    }
+}
+
+/// Removes the API key from provider text, wherever it got in. Applied to
+/// the raw text before anything is cut or reflowed, so no part of a key
+/// survives a cut.
+#[derive(Clone, Default)]
+pub(crate) struct Redactor {
+    key: Option<Arc<str>>,
+}
+
+impl Redactor {
+    pub fn new(key: Option<&str>) -> Self {
+        Redactor {
+            // Too short to find reliably, and no real key is this short.
+            key: key.filter(|k| k.len() >= 4).map(Into::into),
+        }
+    }
+
+    pub fn text(&self, text: &str) -> String {
+        match &self.key {
+            Some(key) => text.replace(&**key, "[redacted]"),
+            None => text.to_string(),
+        }
+    }
+
+    pub fn error(&self, mut error: ProviderError) -> ProviderError {
+        error.message = self.text(&error.message);
+        error
+    }
+}
 
 /// Most characters of the provider's text kept in a message.
 const MAX_MESSAGE_CHARS: usize = 300;

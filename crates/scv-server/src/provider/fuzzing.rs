@@ -7,9 +7,9 @@
 //! does not hold. Provider errors are expected outcomes, not findings.
 
 use super::assemble::{Assembler, Delta};
+use super::errors::{ProviderError, Redactor};
 use super::sse::{EventTooLarge, SseReader};
-use super::stream::{Flow, Parser};
-use super::{anthropic, chat, responses, ProviderError, Redactor};
+use super::wire::{Flow, WireParser};
 use scv_protocol::limits::{
     MAX_ASSISTANT_TEXT_BYTES, MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, MAX_TOOL_ARGUMENT_BYTES,
     MAX_TOOL_CALLS_PER_RESPONSE,
@@ -19,19 +19,10 @@ use scv_protocol::limits::{
 pub const FUZZ_API_KEY: &str = "sk-fuzz-0123456789";
 
 /// Which wire's parser reads the events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    Chat,
-    Responses,
-    Anthropic,
-}
+pub use crate::model::Wire;
 
-fn parser(wire: Wire) -> Parser {
-    match wire {
-        Wire::Chat => Parser::Chat(chat::Parser::default()),
-        Wire::Responses => Parser::Responses(responses::Parser::default()),
-        Wire::Anthropic => Parser::Anthropic(anthropic::Parser::default()),
-    }
+fn parser(wire: Wire) -> Box<dyn WireParser> {
+    (super::spec(wire).parser)()
 }
 
 /// The deltas handed out so far, joined.
@@ -73,7 +64,7 @@ pub fn response_body<'a>(wire: Wire, chunks: impl IntoIterator<Item = &'a [u8]>)
             sse.push(chunk);
             while let Some(data) = sse.next_event().map_err(|EventTooLarge| None)? {
                 assert!(data.len() <= MAX_SSE_EVENT_BYTES, "SSE event over the cap");
-                let flow = parser.apply(&data, &mut asm, &redact)?;
+                let flow = parser.read(&data, &mut asm, &redact)?;
                 shown.drain(&mut asm);
                 if flow == Flow::Done {
                     done = true;
@@ -103,7 +94,7 @@ pub fn events<'a>(wire: Wire, events: impl IntoIterator<Item = &'a [u8]>) {
     let mut shown = Shown::default();
     let result = (|| -> Result<(), ProviderError> {
         for data in events {
-            let flow = parser.apply(data, &mut asm, &redact)?;
+            let flow = parser.read(data, &mut asm, &redact)?;
             shown.drain(&mut asm);
             if flow == Flow::Done {
                 break;

@@ -3,8 +3,8 @@
 //! honouring `Retry-After`. The caller cancels by dropping the future.
 //! Errors carry the status and the provider's own text, never the key.
 
-use super::errors;
-use super::{Provider, ProviderError, Redactor};
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::Provider;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::StatusCode;
 use std::time::Duration;
@@ -14,12 +14,15 @@ const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 /// Most of an error body we read.
 const MAX_ERROR_BODY: usize = 16 * 1024;
 
-/// How a request proves who it is.
-pub(super) enum Auth<'a> {
-    /// `Authorization: Bearer …`
-    Bearer(&'a str),
-    /// Anthropic: `x-api-key` (never `Authorization`) and the API version.
-    Anthropic(Option<&'a str>),
+/// How a request proves who it is (with the provider's key, when it has
+/// one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Auth {
+    /// `Authorization: Bearer …`; nothing without a key.
+    Bearer,
+    /// Anthropic: `x-api-key` (never `Authorization`) and the API version,
+    /// which goes with or without a key.
+    Anthropic,
 }
 
 /// The Anthropic API version SCV speaks.
@@ -29,9 +32,10 @@ pub(super) async fn send(
     provider: &Provider,
     url: &str,
     body: Vec<u8>,
-    auth: Option<Auth<'_>>,
+    auth: Auth,
     redact: &Redactor,
 ) -> Result<reqwest::Response, ProviderError> {
+    let key = provider.api_key.as_deref();
     let mut attempt = 0;
     loop {
         let mut request = provider
@@ -40,15 +44,15 @@ pub(super) async fn send(
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(body.clone());
-        match &auth {
-            Some(Auth::Bearer(key)) => request = request.bearer_auth(key),
-            Some(Auth::Anthropic(key)) => {
+        match (auth, key) {
+            (Auth::Bearer, Some(key)) => request = request.bearer_auth(key),
+            (Auth::Bearer, None) => {}
+            (Auth::Anthropic, key) => {
                 request = request.header("anthropic-version", ANTHROPIC_VERSION);
                 if let Some(key) = key {
-                    request = request.header("x-api-key", *key);
+                    request = request.header("x-api-key", key);
                 }
             }
-            None => {}
         }
         for (name, value) in &provider.headers {
             request = request.header(name.as_str(), value.as_str());

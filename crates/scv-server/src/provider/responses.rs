@@ -19,18 +19,14 @@
 //! openai-python's types and a real gpt-5-mini capture (see the tests).
 
 use super::assemble::{Assembler, End};
-use super::stream::Flow;
-use super::{encode, errors, Provider, ProviderError, Redactor, Request, ToolSpec};
-use crate::message::{Message, ProviderData, WireKind};
-use scv_protocol::Usage;
+use super::errors::{self, ProviderError, Redactor};
+use super::settings::{encode, Provider, Request};
+use super::wire::{Flow, WireParser};
+use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-pub(super) fn url(base_url: &str) -> String {
-    format!("{}/responses", base_url.trim_end_matches('/'))
-}
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -73,7 +69,7 @@ fn input(history: &[Message]) -> Vec<Value> {
                 let kept: &[Value] = match assistant
                     .provider_data
                     .as_ref()
-                    .filter(|d| d.wire == WireKind::Responses)
+                    .filter(|d| d.wire == Wire::Responses)
                     .map(|d| &d.value)
                 {
                     Some(Value::Array(kept)) => kept,
@@ -175,8 +171,8 @@ pub(super) struct Parser {
     refusal_shown: bool,
 }
 
-impl Parser {
-    pub fn apply(
+impl WireParser for Parser {
+    fn apply(
         &mut self,
         data: &[u8],
         asm: &mut Assembler,
@@ -240,8 +236,9 @@ impl Parser {
                 let response = event.response.unwrap_or(Value::Null);
                 if let Some(usage) = response.get("usage").filter(|u| !u.is_null()) {
                     asm.usage(Usage {
-                        input_tokens: number(usage, "input_tokens"),
-                        output_tokens: number(usage, "output_tokens"),
+                        input: number(usage, "input_tokens"),
+                        output: number(usage, "output_tokens"),
+                        ..Usage::default()
                     });
                 }
                 let reason = response
@@ -275,7 +272,9 @@ impl Parser {
         }
         Ok(Flow::Continue)
     }
+}
 
+impl Parser {
     fn item_added(&mut self, item: &Value, asm: &mut Assembler) -> Result<(), ProviderError> {
         if item.get("type").and_then(Value::as_str) != Some("function_call") {
             return Ok(());
@@ -355,7 +354,7 @@ impl Parser {
     fn keep(&mut self, item: Value, asm: &mut Assembler) {
         self.kept.push(item);
         asm.provider_data(ProviderData {
-            wire: WireKind::Responses,
+            wire: Wire::Responses,
             value: Value::Array(self.kept.clone()),
         });
     }
@@ -368,10 +367,6 @@ impl Parser {
             self.refusal_shown = true;
             asm.text(text)?;
         }
-        Ok(())
-    }
-
-    pub fn finish(&mut self, _asm: &mut Assembler) -> Result<(), ProviderError> {
         Ok(())
     }
 }
@@ -432,8 +427,9 @@ fn number(value: &Value, key: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::assemble::Delta;
 
-    fn parse(events: &[Value]) -> (Assembler, Vec<super::super::Delta>) {
+    fn parse(events: &[Value]) -> (Assembler, Vec<Delta>) {
         let mut parser = Parser::default();
         let mut asm = Assembler::default();
         let mut deltas = Vec::new();
@@ -471,11 +467,11 @@ mod tests {
         assert_eq!(
             deltas,
             [
-                super::super::Delta::Reasoning("**Plan**".into()),
-                super::super::Delta::Reasoning("\n\n".into()),
-                super::super::Delta::Reasoning("read it".into()),
-                super::super::Delta::Text("Let me ".into()),
-                super::super::Delta::Text("read.".into()),
+                Delta::Reasoning("**Plan**".into()),
+                Delta::Reasoning("\n\n".into()),
+                Delta::Reasoning("read it".into()),
+                Delta::Text("Let me ".into()),
+                Delta::Text("read.".into()),
             ]
         );
         let (message, usage, finish) = asm.into_parts();
@@ -483,12 +479,12 @@ mod tests {
         assert_eq!(message.tool_calls[0].id, "call_abc123");
         assert_eq!(message.tool_calls[0].arguments, "{\"path\":\"a\"}");
         let data = message.provider_data.unwrap();
-        assert_eq!(data.wire, WireKind::Responses);
+        assert_eq!(data.wire, Wire::Responses);
         assert_eq!(
             data.value,
             json!([{"id":"rs_1","type":"reasoning","encrypted_content":"done-copy","summary":[{"type":"summary_text","text":"**Plan**"}]}])
         );
-        assert_eq!(usage.unwrap().input_tokens, 72);
+        assert_eq!(usage.unwrap().input_tokens(), 72);
         assert_eq!(finish.as_deref(), Some("tool_calls"));
     }
 
@@ -509,10 +505,7 @@ mod tests {
         assert_eq!(asm.ending(), End::Refused);
         // Only the finished item: its text is shown once.
         let (asm, deltas) = parse(&[done.clone(), done, completed.clone()]);
-        assert_eq!(
-            deltas,
-            [super::super::Delta::Text("I can't help with that.".into())]
-        );
+        assert_eq!(deltas, [Delta::Text("I can't help with that.".into())]);
         assert_eq!(asm.ending(), End::Refused);
         let (asm, _) = parse(&[completed]);
         assert_eq!(asm.ending(), End::Finished);

@@ -7,54 +7,14 @@
 //! body. The idle timer measures model output, not bytes.
 
 use super::assemble::{Assembler, Delta, End};
+use super::errors::{ProviderError, Redactor};
+use super::http;
 use super::sse::{EventTooLarge, SseReader};
-use super::{anthropic, chat, http, responses, ProviderError, Redactor};
-use crate::message::AssistantMessage;
+use super::wire::{Flow, WireParser};
+use crate::model::{AssistantMessage, Usage};
 use scv_protocol::limits::{MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES};
-use scv_protocol::{FailureCode, Usage};
+use scv_protocol::FailureCode;
 use std::time::{Duration, Instant};
-
-/// A wire's event parser (static dispatch).
-pub(super) enum Parser {
-    Chat(chat::Parser),
-    Responses(responses::Parser),
-    Anthropic(anthropic::Parser),
-}
-
-/// What a parsed event means for the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flow {
-    Continue,
-    /// The wire's end-of-response event.
-    Done,
-}
-
-impl Parser {
-    pub(super) fn apply(
-        &mut self,
-        data: &[u8],
-        asm: &mut Assembler,
-        redact: &Redactor,
-    ) -> Result<Flow, ProviderError> {
-        let result = match self {
-            Parser::Chat(parser) => parser.apply(data, asm, redact),
-            Parser::Responses(parser) => parser.apply(data, asm, redact),
-            Parser::Anthropic(parser) => parser.apply(data, asm, redact),
-        };
-        // Every error, not only the provider's own error events: serde's
-        // message for a malformed event quotes the event's strings.
-        result.map_err(|err| redact.error(err))
-    }
-
-    /// The response ended: hand over anything held back.
-    pub(super) fn finish(&mut self, asm: &mut Assembler) -> Result<(), ProviderError> {
-        match self {
-            Parser::Chat(parser) => parser.finish(asm),
-            Parser::Responses(parser) => parser.finish(asm),
-            Parser::Anthropic(parser) => parser.finish(asm),
-        }
-    }
-}
 
 /// What a finished response said.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -76,7 +36,7 @@ pub(crate) struct ResponseStream {
     done: bool,
     /// The parser has handed over what it held back.
     finished: bool,
-    parser: Parser,
+    parser: Box<dyn WireParser>,
     asm: Assembler,
     redact: Redactor,
 }
@@ -86,7 +46,7 @@ impl ResponseStream {
         body: reqwest::Response,
         idle_timeout: Duration,
         redact: Redactor,
-        parser: Parser,
+        parser: Box<dyn WireParser>,
     ) -> Self {
         ResponseStream {
             body,
@@ -119,7 +79,7 @@ impl ResponseStream {
                     }
                     Ok(None) => break,
                     Ok(Some(data)) => {
-                        let flow = self.parser.apply(&data, &mut self.asm, &self.redact)?;
+                        let flow = self.parser.read(&data, &mut self.asm, &self.redact)?;
                         if self.asm.take_progress() {
                             self.last_output = Instant::now();
                         }
@@ -191,6 +151,7 @@ impl ResponseStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::{anthropic, chat, responses};
 
     /// Found with the fuzz harness's invariant (`scv_server::fuzzing`) and an
     /// input replayed through the `anthropic_events` target:
@@ -200,24 +161,24 @@ mod tests {
     fn malformed_events_never_carry_the_api_key_into_the_error() {
         let key = "sk-test-0123456789";
         let redact = Redactor::new(Some(key));
-        let cases: [(Parser, String); 3] = [
+        let cases: [(Box<dyn WireParser>, String); 3] = [
             (
-                Parser::Chat(chat::Parser::default()),
+                Box::new(chat::Parser::default()),
                 format!(r#"{{"choices":"{key}"}}"#),
             ),
             (
-                Parser::Responses(responses::Parser::default()),
+                Box::new(responses::Parser::default()),
                 format!(r#"{{"type":"response.output_text.delta","summary_index":"{key}"}}"#),
             ),
             (
-                Parser::Anthropic(anthropic::Parser::default()),
+                Box::new(anthropic::Parser::default()),
                 format!(r#"{{"type":"ping","index":"{key}"}}"#),
             ),
         ];
         for (mut parser, event) in cases {
             let mut asm = Assembler::default();
             let err = parser
-                .apply(event.as_bytes(), &mut asm, &redact)
+                .read(event.as_bytes(), &mut asm, &redact)
                 .unwrap_err();
             assert!(err.message.contains("malformed"), "{}", err.message);
             assert!(!err.message.contains(key), "{}", err.message);

@@ -8,11 +8,12 @@
 //! process group or session it moved to — and reports how many. The output
 //! says so.
 
-use super::{parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use super::builtin::{parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
 use crate::reaper::{Report, SANDBOX_FLAG};
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -24,18 +25,10 @@ pub(crate) const TOOL: Builtin = Builtin {
     name: "bash",
     risk: Risk::Process,
     description: "Run a shell command with bash in the workspace directory. stdin is closed; stdout and stderr are returned together with the exit code. Long output is cut in the middle. Commands usually run in a sandbox: they can read files (not credentials), but write only inside the workspace and the temp directory, and may be unable to use the network. When a command fails because the sandbox forbids what it needs (\"Permission denied\" or \"Operation not permitted\" writing outside the workspace, e.g. to ~/.cargo, or opening a network connection), run it again with unsandboxed: true; the user is then asked to approve it.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "The command line to run."},
-            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."},
-            "unsandboxed": {"type": "boolean", "description": "Run outside the sandbox (asks the user first). Only after a command failed because the sandbox forbade it."}
-        },
-        "required": ["command"]
-    }),
+    parameters: schema_of::<BashArgs>,
     // The whole command, every line: a second line is a second command.
     summary: |arguments| {
-        let command = super::arg(arguments, "command");
+        let command = super::builtin::arg(arguments, "command");
         if stays_sandboxed(arguments) {
             format!("Run shell command: {command}")
         } else {
@@ -46,10 +39,19 @@ pub(crate) const TOOL: Builtin = Builtin {
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct BashArgs {
+    /// The command line to run.
     command: String,
+    /// Kill the command after this many milliseconds.
+    #[schemars(range(min = 1))]
     timeout_ms: Option<u64>,
+    // An attribute, not a doc comment: a doc comment's line break would
+    // reach the model.
+    #[schemars(
+        description = "Run outside the sandbox (asks the user first). Only after a command failed \
+                       because the sandbox forbade it."
+    )]
     #[serde(default)]
     unsandboxed: bool,
 }

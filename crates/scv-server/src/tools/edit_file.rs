@@ -1,27 +1,21 @@
 //! edit_file: replace an exact string in a file of the workspace.
 
 use super::beneath::Workspace;
+use super::builtin::{
+    blocking, parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult,
+};
 use super::textfile::{read_text, MAX_FILE_BYTES};
-use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::{Seek, SeekFrom, Write as _};
 
 pub(crate) const TOOL: Builtin = Builtin {
     name: "edit_file",
     risk: Risk::Write,
     description: "Replace an exact string in a file. old_string must match exactly once unless replace_all is true.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string"},
-            "old_string": {"type": "string"},
-            "new_string": {"type": "string"},
-            "replace_all": {"type": "boolean"}
-        },
-        "required": ["path", "old_string", "new_string"]
-    }),
+    parameters: schema_of::<EditArgs>,
     summary,
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
@@ -32,21 +26,21 @@ fn summary(arguments: &Value) -> String {
     let all = arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
     let mut text = format!(
         "Edit file: {}{}",
-        super::arg(arguments, "path"),
+        super::builtin::arg(arguments, "path"),
         if all { " (every occurrence)" } else { "" }
     );
-    for line in super::arg(arguments, "old_string").split('\n') {
+    for line in super::builtin::arg(arguments, "old_string").split('\n') {
         text.push_str("\n- ");
         text.push_str(line);
     }
-    for line in super::arg(arguments, "new_string").split('\n') {
+    for line in super::builtin::arg(arguments, "new_string").split('\n') {
         text.push_str("\n+ ");
         text.push_str(line);
     }
     text
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct EditArgs {
     path: String,
     old_string: String,

@@ -1,11 +1,12 @@
 //! list_dir: the entries of a directory in the workspace.
 
 use super::beneath::Workspace;
-use super::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
+use super::builtin::{blocking, parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
 use rustix::fs::FileType;
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write as _;
 
 const MAX_DIR_ENTRIES: usize = 1000;
@@ -14,19 +15,16 @@ pub(crate) const TOOL: Builtin = Builtin {
     name: "list_dir",
     risk: Risk::Read,
     description: "List a directory in the workspace; directories end with '/'.",
-    parameters: || {
-        json!({
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"]
-        })
-    },
-    summary: |arguments| format!("List directory: {}", super::arg(arguments, "path")),
+    parameters: schema_of::<ListArgs>,
+    summary: |arguments| format!("List directory: {}", super::builtin::arg(arguments, "path")),
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 
-#[derive(Deserialize)]
+// `path` is required in the schema (the model always names the directory)
+// though a call without it lists the workspace, as it always did.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("required" = ["path"]))]
 struct ListArgs {
     #[serde(default)]
     path: String,

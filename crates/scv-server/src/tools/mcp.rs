@@ -3,7 +3,7 @@
 //! hub (bounded by the server's `tool_timeout_ms`, cancelled with the
 //! turn, the server told in both cases).
 
-use super::{ToolContext, ToolOutput};
+use super::builtin::{ToolContext, ToolOutput};
 use scv_mcp::{CallError, McpTool};
 use serde_json::Value;
 

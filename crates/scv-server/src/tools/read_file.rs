@@ -1,11 +1,12 @@
 //! read_file: numbered lines of a text file in the workspace.
 
 use super::beneath::Workspace;
+use super::builtin::{blocking, parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
 use super::textfile::read_text;
-use super::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write as _;
 
 const DEFAULT_LINE_LIMIT: usize = 2000;
@@ -15,24 +16,19 @@ pub(crate) const TOOL: Builtin = Builtin {
     name: "read_file",
     risk: Risk::Read,
     description: "Read a text file in the workspace. Returns numbered lines; use offset (first line, 1-based) and limit (number of lines) for large files.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Path relative to the workspace."},
-            "offset": {"type": "integer", "minimum": 1},
-            "limit": {"type": "integer", "minimum": 1}
-        },
-        "required": ["path"]
-    }),
-    summary: |arguments| format!("Read file: {}", super::arg(arguments, "path")),
+    parameters: schema_of::<ReadArgs>,
+    summary: |arguments| format!("Read file: {}", super::builtin::arg(arguments, "path")),
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct ReadArgs {
+    /// Path relative to the workspace.
     path: String,
+    #[schemars(range(min = 1))]
     offset: Option<usize>,
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 

@@ -2,9 +2,9 @@
 //! [`BUILTINS`]) and the tools of connected MCP servers, looked up by name
 //! once per call.
 
+use super::builtin::{Builtin, ToolContext, ToolResult};
 use super::{bash, edit_file, list_dir, mcp, output, read_file, search, write_file};
-use super::{Builtin, ToolContext, ToolResult};
-use crate::provider::ToolSpec;
+use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
 use serde_json::Value;
@@ -77,7 +77,7 @@ impl Tool {
             Kind::Mcp(tool) => mcp::run(tool, arguments, ctx).await,
         };
         let (text, cut) = output::cap(result.output, ctx.max_output_bytes);
-        Ok(super::ToolOutput {
+        Ok(super::builtin::ToolOutput {
             success: result.success,
             output: text,
             truncated: result.truncated || cut,
@@ -155,4 +155,104 @@ fn builtin_tools() -> Vec<(String, Tool)> {
             (b.name.to_string(), tool)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The argument schemas exactly as models were offered them before
+    /// they were derived from the argument structs (issue 24): same
+    /// values, and the same text in the order they were written, which is
+    /// what a request body carries when serde_json keeps insertion order
+    /// (it does in a workspace build, where another crate turns
+    /// `preserve_order` on).
+    #[test]
+    fn every_builtin_schema_is_the_one_models_were_offered() {
+        let offered = [
+            (
+                "bash",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "The command line to run."},
+                        "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."},
+                        "unsandboxed": {"type": "boolean", "description": "Run outside the sandbox (asks the user first). Only after a command failed because the sandbox forbade it."}
+                    },
+                    "required": ["command"]
+                }),
+            ),
+            (
+                "read_file",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "Path relative to the workspace."},
+                        "offset": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1}
+                    },
+                    "required": ["path"]
+                }),
+            ),
+            (
+                "write_file",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "content": {"type": "string"}
+                    },
+                    "required": ["path", "content"]
+                }),
+            ),
+            (
+                "edit_file",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "old_string": {"type": "string"},
+                        "new_string": {"type": "string"},
+                        "replace_all": {"type": "boolean"}
+                    },
+                    "required": ["path", "old_string", "new_string"]
+                }),
+            ),
+            (
+                "list_dir",
+                json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"]
+                }),
+            ),
+            (
+                "search",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
+                        "path": {"type": "string", "description": "Directory or file to search; default the workspace."},
+                        "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. *.rs"}
+                    },
+                    "required": ["pattern"]
+                }),
+            ),
+        ];
+        let specs = Registry::builtins();
+        let names: Vec<&str> = specs.specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            offered.iter().map(|(name, _)| *name).collect::<Vec<_>>()
+        );
+        for (spec, (name, schema)) in specs.specs().iter().zip(&offered) {
+            assert_eq!(*spec.parameters, *schema, "{name}");
+            assert_eq!(
+                serde_json::to_string(&*spec.parameters).unwrap(),
+                serde_json::to_string(schema).unwrap(),
+                "{name}"
+            );
+        }
+    }
 }

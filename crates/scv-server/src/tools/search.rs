@@ -10,16 +10,19 @@
 //! cannot make the server hold it.
 
 use super::beneath::{Rel, Workspace};
-use super::{blocking, parse, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use super::builtin::{
+    blocking, parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult,
+};
 use grep_regex::RegexMatcher;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::OverrideBuilder;
 use ignore::{Match, WalkBuilder};
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -39,25 +42,20 @@ pub(crate) const TOOL: Builtin = Builtin {
     name: "search",
     risk: Risk::Read,
     description: "Search file contents with a regular expression, honouring .gitignore. Returns path:line:text matches.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
-            "path": {"type": "string", "description": "Directory or file to search; default the workspace."},
-            "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. *.rs"}
-        },
-        "required": ["pattern"]
-    }),
-    summary: |arguments| format!("Search for: {}", super::arg(arguments, "pattern")),
+    parameters: schema_of::<SearchArgs>,
+    summary: |arguments| format!("Search for: {}", super::builtin::arg(arguments, "pattern")),
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
 };
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct SearchArgs {
+    /// Regular expression (Rust regex syntax).
     pattern: String,
+    /// Directory or file to search; default the workspace.
     #[serde(default)]
     path: Option<String>,
+    /// Only files whose path matches this glob, e.g. *.rs
     #[serde(default)]
     glob: Option<String>,
 }

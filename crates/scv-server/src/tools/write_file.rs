@@ -1,10 +1,11 @@
 //! write_file: create or overwrite a file in the workspace.
 
 use super::beneath::Workspace;
-use super::{blocking, parse, Builtin, ToolContext, ToolOutput, ToolResult};
+use super::builtin::{blocking, parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
+use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::Write as _;
 
 /// Lines of a write shown in its approval prompt.
@@ -14,14 +15,7 @@ pub(crate) const TOOL: Builtin = Builtin {
     name: "write_file",
     risk: Risk::Write,
     description: "Create or overwrite a file in the workspace with the given content. Parent directories are created.",
-    parameters: || json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string"},
-            "content": {"type": "string"}
-        },
-        "required": ["path", "content"]
-    }),
+    parameters: schema_of::<WriteArgs>,
     summary,
     stays_sandboxed: None,
     run: |arguments, ctx| Box::pin(run(arguments, ctx)),
@@ -29,11 +23,11 @@ pub(crate) const TOOL: Builtin = Builtin {
 
 /// The size and the first lines of what will be written.
 fn summary(arguments: &Value) -> String {
-    let content = super::arg(arguments, "content");
+    let content = super::builtin::arg(arguments, "content");
     let lines = content.lines().count();
     let mut text = format!(
         "Write file: {} ({} bytes, {lines} {})",
-        super::arg(arguments, "path"),
+        super::builtin::arg(arguments, "path"),
         content.len(),
         if lines == 1 { "line" } else { "lines" }
     );
@@ -47,7 +41,7 @@ fn summary(arguments: &Value) -> String {
     text
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct WriteArgs {
     path: String,
     content: String,

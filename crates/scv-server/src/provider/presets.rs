@@ -2,10 +2,14 @@
 //! that add or adjust them, and the top-level keys that override the
 //! selected one. Resolved once, at start-up, into [`Providers`].
 //!
+//! Part of the provider layer, which the configuration imports (never the
+//! reverse): a definition names its wire from the model vocabulary, and
+//! nothing here knows how a wire is spoken.
+//!
 //! Preset URLs and auth were checked against each provider's own
 //! documentation (docs/DESIGN.md lists the sources).
 
-use crate::provider::Wire;
+use crate::model::Wire;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

@@ -6,23 +6,14 @@
 //! kept as opaque [`ProviderData`] tagged with the wire it came from, so it
 //! is never sent to another wire's API.
 
+use super::Wire;
 use serde_json::Value;
-
-/// The wire a piece of provider data came from.
-// Filled by the wires that keep reasoning state (the provider issue).
-#[allow(dead_code)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireKind {
-    Chat,
-    Responses,
-    Anthropic,
-}
 
 /// Opaque data a provider attached, to be sent back unchanged by the same
 /// wire (and dropped by any other).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderData {
-    pub wire: WireKind,
+    pub wire: Wire,
     pub value: Value,
 }
 

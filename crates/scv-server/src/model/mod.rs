@@ -1,0 +1,21 @@
+//! The model vocabulary: the canonical history (messages, tool calls,
+//! opaque provider data), the tools as offered, the wires, reasoning effort
+//! and token usage.
+//!
+//! A leaf on purpose: it imports nothing of this crate, so the context,
+//! the provider layer, the tools, the agent and the configuration can all
+//! speak it without importing each other. The protocol's own types stay
+//! out too; what a client sees (`turn.completed`'s usage) is converted
+//! where that event is built.
+
+mod effort;
+mod message;
+mod tool;
+mod usage;
+mod wire;
+
+pub use effort::Effort;
+pub use message::{AssistantMessage, Message, ProviderData, ToolCall};
+pub use tool::ToolSpec;
+pub use usage::Usage;
+pub use wire::Wire;

@@ -1,0 +1,47 @@
+//! What a request is made from: the session's [`Provider`] (where, who,
+//! which model and how) and the wire-neutral [`Request`] (system prompt,
+//! history, tools). Every wire renders its body from these two.
+//!
+//! Kept apart from `mod.rs`, which dispatches to the wires: a wire that
+//! imported its parent would be imported back by it.
+
+use super::errors::ProviderError;
+use crate::model::{Effort, Message, ToolSpec, Wire};
+use std::time::Duration;
+
+/// One request, as every wire needs it.
+pub(crate) struct Request<'a> {
+    pub system: &'a str,
+    pub history: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+/// Everything a session needs to reach its model.
+#[derive(Clone)]
+pub(crate) struct Provider {
+    pub http: reqwest::Client,
+    /// The provider definition's name.
+    pub name: String,
+    pub wire: Wire,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    /// Extra headers of the definition.
+    pub headers: Vec<(String, String)>,
+    pub max_output_tokens: u64,
+    pub reasoning_effort: Option<Effort>,
+    /// Anthropic: mark the prefix cacheable.
+    pub prompt_cache: bool,
+    /// Chat: send `reasoning_content` back on tool-calling turns.
+    pub reasoning_replay: bool,
+    /// A stream without model output for this long fails.
+    pub idle_timeout: Duration,
+    /// Retries of 429/5xx before any output.
+    pub max_retries: u32,
+}
+
+/// Serializes a request body; our own types always serialize.
+pub(super) fn encode<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(body)
+        .map_err(|err| ProviderError::provider(format!("cannot encode request: {err}")))
+}
