@@ -10,8 +10,8 @@
 //! requests before `initialize` its "Invalid request".
 
 use crate::bridge::{Bridge, Command};
+use crate::options::Options;
 use crate::stdio::{self, Outflow};
-use crate::Options;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,

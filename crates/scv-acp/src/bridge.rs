@@ -16,9 +16,10 @@
 //! [`MAX_UNWRITTEN_UPDATES`]: crate::stdio::MAX_UNWRITTEN_UPDATES
 
 use crate::daemon::Link;
+use crate::options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
 use crate::stdio::Outflow;
 use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
-use crate::{errors, mcp, prompt, Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
+use crate::{errors, mcp, prompt};
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, NewSessionRequest, NewSessionResponse, PermissionOption,
     PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,

@@ -34,32 +34,12 @@ pub mod bridge;
 pub mod daemon;
 pub mod errors;
 pub mod mcp;
+mod options;
 pub mod prompt;
 pub mod stdio;
 pub mod updates;
 
-use std::path::PathBuf;
-
-/// Sessions one `scv acp` holds: the daemon's cap on sessions per
-/// connection (all ACP sessions share one daemon connection).
-pub const MAX_SESSIONS: usize = scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
-
-/// Prompts of one session waiting for their answer: the running turn plus
-/// the daemon's queue.
-pub const MAX_PROMPTS_PER_SESSION: usize = 1 + scv_protocol::limits::MAX_QUEUED_PROMPTS;
-
-/// Where the daemon is and what sessions ask for.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// `$SCV_HOME`.
-    pub home: PathBuf,
-    /// The daemon socket (`$SCV_HOME/server.sock` unless `--socket`).
-    pub socket: PathBuf,
-    /// `--provider` for every session; `None`: the daemon's.
-    pub provider: Option<String>,
-    /// `--model` for every session; `None`: the provider's.
-    pub model: Option<String>,
-}
+pub use options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
 
 /// Serves ACP on stdin/stdout until stdin ends. `Ok` on a clean end of
 /// input (running turns are cancelled first).

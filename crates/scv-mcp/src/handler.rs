@@ -71,7 +71,10 @@ impl ClientHandler for Handler {
     ) {
         let logger = params.logger.as_deref().unwrap_or("-");
         let data = params.data.to_string();
-        let data: String = data.chars().take(crate::MAX_STDERR_LINE_BYTES).collect();
+        let data: String = data
+            .chars()
+            .take(crate::limits::MAX_STDERR_LINE_BYTES)
+            .collect();
         tracing::info!(target: "scv::mcp", server = %self.server, level = ?params.level, logger, "{data}");
     }
 

@@ -25,6 +25,7 @@ pub mod env;
 mod error;
 mod namespace;
 mod network;
+mod paths;
 mod pids;
 mod policy;
 mod prepared;

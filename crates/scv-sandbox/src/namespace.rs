@@ -129,7 +129,7 @@ pub(crate) fn probe() -> Result<(), String> {
         },
         Path::new("/"),
     );
-    let tmp = crate::ruleset::canonical(&std::env::temp_dir());
+    let tmp = crate::paths::canonical(&std::env::temp_dir());
     let mounts = Mounts::plan(&policy, std::slice::from_ref(&tmp));
     // SAFETY: the child only makes system calls and exits.
     let pid = unsafe { libc::fork() };

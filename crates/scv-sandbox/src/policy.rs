@@ -224,7 +224,7 @@ impl Policy {
         roots.extend(private_tmp.map(Path::to_path_buf));
         let mut seen = Vec::new();
         for root in roots {
-            let root = crate::ruleset::canonical(&root);
+            let root = crate::paths::canonical(&root);
             if !seen.contains(&root) {
                 seen.push(root);
             }
@@ -268,8 +268,8 @@ fn repository_of(workspace: &Path) -> Vec<PathBuf> {
 /// `~/.ssh` and `$SCV_HOME`, so the server does not make it writable.
 pub fn holds_home(workspace: &Path, user_home: Option<&Path>) -> bool {
     user_home.is_some_and(|home| {
-        let home = crate::ruleset::canonical(home);
-        home.starts_with(crate::ruleset::canonical(workspace))
+        let home = crate::paths::canonical(home);
+        home.starts_with(crate::paths::canonical(workspace))
     })
 }
 

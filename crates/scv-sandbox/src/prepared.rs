@@ -37,14 +37,14 @@ impl Prepared {
         let temp = policy
             .temp_dirs
             .first()
-            .map(|dir| ruleset::canonical(dir))
+            .map(|dir| crate::paths::canonical(dir))
             .unwrap_or_else(std::env::temp_dir);
         // A temp directory that holds a denied tree can only be written
         // below its entries, not at its top (`mktemp` would fail there).
         let holds_denied = policy
             .denied
             .iter()
-            .any(|d| ruleset::canonical(d).starts_with(&temp));
+            .any(|d| crate::paths::canonical(d).starts_with(&temp));
         let private_tmp = if policy.mode == Mode::ReadOnly || holds_denied {
             let dir = tempfile::Builder::new()
                 .prefix("scv-tool-")

@@ -15,6 +15,7 @@
 //! contents of the rest cannot be read (its names can: `ReadDir` on the
 //! directories above it reaches down).
 
+use crate::paths::canonical;
 use crate::policy::Policy;
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated,
@@ -134,19 +135,6 @@ pub(crate) fn build(
         .create()?
         .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
     Ok(created)
-}
-
-/// `path` with links resolved; for a path that does not exist yet, its
-/// deepest existing ancestor resolved and the rest appended (so a missing
-/// `~/.aws` stays denied if it is created later).
-pub(crate) fn canonical(path: &Path) -> PathBuf {
-    if let Ok(real) = path.canonicalize() {
-        return real;
-    }
-    match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) => canonical(parent).join(name),
-        _ => path.to_path_buf(),
-    }
 }
 
 /// The rules by path, so a path reached twice (a temp directory cut for

@@ -4,7 +4,8 @@
 //!
 //! ClawBot accounts (`clawbot::component`) and the daemon's MCP servers
 //! (`mcp_component`) are the two; a new one is one module implementing
-//! [`Component`] and one line in [`registered`].
+//! [`Component`] and one line in the supervisor's list
+//! (`daemon/supervisor.rs`).
 
 use crate::handles::{Connector, ControlError};
 use crate::server::Shared;
@@ -61,12 +62,4 @@ pub(crate) fn kind_of(command: &DaemonCommand) -> Option<ComponentKind> {
             Some(ComponentKind::Clawbot)
         }
     }
-}
-
-/// Every component of the daemon, in `daemon.status` order.
-pub(crate) fn registered(cx: &Context) -> Vec<Box<dyn Component>> {
-    vec![
-        Box::new(crate::clawbot::component::Clawbot::new(&cx.home)),
-        Box::new(crate::mcp_component::McpServers),
-    ]
 }

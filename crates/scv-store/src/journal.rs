@@ -7,8 +7,8 @@
 //! nothing written). [`Journal::sync`] makes them durable (`fdatasync`);
 //! the server calls it at each terminal turn event.
 
+use crate::error::StoreError;
 use crate::record::Record;
-use crate::StoreError;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsFd;

@@ -14,50 +14,17 @@
 //! The store knows nothing of the server's message types: history
 //! messages and usage are opaque JSON here.
 
+mod error;
 mod journal;
 mod record;
 mod replay;
 mod store;
 
+pub use error::StoreError;
 pub use journal::{Journal, SyncHandle};
 pub use record::{ForkedFrom, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
 pub use replay::{Damage, Ended, Replay, Turn};
 pub use store::{valid_id, Listed, Meta, SessionStore};
-
-use std::path::Path;
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("session {0} does not exist")]
-    NotFound(String),
-    #[error("session {0} is open on another connection; fork it to continue it here")]
-    Open(String),
-    #[error("session {session_id} cannot be read: {why}")]
-    Damaged { session_id: String, why: String },
-    #[error("turn {0} is not a turn of that session that ended")]
-    NoSuchTurn(String),
-    #[error("the session store is refused: {0}")]
-    Unsafe(String),
-    #[error("{what} {path}: {source}")]
-    Io {
-        what: &'static str,
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot encode a journal record: {0}")]
-    Encode(serde_json::Error),
-}
-
-impl StoreError {
-    pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
-        StoreError::Io {
-            what,
-            path: path.display().to_string(),
-            source,
-        }
-    }
-}
 
 /// Seconds since the epoch (0 if the clock is before it).
 pub fn now_unix() -> u64 {

@@ -10,10 +10,10 @@
 //! a session's are skipped with a diagnostic; session ids are checked
 //! before they become paths.
 
+use crate::error::StoreError;
 use crate::journal::Journal;
 use crate::record::{ForkedFrom, Header, Record};
 use crate::replay::Replay;
-use crate::StoreError;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

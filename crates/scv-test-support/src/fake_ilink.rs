@@ -78,7 +78,8 @@ impl FakeIlink {
         }));
         let arrived = Arc::new(Notify::new());
         let (s, a) = (state.clone(), arrived.clone());
-        let server = crate::serve_http(listener, move |req| handle(s.clone(), a.clone(), req));
+        let server =
+            crate::http::serve_http(listener, move |req| handle(s.clone(), a.clone(), req));
         FakeIlink {
             addr,
             state,
@@ -187,7 +188,7 @@ impl FakeIlink {
 
     /// Waits (bounded) until `check` holds.
     pub async fn wait_until(&self, mut check: impl FnMut(&FakeIlink) -> bool) -> bool {
-        crate::eventually(|| check(self)).await
+        crate::wait::eventually(|| check(self)).await
     }
 }
 
@@ -223,7 +224,7 @@ async fn handle(
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let path = req.uri().path().trim_start_matches('/').to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    let headers = crate::headers_of(&req);
+    let headers = crate::http::headers_of(&req);
     let bytes = req
         .into_body()
         .collect()

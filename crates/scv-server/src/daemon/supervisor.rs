@@ -41,7 +41,7 @@ impl Supervisor {
             workspace,
             connector,
         };
-        let components = component::registered(&cx);
+        let components = registered(&cx);
         Supervisor {
             cx,
             components,
@@ -90,6 +90,14 @@ impl Supervisor {
             component.stop(&self.cx).await;
         }
     }
+}
+
+/// Every component of the daemon, in `daemon.status` order.
+fn registered(cx: &Context) -> Vec<Box<dyn Component>> {
+    vec![
+        Box::new(crate::clawbot::component::Clawbot::new(&cx.home)),
+        Box::new(crate::mcp_component::McpServers),
+    ]
 }
 
 impl Control for Supervisor {

@@ -18,7 +18,7 @@
 //! 3. `message_delta` with `stop_reason` and cumulative `usage`;
 //! 4. terminal: `message_stop` (sent only for [`Ending::Done`]).
 
-use crate::mock_provider::{fragment, Ending, Reply, SseEvent, Wire};
+use crate::reply::{fragment, Ending, Reply, SseEvent, Wire};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -319,7 +319,7 @@ pub fn error_event(kind: &str, message: &str) -> SseEvent {
 /// "request_id":..}` (shape from Anthropic's errors doc,
 /// <https://docs.claude.com/en/api/errors>).
 pub fn error_body(kind: &str, message: &str) -> String {
-    crate::wires::to_json(&json!({
+    crate::json::to_json(&json!({
         "type": "error",
         "error": {"type": kind, "message": message},
         "request_id": "req_mock",
@@ -458,7 +458,7 @@ pub fn check_request(body: &Value) -> Vec<String> {
     if max_tokens.is_none() {
         out.push(format!(
             "`max_tokens` must be a positive integer (got {})",
-            crate::wires::kind(&body["max_tokens"])
+            crate::json::kind(&body["max_tokens"])
         ));
     }
     match &body["system"] {
@@ -472,7 +472,7 @@ pub fn check_request(body: &Value) -> Vec<String> {
         }
         other => out.push(format!(
             "`system` must be a string or text blocks (got {})",
-            crate::wires::kind(other)
+            crate::json::kind(other)
         )),
     }
     let thinking = body["thinking"]["type"] == "enabled";
@@ -590,7 +590,7 @@ pub fn check_request(body: &Value) -> Vec<String> {
                 if let Some(flag) = block.get("is_error").filter(|f| !f.is_boolean()) {
                     out.push(format!(
                         "messages[{index}].content[{i}]: is_error must be a boolean (got {})",
-                        crate::wires::kind(flag)
+                        crate::json::kind(flag)
                     ));
                 }
                 let id = block["tool_use_id"].as_str().unwrap_or("");

@@ -15,7 +15,7 @@
 //! event (sent only for [`Ending::Done`]) carrying the whole response with
 //! `usage`.
 
-use crate::mock_provider::{fragment, Ending, Reply, SseEvent, Wire};
+use crate::reply::{fragment, Ending, Reply, SseEvent, Wire};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -579,7 +579,7 @@ pub fn check_request(body: &Value) -> Vec<String> {
     if body["store"] != false {
         out.push(format!(
             "`store` must be false (got {})",
-            crate::wires::kind(&body["store"])
+            crate::json::kind(&body["store"])
         ));
     }
     if body["stream"] != true {
@@ -588,7 +588,7 @@ pub fn check_request(body: &Value) -> Vec<String> {
     if !body["instructions"].is_string() {
         out.push(format!(
             "`instructions` must be a string (got {})",
-            crate::wires::kind(&body["instructions"])
+            crate::json::kind(&body["instructions"])
         ));
     }
     let includes = body["include"]
@@ -603,7 +603,7 @@ pub fn check_request(body: &Value) -> Vec<String> {
         other => {
             out.push(format!(
                 "`input` must be an array (got {})",
-                crate::wires::kind(other)
+                crate::json::kind(other)
             ));
             &[]
         }
