@@ -12,7 +12,7 @@ mod connection;
 mod context;
 pub mod daemon;
 mod handles;
-mod host;
+
 mod mcp_component;
 pub mod memory;
 mod model;

@@ -10,7 +10,9 @@
 
 pub mod prompt;
 
+mod approvals;
 mod limits;
+mod sink;
 
 pub(crate) use limits::Limits;
 
@@ -19,10 +21,11 @@ use crate::context::trim::{self, Trimmed};
 use crate::context::History;
 use crate::model::{Message, ToolCall, ToolSpec, Usage};
 use crate::provider::{Delta, End, Provider, ProviderError, Reply, Request};
-use crate::session::{Approvals, EmitError, SessionSink};
 use crate::tools::{Registry, ToolContext, ToolError, ToolOutput};
+pub(crate) use approvals::Approvals;
 use scv_protocol::{EventBody, FailureCode};
 use serde_json::Value;
+pub(crate) use sink::{EmitError, SessionSink};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;

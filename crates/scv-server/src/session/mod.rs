@@ -1,11 +1,11 @@
-//! The parts of a session that its host and its running turn share: the
-//! event sink (the one place `seq` is assigned), the pending approvals,
-//! and the prompt queue.
+//! A connection's sessions: the host (each session's state, the one
+//! dispatch of session messages, turns and their terminal events), the
+//! factory that makes a session from `session.start`, and the queue.
 
-pub(crate) mod approvals;
-pub(crate) mod queue;
-pub(crate) mod sink;
+mod factory;
+mod host;
+mod queue;
+mod reject;
 
-pub(crate) use approvals::Approvals;
-pub(crate) use queue::{PromptQueue, QueueError};
-pub(crate) use sink::{EmitError, SessionSink};
+pub(crate) use host::{SessionHost, CLEANUP_GRACE};
+pub(crate) use reject::{Handled, Reject};

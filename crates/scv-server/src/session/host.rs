@@ -11,23 +11,22 @@
 //! task is spawned, a client answering a terminal event with `turn.start`
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
-use crate::agent::{add_usage, SessionSettings, Turn, TurnOutcome};
-use crate::context::History;
-use crate::provider::presets::{check_url, same_origin, ProviderDef};
-use crate::provider::Provider;
-use crate::server::Shared;
-use crate::session::{Approvals, EmitError, PromptQueue, QueueError, SessionSink};
-use crate::tools::Registry;
-use crate::transport::Outbound;
-use scv_protocol::limits::{
-    MAX_PROMPT_BYTES, MAX_PROMPT_HISTORY_BYTES, MAX_PROMPT_HISTORY_ITEMS, MAX_SERVER_FRAME_BYTES,
-    MAX_SESSIONS_PER_CONNECTION, MAX_TRANSCRIPT_BYTES, MAX_TRANSCRIPT_ITEMS,
+use crate::agent::{
+    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome,
 };
+use crate::context::History;
+use crate::server::Shared;
+use crate::session::factory::SessionFactory;
+use crate::session::queue::{PromptQueue, QueueError};
+use crate::session::reject::{invalid, Handled, Reject};
+use crate::transport::Outbound;
+use scv_protocol::limits::{MAX_PROMPT_BYTES, MAX_SESSIONS_PER_CONNECTION};
 use scv_protocol::{
-    ErrorCode, Event, EventBody, FailureCode, QueueEntry, SessionStart, SessionStarted, Usage,
+    ApprovalResolve, ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove,
+    QueueRemove, QueueUpdate, SessionClear, SessionConfigure, SessionPause, SessionStart,
+    TurnCancel, TurnStart, Usage,
 };
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::{Id as TaskId, JoinError, JoinSet};
@@ -35,29 +34,6 @@ use tokio_util::sync::CancellationToken;
 
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
-
-/// A request the server refuses, as an `error` event.
-pub(crate) struct Reject {
-    pub code: ErrorCode,
-    pub message: String,
-    pub entry: Option<QueueEntry>,
-}
-
-impl Reject {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Reject {
-            code,
-            message: message.into(),
-            entry: None,
-        }
-    }
-}
-
-pub(crate) type Handled = Result<(), Reject>;
-
-fn invalid(message: impl Into<String>) -> Reject {
-    Reject::new(ErrorCode::InvalidRequest, message)
-}
 
 struct Session {
     sink: Arc<SessionSink>,
@@ -110,6 +86,73 @@ impl SessionHost {
         }
     }
 
+    /// The one dispatch of a session message (the connection answers
+    /// `initialize` and `daemon.control` itself).
+    pub async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
+        match message {
+            ClientMessage::SessionStart(start) => self.start(rid, start).await,
+            ClientMessage::TurnStart(TurnStart { session_id, prompt }) => {
+                self.submit(rid, &session_id, prompt).await
+            }
+            ClientMessage::TurnCancel(TurnCancel {
+                session_id,
+                turn_id,
+            }) => self.cancel(&session_id, &turn_id),
+            ClientMessage::ApprovalResolve(ApprovalResolve {
+                session_id,
+                approval_id,
+                approved,
+            }) => self.resolve(&session_id, &approval_id, approved),
+            ClientMessage::QueueUpdate(QueueUpdate {
+                session_id,
+                queue_id,
+                revision,
+                prompt,
+            }) => {
+                self.queue_update(rid, &session_id, &queue_id, revision, prompt)
+                    .await
+            }
+            ClientMessage::QueueMove(QueueMove {
+                session_id,
+                queue_id,
+                revision,
+                before_queue_id,
+            }) => {
+                self.queue_move(
+                    rid,
+                    &session_id,
+                    &queue_id,
+                    revision,
+                    before_queue_id.as_deref(),
+                )
+                .await
+            }
+            ClientMessage::QueueRemove(QueueRemove {
+                session_id,
+                queue_id,
+                revision,
+            }) => {
+                self.queue_remove(rid, &session_id, &queue_id, revision)
+                    .await
+            }
+            ClientMessage::SessionPause(SessionPause { session_id, paused }) => {
+                self.pause(rid, &session_id, paused).await
+            }
+            ClientMessage::SessionClear(SessionClear { session_id }) => {
+                self.clear(rid, &session_id).await
+            }
+            ClientMessage::SessionConfigure(SessionConfigure {
+                session_id,
+                provider,
+                model,
+            }) => self.configure(rid, &session_id, provider, model).await,
+            ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
+                ErrorCode::InternalError,
+                "not a session message",
+            )),
+        }
+    }
+
     fn session(&mut self, session_id: &str) -> Result<&mut Session, Reject> {
         self.sessions
             .get_mut(session_id)
@@ -123,72 +166,17 @@ impl SessionHost {
     }
 
     /// `session.start`: `session.started`, then the empty queue snapshot.
-    pub async fn start(&mut self, rid: &str, start: SessionStart) -> Handled {
+    async fn start(&mut self, rid: &str, start: SessionStart) -> Handled {
         if self.sessions.len() >= MAX_SESSIONS_PER_CONNECTION {
             return Err(invalid(format!(
                 "this connection already holds {MAX_SESSIONS_PER_CONNECTION} sessions, its limit; use another connection"
             )));
         }
-        let cwd = start.cwd.clone();
-        let cwd = crate::blocking::run(move || canonical_workspace(&cwd))
-            .await
-            .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
-        let config = &self.shared.config;
-        let def = match start.provider.as_deref() {
-            None => config.provider.defs.default_def(),
-            Some(name) => config.provider.defs.get(name).ok_or_else(|| {
-                invalid(format!(
-                    "unknown provider `{name}` (known: {})",
-                    config.provider.defs.names()
-                ))
-            })?,
-        };
-        let provider = self.provider(def, start.model, start.base_url)?;
-        let session_servers = match &start.mcp_servers {
-            Some(servers) if !servers.is_empty() => Some(self.session_servers(servers)?),
-            _ => None,
-        };
-        // `--stdio` starts its MCP servers with its first session.
-        self.shared.start_mcp(std::slice::from_ref(&cwd)).await;
-        let mcp = match session_servers {
-            Some(specs) => {
-                let hub = Arc::new(self.shared.session_hub());
-                hub.reconcile(&specs, std::slice::from_ref(&cwd)).await;
-                Some(hub)
-            }
-            None => None,
-        };
-        let model = provider.model.clone();
-        let provider_name = def.name.clone();
-        let context_max_tokens = def.context_max_tokens;
+        let made = SessionFactory::new(&self.shared).start(start).await?;
         let session_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let sink = Arc::new(SessionSink::new(session_id.clone(), self.out.clone()));
-        let settings = Arc::new(SessionSettings {
-            cwd: cwd.clone(),
-            provider,
-            context_max_tokens,
-            tools: Registry::builtins(),
-            no_tools: start.no_tools,
-            submitter: "client".into(),
-            sandbox: self.shared.sandbox.policy(&cwd).map(Arc::new),
-            sandbox_trusted: self.shared.sandbox.trusted(),
-            tool_env: self.shared.sandbox.env(),
-        });
         let started = Event {
-            body: EventBody::SessionStarted(SessionStarted {
-                cwd: cwd.display().to_string(),
-                model,
-                context_max_tokens,
-                max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
-                max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
-                max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
-                max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
-                max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
-                provider: Some(provider_name),
-                sandbox: Some(self.shared.sandbox.status().to_string()),
-                sandbox_gaps: self.shared.sandbox.gaps().to_vec(),
-                sandbox_warnings: self.shared.sandbox.warnings(&cwd),
-            }),
+            body: EventBody::SessionStarted(made.started),
             request_id: Some(rid.to_string()),
             session_id: Some(session_id.to_string()),
             turn_id: None,
@@ -201,14 +189,14 @@ impl SessionHost {
             .await;
         let session = Session {
             sink: sink.clone(),
-            settings,
+            settings: Arc::new(made.settings),
             approvals: Arc::new(Approvals::default()),
             history: Some(History::default()),
             queue: PromptQueue::default(),
             paused: false,
             active: None,
             usage: None,
-            mcp,
+            mcp: made.mcp,
         };
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
@@ -216,86 +204,6 @@ impl SessionHost {
         self.sessions.insert(session_id, Box::new(session));
         let _ = sink.emit(Some(rid), None, &snapshot).await;
         Ok(())
-    }
-
-    /// `session.start.mcp_servers` (extension), checked as config tables
-    /// are: the configured servers plus these, names unique, at most
-    /// `scv_mcp::MAX_SERVERS` in all.
-    fn session_servers(
-        &self,
-        servers: &std::collections::BTreeMap<String, serde_json::Value>,
-    ) -> Result<Vec<scv_mcp::ServerSpec>, Reject> {
-        let mut specs = self.shared.config.mcp_servers.clone();
-        if specs.len() + servers.len() > scv_mcp::MAX_SERVERS {
-            return Err(invalid(format!(
-                "at most {} MCP servers in all (the daemon's and the session's)",
-                scv_mcp::MAX_SERVERS
-            )));
-        }
-        for (name, value) in servers {
-            if specs.iter().any(|spec| spec.name == *name) {
-                return Err(invalid(format!(
-                    "mcp_servers.{name}: the daemon already has a server of that name"
-                )));
-            }
-            let raw: scv_mcp::RawServer = serde_json::from_value(value.clone())
-                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
-            let spec = scv_mcp::ServerSpec::new(name, raw)
-                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
-            specs.push(spec);
-        }
-        Ok(specs)
-    }
-
-    /// A provider for `def`, with a session's `model` / `base_url` on top.
-    fn provider(
-        &self,
-        def: &ProviderDef,
-        model: Option<String>,
-        base_url: Option<String>,
-    ) -> Result<Provider, Reject> {
-        let config = &self.shared.config;
-        let model = match model {
-            Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
-            Some(model) => model,
-            None => def.model.clone(),
-        };
-        let base_url = match base_url {
-            Some(url) => {
-                check_url(&url).map_err(invalid)?;
-                url
-            }
-            None => def.base_url.clone(),
-        };
-        // The key and headers were configured for the definition's own
-        // server; a session's URL elsewhere gets neither (put it in a
-        // `[providers.NAME]` table to give it a key).
-        let own = same_origin(&base_url, &def.base_url);
-        if !own {
-            tracing::info!(
-                "session base_url {base_url} is not provider `{}`'s server: sending no key or configured headers there",
-                def.name
-            );
-        }
-        Ok(Provider {
-            http: self.shared.http(),
-            name: def.name.clone(),
-            wire: def.wire,
-            base_url,
-            model,
-            api_key: own.then(|| self.shared.api_key(def)).flatten(),
-            headers: if own {
-                def.headers.clone()
-            } else {
-                Default::default()
-            },
-            max_output_tokens: def.max_output_tokens,
-            reasoning_effort: config.provider.reasoning_effort,
-            prompt_cache: config.provider.prompt_cache,
-            reasoning_replay: def.reasoning_replay,
-            idle_timeout: config.provider.stream_idle_timeout(),
-            max_retries: config.provider.max_retries,
-        })
     }
 
     /// The connection opted into `reasoning.delta` events.
@@ -306,7 +214,7 @@ impl SessionHost {
     /// `session.configure` (extension): another provider and/or model for
     /// the next turns of an idle session; the history is kept, reasoning
     /// data of another wire dropped.
-    pub async fn configure(
+    async fn configure(
         &mut self,
         rid: &str,
         session_id: &str,
@@ -323,51 +231,19 @@ impl SessionHost {
             }
             session.settings.clone()
         };
-        let providers = &self.shared.config.provider.defs;
-        let def = match provider.as_deref() {
-            Some(name) => providers.get(name).ok_or_else(|| {
-                invalid(format!(
-                    "unknown provider `{name}` (known: {})",
-                    providers.names()
-                ))
-            })?,
-            None => providers
-                .get(&current.provider.name)
-                .unwrap_or_else(|| providers.default_def()),
-        }
-        .clone();
-        // A model alone keeps the provider (and its base URL).
-        let base_url = provider
-            .is_none()
-            .then(|| current.provider.base_url.clone());
-        let model = model.or_else(|| provider.is_none().then(|| current.provider.model.clone()));
-        let next = self.provider(&def, model, base_url)?;
-        let configured = EventBody::SessionConfigured {
-            provider: def.name.clone(),
-            model: next.model.clone(),
-            context_max_tokens: def.context_max_tokens,
-        };
+        let (settings, configured) =
+            SessionFactory::new(&self.shared).configure(&current, provider, model)?;
         let session = self.session(session_id)?;
         if let Some(history) = &mut session.history {
-            history.keep_provider_data_of(next.wire);
+            history.keep_provider_data_of(settings.provider.wire);
         }
-        session.settings = Arc::new(SessionSettings {
-            cwd: current.cwd.clone(),
-            provider: next,
-            context_max_tokens: def.context_max_tokens,
-            tools: current.tools.clone(),
-            no_tools: current.no_tools,
-            submitter: current.submitter.clone(),
-            sandbox: current.sandbox.clone(),
-            sandbox_trusted: current.sandbox_trusted,
-            tool_env: current.tool_env.clone(),
-        });
+        session.settings = Arc::new(settings);
         session.emit(rid, &configured).await;
         Ok(())
     }
 
     /// `turn.start`: runs at once on an idle session, else is queued.
-    pub async fn submit(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
+    async fn submit(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
         check_prompt(&prompt)?;
         let session = self.session(session_id)?;
         if session.active.is_none() {
@@ -524,7 +400,7 @@ impl SessionHost {
             .await;
     }
 
-    pub fn cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {
+    fn cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {
         let session = self.session(session_id)?;
         match &session.active {
             Some(active) if &*active.turn_id == turn_id => {
@@ -538,7 +414,7 @@ impl SessionHost {
         }
     }
 
-    pub fn resolve(&mut self, session_id: &str, approval_id: &str, approved: bool) -> Handled {
+    fn resolve(&mut self, session_id: &str, approval_id: &str, approved: bool) -> Handled {
         let session = self.session(session_id)?;
         if session.approvals.resolve(approval_id, approved) {
             Ok(())
@@ -550,7 +426,7 @@ impl SessionHost {
         }
     }
 
-    pub async fn queue_update(
+    async fn queue_update(
         &mut self,
         rid: &str,
         session_id: &str,
@@ -568,7 +444,7 @@ impl SessionHost {
         Ok(())
     }
 
-    pub async fn queue_move(
+    async fn queue_move(
         &mut self,
         rid: &str,
         session_id: &str,
@@ -587,7 +463,7 @@ impl SessionHost {
         Ok(())
     }
 
-    pub async fn queue_remove(
+    async fn queue_remove(
         &mut self,
         rid: &str,
         session_id: &str,
@@ -608,7 +484,7 @@ impl SessionHost {
 
     /// `session.pause`, confirmed by a snapshot of the queue as it stands
     /// (the protocol has no event of its own for it).
-    pub async fn pause(&mut self, rid: &str, session_id: &str, paused: bool) -> Handled {
+    async fn pause(&mut self, rid: &str, session_id: &str, paused: bool) -> Handled {
         let session = self.session(session_id)?;
         session.paused = paused;
         let snapshot = EventBody::QueueSnapshot {
@@ -633,7 +509,7 @@ impl SessionHost {
         Ok(())
     }
 
-    pub async fn clear(&mut self, rid: &str, session_id: &str) -> Handled {
+    async fn clear(&mut self, rid: &str, session_id: &str) -> Handled {
         let session = self.session(session_id)?;
         if session.active.is_some() {
             return Err(Reject::new(
@@ -713,23 +589,4 @@ fn queue_reject(err: QueueError) -> Reject {
             entry: Some(entry),
         },
     }
-}
-
-/// The canonical workspace for `cwd`, or an `invalid_request` naming why not.
-fn canonical_workspace(cwd: &str) -> Result<PathBuf, Reject> {
-    if cwd.is_empty() {
-        return Err(invalid("cwd is empty; give an absolute path"));
-    }
-    let path = Path::new(cwd);
-    if !path.is_absolute() {
-        return Err(invalid(format!("cwd `{cwd}` is not an absolute path")));
-    }
-    let canonical = path.canonicalize().map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => invalid(format!("cwd `{cwd}` does not exist")),
-        _ => invalid(format!("cwd `{cwd}` cannot be used: {err}")),
-    })?;
-    if !canonical.is_dir() {
-        return Err(invalid(format!("cwd `{cwd}` is not a directory")));
-    }
-    Ok(canonical)
 }

@@ -1,0 +1,252 @@
+//! Making a session: the workspace checked, the provider definition and
+//! model resolved (with a session's `base_url`, which never gets the
+//! definition's key unless it is that provider's own server), the
+//! session's own MCP servers started, and the settings its turns run with.
+//! What the session host does with the result is its business.
+
+use crate::agent::SessionSettings;
+use crate::provider::presets::{check_url, same_origin, ProviderDef};
+use crate::provider::Provider;
+use crate::server::Shared;
+use crate::session::reject::{invalid, Reject};
+use crate::tools::Registry;
+use scv_protocol::limits::{
+    MAX_PROMPT_HISTORY_BYTES, MAX_PROMPT_HISTORY_ITEMS, MAX_SERVER_FRAME_BYTES,
+    MAX_TRANSCRIPT_BYTES, MAX_TRANSCRIPT_ITEMS,
+};
+use scv_protocol::{ErrorCode, EventBody, SessionStart, SessionStarted};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A session made from `session.start`.
+pub(crate) struct Made {
+    pub settings: SessionSettings,
+    /// The session's own MCP hub, when it brought servers.
+    pub mcp: Option<Arc<scv_mcp::Hub>>,
+    /// `session.started`'s body.
+    pub started: SessionStarted,
+}
+
+pub(crate) struct SessionFactory<'a> {
+    shared: &'a Shared,
+}
+
+impl<'a> SessionFactory<'a> {
+    pub fn new(shared: &'a Shared) -> SessionFactory<'a> {
+        SessionFactory { shared }
+    }
+
+    /// What `session.start` asks for, made.
+    pub async fn start(&self, start: SessionStart) -> Result<Made, Reject> {
+        let cwd = start.cwd.clone();
+        let cwd = crate::blocking::run(move || canonical_workspace(&cwd))
+            .await
+            .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
+        let def = self.definition(start.provider.as_deref())?;
+        let provider = self.provider(def, start.model, start.base_url)?;
+        let session_servers = match &start.mcp_servers {
+            Some(servers) if !servers.is_empty() => Some(self.session_servers(servers)?),
+            _ => None,
+        };
+        // `--stdio` starts its MCP servers with its first session.
+        self.shared.start_mcp(std::slice::from_ref(&cwd)).await;
+        let mcp = match session_servers {
+            Some(specs) => {
+                let hub = Arc::new(self.shared.session_hub());
+                hub.reconcile(&specs, std::slice::from_ref(&cwd)).await;
+                Some(hub)
+            }
+            None => None,
+        };
+        let started = self.started(&cwd, &provider.model, def);
+        let settings = SessionSettings {
+            cwd: cwd.clone(),
+            provider,
+            context_max_tokens: def.context_max_tokens,
+            tools: Registry::builtins(),
+            no_tools: start.no_tools,
+            submitter: "client".into(),
+            sandbox: self.shared.sandbox.policy(&cwd).map(Arc::new),
+            sandbox_trusted: self.shared.sandbox.trusted(),
+            tool_env: self.shared.sandbox.env(),
+        };
+        Ok(Made {
+            settings,
+            mcp,
+            started,
+        })
+    }
+
+    /// `session.started` for a session in `cwd` with `model` of `def`.
+    fn started(&self, cwd: &Path, model: &str, def: &ProviderDef) -> SessionStarted {
+        let sandbox = &self.shared.sandbox;
+        SessionStarted {
+            cwd: cwd.display().to_string(),
+            model: model.to_string(),
+            context_max_tokens: def.context_max_tokens,
+            max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
+            max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
+            max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
+            max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
+            max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
+            provider: Some(def.name.clone()),
+            sandbox: Some(sandbox.status().to_string()),
+            sandbox_gaps: sandbox.gaps().to_vec(),
+            sandbox_warnings: sandbox.warnings(cwd),
+        }
+    }
+
+    /// The provider definition named `name` (the configured one without).
+    fn definition(&self, name: Option<&str>) -> Result<&'a ProviderDef, Reject> {
+        let defs = &self.shared.config.provider.defs;
+        match name {
+            None => Ok(defs.default_def()),
+            Some(name) => defs.get(name).ok_or_else(|| {
+                invalid(format!(
+                    "unknown provider `{name}` (known: {})",
+                    defs.names()
+                ))
+            }),
+        }
+    }
+
+    /// `session.configure` (extension): the settings of `current` with
+    /// another provider and/or model, and `session.configured`'s body. A
+    /// model alone keeps the provider (and its base URL); a provider alone
+    /// takes that provider's model.
+    pub fn configure(
+        &self,
+        current: &SessionSettings,
+        provider: Option<String>,
+        model: Option<String>,
+    ) -> Result<(SessionSettings, EventBody), Reject> {
+        let defs = &self.shared.config.provider.defs;
+        let def = match provider.as_deref() {
+            Some(name) => self.definition(Some(name))?,
+            None => defs
+                .get(&current.provider.name)
+                .unwrap_or_else(|| defs.default_def()),
+        };
+        let base_url = provider
+            .is_none()
+            .then(|| current.provider.base_url.clone());
+        let model = model.or_else(|| provider.is_none().then(|| current.provider.model.clone()));
+        let next = self.provider(def, model, base_url)?;
+        let configured = EventBody::SessionConfigured {
+            provider: def.name.clone(),
+            model: next.model.clone(),
+            context_max_tokens: def.context_max_tokens,
+        };
+        let settings = SessionSettings {
+            cwd: current.cwd.clone(),
+            provider: next,
+            context_max_tokens: def.context_max_tokens,
+            tools: current.tools.clone(),
+            no_tools: current.no_tools,
+            submitter: current.submitter.clone(),
+            sandbox: current.sandbox.clone(),
+            sandbox_trusted: current.sandbox_trusted,
+            tool_env: current.tool_env.clone(),
+        };
+        Ok((settings, configured))
+    }
+
+    /// `session.start.mcp_servers` (extension), checked as config tables
+    /// are: the configured servers plus these, names unique, at most
+    /// `scv_mcp::MAX_SERVERS` in all.
+    fn session_servers(
+        &self,
+        servers: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<Vec<scv_mcp::ServerSpec>, Reject> {
+        let mut specs = self.shared.config.mcp_servers.clone();
+        if specs.len() + servers.len() > scv_mcp::MAX_SERVERS {
+            return Err(invalid(format!(
+                "at most {} MCP servers in all (the daemon's and the session's)",
+                scv_mcp::MAX_SERVERS
+            )));
+        }
+        for (name, value) in servers {
+            if specs.iter().any(|spec| spec.name == *name) {
+                return Err(invalid(format!(
+                    "mcp_servers.{name}: the daemon already has a server of that name"
+                )));
+            }
+            let raw: scv_mcp::RawServer = serde_json::from_value(value.clone())
+                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
+            let spec = scv_mcp::ServerSpec::new(name, raw)
+                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
+            specs.push(spec);
+        }
+        Ok(specs)
+    }
+
+    /// A provider for `def`, with a session's `model` / `base_url` on top.
+    fn provider(
+        &self,
+        def: &ProviderDef,
+        model: Option<String>,
+        base_url: Option<String>,
+    ) -> Result<Provider, Reject> {
+        let config = &self.shared.config;
+        let model = match model {
+            Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
+            Some(model) => model,
+            None => def.model.clone(),
+        };
+        let base_url = match base_url {
+            Some(url) => {
+                check_url(&url).map_err(invalid)?;
+                url
+            }
+            None => def.base_url.clone(),
+        };
+        // The key and headers were configured for the definition's own
+        // server; a session's URL elsewhere gets neither (put it in a
+        // `[providers.NAME]` table to give it a key).
+        let own = same_origin(&base_url, &def.base_url);
+        if !own {
+            tracing::info!(
+                "session base_url {base_url} is not provider `{}`'s server: sending no key or configured headers there",
+                def.name
+            );
+        }
+        Ok(Provider {
+            http: self.shared.http(),
+            name: def.name.clone(),
+            wire: def.wire,
+            base_url,
+            model,
+            api_key: own.then(|| self.shared.api_key(def)).flatten(),
+            headers: if own {
+                def.headers.clone()
+            } else {
+                Default::default()
+            },
+            max_output_tokens: def.max_output_tokens,
+            reasoning_effort: config.provider.reasoning_effort,
+            prompt_cache: config.provider.prompt_cache,
+            reasoning_replay: def.reasoning_replay,
+            idle_timeout: config.provider.stream_idle_timeout(),
+            max_retries: config.provider.max_retries,
+        })
+    }
+}
+
+/// The canonical workspace for `cwd`, or an `invalid_request` naming why not.
+fn canonical_workspace(cwd: &str) -> Result<PathBuf, Reject> {
+    if cwd.is_empty() {
+        return Err(invalid("cwd is empty; give an absolute path"));
+    }
+    let path = Path::new(cwd);
+    if !path.is_absolute() {
+        return Err(invalid(format!("cwd `{cwd}` is not an absolute path")));
+    }
+    let canonical = path.canonicalize().map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => invalid(format!("cwd `{cwd}` does not exist")),
+        _ => invalid(format!("cwd `{cwd}` cannot be used: {err}")),
+    })?;
+    if !canonical.is_dir() {
+        return Err(invalid(format!("cwd `{cwd}` is not a directory")));
+    }
+    Ok(canonical)
+}

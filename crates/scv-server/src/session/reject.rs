@@ -1,0 +1,27 @@
+//! A request the server refuses: the `error` event's code and message (and,
+//! for a stale queue edit, the entry as the server holds it).
+
+use scv_protocol::{ErrorCode, QueueEntry};
+
+/// A request the server refuses, as an `error` event.
+pub(crate) struct Reject {
+    pub code: ErrorCode,
+    pub message: String,
+    pub entry: Option<QueueEntry>,
+}
+
+impl Reject {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Reject {
+            code,
+            message: message.into(),
+            entry: None,
+        }
+    }
+}
+
+pub(crate) type Handled = Result<(), Reject>;
+
+pub(crate) fn invalid(message: impl Into<String>) -> Reject {
+    Reject::new(ErrorCode::InvalidRequest, message)
+}
