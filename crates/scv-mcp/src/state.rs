@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Builds the command that runs a stdio server (program, arguments); the
 /// hub sets its environment, directory and pipes.
-pub type CommandBuilder = dyn Fn(&OsStr, &[String]) -> tokio::process::Command + Send + Sync;
+pub(crate) type CommandBuilder = dyn Fn(&OsStr, &[String]) -> tokio::process::Command + Send + Sync;
 
 /// What the hub needs from the process around it.
 pub struct HubEnv {
@@ -115,12 +115,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn update(&self, change: impl FnOnce(&mut ServerStatus)) {
+    pub(crate) fn update(&self, change: impl FnOnce(&mut ServerStatus)) {
         change(&mut lock(&self.status));
         self.changed.send_modify(|v| *v += 1);
     }
 
-    pub fn set_connection(&self, live: Live) {
+    pub(crate) fn set_connection(&self, live: Live) {
         let count = live.tools.len();
         *lock(&self.connection) = live;
         self.update(|s| s.tools = count);

@@ -248,7 +248,7 @@ impl Process {
     /// exited has already ended everything below it. Signals go only to a
     /// group whose leader is not yet reaped (alive or a zombie), so its id
     /// cannot belong to another process by then.
-    pub async fn end(&mut self) {
+    pub(crate) async fn end(&mut self) {
         if self.ended {
             return;
         }
@@ -269,7 +269,7 @@ impl Process {
     }
 
     /// Whether the process has exited, waiting at most `within`.
-    pub async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         tokio::time::timeout(within, self.child.wait())
             .await
             .ok()
@@ -277,7 +277,7 @@ impl Process {
     }
 
     /// Its exit status, if it has exited.
-    pub fn try_exited(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn try_exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 }
@@ -297,7 +297,7 @@ impl Drop for Process {
 impl Connection {
     /// Ends the connection; a stdio server's process is ended
     /// ([`Process::end`]).
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let Connection {
             service,
             mut process,
@@ -346,7 +346,7 @@ pub(crate) struct LineCap<R> {
 }
 
 impl<R> LineCap<R> {
-    pub fn new(inner: R, oversized: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(inner: R, oversized: Arc<AtomicBool>) -> Self {
         LineCap {
             inner,
             line: 0,

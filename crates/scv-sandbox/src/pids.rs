@@ -85,7 +85,7 @@ pub(crate) fn limit(max: u64) -> io::Result<()> {
 
 /// Whether a call here can be bounded (for the server's probe): as root,
 /// that a pids cgroup can be made and removed.
-pub fn bound_available() -> Result<(), String> {
+pub(crate) fn bound_available() -> Result<(), String> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(());

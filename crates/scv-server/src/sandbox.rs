@@ -24,7 +24,11 @@ pub(crate) struct Sandbox {
 }
 
 impl Sandbox {
-    pub fn new(config: &Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Sandbox {
+    pub(crate) fn new(
+        config: &Config,
+        scv_home: &Path,
+        launch_env: &[(OsString, OsString)],
+    ) -> Sandbox {
         let (enforced, mount_namespace, gaps) = match config.sandbox.mode {
             Mode::Off => (false, false, Vec::new()),
             mode => match scv_sandbox::probe() {
@@ -79,7 +83,7 @@ impl Sandbox {
     }
 
     /// `session.started.sandbox`: the effective mode, or `unavailable`.
-    pub fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> &'static str {
         match (self.configured, self.enforced) {
             (Mode::Off, _) => "off",
             (mode, true) => mode.as_str(),
@@ -89,18 +93,18 @@ impl Sandbox {
 
     /// `session.started.sandbox_gaps`: what of the second wall this
     /// machine lacks (empty: all of it holds, or there is no sandbox).
-    pub fn gaps(&self) -> &[String] {
+    pub(crate) fn gaps(&self) -> &[String] {
         &self.gaps
     }
 
     /// Whether a sandboxed call may run without asking under `sandboxed`:
     /// the sandbox is enforced and its second wall whole.
-    pub fn trusted(&self) -> bool {
+    pub(crate) fn trusted(&self) -> bool {
         self.enforced && self.gaps.is_empty()
     }
 
     /// `session.started.sandbox_warnings` for a session in `workspace`.
-    pub fn warnings(&self, workspace: &Path) -> Vec<String> {
+    pub(crate) fn warnings(&self, workspace: &Path) -> Vec<String> {
         let mut warnings = Vec::new();
         if self.enforced
             && self.configured == Mode::WorkspaceWrite
@@ -117,7 +121,7 @@ impl Sandbox {
     /// The policy of a command in `workspace`; `None` when commands run
     /// unconfined (`off`, or unavailable). A workspace that holds the
     /// user's home is not made writable.
-    pub fn policy(&self, workspace: &Path) -> Option<Policy> {
+    pub(crate) fn policy(&self, workspace: &Path) -> Option<Policy> {
         if !self.enforced {
             return None;
         }
@@ -128,7 +132,7 @@ impl Sandbox {
         Some(policy)
     }
 
-    pub fn env(&self) -> Arc<[(OsString, OsString)]> {
+    pub(crate) fn env(&self) -> Arc<[(OsString, OsString)]> {
         self.env.clone()
     }
 }

@@ -6,13 +6,13 @@ use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 #[derive(Default)]
-pub struct Approvals {
+pub(crate) struct Approvals {
     pending: Mutex<HashMap<String, oneshot::Sender<bool>>>,
 }
 
 impl Approvals {
     /// Registers a new approval; returns its id and the answer to await.
-    pub fn request(&self) -> (String, oneshot::Receiver<bool>) {
+    pub(crate) fn request(&self) -> (String, oneshot::Receiver<bool>) {
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
         self.lock().insert(id.clone(), tx);
@@ -20,7 +20,7 @@ impl Approvals {
     }
 
     /// Answers a pending approval; false when the id is unknown.
-    pub fn resolve(&self, id: &str, approved: bool) -> bool {
+    pub(crate) fn resolve(&self, id: &str, approved: bool) -> bool {
         match self.lock().remove(id) {
             Some(tx) => tx.send(approved).is_ok(),
             None => false,
@@ -28,7 +28,7 @@ impl Approvals {
     }
 
     /// Forgets an approval whose call no longer waits (cancel, timeout).
-    pub fn forget(&self, id: &str) {
+    pub(crate) fn forget(&self, id: &str) {
         self.lock().remove(id);
     }
 

@@ -17,7 +17,7 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    pub fn from_config(config: &Config) -> Limits {
+    pub(crate) fn from_config(config: &Config) -> Limits {
         let limits = &config.limits;
         Limits {
             max_steps: limits.max_steps,

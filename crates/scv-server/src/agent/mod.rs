@@ -8,7 +8,7 @@
 //! interrupts provider reads, approval waits, tool runs and waits for
 //! writer capacity, because each of those is raced against the token.
 
-pub mod prompt;
+pub(crate) mod prompt;
 
 mod approvals;
 mod limits;
@@ -161,7 +161,7 @@ impl Turn {
     /// Runs the turn and returns its terminal event for the connection to
     /// emit, so the session is idle again by the time a client sees it.
     /// `turn.started` was emitted by the caller.
-    pub async fn run(self, mut history: History, prompt: String) -> TurnOutcome {
+    pub(crate) async fn run(self, mut history: History, prompt: String) -> TurnOutcome {
         history.push(Message::user(prompt));
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;

@@ -11,21 +11,21 @@ use scv_protocol::{EventBody, EventRef};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum EmitError {
+pub(crate) enum EmitError {
     #[error(transparent)]
     Send(#[from] SendError),
     #[error("an event of {0} bytes exceeds the {MAX_SERVER_FRAME_BYTES}-byte server frame limit")]
     TooLarge(usize),
 }
 
-pub struct SessionSink {
+pub(crate) struct SessionSink {
     session_id: Arc<str>,
     next_seq: tokio::sync::Mutex<u64>,
     out: Outbound,
 }
 
 impl SessionSink {
-    pub fn new(session_id: Arc<str>, out: Outbound) -> Self {
+    pub(crate) fn new(session_id: Arc<str>, out: Outbound) -> Self {
         SessionSink {
             session_id,
             next_seq: tokio::sync::Mutex::new(0),
@@ -33,12 +33,12 @@ impl SessionSink {
         }
     }
 
-    pub fn session_id(&self) -> &Arc<str> {
+    pub(crate) fn session_id(&self) -> &Arc<str> {
         &self.session_id
     }
 
     /// Emits a session event with the next `seq`.
-    pub async fn emit(
+    pub(crate) async fn emit(
         &self,
         request_id: Option<&str>,
         turn_id: Option<&str>,

@@ -22,19 +22,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 /// Replies are cut into chunks under WeChat's ~2000-character limit.
-pub const CHUNK_CHARS: usize = 1900;
+pub(super) const CHUNK_CHARS: usize = 1900;
 /// Senders with an open session, per account. Past it, the least recently
 /// active idle stranger's session is closed to make room; when every one is
 /// busy, the newcomer is asked to come back later.
-pub const MAX_CHATS: usize = 64;
+pub(super) const MAX_CHATS: usize = 64;
 /// Turns running (or about to) at once for strangers, per account: each is
 /// a paid provider request nobody trusted.
-pub const MAX_STRANGER_TURNS: usize = 4;
+pub(super) const MAX_STRANGER_TURNS: usize = 4;
 /// Prompts a stranger may have waiting behind their running turn.
-pub const MAX_STRANGER_QUEUED: usize = 2;
+pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// The longest tool call that can be approved in chat: it must fit, whole,
 /// in one message with the question.
-pub const MAX_APPROVAL_CHARS: usize = 1600;
+pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
 const TYPING_EVERY: Duration = Duration::from_secs(5);
 const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
 
@@ -629,7 +629,7 @@ async fn keep_typing(typing: Typing, turn: CancellationToken, account: Cancellat
 
 /// Splits text into chunks of at most `max` characters, preferring line
 /// breaks.
-pub fn chunks(text: &str, max: usize) -> Vec<String> {
+pub(super) fn chunks(text: &str, max: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut count = 0;

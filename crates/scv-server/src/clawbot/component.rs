@@ -33,7 +33,7 @@ pub(crate) struct Clawbot {
 }
 
 impl Clawbot {
-    pub fn new(home: &Path) -> Clawbot {
+    pub(crate) fn new(home: &Path) -> Clawbot {
         Clawbot {
             store: AccountStore::new(home),
             running: Mutex::new(Running::default()),

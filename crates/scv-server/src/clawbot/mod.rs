@@ -50,7 +50,7 @@ pub(crate) struct Instance {
 
 impl Instance {
     /// The status as it is now.
-    pub fn status(&self, restarts: u32) -> ComponentStatus {
+    pub(crate) fn status(&self, restarts: u32) -> ComponentStatus {
         let mut status = self.status.lock().clone();
         status.restarts = restarts;
         status
@@ -58,7 +58,7 @@ impl Instance {
 
     /// Stops and joins every task of the instance: its I/O and sessions
     /// are dropped at once.
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.status.lock().state = ComponentState::Stopping;
         self.token.cancel();
         self.tasks.close();
@@ -78,7 +78,7 @@ pub(crate) struct AccountSpec {
 
 impl AccountSpec {
     /// Changes to any of these replace a running instance.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let c = &self.credentials;
         format!(
             "{}|{}|{}|{:?}|{}|{}",
@@ -91,7 +91,7 @@ impl AccountSpec {
         )
     }
 
-    pub fn remote_tools_effective(&self) -> RemoteTools {
+    pub(crate) fn remote_tools_effective(&self) -> RemoteTools {
         effective_remote_tools(&self.settings, Some(&self.credentials))
     }
 }

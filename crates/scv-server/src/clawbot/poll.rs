@@ -37,7 +37,7 @@ pub(super) struct Poller {
 impl Poller {
     /// Polls until `token` is cancelled (a poll in flight is dropped) or
     /// the session expires.
-    pub async fn run(self, token: CancellationToken) {
+    pub(super) async fn run(self, token: CancellationToken) {
         tokio::select! {
             _ = token.cancelled() => {}
             _ = self.poll() => {}

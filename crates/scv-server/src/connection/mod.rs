@@ -41,7 +41,7 @@ pub(crate) struct Options {
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// The client closed its side.
     Eof,
     /// A fatal protocol error (version mismatch) closed it.
@@ -144,7 +144,7 @@ enum Flow {
 }
 
 impl Ending {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Ending::Eof => "the client closed it",
             Ending::Fatal => "fatal protocol error",

@@ -33,7 +33,7 @@ fn from_tool(what: &str) -> Reject {
 }
 
 impl Connection {
-    pub async fn handle(&mut self, line: &[u8]) -> Flow {
+    pub(super) async fn handle(&mut self, line: &[u8]) -> Flow {
         let frame = match ClientFrame::parse(line) {
             Ok(frame) => frame,
             Err(err) => {
@@ -144,12 +144,12 @@ impl Connection {
         Ok(())
     }
 
-    pub async fn reply(&self, event: &Event) {
+    pub(super) async fn reply(&self, event: &Event) {
         // A failed send trips the writer's token; the loop sees it.
         let _ = self.out.send(encode(event.as_ref())).await;
     }
 
-    pub async fn reply_error(&self, request_id: Option<String>, reject: Reject) {
+    pub(super) async fn reply_error(&self, request_id: Option<String>, reject: Reject) {
         let event = Event::reply(
             request_id,
             EventBody::Error(ErrorBody {

@@ -10,7 +10,7 @@ use crate::text::{cut, floor_boundary};
 use std::fmt::Write as _;
 
 /// The first message that stays; everything before it is summarized.
-pub fn plan(messages: &[Message], keep_bytes: usize) -> Option<usize> {
+pub(crate) fn plan(messages: &[Message], keep_bytes: usize) -> Option<usize> {
     // Walk back from the end, keeping recent messages within `keep_bytes`,
     // and remember the earliest clean boundary reached.
     let mut kept = 0usize;
@@ -33,7 +33,7 @@ fn is_boundary(message: &Message) -> bool {
 
 /// The history after compaction: the summary, the latest user message if
 /// it was among the removed ones, then the kept messages.
-pub fn apply(messages: Vec<Message>, cut: usize, summary: String) -> (Vec<Message>, usize) {
+pub(crate) fn apply(messages: Vec<Message>, cut: usize, summary: String) -> (Vec<Message>, usize) {
     let latest_user = messages.iter().rposition(Message::is_user);
     let mut kept = Vec::with_capacity(messages.len() - cut + 2);
     kept.push(Message::user(format!(
@@ -49,7 +49,7 @@ pub fn apply(messages: Vec<Message>, cut: usize, summary: String) -> (Vec<Messag
 }
 
 /// The system prompt of the summary request.
-pub const SUMMARY_SYSTEM_PROMPT: &str = "You compact the conversation of a coding agent. \
+pub(crate) const SUMMARY_SYSTEM_PROMPT: &str = "You compact the conversation of a coding agent. \
 Summarize the transcript you are given so the agent can continue the work without it: \
 the user's goals and constraints, decisions made, files read or changed (with paths), \
 commands run and their outcomes, errors still open, and what was about to happen next. \
@@ -57,7 +57,7 @@ Be concise and concrete; keep exact names, paths and numbers. Answer with the su
 
 /// The transcript to summarize, each message cut to `per_message` bytes
 /// and the whole to `total` bytes.
-pub fn transcript(messages: &[Message], per_message: usize, total: usize) -> String {
+pub(crate) fn transcript(messages: &[Message], per_message: usize, total: usize) -> String {
     let mut out = String::new();
     for message in messages {
         let (role, text) = match message {

@@ -11,7 +11,7 @@ const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
 const PLAUSIBLE_TOKENS_PER_BYTE: std::ops::RangeInclusive<f64> = 0.1..=1.0;
 
 #[derive(Debug, Clone)]
-pub struct History {
+pub(crate) struct History {
     messages: Vec<Message>,
     bytes: usize,
     tokens_per_byte: f64,
@@ -28,54 +28,54 @@ impl Default for History {
 }
 
 impl History {
-    pub fn push(&mut self, message: Message) {
+    pub(crate) fn push(&mut self, message: Message) {
         self.bytes += message.weight();
         self.messages.push(message);
     }
 
-    pub fn messages(&self) -> &[Message] {
+    pub(crate) fn messages(&self) -> &[Message] {
         &self.messages
     }
 
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.messages.len()
     }
 
     /// Drops messages and compaction metadata (the calibration included).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         *self = History::default();
     }
 
     /// Replaces the messages wholesale (compaction, trimming).
-    pub fn replace(&mut self, messages: Vec<Message>) {
+    pub(crate) fn replace(&mut self, messages: Vec<Message>) {
         self.bytes = messages.iter().map(Message::weight).sum();
         self.messages = messages;
     }
 
     /// Removes and returns the messages from `index` on.
-    pub fn split_off(&mut self, index: usize) -> Vec<Message> {
+    pub(crate) fn split_off(&mut self, index: usize) -> Vec<Message> {
         let tail = self.messages.split_off(index);
         self.bytes -= tail.iter().map(Message::weight).sum::<usize>();
         tail
     }
 
     /// Estimated tokens for a request of `bytes` bytes.
-    pub fn estimate_tokens(&self, bytes: usize) -> u64 {
+    pub(crate) fn estimate_tokens(&self, bytes: usize) -> u64 {
         (bytes as f64 * self.tokens_per_byte).ceil() as u64
     }
 
     /// Bytes that make about `tokens` tokens.
-    pub fn bytes_for_tokens(&self, tokens: u64) -> usize {
+    pub(crate) fn bytes_for_tokens(&self, tokens: u64) -> usize {
         (tokens as f64 / self.tokens_per_byte) as usize
     }
 
     /// Learns from the provider: a request of `bytes` took `tokens`.
-    pub fn calibrate(&mut self, bytes: usize, tokens: u64) {
+    pub(crate) fn calibrate(&mut self, bytes: usize, tokens: u64) {
         if bytes == 0 || tokens == 0 {
             return;
         }
@@ -87,7 +87,7 @@ impl History {
 
     /// Drops provider data that came from any wire but `wire` (after the
     /// session changed provider): it must never reach another API.
-    pub fn keep_provider_data_of(&mut self, wire: Wire) {
+    pub(crate) fn keep_provider_data_of(&mut self, wire: Wire) {
         for message in &mut self.messages {
             if let Message::Assistant(assistant) = message {
                 if assistant
@@ -109,7 +109,7 @@ impl History {
     /// Gives every tool call of the last assistant message a result, so the
     /// next request is well-formed after a turn stopped between a call and
     /// its result (providers reject a call without its result).
-    pub fn close_open_tool_calls(&mut self, note: &str) {
+    pub(crate) fn close_open_tool_calls(&mut self, note: &str) {
         let Some(last_assistant) = self
             .messages
             .iter()

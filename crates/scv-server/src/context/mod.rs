@@ -2,11 +2,11 @@
 //! token estimates, compaction into a model-written summary, and trimming
 //! of the oldest messages by bytes.
 
-pub mod compaction;
+pub(crate) mod compaction;
 mod history;
-pub mod trim;
+pub(crate) mod trim;
 
 #[cfg(test)]
 mod properties;
 
-pub use history::History;
+pub(crate) use history::History;

@@ -5,7 +5,7 @@ use super::History;
 use crate::model::Message;
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum Trimmed {
+pub(crate) enum Trimmed {
     /// Within the bound; nothing removed.
     Fits,
     /// This many oldest messages were removed.
@@ -16,7 +16,7 @@ pub enum Trimmed {
 
 /// Drops the oldest groups until `history` fits `max_bytes`, never touching
 /// messages at or after `protect_from` (the current turn).
-pub fn trim(history: &mut History, max_bytes: usize, protect_from: usize) -> Trimmed {
+pub(crate) fn trim(history: &mut History, max_bytes: usize, protect_from: usize) -> Trimmed {
     if history.bytes() <= max_bytes {
         return Trimmed::Fits;
     }

@@ -8,13 +8,13 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-pub struct DaemonLock {
+pub(super) struct DaemonLock {
     path: PathBuf,
     _file: File,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(super) enum LockError {
     #[error("another scv-server{} is already serving {socket}", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Held { socket: PathBuf, pid: Option<u32> },
     #[error("cannot lock {path}: {source}")]
@@ -25,7 +25,7 @@ pub enum LockError {
 }
 
 impl DaemonLock {
-    pub fn acquire(socket: &Path) -> Result<DaemonLock, LockError> {
+    pub(super) fn acquire(socket: &Path) -> Result<DaemonLock, LockError> {
         let path = lock_path(socket);
         let io = |source| LockError::Io {
             path: path.clone(),
@@ -56,12 +56,12 @@ impl DaemonLock {
     }
 
     /// Removes the lock file (the lock itself goes with the descriptor).
-    pub fn release(self) {
+    pub(super) fn release(self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-pub fn lock_path(socket: &Path) -> PathBuf {
+pub(super) fn lock_path(socket: &Path) -> PathBuf {
     let mut name = socket.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)

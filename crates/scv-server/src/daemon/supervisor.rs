@@ -29,7 +29,7 @@ pub(crate) struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn new(
+    pub(super) fn new(
         home: &Path,
         workspace: PathBuf,
         shared: Arc<Shared>,
@@ -70,7 +70,7 @@ impl Supervisor {
 
     /// Starts every component, reconciles every [`RECONCILE_EVERY`] until
     /// `shutdown`, then stops and joins every one.
-    pub async fn run(&self, shutdown: CancellationToken) {
+    pub(super) async fn run(&self, shutdown: CancellationToken) {
         for component in &self.components {
             component.start(&self.cx).await;
         }

@@ -7,14 +7,14 @@ use serde::Deserialize;
 /// budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Effort {
+pub(crate) enum Effort {
     Low,
     Medium,
     High,
 }
 
 impl Effort {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Effort::Low => "low",
             Effort::Medium => "medium",

@@ -12,7 +12,7 @@ use serde_json::Value;
 /// Opaque data a provider attached, to be sent back unchanged by the same
 /// wire (and dropped by any other).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProviderData {
+pub(crate) struct ProviderData {
     pub wire: Wire,
     pub value: Value,
 }
@@ -20,7 +20,7 @@ pub struct ProviderData {
 /// One message of the history (the system prompt is not part of it; it is
 /// rebuilt for every request).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub(crate) enum Message {
     User {
         content: String,
     },
@@ -38,7 +38,7 @@ pub enum Message {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AssistantMessage {
+pub(crate) struct AssistantMessage {
     pub text: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     /// What the model reasoned, as far as the provider showed it.
@@ -49,7 +49,7 @@ pub struct AssistantMessage {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub id: String,
     pub name: String,
     /// The JSON arguments exactly as the model wrote them.
@@ -64,7 +64,7 @@ const OVERHEAD: usize = 16;
 
 impl Message {
     /// Rough size in bytes, used for history bounds and token estimates.
-    pub fn weight(&self) -> usize {
+    pub(crate) fn weight(&self) -> usize {
         OVERHEAD
             + match self {
                 Message::User { content } => content.len(),
@@ -83,13 +83,13 @@ impl Message {
             }
     }
 
-    pub fn user(content: impl Into<String>) -> Message {
+    pub(crate) fn user(content: impl Into<String>) -> Message {
         Message::User {
             content: content.into(),
         }
     }
 
-    pub fn is_user(&self) -> bool {
+    pub(crate) fn is_user(&self) -> bool {
         matches!(self, Message::User { .. })
     }
 }

@@ -14,8 +14,8 @@ mod tool;
 mod usage;
 mod wire;
 
-pub use effort::Effort;
-pub use message::{AssistantMessage, Message, ProviderData, ToolCall};
-pub use tool::ToolSpec;
-pub use usage::Usage;
+pub(crate) use effort::Effort;
+pub(crate) use message::{AssistantMessage, Message, ProviderData, ToolCall};
+pub(crate) use tool::ToolSpec;
+pub(crate) use usage::Usage;
 pub use wire::Wire;

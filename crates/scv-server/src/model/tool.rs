@@ -7,7 +7,7 @@ use std::sync::Arc;
 /// its own tool definition. The schema is shared (`Arc`): a registry's
 /// specs are cloned into every request of every session.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments.

@@ -61,7 +61,7 @@ pub(super) struct Assembler {
 }
 
 impl Assembler {
-    pub fn text(&mut self, text: &str) -> Result<(), ProviderError> {
+    pub(super) fn text(&mut self, text: &str) -> Result<(), ProviderError> {
         if text.is_empty() {
             return Ok(());
         }
@@ -77,7 +77,7 @@ impl Assembler {
         Ok(())
     }
 
-    pub fn reasoning(&mut self, text: &str) -> Result<(), ProviderError> {
+    pub(super) fn reasoning(&mut self, text: &str) -> Result<(), ProviderError> {
         if text.is_empty() {
             return Ok(());
         }
@@ -94,13 +94,13 @@ impl Assembler {
     }
 
     /// Keeps reasoning state to send back with this message.
-    pub fn provider_data(&mut self, data: ProviderData) {
+    pub(super) fn provider_data(&mut self, data: ProviderData) {
         self.progress = true;
         self.provider_data = Some(data);
     }
 
     /// Keeps extra fields a provider put on call `slot`.
-    pub fn call_data(&mut self, slot: usize, data: ProviderData) {
+    pub(super) fn call_data(&mut self, slot: usize, data: ProviderData) {
         if let Some(call) = self.calls.get_mut(slot) {
             self.progress = true;
             call.provider_data = Some(data);
@@ -108,17 +108,17 @@ impl Assembler {
     }
 
     /// The arguments of call `slot` so far.
-    pub fn call_arguments(&self, slot: usize) -> &str {
+    pub(super) fn call_arguments(&self, slot: usize) -> &str {
         self.calls.get(slot).map_or("", |c| c.arguments.as_str())
     }
 
     /// The number of calls so far.
-    pub fn calls(&self) -> usize {
+    pub(super) fn calls(&self) -> usize {
         self.calls.len()
     }
 
     /// The id of call `slot`, once known.
-    pub fn call_id(&self, slot: usize) -> Option<&str> {
+    pub(super) fn call_id(&self, slot: usize) -> Option<&str> {
         self.calls
             .get(slot)
             .map(|c| c.id.as_str())
@@ -126,7 +126,7 @@ impl Assembler {
     }
 
     /// Starts a new call; returns its slot.
-    pub fn new_call(&mut self) -> Result<usize, ProviderError> {
+    pub(super) fn new_call(&mut self) -> Result<usize, ProviderError> {
         if self.calls.len() >= MAX_TOOL_CALLS_PER_RESPONSE {
             return Err(ProviderError::limit(
                 FailureCode::ToolLimit,
@@ -138,7 +138,7 @@ impl Assembler {
     }
 
     /// A fragment of call `slot` (from [`Assembler::new_call`]).
-    pub fn tool_call(
+    pub(super) fn tool_call(
         &mut self,
         slot: usize,
         id: Option<&str>,
@@ -173,42 +173,42 @@ impl Assembler {
         Ok(())
     }
 
-    pub fn usage(&mut self, usage: Usage) {
+    pub(super) fn usage(&mut self, usage: Usage) {
         self.progress = true;
         self.usage = Some(usage);
     }
 
-    pub fn finish(&mut self, reason: &str) {
+    pub(super) fn finish(&mut self, reason: &str) {
         self.progress = true;
         self.finish_reason = Some(reason.to_string());
     }
 
-    pub fn finish_reason(&self) -> Option<&str> {
+    pub(super) fn finish_reason(&self) -> Option<&str> {
         self.finish_reason.as_deref()
     }
 
     /// Records how the response ended (for the turn, beyond the finish
     /// reason's text).
-    pub fn end(&mut self, end: End) {
+    pub(super) fn end(&mut self, end: End) {
         self.end = end;
     }
 
-    pub fn ending(&self) -> End {
+    pub(super) fn ending(&self) -> End {
         self.end
     }
 
     /// The next delta to hand out.
-    pub fn next_delta(&mut self) -> Option<Delta> {
+    pub(super) fn next_delta(&mut self) -> Option<Delta> {
         self.pending.pop_front()
     }
 
     /// Whether the model produced anything since the last call.
-    pub fn take_progress(&mut self) -> bool {
+    pub(super) fn take_progress(&mut self) -> bool {
         std::mem::take(&mut self.progress)
     }
 
     /// The assembled message, usage and finish reason.
-    pub fn into_parts(self) -> (AssistantMessage, Option<Usage>, Option<String>) {
+    pub(super) fn into_parts(self) -> (AssistantMessage, Option<Usage>, Option<String>) {
         let tool_calls = self
             .calls
             .into_iter()

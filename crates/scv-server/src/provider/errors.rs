@@ -24,7 +24,7 @@ pub(crate) struct ProviderError {
 }
 
 impl ProviderError {
-    pub fn provider(message: impl Into<String>) -> Self {
+    pub(crate) fn provider(message: impl Into<String>) -> Self {
         ProviderError {
             code: FailureCode::ProviderError,
             message: message.into(),
@@ -32,7 +32,7 @@ impl ProviderError {
         }
     }
 
-    pub fn limit(code: FailureCode, message: impl Into<String>) -> Self {
+    pub(crate) fn limit(code: FailureCode, message: impl Into<String>) -> Self {
         ProviderError {
             code,
             message: message.into(),
@@ -50,21 +50,21 @@ pub(crate) struct Redactor {
 }
 
 impl Redactor {
-    pub fn new(key: Option<&str>) -> Self {
+    pub(super) fn new(key: Option<&str>) -> Self {
         Redactor {
             // Too short to find reliably, and no real key is this short.
             key: key.filter(|k| k.len() >= 4).map(Into::into),
         }
     }
 
-    pub fn text(&self, text: &str) -> String {
+    pub(super) fn text(&self, text: &str) -> String {
         match &self.key {
             Some(key) => text.replace(&**key, "[redacted]"),
             None => text.to_string(),
         }
     }
 
-    pub fn error(&self, mut error: ProviderError) -> ProviderError {
+    pub(super) fn error(&self, mut error: ProviderError) -> ProviderError {
         error.message = self.text(&error.message);
         error
     }

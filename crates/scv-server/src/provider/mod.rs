@@ -18,7 +18,7 @@ mod anthropic;
 mod assemble;
 mod chat;
 mod errors;
-pub mod fuzzing;
+pub(crate) mod fuzzing;
 mod http;
 pub(crate) mod presets;
 mod responses;
@@ -69,7 +69,10 @@ fn spec(wire: Wire) -> &'static WireSpec {
 impl Provider {
     /// Sends the request and returns the open stream once the provider
     /// answered 200.
-    pub async fn start(&self, request: &Request<'_>) -> Result<ResponseStream, ProviderError> {
+    pub(crate) async fn start(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<ResponseStream, ProviderError> {
         let spec = spec(self.wire);
         let redact = Redactor::new(self.api_key.as_deref());
         let url = format!("{}/{}", self.base_url.trim_end_matches('/'), spec.path);
@@ -86,7 +89,7 @@ impl Provider {
 
     /// Serialized size of the tool definitions as this wire sends them,
     /// for request-size estimates.
-    pub fn tools_bytes(&self, tools: &[ToolSpec]) -> usize {
+    pub(crate) fn tools_bytes(&self, tools: &[ToolSpec]) -> usize {
         if tools.is_empty() {
             return 0;
         }

@@ -159,7 +159,7 @@ pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 32_000;
 impl Providers {
     /// Presets, adjusted and extended by `tables`; `selected` gets the
     /// top-level `overrides`. Errors name the provider and the problem.
-    pub fn resolve(
+    pub(crate) fn resolve(
         tables: &BTreeMap<String, ProviderTable>,
         selected: &str,
         overrides: &Overrides,
@@ -238,12 +238,12 @@ impl Providers {
         })
     }
 
-    pub fn get(&self, name: &str) -> Option<&ProviderDef> {
+    pub(crate) fn get(&self, name: &str) -> Option<&ProviderDef> {
         self.defs.get(name)
     }
 
     /// The provider sessions use unless they name another.
-    pub fn default_def(&self) -> &ProviderDef {
+    pub(crate) fn default_def(&self) -> &ProviderDef {
         // `resolve` made sure the default is defined.
         self.defs
             .get(&self.default)
@@ -252,12 +252,12 @@ impl Providers {
     }
 
     /// Every name, for error messages.
-    pub fn names(&self) -> String {
+    pub(crate) fn names(&self) -> String {
         self.defs.keys().cloned().collect::<Vec<_>>().join(", ")
     }
 
     /// Every environment variable that holds a provider key.
-    pub fn key_variables(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn key_variables(&self) -> impl Iterator<Item = &str> {
         self.defs.values().filter_map(|d| d.api_key_env.as_deref())
     }
 }

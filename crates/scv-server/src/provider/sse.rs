@@ -8,9 +8,9 @@
 use bytes::{Buf, BytesMut};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventTooLarge;
+pub(crate) struct EventTooLarge;
 
-pub struct SseReader {
+pub(crate) struct SseReader {
     buf: BytesMut,
     /// Bytes of `buf` already searched for a line end.
     scanned: usize,
@@ -23,7 +23,7 @@ pub struct SseReader {
 }
 
 impl SseReader {
-    pub fn new(max_event_bytes: usize) -> Self {
+    pub(crate) fn new(max_event_bytes: usize) -> Self {
         SseReader {
             buf: BytesMut::with_capacity(16 * 1024),
             scanned: 0,
@@ -34,13 +34,13 @@ impl SseReader {
         }
     }
 
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// The data of the next complete event, or `None` until more bytes come.
     /// Lines end with LF, CRLF or a bare CR, as the SSE specification allows.
-    pub fn next_event(&mut self) -> Result<Option<BytesMut>, EventTooLarge> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<BytesMut>, EventTooLarge> {
         loop {
             if self.after_cr && !self.buf.is_empty() {
                 self.after_cr = false;

@@ -64,7 +64,7 @@ impl ResponseStream {
 
     /// The next delta to show; `None` once the response ended well (the
     /// wire's end event, or end of body after a finish reason).
-    pub async fn next_delta(&mut self) -> Result<Option<Delta>, ProviderError> {
+    pub(crate) async fn next_delta(&mut self) -> Result<Option<Delta>, ProviderError> {
         loop {
             if let Some(delta) = self.asm.next_delta() {
                 return Ok(Some(delta));
@@ -135,7 +135,7 @@ impl ResponseStream {
     }
 
     /// Reads to the end and returns the assembled response.
-    pub async fn finish(mut self) -> Result<Reply, ProviderError> {
+    pub(crate) async fn finish(mut self) -> Result<Reply, ProviderError> {
         while self.next_delta().await?.is_some() {}
         let end = self.asm.ending();
         let (message, usage, finish_reason) = self.asm.into_parts();

@@ -32,12 +32,12 @@ pub(crate) struct SessionFactory<'a> {
 }
 
 impl<'a> SessionFactory<'a> {
-    pub fn new(shared: &'a Shared) -> SessionFactory<'a> {
+    pub(super) fn new(shared: &'a Shared) -> SessionFactory<'a> {
         SessionFactory { shared }
     }
 
     /// What `session.start` asks for, made.
-    pub async fn start(&self, start: SessionStart) -> Result<Made, Reject> {
+    pub(super) async fn start(&self, start: SessionStart) -> Result<Made, Reject> {
         let cwd = start.cwd.clone();
         let cwd = crate::blocking::run(move || canonical_workspace(&cwd))
             .await
@@ -114,7 +114,7 @@ impl<'a> SessionFactory<'a> {
     /// another provider and/or model, and `session.configured`'s body. A
     /// model alone keeps the provider (and its base URL); a provider alone
     /// takes that provider's model.
-    pub fn configure(
+    pub(super) fn configure(
         &self,
         current: &SessionSettings,
         provider: Option<String>,

@@ -75,7 +75,7 @@ pub(crate) struct SessionHost {
 }
 
 impl SessionHost {
-    pub fn new(shared: Arc<Shared>, out: Outbound) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, out: Outbound) -> Self {
         SessionHost {
             shared,
             out,
@@ -88,7 +88,7 @@ impl SessionHost {
 
     /// The one dispatch of a session message (the connection answers
     /// `initialize` and `daemon.control` itself).
-    pub async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
+    pub(crate) async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
         match message {
             ClientMessage::SessionStart(start) => self.start(rid, start).await,
             ClientMessage::TurnStart(TurnStart { session_id, prompt }) => {
@@ -207,7 +207,7 @@ impl SessionHost {
     }
 
     /// The connection opted into `reasoning.delta` events.
-    pub fn stream_reasoning(&mut self) {
+    pub(crate) fn stream_reasoning(&mut self) {
         self.reasoning = true;
     }
 
@@ -312,17 +312,17 @@ impl SessionHost {
     }
 
     /// Whether any turn is running.
-    pub fn has_turns(&self) -> bool {
+    pub(crate) fn has_turns(&self) -> bool {
         !self.turns.is_empty()
     }
 
     /// The next turn task to end.
-    pub async fn next_finished(&mut self) -> Option<Joined> {
+    pub(crate) async fn next_finished(&mut self) -> Option<Joined> {
         self.turns.join_next_with_id().await
     }
 
     /// A turn task ended: its terminal event, then the next queued prompt.
-    pub async fn finish(&mut self, joined: Joined) {
+    pub(crate) async fn finish(&mut self, joined: Joined) {
         if let Some(session_id) = self.settle(joined).await {
             self.dequeue_next(&session_id).await;
         }
@@ -529,7 +529,7 @@ impl SessionHost {
     /// Cancels every active turn and lets each emit its terminal event
     /// within the grace period; then aborts and joins what is left. Queued
     /// prompts are dropped, never replayed.
-    pub async fn close(&mut self) {
+    pub(crate) async fn close(&mut self) {
         for session in self.sessions.values() {
             if let Some(active) = &session.active {
                 active.token.cancel();

@@ -7,7 +7,7 @@ use scv_protocol::limits::{MAX_QUEUED_BYTES, MAX_QUEUED_PROMPTS};
 use scv_protocol::QueueEntry;
 
 #[derive(Debug, Default)]
-pub struct PromptQueue {
+pub(super) struct PromptQueue {
     entries: Vec<Queued>,
     /// Encoded JSON bytes of all entries.
     bytes: usize,
@@ -16,7 +16,7 @@ pub struct PromptQueue {
 /// A queued prompt and the request that submitted it (turn events of the
 /// turn it becomes answer that request).
 #[derive(Debug, Clone)]
-pub struct Queued {
+pub(super) struct Queued {
     pub entry: QueueEntry,
     pub request_id: String,
     /// Its encoded size, as a snapshot would carry it.
@@ -24,7 +24,7 @@ pub struct Queued {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum QueueError {
+pub(super) enum QueueError {
     NotFound,
     /// The revision was stale; holds the entry as it is now.
     Conflict(QueueEntry),
@@ -43,17 +43,17 @@ fn too_large(bytes: usize) -> QueueError {
 }
 
 impl PromptQueue {
-    pub fn snapshot(&self) -> Vec<QueueEntry> {
+    pub(super) fn snapshot(&self) -> Vec<QueueEntry> {
         self.entries.iter().map(|q| q.entry.clone()).collect()
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.entries.clear();
         self.bytes = 0;
     }
 
     /// Appends a prompt; returns the new entry and its position.
-    pub fn push(
+    pub(super) fn push(
         &mut self,
         prompt: String,
         submitter: &str,
@@ -84,7 +84,7 @@ impl PromptQueue {
         Ok((entry, self.entries.len() - 1))
     }
 
-    pub fn pop_front(&mut self) -> Option<Queued> {
+    pub(super) fn pop_front(&mut self) -> Option<Queued> {
         if self.entries.is_empty() {
             return None;
         }
@@ -106,7 +106,7 @@ impl PromptQueue {
         Ok(index)
     }
 
-    pub fn update(
+    pub(super) fn update(
         &mut self,
         queue_id: &str,
         revision: u64,
@@ -130,7 +130,7 @@ impl PromptQueue {
 
     /// Moves an entry before `before` (to the end when `None`); returns the
     /// entry and its new position.
-    pub fn move_entry(
+    pub(super) fn move_entry(
         &mut self,
         queue_id: &str,
         revision: u64,
@@ -164,7 +164,11 @@ impl PromptQueue {
         Ok((entry, position))
     }
 
-    pub fn remove(&mut self, queue_id: &str, revision: u64) -> Result<QueueEntry, QueueError> {
+    pub(super) fn remove(
+        &mut self,
+        queue_id: &str,
+        revision: u64,
+    ) -> Result<QueueEntry, QueueError> {
         let index = self.find(queue_id, revision)?;
         let removed = self.entries.remove(index);
         self.bytes -= removed.encoded;

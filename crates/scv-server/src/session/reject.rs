@@ -11,7 +11,7 @@ pub(crate) struct Reject {
 }
 
 impl Reject {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Reject {
             code,
             message: message.into(),

@@ -25,14 +25,14 @@ use std::path::{Component, Path, PathBuf};
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
 
 /// A handle on the workspace directory; paths are resolved beneath it.
-pub struct Workspace {
+pub(crate) struct Workspace {
     root: OwnedFd,
     path: PathBuf,
 }
 
 /// A path the model named, made relative to the workspace.
 #[derive(Debug, Clone)]
-pub struct Rel {
+pub(crate) struct Rel {
     /// Relative to the workspace; `.` for the workspace itself.
     pub path: PathBuf,
     /// How messages show it.
@@ -41,7 +41,7 @@ pub struct Rel {
 
 impl Workspace {
     /// Opens a handle on `path` (canonical).
-    pub fn open(path: &Path) -> Result<Workspace, String> {
+    pub(crate) fn open(path: &Path) -> Result<Workspace, String> {
         let root = rustix::fs::open(
             path,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -54,13 +54,13 @@ impl Workspace {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// `path` (relative, or absolute inside the workspace) as a path below
     /// the workspace. Lexical only; the kernel decides at the open.
-    pub fn relative(&self, path: &str) -> Result<Rel, String> {
+    pub(crate) fn relative(&self, path: &str) -> Result<Rel, String> {
         let given = path.trim();
         let path = Path::new(given);
         let rel = if path.is_absolute() {
@@ -96,7 +96,7 @@ impl Workspace {
 
     /// `rel` resolved against the workspace path, for walking with path
     /// names (search); opens still go through this handle.
-    pub fn join(&self, rel: &Rel) -> PathBuf {
+    pub(crate) fn join(&self, rel: &Rel) -> PathBuf {
         self.path.join(&rel.path)
     }
 
@@ -111,7 +111,7 @@ impl Workspace {
     }
 
     /// A regular file for reading, with its size.
-    pub fn open_read(&self, rel: &Rel) -> Result<(File, u64), String> {
+    pub(crate) fn open_read(&self, rel: &Rel) -> Result<(File, u64), String> {
         let fd = self
             .openat(rel, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
             .map_err(|err| describe(err, rel, "read"))?;
@@ -121,7 +121,7 @@ impl Workspace {
 
     /// A regular file for reading and rewriting in place (edit_file): the
     /// same open file is read and written, so no swap can come between.
-    pub fn open_read_write(&self, rel: &Rel) -> Result<(File, u64), String> {
+    pub(crate) fn open_read_write(&self, rel: &Rel) -> Result<(File, u64), String> {
         let fd = self
             .openat(rel, OFlags::RDWR | OFlags::NONBLOCK, Mode::empty())
             .map_err(|err| describe(err, rel, "open"))?;
@@ -131,7 +131,7 @@ impl Workspace {
 
     /// Creates or truncates a regular file, creating missing parent
     /// directories (each one beneath the workspace). True when it existed.
-    pub fn create(&self, rel: &Rel) -> Result<(File, bool), String> {
+    pub(crate) fn create(&self, rel: &Rel) -> Result<(File, bool), String> {
         if let Some(parent) = rel.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             self.create_dirs(parent, rel)?;
         }
@@ -151,7 +151,7 @@ impl Workspace {
 
     /// Hard links of `rel` and its permission bits, when it is a regular
     /// file (not reached through a final symbolic link) with more than one.
-    pub fn shared(&self, rel: &Rel) -> Result<Option<u32>, String> {
+    pub(crate) fn shared(&self, rel: &Rel) -> Result<Option<u32>, String> {
         let fd = match self.openat(rel, OFlags::PATH | OFlags::NOFOLLOW, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
@@ -180,7 +180,7 @@ impl Workspace {
     /// Replaces the file `rel` with `contents` (permission bits `mode`):
     /// written to a new file in the same directory, then renamed over the
     /// name, so other hard links keep their content.
-    pub fn replace(&self, rel: &Rel, contents: &[u8], mode: u32) -> Result<(), String> {
+    pub(crate) fn replace(&self, rel: &Rel, contents: &[u8], mode: u32) -> Result<(), String> {
         let name = match rel.path.file_name() {
             Some(name) => name.to_owned(),
             None => return Err(format!("{} is not a file", rel.shown)),
@@ -261,7 +261,7 @@ impl Workspace {
     }
 
     /// What `rel` is (following links beneath the workspace).
-    pub fn stat(&self, rel: &Rel) -> Result<FileType, String> {
+    pub(crate) fn stat(&self, rel: &Rel) -> Result<FileType, String> {
         let fd = self
             .openat(rel, OFlags::PATH, Mode::empty())
             .map_err(|err| describe(err, rel, "open"))?;
@@ -270,7 +270,7 @@ impl Workspace {
     }
 
     /// A directory for listing.
-    pub fn open_dir(&self, rel: &Rel) -> Result<OwnedFd, String> {
+    pub(crate) fn open_dir(&self, rel: &Rel) -> Result<OwnedFd, String> {
         self.openat(rel, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
             .map_err(|err| match err {
                 Errno::NOTDIR => format!("{} is not a directory", rel.shown),
@@ -280,7 +280,7 @@ impl Workspace {
 
     /// The whole of a small regular file, or `None` when it is missing,
     /// outside, not a regular file or over `max` bytes (ignore files).
-    pub fn read_small(&self, rel: &Rel, max: u64) -> Option<Vec<u8>> {
+    pub(crate) fn read_small(&self, rel: &Rel, max: u64) -> Option<Vec<u8>> {
         let (file, size) = self.open_read(rel).ok()?;
         if size > max {
             tracing::info!("{}: {size} bytes; not read (limit {max})", rel.shown);
@@ -316,7 +316,7 @@ fn kind(file_type: FileType) -> &'static str {
     }
 }
 
-pub fn outside(path: &str) -> String {
+pub(crate) fn outside(path: &str) -> String {
     format!("path `{path}` is outside the workspace; only paths inside it can be used")
 }
 

@@ -40,7 +40,7 @@ pub(crate) struct ToolOutput {
 }
 
 impl ToolOutput {
-    pub fn ok(output: impl Into<String>) -> Self {
+    pub(crate) fn ok(output: impl Into<String>) -> Self {
         ToolOutput {
             success: true,
             output: output.into(),
@@ -48,7 +48,7 @@ impl ToolOutput {
         }
     }
 
-    pub fn error(output: impl Into<String>) -> Self {
+    pub(crate) fn error(output: impl Into<String>) -> Self {
         ToolOutput {
             success: false,
             output: output.into(),

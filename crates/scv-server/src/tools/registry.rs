@@ -32,12 +32,12 @@ enum Kind {
 }
 
 impl Tool {
-    pub fn risk(&self) -> Risk {
+    pub(crate) fn risk(&self) -> Risk {
         self.risk
     }
 
     /// What an approval prompt shows of a call.
-    pub fn summary(&self, arguments: &Value) -> String {
+    pub(crate) fn summary(&self, arguments: &Value) -> String {
         match &self.kind {
             Kind::Builtin(builtin) => (builtin.summary)(arguments),
             Kind::Mcp(tool) => mcp::summary(tool, arguments),
@@ -45,13 +45,13 @@ impl Tool {
     }
 
     /// The tool's MCP server is configured with `auto_approve = true`.
-    pub fn server_auto_approves(&self) -> bool {
+    pub(crate) fn server_auto_approves(&self) -> bool {
         matches!(&self.kind, Kind::Mcp(tool) if tool.auto_approve)
     }
 
     /// For a command-running tool, whether this call will run inside the
     /// sandbox (`enforced`: the session has one); `None` for other tools.
-    pub fn sandboxed(&self, arguments: &Value, enforced: bool) -> Option<bool> {
+    pub(crate) fn sandboxed(&self, arguments: &Value, enforced: bool) -> Option<bool> {
         match &self.kind {
             Kind::Builtin(builtin) => builtin
                 .stays_sandboxed
@@ -61,7 +61,7 @@ impl Tool {
     }
 
     /// The call asks to run outside the sandbox (it always asks first).
-    pub fn leaves_sandbox(&self, arguments: &Value) -> bool {
+    pub(crate) fn leaves_sandbox(&self, arguments: &Value) -> bool {
         match &self.kind {
             Kind::Builtin(builtin) => builtin
                 .stays_sandboxed
@@ -71,7 +71,7 @@ impl Tool {
     }
 
     /// Runs one call; its output is capped at `ctx.max_output_bytes`.
-    pub async fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
+    pub(crate) async fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         let result = match &self.kind {
             Kind::Builtin(builtin) => (builtin.run)(arguments, ctx).await?,
             Kind::Mcp(tool) => mcp::run(tool, arguments, ctx).await,
@@ -93,7 +93,7 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// The built-in tools (built once).
-    pub fn builtins() -> Arc<Registry> {
+    pub(crate) fn builtins() -> Arc<Registry> {
         static BUILT: LazyLock<Arc<Registry>> = LazyLock::new(|| {
             Arc::new(Registry {
                 tools: builtin_tools(),
@@ -111,7 +111,7 @@ impl Registry {
     }
 
     /// The built-in tools and `mcp` (the connected servers' tools).
-    pub fn with_mcp(mcp: &[Arc<McpTool>]) -> Arc<Registry> {
+    pub(crate) fn with_mcp(mcp: &[Arc<McpTool>]) -> Arc<Registry> {
         let builtins = Registry::builtins();
         if mcp.is_empty() {
             return builtins;
@@ -135,11 +135,11 @@ impl Registry {
         Arc::new(Registry { tools, specs })
     }
 
-    pub fn get(&self, name: &str) -> Option<&Tool> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
 
-    pub fn specs(&self) -> &[ToolSpec] {
+    pub(crate) fn specs(&self) -> &[ToolSpec] {
         &self.specs
     }
 }

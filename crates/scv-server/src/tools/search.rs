@@ -32,9 +32,9 @@ use tokio_util::sync::CancellationToken;
 const MAX_MATCHES: usize = 200;
 const MAX_LINE_CHARS: usize = 300;
 /// Ignore files larger than this are not read.
-pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+pub(super) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 /// Lines longer than this are not searched.
-pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+pub(super) const MAX_LINE_BYTES: usize = 1024 * 1024;
 /// The searcher's own allocation bound, a backstop behind [`MAX_LINE_BYTES`].
 const SEARCHER_HEAP_LIMIT: usize = 4 * MAX_LINE_BYTES;
 

@@ -2,11 +2,11 @@
 //! [`scv_protocol::FrameCodec`] without a buffer held between them, the
 //! bounded writer queue, and the serialization of events into frames.
 
-pub mod reader;
-pub mod writer;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
-pub use reader::FrameReader;
-pub use writer::{spawn_writer, Outbound, SendError};
+pub(crate) use reader::FrameReader;
+pub(crate) use writer::{spawn_writer, Outbound, SendError};
 
 use bytes::Bytes;
 use scv_protocol::EventRef;

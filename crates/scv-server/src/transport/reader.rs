@@ -21,7 +21,7 @@ const READ_BYTES: usize = 8 * 1024;
 /// Room kept for an unfinished line; more is given back between reads.
 const KEEP_BYTES: usize = 64 * 1024;
 
-pub struct FrameReader<R> {
+pub(crate) struct FrameReader<R> {
     io: R,
     codec: FrameCodec,
     /// Bytes read and not yet framed; empty (unallocated) between frames.
@@ -30,7 +30,7 @@ pub struct FrameReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub fn new(io: R, codec: FrameCodec) -> FrameReader<R> {
+    pub(crate) fn new(io: R, codec: FrameCodec) -> FrameReader<R> {
         FrameReader {
             io,
             codec,

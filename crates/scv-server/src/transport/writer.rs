@@ -24,10 +24,10 @@ const BURST_BUFFER_BYTES: usize = 4 * 1024;
 
 /// How long a send may wait for queue capacity before the connection is
 /// considered stuck.
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SendError {
+pub(crate) enum SendError {
     #[error("the connection is closed")]
     Closed,
     #[error("the client stopped reading for {}s", SEND_TIMEOUT.as_secs())]
@@ -127,7 +127,7 @@ impl Drop for Senders {
 
 /// A cloneable handle that queues frames for one connection.
 #[derive(Clone)]
-pub struct Outbound {
+pub(crate) struct Outbound {
     queue: Arc<Senders>,
     failed: CancellationToken,
 }
@@ -135,7 +135,7 @@ pub struct Outbound {
 impl Outbound {
     /// Queues one frame, waiting for room in the queue. Cancel-safe: dropping
     /// the future gives back whatever it had reserved.
-    pub async fn send(&self, data: Bytes) -> Result<(), SendError> {
+    pub(crate) async fn send(&self, data: Bytes) -> Result<(), SendError> {
         // Once the connection failed, nothing waits: cleanup stays bounded
         // however many sessions still have something to say.
         if self.failed.is_cancelled() {
@@ -181,7 +181,7 @@ impl Outbound {
 
 /// Starts the writer task for `sink`. The task ends when every [`Outbound`]
 /// clone is dropped (after writing what was queued) or when a write fails.
-pub fn spawn_writer<W>(sink: W, failed: CancellationToken) -> (Outbound, JoinHandle<()>)
+pub(crate) fn spawn_writer<W>(sink: W, failed: CancellationToken) -> (Outbound, JoinHandle<()>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {

@@ -2,15 +2,15 @@
 //! home and workspace, and the real `scv-server --stdio` binary.
 #![allow(dead_code, unused_imports)]
 
-pub mod sandbox;
+pub(crate) mod sandbox;
 
-pub use scv_test_support::client::{types, TestHome, TestServer};
-pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
-pub use serde_json::{json, Value};
+pub(crate) use scv_test_support::client::{types, TestHome, TestServer};
+pub(crate) use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
+pub(crate) use serde_json::{json, Value};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
 
-pub struct Rig {
+pub(crate) struct Rig {
     pub mock: MockProvider,
     pub home: TestHome,
     pub server: TestServer,
@@ -18,11 +18,11 @@ pub struct Rig {
 
 impl Rig {
     /// Mock provider + home with `extra` config lines + server, initialized.
-    pub async fn new(extra: &str) -> Rig {
+    pub(crate) async fn new(extra: &str) -> Rig {
         Rig::with_env(extra, &[]).await
     }
 
-    pub async fn with_env(extra: &str, env: &[(&str, &str)]) -> Rig {
+    pub(crate) async fn with_env(extra: &str, env: &[(&str, &str)]) -> Rig {
         let mock = MockProvider::start().await;
         let home = TestHome::new(&mock.base_url(), extra);
         let mut server = TestServer::spawn_with(BIN, home.path(), env);
@@ -31,20 +31,20 @@ impl Rig {
     }
 
     /// Starts a session in the rig's workspace.
-    pub async fn session(&mut self) -> String {
+    pub(crate) async fn session(&mut self) -> String {
         let workspace = self.home.workspace();
         self.server.start_session(&workspace).await
     }
 
     /// Starts a turn and returns every event through its terminal one.
-    pub async fn turn(&mut self, session: &str, prompt: &str) -> Vec<Value> {
+    pub(crate) async fn turn(&mut self, session: &str, prompt: &str) -> Vec<Value> {
         self.server.start_turn(session, "t", prompt).await;
         self.server.until_terminal().await
     }
 }
 
 /// Asserts seq is present and strictly increasing by one.
-pub fn assert_seq_contiguous(events: &[Value]) {
+pub(crate) fn assert_seq_contiguous(events: &[Value]) {
     let seqs: Vec<u64> = events
         .iter()
         .map(|e| e["seq"].as_u64().unwrap_or_else(|| panic!("no seq: {e}")))
@@ -55,7 +55,7 @@ pub fn assert_seq_contiguous(events: &[Value]) {
 }
 
 /// The pid a command wrote to `path` (waits, bounded, for it to appear).
-pub async fn read_pid(path: &std::path::Path) -> i32 {
+pub(crate) async fn read_pid(path: &std::path::Path) -> i32 {
     for _ in 0..400 {
         if let Ok(text) = std::fs::read_to_string(path) {
             if let Ok(pid) = text.trim().parse() {
@@ -68,12 +68,12 @@ pub async fn read_pid(path: &std::path::Path) -> i32 {
 }
 
 /// Waits (bounded) until `pid` is gone; false if it is still running.
-pub async fn gone(pid: i32) -> bool {
+pub(crate) async fn gone(pid: i32) -> bool {
     scv_test_support::eventually(|| !scv_test_support::procfs::is_running(pid)).await
 }
 
 /// `(call_id, success, output)` of each `tool.completed`.
-pub fn completed(events: &[Value]) -> Vec<(String, bool, String)> {
+pub(crate) fn completed(events: &[Value]) -> Vec<(String, bool, String)> {
     events
         .iter()
         .filter(|e| e["type"] == "tool.completed")
@@ -90,7 +90,7 @@ pub fn completed(events: &[Value]) -> Vec<(String, bool, String)> {
 /// A command that starts four processes that leave bash's process group
 /// or session in different ways, waits until each wrote its pid, then runs
 /// `tail` (empty, or `sleep 1000` to keep the call going).
-pub fn escaping(dir: &std::path::Path, tail: &str) -> String {
+pub(crate) fn escaping(dir: &std::path::Path, tail: &str) -> String {
     let d = dir.display();
     format!(
         "cd {d}\n\
@@ -104,7 +104,7 @@ pub fn escaping(dir: &std::path::Path, tail: &str) -> String {
     )
 }
 
-pub async fn escaped_pids(dir: &std::path::Path) -> Vec<i32> {
+pub(crate) async fn escaped_pids(dir: &std::path::Path) -> Vec<i32> {
     let mut pids = Vec::new();
     for name in ["p1", "p2", "p3", "p4"] {
         pids.push(read_pid(&dir.join(name)).await);
@@ -112,7 +112,7 @@ pub async fn escaped_pids(dir: &std::path::Path) -> Vec<i32> {
     pids
 }
 
-pub async fn all_gone(pids: &[i32]) {
+pub(crate) async fn all_gone(pids: &[i32]) {
     for pid in pids {
         assert!(gone(*pid).await, "process {pid} outlived its tool call");
     }

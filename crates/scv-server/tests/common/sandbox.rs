@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// True when the kernel enforces the sandbox; otherwise explains the skip
 /// (or fails, when CI requires Landlock).
-pub fn enforced() -> bool {
+pub(crate) fn enforced() -> bool {
     match scv_sandbox::probe() {
         scv_sandbox::Support::Enforced { .. } => true,
         scv_sandbox::Support::Unavailable(why) => {
@@ -25,7 +25,7 @@ pub fn enforced() -> bool {
 
 /// Where a sandbox test keeps its directories: beside the build, unless
 /// that is itself under a temp directory.
-pub fn base_dir() -> PathBuf {
+pub(crate) fn base_dir() -> PathBuf {
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let in_temp = scv_sandbox::system_temp_dirs()
         .iter()
@@ -41,16 +41,16 @@ pub fn base_dir() -> PathBuf {
 }
 
 /// A user's home with credentials, and a directory outside everything.
-pub struct Place {
+pub(crate) struct Place {
     _base: tempfile::TempDir,
     pub user_home: PathBuf,
     pub outside: PathBuf,
 }
 
-pub const PRIVATE_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY----- secret material";
+pub(crate) const PRIVATE_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY----- secret material";
 
 impl Place {
-    pub fn new() -> Place {
+    pub(crate) fn new() -> Place {
         let base = tempfile::tempdir_in(base_dir()).unwrap();
         let root = base.path().canonicalize().unwrap();
         let user_home = root.join("user");
@@ -67,13 +67,13 @@ impl Place {
         }
     }
 
-    pub fn outside_is_empty(&self) -> bool {
+    pub(crate) fn outside_is_empty(&self) -> bool {
         std::fs::read_dir(&self.outside).unwrap().next().is_none()
     }
 }
 
 /// A rig whose home, workspace and user home are in `place`.
-pub async fn rig_in(place: &Place, extra: &str, env: &[(&str, &str)]) -> Rig {
+pub(crate) async fn rig_in(place: &Place, extra: &str, env: &[(&str, &str)]) -> Rig {
     let mock = MockProvider::start().await;
     let home = TestHome::new_in(place.outside.parent().unwrap(), &mock.base_url(), extra);
     let user_home = place.user_home.display().to_string();
@@ -86,7 +86,7 @@ pub async fn rig_in(place: &Place, extra: &str, env: &[(&str, &str)]) -> Rig {
 
 /// Runs the commands as one batch of `bash` calls (auto-approved) and
 /// returns `(id, success, output)` of each.
-pub async fn run_all(
+pub(crate) async fn run_all(
     rig: &mut Rig,
     session: &str,
     commands: &[(&str, String)],
@@ -107,15 +107,18 @@ pub async fn run_all(
     results
 }
 
-pub fn result<'a>(results: &'a [(String, bool, String)], id: &str) -> &'a (String, bool, String) {
+pub(crate) fn result<'a>(
+    results: &'a [(String, bool, String)],
+    id: &str,
+) -> &'a (String, bool, String) {
     results.iter().find(|(i, _, _)| i == id).unwrap()
 }
 
-pub const AUTO_SANDBOXED: &str = "auto_approve = [\"read\", \"sandboxed\"]";
+pub(crate) const AUTO_SANDBOXED: &str = "auto_approve = [\"read\", \"sandboxed\"]";
 
 /// The usual start: a place, a rig with `extra` config and a session;
 /// `None` (the test skips) where the sandbox cannot be enforced.
-pub async fn start(extra: &str) -> Option<(Place, Rig, String)> {
+pub(crate) async fn start(extra: &str) -> Option<(Place, Rig, String)> {
     if !enforced() {
         return None;
     }

@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
 use ratatui::Frame;
 
-pub fn block<'a>(focused: bool) -> Block<'a> {
+pub(super) fn block<'a>(focused: bool) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
@@ -21,7 +21,7 @@ pub fn block<'a>(focused: bool) -> Block<'a> {
 
 /// The "more below" tag in the bottom-right corner of `area`, `inset`
 /// columns from its right edge.
-pub fn more_below(frame: &mut Frame, area: Rect, tag: String, inset: u16) {
+pub(super) fn more_below(frame: &mut Frame, area: Rect, tag: String, inset: u16) {
     let width = tag.chars().count() as u16;
     let corner = Rect::new(
         area.right().saturating_sub(width + inset),

@@ -3,17 +3,17 @@
 //! mock provider, and a guard that stops any daemon a test started.
 #![allow(dead_code, unused_imports)]
 
-pub use scv_test_support::fake_ilink::FakeIlink;
-pub use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
-pub use scv_test_support::TestHome;
-pub use serde_json::{json, Value};
+pub(crate) use scv_test_support::fake_ilink::FakeIlink;
+pub(crate) use scv_test_support::mock_provider::{Ending, MockProvider, Reply};
+pub(crate) use scv_test_support::TestHome;
+pub(crate) use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const SCV: &str = env!("CARGO_BIN_EXE_scv");
+pub(crate) const SCV: &str = env!("CARGO_BIN_EXE_scv");
 
 /// `scv-server` beside `scv`, built first if this test run did not build it.
-pub fn server_bin() -> PathBuf {
+pub(crate) fn server_bin() -> PathBuf {
     let path = Path::new(SCV).with_file_name("scv-server");
     if !path.exists() {
         let status = std::process::Command::new(env!("CARGO"))
@@ -26,31 +26,31 @@ pub fn server_bin() -> PathBuf {
 }
 
 /// A home with config pointing at `mock`; stops its daemon when dropped.
-pub struct Home {
+pub(crate) struct Home {
     pub home: TestHome,
 }
 
 impl Home {
-    pub fn new(mock: &MockProvider, extra: &str) -> Home {
+    pub(crate) fn new(mock: &MockProvider, extra: &str) -> Home {
         Home {
             home: TestHome::new(&mock.base_url(), extra),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.home.path()
     }
 
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.home.path().join("server.sock")
     }
 
-    pub fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.home.workspace()
     }
 
     /// `scv` with this home, run in the workspace.
-    pub fn scv(&self) -> std::process::Command {
+    pub(crate) fn scv(&self) -> std::process::Command {
         let mut command = std::process::Command::new(SCV);
         command
             .env("SCV_HOME", self.path())
@@ -62,7 +62,7 @@ impl Home {
 
     /// `scv clawbot login --account ACCOUNT` against `ilink`, polling its
     /// QR status every 10 ms.
-    pub fn clawbot_login(&self, ilink: &FakeIlink, account: &str) -> std::process::Command {
+    pub(crate) fn clawbot_login(&self, ilink: &FakeIlink, account: &str) -> std::process::Command {
         let mut command = self.scv();
         command
             .args(["clawbot", "login", "--account", account])
@@ -72,7 +72,7 @@ impl Home {
     }
 
     /// The running daemon's pid, from its lock file.
-    pub fn daemon_pid(&self) -> Option<i32> {
+    pub(crate) fn daemon_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.path().join("server.sock.lock"))
             .ok()?
             .trim()
@@ -97,7 +97,7 @@ impl Drop for Home {
 
 /// The `get_qrcode_status` answer that confirms a login of `bot_id` with
 /// token `tok-1`.
-pub fn qr_confirmed(ilink: &FakeIlink, bot_id: &str) -> Value {
+pub(crate) fn qr_confirmed(ilink: &FakeIlink, bot_id: &str) -> Value {
     json!({"status":"confirmed","bot_token":"tok-1","ilink_bot_id":bot_id,
            "ilink_user_id":"owner@im.wechat","baseurl":ilink.base_url()})
 }

@@ -11,7 +11,7 @@ use crate::tui::transcript::ItemKind;
 use scv_protocol::{ClientMessage, SessionClear, SessionConfigure, SessionPause};
 
 /// One slash command.
-pub struct SlashCommand {
+pub(super) struct SlashCommand {
     /// What is typed, `/` included.
     pub name: &'static str,
     /// Its line in the popup and in `/help`.
@@ -25,7 +25,7 @@ pub struct SlashCommand {
 
 /// A command's action, given its argument (`""` when there is none).
 #[derive(Clone, Copy)]
-pub enum Run {
+pub(super) enum Run {
     /// Works with or without a session.
     Always(fn(&mut App, &str) -> Vec<Outgoing>),
     /// Needs the session, and gets it; without one the command is
@@ -34,7 +34,7 @@ pub enum Run {
 }
 
 /// The slash commands, in the order the popup and `/help` list them.
-pub const SLASH_COMMANDS: &[SlashCommand] = &[
+pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         name: "/approvals",
         help: "list this session's approval rules; remove them",

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
-pub struct Approvals;
+pub(super) struct Approvals;
 
 impl Overlay for Approvals {
     fn title(&self) -> &'static str {

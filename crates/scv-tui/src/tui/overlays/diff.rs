@@ -4,7 +4,7 @@
 use super::{Overlay, OverlayData};
 use ratatui::text::Line;
 
-pub struct Diff<'a>(pub &'a [Line<'static>]);
+pub(super) struct Diff<'a>(pub &'a [Line<'static>]);
 
 impl Overlay for Diff<'_> {
     fn title(&self) -> &'static str {

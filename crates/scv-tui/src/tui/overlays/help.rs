@@ -3,7 +3,7 @@
 use super::{heading, pair, Overlay, OverlayData};
 use ratatui::text::Line;
 
-pub struct Help;
+pub(super) struct Help;
 
 const KEYS: &[(&str, &str)] = &[
     ("Enter", "send the message (queued while a turn runs)"),

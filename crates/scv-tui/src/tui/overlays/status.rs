@@ -6,7 +6,7 @@ use crate::tui::state::{short, McpView};
 use ratatui::text::Line;
 use scv_protocol::ComponentState;
 
-pub struct Status;
+pub(super) struct Status;
 
 impl Overlay for Status {
     fn title(&self) -> &'static str {
