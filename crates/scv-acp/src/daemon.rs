@@ -42,7 +42,10 @@ impl Link {
             name: "scv-acp".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         };
-        let capabilities = Capabilities { reasoning: true };
+        let capabilities = Capabilities {
+            reasoning: true,
+            sessions: false,
+        };
         let initialized = tokio::time::timeout(
             INITIALIZE_TIMEOUT,
             conn.initialize(Some(client), Some(capabilities)),

@@ -6,7 +6,8 @@ use futures_util::StreamExt;
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
 use scv_protocol::{
     Capabilities, ClientFrame, ClientMessage, ErrorCode, Event, EventBody, Frame, FrameCodec,
-    Initialize, PeerInfo, SessionStart, PROTOCOL_VERSION,
+    Initialize, PeerInfo, SessionDelete, SessionFork, SessionList, SessionResume, SessionStart,
+    SessionStarted, StoredSession, TranscriptItem, PROTOCOL_VERSION,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::FramedRead;
@@ -23,9 +24,54 @@ pub fn frame_line(request_id: String, message: ClientMessage) -> Result<Vec<u8>>
 
 /// What the handshake brought back.
 pub struct Opened {
-    /// `initialized`, `session.started`, `queue.snapshot`.
+    /// `initialized`, `session.started`, `queue.snapshot` (and, for a
+    /// resume or fork, `session.transcript`).
     pub events: Vec<Event>,
     pub session_id: String,
+}
+
+impl Opened {
+    /// `session.started`'s body.
+    pub fn started(&self) -> Option<&SessionStarted> {
+        self.events.iter().find_map(|e| match &e.body {
+            EventBody::SessionStarted(started) => Some(started),
+            _ => None,
+        })
+    }
+
+    /// A resumed or forked session's past conversation, and whether older
+    /// items were left out.
+    pub fn transcript(&self) -> Option<(&[TranscriptItem], bool)> {
+        self.events.iter().find_map(|e| match &e.body {
+            EventBody::SessionTranscript { items, truncated } => Some((&items[..], *truncated)),
+            _ => None,
+        })
+    }
+}
+
+/// How a connection gets its session.
+#[derive(Debug, Clone)]
+pub enum Open {
+    /// A new one (`session.start`).
+    Start(SessionStart),
+    /// A stored one, live again (`session.resume`).
+    Resume(SessionResume),
+    /// A new one holding a stored one's history (`session.fork`).
+    Fork(SessionFork),
+}
+
+impl Open {
+    fn stored(&self) -> bool {
+        !matches!(self, Open::Start(_))
+    }
+
+    fn message(self) -> ClientMessage {
+        match self {
+            Open::Start(start) => ClientMessage::SessionStart(start),
+            Open::Resume(resume) => ClientMessage::SessionResume(resume),
+            Open::Fork(fork) => ClientMessage::SessionFork(fork),
+        }
+    }
 }
 
 pub struct Connection<R, W> {
@@ -66,16 +112,88 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
         capabilities: Option<Capabilities>,
         start: SessionStart,
     ) -> Result<Opened> {
+        self.open(client, capabilities, Open::Start(start)).await
+    }
+
+    /// `initialize` (as `client`; a resume or fork asks for capability
+    /// `sessions` too), then the session as `open` says: the events up to
+    /// its queue snapshot, and its transcript for a stored one.
+    pub async fn open(
+        &mut self,
+        client: Option<PeerInfo>,
+        capabilities: Option<Capabilities>,
+        open: Open,
+    ) -> Result<Opened> {
+        let capabilities = match (capabilities, open.stored()) {
+            (Some(caps), true) => Some(Capabilities {
+                sessions: true,
+                ..caps
+            }),
+            (None, true) => Some(Capabilities {
+                sessions: true,
+                ..Default::default()
+            }),
+            (caps, false) => caps,
+        };
+        let stored = open.stored();
         let mut events = vec![self.initialize(client, capabilities).await?];
-        let start = self.send(ClientMessage::SessionStart(start)).await?;
-        let started = self.answer(&start).await?;
+        self.open_session(open, stored, &mut events).await
+    }
+
+    /// The session `open` says, on an initialized connection.
+    pub async fn open_more(&mut self, open: Open) -> Result<Opened> {
+        let stored = open.stored();
+        let mut events = Vec::new();
+        self.open_session(open, stored, &mut events).await
+    }
+
+    async fn open_session(
+        &mut self,
+        open: Open,
+        stored: bool,
+        events: &mut Vec<Event>,
+    ) -> Result<Opened> {
+        let request = self.send(open.message()).await?;
+        let started = self.answer(&request).await?;
         let session_id = started.session_id.clone().unwrap_or_default();
         events.push(started);
-        // The queue snapshot follows session.started.
-        if let Some(snapshot) = self.next_event().await? {
-            events.push(snapshot);
+        // The queue snapshot follows session.started; a stored session's
+        // transcript follows that.
+        for _ in 0..if stored { 2 } else { 1 } {
+            if let Some(event) = self.next_event().await? {
+                events.push(event);
+            }
         }
-        Ok(Opened { events, session_id })
+        Ok(Opened {
+            events: std::mem::take(events),
+            session_id,
+        })
+    }
+
+    /// `session.list` on an initialized connection that asked for
+    /// capability `sessions`.
+    pub async fn list_sessions(
+        &mut self,
+        cwd: Option<String>,
+        limit: Option<usize>,
+    ) -> Result<Vec<StoredSession>> {
+        let request = self
+            .send(ClientMessage::SessionList(SessionList { cwd, limit }))
+            .await?;
+        match self.answer(&request).await?.body {
+            EventBody::SessionListed { sessions } => Ok(sessions),
+            other => bail!("unexpected answer to session.list: {}", other.type_name()),
+        }
+    }
+
+    /// `session.delete`.
+    pub async fn delete_session(&mut self, session_id: &str) -> Result<()> {
+        let request = self
+            .send(ClientMessage::SessionDelete(SessionDelete {
+                session_id: session_id.into(),
+            }))
+            .await?;
+        self.answer(&request).await.map(drop)
     }
 
     /// `initialize` (as `client`, asking for `capabilities`): the

@@ -9,7 +9,7 @@ pub mod home;
 pub mod session;
 pub mod text;
 
-pub use connection::{frame_line, Connection, Opened};
+pub use connection::{frame_line, Connection, Open, Opened};
 pub use control::{control, ControlError};
 pub use daemon::ensure_daemon;
 pub use home::{check_home, create_private_dir, default_socket_path, scv_home};

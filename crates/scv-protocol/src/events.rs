@@ -8,6 +8,7 @@
 
 use crate::codes::{ErrorCode, FailureCode};
 use crate::messages::{Capabilities, PeerInfo, RemoteTools};
+use crate::sessions::{ForkedFrom, StoredSession, TranscriptItem};
 use serde::{Deserialize, Serialize};
 
 /// An owned server event as read by clients.
@@ -182,6 +183,20 @@ pub enum EventBody {
     },
     #[serde(rename = "session.cleared")]
     SessionCleared {},
+    /// Extension (capability `sessions`): the answer to `session.list`.
+    #[serde(rename = "session.listed")]
+    SessionListed { sessions: Vec<StoredSession> },
+    /// Extension (capability `sessions`): a resumed or forked session's
+    /// past conversation, after its `queue.snapshot`.
+    #[serde(rename = "session.transcript")]
+    SessionTranscript {
+        items: Vec<TranscriptItem>,
+        /// Older items were left out to stay within the transcript bounds.
+        truncated: bool,
+    },
+    /// Extension (capability `sessions`): the answer to `session.delete`.
+    #[serde(rename = "session.deleted")]
+    SessionDeleted {},
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -213,6 +228,9 @@ impl EventBody {
             EventBody::TurnFailed { .. } => "turn.failed",
             EventBody::SessionTrimmed { .. } => "session.trimmed",
             EventBody::SessionCleared {} => "session.cleared",
+            EventBody::SessionListed { .. } => "session.listed",
+            EventBody::SessionTranscript { .. } => "session.transcript",
+            EventBody::SessionDeleted {} => "session.deleted",
             EventBody::Error(_) => "error",
         }
     }
@@ -247,6 +265,18 @@ pub struct SessionStarted {
     /// when there is nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sandbox_warnings: Vec<String>,
+    /// Extension (capability `sessions`): this is a stored session
+    /// resumed (`session.resume`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
+    /// Extension, with `resumed`: prompts that were still queued when the
+    /// session last stopped. They never run again by themselves; a client
+    /// may offer to send them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsent_prompts: Option<Vec<String>>,
+    /// Extension: the session this one was forked from (`session.fork`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

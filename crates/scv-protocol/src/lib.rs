@@ -11,11 +11,13 @@ pub mod codes;
 pub mod events;
 pub mod limits;
 pub mod messages;
+pub mod sessions;
 
 pub use codec::{Frame, FrameCodec};
 pub use codes::{ErrorCode, FailureCode};
 pub use events::*;
 pub use messages::*;
+pub use sessions::*;
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 2;

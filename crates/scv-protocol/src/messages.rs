@@ -2,6 +2,7 @@
 //! the fields depend on the type. Unknown fields are ignored.
 
 use crate::codes::ErrorCode;
+use crate::sessions::{SessionDelete, SessionFork, SessionList, SessionResume};
 use serde::{Deserialize, Serialize};
 
 /// One client frame: the request id plus the typed message.
@@ -41,6 +42,20 @@ pub enum ClientMessage {
     /// (docs/PROTOCOL-EXTENSIONS.md).
     #[serde(rename = "session.configure")]
     SessionConfigure(SessionConfigure),
+    /// Extension (capability `sessions`): the stored sessions.
+    #[serde(rename = "session.list")]
+    SessionList(SessionList),
+    /// Extension (capability `sessions`): a stored session, live again
+    /// on this connection.
+    #[serde(rename = "session.resume")]
+    SessionResume(SessionResume),
+    /// Extension (capability `sessions`): a new session holding a stored
+    /// one's history.
+    #[serde(rename = "session.fork")]
+    SessionFork(SessionFork),
+    /// Extension (capability `sessions`): a stored session removed.
+    #[serde(rename = "session.delete")]
+    SessionDelete(SessionDelete),
 }
 
 /// `daemon.control`.
@@ -138,6 +153,10 @@ impl ClientMessage {
             ClientMessage::ApprovalResolve(_) => "approval.resolve",
             ClientMessage::SessionClear(_) => "session.clear",
             ClientMessage::SessionConfigure(_) => "session.configure",
+            ClientMessage::SessionList(_) => "session.list",
+            ClientMessage::SessionResume(_) => "session.resume",
+            ClientMessage::SessionFork(_) => "session.fork",
+            ClientMessage::SessionDelete(_) => "session.delete",
         }
     }
 }
@@ -156,6 +175,10 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "approval.resolve",
     "session.clear",
     "session.configure",
+    "session.list",
+    "session.resume",
+    "session.fork",
+    "session.delete",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +199,10 @@ pub struct Capabilities {
     /// `reasoning.delta` events: the model's reasoning as it streams.
     #[serde(default)]
     pub reasoning: bool,
+    /// Durable sessions: `session.list`, `session.resume`, `session.fork`,
+    /// `session.delete` and the events answering them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sessions: bool,
 }
 
 /// Name and version of a client or server.

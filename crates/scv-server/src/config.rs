@@ -49,6 +49,9 @@ struct Raw {
     sandbox_protect_git: bool,
     sandbox_max_processes: u32,
     tool_env_passthrough: Vec<String>,
+    session_store: bool,
+    session_retention_days: u64,
+    max_session_store_bytes: u64,
     /// Keys with their place in the file, so an error can name the line
     /// however the table is written (`[mcp_servers.NAME]`, quoted, inline,
     /// dotted).
@@ -88,6 +91,9 @@ impl Default for Raw {
             sandbox_protect_git: true,
             sandbox_max_processes: 1024,
             tool_env_passthrough: Vec::new(),
+            session_store: true,
+            session_retention_days: 30,
+            max_session_store_bytes: 1 << 30,
             mcp_servers: BTreeMap::new(),
         }
     }
@@ -102,6 +108,7 @@ pub struct Config {
     pub(crate) limits: TurnLimits,
     pub(crate) sandbox: SandboxConfig,
     pub daemon: DaemonConfig,
+    pub(crate) store: StoreConfig,
     /// `[mcp_servers.NAME]`, checked.
     pub(crate) mcp_servers: Vec<scv_mcp::ServerSpec>,
 }
@@ -184,6 +191,19 @@ pub struct DaemonConfig {
     pub(crate) max_connections: usize,
 }
 
+/// The session store (`$SCV_HOME/sessions`).
+#[derive(Debug, Clone)]
+pub(crate) struct StoreConfig {
+    /// `session_store`: journal every session (true); false writes nothing.
+    pub enabled: bool,
+    /// `session_retention_days`: sessions not updated for this long are
+    /// deleted (30; 0 keeps them forever).
+    pub retention_days: u64,
+    /// `max_session_store_bytes`: the store's bound; the oldest sessions
+    /// go first, never an open one (1 GiB).
+    pub max_bytes: u64,
+}
+
 const KNOWN_KEYS: &[&str] = &[
     "provider",
     "model",
@@ -217,6 +237,9 @@ const KNOWN_KEYS: &[&str] = &[
     "sandbox_protect_git",
     "sandbox_max_processes",
     "tool_env_passthrough",
+    "session_store",
+    "session_retention_days",
+    "max_session_store_bytes",
     "mcp_servers",
 ];
 
@@ -352,6 +375,11 @@ impl Config {
                 clawbot_approval_timeout_ms: raw.clawbot_approval_timeout_ms,
                 initialize_timeout_ms: raw.initialize_timeout_ms,
                 max_connections: raw.max_connections,
+            },
+            store: StoreConfig {
+                enabled: raw.session_store,
+                retention_days: raw.session_retention_days,
+                max_bytes: raw.max_session_store_bytes,
             },
             mcp_servers,
         })

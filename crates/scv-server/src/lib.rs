@@ -12,6 +12,7 @@ mod connection;
 mod context;
 pub mod daemon;
 mod handles;
+mod journal;
 
 mod mcp_component;
 pub mod memory;

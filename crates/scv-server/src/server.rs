@@ -1,6 +1,6 @@
 //! What every connection of one server process shares: the configuration,
-//! the turn limits read from it, the API keys, the sandbox, and the HTTP
-//! client (built on first use, so start-up stays fast).
+//! the turn limits read from it, the API keys, the sandbox, the session
+//! store, and the HTTP client (built on first use, so start-up stays fast).
 
 use crate::agent::Limits;
 use crate::config::Config;
@@ -25,6 +25,9 @@ pub struct Shared {
     mcp_secrets: HashMap<String, String>,
     mcp_started: AtomicBool,
     http: OnceLock<reqwest::Client>,
+    /// The session store; `None` when `session_store = false` or it
+    /// cannot be used.
+    pub(crate) store: Option<Arc<crate::journal::Store>>,
 }
 
 impl Shared {
@@ -40,7 +43,9 @@ impl Shared {
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect();
         let mcp = Arc::new(new_hub(&sandbox, &secrets));
+        let store = crate::journal::Store::open(&config.store, scv_home);
         Shared {
+            store,
             sandbox,
             mcp,
             mcp_secrets: secrets,

@@ -10,21 +10,26 @@
 //!   (`replay.rs`).
 //! - [`SessionStore`]: the directory: create, resume, fork, list, delete,
 //!   and its bounds (`store.rs`).
+//! - [`transcript`]: what a client draws of a stored conversation
+//!   (`transcript.rs`).
 //!
 //! The store knows nothing of the server's message types: history
-//! messages and usage are opaque JSON here.
+//! messages and usage are opaque JSON here (the transcript reads the few
+//! fields it shows).
 
 mod error;
 mod journal;
 mod record;
 mod replay;
 mod store;
+mod transcript;
 
 pub use error::StoreError;
 pub use journal::{Journal, SyncHandle};
-pub use record::{ForkedFrom, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
+pub use record::{title_of, ForkedFrom, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
 pub use replay::{Damage, Ended, Replay, Turn};
-pub use store::{valid_id, Listed, Meta, SessionStore};
+pub use store::{valid_id, Enforced, Listed, Meta, SessionStore};
+pub use transcript::{transcript, TRANSCRIPT_TOOL_OUTPUT_BYTES};
 
 /// Seconds since the epoch (0 if the clock is before it).
 pub fn now_unix() -> u64 {

@@ -18,16 +18,19 @@ pub struct Header {
     pub created: u64,
     pub provider: String,
     pub model: String,
+    /// The session's own provider URL (`session.start.base_url`), without
+    /// any user or password in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The session runs no tools.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_tools: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkedFrom {
-    pub session_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
-}
+/// Where a fork came from: the protocol's own type (same fields).
+pub use scv_protocol::ForkedFrom;
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +47,10 @@ pub enum Outcome {
 pub enum HistoryChange {
     /// The turn's own messages were appended to it (the usual case).
     Append,
+    /// Of the history as the turn found it, the first `drop` messages went
+    /// (trimming) and the next `keep` stayed; then the turn's messages
+    /// were appended.
+    Edit { drop: u64, keep: u64 },
     /// It is this, whole (after compaction, trimming, a turn dropped for
     /// not fitting).
     Snapshot(Vec<Value>),
@@ -77,6 +84,10 @@ pub enum Record {
         /// The turn's usage as `turn.completed` reported it, opaque.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Value>,
+        /// The token estimate's calibration after the turn, so a resumed
+        /// session compacts when this one would have.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_per_byte: Option<f64>,
     },
     /// `session.clear`: history, queue and transcript start afresh.
     Cleared {
@@ -89,10 +100,17 @@ pub enum Record {
         model: String,
         at: u64,
         seq: u64,
+        /// The history after the switch, when it changed (provider data
+        /// of another wire dropped).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        history: Option<Vec<Value>>,
     },
-    /// The prompts waiting in the queue now, in order.
+    /// The prompts waiting in the queue now, in order (`seq`: the queue
+    /// event that made it so).
     Queue {
         prompts: Vec<String>,
+        #[serde(default)]
+        seq: u64,
     },
     /// A record of a kind this build does not know.
     #[serde(other)]
@@ -105,5 +123,22 @@ impl Record {
         let mut line = serde_json::to_vec(self)?;
         line.push(b'\n');
         Ok(line)
+    }
+}
+
+/// Longest title kept for a session (characters).
+const TITLE_CHARS: usize = 100;
+
+/// A session's title from its first prompt: the first non-blank line,
+/// shortened.
+pub fn title_of(prompt: &str) -> String {
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    match line.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
     }
 }

@@ -8,7 +8,7 @@
 //! bad record before the end, a header of another format — makes the
 //! journal damaged: it is reported, never guessed at.
 
-use crate::record::{Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
+use crate::record::{title_of, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
 use serde_json::Value;
 
 /// One turn as the transcript shows it.
@@ -45,8 +45,10 @@ pub struct Replay {
     pub ended_turns: usize,
     /// Prompts still queued when the journal ends.
     pub queue: Vec<String>,
-    /// The session's first prompt (its title).
+    /// The session's first prompt, shortened (its title).
     pub title: Option<String>,
+    /// The last calibration of the token estimate journaled.
+    pub tokens_per_byte: Option<f64>,
     /// When the last record was written (unix seconds).
     pub updated: u64,
     /// Bytes of complete records; past it, a torn tail (or, with a fork
@@ -102,6 +104,7 @@ impl Replay {
             ended_turns: 0,
             queue: Vec::new(),
             title: None,
+            tokens_per_byte: None,
             valid_len: lines.consumed as u64,
             header_len: lines.consumed as u64,
         };
@@ -142,7 +145,7 @@ impl Replay {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
                 if self.title.is_none() {
-                    self.title = Some(prompt.clone());
+                    self.title = Some(title_of(&prompt));
                 }
                 self.turns.push(Turn {
                     turn_id,
@@ -161,13 +164,23 @@ impl Replay {
                 messages,
                 history,
                 usage,
+                tokens_per_byte,
             } => {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
                 self.ended_turns += 1;
                 match history {
                     HistoryChange::Append => self.history.extend(messages.iter().cloned()),
+                    HistoryChange::Edit { drop, keep } => {
+                        let drop = (drop as usize).min(self.history.len());
+                        self.history.drain(..drop);
+                        self.history.truncate(keep as usize);
+                        self.history.extend(messages.iter().cloned());
+                    }
                     HistoryChange::Snapshot(all) => self.history = all,
+                }
+                if tokens_per_byte.is_some() {
+                    self.tokens_per_byte = tokens_per_byte;
                 }
                 let reached = until == Some(turn_id.as_str());
                 if let Some(turn) = self.turns.iter_mut().rev().find(|t| t.turn_id == turn_id) {
@@ -193,13 +206,20 @@ impl Replay {
                 model,
                 at,
                 seq,
+                history,
             } => {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
                 self.provider = provider;
                 self.model = model;
+                if let Some(history) = history {
+                    self.history = history;
+                }
             }
-            Record::Queue { prompts } => self.queue = prompts,
+            Record::Queue { prompts, seq } => {
+                self.seq = self.seq.max(seq);
+                self.queue = prompts;
+            }
         }
         false
     }
@@ -259,6 +279,8 @@ mod tests {
             created: 1,
             provider: "openai".into(),
             model: "m".into(),
+            base_url: None,
+            no_tools: false,
             forked_from: None,
         })
     }
@@ -281,6 +303,7 @@ mod tests {
                 messages: vec![json!({"user": prompt}), json!({"assistant": "ok"})],
                 history,
                 usage: None,
+                tokens_per_byte: None,
             },
         ]
     }
@@ -300,6 +323,7 @@ mod tests {
         ));
         records.push(Record::Queue {
             prompts: vec!["later".into()],
+            seq: 6,
         });
         records.push(Record::TurnStarted {
             turn_id: "t3".into(),
@@ -349,5 +373,49 @@ mod tests {
         let replay = Replay::read(&journal(&records), Some("t1")).unwrap();
         assert_eq!(replay.history.len(), 2);
         assert_eq!(replay.turns.len(), 1);
+    }
+
+    #[test]
+    fn trimming_and_a_provider_switch_replay_as_they_happened() {
+        let mut records = vec![header()];
+        records.extend(turn("t1", "one", HistoryChange::Append));
+        records.extend(turn("t2", "two", HistoryChange::Append));
+        // Trimming dropped the first turn's two messages.
+        records.extend(turn(
+            "t3",
+            "three",
+            HistoryChange::Edit { drop: 2, keep: 2 },
+        ));
+        let replay = Replay::read(&journal(&records), None).unwrap();
+        assert_eq!(
+            replay.history,
+            [
+                json!({"user": "two"}),
+                json!({"assistant": "ok"}),
+                json!({"user": "three"}),
+                json!({"assistant": "ok"})
+            ]
+        );
+        records.push(Record::Configured {
+            provider: "anthropic".into(),
+            model: "c".into(),
+            at: 10,
+            seq: 11,
+            history: Some(vec![json!("without provider data")]),
+        });
+        let replay = Replay::read(&journal(&records), None).unwrap();
+        assert_eq!(replay.history, [json!("without provider data")]);
+        assert_eq!(
+            (replay.provider.as_str(), replay.model.as_str()),
+            ("anthropic", "c")
+        );
+        assert_eq!(replay.seq, 11);
+    }
+
+    #[test]
+    fn a_title_is_the_first_line_shortened() {
+        assert_eq!(title_of("\n  fix the parser  \nplease"), "fix the parser");
+        let long = "é".repeat(150);
+        assert_eq!(title_of(&long).chars().count(), 101);
     }
 }

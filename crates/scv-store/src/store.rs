@@ -111,15 +111,16 @@ impl SessionStore {
         Ok(journal)
     }
 
-    /// A fork: a new session holding `source`'s journal up to the end of
-    /// `turn_id` (all of it without one), under `header` (its
-    /// `forked_from` says where from). Returns the new journal and its
-    /// replay.
+    /// A fork: a new session `new_id` holding `source`'s journal up to the
+    /// end of `turn_id` (all of it without one); its header is the
+    /// source's, made at `created`, and says where it came from
+    /// (`forked_from`). Returns the new journal and its replay.
     pub fn fork(
         &self,
         source: &str,
         turn_id: Option<&str>,
-        mut header: Header,
+        new_id: &str,
+        created: u64,
     ) -> Result<(Journal, Replay), StoreError> {
         let bytes = self.read_bytes(source)?;
         let replay = Replay::read(&bytes, turn_id).map_err(|d| StoreError::Damaged {
@@ -131,6 +132,9 @@ impl SessionStore {
                 return Err(StoreError::NoSuchTurn(turn.to_string()));
             }
         }
+        let mut header = replay.header.clone();
+        header.session_id = new_id.to_string();
+        header.created = created;
         header.forked_from = Some(ForkedFrom {
             session_id: source.to_string(),
             turn_id: turn_id.map(String::from),
@@ -154,6 +158,10 @@ impl SessionStore {
         let path = self.path(session_id, JOURNAL)?;
         let mut file = open_journal(&path, session_id, true)?;
         lock(&file, &path, session_id)?;
+        // Deleted while we waited for the lock: the name is gone.
+        if !same_file(&file, &path) {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| StoreError::io("cannot read the journal", &path, e))?;
@@ -270,6 +278,11 @@ impl SessionStore {
             bytes: 0,
         };
         let path = self.dir.join(format!("{id}.jsonl"));
+        // What a damaged one is dated by.
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            listed.updated = meta.mtime().max(0) as u64;
+            listed.created = listed.updated;
+        }
         let file = match open_journal(&path, id, false) {
             Ok(file) => file,
             Err(err) => {
@@ -314,22 +327,28 @@ impl SessionStore {
     pub fn delete(&self, session_id: &str) -> Result<(), StoreError> {
         let path = self.path(session_id, JOURNAL)?;
         let file = open_journal(&path, session_id, false)?;
-        if held(&file) {
-            return Err(StoreError::Open(session_id.to_string()));
-        }
+        // Held while the name goes, so nobody takes the session meanwhile.
+        lock(&file, &path, session_id)?;
         std::fs::remove_file(&path).map_err(|e| StoreError::io("cannot delete", &path, e))?;
         let _ = std::fs::remove_file(self.dir.join(format!("{session_id}.meta")));
         sync_dir(&self.dir);
         Ok(())
     }
 
-    /// Deletes sessions not updated within `retention_days`, then the
-    /// oldest until the store is within `max_bytes` — never an open one.
-    /// Returns what was deleted.
-    pub fn enforce(&self, retention_days: u64, max_bytes: u64, now: u64) -> Vec<String> {
+    /// Deletes sessions not updated within `retention_days` (0: no age
+    /// limit), then the oldest until the store is within `max_bytes` —
+    /// never an open one. Returns what was deleted and the bytes left.
+    pub fn enforce(&self, retention_days: u64, max_bytes: u64, now: u64) -> Enforced {
         let (mut listed, _) = self.list();
         let mut deleted = Vec::new();
-        let cutoff = now.saturating_sub(retention_days.saturating_mul(86_400));
+        let cutoff = match retention_days {
+            0 => 0,
+            days => now.saturating_sub(days.saturating_mul(86_400)),
+        };
+        // A journal this build cannot read (another format version, a
+        // planted file) is reported, never deleted by the bounds: only a
+        // person's `session.delete` removes it.
+        listed.retain(|s| s.damaged.is_none());
         listed.retain(|s| {
             let stale = s.updated < cutoff && !s.open;
             if stale && self.delete(&s.session_id).is_ok() {
@@ -352,8 +371,20 @@ impl SessionStore {
                 deleted.push(session.session_id.clone());
             }
         }
-        deleted
+        Enforced {
+            deleted,
+            bytes: total,
+        }
     }
+}
+
+/// What [`SessionStore::enforce`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforced {
+    /// The sessions deleted.
+    pub deleted: Vec<String>,
+    /// The store's bytes after.
+    pub bytes: u64,
 }
 
 impl Replay {
@@ -439,13 +470,29 @@ fn open_journal(path: &Path, session_id: &str, write: bool) -> Result<File, Stor
     Ok(file)
 }
 
-/// Takes the journal's exclusive lock, or says the session is open.
+/// Takes the journal's exclusive lock, or says the session is open. A
+/// listing's probe holds a shared lock for an instant, so a refusal is
+/// tried again a few times before it counts.
 fn lock(file: &File, path: &Path, session_id: &str) -> Result<(), StoreError> {
     use rustix::fs::{flock, FlockOperation};
-    match flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::WOULDBLOCK) => Err(StoreError::Open(session_id.to_string())),
-        Err(err) => Err(StoreError::io("cannot lock the journal", path, err.into())),
+    for attempt in 0..4 {
+        match flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::WOULDBLOCK) if attempt < 3 => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => break,
+            Err(err) => return Err(StoreError::io("cannot lock the journal", path, err.into())),
+        }
+    }
+    Err(StoreError::Open(session_id.to_string()))
+}
+
+/// Whether `path` still names the open `file`.
+fn same_file(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
     }
 }
 

@@ -18,6 +18,8 @@ fn header(id: &str) -> Header {
         created: 100,
         provider: "openai".into(),
         model: "m".into(),
+        base_url: None,
+        no_tools: false,
         forked_from: None,
     }
 }
@@ -43,6 +45,7 @@ fn turn(id: &str, prompt: &str, at: u64) -> [Record; 2] {
             ],
             history: HistoryChange::Append,
             usage: None,
+            tokens_per_byte: None,
         },
     ]
 }
@@ -121,14 +124,14 @@ fn a_fork_takes_the_history_up_to_its_turn() {
         }
     }
     // Forking an open session is allowed: it reads, never takes it.
-    let (forked, replay) = store.fork(A, Some("t1"), header(B)).unwrap();
+    let (forked, replay) = store.fork(A, Some("t1"), B, 100).unwrap();
     assert_eq!(replay.turns.len(), 2);
     assert_eq!(replay.history.len(), 4);
     assert_eq!(replay.header.forked_from.as_ref().unwrap().session_id, A);
     drop(forked);
     assert_eq!(store.read(B, None).unwrap().turns.len(), 2);
     assert!(matches!(
-        store.fork(A, Some("nope"), header("0c0c")),
+        store.fork(A, Some("nope"), "0c0c", 100),
         Err(StoreError::NoSuchTurn(_))
     ));
 }
@@ -159,11 +162,15 @@ fn list_delete_and_bounds() {
     );
     assert_eq!(listed[0].turns, 1);
     // Retention: A is older than a day before `now`.
-    let deleted = store.enforce(1, u64::MAX, 5_000 + 86_400 - 1);
-    assert_eq!(deleted, [A]);
+    let enforced = store.enforce(1, u64::MAX, 5_000 + 86_400 - 1);
+    assert_eq!(enforced.deleted, [A]);
+    assert_eq!(enforced.bytes, listed[0].bytes);
+    // No age limit with 0 days.
+    assert!(store.enforce(0, u64::MAX, u64::MAX / 2).deleted.is_empty());
     // Bytes: B goes when the bound is below it.
-    let deleted = store.enforce(10_000, 10, 5_000);
-    assert_eq!(deleted, [B]);
+    let enforced = store.enforce(10_000, 10, 5_000);
+    assert_eq!(enforced.deleted, [B]);
+    assert_eq!(enforced.bytes, 0);
     assert!(store.list().0.is_empty());
     assert!(matches!(store.delete(A), Err(StoreError::NotFound(_))));
 }
@@ -172,7 +179,7 @@ fn list_delete_and_bounds() {
 fn bounds_never_delete_an_open_session() {
     let (_home, store) = store();
     let _open = store.create(&header(A)).unwrap();
-    assert!(store.enforce(0, 0, u64::MAX / 2).is_empty());
+    assert!(store.enforce(1, 0, u64::MAX / 2).deleted.is_empty());
     assert_eq!(store.list().0.len(), 1);
 }
 
@@ -267,7 +274,7 @@ fn record() -> impl Strategy<Value = Record> {
             at: 1,
             seq: 1
         }),
-        ("[a-z]{1,3}", any::<bool>()).prop_map(|(t, snap)| Record::TurnEnded {
+        ("[a-z]{1,3}", 0..3u8).prop_map(|(t, change)| Record::TurnEnded {
             turn_id: t,
             at: 2,
             seq: 2,
@@ -275,15 +282,17 @@ fn record() -> impl Strategy<Value = Record> {
             code: None,
             message: None,
             messages: vec![json!("m")],
-            history: if snap {
-                HistoryChange::Snapshot(vec![json!("s")])
-            } else {
-                HistoryChange::Append
+            history: match change {
+                0 => HistoryChange::Snapshot(vec![json!("s")]),
+                1 => HistoryChange::Edit { drop: 1, keep: 1 },
+                _ => HistoryChange::Append,
             },
             usage: None,
+            tokens_per_byte: Some(0.3),
         }),
         Just(Record::Cleared { at: 3, seq: 3 }),
-        prop::collection::vec(".{0,10}", 0..3).prop_map(|prompts| Record::Queue { prompts }),
+        prop::collection::vec(".{0,10}", 0..3)
+            .prop_map(|prompts| Record::Queue { prompts, seq: 4 }),
     ]
 }
 
@@ -313,4 +322,18 @@ proptest! {
             prop_assert_eq!(replay, whole);
         }
     }
+}
+
+#[test]
+fn bounds_never_delete_a_journal_they_cannot_read() {
+    let (_home, store) = store();
+    let newer = format!(
+        "{{\"kind\":\"session\",\"v\":99,\"session_id\":\"{A}\",\"cwd\":\"/\",\"created\":1,\"provider\":\"p\",\"model\":\"m\"}}\n"
+    );
+    std::fs::write(store.dir().join(format!("{A}.jsonl")), newer).unwrap();
+    let enforced = store.enforce(1, 0, u64::MAX / 2);
+    assert!(enforced.deleted.is_empty());
+    let (listed, _) = store.list();
+    assert!(listed[0].damaged.as_deref().unwrap().contains("version 99"));
+    assert!(listed[0].updated > 0, "dated by the file");
 }

@@ -84,9 +84,10 @@ pub async fn run(
         }
         None => std::env::current_dir()?.canonicalize()?,
     };
-    let capabilities = options
-        .reasoning
-        .then_some(scv_protocol::Capabilities { reasoning: true });
+    let capabilities = options.reasoning.then_some(scv_protocol::Capabilities {
+        reasoning: true,
+        sessions: false,
+    });
     let session::Opened {
         mut conn,
         events,

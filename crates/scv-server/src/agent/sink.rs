@@ -25,25 +25,33 @@ pub(crate) struct SessionSink {
 }
 
 impl SessionSink {
-    pub(crate) fn new(session_id: Arc<str>, out: Outbound) -> Self {
+    /// A sink whose first event gets `first_seq` (0 for a new session; a
+    /// resumed one continues above its journal's last).
+    pub(crate) fn new(session_id: Arc<str>, out: Outbound, first_seq: u64) -> Self {
         SessionSink {
             session_id,
-            next_seq: tokio::sync::Mutex::new(0),
+            next_seq: tokio::sync::Mutex::new(first_seq),
             out,
         }
+    }
+
+    /// The `seq` the next event will get (exact while no turn of the
+    /// session runs: the host is then its only emitter).
+    pub(crate) async fn next_seq(&self) -> u64 {
+        *self.next_seq.lock().await
     }
 
     pub(crate) fn session_id(&self) -> &Arc<str> {
         &self.session_id
     }
 
-    /// Emits a session event with the next `seq`.
+    /// Emits a session event with the next `seq`; returns that `seq`.
     pub(crate) async fn emit(
         &self,
         request_id: Option<&str>,
         turn_id: Option<&str>,
         body: &EventBody,
-    ) -> Result<(), EmitError> {
+    ) -> Result<u64, EmitError> {
         let mut next_seq = self.next_seq.lock().await;
         let frame = encode(EventRef {
             body,
@@ -56,7 +64,8 @@ impl SessionSink {
             return Err(EmitError::TooLarge(frame.len()));
         }
         self.out.send(frame).await?;
+        let seq = *next_seq;
         *next_seq += 1;
-        Ok(())
+        Ok(seq)
     }
 }

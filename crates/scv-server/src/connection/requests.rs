@@ -70,6 +70,14 @@ impl Connection {
             {
                 Err(from_tool("a session with its own MCP servers or base_url"))
             }
+            ClientMessage::SessionList(_)
+            | ClientMessage::SessionResume(_)
+            | ClientMessage::SessionFork(_)
+            | ClientMessage::SessionDelete(_)
+                if self.tool_peer =>
+            {
+                Err(from_tool("the session store"))
+            }
             ClientMessage::SessionStart(mut start) => {
                 // A tool process talking to the daemon gets an answer,
                 // never a hand: its sessions run no tools.
@@ -104,9 +112,13 @@ impl Connection {
         // SCV supports is echoed back.
         let granted = init.capabilities.map(|asked| Capabilities {
             reasoning: asked.reasoning,
+            sessions: asked.sessions,
         });
         if granted.is_some_and(|c| c.reasoning) {
             self.host.stream_reasoning();
+        }
+        if granted.is_some_and(|c| c.sessions) {
+            self.host.offer_stored_sessions();
         }
         let event = Event::reply(
             Some(rid),

@@ -15,6 +15,22 @@ pub(crate) struct History {
     messages: Vec<Message>,
     bytes: usize,
     tokens_per_byte: f64,
+    since: Since,
+}
+
+/// What became of the history since [`History::mark`] (the start of a
+/// turn), so the journal writes the change, not the whole history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Since {
+    /// Messages at the mark.
+    pub marked: usize,
+    /// Of those, dropped from the front (trimming).
+    pub dropped: usize,
+    /// Of those, still in place after the dropped ones; the messages after
+    /// them are new.
+    pub kept: usize,
+    /// Changed in a way `dropped` / `kept` cannot say (compaction).
+    pub rewritten: bool,
 }
 
 impl Default for History {
@@ -23,11 +39,43 @@ impl Default for History {
             messages: Vec::new(),
             bytes: 0,
             tokens_per_byte: DEFAULT_TOKENS_PER_BYTE,
+            since: Since::default(),
         }
     }
 }
 
 impl History {
+    /// A history of `messages` (a resumed session's), with its calibration.
+    pub(crate) fn restore(messages: Vec<Message>, tokens_per_byte: Option<f64>) -> History {
+        let mut history = History::default();
+        history.replace(messages);
+        if let Some(ratio) = tokens_per_byte.filter(|r| PLAUSIBLE_TOKENS_PER_BYTE.contains(r)) {
+            history.tokens_per_byte = ratio;
+        }
+        history.mark();
+        history
+    }
+
+    /// Starts watching what changes (a turn begins).
+    pub(crate) fn mark(&mut self) {
+        self.since = Since {
+            marked: self.messages.len(),
+            dropped: 0,
+            kept: self.messages.len(),
+            rewritten: false,
+        };
+    }
+
+    /// What changed since [`History::mark`].
+    pub(crate) fn since(&self) -> Since {
+        self.since
+    }
+
+    /// The token estimate's calibration (journaled with each turn).
+    pub(crate) fn tokens_per_byte(&self) -> f64 {
+        self.tokens_per_byte
+    }
+
     pub(crate) fn push(&mut self, message: Message) {
         self.bytes += message.weight();
         self.messages.push(message);
@@ -48,19 +96,45 @@ impl History {
 
     /// Drops messages and compaction metadata (the calibration included).
     pub(crate) fn clear(&mut self) {
-        *self = History::default();
+        *self = History::emptied();
     }
 
-    /// Replaces the messages wholesale (compaction, trimming).
+    /// An empty history that replaced another (`session.clear`, a turn
+    /// that lost the history it held): the journal writes it whole.
+    pub(crate) fn emptied() -> History {
+        let mut history = History::default();
+        history.since.rewritten = true;
+        history
+    }
+
+    /// Replaces the messages wholesale (compaction).
     pub(crate) fn replace(&mut self, messages: Vec<Message>) {
         self.bytes = messages.iter().map(Message::weight).sum();
         self.messages = messages;
+        self.since.rewritten = true;
+    }
+
+    /// Drops the oldest `count` messages (trimming).
+    pub(crate) fn drop_front(&mut self, count: usize) {
+        let count = count.min(self.messages.len());
+        self.bytes -= self.messages[..count]
+            .iter()
+            .map(Message::weight)
+            .sum::<usize>();
+        self.messages.drain(..count);
+        if count <= self.since.kept {
+            self.since.kept -= count;
+            self.since.dropped += count;
+        } else {
+            self.since.rewritten = true;
+        }
     }
 
     /// Removes and returns the messages from `index` on.
     pub(crate) fn split_off(&mut self, index: usize) -> Vec<Message> {
         let tail = self.messages.split_off(index);
         self.bytes -= tail.iter().map(Message::weight).sum::<usize>();
+        self.since.kept = self.since.kept.min(index);
         tail
     }
 
@@ -86,8 +160,10 @@ impl History {
     }
 
     /// Drops provider data that came from any wire but `wire` (after the
-    /// session changed provider): it must never reach another API.
-    pub(crate) fn keep_provider_data_of(&mut self, wire: Wire) {
+    /// session changed provider): it must never reach another API. True
+    /// when something was dropped.
+    pub(crate) fn keep_provider_data_of(&mut self, wire: Wire) -> bool {
+        let mut dropped = false;
         for message in &mut self.messages {
             if let Message::Assistant(assistant) = message {
                 if assistant
@@ -96,14 +172,20 @@ impl History {
                     .is_some_and(|d| d.wire != wire)
                 {
                     assistant.provider_data = None;
+                    dropped = true;
                 }
                 for call in &mut assistant.tool_calls {
                     if call.provider_data.as_ref().is_some_and(|d| d.wire != wire) {
                         call.provider_data = None;
+                        dropped = true;
                     }
                 }
             }
         }
+        if dropped {
+            self.since.rewritten = true;
+        }
+        dropped
     }
 
     /// Gives every tool call of the last assistant message a result, so the
@@ -195,5 +277,45 @@ mod tests {
         assert_eq!(history.estimate_tokens(4000), 2000);
         history.clear();
         assert_eq!(history.estimate_tokens(4000), 1000);
+    }
+
+    /// What the journal writes at a turn's end follows from `since`:
+    /// pushes are new messages, trimming drops from the front, a cut of
+    /// the turn's tail shortens what is kept, compaction rewrites.
+    #[test]
+    fn since_says_what_changed_after_the_mark() {
+        let mut history = History::default();
+        for n in 0..4 {
+            history.push(Message::user(format!("m{n}")));
+        }
+        history.mark();
+        history.push(Message::user("new"));
+        assert_eq!(
+            history.since(),
+            Since {
+                marked: 4,
+                dropped: 0,
+                kept: 4,
+                rewritten: false
+            }
+        );
+        history.drop_front(2);
+        assert_eq!(
+            history.since(),
+            Since {
+                marked: 4,
+                dropped: 2,
+                kept: 2,
+                rewritten: false
+            }
+        );
+        assert_eq!(history.len(), 3);
+        history.split_off(1);
+        assert_eq!(history.since().kept, 1);
+        history.replace(vec![Message::user("summary")]);
+        assert!(history.since().rewritten);
+        history.mark();
+        assert!(!history.since().rewritten);
+        assert!(History::emptied().since().rewritten);
     }
 }

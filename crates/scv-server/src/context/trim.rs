@@ -39,8 +39,7 @@ pub(crate) fn trim(history: &mut History, max_bytes: usize, protect_from: usize)
             cut += 1;
         }
     }
-    let kept = messages[cut..].to_vec();
-    history.replace(kept);
+    history.drop_front(cut);
     Trimmed::Removed(cut)
 }
 

@@ -7,19 +7,22 @@
 //! is never sent to another wire's API.
 
 use super::Wire;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Opaque data a provider attached, to be sent back unchanged by the same
 /// wire (and dropped by any other).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ProviderData {
     pub wire: Wire,
     pub value: Value,
 }
 
 /// One message of the history (the system prompt is not part of it; it is
-/// rebuilt for every request).
-#[derive(Debug, Clone, PartialEq)]
+/// rebuilt for every request). Serialized as the session journal keeps
+/// it (`role`-tagged; docs/DESIGN.md, "The session store").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
 pub(crate) enum Message {
     User {
         content: String,
@@ -37,18 +40,22 @@ pub(crate) enum Message {
     },
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AssistantMessage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     /// What the model reasoned, as far as the provider showed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// Reasoning state the wire needs back (Anthropic thinking blocks with
     /// signatures, Responses reasoning items, a chat `reasoning_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_data: Option<ProviderData>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ToolCall {
     pub id: String,
     pub name: String,
@@ -56,6 +63,7 @@ pub(crate) struct ToolCall {
     pub arguments: String,
     /// Extra fields the provider put on the call (Gemini's
     /// `extra_content` with its thought signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_data: Option<ProviderData>,
 }
 

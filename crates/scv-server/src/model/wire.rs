@@ -1,6 +1,6 @@
 //! The wires SCV speaks.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The API a provider speaks (`wire` in a provider definition), and the
 /// tag on provider data, so that data goes back only to the wire it came
@@ -9,7 +9,7 @@ use serde::Deserialize;
 ///
 /// The config names come from serde (`rename_all`), so an unknown `wire`
 /// is reported by serde as it always was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Wire {
     /// OpenAI Chat Completions and the servers compatible with it.

@@ -93,6 +93,9 @@ impl<'a> SessionFactory<'a> {
             sandbox: Some(sandbox.status().to_string()),
             sandbox_gaps: sandbox.gaps().to_vec(),
             sandbox_warnings: sandbox.warnings(cwd),
+            resumed: false,
+            unsent_prompts: None,
+            forked_from: None,
         }
     }
 

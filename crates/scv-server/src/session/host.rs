@@ -15,6 +15,7 @@ use crate::agent::{
     add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome,
 };
 use crate::context::History;
+use crate::journal::LiveJournal;
 use crate::server::Shared;
 use crate::session::factory::SessionFactory;
 use crate::session::queue::{PromptQueue, QueueError};
@@ -31,6 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
+
+mod stored;
 
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
@@ -49,10 +52,15 @@ struct Session {
     /// The session's own MCP hub when `session.start` brought servers;
     /// stopped when the session ends.
     mcp: Option<Arc<scv_mcp::Hub>>,
+    /// Its journal in the session store (none when the store is off or
+    /// could not take it).
+    journal: Option<LiveJournal>,
 }
 
 struct ActiveTurn {
     turn_id: Arc<str>,
+    /// The prompt, kept for the journal's record of the turn's end.
+    prompt: Option<String>,
     /// The request that started it (its events answer that request).
     request_id: Arc<str>,
     token: CancellationToken,
@@ -72,6 +80,8 @@ pub(crate) struct SessionHost {
     turn_sessions: HashMap<TaskId, Arc<str>>,
     /// The connection asked for `reasoning.delta` events.
     reasoning: bool,
+    /// The connection asked for capability `sessions`.
+    stored_sessions: bool,
 }
 
 impl SessionHost {
@@ -83,6 +93,7 @@ impl SessionHost {
             turns: JoinSet::new(),
             turn_sessions: HashMap::new(),
             reasoning: false,
+            stored_sessions: false,
         }
     }
 
@@ -146,6 +157,21 @@ impl SessionHost {
                 provider,
                 model,
             }) => self.configure(rid, &session_id, provider, model).await,
+            ClientMessage::SessionList(_)
+            | ClientMessage::SessionResume(_)
+            | ClientMessage::SessionFork(_)
+            | ClientMessage::SessionDelete(_)
+                if !self.stored_sessions =>
+            {
+                Err(invalid(format!(
+                    "{} needs capability `sessions` (ask for it in initialize)",
+                    message.type_name()
+                )))
+            }
+            ClientMessage::SessionList(list) => self.list(rid, list).await,
+            ClientMessage::SessionResume(resume) => self.resume(rid, resume).await,
+            ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
+            ClientMessage::SessionDelete(delete) => self.delete(rid, delete).await,
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",
@@ -172,9 +198,42 @@ impl SessionHost {
                 "this connection already holds {MAX_SESSIONS_PER_CONNECTION} sessions, its limit; use another connection"
             )));
         }
+        let base_url = start.base_url.clone();
+        let no_tools = start.no_tools;
         let made = SessionFactory::new(&self.shared).start(start).await?;
         let session_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let sink = Arc::new(SessionSink::new(session_id.clone(), self.out.clone()));
+        let journal = self
+            .create_journal(&session_id, &made.started, base_url, no_tools)
+            .await;
+        self.open_session(
+            rid,
+            Opened {
+                session_id,
+                made,
+                history: History::default(),
+                journal,
+                first_seq: 0,
+            },
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Makes a session live on this connection: `session.started`, then
+    /// its (empty) queue's snapshot. Returns the snapshot's `seq`.
+    async fn open_session(&mut self, rid: &str, opened: Opened) -> Option<u64> {
+        let Opened {
+            session_id,
+            made,
+            history,
+            journal,
+            first_seq,
+        } = opened;
+        let sink = Arc::new(SessionSink::new(
+            session_id.clone(),
+            self.out.clone(),
+            first_seq,
+        ));
         let started = Event {
             body: EventBody::SessionStarted(made.started),
             request_id: Some(rid.to_string()),
@@ -191,24 +250,29 @@ impl SessionHost {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
             approvals: Arc::new(Approvals::default()),
-            history: Some(History::default()),
+            history: Some(history),
             queue: PromptQueue::default(),
             paused: false,
             active: None,
             usage: None,
             mcp: made.mcp,
+            journal,
         };
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
         };
         self.sessions.insert(session_id, Box::new(session));
-        let _ = sink.emit(Some(rid), None, &snapshot).await;
-        Ok(())
+        sink.emit(Some(rid), None, &snapshot).await.ok()
     }
 
     /// The connection opted into `reasoning.delta` events.
     pub(crate) fn stream_reasoning(&mut self) {
         self.reasoning = true;
+    }
+
+    /// The connection opted into capability `sessions`.
+    pub(crate) fn offer_stored_sessions(&mut self) {
+        self.stored_sessions = true;
     }
 
     /// `session.configure` (extension): another provider and/or model for
@@ -234,11 +298,21 @@ impl SessionHost {
         let (settings, configured) =
             SessionFactory::new(&self.shared).configure(&current, provider, model)?;
         let session = self.session(session_id)?;
-        if let Some(history) = &mut session.history {
-            history.keep_provider_data_of(settings.provider.wire);
-        }
+        let changed = session
+            .history
+            .as_mut()
+            .is_some_and(|history| history.keep_provider_data_of(settings.provider.wire));
+        let (provider, model) = (
+            settings.provider.name.clone(),
+            settings.provider.model.clone(),
+        );
         session.settings = Arc::new(settings);
-        session.emit(rid, &configured).await;
+        if let Some(seq) = session.emit(rid, &configured).await {
+            if let Some(journal) = &mut session.journal {
+                let history = session.history.as_ref().filter(|_| changed);
+                journal.configured(&provider, &model, seq, history);
+            }
+        }
         Ok(())
     }
 
@@ -255,14 +329,10 @@ impl SessionHost {
             .queue
             .push(prompt, &session.settings.submitter, rid.into())
             .map_err(queue_reject)?;
-        let sink = session.sink.clone();
-        let _ = sink
-            .emit(
-                Some(rid),
-                None,
-                &EventBody::QueueEnqueued { entry, position },
-            )
+        let seq = session
+            .emit(rid, &EventBody::QueueEnqueued { entry, position })
             .await;
+        session.journal_queue(seq);
         Ok(())
     }
 
@@ -273,13 +343,20 @@ impl SessionHost {
         };
         let turn_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let token = CancellationToken::new();
-        let history = session.history.take().unwrap_or_default();
+        let mut history = session.history.take().unwrap_or_default();
+        history.mark();
+        let sink = session.sink.clone();
+        if let Some(journal) = &mut session.journal {
+            // Recorded before the client hears of it: a turn it saw start
+            // is in the journal, as interrupted at worst.
+            journal.turn_started(&turn_id, &prompt, sink.next_seq().await);
+        }
         session.active = Some(ActiveTurn {
             turn_id: turn_id.clone(),
+            prompt: session.journal.is_some().then(|| prompt.clone()),
             request_id: request_id.clone(),
             token: token.clone(),
         });
-        let sink = session.sink.clone();
         let started = sink
             .emit(
                 Some(&request_id),
@@ -354,7 +431,7 @@ impl SessionHost {
             Err(err) => {
                 // A turn that panicked or was aborted loses the history it held.
                 tracing::error!("turn task ended abnormally: {err}");
-                session.history = Some(History::default());
+                session.history = Some(History::emptied());
                 Some(if err.is_cancelled() {
                     EventBody::TurnCancelled {}
                 } else {
@@ -365,11 +442,27 @@ impl SessionHost {
                 })
             }
         };
+        let sink = session.sink.clone();
+        let mut bounds_due = false;
+        if let (Some(journal), Some(history)) = (&mut session.journal, &session.history) {
+            // Durable before the client hears the turn ended.
+            let prompt = active.prompt.as_deref().unwrap_or_default();
+            let seq = sink.next_seq().await;
+            bounds_due = journal
+                .turn_ended(&active.turn_id, prompt, seq, terminal.as_ref(), history)
+                .await;
+        }
         if let Some(terminal) = terminal {
-            let sink = session.sink.clone();
             let _ = sink
                 .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
                 .await;
+        }
+        if bounds_due {
+            if let Some(store) = session.journal.as_ref().map(|j| j.store().clone()) {
+                if let Err(err) = crate::blocking::run(move || store.enforce()).await {
+                    tracing::warn!("session store bounds not enforced: {err}");
+                }
+            }
         }
         Some(session_id)
     }
@@ -388,14 +481,14 @@ impl SessionHost {
         let dequeued = EventBody::QueueDequeued {
             queue_id: next.entry.queue_id,
         };
-        if session
+        let Ok(seq) = session
             .sink
             .emit(Some(&next.request_id), None, &dequeued)
             .await
-            .is_err()
-        {
+        else {
             return;
-        }
+        };
+        session.journal_queue(Some(seq));
         self.start_turn(session_id, next.request_id.into(), next.entry.prompt)
             .await;
     }
@@ -440,7 +533,8 @@ impl SessionHost {
             .queue
             .update(queue_id, revision, prompt)
             .map_err(queue_reject)?;
-        session.emit(rid, &EventBody::QueueUpdated { entry }).await;
+        let seq = session.emit(rid, &EventBody::QueueUpdated { entry }).await;
+        session.journal_queue(seq);
         Ok(())
     }
 
@@ -457,9 +551,10 @@ impl SessionHost {
             .queue
             .move_entry(queue_id, revision, before)
             .map_err(queue_reject)?;
-        session
+        let seq = session
             .emit(rid, &EventBody::QueueMoved { entry, position })
             .await;
+        session.journal_queue(seq);
         Ok(())
     }
 
@@ -478,7 +573,8 @@ impl SessionHost {
         let removed = EventBody::QueueRemoved {
             queue_id: entry.queue_id,
         };
-        session.emit(rid, &removed).await;
+        let seq = session.emit(rid, &removed).await;
+        session.journal_queue(seq);
         Ok(())
     }
 
@@ -522,7 +618,11 @@ impl SessionHost {
         }
         session.queue.clear();
         session.usage = None;
-        session.emit(rid, &EventBody::SessionCleared {}).await;
+        if let Some(seq) = session.emit(rid, &EventBody::SessionCleared {}).await {
+            if let Some(journal) = &mut session.journal {
+                journal.cleared(seq);
+            }
+        }
         Ok(())
     }
 
@@ -556,11 +656,29 @@ impl SessionHost {
 }
 
 impl Session {
-    /// Emits a session event answering `rid` (a failed send trips the
-    /// writer's token; the connection sees it).
-    async fn emit(&self, rid: &str, body: &EventBody) {
-        let _ = self.sink.emit(Some(rid), None, body).await;
+    /// Emits a session event answering `rid`; its `seq` once sent (a
+    /// failed send trips the writer's token; the connection sees it).
+    async fn emit(&self, rid: &str, body: &EventBody) -> Option<u64> {
+        self.sink.emit(Some(rid), None, body).await.ok()
     }
+
+    /// Journals the queue as it stands after the event of `seq` (none:
+    /// it was not sent, the connection is ending).
+    fn journal_queue(&mut self, seq: Option<u64>) {
+        if let (Some(journal), Some(seq)) = (&mut self.journal, seq) {
+            journal.queue(self.queue.prompts(), seq);
+        }
+    }
+}
+
+/// A session about to go live on this connection.
+struct Opened {
+    session_id: Arc<str>,
+    made: crate::session::factory::Made,
+    history: History,
+    journal: Option<LiveJournal>,
+    /// The first `seq` its events get.
+    first_seq: u64,
 }
 
 fn check_prompt(prompt: &str) -> Result<(), Reject> {

@@ -47,6 +47,14 @@ impl PromptQueue {
         self.entries.iter().map(|q| q.entry.clone()).collect()
     }
 
+    /// The queued prompts, in order (what the journal keeps).
+    pub(super) fn prompts(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|q| q.entry.prompt.clone())
+            .collect()
+    }
+
     pub(super) fn clear(&mut self) {
         self.entries.clear();
         self.bytes = 0;

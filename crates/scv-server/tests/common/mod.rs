@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub(crate) mod sandbox;
+pub(crate) mod stored;
 
 pub(crate) use scv_test_support::client::{types, TestHome, TestServer};
 pub(crate) use scv_test_support::mock_provider::{Ending, MockProvider, Reply};

@@ -53,12 +53,18 @@ impl Input {
         let text = std::mem::take(&mut self.text);
         self.cursor = 0;
         self.browsing = None;
+        self.remember(text.clone());
+        text
+    }
+
+    /// Puts a prompt in the history without sending it (a resumed
+    /// session's past prompts, prompts it left unsent).
+    pub fn remember(&mut self, text: String) {
         if !text.trim().is_empty() && self.history.back() != Some(&text) {
             self.history_bytes += text.len();
-            self.history.push_back(text.clone());
+            self.history.push_back(text);
             self.enforce();
         }
-        text
     }
 
     pub fn history_len(&self) -> usize {

@@ -38,6 +38,11 @@ impl InputBox {
         self.input.set_bounds(max_items, max_bytes);
     }
 
+    /// A prompt into the history, unsent (see [`Input::remember`]).
+    pub fn remember(&mut self, text: String) {
+        self.input.remember(text);
+    }
+
     pub fn text(&self) -> &str {
         self.input.text()
     }

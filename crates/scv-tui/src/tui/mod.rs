@@ -50,8 +50,10 @@ use tokio::sync::mpsc;
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 /// `scv` shows the model's thinking (`reasoning.delta`).
-const REASONING: Option<scv_protocol::Capabilities> =
-    Some(scv_protocol::Capabilities { reasoning: true });
+const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabilities {
+    reasoning: true,
+    sessions: false,
+});
 
 /// The live link to the daemon: a writer, and events from a reader task
 /// (`None` once the connection is gone).

@@ -191,6 +191,11 @@ impl App {
                 "server history trimmed: {removed_messages} oldest messages dropped"
             )),
             EventBody::SessionCleared {} => self.session_cleared(),
+            EventBody::SessionTranscript { items, truncated } => {
+                self.past_conversation(items, truncated)
+            }
+            // Answers to requests this view does not send itself.
+            EventBody::SessionListed { .. } | EventBody::SessionDeleted {} => {}
             EventBody::Error(error)
                 if request_id.is_some() && request_id == self.book.status_request =>
             {
@@ -252,6 +257,80 @@ impl App {
         });
         for warning in started.sandbox_warnings {
             self.notice(format!("sandbox: {warning}"));
+        }
+        if let Some(from) = &started.forked_from {
+            self.notice(format!(
+                "forked from session {}",
+                short_id(&from.session_id)
+            ));
+        }
+        if let Some(unsent) = started.unsent_prompts.filter(|p| !p.is_empty()) {
+            // Never sent again by themselves: back in the input history,
+            // so ↑ brings each one back to send or drop.
+            let count = unsent.len();
+            for prompt in unsent {
+                self.input.remember(prompt);
+            }
+            self.notice(format!(
+                "{count} prompt(s) were still queued when the session stopped; they did not run (↑ to bring them back)"
+            ));
+        }
+    }
+
+    /// A resumed or forked session's past conversation, drawn as it was.
+    fn past_conversation(&mut self, items: Vec<scv_protocol::TranscriptItem>, truncated: bool) {
+        use scv_protocol::{TranscriptItem, TurnOutcome};
+        if truncated {
+            self.notice("older parts of the conversation are not shown".into());
+        }
+        for item in items {
+            match item {
+                TranscriptItem::User { text, .. } => {
+                    self.input.remember(text.clone());
+                    self.transcript.push(ItemKind::User(text));
+                }
+                TranscriptItem::Assistant { text, .. } => {
+                    self.transcript.push(ItemKind::Assistant {
+                        text,
+                        streaming: false,
+                    })
+                }
+                TranscriptItem::Tool {
+                    call_id,
+                    name,
+                    arguments,
+                    output,
+                    success,
+                    truncated,
+                    ..
+                } => self.transcript.push(ItemKind::Tool(ToolCard {
+                    call_id,
+                    name,
+                    arguments: serde_json::from_str(&arguments)
+                        .unwrap_or(serde_json::Value::String(arguments)),
+                    state: if success {
+                        ToolState::Done
+                    } else {
+                        ToolState::Failed
+                    },
+                    output,
+                    truncated,
+                    approved_by: None,
+                })),
+                TranscriptItem::TurnEnded {
+                    outcome, message, ..
+                } => match outcome {
+                    TurnOutcome::Completed => {}
+                    TurnOutcome::Cancelled => self.notice("turn cancelled".into()),
+                    TurnOutcome::Failed => self.transcript.push(ItemKind::Error {
+                        code: "turn_failed".into(),
+                        message: message.unwrap_or_default(),
+                    }),
+                    TurnOutcome::Interrupted => self.notice(
+                        "interrupted: SCV stopped while this turn ran; it was not run again".into(),
+                    ),
+                },
+            }
         }
     }
 
@@ -568,4 +647,9 @@ fn is_streaming(kind: &ItemKind) -> bool {
             ..
         }
     )
+}
+
+/// The first block of a session id, enough to tell sessions apart.
+pub(crate) fn short_id(session_id: &str) -> &str {
+    session_id.split('-').next().unwrap_or(session_id)
 }

@@ -1,0 +1,131 @@
+//! Durable sessions (extension, capability `sessions`): the requests that
+//! list, resume, fork and delete stored sessions, and what their events
+//! carry. docs/PROTOCOL-EXTENSIONS.md describes each.
+
+use serde::{Deserialize, Serialize};
+
+/// Default and largest `limit` of `session.list`.
+pub const DEFAULT_SESSION_LIST_LIMIT: usize = 50;
+pub const MAX_SESSION_LIST_LIMIT: usize = 1000;
+
+/// `session.list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionList {
+    /// Only sessions of this workspace (compared after canonicalizing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// At most this many (default 50, at most 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// `session.resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionResume {
+    pub session_id: String,
+    /// Resume with another provider definition or model (as
+    /// `session.configure` would switch them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// `session.fork`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionFork {
+    pub session_id: String,
+    /// The last turn the fork keeps (default: every turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+/// `session.delete`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDelete {
+    pub session_id: String,
+}
+
+/// One stored session as `session.listed` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredSession {
+    pub session_id: String,
+    pub cwd: String,
+    /// The first prompt, shortened; empty before the first turn.
+    pub title: String,
+    pub created_unix_seconds: u64,
+    pub updated_unix_seconds: u64,
+    /// Turns that ended.
+    pub turns: u64,
+    pub provider: String,
+    pub model: String,
+    /// Live on some connection now (resume refuses it; fork does not).
+    pub open: bool,
+    /// Why the journal cannot be read; such a session can only be deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
+}
+
+/// Where a fork came from (`session.started.forked_from`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    /// The last turn kept; absent when every turn was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+/// How a past turn ended, in a transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    Completed,
+    Cancelled,
+    Failed,
+    /// The server stopped while the turn ran (a crash, a kill); it is not
+    /// part of the history and never runs again by itself.
+    Interrupted,
+}
+
+/// One entry of `session.transcript`: what a client draws of the past
+/// conversation, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TranscriptItem {
+    /// A prompt that started a turn.
+    User { turn_id: String, text: String },
+    /// An answer of the model (one per provider step that wrote text).
+    Assistant { turn_id: String, text: String },
+    /// A tool call with its result.
+    Tool {
+        turn_id: String,
+        call_id: String,
+        name: String,
+        /// The arguments as the model wrote them (JSON text).
+        arguments: String,
+        output: String,
+        success: bool,
+        /// `output` was cut for the transcript (the model saw more).
+        truncated: bool,
+    },
+    /// The turn's end.
+    TurnEnded {
+        turn_id: String,
+        outcome: TurnOutcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+impl TranscriptItem {
+    pub fn turn_id(&self) -> &str {
+        match self {
+            TranscriptItem::User { turn_id, .. }
+            | TranscriptItem::Assistant { turn_id, .. }
+            | TranscriptItem::Tool { turn_id, .. }
+            | TranscriptItem::TurnEnded { turn_id, .. } => turn_id,
+        }
+    }
+}

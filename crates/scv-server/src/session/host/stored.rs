@@ -1,0 +1,356 @@
+//! The session host's side of the store (capability `sessions`): a new
+//! session's journal, and `session.list`, `session.resume`,
+//! `session.fork` and `session.delete`.
+//!
+//! What the store does (locks, torn tails, bounds) is `scv-store`'s; the
+//! history and transcript a stored session becomes are `journal`'s. Store
+//! I/O runs off the async threads.
+
+use super::{Opened, SessionHost};
+use crate::context::History;
+use crate::journal::{history_of, LiveJournal, Store};
+use crate::session::factory::SessionFactory;
+use crate::session::reject::{invalid, Handled, Reject};
+use scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
+use scv_protocol::{
+    ErrorCode, Event, EventBody, ForkedFrom, SessionDelete, SessionFork, SessionList,
+    SessionResume, SessionStart, SessionStarted, StoredSession, DEFAULT_SESSION_LIST_LIMIT,
+    MAX_SESSION_LIST_LIMIT,
+};
+use scv_store::{Header, Journal, Replay, StoreError, FORMAT_VERSION};
+use std::sync::Arc;
+
+impl SessionHost {
+    /// The journal of a session just made; none when the store is off or
+    /// refuses (said on stderr: the session runs, unjournaled).
+    pub(super) async fn create_journal(
+        &self,
+        session_id: &str,
+        started: &SessionStarted,
+        base_url: Option<String>,
+        no_tools: bool,
+    ) -> Option<LiveJournal> {
+        let store = self.shared.store.clone()?;
+        let header = Header {
+            v: FORMAT_VERSION,
+            session_id: session_id.to_string(),
+            cwd: started.cwd.clone(),
+            created: scv_store::now_unix(),
+            provider: started.provider.clone().unwrap_or_default(),
+            model: started.model.clone(),
+            base_url: base_url.map(|url| without_credentials(&url)),
+            no_tools,
+            forked_from: None,
+        };
+        let created = crate::blocking::run(move || LiveJournal::create(&store, &header)).await;
+        match created {
+            Ok(Ok(journal)) => Some(journal),
+            Ok(Err(err)) => {
+                tracing::warn!("session {session_id} will not be kept: {err}");
+                None
+            }
+            Err(err) => {
+                tracing::warn!("session {session_id} will not be kept: {err}");
+                None
+            }
+        }
+    }
+
+    /// `session.list`: stored sessions, most recently updated first.
+    pub(super) async fn list(&mut self, rid: &str, list: SessionList) -> Handled {
+        let limit = match list.limit {
+            None => DEFAULT_SESSION_LIST_LIMIT,
+            Some(limit) if (1..=MAX_SESSION_LIST_LIMIT).contains(&limit) => limit,
+            Some(limit) => {
+                return Err(invalid(format!(
+                    "limit {limit} is out of range: 1 to {MAX_SESSION_LIST_LIMIT}"
+                )))
+            }
+        };
+        let sessions = match self.shared.store.clone() {
+            None => Vec::new(),
+            Some(store) => off_thread(move || listed(&store, list.cwd, limit)).await?,
+        };
+        self.reply(rid, None, EventBody::SessionListed { sessions })
+            .await;
+        Ok(())
+    }
+
+    /// `session.delete`: a stored session that is not open, gone.
+    pub(super) async fn delete(&mut self, rid: &str, delete: SessionDelete) -> Handled {
+        let SessionDelete { session_id } = delete;
+        if self.sessions.contains_key(session_id.as_str()) {
+            return Err(invalid(format!(
+                "session {session_id} is open on this connection; it cannot be deleted while it lives"
+            )));
+        }
+        let store = self.store(&session_id)?;
+        let id = session_id.clone();
+        off_thread(move || store.sessions.delete(&id).map_err(store_reject)).await??;
+        self.reply(rid, Some(session_id), EventBody::SessionDeleted {})
+            .await;
+        Ok(())
+    }
+
+    /// `session.resume`: the stored session live again here under its own
+    /// id — `session.started` (`resumed`, `unsent_prompts`), the empty
+    /// queue's snapshot, then `session.transcript`. Nothing runs by itself.
+    pub(super) async fn resume(&mut self, rid: &str, resume: SessionResume) -> Handled {
+        let SessionResume {
+            session_id,
+            provider,
+            model,
+        } = resume;
+        self.check_room()?;
+        if self.sessions.contains_key(session_id.as_str()) {
+            return Err(invalid(format!(
+                "session {session_id} is already open on this connection"
+            )));
+        }
+        let store = self.store(&session_id)?;
+        let id = session_id.clone();
+        let taken = store.clone();
+        let (journal, replay) =
+            off_thread(move || taken.sessions.resume(&id).map_err(store_reject)).await??;
+        let history = history_of(&replay).map_err(|why| damaged(&session_id, &why))?;
+        let start = start_of(&replay, provider, model);
+        let mut made = SessionFactory::new(&self.shared).start(start).await?;
+        made.started.resumed = true;
+        made.started.unsent_prompts = Some(replay.queue.clone());
+        let mut live = live(&store, journal, &replay, &session_id)?;
+        let (now_provider, now_model) = (
+            made.settings.provider.name.clone(),
+            made.settings.provider.model.clone(),
+        );
+        let mut history = history;
+        let dropped = history.keep_provider_data_of(made.settings.provider.wire);
+        if now_provider != replay.provider || now_model != replay.model || dropped {
+            live.configured(
+                &now_provider,
+                &now_model,
+                replay.seq,
+                Some(&history).filter(|_| dropped),
+            );
+        }
+        self.open_stored(rid, session_id.into(), made, history, live, &replay)
+            .await;
+        Ok(())
+    }
+
+    /// `session.fork`: a new session holding the stored one's history up
+    /// to and including `turn_id` (all of it without), said by
+    /// `forked_from`; then its queue's snapshot and `session.transcript`.
+    pub(super) async fn fork(&mut self, rid: &str, fork: SessionFork) -> Handled {
+        let SessionFork {
+            session_id: source,
+            turn_id,
+        } = fork;
+        self.check_room()?;
+        let store = self.store(&source)?;
+        let new_id = uuid::Uuid::new_v4().to_string();
+        let (from, until, id, forking) = (
+            source.clone(),
+            turn_id.clone(),
+            new_id.clone(),
+            store.clone(),
+        );
+        let (journal, replay) = off_thread(move || {
+            forking
+                .sessions
+                .fork(&from, until.as_deref(), &id, scv_store::now_unix())
+                .map_err(store_reject)
+        })
+        .await??;
+        let opened = async {
+            let history = history_of(&replay).map_err(|why| damaged(&source, &why))?;
+            let mut made = SessionFactory::new(&self.shared)
+                .start(start_of(&replay, None, None))
+                .await?;
+            made.started.forked_from = Some(ForkedFrom {
+                session_id: source.clone(),
+                turn_id: turn_id.clone(),
+            });
+            let mut live = live(&store, journal, &replay, &new_id)?;
+            if !replay.queue.is_empty() {
+                // The source's waiting prompts are the source's.
+                live.queue(Vec::new(), replay.seq);
+            }
+            Ok::<_, Reject>((made, history, live))
+        }
+        .await;
+        let (made, mut history, live) = match opened {
+            Ok(opened) => opened,
+            Err(reject) => {
+                // A fork that cannot live is not kept.
+                let id = new_id.clone();
+                let _ = off_thread(move || store.sessions.delete(&id)).await;
+                return Err(reject);
+            }
+        };
+        history.keep_provider_data_of(made.settings.provider.wire);
+        self.open_stored(rid, new_id.into(), made, history, live, &replay)
+            .await;
+        Ok(())
+    }
+
+    /// A stored session live on this connection: `session.started`, the
+    /// queue's snapshot, then the transcript.
+    async fn open_stored(
+        &mut self,
+        rid: &str,
+        session_id: Arc<str>,
+        made: crate::session::factory::Made,
+        history: History,
+        journal: LiveJournal,
+        replay: &Replay,
+    ) {
+        let opened = Opened {
+            session_id: session_id.clone(),
+            made,
+            history,
+            journal: Some(journal),
+            first_seq: replay.seq + 1,
+        };
+        if self.open_session(rid, opened).await.is_none() {
+            return;
+        }
+        let (items, truncated) = scv_store::transcript(&replay.turns);
+        if let Some(session) = self.sessions.get(&session_id) {
+            let body = EventBody::SessionTranscript { items, truncated };
+            let _ = session.sink.emit(Some(rid), None, &body).await;
+        }
+    }
+
+    fn check_room(&self) -> Result<(), Reject> {
+        if self.sessions.len() >= MAX_SESSIONS_PER_CONNECTION {
+            return Err(invalid(format!(
+                "this connection already holds {MAX_SESSIONS_PER_CONNECTION} sessions, its limit; use another connection"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The store, or `session_not_found` when there is none.
+    fn store(&self, session_id: &str) -> Result<Arc<Store>, Reject> {
+        self.shared.store.clone().ok_or_else(|| {
+            Reject::new(
+                ErrorCode::SessionNotFound,
+                format!("no stored session {session_id}: this server keeps no sessions (session_store = false)"),
+            )
+        })
+    }
+
+    /// A reply carrying `rid` (and the session it is about), no `seq`.
+    async fn reply(&self, rid: &str, session_id: Option<String>, body: EventBody) {
+        let event = Event {
+            session_id,
+            ..Event::reply(Some(rid.to_string()), body)
+        };
+        // A failed send trips the writer's token; the connection sees it.
+        let _ = self
+            .out
+            .send(crate::transport::encode(event.as_ref()))
+            .await;
+    }
+}
+
+/// What `session.start` would have made this stored session, with a
+/// resume's provider / model on top (a provider alone takes its model and
+/// URL, as `session.configure` does).
+fn start_of(replay: &Replay, provider: Option<String>, model: Option<String>) -> SessionStart {
+    let header = &replay.header;
+    let switched = provider.is_some();
+    SessionStart {
+        cwd: header.cwd.clone(),
+        model: model.or_else(|| (!switched).then(|| replay.model.clone())),
+        provider: provider.or_else(|| Some(replay.provider.clone())),
+        base_url: if switched {
+            None
+        } else {
+            header.base_url.clone()
+        },
+        no_tools: header.no_tools,
+        mcp_servers: None,
+    }
+}
+
+fn live(
+    store: &Arc<Store>,
+    journal: Journal,
+    replay: &Replay,
+    session_id: &str,
+) -> Result<LiveJournal, Reject> {
+    LiveJournal::new(store, journal, replay.meta(0), session_id).map_err(store_reject)
+}
+
+/// The stored sessions `session.list` shows.
+fn listed(store: &Store, cwd: Option<String>, limit: usize) -> Vec<StoredSession> {
+    let (sessions, skipped) = store.sessions.list();
+    for diagnostic in skipped {
+        tracing::debug!("session store: {diagnostic}");
+    }
+    let cwd = cwd.map(|cwd| {
+        std::fs::canonicalize(&cwd)
+            .map(|p| p.display().to_string())
+            .unwrap_or(cwd)
+    });
+    sessions
+        .into_iter()
+        .filter(|s| cwd.as_ref().is_none_or(|cwd| s.cwd == *cwd))
+        .take(limit)
+        .map(|s| StoredSession {
+            session_id: s.session_id,
+            cwd: s.cwd,
+            title: s.title,
+            created_unix_seconds: s.created,
+            updated_unix_seconds: s.updated,
+            turns: s.turns,
+            provider: s.provider,
+            model: s.model,
+            open: s.open,
+            damaged: s.damaged,
+        })
+        .collect()
+}
+
+/// Store work on the blocking pool.
+async fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Reject> {
+    crate::blocking::run(work)
+        .await
+        .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))
+}
+
+/// What a store refusal tells the client.
+fn store_reject(err: StoreError) -> Reject {
+    match err {
+        StoreError::NotFound(id) => Reject::new(
+            ErrorCode::SessionNotFound,
+            format!("no stored session {id}"),
+        ),
+        StoreError::Open(_)
+        | StoreError::Damaged { .. }
+        | StoreError::NoSuchTurn(_)
+        | StoreError::Unsafe(_) => invalid(err.to_string()),
+        StoreError::Io { .. } | StoreError::Encode(_) => {
+            Reject::new(ErrorCode::InternalError, err.to_string())
+        }
+    }
+}
+
+fn damaged(session_id: &str, why: &str) -> Reject {
+    invalid(format!("session {session_id} cannot be read: {why}"))
+}
+
+/// `url` without a user or password (never written to the store).
+fn without_credentials(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
