@@ -195,7 +195,7 @@ impl Bridge {
         }
         let mcp_servers = mcp::for_session(&request.mcp_servers);
         if self.link.is_none() {
-            match Link::open(&self.options.home, &self.options.socket).await {
+            match Link::open(&self.options.endpoint).await {
                 Ok(link) => self.link = Some(link),
                 Err(err) => {
                     let err = errors::daemon(format!("cannot be reached: {err:#}"));

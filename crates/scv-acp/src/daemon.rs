@@ -6,45 +6,41 @@
 //! lost.
 
 use anyhow::{bail, Context, Result};
-use scv_client::Connection;
+use scv_client::{DaemonConnection, Endpoint};
 use scv_protocol::{Capabilities, ClientMessage, Event, EventBody, PeerInfo};
-use std::path::Path;
 use std::time::Duration;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 /// How long the daemon gets to answer `initialize` once connected.
 pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct Link {
-    conn: Connection<OwnedReadHalf, OwnedWriteHalf>,
+    conn: DaemonConnection,
 }
 
 impl Link {
     /// Connects (starting the daemon when absent) and initializes. A
     /// daemon killed a moment ago can still take the connection and then
     /// drop it: one more try then reaches (or starts) the next one.
-    pub async fn open(home: &Path, socket: &Path) -> Result<Link> {
-        match Link::open_once(home, socket).await {
+    pub async fn open(endpoint: &Endpoint) -> Result<Link> {
+        match Link::open_once(endpoint).await {
             Err(err) if is_connection_lost(&err) => {
                 tracing::info!("the SCV daemon dropped the connection ({err:#}); trying again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                Link::open_once(home, socket).await
+                Link::open_once(endpoint).await
             }
             other => other,
         }
     }
 
-    async fn open_once(home: &Path, socket: &Path) -> Result<Link> {
-        let stream = scv_client::ensure_daemon(home, socket).await?;
-        let (reader, writer) = stream.into_split();
-        let mut conn = Connection::new(reader, writer);
+    async fn open_once(endpoint: &Endpoint) -> Result<Link> {
+        let mut conn = endpoint.connect(true).await?;
         let client = PeerInfo {
             name: "scv-acp".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         };
         let capabilities = Capabilities {
             reasoning: true,
-            sessions: false,
+            sessions: true,
         };
         let initialized = tokio::time::timeout(
             INITIALIZE_TIMEOUT,
@@ -54,7 +50,7 @@ impl Link {
         .with_context(|| {
             format!(
                 "the SCV daemon at {} did not answer initialize within {}s",
-                socket.display(),
+                endpoint.describe(),
                 INITIALIZE_TIMEOUT.as_secs()
             )
         })??;
@@ -74,7 +70,7 @@ impl Link {
             "connected to {} {} at {} (reasoning events: {})",
             server.name,
             server.version,
-            socket.display(),
+            endpoint.describe(),
             if reasoning { "on" } else { "off" }
         );
         Ok(Link { conn })

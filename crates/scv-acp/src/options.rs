@@ -1,7 +1,5 @@
 //! What `scv acp` is started with, and its bounds. A leaf.
 
-use std::path::PathBuf;
-
 /// Sessions one `scv acp` holds: the daemon's cap on sessions per
 /// connection (all ACP sessions share one daemon connection).
 pub const MAX_SESSIONS: usize = scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
@@ -13,10 +11,8 @@ pub const MAX_PROMPTS_PER_SESSION: usize = 1 + scv_protocol::limits::MAX_QUEUED_
 /// Where the daemon is and what sessions ask for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// `$SCV_HOME`.
-    pub home: PathBuf,
-    /// The daemon socket (`$SCV_HOME/server.sock` unless `--socket`).
-    pub socket: PathBuf,
+    /// Where the daemon is (this machine's socket, started when absent).
+    pub endpoint: scv_client::Endpoint,
     /// `--provider` for every session; `None`: the daemon's.
     pub provider: Option<String>,
     /// `--model` for every session; `None`: the provider's.

@@ -5,6 +5,7 @@
 pub mod connection;
 pub mod control;
 pub mod daemon;
+pub mod endpoint;
 pub mod home;
 pub mod session;
 pub mod text;
@@ -12,5 +13,6 @@ pub mod text;
 pub use connection::{frame_line, Connection, Open, Opened};
 pub use control::{control, ControlError};
 pub use daemon::ensure_daemon;
+pub use endpoint::{DaemonConnection, Endpoint};
 pub use home::{check_home, create_private_dir, default_socket_path, scv_home};
 pub use session::{SessionClient, Update};

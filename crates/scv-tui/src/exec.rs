@@ -8,6 +8,9 @@
 //! every line. Text bound for a terminal has its control characters shown
 //! visibly, so model or tool output cannot drive the terminal. Exit 0 when
 //! the turn completed, 1 when it failed, 130 when it was cancelled.
+//! `--resume ID` / `--continue` run the turn in a stored session; the
+//! session's id is on stderr (`[session] ID`) or, with `--json`, in its
+//! `session.started`.
 
 use crate::session;
 use anyhow::Result;
@@ -16,7 +19,7 @@ use scv_client::text::visible;
 use scv_protocol::{EventBody, Risk};
 use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `text` as it may be printed on `tty`.
@@ -34,6 +37,8 @@ pub struct Options {
     pub reasoning: bool,
     pub cwd: Option<PathBuf>,
     pub approve: Vec<Risk>,
+    /// A new session, or which stored one.
+    pub which: session::Which,
 }
 
 /// The prompt as given, or read from stdin (`-`, or none and stdin is not
@@ -63,8 +68,7 @@ fn read_prompt(prompt: Option<String>) -> Result<String> {
 }
 
 pub async fn run(
-    home: &Path,
-    socket: &Path,
+    endpoint: &scv_client::Endpoint,
     prompt: Option<String>,
     options: &Options,
     choice: &session::Choice,
@@ -92,7 +96,16 @@ pub async fn run(
         mut conn,
         events,
         session_id,
-    } = session::open_with(home, socket, &cwd, true, "scv-exec", choice, capabilities).await?;
+    } = session::open(
+        endpoint,
+        true,
+        "scv-exec",
+        capabilities,
+        &cwd,
+        choice,
+        &options.which,
+    )
+    .await?;
     let mut stdout = std::io::stdout().lock();
     let out_tty = stdout.is_terminal();
     let err_tty = std::io::stderr().is_terminal();
@@ -100,6 +113,9 @@ pub async fn run(
         for event in &events {
             writeln!(stdout, "{}", serde_json::to_string(event)?)?;
         }
+    }
+    if !json {
+        eprintln!("[session] {session_id}");
     }
     let mut client = SessionClient::new("exec-");
     client.set_session(session_id);

@@ -190,6 +190,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let home = scv_client::scv_home();
     let socket = cli.socket.unwrap_or_else(|| home.join("server.sock"));
+    let endpoint = scv_client::Endpoint::Local {
+        home: home.clone(),
+        socket: socket.clone(),
+    };
     let choice = scv_tui::session::Choice {
         provider: cli.provider,
         model: cli.model,
@@ -209,7 +213,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            None => tui::run(home, socket, launched, choice)
+            None => tui::run(endpoint, launched, choice, scv_tui::session::Which::New)
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Some(Command::Exec {
@@ -225,8 +229,9 @@ fn main() -> ExitCode {
                     reasoning,
                     cwd,
                     approve,
+                    which: scv_tui::session::Which::New,
                 };
-                exec::run(&home, &socket, prompt, &options, &choice).await
+                exec::run(&endpoint, prompt, &options, &choice).await
             }
             Some(Command::Daemon { action }) => match action {
                 DaemonAction::Status { json } => {
@@ -241,8 +246,7 @@ fn main() -> ExitCode {
                 action: McpAction::List { json },
             }) => mcp_cmd::list(&home, &socket, json).await,
             Some(Command::Acp) => scv_acp::run(scv_acp::Options {
-                home,
-                socket,
+                endpoint,
                 provider: choice.provider,
                 model: choice.model,
             })

@@ -1,34 +1,20 @@
 //! Opening a session on the daemon: connect (starting it when asked),
-//! `initialize` with a version check, `session.start` in a workspace.
-//! Every failure is one readable line.
+//! `initialize` with a version check, then a new session in a workspace
+//! or a stored one resumed or forked. Every failure is one readable line.
 
-use anyhow::{Context, Result};
-use scv_client::Connection;
-use scv_protocol::{Capabilities, Event, PeerInfo, SessionStart};
+use anyhow::{bail, Result};
+use scv_client::{Endpoint, Open};
+use scv_protocol::{Capabilities, Event, PeerInfo, SessionFork, SessionResume, SessionStart};
 use std::path::Path;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::UnixStream;
 
-pub type DaemonConnection = Connection<OwnedReadHalf, OwnedWriteHalf>;
+pub use scv_client::DaemonConnection;
 
 pub struct Opened {
     pub conn: DaemonConnection,
-    /// `initialized`, `session.started`, `queue.snapshot`.
+    /// `initialized`, `session.started`, `queue.snapshot` (and a stored
+    /// session's `session.transcript`).
     pub events: Vec<Event>,
     pub session_id: String,
-}
-
-/// Connects to the daemon; with `start`, launches it when absent.
-pub async fn connect(home: &Path, socket: &Path, start: bool) -> Result<DaemonConnection> {
-    let stream = if start {
-        scv_client::ensure_daemon(home, socket).await?
-    } else {
-        UnixStream::connect(socket)
-            .await
-            .with_context(|| format!("cannot reach the SCV daemon at {}", socket.display()))?
-    };
-    let (reader, writer) = stream.into_split();
-    Ok(Connection::new(reader, writer))
 }
 
 /// The provider and model a session asks for (`--provider`, `--model`);
@@ -39,46 +25,102 @@ pub struct Choice {
     pub model: Option<String>,
 }
 
-pub async fn open(
-    home: &Path,
-    socket: &Path,
-    cwd: &Path,
-    start: bool,
-    client: &str,
-    choice: &Choice,
-) -> Result<Opened> {
-    open_with(home, socket, cwd, start, client, choice, None).await
+/// Which session to open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Which {
+    /// A new one.
+    #[default]
+    New,
+    /// This stored one, resumed.
+    Resume(String),
+    /// The most recently updated stored session of the workspace that is
+    /// not open elsewhere (`--continue`).
+    Last,
+    /// A new one holding this stored one's history (up to `turn_id`).
+    Fork {
+        session_id: String,
+        turn_id: Option<String>,
+    },
 }
 
-/// [`open`], asking for protocol extensions (`capabilities`).
-pub async fn open_with(
-    home: &Path,
-    socket: &Path,
-    cwd: &Path,
+/// Connects to `endpoint` (with `start`, launching the daemon when
+/// absent), initializes as `client` asking for `capabilities` (and
+/// `sessions`), and opens the session `which` says in `cwd`.
+pub async fn open(
+    endpoint: &Endpoint,
     start: bool,
     client: &str,
-    choice: &Choice,
     capabilities: Option<Capabilities>,
+    cwd: &Path,
+    choice: &Choice,
+    which: &Which,
 ) -> Result<Opened> {
-    let mut conn = connect(home, socket, start).await?;
-    let scv_client::Opened { events, session_id } = conn
-        .handshake(
+    let capabilities = Capabilities {
+        sessions: true,
+        ..capabilities.unwrap_or_default()
+    };
+    let mut conn = endpoint.connect(start).await?;
+    let initialized = conn
+        .initialize(
             Some(PeerInfo {
                 name: client.into(),
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
-            capabilities,
-            SessionStart {
-                cwd: cwd.display().to_string(),
-                provider: choice.provider.clone(),
-                model: choice.model.clone(),
-                ..Default::default()
-            },
+            Some(capabilities),
         )
         .await?;
+    let resume = |session_id: String| {
+        Open::Resume(SessionResume {
+            session_id,
+            provider: choice.provider.clone(),
+            model: choice.model.clone(),
+        })
+    };
+    let open = match which {
+        Which::New => new_session(cwd, choice),
+        Which::Resume(id) => resume(id.clone()),
+        Which::Fork {
+            session_id,
+            turn_id,
+        } => Open::Fork(SessionFork {
+            session_id: session_id.clone(),
+            turn_id: turn_id.clone(),
+        }),
+        Which::Last => {
+            let sessions = conn
+                .list_sessions(Some(cwd.display().to_string()), None)
+                .await?;
+            match sessions
+                .into_iter()
+                .find(|s| !s.open && s.damaged.is_none())
+            {
+                Some(last) => resume(last.session_id),
+                None => bail!(
+                    "no earlier session in {} to continue (`scv resume` lists every directory's)",
+                    cwd.display()
+                ),
+            }
+        }
+    };
+    let scv_client::Opened {
+        mut events,
+        session_id,
+    } = conn.open_more(open).await?;
+    events.insert(0, initialized);
     Ok(Opened {
         conn,
         events,
         session_id,
+    })
+}
+
+/// A new session in `cwd` as `choice` says.
+/// A new session in `cwd` as `choice` says.
+pub fn new_session(cwd: &Path, choice: &Choice) -> Open {
+    Open::Start(SessionStart {
+        cwd: cwd.display().to_string(),
+        provider: choice.provider.clone(),
+        model: choice.model.clone(),
+        ..Default::default()
     })
 }

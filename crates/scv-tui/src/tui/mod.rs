@@ -38,12 +38,13 @@ use crossterm::terminal::{
 use futures_util::StreamExt;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
+use scv_client::endpoint::BoxWrite;
+use scv_client::Endpoint;
 use scv_protocol::Event;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
 /// At most one frame per this interval while events stream in.
@@ -52,13 +53,13 @@ const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 /// `scv` shows the model's thinking (`reasoning.delta`).
 const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabilities {
     reasoning: true,
-    sessions: false,
+    sessions: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task
 /// (`None` once the connection is gone).
 struct Link {
-    writer: OwnedWriteHalf,
+    writer: BoxWrite,
     events: mpsc::Receiver<Option<Event>>,
 }
 
@@ -94,10 +95,10 @@ impl Link {
 /// `launched`: when `main` started, for the first-frame figure that
 /// `SCV_FIRST_FRAME_FILE` asks for (the render benchmark uses it).
 pub async fn run(
-    home: PathBuf,
-    socket: PathBuf,
+    endpoint: Endpoint,
     launched: Instant,
     choice: session::Choice,
+    which: session::Which,
 ) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         bail!("stdout is not a terminal; use `scv exec \"PROMPT\"` in scripts");
@@ -105,9 +106,14 @@ pub async fn run(
     highlight::warm_up();
     let cwd = std::env::current_dir()?.canonicalize()?;
     // The first-run probe of local servers runs while the session opens.
-    let missing_key = crate::first_run::missing_key(&home, choice.provider.as_deref());
+    let home = match &endpoint {
+        Endpoint::Local { home, .. } => Some(home.clone()),
+    };
+    let missing_key = home
+        .as_deref()
+        .and_then(|home| crate::first_run::missing_key(home, choice.provider.as_deref()));
     let (opened, locals) = tokio::join!(
-        session::open_with(&home, &socket, &cwd, true, "scv-tui", &choice, REASONING),
+        session::open(&endpoint, true, "scv-tui", REASONING, &cwd, &choice, &which),
         async {
             match &missing_key {
                 Some(_) => crate::first_run::probe_locals().await,
@@ -120,8 +126,8 @@ pub async fn run(
     for event in opened.events {
         app.apply(event);
     }
-    if let Some(key) = &missing_key {
-        app.notes(crate::first_run::note(key, &home, &locals));
+    if let (Some(key), Some(home)) = (&missing_key, &home) {
+        app.notes(crate::first_run::note(key, home, &locals));
     }
     let mut link = Some(Link::new(opened.conn));
     let mut terminal = enter_terminal()?;
@@ -132,16 +138,7 @@ pub async fn run(
     if let Some(path) = std::env::var_os("SCV_FIRST_FRAME_FILE") {
         let _ = std::fs::write(path, launched.elapsed().as_micros().to_string());
     }
-    let result = event_loop(
-        &mut terminal,
-        &mut app,
-        &mut link,
-        &home,
-        &socket,
-        &cwd,
-        &choice,
-    )
-    .await;
+    let result = event_loop(&mut terminal, &mut app, &mut link, &endpoint, &cwd, &choice).await;
     drop(terminal);
     restore_terminal();
     result
@@ -151,8 +148,7 @@ async fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
     app: &mut App,
     link: &mut Option<Link>,
-    home: &Path,
-    socket: &Path,
+    endpoint: &Endpoint,
     cwd: &Path,
     choice: &session::Choice,
 ) -> Result<()> {
@@ -247,7 +243,7 @@ async fn event_loop(
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {
                     next_reconnect = Instant::now() + RECONNECT_EVERY;
-                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open_with(home, socket, cwd, false, "scv-tui", choice, REASONING)).await;
+                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open(endpoint, false, "scv-tui", REASONING, cwd, choice, &session::Which::New)).await;
                     if let Ok(Ok(opened)) = attempt {
                         app.reconnected();
                         for event in opened.events {
