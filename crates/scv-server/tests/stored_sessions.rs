@@ -359,10 +359,16 @@ async fn open_sessions_are_refused_to_others_and_forks_are_new_sessions() {
 
 #[tokio::test]
 async fn delete_and_the_exact_codes_of_bad_requests() {
-    let (_mock, home, workspace) = setup("").await;
+    let (mock, home, workspace) = setup("").await;
     let mut first = server(home.path()).await;
     let id = first.start_session(&workspace).await;
+    // A session nobody used leaves nothing behind.
+    let unused = first.start_session(&workspace).await;
+    mock.push(Reply::text(["kept"]));
+    turn(&mut first, &id, "keep me").await;
     first.wait().await;
+    let dir = home.path().join("sessions");
+    assert!(!dir.join(format!("{unused}.jsonl")).exists());
 
     let mut server = server(home.path()).await;
     let unknown = "0a0a0a0a-0000-4000-8000-00000000dead";

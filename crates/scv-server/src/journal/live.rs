@@ -23,6 +23,10 @@ pub(crate) struct LiveJournal {
     session_id: Arc<str>,
     meta: Meta,
     broken: bool,
+    /// Made by this connection, and nothing recorded since its header: a
+    /// session nobody used, removed when it closes (so every `scv` start
+    /// does not leave one behind).
+    untouched: bool,
 }
 
 impl LiveJournal {
@@ -42,7 +46,9 @@ impl LiveJournal {
             model: header.model.clone(),
             len: journal.len(),
         };
-        LiveJournal::new(store, journal, meta, &header.session_id)
+        let mut live = LiveJournal::new(store, journal, meta, &header.session_id)?;
+        live.untouched = true;
+        Ok(live)
     }
 
     /// The journal of a resumed or forked session, `meta` its summary so far.
@@ -61,6 +67,7 @@ impl LiveJournal {
             session_id: session_id.into(),
             meta,
             broken: false,
+            untouched: false,
         })
     }
 
@@ -68,6 +75,7 @@ impl LiveJournal {
         if self.broken {
             return;
         }
+        self.untouched = false;
         match self.journal.append(record) {
             Ok(bytes) => {
                 self.meta.len = self.journal.len();
@@ -215,6 +223,16 @@ impl LiveJournal {
                 false
             }
         }
+    }
+
+    /// A session made here that never recorded anything.
+    pub(crate) fn untouched(&self) -> bool {
+        self.untouched
+    }
+
+    /// The session's id.
+    pub(crate) fn session_id(&self) -> &str {
+        &self.session_id
     }
 
     /// The store, for enforcing its bounds.

@@ -651,7 +651,24 @@ impl SessionHost {
                 hub.shutdown().await;
             }
         }
+        // Sessions nobody used leave nothing behind (their lock goes with
+        // the journal, then the file).
+        let unused: Vec<(Arc<crate::journal::Store>, String)> = self
+            .sessions
+            .values()
+            .filter_map(|s| s.journal.as_ref())
+            .filter(|j| j.untouched())
+            .map(|j| (j.store().clone(), j.session_id().to_string()))
+            .collect();
         self.sessions.clear();
+        if !unused.is_empty() {
+            let _ = crate::blocking::run(move || {
+                for (store, id) in unused {
+                    let _ = store.sessions.delete(&id);
+                }
+            })
+            .await;
+        }
     }
 }
 
