@@ -29,7 +29,7 @@ pub use journal::{Journal, SyncHandle};
 pub use record::{title_of, ForkedFrom, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
 pub use replay::{Damage, Ended, Replay, Turn};
 pub use store::{valid_id, Enforced, Listed, Meta, SessionStore};
-pub use transcript::{transcript, TRANSCRIPT_TOOL_OUTPUT_BYTES};
+pub use transcript::{transcript, transcript_whole, TRANSCRIPT_TOOL_OUTPUT_BYTES};
 
 /// Seconds since the epoch (0 if the clock is before it).
 pub fn now_unix() -> u64 {

@@ -41,6 +41,9 @@ pub struct Listed {
     pub damaged: Option<String>,
     /// Bytes on disk (journal and summary).
     pub bytes: u64,
+    /// The journal's last change in nanoseconds: orders sessions updated
+    /// within the same second.
+    pub modified_nanos: i128,
 }
 
 /// What the summary file holds.
@@ -258,6 +261,7 @@ impl SessionStore {
         listed.sort_by(|a, b| {
             b.updated
                 .cmp(&a.updated)
+                .then(b.modified_nanos.cmp(&a.modified_nanos))
                 .then(a.session_id.cmp(&b.session_id))
         });
         (listed, skipped)
@@ -276,12 +280,15 @@ impl SessionStore {
             open: false,
             damaged: None,
             bytes: 0,
+            modified_nanos: 0,
         };
         let path = self.dir.join(format!("{id}.jsonl"));
         // What a damaged one is dated by.
         if let Ok(meta) = std::fs::symlink_metadata(&path) {
             listed.updated = meta.mtime().max(0) as u64;
             listed.created = listed.updated;
+            listed.modified_nanos =
+                i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
         }
         let file = match open_journal(&path, id, false) {
             Ok(file) => file,

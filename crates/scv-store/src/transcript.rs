@@ -44,6 +44,11 @@ pub const TRANSCRIPT_TOOL_OUTPUT_BYTES: usize = 8 * 1024;
 /// Room left in the frame for the envelope around the items.
 const ENVELOPE_BYTES: usize = 4 * 1024;
 
+/// Every item of `turns`, unbounded (an export).
+pub fn transcript_whole(turns: &[Turn]) -> Vec<TranscriptItem> {
+    turns.iter().flat_map(items_of).collect()
+}
+
 /// The transcript of `turns`, and whether older items were left out.
 pub fn transcript(turns: &[Turn]) -> (Vec<TranscriptItem>, bool) {
     let budget = MAX_TRANSCRIPT_BYTES.min(MAX_SERVER_FRAME_BYTES) - ENVELOPE_BYTES;

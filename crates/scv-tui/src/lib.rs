@@ -1,5 +1,5 @@
 //! The `scv` command: the terminal UI, `scv exec`, `scv daemon …` and
-//! `scv clawbot …`, `scv mcp list`.
+//! `scv clawbot …`, `scv mcp list`, `scv sessions …`.
 //! It talks to the daemon only through the protocol.
 
 pub mod clawbot_cmd;
@@ -8,4 +8,5 @@ pub mod exec;
 pub mod first_run;
 pub mod mcp_cmd;
 pub mod session;
+pub mod sessions_cmd;
 pub mod tui;

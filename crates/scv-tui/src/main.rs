@@ -2,7 +2,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use scv_protocol::{DaemonCommand, RemoteTools, Risk};
-use scv_tui::{clawbot_cmd, daemon_cmd, exec, mcp_cmd, tui};
+use scv_tui::session::Which;
+use scv_tui::{clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,6 +25,9 @@ struct Cli {
     /// The model for the session; default: the provider's.
     #[arg(long, global = true, value_name = "MODEL")]
     model: Option<String>,
+    /// Continue the last session of this directory (the terminal UI).
+    #[arg(long = "continue", short = 'c')]
+    continue_last: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -48,6 +52,25 @@ enum Command {
         /// Risk classes to approve (comma-separated); other approvals are denied.
         #[arg(long, value_delimiter = ',', value_name = "CLASSES")]
         approve: Vec<RiskArg>,
+        /// Run the turn in this stored session (its id: `scv sessions list`).
+        #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+        resume: Option<String>,
+        /// Run the turn in the last session of this directory.
+        #[arg(long = "continue", short = 'c')]
+        continue_last: bool,
+    },
+    /// Resume a stored session in the terminal UI: a picker without ID.
+    Resume {
+        /// The session (`scv sessions list` shows them).
+        id: Option<String>,
+        /// The most recently updated session, in any directory.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+    },
+    /// The stored sessions: list, delete, export.
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsAction,
     },
     /// Manage the SCV daemon.
     Daemon {
@@ -66,6 +89,30 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+}
+
+#[derive(Subcommand)]
+enum SessionsAction {
+    /// Every stored session, most recently updated first.
+    List {
+        /// As JSON (the fields of `session.listed`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session that is not open.
+    Delete { id: String },
+    /// Write a session's conversation to standard output.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value = "md")]
+        format: FormatArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Md,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -213,15 +260,46 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            None => tui::run(endpoint, launched, choice, scv_tui::session::Which::New)
-                .await
-                .map(|()| ExitCode::SUCCESS),
+            None => {
+                let which = if cli.continue_last {
+                    Which::Last
+                } else {
+                    Which::New
+                };
+                tui::run(endpoint, launched, choice, which, false)
+                    .await
+                    .map(|()| ExitCode::SUCCESS)
+            }
+            Some(Command::Resume { id, last }) => {
+                let (which, pick) = match (id, last) {
+                    (Some(id), _) => (Which::Resume(id), false),
+                    (None, true) => (Which::Latest, false),
+                    (None, false) => (Which::New, true),
+                };
+                tui::run(endpoint, launched, choice, which, pick)
+                    .await
+                    .map(|()| ExitCode::SUCCESS)
+            }
+            Some(Command::Sessions { action }) => match action {
+                SessionsAction::List { json } => sessions_cmd::list(&home, json),
+                SessionsAction::Delete { id } => sessions_cmd::delete(&home, &id),
+                SessionsAction::Export { id, format } => sessions_cmd::export(
+                    &home,
+                    &id,
+                    match format {
+                        FormatArg::Md => sessions_cmd::Format::Markdown,
+                        FormatArg::Json => sessions_cmd::Format::Json,
+                    },
+                ),
+            },
             Some(Command::Exec {
                 prompt,
                 json,
                 reasoning,
                 cwd,
                 approve,
+                resume,
+                continue_last,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
                 let options = exec::Options {
@@ -229,7 +307,11 @@ fn main() -> ExitCode {
                     reasoning,
                     cwd,
                     approve,
-                    which: scv_tui::session::Which::New,
+                    which: match (resume, continue_last) {
+                        (Some(id), _) => Which::Resume(id),
+                        (None, true) => Which::Last,
+                        (None, false) => Which::New,
+                    },
                 };
                 exec::run(&endpoint, prompt, &options, &choice).await
             }

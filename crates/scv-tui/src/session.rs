@@ -36,6 +36,9 @@ pub enum Which {
     /// The most recently updated stored session of the workspace that is
     /// not open elsewhere (`--continue`).
     Last,
+    /// The most recently updated stored session anywhere that is not open
+    /// elsewhere (`scv resume --last`).
+    Latest,
     /// A new one holding this stored one's history (up to `turn_id`).
     Fork {
         session_id: String,
@@ -86,19 +89,19 @@ pub async fn open(
             session_id: session_id.clone(),
             turn_id: turn_id.clone(),
         }),
-        Which::Last => {
-            let sessions = conn
-                .list_sessions(Some(cwd.display().to_string()), None)
-                .await?;
+        Which::Last | Which::Latest => {
+            let here = (*which == Which::Last).then(|| cwd.display().to_string());
+            let sessions = conn.list_sessions(here.clone(), None).await?;
             match sessions
                 .into_iter()
-                .find(|s| !s.open && s.damaged.is_none())
+                .find(|s| !s.open && s.damaged.is_none() && s.turns > 0)
             {
                 Some(last) => resume(last.session_id),
-                None => bail!(
+                None if here.is_some() => bail!(
                     "no earlier session in {} to continue (`scv resume` lists every directory's)",
                     cwd.display()
                 ),
+                None => bail!("no stored session to resume"),
             }
         }
     };

@@ -4,14 +4,6 @@
 mod common;
 use common::*;
 
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 #[test]
 fn help_describes_every_command() {
     let home = TestHome::new("http://127.0.0.1:9/v1", "");

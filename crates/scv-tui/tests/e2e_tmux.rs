@@ -51,6 +51,18 @@ impl Tmux {
         }
         panic!("screen never showed {text:?}:\n{}", self.screen());
     }
+
+    /// Waits (bounded) until the screen no longer contains `text`.
+    async fn wait_without(&self, text: &str) -> String {
+        for _ in 0..600 {
+            let screen = self.screen();
+            if !screen.contains(text) {
+                return screen;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("screen kept showing {text:?}:\n{}", self.screen());
+    }
 }
 
 impl Tmux {
@@ -82,6 +94,24 @@ impl Tmux {
             &command,
         ]);
     }
+}
+
+impl Home {
+    /// The daemon started by someone other than `scv` (after a restart).
+    fn start_daemon(&self) -> std::process::Child {
+        Command::new(server_bin())
+            .arg("--socket")
+            .arg(self.socket())
+            .env("SCV_HOME", self.path())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+fn stop(daemon: &mut std::process::Child) {
+    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
+    daemon.wait().unwrap();
 }
 
 impl Drop for Tmux {
@@ -164,22 +194,100 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     tmux.wait_for("went away").await;
 
     // The daemon comes back (started by someone else).
-    let mut daemon = std::process::Command::new(server_bin())
-        .arg("--socket")
-        .arg(home.socket())
-        .env("SCV_HOME", home.path())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let screen = tmux.wait_for("history was not restored").await;
-    assert!(screen.contains("a new session started"), "{screen}");
+    let mut daemon = home.start_daemon();
+    let screen = tmux.wait_for("a new session started").await;
+    // The session ran nothing, so nothing of it was kept to offer back.
+    assert!(!screen.contains("Ctrl+R"), "{screen}");
     mock.push(Reply::text(["back in business"]));
     tmux.keys(&["hello again", "Enter"]);
     tmux.wait_for("back in business").await;
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
-    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
-    daemon.wait().unwrap();
+    stop(&mut daemon);
+}
+
+/// A conversation outlives its daemon: after a restart the TUI offers it
+/// back, Ctrl+R brings it (transcript and history) and nothing of it runs
+/// again until the user types.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_r_resumes_the_conversation_a_restart_took_away() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("resume");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::text(["the answer is forty-two"]));
+    tmux.keys(&["what is the answer", "Enter"]);
+    tmux.wait_for("the answer is forty-two").await;
+    tmux.wait_for("idle").await;
+    let first = home.daemon_pid().expect("scv started the daemon");
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    tmux.wait_for("reconnecting").await;
+
+    let mut daemon = home.start_daemon();
+    tmux.wait_for("Press Ctrl+R to resume").await;
+    let requests = mock.request_count();
+    tmux.keys(&["C-r"]);
+    let screen = tmux.wait_for("resumed").await;
+    assert!(screen.contains("what is the answer"), "{screen}");
+    assert_eq!(mock.request_count(), requests, "nothing ran again");
+
+    mock.push(Reply::text(["still here"]));
+    tmux.keys(&["and again", "Enter"]);
+    tmux.wait_for("still here").await;
+    let last = mock.requests().pop().unwrap();
+    let body = last.body.to_string();
+    assert!(body.contains("what is the answer"), "{body}");
+    assert!(body.contains("the answer is forty-two"), "{body}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    stop(&mut daemon);
+}
+
+/// `/resume` lists the directory's sessions; typing filters, Enter opens
+/// one; `scv --continue` opens the latest; `/fork` copies the one in view.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_picker_resumes_continue_reopens_and_fork_copies() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("picker");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::text(["penguins live in the south"]));
+    tmux.keys(&["tell me about penguins", "Enter"]);
+    tmux.wait_for("penguins live in the south").await;
+    tmux.keys(&["/new", "Enter"]);
+    tmux.wait_for("new session started").await;
+    mock.push(Reply::text(["camels store fat"]));
+    tmux.keys(&["tell me about camels", "Enter"]);
+    tmux.wait_for("camels store fat").await;
+    tmux.keys(&["/new", "Enter"]);
+    tmux.wait_without("camels store fat").await;
+
+    tmux.keys(&["/resume", "Enter"]);
+    let screen = tmux.wait_for("tell me about penguins").await;
+    assert!(screen.contains("tell me about camels"), "{screen}");
+    tmux.keys(&["pengu"]);
+    let screen = tmux.wait_for("filter: pengu").await;
+    assert!(!screen.contains("tell me about camels"), "{screen}");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("penguins live in the south").await;
+    assert!(!screen.contains("camels store fat"), "{screen}");
+
+    tmux.keys(&["/fork", "Enter"]);
+    let screen = tmux.wait_for("forked").await;
+    assert!(screen.contains("penguins live in the south"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    tmux.run(&["kill-session", "-t", "e2e"]);
+
+    // The latest session of this directory is the fork, which holds the
+    // penguins too.
+    tmux.start_scv_with(&home, "--continue");
+    let screen = tmux.wait_for("penguins live in the south").await;
+    assert!(!screen.contains("camels"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -50,7 +50,7 @@ fn sent(out: &[Outgoing]) -> Vec<ClientMessage> {
     out.iter()
         .filter_map(|o| match o {
             Outgoing::Send { message, .. } => Some(message.clone()),
-            Outgoing::Quit => None,
+            Outgoing::Quit | Outgoing::Open(_) => None,
         })
         .collect()
 }
@@ -196,11 +196,27 @@ fn slash_commands_send_their_messages() {
     );
     assert!(app.queue.paused());
     assert_eq!(
-        sent(&run(&mut app, "/resume")),
+        sent(&run(&mut app, "/unpause")),
         [ClientMessage::SessionPause(SessionPause {
             session_id: S.into(),
             paused: false
         })]
+    );
+    // The picker opens on the daemon's list of every directory's sessions.
+    assert!(matches!(
+        sent(&run(&mut app, "/resume")).as_slice(),
+        [ClientMessage::SessionList(list)] if list.cwd.is_none() && list.limit == Some(1000)
+    ));
+    assert_eq!(
+        run(&mut app, "/fork"),
+        [Outgoing::Open(scv_tui::session::Which::Fork {
+            session_id: S.into(),
+            turn_id: None
+        })]
+    );
+    assert_eq!(
+        run(&mut app, "/new"),
+        [Outgoing::Open(scv_tui::session::Which::New)]
     );
     let items = app.transcript.len();
     assert!(run(&mut app, "/help").is_empty());

@@ -39,7 +39,7 @@ fn sent(out: &[Outgoing]) -> Vec<ClientMessage> {
     out.iter()
         .filter_map(|o| match o {
             Outgoing::Send { message, .. } => Some(message.clone()),
-            Outgoing::Quit => None,
+            Outgoing::Quit | Outgoing::Open(_) => None,
         })
         .collect()
 }

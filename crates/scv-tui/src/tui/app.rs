@@ -42,6 +42,9 @@ pub enum Outgoing {
         request_id: String,
         message: ClientMessage,
     },
+    /// Leave this session for that one, on a connection of its own
+    /// (`/resume`, `/fork`, the picker, the offer after a restart).
+    Open(crate::session::Which),
     Quit,
 }
 
@@ -83,6 +86,9 @@ pub struct App {
     files: super::files::FileIndex,
     /// Paths offered for the `@path` being typed.
     pub path_matches: Vec<String>,
+    /// The session the TUI had before the daemon went away: Ctrl+R
+    /// resumes it.
+    pub resume_offer: Option<String>,
 }
 
 impl App {
@@ -111,6 +117,7 @@ impl App {
             clipboard: None,
             files: Default::default(),
             path_matches: Vec::new(),
+            resume_offer: None,
         };
         app.approval.resize(80, 24);
         app

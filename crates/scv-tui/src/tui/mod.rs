@@ -94,11 +94,14 @@ impl Link {
 
 /// `launched`: when `main` started, for the first-frame figure that
 /// `SCV_FIRST_FRAME_FILE` asks for (the render benchmark uses it).
+/// `which` session opens; with `pick`, the session picker opens over it
+/// (`scv resume` without an id).
 pub async fn run(
     endpoint: Endpoint,
     launched: Instant,
     choice: session::Choice,
     which: session::Which,
+    pick: bool,
 ) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         bail!("stdout is not a terminal; use `scv exec \"PROMPT\"` in scripts");
@@ -130,6 +133,10 @@ pub async fn run(
         app.notes(crate::first_run::note(key, home, &locals));
     }
     let mut link = Some(Link::new(opened.conn));
+    if pick {
+        let ask = app.pick_session("");
+        send_all(ask, &mut link, &mut app).await;
+    }
     let mut terminal = enter_terminal()?;
     if let Ok(size) = terminal.size() {
         app.resize(size.width, size.height);
@@ -189,8 +196,12 @@ async fn event_loop(
                     }
                     _ => Vec::new(),
                 };
-                if send_all(outgoing, link, app).await {
-                    return Ok(());
+                match send_all(outgoing, link, app).await {
+                    Next::Quit => return Ok(()),
+                    Next::Open(which) => {
+                        switch(app, link, endpoint, cwd, choice, &which).await;
+                    }
+                    Next::Stay => {}
                 }
                 if let Some(text) = app.take_clipboard() {
                     copy_to_clipboard(terminal, &text);
@@ -234,7 +245,9 @@ async fn event_loop(
                 }
                 // Approvals a session rule answered.
                 let outgoing = app.take_outgoing();
-                send_all(outgoing, link, app).await;
+                if let Next::Open(which) = send_all(outgoing, link, app).await {
+                    switch(app, link, endpoint, cwd, choice, &which).await;
+                }
                 dirty = true;
             }
             _ = tick.tick() => {
@@ -258,11 +271,20 @@ async fn event_loop(
     }
 }
 
-/// Sends what the App asked for; true when it asked to quit.
-async fn send_all(outgoing: Vec<Outgoing>, link: &mut Option<Link>, app: &mut App) -> bool {
+/// What the event loop does after sending.
+enum Next {
+    Stay,
+    Quit,
+    /// Leave for that session.
+    Open(session::Which),
+}
+
+/// Sends what the App asked for, up to a quit or a session switch.
+async fn send_all(outgoing: Vec<Outgoing>, link: &mut Option<Link>, app: &mut App) -> Next {
     for out in outgoing {
         match out {
-            Outgoing::Quit => return true,
+            Outgoing::Quit => return Next::Quit,
+            Outgoing::Open(which) => return Next::Open(which),
             Outgoing::Send {
                 request_id,
                 message,
@@ -276,7 +298,36 @@ async fn send_all(outgoing: Vec<Outgoing>, link: &mut Option<Link>, app: &mut Ap
             }
         }
     }
-    false
+    Next::Stay
+}
+
+/// Opens `which` on a connection of its own; once it is open, the old
+/// connection (and the session on it) goes and the App shows the new one.
+/// A refusal leaves everything as it was, said in the transcript.
+async fn switch(
+    app: &mut App,
+    link: &mut Option<Link>,
+    endpoint: &Endpoint,
+    cwd: &Path,
+    choice: &session::Choice,
+    which: &session::Which,
+) {
+    let opened = tokio::time::timeout(
+        Duration::from_secs(10),
+        session::open(endpoint, true, "scv-tui", REASONING, cwd, choice, which),
+    )
+    .await;
+    match opened {
+        Ok(Ok(opened)) => {
+            app.switched(which);
+            for event in opened.events {
+                app.apply(event);
+            }
+            *link = Some(Link::new(opened.conn));
+        }
+        Ok(Err(err)) => app.failed_switch(&format!("{err:#}")),
+        Err(_) => app.failed_switch("the daemon did not answer within 10 s"),
+    }
 }
 
 /// `/copy`: OSC 52 asks the terminal to set the clipboard (tmux passes it

@@ -25,6 +25,16 @@ pub(crate) fn server_bin() -> PathBuf {
     path
 }
 
+/// What a finished command wrote on stdout.
+pub(crate) fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What a finished command wrote on stderr.
+pub(crate) fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// A home with config pointing at `mock`; stops its daemon when dropped.
 pub(crate) struct Home {
     pub home: TestHome,

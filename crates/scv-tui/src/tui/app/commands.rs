@@ -5,6 +5,7 @@
 //! action here.
 
 use super::{App, Outgoing};
+use crate::session::Which;
 use crate::tui::overlays::{OpenOverlay, OverlayKind};
 use crate::tui::state::SessionView;
 use crate::tui::transcript::ItemKind;
@@ -72,10 +73,28 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::WithSession(App::pause_queue),
     },
     SlashCommand {
-        name: "/resume",
-        help: "resume the queue",
+        name: "/unpause",
+        help: "let the queue run again",
         takes_arg: false,
         run: Run::WithSession(App::resume_queue),
+    },
+    SlashCommand {
+        name: "/new",
+        help: "start a new session here (this one stays stored; /resume brings it back)",
+        takes_arg: false,
+        run: Run::Always(App::new_session),
+    },
+    SlashCommand {
+        name: "/resume",
+        help: "pick a stored session and continue it here",
+        takes_arg: false,
+        run: Run::Always(App::pick_session),
+    },
+    SlashCommand {
+        name: "/fork",
+        help: "continue this conversation in a new session (this one stays as it is)",
+        takes_arg: false,
+        run: Run::WithSession(App::fork_session),
     },
     SlashCommand {
         name: "/status",
@@ -215,6 +234,34 @@ impl App {
     fn show_status(&mut self, _: &str) -> Vec<Outgoing> {
         self.overlay = Some(OpenOverlay::new(OverlayKind::Status));
         vec![self.ask_daemon_status()]
+    }
+
+    /// `/resume`: the picker opens when the daemon lists the sessions.
+    pub(crate) fn pick_session(&mut self, _: &str) -> Vec<Outgoing> {
+        vec![self.ask_session_list()]
+    }
+
+    /// `/new`: a fresh session in this view. Switching closes this
+    /// session's connection, which would cancel a running turn, so it
+    /// waits for the turn to end.
+    fn new_session(&mut self, _: &str) -> Vec<Outgoing> {
+        if self.turn.is_some() {
+            self.hint = Some("start a new session when the turn has ended (Esc cancels it)".into());
+            return Vec::new();
+        }
+        vec![Outgoing::Open(Which::New)]
+    }
+
+    /// `/fork`: a new session with this one's history.
+    fn fork_session(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        if self.turn.is_some() {
+            self.hint = Some("fork when the turn has ended (Esc cancels it)".into());
+            return Vec::new();
+        }
+        vec![Outgoing::Open(Which::Fork {
+            session_id: session.session_id,
+            turn_id: None,
+        })]
     }
 
     fn clear_session(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {

@@ -33,6 +33,11 @@ pub(super) struct Bookkeeping {
     denied: HashSet<String>,
     /// The request id of the `daemon.status` that `/status` asked for.
     status_request: Option<String>,
+    /// The request id of the `session.list` the picker waits for.
+    list_request: Option<String>,
+    /// Whether this session ran a turn (or came back with one): only such
+    /// a session is journaled, so only it can be offered back.
+    worked: bool,
     /// Messages to send that events (not keys) produced: approvals a rule
     /// answered. The event loop drains them with [`App::take_outgoing`].
     outbox: Vec<Outgoing>,
@@ -46,6 +51,8 @@ impl Default for Bookkeeping {
             dequeued: HashMap::new(),
             denied: HashSet::new(),
             status_request: None,
+            list_request: None,
+            worked: false,
             outbox: Vec::new(),
         }
     }
@@ -107,6 +114,7 @@ impl App {
                 if let Some(prompt) = prompt {
                     self.transcript.push(ItemKind::User(prompt));
                 }
+                self.book.worked = true;
                 self.turn_started(turn_id)
             }
             EventBody::AssistantDelta { content } => self.assistant_delta(content),
@@ -194,7 +202,13 @@ impl App {
             EventBody::SessionTranscript { items, truncated } => {
                 self.past_conversation(items, truncated)
             }
-            // Answers to requests this view does not send itself.
+            EventBody::SessionListed { sessions }
+                if request_id.is_some() && request_id == self.book.list_request =>
+            {
+                self.book.list_request = None;
+                self.open_picker(sessions);
+            }
+            // Answers to requests this view does not send.
             EventBody::SessionListed { .. } | EventBody::SessionDeleted {} => {}
             EventBody::Error(error)
                 if request_id.is_some() && request_id == self.book.status_request =>
@@ -258,6 +272,12 @@ impl App {
         for warning in started.sandbox_warnings {
             self.notice(format!("sandbox: {warning}"));
         }
+        if started.resumed {
+            self.notice(format!(
+                "resumed session {}",
+                short_id(&self.session_id().unwrap_or_default())
+            ));
+        }
         if let Some(from) = &started.forked_from {
             self.notice(format!(
                 "forked from session {}",
@@ -280,6 +300,7 @@ impl App {
     /// A resumed or forked session's past conversation, drawn as it was.
     fn past_conversation(&mut self, items: Vec<scv_protocol::TranscriptItem>, truncated: bool) {
         use scv_protocol::{TranscriptItem, TurnOutcome};
+        self.book.worked |= !items.is_empty();
         if truncated {
             self.notice("older parts of the conversation are not shown".into());
         }
@@ -571,16 +592,89 @@ impl App {
         });
     }
 
-    /// Connected again with a fresh session (its events follow).
+    /// Connected again with a fresh session (its events follow). The
+    /// session it had is offered back: one key resumes it.
     pub fn reconnected(&mut self) {
+        let previous = self.session_id().filter(|_| self.book.worked);
         self.link = LinkState::Connected;
-        // A new session: nothing of the old one is in flight (its request
-        // ids stay unique on the new connection all the same).
+        self.new_client();
+        self.resume_offer = previous.clone();
+        let note = match previous {
+            Some(id) => format!(
+                "reconnected; a new session started. Press Ctrl+R to resume the conversation you had (session {}) — nothing of it ran again",
+                short_id(&id)
+            ),
+            None => "reconnected; a new session started".into(),
+        };
+        self.transcript.push(ItemKind::Notice(note));
+    }
+
+    /// A new session client: nothing of the old session is in flight (its
+    /// request ids stay unique on the new connection all the same).
+    fn new_client(&mut self) {
         self.book.sessions += 1;
         self.book.client = SessionClient::new(format!("tui{}-", self.book.sessions));
         self.book.dequeued.clear();
-        self.transcript.push(ItemKind::Notice(
-            "reconnected; a new session started — the earlier history was not restored".into(),
+        self.book.denied.clear();
+        self.book.list_request = None;
+        self.book.worked = false;
+    }
+
+    /// Another session takes this view (resumed, forked): what showed
+    /// the old one goes; its events follow.
+    pub fn switched(&mut self, which: &crate::session::Which) {
+        self.new_client();
+        self.resume_offer = None;
+        self.link = LinkState::Connected;
+        self.turn = None;
+        self.approval.clear();
+        self.queue.reset();
+        self.queue.clear();
+        self.transcript.clear();
+        self.usage = Usage::default();
+        self.context_used = 0;
+        self.rules = Default::default();
+        self.overlay = None;
+        self.session = None;
+        if matches!(which, crate::session::Which::New) {
+            self.notice("new session started; /resume brings the other one back".into());
+        }
+    }
+
+    /// A session could not be opened; this one stays.
+    pub fn failed_switch(&mut self, why: &str) {
+        self.transcript.push(ItemKind::Error {
+            code: "session".into(),
+            message: scv_client::text::visible(why).into_owned(),
+        });
+    }
+
+    /// Asks the daemon for the stored sessions (the picker opens on the
+    /// answer).
+    pub(crate) fn ask_session_list(&mut self) -> Outgoing {
+        let request =
+            self.book
+                .client
+                .request(ClientMessage::SessionList(scv_protocol::SessionList {
+                    cwd: None,
+                    limit: Some(scv_protocol::MAX_SESSION_LIST_LIMIT),
+                }));
+        self.book.list_request = Some(request.request_id.clone());
+        outgoing(request)
+    }
+
+    fn open_picker(&mut self, mut sessions: Vec<scv_protocol::StoredSession>) {
+        let current = self.session_id();
+        sessions.retain(|s| Some(&s.session_id) != current.as_ref());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
+            crate::tui::overlays::OverlayKind::Sessions(Box::new(crate::tui::overlays::Picker {
+                sessions,
+                filter: String::new(),
+                now,
+            })),
         ));
     }
 

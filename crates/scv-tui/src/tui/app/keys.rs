@@ -26,8 +26,8 @@ impl App {
         if let Some(out) = self.global_key(key) {
             return out;
         }
-        if self.overlay_key(key) {
-            return Vec::new();
+        if let Some(out) = self.overlay_key(key) {
+            return out;
         }
         if let Some(out) = self.approval_key(key) {
             return out;
@@ -56,11 +56,10 @@ impl App {
     }
 
     /// Keys of the open overlay (see [`overlays::on_key`]); the App does
-    /// what the overlay asks: close it, remove a rule.
-    fn overlay_key(&mut self, key: KeyEvent) -> bool {
-        let Some(mut open) = self.overlay.take() else {
-            return false;
-        };
+    /// what the overlay asks: close it, remove a rule, open a session.
+    /// `None`: not the overlay's key.
+    fn overlay_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
+        let mut open = self.overlay.take()?;
         let width = self.size.0;
         let height = self
             .layout(Rect::new(0, 0, self.size.0, self.size.1))
@@ -69,9 +68,21 @@ impl App {
         let done = overlays::on_key(&mut open, key, &self.overlay_data(), width, height);
         self.overlay = Some(open);
         match done {
-            OverlayKey::Pass => return false,
+            OverlayKey::Pass => return None,
             OverlayKey::Taken => {}
             OverlayKey::Close => self.overlay = None,
+            OverlayKey::Pick { session_id, fork } => {
+                self.overlay = None;
+                let which = if fork {
+                    crate::session::Which::Fork {
+                        session_id,
+                        turn_id: None,
+                    }
+                } else {
+                    crate::session::Which::Resume(session_id)
+                };
+                return Some(vec![Outgoing::Open(which)]);
+            }
             OverlayKey::RemoveRule(index) => {
                 if let Some(rule) = self.rules.remove(index) {
                     self.notice(format!("rule removed: {}", rule.scope()));
@@ -81,7 +92,7 @@ impl App {
                 }
             }
         }
-        true
+        Some(Vec::new())
     }
 
     fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
@@ -125,6 +136,11 @@ impl App {
             KeyCode::Char('o') if ctrl => {
                 self.expanded = !self.expanded;
                 Vec::new()
+            }
+            // After a restart: the session this view had, back.
+            KeyCode::Char('r') if ctrl && self.resume_offer.is_some() => {
+                let id = self.resume_offer.take().unwrap_or_default();
+                vec![Outgoing::Open(crate::session::Which::Resume(id))]
             }
             // Shift/Alt+Enter is a new line: the input box's.
             KeyCode::Enter if !(shift || alt) => self.submit(),

@@ -1,5 +1,5 @@
 //! Overlays over the transcript (`/help`, `/status`, `/approvals`,
-//! `/diff`), one file each, listed in [`OverlayKind`].
+//! `/diff`, the session picker), one file each, listed in [`OverlayKind`].
 //!
 //! An overlay is a title, its lines and the keys of its own ([`Overlay`]);
 //! the frame here draws the box, wraps and scrolls the lines and closes it
@@ -12,13 +12,16 @@
 mod approvals;
 mod diff;
 mod help;
+mod sessions;
 mod status;
+
+pub use sessions::Picker;
 
 use super::panel::more_below;
 use super::rules::Rule;
 use super::state::{McpView, SessionView};
 use super::wrap;
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -36,6 +39,8 @@ pub enum OverlayKind {
     Approvals,
     /// `git diff` of the workspace, as lines.
     Diff(Vec<Line<'static>>),
+    /// The stored sessions to resume (`/resume`, `scv resume`).
+    Sessions(Box<Picker>),
 }
 
 impl OverlayKind {
@@ -46,6 +51,15 @@ impl OverlayKind {
             OverlayKind::Status => Box::new(status::Status),
             OverlayKind::Approvals => Box::new(approvals::Approvals),
             OverlayKind::Diff(lines) => Box::new(diff::Diff(lines)),
+            OverlayKind::Sessions(picker) => Box::new(sessions::Sessions(picker.as_ref())),
+        }
+    }
+
+    /// What typing edits, in an overlay that filters as it is typed.
+    fn filter_mut(&mut self) -> Option<&mut String> {
+        match self {
+            OverlayKind::Sessions(picker) => Some(&mut picker.filter),
+            _ => None,
         }
     }
 }
@@ -102,7 +116,7 @@ impl OpenOverlay {
 }
 
 /// What a key did to the overlay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OverlayKey {
     /// Not the overlay's: it goes on (an approval below stays answerable,
     /// typing goes on under an overlay).
@@ -113,6 +127,8 @@ pub enum OverlayKey {
     Close,
     /// The App removes session rule `n` (`/approvals`).
     RemoveRule(usize),
+    /// The App opens this stored session: resumes it, or forks it.
+    Pick { session_id: String, fork: bool },
 }
 
 /// A key while `open` is up, in a transcript area `width` × `height`:
@@ -129,6 +145,21 @@ pub fn on_key(
     let max_scroll = rows.saturating_sub(usize::from(height.saturating_sub(2)));
     if key.code == KeyCode::Esc {
         return OverlayKey::Close;
+    }
+    if let Some(filter) = open.kind.filter_mut() {
+        let typed = match key.code {
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                filter.push(c);
+                true
+            }
+            KeyCode::Backspace => filter.pop().is_some(),
+            _ => false,
+        };
+        if typed {
+            open.selected = 0;
+            open.scroll = 0;
+            return OverlayKey::Taken;
+        }
     }
     match open.kind.overlay().on_key(key, data, &mut open.selected) {
         OverlayKey::Pass => {}

@@ -1,0 +1,255 @@
+//! `scv sessions list | delete ID | export ID`: the session store read
+//! directly (`$SCV_HOME/sessions`, the daemon need not run). Locks are the
+//! store's: a session open on some connection is listed as open and is
+//! not deleted.
+
+use anyhow::{anyhow, Result};
+use scv_client::text::visible;
+use scv_protocol::{TranscriptItem, TurnOutcome};
+use scv_store::{Listed, SessionStore, StoreError};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// How `export` writes a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Json,
+}
+
+fn store(home: &Path) -> Result<SessionStore> {
+    SessionStore::open(home).map_err(|err| anyhow!("{err}"))
+}
+
+fn refusal(err: StoreError) -> anyhow::Error {
+    match err {
+        StoreError::NotFound(id) => {
+            anyhow!("no stored session {id} (`scv sessions list` shows them)")
+        }
+        other => anyhow!("{other}"),
+    }
+}
+
+/// `scv sessions list`: most recently updated first.
+pub fn list(home: &Path, json: bool) -> Result<ExitCode> {
+    let (sessions, _) = store(home)?.list();
+    if json {
+        let listed: Vec<serde_json::Value> = sessions.iter().map(as_json).collect();
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+    } else {
+        print!("{}", visible(&table(&sessions, scv_store::now_unix())));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A session as `session.listed` writes it.
+fn as_json(s: &Listed) -> serde_json::Value {
+    let mut value = serde_json::json!({
+        "session_id": s.session_id, "cwd": s.cwd, "title": s.title,
+        "created_unix_seconds": s.created, "updated_unix_seconds": s.updated,
+        "turns": s.turns, "provider": s.provider, "model": s.model, "open": s.open,
+    });
+    if let Some(damaged) = &s.damaged {
+        value["damaged"] = damaged.clone().into();
+    }
+    value
+}
+
+/// One line per session after a header.
+pub fn table(sessions: &[Listed], now: u64) -> String {
+    if sessions.is_empty() {
+        return "no stored sessions\n".into();
+    }
+    let mut out = format!(
+        "{:<36}  {:>8}  {:>5}  {}\n",
+        "SESSION", "UPDATED", "TURNS", "DIRECTORY · TITLE"
+    );
+    for s in sessions {
+        let what = match &s.damaged {
+            Some(why) => format!("[cannot be read: {why}]"),
+            None => format!(
+                "{} · {}{}",
+                s.cwd,
+                s.title,
+                if s.open { "  [open]" } else { "" }
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "{:<36}  {:>8}  {:>5}  {}",
+            s.session_id,
+            age(now.saturating_sub(s.updated)),
+            s.turns,
+            what
+        );
+    }
+    out
+}
+
+/// `3m ago`, `5h ago`, `2d ago`.
+pub fn age(seconds: u64) -> String {
+    match seconds {
+        0..=59 => "just now".into(),
+        60..=3599 => format!("{}m ago", seconds / 60),
+        3600..=86_399 => format!("{}h ago", seconds / 3600),
+        _ => format!("{}d ago", seconds / 86_400),
+    }
+}
+
+/// `scv sessions delete ID`.
+pub fn delete(home: &Path, session_id: &str) -> Result<ExitCode> {
+    store(home)?.delete(session_id).map_err(refusal)?;
+    eprintln!("deleted session {session_id}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `scv sessions export ID --format md|json` to stdout.
+pub fn export(home: &Path, session_id: &str, format: Format) -> Result<ExitCode> {
+    let replay = store(home)?.read(session_id, None).map_err(refusal)?;
+    let items = scv_store::transcript_whole(&replay.turns);
+    let title = replay.title.clone().unwrap_or_default();
+    match format {
+        Format::Json => {
+            let value = serde_json::json!({
+                "session_id": session_id, "cwd": replay.header.cwd, "title": title,
+                "created_unix_seconds": replay.header.created,
+                "updated_unix_seconds": replay.updated,
+                "provider": replay.provider, "model": replay.model,
+                "forked_from": replay.header.forked_from, "items": items,
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        Format::Markdown => {
+            let header = Header {
+                session_id,
+                title: &title,
+                cwd: &replay.header.cwd,
+                model: &format!("{}/{}", replay.provider, replay.model),
+                created: replay.header.created,
+            };
+            // Nothing in a stored answer acts on the terminal it is read in.
+            print!("{}", visible(&markdown(&header, &items)));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an export's heading says.
+pub struct Header<'a> {
+    pub session_id: &'a str,
+    pub title: &'a str,
+    pub cwd: &'a str,
+    pub model: &'a str,
+    pub created: u64,
+}
+
+/// The conversation as Markdown: prompts and answers as sections, tool
+/// calls with their arguments and output in fenced blocks.
+pub fn markdown(header: &Header<'_>, items: &[TranscriptItem]) -> String {
+    let mut out = String::new();
+    let title = if header.title.is_empty() {
+        "SCV session"
+    } else {
+        header.title
+    };
+    let _ = writeln!(out, "# {title}\n");
+    let _ = writeln!(out, "- Session: `{}`", header.session_id);
+    let _ = writeln!(out, "- Directory: `{}`", header.cwd);
+    let _ = writeln!(out, "- Model: {}", header.model);
+    let _ = writeln!(out, "- Started: {}\n", utc(header.created));
+    for item in items {
+        match item {
+            TranscriptItem::User { text, .. } => {
+                let _ = writeln!(out, "## User\n\n{}\n", text.trim_end());
+            }
+            TranscriptItem::Assistant { text, .. } => {
+                let _ = writeln!(out, "## Assistant\n\n{}\n", text.trim_end());
+            }
+            TranscriptItem::Tool {
+                name,
+                arguments,
+                output,
+                success,
+                truncated,
+                ..
+            } => {
+                let status = if *success { "done" } else { "failed" };
+                let _ = writeln!(out, "### Tool `{name}` ({status})\n");
+                let _ = writeln!(out, "{}", fenced(arguments, "json"));
+                let cut = if *truncated {
+                    "\n[output cut for the transcript]"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "{}", fenced(&format!("{output}{cut}"), ""));
+            }
+            TranscriptItem::TurnEnded {
+                outcome, message, ..
+            } => {
+                let note = match outcome {
+                    TurnOutcome::Completed => continue,
+                    TurnOutcome::Cancelled => "The turn was cancelled.".to_string(),
+                    TurnOutcome::Failed => {
+                        format!("The turn failed: {}", message.as_deref().unwrap_or(""))
+                    }
+                    TurnOutcome::Interrupted => {
+                        "The turn was interrupted (SCV stopped while it ran; it was not run again)."
+                            .to_string()
+                    }
+                };
+                let _ = writeln!(out, "_{}_\n", note.trim());
+            }
+        }
+    }
+    out
+}
+
+/// `text` in a fence longer than any run of backticks inside it.
+fn fenced(text: &str, lang: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{lang}\n{}\n{fence}\n", text.trim_end_matches('\n'))
+}
+
+/// `YYYY-MM-DD HH:MM UTC` for unix seconds (days to a civil date after
+/// Howard Hinnant's `civil_from_days`).
+pub fn utc(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rest = seconds % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_ages() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_796_083_200 + 3_723), "2026-12-01 01:02 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(age(30), "just now");
+        assert_eq!(age(7_200), "2h ago");
+        assert_eq!(age(3 * 86_400), "3d ago");
+    }
+
+    #[test]
+    fn a_fence_outlasts_the_backticks_inside() {
+        assert_eq!(fenced("a ``` b", ""), "````\na ``` b\n````\n");
+        assert_eq!(fenced("{}", "json"), "```json\n{}\n```\n");
+    }
+}

@@ -1,0 +1,121 @@
+//! The session picker (`scv resume`, `/resume`): stored sessions with
+//! their title, directory, age and turns, newest first; typing filters
+//! them, ↑/↓ select, Enter resumes one — or forks it when it is open on
+//! another connection, which a resume would be refused.
+
+use super::{Overlay, OverlayData, OverlayKey};
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use scv_protocol::StoredSession;
+
+/// The picker's state: what the daemon listed and what is typed.
+#[derive(Debug, Clone)]
+pub struct Picker {
+    pub sessions: Vec<StoredSession>,
+    pub filter: String,
+    /// When the list came (unix seconds), for ages.
+    pub now: u64,
+}
+
+impl Picker {
+    /// The sessions the filter keeps: every word of it in the title or
+    /// the directory, case aside.
+    pub fn shown(&self) -> Vec<&StoredSession> {
+        let words: Vec<String> = self
+            .filter
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        self.sessions
+            .iter()
+            .filter(|s| {
+                let hay = format!("{} {}", s.title, s.cwd).to_lowercase();
+                words.iter().all(|w| hay.contains(w))
+            })
+            .collect()
+    }
+}
+
+pub(super) struct Sessions<'a>(pub &'a Picker);
+
+impl Overlay for Sessions<'_> {
+    fn title(&self) -> &'static str {
+        " Resume a session — type to filter · ↑/↓ select · Enter resumes · Esc closes "
+    }
+
+    fn lines(&self, _data: &OverlayData<'_>, selected: usize) -> Vec<Line<'static>> {
+        let dim = Style::default().fg(Color::DarkGray);
+        let mut lines = vec![Line::from(vec![
+            Span::styled("filter: ", dim),
+            Span::raw(self.0.filter.clone()),
+            Span::styled("▏", dim),
+        ])];
+        let shown = self.0.shown();
+        if shown.is_empty() {
+            lines.push(Line::styled(
+                if self.0.sessions.is_empty() {
+                    "No stored sessions yet."
+                } else {
+                    "No session matches."
+                },
+                dim,
+            ));
+            return lines;
+        }
+        for (i, s) in shown.iter().enumerate() {
+            let marked = i == selected.min(shown.len() - 1);
+            let style = if marked {
+                Style::default().fg(Color::Black).bg(Color::Cyan)
+            } else {
+                Style::default()
+            };
+            let title = match (&s.damaged, s.title.is_empty()) {
+                (Some(_), _) => "(cannot be read)".to_string(),
+                (None, true) => "(no prompt yet)".to_string(),
+                (None, false) => s.title.clone(),
+            };
+            let age = crate::sessions_cmd::age(self.0.now.saturating_sub(s.updated_unix_seconds));
+            let mut spans = vec![
+                Span::styled(if marked { " › " } else { "   " }, style),
+                Span::styled(title, style.add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!(
+                        "  {} · {age} · {} turn{}",
+                        s.cwd,
+                        s.turns,
+                        if s.turns == 1 { "" } else { "s" }
+                    ),
+                    if marked { style } else { dim },
+                ),
+            ];
+            if s.open {
+                spans.push(Span::styled(
+                    "  open elsewhere: Enter forks it",
+                    Style::default().fg(Color::Yellow),
+                ));
+            }
+            lines.push(Line::from(spans));
+        }
+        lines
+    }
+
+    fn on_key(&self, key: KeyEvent, _data: &OverlayData<'_>, selected: &mut usize) -> OverlayKey {
+        let shown = self.0.shown();
+        match key.code {
+            KeyCode::Up => *selected = selected.saturating_sub(1),
+            KeyCode::Down => *selected = (*selected + 1).min(shown.len().saturating_sub(1)),
+            KeyCode::Enter => {
+                return match shown.get((*selected).min(shown.len().saturating_sub(1))) {
+                    Some(s) if s.damaged.is_none() => OverlayKey::Pick {
+                        session_id: s.session_id.clone(),
+                        fork: s.open,
+                    },
+                    _ => OverlayKey::Taken,
+                }
+            }
+            _ => return OverlayKey::Pass,
+        }
+        OverlayKey::Taken
+    }
+}

@@ -1,0 +1,194 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! The stored-session commands from a shell: `scv exec --resume ID` and
+//! `--continue` carry on a conversation with the history the provider is
+//! sent; `scv sessions list | export | delete` read the store; each
+//! refusal is one line with its reason.
+
+mod common;
+use common::*;
+
+/// The session id `scv exec` printed on stderr (`[session] ID`).
+fn session_of(output: &std::process::Output) -> String {
+    stderr(output)
+        .lines()
+        .find_map(|l| l.strip_prefix("[session] "))
+        .unwrap_or_else(|| panic!("no session id: {}", stderr(output)))
+        .to_string()
+}
+
+/// Every message text the last provider request carried.
+fn last_history(mock: &MockProvider) -> String {
+    mock.requests().last().expect("a request").body["messages"].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_resume_and_continue_carry_the_conversation_on() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["noted: kiwi"]));
+    let first = home
+        .scv()
+        .args(["exec", "remember the word kiwi"])
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let id = session_of(&first);
+
+    mock.push(Reply::text(["it was kiwi"]));
+    let resumed = home
+        .scv()
+        .args(["exec", "--resume", &id, "which word?"])
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(session_of(&resumed), id, "the same session");
+    assert!(stdout(&resumed).contains("it was kiwi"));
+    let history = last_history(&mock);
+    assert!(history.contains("remember the word kiwi"), "{history}");
+    assert!(history.contains("noted: kiwi"), "{history}");
+
+    // --continue: the last session of this directory, this one.
+    mock.push(Reply::text(["still kiwi"]));
+    let continued = home
+        .scv()
+        .args(["exec", "--continue", "and now?"])
+        .output()
+        .unwrap();
+    assert!(continued.status.success(), "{}", stderr(&continued));
+    assert_eq!(session_of(&continued), id);
+    let history = last_history(&mock);
+    assert!(history.contains("which word?"), "{history}");
+    assert!(history.contains("it was kiwi"), "{history}");
+
+    // --json: the resumed session.started says so.
+    mock.push(Reply::text(["ok"]));
+    let json = home
+        .scv()
+        .args(["exec", "--json", "--resume", &id, "once more"])
+        .output()
+        .unwrap();
+    let started = stdout(&json)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "session.started")
+        .expect("session.started");
+    assert_eq!(started["session_id"], id.as_str());
+    assert_eq!(started["resumed"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_refuses_an_unknown_session_and_a_directory_with_none() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let unknown = home
+        .scv()
+        .args(["exec", "--resume", "0000000000000000", "hi"])
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    let err = stderr(&unknown);
+    assert!(err.contains("session_not_found"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let none = home
+        .scv()
+        .args(["exec", "--continue", "hi"])
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    let err = stderr(&none);
+    assert!(err.contains("no earlier session"), "{err}");
+    assert_eq!(mock.request_count(), 0, "nothing was sent anywhere");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_list_export_and_delete() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // An answer with a clear-screen and a tool call with backticks in
+    // its output.
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path": "notes.md"}),
+    )]));
+    mock.push(Reply::text(["the notes say \u{1b}[2J hello"]));
+    std::fs::write(home.workspace().join("notes.md"), "```\nfenced\n```\n").unwrap();
+    let run = home
+        .scv()
+        .args(["exec", "--approve", "read", "summarize notes.md"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let id = session_of(&run);
+
+    let list = home.scv().args(["sessions", "list"]).output().unwrap();
+    let text = stdout(&list);
+    assert!(text.contains(&id), "{text}");
+    assert!(text.contains("summarize notes.md"), "{text}");
+    let json = home
+        .scv()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(listed[0]["session_id"], id.as_str());
+    assert_eq!(listed[0]["turns"], 1);
+    assert_eq!(listed[0]["open"], false);
+
+    let md = home
+        .scv()
+        .args(["sessions", "export", &id])
+        .output()
+        .unwrap();
+    let md = stdout(&md);
+    assert!(md.starts_with("# summarize notes.md\n"), "{md}");
+    assert!(md.contains("## User\n\nsummarize notes.md"), "{md}");
+    assert!(md.contains("### Tool `read_file` (done)"), "{md}");
+    // The output's own fence does not close the export's.
+    assert!(md.contains("````\n"), "{md}");
+    assert!(md.contains("the notes say ␛[2J hello"), "{md}");
+    assert!(!md.contains('\u{1b}'), "{md}");
+
+    let export = home
+        .scv()
+        .args(["sessions", "export", &id, "--format", "json"])
+        .output()
+        .unwrap();
+    let export: Value = serde_json::from_slice(&export.stdout).unwrap();
+    let kinds: Vec<&str> = export["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["user", "tool", "assistant", "turn_ended"],
+        "{export}"
+    );
+    assert_eq!(
+        export["items"][2]["text"], "the notes say \u{1b}[2J hello",
+        "JSON keeps the text exactly"
+    );
+
+    let deleted = home
+        .scv()
+        .args(["sessions", "delete", &id])
+        .output()
+        .unwrap();
+    assert!(deleted.status.success(), "{}", stderr(&deleted));
+    let list = home.scv().args(["sessions", "list"]).output().unwrap();
+    assert!(!stdout(&list).contains(&id));
+    let again = home
+        .scv()
+        .args(["sessions", "delete", &id])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("no stored session"),
+        "{}",
+        stderr(&again)
+    );
+}
