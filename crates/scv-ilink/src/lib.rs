@@ -7,7 +7,7 @@ pub mod store;
 pub mod types;
 
 pub use client::{IlinkClient, IlinkError};
-pub use store::{AccountStore, Credentials, Delivery, Settings};
+pub use store::{AccountStore, ChatSession, Credentials, Delivery, Settings};
 
 /// Seconds since the Unix epoch (0 if the clock is before it).
 pub fn unix_now() -> u64 {

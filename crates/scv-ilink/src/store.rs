@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// How many recent message ids are kept for dedupe.
 pub const RECENT_IDS: usize = 512;
+/// How many senders' last sessions are kept for `/resume`.
+pub const CHAT_SESSIONS: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Credentials {
@@ -49,6 +51,19 @@ pub struct Delivery {
     /// Recent message ids, oldest first.
     #[serde(default)]
     pub recent_ids: VecDeque<String>,
+    /// Each sender's last session that ran a turn, least recent first:
+    /// what `/resume` continues after a restart.
+    #[serde(default)]
+    pub chat_sessions: VecDeque<ChatSession>,
+}
+
+/// A sender's stored SCV session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatSession {
+    pub user_id: String,
+    pub session_id: String,
+    /// It was started with tools (the owner's, with `remote_tools = "owner"`).
+    pub tools: bool,
 }
 
 impl Delivery {
@@ -65,6 +80,21 @@ impl Delivery {
             self.recent_ids.pop_front();
         }
         true
+    }
+
+    /// Makes `session` its sender's last one (the least recent sender is
+    /// forgotten past [`CHAT_SESSIONS`]).
+    pub fn remember_session(&mut self, session: ChatSession) {
+        self.chat_sessions.retain(|s| s.user_id != session.user_id);
+        self.chat_sessions.push_back(session);
+        while self.chat_sessions.len() > CHAT_SESSIONS {
+            self.chat_sessions.pop_front();
+        }
+    }
+
+    /// `user`'s last session, if one is remembered.
+    pub fn session_of(&self, user: &str) -> Option<&ChatSession> {
+        self.chat_sessions.iter().find(|s| s.user_id == user)
     }
 }
 
@@ -287,6 +317,29 @@ mod tests {
         assert!(store
             .save_settings("../evil", &Settings::default())
             .is_err());
+    }
+
+    #[test]
+    fn each_sender_keeps_one_last_session_within_the_bound() {
+        let mut delivery = Delivery::default();
+        let session = |user: &str, id: &str| ChatSession {
+            user_id: user.into(),
+            session_id: id.into(),
+            tools: false,
+        };
+        delivery.remember_session(session("u1", "s1"));
+        delivery.remember_session(session("u2", "s2"));
+        delivery.remember_session(session("u1", "s3"));
+        assert_eq!(delivery.session_of("u1").unwrap().session_id, "s3");
+        assert_eq!(delivery.chat_sessions.len(), 2);
+        for i in 0..CHAT_SESSIONS {
+            delivery.remember_session(session(&format!("x{i}"), "s"));
+        }
+        assert_eq!(delivery.chat_sessions.len(), CHAT_SESSIONS);
+        assert!(delivery.session_of("u1").is_none(), "the least recent goes");
+        // An old delivery.json (no chat_sessions) still reads.
+        let old: Delivery = serde_json::from_str(r#"{"cursor":"c"}"#).unwrap();
+        assert!(old.chat_sessions.is_empty());
     }
 
     #[test]

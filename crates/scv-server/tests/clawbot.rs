@@ -412,13 +412,109 @@ async fn duplicates_are_dropped_and_delivery_state_survives_a_restart() {
     assert_eq!(last, "c5", "the saved cursor is used after a restart");
     bot.mock.push(Reply::text(["three"]));
     bot.ilink.inject_text(STRANGER, "third");
-    let sent = bot.wait_sent(STRANGER, 3).await;
-    assert_eq!(sent[2], "three");
+    let sent = bot.wait_sent(STRANGER, 4).await;
+    assert_eq!(
+        sent[2],
+        "(This is a new conversation. Send /resume to continue the earlier one.)"
+    );
+    assert_eq!(sent[3], "three");
     assert_eq!(bot.mock.request_count(), 3);
     let headers = &bot.ilink.calls("ilink/bot/getupdates")[0].headers;
     assert_eq!(headers["authorizationtype"], "ilink_bot_token");
     assert_eq!(headers["ilink-app-id"], "bot");
     assert!(!headers["x-wechat-uin"].is_empty());
+    bot.stop().await;
+}
+
+/// The history of the last provider request, as text.
+fn last_messages(bot: &Bot) -> String {
+    bot.mock.requests().last().unwrap().body["messages"].to_string()
+}
+
+#[tokio::test]
+async fn a_chat_continues_after_a_restart_only_when_its_sender_sends_resume() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.ilink.inject_text(STRANGER, "/resume");
+    let sent = bot.wait_sent(STRANGER, 1).await;
+    assert_eq!(sent[0], "There is no earlier conversation to continue.");
+    bot.mock.push(Reply::text(["noted: kiwi"]));
+    bot.ilink.inject_text(STRANGER, "remember the word kiwi");
+    bot.wait_sent(STRANGER, 2).await;
+    bot.mock.push(Reply::text(["owner noted: fig"]));
+    bot.ilink.inject_text(OWNER, "remember the word fig");
+    bot.wait_sent(OWNER, 1).await;
+    bot.stop().await;
+    let remembered = AccountStore::new(bot.home.path()).delivery("default");
+    assert_eq!(remembered.chat_sessions.len(), 2);
+    assert!(remembered.session_of(OWNER).unwrap().tools);
+    assert!(!remembered.session_of(STRANGER).unwrap().tools);
+
+    bot.daemon = spawn_daemon(BIN, bot.home.path(), &bot.socket, &bot.log);
+    bot.client = connect(&bot.socket).await;
+    bot.wait_state("connected").await;
+    // A plain message after the restart: a new conversation, and it says
+    // how to get the old one back.
+    bot.mock.push(Reply::text(["which word? I do not know"]));
+    bot.ilink.inject_text(STRANGER, "which word?");
+    let sent = bot.wait_sent(STRANGER, 4).await;
+    assert_eq!(
+        sent[2],
+        "(This is a new conversation. Send /resume to continue the earlier one.)"
+    );
+    assert!(
+        !last_messages(&bot).contains("kiwi"),
+        "nothing restored by itself"
+    );
+    // /resume brings the earlier one, though this chat ran a turn since.
+    let requests = bot.mock.request_count();
+    bot.ilink.inject_text(STRANGER, "/resume");
+    let sent = bot.wait_sent(STRANGER, 5).await;
+    assert_eq!(sent[4], "Continuing your earlier conversation.");
+    assert_eq!(bot.mock.request_count(), requests, "nothing ran again");
+    bot.mock.push(Reply::text(["it was kiwi"]));
+    bot.ilink.inject_text(STRANGER, "which word, then?");
+    bot.wait_sent(STRANGER, 6).await;
+    let history = last_messages(&bot);
+    assert!(history.contains("remember the word kiwi"), "{history}");
+    assert!(history.contains("noted: kiwi"), "{history}");
+    assert!(!history.contains("fig"), "only the sender's own: {history}");
+    assert!(
+        bot.mock
+            .requests()
+            .last()
+            .unwrap()
+            .body
+            .get("tools")
+            .is_none(),
+        "a stranger's resumed session has no tools"
+    );
+
+    // The owner's session had tools; with tools now off for the account
+    // it is not continued with them.
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    bot.ilink.inject_text(OWNER, "/resume");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert!(sent[1].contains("no longer allows"), "{sent:?}");
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.ilink.inject_text(OWNER, "/resume");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    assert_eq!(sent[2], "Continuing your earlier conversation.");
+    bot.mock.push(Reply::text(["it was fig"]));
+    bot.ilink.inject_text(OWNER, "which word?");
+    bot.wait_sent(OWNER, 4).await;
+    assert!(last_messages(&bot).contains("remember the word fig"));
+    assert!(bot
+        .mock
+        .requests()
+        .last()
+        .unwrap()
+        .body
+        .get("tools")
+        .is_some());
     bot.stop().await;
 }
 

@@ -7,11 +7,11 @@ use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
 use scv_client::session::{Outcome, Request, SessionClient, Stage, Update};
-use scv_client::Connection;
+use scv_client::{Connection, Open};
 use scv_ilink::types::WireMessage;
-use scv_ilink::{AccountStore, Delivery, IlinkClient};
-use scv_protocol::SessionStart;
+use scv_ilink::{AccountStore, ChatSession, Delivery, IlinkClient};
 use scv_protocol::{ClientMessage, ComponentState, Event, EventBody, RemoteTools, SessionClear};
+use scv_protocol::{SessionResume, SessionStart};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -36,7 +36,7 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
 const TYPING_EVERY: Duration = Duration::from_secs(5);
-const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
+const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
 
 struct Chat {
     user_id: String,
@@ -51,6 +51,16 @@ struct Chat {
     typing: Option<CancellationToken>,
     /// When this sender last sent something (for making room).
     last_active: Instant,
+    /// The session ran a turn (or was resumed), so it is stored and is
+    /// the one `/resume` continues next time.
+    stored: bool,
+    /// The sender's stored session this chat did not continue: `/resume`
+    /// brings it back.
+    earlier: Option<ChatSession>,
+    /// The session was started with tools.
+    tools: bool,
+    /// Prompts a resumed session had waiting (they did not run).
+    unsent: usize,
 }
 
 impl Chat {
@@ -107,6 +117,8 @@ impl Chat {
 
 struct Account {
     shared: Arc<Shared>,
+    /// Where `delivery` is saved (the poller saves it too).
+    store: AccountStore,
     connector: Arc<dyn Connector>,
     tasks: TaskTracker,
     spec: AccountSpec,
@@ -157,7 +169,7 @@ pub(super) async fn run(
     let _ = tokio::time::timeout(Duration::from_secs(5), client.notify(true)).await;
     let poller = poll::Poller {
         client: client.clone(),
-        store,
+        store: store.clone(),
         account: spec.account.clone(),
         bot_id: spec.credentials.bot_id.clone(),
         delivery: delivery.clone(),
@@ -167,6 +179,7 @@ pub(super) async fn run(
     let mut poller = tasks.spawn(poller.run(token.clone()));
     let mut account = Account {
         shared,
+        store,
         connector,
         tasks,
         spec,
@@ -250,6 +263,10 @@ impl Account {
             return;
         }
         let owner = self.is_owner(&user);
+        if text == "/resume" {
+            self.resume(&user).await;
+            return;
+        }
         if !self.chats.contains_key(&user) {
             // The owner always gets in (one over the bound at most).
             if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
@@ -260,11 +277,19 @@ impl Account {
                 .await;
                 return;
             }
-            match self.open_chat(&user).await {
-                Some(chat) => {
+            match self.open_chat(&user, None).await {
+                Ok(mut chat) => {
+                    chat.earlier = locked(&self.delivery).session_of(&user).cloned();
+                    if chat.earlier.is_some() && text != "/new" {
+                        self.reply(
+                            &user,
+                            "(This is a new conversation. Send /resume to continue the earlier one.)",
+                        )
+                        .await;
+                    }
                     self.chats.insert(user.clone(), chat);
                 }
-                None => {
+                Err(_) => {
                     self.reply(&user, "SCV could not start a session; try again later.")
                         .await;
                     return;
@@ -363,29 +388,52 @@ impl Account {
         }
     }
 
-    /// A session for `user`: tools only for the owner, and only when the
-    /// account grants `remote_tools = "owner"`.
-    async fn open_chat(&mut self, user: &str) -> Option<Chat> {
+    /// Tools only for the owner, and only when the account grants
+    /// `remote_tools = "owner"`.
+    fn tools_for(&self, user: &str) -> bool {
+        self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner
+    }
+
+    /// A session for `user`: a new one, or `resume` (a stored one of the
+    /// same sender). The error is the server's refusal, for the sender.
+    async fn open_chat(
+        &mut self,
+        user: &str,
+        resume: Option<&ChatSession>,
+    ) -> Result<Chat, String> {
         let client_side = self
             .connector
             .connect(&self.tasks, self.token.child_token());
         let (read, write) = tokio::io::split(client_side);
         let mut conn = Connection::new(read, write);
-        let tools = self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner;
-        let start = SessionStart {
-            cwd: self.spec.workspace.display().to_string(),
-            no_tools: !tools,
-            ..Default::default()
+        let tools = self.tools_for(user);
+        let open = match resume {
+            Some(stored) => Open::Resume(SessionResume {
+                session_id: stored.session_id.clone(),
+                provider: None,
+                model: None,
+            }),
+            None => Open::Start(SessionStart {
+                cwd: self.spec.workspace.display().to_string(),
+                no_tools: !tools,
+                ..Default::default()
+            }),
         };
         let opened =
-            tokio::time::timeout(Duration::from_secs(10), conn.handshake(None, None, start)).await;
-        let session_id = match opened {
-            Ok(Ok(opened)) => opened.session_id,
+            tokio::time::timeout(Duration::from_secs(10), conn.open(None, None, open)).await;
+        let (session_id, unsent) = match opened {
+            Ok(Ok(opened)) => {
+                let unsent = opened
+                    .started()
+                    .and_then(|s| s.unsent_prompts.as_ref())
+                    .map_or(0, Vec::len);
+                (opened.session_id, unsent)
+            }
             Ok(Err(err)) => {
                 tracing::warn!("clawbot:{}: session refused: {err:#}", self.spec.account);
-                return None;
+                return Err(format!("{err:#}"));
             }
-            Err(_) => return None,
+            Err(_) => return Err("SCV did not answer in time".into()),
         };
         let (mut reader, writer) = conn.into_parts();
         let events = self.events.clone();
@@ -410,7 +458,7 @@ impl Account {
         });
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id);
-        Some(Chat {
+        Ok(Chat {
             user_id: user.to_string(),
             writer,
             client,
@@ -419,7 +467,88 @@ impl Account {
             approvals: VecDeque::new(),
             typing: None,
             last_active: Instant::now(),
+            stored: resume.is_some(),
+            earlier: None,
+            tools: resume.map_or(tools, |s| s.tools),
+            unsent,
         })
+    }
+
+    /// `/resume`: the sender's earlier conversation takes this chat's
+    /// place — only theirs, never with more tools than the chat allows
+    /// now, and nothing of it runs again by itself.
+    async fn resume(&mut self, user: &str) {
+        let earlier = match self.chats.get(user) {
+            Some(chat) if chat.busy() => {
+                self.reply(user, "Wait for the answer (or /cancel it), then /resume.")
+                    .await;
+                return;
+            }
+            Some(chat) => chat.earlier.clone(),
+            None => locked(&self.delivery).session_of(user).cloned(),
+        };
+        let Some(earlier) = earlier else {
+            self.reply(user, "There is no earlier conversation to continue.")
+                .await;
+            return;
+        };
+        if earlier.tools && !self.tools_for(user) {
+            self.reply(
+                user,
+                "That conversation could use tools, which this chat no longer allows; it cannot be continued here. Send a message to start a new one.",
+            )
+            .await;
+            return;
+        }
+        // This chat's own session goes (stored if it ran a turn).
+        if let Some(mut chat) = self.chats.remove(user) {
+            chat.stop_typing();
+        }
+        match self.open_chat(user, Some(&earlier)).await {
+            Ok(chat) => {
+                let note = match chat.unsent {
+                    0 => "Continuing your earlier conversation.".to_string(),
+                    n => format!(
+                        "Continuing your earlier conversation. {n} message(s) were still waiting when SCV stopped; they did not run — send them again if you still want them."
+                    ),
+                };
+                self.chats.insert(user.to_string(), chat);
+                self.remember(user, &earlier).await;
+                self.reply(user, &note).await;
+            }
+            Err(err) => {
+                let why = if self.is_owner(user) {
+                    format!(": {}", err.chars().take(200).collect::<String>())
+                } else {
+                    String::new()
+                };
+                self.reply(
+                    user,
+                    &format!("The earlier conversation cannot be continued{why}. Send a message to start a new one."),
+                )
+                .await;
+            }
+        }
+    }
+
+    /// Saves `session` as `user`'s last one, for `/resume` after a restart.
+    async fn remember(&self, user: &str, session: &ChatSession) {
+        let snapshot = {
+            let mut delivery = locked(&self.delivery);
+            if delivery.session_of(user) == Some(session) {
+                return;
+            }
+            delivery.remember_session(session.clone());
+            delivery.clone()
+        };
+        let (store, account) = (self.store.clone(), self.spec.account.clone());
+        let saved = crate::blocking::run(move || store.save_delivery(&account, &snapshot)).await;
+        if let Ok(Err(err)) = saved {
+            tracing::info!(
+                "clawbot:{}: chat session not saved: {err}",
+                self.spec.account
+            );
+        }
     }
 
     /// Closes the least recently active idle stranger's session to make
@@ -454,6 +583,7 @@ impl Account {
         let applied = chat.client.apply(&event);
         chat.send_all(&applied.requests).await;
         let mut say: Vec<String> = Vec::new();
+        let mut remember = None;
         match &event.body {
             EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
                 chat.answer = content.clone()
@@ -469,6 +599,14 @@ impl Account {
         for update in applied.updates {
             match update {
                 Update::Started { .. } => {
+                    if !chat.stored {
+                        chat.stored = true;
+                        remember = Some(ChatSession {
+                            user_id: user.to_string(),
+                            session_id: chat.client.session_id().unwrap_or_default().to_string(),
+                            tools: chat.tools,
+                        });
+                    }
                     chat.answer.clear();
                     chat.stop_typing();
                     let token = self.token.child_token();
@@ -544,6 +682,9 @@ impl Account {
                 }
                 _ => {}
             }
+        }
+        if let Some(session) = remember {
+            self.remember(user, &session).await;
         }
         for text in say {
             self.reply(user, &text).await;
