@@ -5,8 +5,8 @@
 //! none of them waits for the daemon: each hands its request (with the
 //! responder) to the [`Bridge`](crate::bridge::Bridge) and returns. The
 //! bridge runs beside the dispatch loop as the connection's main task and
-//! answers when the daemon has. Methods without a handler (`session/load`,
-//! `authenticate`, `session/set_mode` …) get the SDK's "Method not found";
+//! answers when the daemon has. Methods without a handler (`authenticate`,
+//! `session/set_mode` …) get the SDK's "Method not found";
 //! requests before `initialize` its "Invalid request".
 
 use crate::bridge::{Bridge, Command};
@@ -14,7 +14,9 @@ use crate::options::Options;
 use crate::stdio::{self, Outflow};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionCapabilities, SessionListCapabilities,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -26,14 +28,17 @@ use tokio::sync::mpsc;
 pub const COMMAND_QUEUE: usize = 64;
 
 /// The answer to `initialize`: protocol version 1 (the SDK stamps the
-/// negotiated version too), no session loading, prompts of text and
+/// negotiated version too), stored sessions loaded and listed, prompts of text and
 /// embedded resources. No images or audio: the SCV protocol carries text
 /// prompts only, whatever the session's provider takes.
 pub fn initialize_response() -> InitializeResponse {
     InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
         .agent_capabilities(
             AgentCapabilities::new()
-                .load_session(false)
+                .load_session(true)
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                )
                 .prompt_capabilities(
                     PromptCapabilities::new()
                         .embedded_context(true)
@@ -71,6 +76,28 @@ pub async fn serve(options: Options) -> Result<(), Error> {
                             responder: Responder<NewSessionResponse>,
                             _cx: ConnectionTo<Client>| {
                     forward(&tx, Command::NewSession { request, responder }).await
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let tx = tx.clone();
+                async move |request: LoadSessionRequest,
+                            responder: Responder<LoadSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    forward(&tx, Command::LoadSession { request, responder }).await
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let tx = tx.clone();
+                async move |request: ListSessionsRequest,
+                            responder: Responder<ListSessionsResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    forward(&tx, Command::ListSessions { request, responder }).await
                 }
             },
             agent_client_protocol::on_receive_request!(),

@@ -21,15 +21,19 @@ use crate::stdio::Outflow;
 use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
 use crate::{errors, mcp, prompt};
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, NewSessionRequest, NewSessionResponse, PermissionOption,
+    ContentBlock, ContentChunk, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
     PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionNotification, SessionUpdate,
-    StopReason, TextContent,
+    RequestPermissionRequest, RequestPermissionResponse, SessionInfo, SessionNotification,
+    SessionUpdate, StopReason, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
 use scv_client::session::{Outcome, Request, SessionClient, Update};
-use scv_protocol::{ClientMessage, Event, EventBody, FailureCode, SessionStart};
+use scv_protocol::{
+    ClientMessage, Event, EventBody, FailureCode, SessionList, SessionResume, SessionStart,
+    StoredSession,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,6 +53,14 @@ pub enum Command {
     NewSession {
         request: NewSessionRequest,
         responder: Responder<NewSessionResponse>,
+    },
+    LoadSession {
+        request: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
+    },
+    ListSessions {
+        request: ListSessionsRequest,
+        responder: Responder<ListSessionsResponse>,
     },
     Prompt {
         request: PromptRequest,
@@ -101,6 +113,13 @@ pub struct Bridge {
     link: Option<Link>,
     /// `session/new` requests by the request id of their `session.start`.
     starting: HashMap<String, Responder<NewSessionResponse>>,
+    /// `session/load` requests by the request id of their `session.resume`
+    /// until `session.started`, ...
+    loading: HashMap<String, Responder<LoadSessionResponse>>,
+    /// ... then by session id until its `session.transcript` is replayed.
+    replaying: HashMap<String, Responder<LoadSessionResponse>>,
+    /// `session/list` requests by the request id of their `session.list`.
+    listing: HashMap<String, Responder<ListSessionsResponse>>,
     sessions: HashMap<String, Session>,
     /// Prompts by the request id of their `turn.start`.
     prompts: HashMap<String, Prompt>,
@@ -125,6 +144,9 @@ impl Bridge {
             outflow,
             link: None,
             starting: HashMap::new(),
+            loading: HashMap::new(),
+            replaying: HashMap::new(),
+            listing: HashMap::new(),
             sessions: HashMap::new(),
             prompts: HashMap::new(),
             started_any: false,
@@ -160,6 +182,14 @@ impl Bridge {
                     tracing::debug!("session/new refused: {err}");
                 }
             }
+            Command::LoadSession { request, responder } => {
+                if let Err(err) = self.load_session(request, responder).await {
+                    tracing::debug!("session/load refused: {err}");
+                }
+            }
+            Command::ListSessions { request, responder } => {
+                self.list_sessions(request, responder).await
+            }
             Command::Prompt { request, responder } => self.prompt(request, responder).await,
             Command::Cancel { session_id } => self.cancel(&session_id).await,
             Command::Permission {
@@ -176,10 +206,6 @@ impl Bridge {
         request: NewSessionRequest,
         responder: Responder<NewSessionResponse>,
     ) -> Result<(), Error> {
-        let refuse = |responder: Responder<NewSessionResponse>, err: Error| {
-            let _ = responder.respond_with_error(err.clone());
-            Err(err)
-        };
         if !request.cwd.is_absolute() {
             return refuse(
                 responder,
@@ -189,19 +215,13 @@ impl Bridge {
         let Some(cwd) = request.cwd.to_str().map(str::to_string) else {
             return refuse(responder, errors::invalid_params("cwd is not valid UTF-8"));
         };
-        if self.sessions.len() + self.starting.len() >= MAX_SESSIONS {
+        if self.session_count() >= MAX_SESSIONS {
             let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
             return refuse(responder, err);
         }
         let mcp_servers = mcp::for_session(&request.mcp_servers);
-        if self.link.is_none() {
-            match Link::open(&self.options.endpoint).await {
-                Ok(link) => self.link = Some(link),
-                Err(err) => {
-                    let err = errors::daemon(format!("cannot be reached: {err:#}"));
-                    return refuse(responder, err);
-                }
-            }
+        if let Err(err) = self.connect().await {
+            return refuse(responder, err);
         }
         let start = ClientMessage::SessionStart(SessionStart {
             cwd,
@@ -216,6 +236,109 @@ impl Bridge {
                 Ok(())
             }
             Err(err) => refuse(responder, err),
+        }
+    }
+
+    /// The daemon link, opened (starting the daemon) when there is none.
+    async fn connect(&mut self) -> Result<(), Error> {
+        if self.link.is_none() {
+            let link = Link::open(&self.options.endpoint)
+                .await
+                .map_err(|err| errors::daemon(format!("cannot be reached: {err:#}")))?;
+            self.link = Some(link);
+        }
+        Ok(())
+    }
+
+    /// Sessions held or on their way here.
+    fn session_count(&self) -> usize {
+        self.sessions.len() + self.starting.len() + self.loading.len()
+    }
+
+    /// `session/load` → `session.resume`: the stored session, live again
+    /// under the same id. Its past conversation is replayed as
+    /// `session/update`s before the answer (the daemon's
+    /// `session.transcript`); what was still queued does not run.
+    async fn load_session(
+        &mut self,
+        request: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
+    ) -> Result<(), Error> {
+        if !request.cwd.is_absolute() {
+            return refuse(
+                responder,
+                errors::invalid_params("cwd must be an absolute path"),
+            );
+        }
+        let session_id = request.session_id.0.to_string();
+        if self.sessions.contains_key(&session_id) || self.replaying.contains_key(&session_id) {
+            let err = errors::invalid_params(format!("session {session_id} is already loaded"));
+            return refuse(responder, err);
+        }
+        if self.session_count() >= MAX_SESSIONS {
+            let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
+            return refuse(responder, err);
+        }
+        if !request.mcp_servers.is_empty() {
+            // The SCV protocol's resume takes no MCP servers (yet).
+            tracing::info!(
+                "session/load: the editor's MCP servers are not attached to a loaded session"
+            );
+        }
+        if let Err(err) = self.connect().await {
+            return refuse(responder, err);
+        }
+        let resume = ClientMessage::SessionResume(SessionResume {
+            session_id,
+            provider: self.options.provider.clone(),
+            model: self.options.model.clone(),
+        });
+        match self.send(resume).await {
+            Ok(request_id) => {
+                self.loading.insert(request_id, responder);
+                Ok(())
+            }
+            Err(err) => refuse(responder, err),
+        }
+    }
+
+    /// `session/list` → `session.list`: the stored sessions (of `cwd`, when
+    /// given), most recently updated first, all in one page (the daemon
+    /// lists at most 1000).
+    async fn list_sessions(
+        &mut self,
+        request: ListSessionsRequest,
+        responder: Responder<ListSessionsResponse>,
+    ) {
+        if request.cursor.is_some() {
+            let err = errors::invalid_params("no such cursor: session/list answers in one page");
+            let _ = responder.respond_with_error(err);
+            return;
+        }
+        let cwd = match request.cwd.as_deref().map(|p| p.to_str()) {
+            Some(None) => {
+                let _ =
+                    responder.respond_with_error(errors::invalid_params("cwd is not valid UTF-8"));
+                return;
+            }
+            Some(Some(cwd)) => Some(cwd.to_string()),
+            None => None,
+        };
+        if let Err(err) = self.connect().await {
+            let _ = responder.respond_with_error(err);
+            return;
+        }
+        let list = ClientMessage::SessionList(SessionList {
+            cwd,
+            limit: Some(scv_protocol::MAX_SESSION_LIST_LIMIT),
+        });
+        match self.send(list).await {
+            Ok(request_id) => {
+                self.listing.insert(request_id, responder);
+            }
+            Err(err) => {
+                let _ = responder.respond_with_error(err);
+            }
         }
     }
 
@@ -325,10 +448,36 @@ impl Bridge {
             return;
         }
         if let EventBody::Error(error) = &event.body {
+            let refused = errors::refused(error.code, &error.message);
             if let Some(responder) = self.starting.remove(&request_id) {
-                let _ = responder.respond_with_error(errors::refused(error.code, &error.message));
+                let _ = responder.respond_with_error(refused);
                 return;
             }
+            if let Some(responder) = self.loading.remove(&request_id) {
+                let _ = responder.respond_with_error(refused);
+                return;
+            }
+            if let Some(responder) = self.listing.remove(&request_id) {
+                let _ = responder.respond_with_error(refused);
+                return;
+            }
+        }
+        if let EventBody::SessionListed { sessions } = event.body {
+            if let Some(responder) = self.listing.remove(&request_id) {
+                let infos = sessions.into_iter().map(session_info).collect();
+                let _ = responder.respond(ListSessionsResponse::new(infos));
+            }
+            return;
+        }
+        if let EventBody::SessionTranscript { items, truncated } = event.body {
+            let session_id = event.session_id.unwrap_or_default();
+            if let Some(responder) = self.replaying.remove(&session_id) {
+                for update in crate::replay::updates(items, truncated) {
+                    self.notify(&session_id, update);
+                }
+                let _ = responder.respond(LoadSessionResponse::new());
+            }
+            return;
         }
         // The session: the event's own, or (errors) the one whose client
         // sent the request.
@@ -365,9 +514,11 @@ impl Bridge {
         session_id: String,
         started: &scv_protocol::SessionStarted,
     ) {
-        let Some(responder) = self.starting.remove(request_id) else {
+        let new = self.starting.remove(request_id);
+        let loaded = self.loading.remove(request_id);
+        if new.is_none() && loaded.is_none() {
             return;
-        };
+        }
         tracing::info!(
             "session {session_id} in {} (model {}, sandbox {})",
             started.cwd,
@@ -387,7 +538,12 @@ impl Bridge {
             },
         );
         self.started_any = true;
-        let _ = responder.respond(NewSessionResponse::new(session_id));
+        if let Some(responder) = new {
+            let _ = responder.respond(NewSessionResponse::new(session_id));
+        } else if let Some(responder) = loaded {
+            // Answered once the past conversation is replayed.
+            self.replaying.insert(session_id, responder);
+        }
     }
 
     /// What an event shows in the editor: text, thoughts, tool calls.
@@ -634,6 +790,13 @@ impl Bridge {
         for (_, responder) in self.starting.drain() {
             let _ = responder.respond_with_error(errors::daemon(format!("went away ({reason})")));
         }
+        let gone = || errors::daemon(format!("went away ({reason})"));
+        for (_, responder) in self.loading.drain().chain(self.replaying.drain()) {
+            let _ = responder.respond_with_error(gone());
+        }
+        for (_, responder) in self.listing.drain() {
+            let _ = responder.respond_with_error(gone());
+        }
         for (_, prompt) in self.prompts.drain() {
             let err = errors::daemon(format!(
                 "went away during the prompt ({reason}); its session is gone, start a new one"
@@ -667,8 +830,31 @@ impl Bridge {
         for (_, responder) in self.starting.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
+        for (_, responder) in self.loading.drain().chain(self.replaying.drain()) {
+            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
+        }
+        for (_, responder) in self.listing.drain() {
+            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
+        }
         self.link = None;
     }
+}
+
+/// Answers a request with `err`, and returns it (for the log).
+fn refuse<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    err: Error,
+) -> Result<(), Error> {
+    let _ = responder.respond_with_error(err.clone());
+    Err(err)
+}
+
+/// A stored session as ACP lists it.
+fn session_info(stored: StoredSession) -> SessionInfo {
+    let title = (!stored.title.is_empty()).then_some(stored.title);
+    SessionInfo::new(stored.session_id, PathBuf::from(stored.cwd))
+        .title(title)
+        .updated_at(scv_client::time::rfc3339(stored.updated_unix_seconds))
 }
 
 fn chunk(text: String) -> ContentChunk {

@@ -36,6 +36,7 @@ pub mod errors;
 pub mod mcp;
 mod options;
 pub mod prompt;
+pub mod replay;
 pub mod stdio;
 pub mod updates;
 

@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod home;
 pub mod session;
 pub mod text;
+pub mod time;
 
 pub use connection::{frame_line, Connection, Open, Opened};
 pub use control::{control, ControlError};

@@ -5,6 +5,7 @@
 
 use anyhow::{anyhow, Result};
 use scv_client::text::visible;
+use scv_client::time::utc;
 use scv_protocol::{TranscriptItem, TurnOutcome};
 use scv_store::{Listed, SessionStore, StoreError};
 use std::fmt::Write as _;
@@ -212,36 +213,12 @@ fn fenced(text: &str, lang: &str) -> String {
     format!("{fence}{lang}\n{}\n{fence}\n", text.trim_end_matches('\n'))
 }
 
-/// `YYYY-MM-DD HH:MM UTC` for unix seconds (days to a civil date after
-/// Howard Hinnant's `civil_from_days`).
-pub fn utc(seconds: u64) -> String {
-    let days = (seconds / 86_400) as i64;
-    let rest = seconds % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn dates_and_ages() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        assert_eq!(utc(1_796_083_200 + 3_723), "2026-12-01 01:02 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+    fn ages() {
         assert_eq!(age(30), "just now");
         assert_eq!(age(7_200), "2h ago");
         assert_eq!(age(3 * 86_400), "3d ago");

@@ -213,6 +213,13 @@ fn of_kind(messages: &[Value], kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A JSON-RPC error's code.
+fn code(answer: &Value) -> i64 {
+    answer["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{answer}"))
+}
+
 fn is_permission(m: &Value) -> bool {
     m["method"] == "session/request_permission"
 }
@@ -298,7 +305,8 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
     assert_eq!(result["agentInfo"]["name"], "scv");
     assert_eq!(result["agentInfo"]["version"], env!("CARGO_PKG_VERSION"));
     let caps = &result["agentCapabilities"];
-    assert_eq!(caps["loadSession"], false);
+    assert_eq!(caps["loadSession"], true);
+    assert!(caps["sessionCapabilities"]["list"].is_object(), "{caps}");
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
     assert_eq!(caps["promptCapabilities"]["image"], false);
     assert!(home.daemon_pid().is_none(), "no daemon before session/new");
@@ -672,12 +680,6 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
     let mock = MockProvider::start().await;
     let home = Home::new(&mock, "");
     let mut acp = Acp::spawn(&home);
-    let code = |answer: &Value| {
-        answer["error"]["code"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("{answer}"))
-    };
-
     // Before initialize.
     let answer = acp
         .call(
@@ -719,7 +721,17 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
             json!({"sessionId": "x", "cwd": home.workspace(), "mcpServers": []}),
         )
         .await;
-    assert_eq!(code(&answer), -32601);
+    assert_eq!(code(&answer), -32002, "{answer}");
+    assert_eq!(answer["error"]["data"]["scvCode"], "session_not_found");
+    let answer = acp
+        .call(
+            "session/load",
+            json!({"sessionId": "x", "cwd": "relative", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32602, "{answer}");
+    let answer = acp.call("session/list", json!({"cursor": "c2"})).await;
+    assert_eq!(code(&answer), -32602, "{answer}");
 
     // A relative or missing workspace.
     let answer = acp
@@ -902,7 +914,8 @@ async fn an_editors_mcp_server_serves_its_session() {
 }
 
 /// The official TypeScript SDK's client (tests/acp-interop/interop.mjs)
-/// against `scv acp`: handshake, prompt, permission, cancel. Skips when
+/// against `scv acp`: handshake, prompt, permission, cancel, then list and
+/// load in a second `scv acp`. Skips when
 /// node or the SDK is missing, unless `SCV_REQUIRE_INTEROP=1` (`.ci/run`
 /// installs the SDK and sets it).
 #[tokio::test(flavor = "multi_thread")]
@@ -937,6 +950,7 @@ async fn the_official_typescript_sdk_drives_scv_acp() {
     )]));
     mock.push(Reply::text(["Edited."]));
     mock.push(slow_answer());
+    mock.push(Reply::text(["Back ", "again."]));
     let mut command = tokio::process::Command::new("node");
     command
         .arg(dir.join("interop.mjs"))
@@ -958,6 +972,9 @@ async fn the_official_typescript_sdk_drives_scv_acp() {
         "ok: the file changed",
         "ok: cancel stopReason cancelled",
         "ok: scv acp exited 0",
+        "ok: replayed edit",
+        "ok: loaded session stopReason end_turn",
+        "ok: the second scv acp exited 0",
     ] {
         assert!(stderr.contains(check), "{check}:\n{stderr}");
     }
@@ -966,4 +983,89 @@ async fn the_official_typescript_sdk_drives_scv_acp() {
     assert!(bodies[0].contains("INTEROP-HELLO"));
     assert!(bodies[1].contains("INTEROP-EDIT") && bodies[1].contains("```file://"));
     assert!(bodies[3].contains("INTEROP-CANCEL"));
+}
+
+/// An editor closes and comes back: `session/list` shows the session,
+/// `session/load` replays it (prompt, tool call, answer) before it
+/// answers, nothing runs again, and the next prompt carries the history.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_loads_in_the_next_scv_acp_with_its_conversation_replayed() {
+    let (mock, home, mut acp, session) = opened("").await;
+    std::fs::write(home.workspace().join("notes.txt"), "kiwi\n").unwrap();
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    )]));
+    mock.push(Reply::text(["The notes say kiwi."]));
+    let id = acp.prompt(&session, "what do the notes say").await;
+    let (_, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn");
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
+
+    let mut acp = Acp::spawn(&home);
+    acp.initialize().await;
+    let listed = acp
+        .call("session/list", json!({"cwd": home.workspace()}))
+        .await;
+    let sessions = listed["result"]["sessions"].as_array().unwrap().clone();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], session.as_str());
+    assert_eq!(sessions[0]["title"], "what do the notes say");
+    assert!(
+        sessions[0]["updatedAt"].as_str().unwrap().ends_with('Z'),
+        "{listed}"
+    );
+    let elsewhere = acp
+        .call("session/list", json!({"cwd": "/nonexistent-dir"}))
+        .await;
+    assert_eq!(elsewhere["result"]["sessions"], json!([]));
+
+    let requests = mock.request_count();
+    let load = acp
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    let (before, loaded) = acp.answer(load).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let replayed = updates(&before);
+    let kinds: Vec<&str> = replayed
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["user_message_chunk", "tool_call", "agent_message_chunk"],
+        "{replayed:?}"
+    );
+    assert_eq!(replayed[0]["content"]["text"], "what do the notes say");
+    assert_eq!(replayed[1]["title"], "Read file: notes.txt");
+    assert_eq!(replayed[1]["status"], "completed");
+    assert_eq!(replayed[2]["content"]["text"], "The notes say kiwi.");
+    assert_eq!(mock.request_count(), requests, "nothing ran again");
+    // Loading it twice here is refused; the session works.
+    let again = acp
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(code(&again), -32602, "{again}");
+
+    mock.push(Reply::text(["Still kiwi."]));
+    let id = acp.prompt(&session, "and now?").await;
+    let (seen, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "Still kiwi.");
+    let history = mock.requests().last().unwrap().body["messages"].to_string();
+    assert!(history.contains("what do the notes say"), "{history}");
+    assert!(
+        history.contains("kiwi\\n"),
+        "the tool result too: {history}"
+    );
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
 }

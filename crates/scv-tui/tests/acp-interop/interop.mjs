@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Drives `scv acp` with the official ACP TypeScript SDK's client
 // (@agentclientprotocol/sdk, pinned in package.json): handshake, a prompt,
-// a permission request answered "Allow", a cancel. Run by
+// a permission request answered "Allow", a cancel; then a second `scv acp`
+// lists the stored session, loads it (the conversation replayed) and
+// prompts it again. Run by
 // crates/scv-tui/tests/acp.rs, which scripts the mock provider in this
 // order and sets SCV_HOME and SCV_SERVER_BIN.
 //
@@ -15,9 +17,13 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const [scv, workspace] = process.argv.slice(2);
-const child = spawn(scv, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
-const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+const start = () => {
+  const child = spawn(scv, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  return { child, exited, stream };
+};
+const { child, exited, stream } = start();
 
 let failed = false;
 const check = (ok, what) => {
@@ -26,6 +32,7 @@ const check = (ok, what) => {
 };
 
 let updates = [];
+let sessionId = null;
 const permissions = [];
 // Set during the prompt to cancel: cancel at its first answer chunk.
 let cancelOnChunk = null;
@@ -64,12 +71,13 @@ try {
     check(init.protocolVersion === 1, `protocolVersion ${init.protocolVersion}`);
     check(init.agentInfo?.name === "scv", `agentInfo.name ${init.agentInfo?.name}`);
     check(init.agentCapabilities?.promptCapabilities?.embeddedContext === true, "embeddedContext");
-    check(init.agentCapabilities?.loadSession === false, "loadSession false");
+    check(init.agentCapabilities?.loadSession === true, "loadSession true");
+    check(typeof init.agentCapabilities?.sessionCapabilities?.list === "object", "sessionCapabilities.list");
 
-    const { sessionId } = await agent.request(acp.methods.agent.session.new, {
+    ({ sessionId } = await agent.request(acp.methods.agent.session.new, {
       cwd: workspace,
       mcpServers: [],
-    });
+    }));
     check(typeof sessionId === "string" && sessionId.length > 0, `session ${sessionId}`);
 
     // A prompt and its streamed answer.
@@ -134,4 +142,43 @@ try {
 }
 const code = await exited;
 check(code === 0, `scv acp exited ${code} after stdin closed`);
+
+// The editor comes back: the session is listed, loads with its
+// conversation replayed before the answer, and takes the next prompt.
+const second = start();
+try {
+  await app.connectWith(second.stream, async (agent) => {
+    await agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientInfo: { name: "scv-interop", version: "0.0.1" },
+    });
+    const listed = await agent.request(acp.methods.agent.session.list, { cwd: workspace });
+    const found = listed.sessions.find((s) => s.sessionId === sessionId);
+    check(found?.title === "INTEROP-HELLO", `listed title ${found?.title}`);
+    check(typeof found?.updatedAt === "string" && !Number.isNaN(Date.parse(found.updatedAt)), `updatedAt ${found?.updatedAt}`);
+    updates = [];
+    await agent.request(acp.methods.agent.session.load, { sessionId, cwd: workspace, mcpServers: [] });
+    const prompts = updates.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
+    check(
+      JSON.stringify(prompts.map((p) => p.split("\n")[0])) === JSON.stringify(["INTEROP-HELLO", "INTEROP-EDIT", "INTEROP-CANCEL"]),
+      `replayed prompts ${JSON.stringify(prompts)}`,
+    );
+    check(text("agent_message_chunk").startsWith("Hello from SCV."), "replayed answer");
+    check(updates.some((u) => u.sessionUpdate === "tool_call" && u.status === "completed"), "replayed edit");
+    updates = [];
+    const again = await agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "INTEROP-AGAIN" }],
+    });
+    check(again.stopReason === "end_turn", `loaded session stopReason ${again.stopReason}`);
+    check(text("agent_message_chunk") === "Back again.", `loaded session text "${text("agent_message_chunk")}"`);
+  });
+} catch (err) {
+  check(false, `the second connection failed: ${err?.stack ?? err}`);
+} finally {
+  second.child.stdin.end();
+}
+const secondCode = await second.exited;
+check(secondCode === 0, `the second scv acp exited ${secondCode}`);
 process.exit(failed ? 1 : 0);
