@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use scv_protocol::{DaemonCommand, RemoteTools, Risk};
 use scv_tui::session::Which;
-use scv_tui::{clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui};
+use scv_tui::{bridge_cmd, clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -79,6 +79,9 @@ enum Command {
     },
     /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
     Acp,
+    /// Join stdin/stdout to the daemon's socket, starting the daemon when
+    /// absent (what `scv --remote` runs over ssh).
+    Bridge,
     /// Drive SCV from WeChat: log in a ClawBot account and manage it.
     Clawbot {
         #[command(subcommand)]
@@ -334,6 +337,7 @@ fn main() -> ExitCode {
             })
             .await
             .map(|()| ExitCode::SUCCESS),
+            Some(Command::Bridge) => bridge_cmd::run(&home, &socket).await,
             Some(Command::Clawbot { action }) => match action {
                 ClawbotAction::Login { account, base_url } => {
                     clawbot_cmd::login(&home, &socket, &account, base_url).await
