@@ -1,7 +1,7 @@
 //! Where a front end finds the daemon, and one connection to it over any
-//! byte stream: the local socket today (started when absent, as `scv`
-//! does), another machine's daemon through a bridge tomorrow — the
-//! front ends only see a [`DaemonConnection`].
+//! byte stream: the local socket (started when absent, as `scv` does) or
+//! another machine's daemon through `ssh HOST scv bridge` — the front ends
+//! only see a [`DaemonConnection`].
 
 use crate::Connection;
 use anyhow::{Context, Result};
@@ -19,11 +19,20 @@ pub enum Endpoint {
     /// This machine's daemon on `socket`; `home` is its `$SCV_HOME` (to
     /// start it).
     Local { home: PathBuf, socket: PathBuf },
+    /// The daemon on `host`, through `ssh HOST COMMAND`: `ssh` is the
+    /// program and its options, `command` the remote shell's command line
+    /// (`scv bridge`, which starts that daemon when absent).
+    Remote {
+        host: String,
+        ssh: Vec<String>,
+        command: String,
+    },
 }
 
 impl Endpoint {
     /// A connection to the daemon; with `start`, the daemon is launched
-    /// when absent.
+    /// when absent. A remote one is always started by its bridge: the
+    /// bridge's command line has no way to say otherwise.
     pub async fn connect(&self, start: bool) -> Result<DaemonConnection> {
         match self {
             Endpoint::Local { home, socket } => {
@@ -39,6 +48,10 @@ impl Endpoint {
                 let (reader, writer) = stream.into_split();
                 Ok(Connection::new(Box::new(reader), Box::new(writer)))
             }
+            Endpoint::Remote { host, ssh, command } => {
+                let (reader, writer) = crate::remote::connect(host, ssh, command)?;
+                Ok(Connection::new(Box::new(reader), Box::new(writer)))
+            }
         }
     }
 
@@ -46,6 +59,7 @@ impl Endpoint {
     pub fn describe(&self) -> String {
         match self {
             Endpoint::Local { socket, .. } => socket.display().to_string(),
+            Endpoint::Remote { host, .. } => format!("{host} over ssh"),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! SCV client library: where `$SCV_HOME` and the daemon socket live, and a
-//! typed protocol connection over any byte stream, the daemon control
+//! typed protocol connection over any byte stream (the local socket, or
+//! ssh to another machine's `scv bridge`), the daemon control
 //! helper, and starting the daemon when it is not running.
 
 pub mod connection;
@@ -7,6 +8,7 @@ pub mod control;
 pub mod daemon;
 pub mod endpoint;
 pub mod home;
+mod remote;
 pub mod session;
 pub mod text;
 pub mod time;

@@ -8,6 +8,7 @@
 //! every line. Text bound for a terminal has its control characters shown
 //! visibly, so model or tool output cannot drive the terminal. Exit 0 when
 //! the turn completed, 1 when it failed, 130 when it was cancelled.
+//! With `--remote`, `--cwd` is a path on that machine.
 //! `--resume ID` / `--continue` run the turn in a stored session; the
 //! session's id is on stderr (`[session] ID`) or, with `--json`, in its
 //! `session.started`.
@@ -19,7 +20,7 @@ use scv_client::text::visible;
 use scv_protocol::{EventBody, Risk};
 use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `text` as it may be printed on `tty`.
@@ -67,6 +68,29 @@ fn read_prompt(prompt: Option<String>) -> Result<String> {
     Ok(prompt)
 }
 
+/// `--cwd DIR` or the current directory. A remote daemon's workspace is a
+/// path on its machine, checked there: by default the same path as here.
+fn workspace(endpoint: &scv_client::Endpoint, cwd: Option<&Path>) -> Result<PathBuf> {
+    if let scv_client::Endpoint::Remote { .. } = endpoint {
+        return match cwd {
+            Some(dir) => Ok(dir.to_path_buf()),
+            None => Ok(std::env::current_dir()?),
+        };
+    }
+    match cwd {
+        Some(dir) => {
+            let dir = dir
+                .canonicalize()
+                .map_err(|err| anyhow::anyhow!("--cwd {}: {err}", dir.display()))?;
+            if !dir.is_dir() {
+                anyhow::bail!("--cwd {}: not a directory", dir.display());
+            }
+            Ok(dir)
+        }
+        None => Ok(std::env::current_dir()?.canonicalize()?),
+    }
+}
+
 pub async fn run(
     endpoint: &scv_client::Endpoint,
     prompt: Option<String>,
@@ -76,18 +100,7 @@ pub async fn run(
     let json = options.json;
     let approve = &options.approve[..];
     let prompt = read_prompt(prompt)?;
-    let cwd = match &options.cwd {
-        Some(dir) => {
-            let dir = dir
-                .canonicalize()
-                .map_err(|err| anyhow::anyhow!("--cwd {}: {err}", dir.display()))?;
-            if !dir.is_dir() {
-                anyhow::bail!("--cwd {}: not a directory", dir.display());
-            }
-            dir
-        }
-        None => std::env::current_dir()?.canonicalize()?,
-    };
+    let cwd = workspace(endpoint, options.cwd.as_deref())?;
     let capabilities = options.reasoning.then_some(scv_protocol::Capabilities {
         reasoning: true,
         sessions: false,

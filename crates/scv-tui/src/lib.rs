@@ -1,7 +1,9 @@
 //! The `scv` command: the terminal UI, `scv exec`, `scv daemon …` and
-//! `scv clawbot …`, `scv mcp list`, `scv sessions …`.
+//! `scv clawbot …`, `scv mcp list`, `scv sessions …`, and `scv bridge`
+//! (what `scv --remote HOST` runs over ssh).
 //! It talks to the daemon only through the protocol.
 
+pub mod bridge_cmd;
 pub mod clawbot_cmd;
 pub mod daemon_cmd;
 pub mod exec;

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use scv_protocol::{DaemonCommand, RemoteTools, Risk};
 use scv_tui::session::Which;
-use scv_tui::{clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui};
+use scv_tui::{bridge_cmd, clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,6 +18,17 @@ struct Cli {
     /// The daemon socket (default $SCV_HOME/server.sock, $SCV_HOME defaulting to ~/.scv).
     #[arg(long, global = true, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Use the daemon on another machine: runs `ssh HOST scv bridge`
+    /// ($SCV_SSH replaces `ssh`, $SCV_REMOTE_COMMAND `scv bridge`). The
+    /// daemon, tools and sandbox run there, in the same directory path as
+    /// here unless `exec --cwd` names another.
+    #[arg(
+        long,
+        global = true,
+        value_name = "[USER@]HOST",
+        conflicts_with = "socket"
+    )]
+    remote: Option<String>,
     /// The provider definition for the session (a preset such as
     /// `anthropic`, or a `[providers.NAME]` table); default: the config's.
     #[arg(long, global = true, value_name = "NAME")]
@@ -46,7 +57,8 @@ enum Command {
         /// `--json`, otherwise the thinking on standard error.
         #[arg(long)]
         reasoning: bool,
-        /// The workspace (default: the current directory).
+        /// The workspace (default: the current directory); with
+        /// `--remote`, a path on that machine (default: the same path).
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
         /// Risk classes to approve (comma-separated); other approvals are denied.
@@ -79,6 +91,9 @@ enum Command {
     },
     /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
     Acp,
+    /// Join stdin/stdout to the daemon's socket, starting the daemon when
+    /// absent (what `scv --remote` runs over ssh).
+    Bridge,
     /// Drive SCV from WeChat: log in a ClawBot account and manage it.
     Clawbot {
         #[command(subcommand)]
@@ -232,14 +247,62 @@ impl From<RiskArg> for Risk {
     }
 }
 
+/// What only acts on this machine (its store, its daemon's process, its
+/// socket), by name: `--remote` is refused for it.
+fn local_only(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Sessions { .. } => Some("sessions"),
+        Command::Daemon { .. } => Some("daemon"),
+        Command::Clawbot { .. } => Some("clawbot"),
+        Command::Mcp { .. } => Some("mcp"),
+        Command::Bridge => Some("bridge"),
+        Command::Exec { .. } | Command::Resume { .. } | Command::Acp => None,
+    }
+}
+
+/// The daemon on `host` through ssh: `$SCV_SSH` (default `ssh`) split
+/// into words as a shell would, running `$SCV_REMOTE_COMMAND` (default
+/// `scv bridge`, for a remote `scv` on the login shell's PATH) there.
+fn remote_endpoint(host: &str) -> Result<scv_client::Endpoint, String> {
+    let setting = |name: &str, default: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|value| !value.trim().is_empty())
+            .unwrap_or_else(|| default.into())
+    };
+    let ssh = setting("SCV_SSH", "ssh");
+    let ssh = shlex::split(&ssh).ok_or_else(|| format!("SCV_SSH `{ssh}`: unbalanced quotes"))?;
+    Ok(scv_client::Endpoint::Remote {
+        host: host.into(),
+        ssh,
+        command: setting("SCV_REMOTE_COMMAND", "scv bridge"),
+    })
+}
+
 fn main() -> ExitCode {
     let launched = std::time::Instant::now();
     let cli = Cli::parse();
     let home = scv_client::scv_home();
     let socket = cli.socket.unwrap_or_else(|| home.join("server.sock"));
-    let endpoint = scv_client::Endpoint::Local {
-        home: home.clone(),
-        socket: socket.clone(),
+    let endpoint = match &cli.remote {
+        None => scv_client::Endpoint::Local {
+            home: home.clone(),
+            socket: socket.clone(),
+        },
+        Some(host) => {
+            if let Some(name) = cli.command.as_ref().and_then(local_only) {
+                let refusal = format!("`scv {name}` acts on this machine only and takes no --remote; run it on {host} (`ssh {host} scv {name} …`)");
+                eprintln!("scv: {}", scv_client::text::visible(&refusal));
+                return ExitCode::FAILURE;
+            }
+            match remote_endpoint(host) {
+                Ok(endpoint) => endpoint,
+                Err(err) => {
+                    eprintln!("scv: {}", scv_client::text::visible(&err));
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
     };
     let choice = scv_tui::session::Choice {
         provider: cli.provider,
@@ -334,6 +397,7 @@ fn main() -> ExitCode {
             })
             .await
             .map(|()| ExitCode::SUCCESS),
+            Some(Command::Bridge) => bridge_cmd::run(&home, &socket).await,
             Some(Command::Clawbot { action }) => match action {
                 ClawbotAction::Login { account, base_url } => {
                     clawbot_cmd::login(&home, &socket, &account, base_url).await

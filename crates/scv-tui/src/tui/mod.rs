@@ -108,9 +108,11 @@ pub async fn run(
     }
     highlight::warm_up();
     let cwd = std::env::current_dir()?.canonicalize()?;
-    // The first-run probe of local servers runs while the session opens.
+    // The first-run probe of local servers runs while the session opens
+    // (a remote daemon's configuration is not ours to read).
     let home = match &endpoint {
         Endpoint::Local { home, .. } => Some(home.clone()),
+        Endpoint::Remote { .. } => None,
     };
     let missing_key = home
         .as_deref()
