@@ -42,8 +42,10 @@ fn ms(d: Duration) -> f64 {
 
 async fn initialize(client: &mut TestServer) {
     client
-        .send(json!({"type":"initialize","request_id":"init","protocol_version":2,
-            "client":{"name":"bench","version":"0"},"capabilities":{"sessions":true}}))
+        .send(
+            json!({"type":"initialize","request_id":"init","protocol_version":2,
+            "client":{"name":"bench","version":"0"},"capabilities":{"sessions":true}}),
+        )
         .await;
     client.expect("initialized").await;
 }
@@ -127,7 +129,11 @@ async fn real_session(
     deltas: usize,
     events: usize,
 ) -> (String, usize) {
-    std::fs::write(cwd.join("notes.md"), "# Notes\nThe build runs on two cores.\n").unwrap();
+    std::fs::write(
+        cwd.join("notes.md"),
+        "# Notes\nThe build runs on two cores.\n",
+    )
+    .unwrap();
     let session = client.start_session(cwd).await;
     let mut emitted = 0;
     let answer: Vec<String> = (0..deltas).map(|i| format!("word{i} ")).collect();
@@ -142,12 +148,19 @@ async fn real_session(
         )]));
         mock.push(Reply::text(&answer));
         client
-            .start_turn(&session, &format!("r{turn}"), &format!("question {turn}: what do the notes say about the build?"))
+            .start_turn(
+                &session,
+                &format!("r{turn}"),
+                &format!("question {turn}: what do the notes say about the build?"),
+            )
             .await;
         let seen = client.until_terminal().await;
         assert_eq!(seen.last().unwrap()["type"], "turn.completed", "{seen:?}");
         // The turn's events, the queue.updated ones included.
-        emitted += seen.iter().filter(|e| e["session_id"] == session.as_str()).count();
+        emitted += seen
+            .iter()
+            .filter(|e| e["session_id"] == session.as_str())
+            .count();
     }
     (session, emitted)
 }
@@ -248,7 +261,10 @@ async fn store_operations(mock: &MockProvider) {
     let mut client = TestServer::connect(&socket).await;
     initialize(&mut client).await;
     let (with, listed) = time_list(&mut client, 30).await;
-    println!("session.list of {listed} sessions, summaries present: median {:.2} ms (30 requests)", ms(with));
+    println!(
+        "session.list of {listed} sessions, summaries present: median {:.2} ms (30 requests)",
+        ms(with)
+    );
     for id in &copied {
         std::fs::remove_file(store.dir().join(format!("{id}.meta"))).unwrap();
     }
@@ -292,7 +308,10 @@ async fn store_operations(mock: &MockProvider) {
             times.push(took);
             drop(client);
         }
-        println!("session.fork of the {name} session: median {:.2} ms (5 runs)", ms(median(times)));
+        println!(
+            "session.fork of the {name} session: median {:.2} ms (5 runs)",
+            ms(median(times))
+        );
     }
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     daemon.wait().await.unwrap();
