@@ -1,0 +1,234 @@
+//! SCV's workspace checkpoints: snapshots of a workspace, taken before and
+//! after each agent turn, that can put it back exactly as it was — undo
+//! anything the agent did — without ever touching `.git`.
+//!
+//! **What is recorded.** Every regular file (content and permission bits),
+//! symlink (its target text, never followed) and directory under the
+//! workspace, except any entry named `.git` and what the ignore files
+//! exclude (`.gitignore` and `.ignore` in any directory, the root's
+//! `.git/info/exclude`, applied as git and ripgrep do, without a global
+//! excludes file or the workspace's parents; hidden files are included).
+//! FIFOs, sockets, devices, and what cannot be read are listed in the
+//! snapshot's `skipped` with why; they are opened (if at all) with
+//! `O_NONBLOCK|O_NOFOLLOW` and read only if `fstat` says regular file.
+//! Files over [`MAX_CONTENT_BYTES`] are recorded by metadata only. The walk
+//! goes through directory fds opened with `O_NOFOLLOW`, so nothing outside
+//! the workspace is read even if a directory is swapped for a link during
+//! it. Names or link targets that are not UTF-8 are skipped.
+//!
+//! **The store.** `$SCV_HOME/checkpoints/` (0700, ours, not a link; files
+//! 0600), content-addressed by SHA-256 and shared by every session:
+//! `objects/ab/cdef…` holds file contents as they are; `trees/ab/cdef…`
+//! holds one directory each, zlib-compressed, named by the hash of its
+//! uncompressed form (`tree.rs`: the sorted entries with name, kind, hash or
+//! link target, mode, and for files and links the size, mtime, ctime,
+//! inode and device a later snapshot compares to reuse a hash). A snapshot
+//! is its root tree's hash, so a checkpoint adds only the files that
+//! changed and the trees on their paths. `sessions/SESSION_ID.json` lists a
+//! session's [`Checkpoint`]s (written by temp file, fsync, rename). Every
+//! object is checked against its hash when read; a link, a directory, bad
+//! zlib or JSON where an object or index must be is refused with a
+//! diagnostic. Objects are made durable with one `syncfs` per snapshot.
+//!
+//! **Speed.** Given the previous snapshot, a file whose stat (size, mtime,
+//! ctime, inode, device) is unchanged keeps its hash unread, and a
+//! directory all of whose entries are unchanged keeps its tree unwritten.
+//! A file changed within 2 s of the snapshot is marked racy and read again
+//! next time (timestamps are coarse). Directories are read by a few threads.
+//!
+//! **Restore** (`restore.rs`) makes the paths `now` (a fresh snapshot)
+//! and the target cover as the target has them, and never touches what
+//! `now` does not cover (ignored, skipped, appeared since): a directory
+//! holding such a thing stays. It refuses before changing anything when
+//! it would need a file recorded without content or a damaged object; it
+//! never writes through a link (directory fds, `O_NOFOLLOW`, temp file and
+//! rename, `RENAME_NOREPLACE`); and on a failure part-way it puts back
+//! what it changed and says whether that worked.
+//!
+//! **Bounds.** [`CheckpointStore::enforce`] evicts the oldest checkpoints
+//! across sessions until the store fits, never one the caller keeps, then
+//! sweeps every object no indexed snapshot reaches. Objects of a snapshot
+//! not yet in an index are not protected: save the index first.
+
+mod diff;
+mod enforce;
+mod error;
+mod hash;
+mod restore;
+mod snapshot;
+mod store;
+mod tree;
+mod walk;
+
+pub use diff::{Change, ChangeKind};
+pub use enforce::Enforced;
+pub use error::{CheckpointError, RestoreError};
+#[doc(hidden)]
+pub use restore::RestoreOptions;
+pub use snapshot::{EntryKind, FileEntry, Snapshot, SnapshotId, SnapshotStats};
+pub use store::{valid_checkpoint_id, valid_session_id, CheckpointStore};
+
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// Files bigger than this are recorded by metadata only (no content).
+pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One agent turn's checkpoint: the workspace before it and after it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    pub checkpoint_id: String,
+    pub turn_id: String,
+    pub prompt: String,
+    pub created_unix_seconds: u64,
+    pub before: SnapshotId,
+    /// None if the turn never ended.
+    pub after: Option<SnapshotId>,
+}
+
+/// A fresh checkpoint id: `ck-` and 16 hex digits of a hash of the
+/// snapshot, the clock and this process.
+pub fn new_checkpoint_id(before: &SnapshotId) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let seed = format!(
+        "{}:{}:{}:{}",
+        before.0,
+        walk::now_ns(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    format!("ck-{}", &hash::Hash::of(seed.as_bytes()).hex()[..16])
+}
+
+impl CheckpointStore {
+    /// Records `workspace` (blobs and trees written to the store);
+    /// `previous` lets unchanged files reuse their hashes.
+    pub fn snapshot(
+        &self,
+        workspace: &Path,
+        previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, CheckpointError> {
+        walk::snapshot(self, workspace, previous)
+    }
+
+    /// A stored snapshot by its root id (every tree verified).
+    pub fn load(&self, id: &SnapshotId) -> Result<Snapshot, CheckpointError> {
+        self.load_cached(id, &mut HashMap::new())
+    }
+
+    fn load_cached(
+        &self,
+        id: &SnapshotId,
+        cache: &mut HashMap<hash::Hash, std::sync::Arc<tree::Tree>>,
+    ) -> Result<Snapshot, CheckpointError> {
+        let hash = id.hash()?;
+        let _lock = self.lock(false)?;
+        let generation = self.generation();
+        let root = self.load_tree(&hash, cache, 0)?;
+        let mut skipped = Vec::new();
+        snapshot::skipped_in(&root, "", &mut skipped);
+        let mut metadata_only = Vec::new();
+        snapshot::metadata_only_in(&root, "", &mut metadata_only);
+        Ok(Snapshot::new(
+            hash,
+            root,
+            skipped,
+            metadata_only,
+            generation,
+            SnapshotStats::default(),
+        ))
+    }
+
+    /// What changed from `from` to `to`, sorted by path.
+    pub fn changes(&self, from: &Snapshot, to: &Snapshot) -> Vec<Change> {
+        diff::changes(&from.root, &to.root)
+    }
+
+    /// A unified diff from `from` to `to` (text files; binary and
+    /// metadata-only files say so in a line), at most `max_bytes`, and
+    /// whether it was cut.
+    pub fn unified_diff(
+        &self,
+        from: &Snapshot,
+        to: &Snapshot,
+        max_bytes: usize,
+    ) -> Result<(String, bool), CheckpointError> {
+        diff::unified_diff(self, &from.root, &to.root, max_bytes)
+    }
+
+    /// Makes `workspace` as `target`, `now` being a fresh snapshot of it;
+    /// all or nothing. Returns what it changed (from `now` to `target`).
+    pub fn restore(
+        &self,
+        workspace: &Path,
+        target: &Snapshot,
+        now: &Snapshot,
+    ) -> Result<Vec<Change>, RestoreError> {
+        restore::restore(self, workspace, target, now, &RestoreOptions::default())
+    }
+
+    #[doc(hidden)]
+    pub fn restore_with(
+        &self,
+        workspace: &Path,
+        target: &Snapshot,
+        now: &Snapshot,
+        options: &RestoreOptions,
+    ) -> Result<Vec<Change>, RestoreError> {
+        restore::restore(self, workspace, target, now, options)
+    }
+
+    /// Paths changed outside the agent's turns since `checkpoints[from]`:
+    /// those that differ between `after[j]` and `before[j+1]` for each
+    /// j ≥ from, or between the last `after` and `now`. A turn whose
+    /// `after` is missing (it never ended) cannot be told apart from what
+    /// happened around it, so its whole span counts: `before[j]` is
+    /// compared instead — conservative, it may list the agent's own
+    /// changes of that turn.
+    pub fn conflicts(
+        &self,
+        checkpoints: &[Checkpoint],
+        from: usize,
+        now: &Snapshot,
+    ) -> Result<Vec<String>, CheckpointError> {
+        if from >= checkpoints.len() {
+            return Err(CheckpointError::OutOfRange(from));
+        }
+        let mut cache = HashMap::new();
+        let mut loaded: HashMap<SnapshotId, Snapshot> = HashMap::new();
+        let mut get =
+            |id: &SnapshotId, cache: &mut HashMap<_, _>| -> Result<Snapshot, CheckpointError> {
+                if *id == now.id {
+                    return Ok(now.clone());
+                }
+                if let Some(s) = loaded.get(id) {
+                    return Ok(s.clone());
+                }
+                let s = self.load_cached(id, cache)?;
+                loaded.insert(id.clone(), s.clone());
+                Ok(s)
+            };
+        let mut paths = std::collections::BTreeSet::new();
+        for j in from..checkpoints.len() {
+            let c = &checkpoints[j];
+            let start = get(c.after.as_ref().unwrap_or(&c.before), &mut cache)?;
+            let end = match checkpoints.get(j + 1) {
+                Some(next) => get(&next.before, &mut cache)?,
+                None => now.clone(),
+            };
+            for change in diff::changes(&start.root, &end.root) {
+                paths.insert(change.path);
+            }
+        }
+        Ok(paths.into_iter().collect())
+    }
+
+    /// Evicts the oldest checkpoints (across every session's index) until
+    /// the store holds at most `max_bytes`, never one whose id is in
+    /// `keep`, then deletes every object no remaining snapshot reaches.
+    pub fn enforce(&self, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
+        enforce::enforce(self, max_bytes, keep)
+    }
+}

@@ -1,0 +1,768 @@
+//! Recording a workspace: a walk over directory fds (never a path, so a
+//! directory swapped for a link mid-walk cannot lead it outside), the
+//! ignore files applied as git would, unchanged files' hashes reused from
+//! the previous snapshot, and the trees assembled bottom-up.
+
+use crate::error::CheckpointError;
+use crate::hash::{Hash, Hasher};
+use crate::store::{dir_flags, CheckpointStore, Kind};
+use crate::tree::{Entry, Node, Stat, Tree, MAX_DEPTH};
+use crate::{Snapshot, SnapshotStats, MAX_CONTENT_BYTES};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::Match;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use std::ffi::CStr;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A file whose ctime is this close to the snapshot's start may change
+/// again within the same timestamp tick, unseen by its stat: recorded as
+/// racy, so the next snapshot reads it again (git's "racy clean" problem).
+const RACY_NS: i64 = 2_000_000_000;
+/// Files up to this are read whole into memory; bigger ones are streamed.
+const SMALL_FILE: u64 = 1024 * 1024;
+/// An ignore file bigger than this is not read.
+const MAX_IGNORE_FILE: u64 = 1024 * 1024;
+
+/// One level of ignore rules: the `.ignore` and `.gitignore` of a
+/// directory, matched against paths relative to it.
+struct Level {
+    /// Byte length of the directory's relative path plus its `/` (0 at the
+    /// root): what to cut from a path to match it here.
+    cut: usize,
+    ignore: Option<Gitignore>,
+    gitignore: Option<Gitignore>,
+}
+
+/// The rules in force in a directory: every level from the root down, and
+/// the root's `.git/info/exclude`.
+#[derive(Default)]
+struct Rules {
+    levels: Vec<Arc<Level>>,
+    exclude: Option<Arc<Gitignore>>,
+}
+
+impl Rules {
+    fn is_empty(&self) -> bool {
+        self.levels.is_empty() && self.exclude.is_none()
+    }
+
+    /// As the `ignore` crate decides: `.ignore` files first (deepest
+    /// first), then `.gitignore`, then `.git/info/exclude`; a whitelist
+    /// (`!pattern`) match keeps the path.
+    fn ignored(&self, rel: &str, is_dir: bool) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        for pick in [0, 1] {
+            for level in self.levels.iter().rev() {
+                let matcher = if pick == 0 {
+                    &level.ignore
+                } else {
+                    &level.gitignore
+                };
+                if let Some(m) = matcher {
+                    match m.matched(Path::new(&rel[level.cut..]), is_dir) {
+                        Match::Ignore(_) => return true,
+                        Match::Whitelist(_) => return false,
+                        Match::None => {}
+                    }
+                }
+            }
+        }
+        if let Some(m) = &self.exclude {
+            return m.matched(Path::new(rel), is_dir).is_ignore();
+        }
+        false
+    }
+}
+
+struct Job {
+    id: usize,
+    rel: String,
+    fd: OwnedFd,
+    prev: Option<(Hash, Arc<Tree>)>,
+    rules: Arc<Rules>,
+    depth: usize,
+}
+
+enum Pending {
+    Done(Entry),
+    Dir {
+        name: String,
+        mode: u32,
+        child: usize,
+    },
+}
+
+struct DirResult {
+    entries: Vec<(String, Pending)>,
+    prev: Option<(Hash, Arc<Tree>)>,
+    skipped: Vec<(String, String)>,
+    metadata_only: Vec<String>,
+}
+
+struct Queue {
+    jobs: Vec<Job>,
+    active: usize,
+    failed: Option<CheckpointError>,
+}
+
+struct Walk<'a> {
+    store: &'a CheckpointStore,
+    start_ns: i64,
+    /// The previous snapshot predates a sweep: confirm that each object
+    /// it lends is still stored.
+    check_reused: bool,
+    next_id: AtomicUsize,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    files_read: AtomicU64,
+    bytes_read: AtomicU64,
+}
+
+pub(crate) fn snapshot(
+    store: &CheckpointStore,
+    workspace: &Path,
+    previous: Option<&Snapshot>,
+) -> Result<Snapshot, CheckpointError> {
+    let _lock = store.lock(false)?;
+    let generation = store.generation();
+    let root = rustix::fs::open(
+        workspace,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| CheckpointError::Workspace {
+        path: workspace.display().to_string(),
+        source: e.into(),
+    })?;
+    let start_ns = now_ns();
+    let walk = Walk {
+        store,
+        start_ns,
+        check_reused: previous.is_some_and(|p| p.generation != generation),
+        next_id: AtomicUsize::new(1),
+        queue: Mutex::new(Queue {
+            jobs: Vec::new(),
+            active: 0,
+            failed: None,
+        }),
+        wake: Condvar::new(),
+        files_read: AtomicU64::new(0),
+        bytes_read: AtomicU64::new(0),
+    };
+    let rules = Arc::new(Rules {
+        levels: Vec::new(),
+        exclude: read_exclude(root.as_fd()).map(Arc::new),
+    });
+    walk.push(Job {
+        id: 0,
+        rel: String::new(),
+        fd: root,
+        prev: previous.map(|p| (p.hash, p.root.clone())),
+        rules,
+        depth: 0,
+    });
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4);
+    let mut results: Vec<(usize, DirResult)> = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(|| walk.work())).collect();
+        for h in handles {
+            match h.join() {
+                Ok(mut r) => results.append(&mut r),
+                Err(_) => walk.fail(CheckpointError::Corrupt("a walker thread panicked".into())),
+            }
+        }
+    });
+    let failed = walk
+        .queue
+        .lock()
+        .map(|mut q| q.failed.take())
+        .unwrap_or_else(|mut p| p.get_mut().failed.take());
+    if let Some(err) = failed {
+        return Err(err);
+    }
+    let count = walk.next_id.load(Ordering::Relaxed);
+    let mut slots: Vec<Option<DirResult>> = (0..count).map(|_| None).collect();
+    for (id, r) in results {
+        slots[id] = Some(r);
+    }
+    // Bottom-up: a child's id is always above its parent's.
+    let mut built: Vec<Option<(Hash, Arc<Tree>)>> = (0..count).map(|_| None).collect();
+    let mut skipped = Vec::new();
+    let mut metadata_only = Vec::new();
+    let mut trees_written = 0u64;
+    for id in (0..count).rev() {
+        let Some(r) = slots[id].take() else {
+            return Err(CheckpointError::Corrupt(format!(
+                "the walk lost directory #{id}"
+            )));
+        };
+        skipped.extend(r.skipped);
+        metadata_only.extend(r.metadata_only);
+        let mut entries = Vec::with_capacity(r.entries.len());
+        for (_, p) in r.entries {
+            entries.push(match p {
+                Pending::Done(e) => e,
+                Pending::Dir { name, mode, child } => {
+                    let Some((hash, tree)) = built[child].take() else {
+                        return Err(CheckpointError::Corrupt(format!(
+                            "the walk lost directory {name}"
+                        )));
+                    };
+                    Entry {
+                        name,
+                        node: Node::Dir { hash, mode, tree },
+                        stat: Stat::default(),
+                        racy: false,
+                    }
+                }
+            });
+        }
+        let reused = match r.prev {
+            Some((hash, prev)) if prev.entries == entries => {
+                if walk.check_reused && !store.has(Kind::Tree, &hash, None)? {
+                    None
+                } else {
+                    Some((hash, prev))
+                }
+            }
+            _ => None,
+        };
+        built[id] = Some(match reused {
+            Some(hit) => hit,
+            None => {
+                let tree = Tree { entries };
+                let hash = store.put_tree(&tree)?;
+                trees_written += 1;
+                (hash, Arc::new(tree))
+            }
+        });
+    }
+    let Some((hash, root)) = built[0].take() else {
+        return Err(CheckpointError::Corrupt("the walk lost the root".into()));
+    };
+    if trees_written > 0 || walk.files_read.load(Ordering::Relaxed) > 0 {
+        store.sync()?;
+    }
+    skipped.sort();
+    metadata_only.sort();
+    Ok(Snapshot::new(
+        hash,
+        root,
+        skipped,
+        metadata_only,
+        generation,
+        SnapshotStats {
+            files_read: walk.files_read.load(Ordering::Relaxed),
+            bytes_read: walk.bytes_read.load(Ordering::Relaxed),
+            trees_written,
+            directories: count as u64,
+        },
+    ))
+}
+
+impl Walk<'_> {
+    fn push(&self, job: Job) {
+        if let Ok(mut q) = self.queue.lock() {
+            q.jobs.push(job);
+        }
+        self.wake.notify_one();
+    }
+
+    fn fail(&self, err: CheckpointError) {
+        if let Ok(mut q) = self.queue.lock() {
+            if q.failed.is_none() {
+                q.failed = Some(err);
+            }
+            q.jobs.clear();
+        }
+        self.wake.notify_all();
+    }
+
+    /// Takes directories off the queue until none is left and none is
+    /// being read (a directory being read may add more).
+    fn work(&self) -> Vec<(usize, DirResult)> {
+        let mut done = Vec::new();
+        loop {
+            let job = {
+                let Ok(mut q) = self.queue.lock() else {
+                    return done;
+                };
+                loop {
+                    if q.failed.is_some() {
+                        return done;
+                    }
+                    if let Some(job) = q.jobs.pop() {
+                        q.active += 1;
+                        break job;
+                    }
+                    if q.active == 0 {
+                        self.wake.notify_all();
+                        return done;
+                    }
+                    q = match self.wake.wait(q) {
+                        Ok(q) => q,
+                        Err(_) => return done,
+                    };
+                }
+            };
+            let id = job.id;
+            match self.read_dir(job) {
+                Ok((result, children)) => {
+                    done.push((id, result));
+                    if let Ok(mut q) = self.queue.lock() {
+                        q.jobs.extend(children);
+                        q.active -= 1;
+                    }
+                    self.wake.notify_all();
+                }
+                Err(err) => {
+                    if let Ok(mut q) = self.queue.lock() {
+                        q.active -= 1;
+                    }
+                    self.fail(err);
+                    return done;
+                }
+            }
+        }
+    }
+
+    /// One directory: its entries recorded (files read unless their stat
+    /// lets the previous hash stand), its subdirectories queued.
+    fn read_dir(&self, job: Job) -> Result<(DirResult, Vec<Job>), CheckpointError> {
+        let fd = job.fd.as_fd();
+        let rules = match own_rules(fd, &job.rel) {
+            Some(level) => {
+                let mut levels = job.rules.levels.clone();
+                levels.push(Arc::new(level));
+                Arc::new(Rules {
+                    levels,
+                    exclude: job.rules.exclude.clone(),
+                })
+            }
+            None => job.rules.clone(),
+        };
+        let prev_tree = job.prev.as_ref().map(|(_, t)| t.clone());
+        let mut out = DirResult {
+            entries: Vec::new(),
+            prev: job.prev,
+            skipped: Vec::new(),
+            metadata_only: Vec::new(),
+        };
+        let mut children = Vec::new();
+        let path_of = |name: &str| {
+            if job.rel.is_empty() {
+                name.to_string()
+            } else {
+                format!("{}/{name}", job.rel)
+            }
+        };
+        let mut list = rustix::fs::Dir::read_from(fd).map_err(|e| CheckpointError::Io {
+            what: "cannot list",
+            path: job.rel.clone(),
+            source: e.into(),
+        })?;
+        while let Some(item) = list.read() {
+            let item = match item {
+                Ok(item) => item,
+                Err(e) => {
+                    out.skipped
+                        .push((path_of("*"), format!("cannot list the directory: {e}")));
+                    break;
+                }
+            };
+            let raw = item.file_name();
+            let bytes = raw.to_bytes();
+            if bytes == b"." || bytes == b".." || bytes == b".git" {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(bytes) else {
+                out.skipped.push((
+                    path_of(&String::from_utf8_lossy(bytes)),
+                    "its name is not UTF-8".into(),
+                ));
+                continue;
+            };
+            let mut kind = item.file_type();
+            let mut st = None;
+            if kind == FileType::Unknown {
+                match rustix::fs::statat(fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(s) => {
+                        kind = FileType::from_raw_mode(s.st_mode);
+                        st = Some(s);
+                    }
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => {
+                        out.skipped
+                            .push((path_of(name), format!("cannot inspect: {e}")));
+                        continue;
+                    }
+                }
+            }
+            let rel = path_of(name);
+            if rules.ignored(&rel, kind == FileType::Directory) {
+                continue;
+            }
+            let prev = prev_tree.as_ref().and_then(|t| t.get(name));
+            if kind == FileType::Directory {
+                if job.depth + 1 > MAX_DEPTH {
+                    out.entries.push(skip(name, "nested too deep"));
+                    out.skipped.push((rel, "nested too deep".into()));
+                    continue;
+                }
+                match rustix::fs::openat(fd, raw, dir_flags(), Mode::empty()) {
+                    Ok(child_fd) => {
+                        let mode = rustix::fs::fstat(&child_fd)
+                            .map(|s| s.st_mode & 0o777)
+                            .unwrap_or(0o755);
+                        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                        let prev = prev.and_then(|e| match &e.node {
+                            Node::Dir { hash, tree, .. } => Some((*hash, tree.clone())),
+                            _ => None,
+                        });
+                        out.entries.push((
+                            name.to_string(),
+                            Pending::Dir {
+                                name: name.to_string(),
+                                mode,
+                                child: id,
+                            },
+                        ));
+                        children.push(Job {
+                            id,
+                            rel,
+                            fd: child_fd,
+                            prev,
+                            rules: rules.clone(),
+                            depth: job.depth + 1,
+                        });
+                    }
+                    Err(Errno::NOENT) => {}
+                    Err(e) => {
+                        let why = format!("cannot read the directory: {e}");
+                        out.entries.push(skip(name, &why));
+                        out.skipped.push((rel, why));
+                    }
+                }
+                continue;
+            }
+            let st = match st {
+                Some(st) => st,
+                None => match rustix::fs::statat(fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(s) => s,
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => {
+                        let why = format!("cannot inspect: {e}");
+                        out.entries.push(skip(name, &why));
+                        out.skipped.push((rel, why));
+                        continue;
+                    }
+                },
+            };
+            // The stat may show another kind than the listing did (replaced
+            // in between): the stat is what is recorded.
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => match self.file(fd, raw, name, &st, prev)? {
+                    Ok(entry) => {
+                        if matches!(entry.node, Node::File { hash: None, .. }) {
+                            out.metadata_only.push(rel);
+                        }
+                        out.entries.push((name.to_string(), Pending::Done(entry)));
+                    }
+                    Err(why) => {
+                        out.entries.push(skip(name, &why));
+                        out.skipped.push((rel, why));
+                    }
+                },
+                FileType::Symlink => match self.link(fd, raw, name, &st, prev) {
+                    Ok(entry) => out.entries.push((name.to_string(), Pending::Done(entry))),
+                    Err(why) => {
+                        out.entries.push(skip(name, &why));
+                        out.skipped.push((rel, why));
+                    }
+                },
+                FileType::Directory => {
+                    let why = "became a directory during the snapshot".to_string();
+                    out.entries.push(skip(name, &why));
+                    out.skipped.push((rel, why));
+                }
+                other => {
+                    let why = match other {
+                        FileType::Fifo => "a FIFO",
+                        FileType::Socket => "a socket",
+                        FileType::CharacterDevice => "a character device",
+                        FileType::BlockDevice => "a block device",
+                        _ => "not a file, link or directory",
+                    }
+                    .to_string();
+                    out.entries.push(skip(name, &why));
+                    out.skipped.push((rel, why));
+                }
+            }
+        }
+        out.entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok((out, children))
+    }
+
+    fn racy(&self, stat: &Stat) -> bool {
+        stat.ctime_ns >= self.start_ns - RACY_NS || stat.mtime_ns >= self.start_ns - RACY_NS
+    }
+
+    /// A regular file: the previous hash when its stat is unchanged, else
+    /// its content read (opened without following a link and without
+    /// blocking, and only read if it is still a regular file). The inner
+    /// error is why it is skipped; the outer one is the store failing.
+    fn file(
+        &self,
+        dir: BorrowedFd<'_>,
+        raw: &CStr,
+        name: &str,
+        st: &rustix::fs::Stat,
+        prev: Option<&Entry>,
+    ) -> Result<Result<Entry, String>, CheckpointError> {
+        let stat = Stat::of(st);
+        let mode = st.st_mode & 0o777;
+        if let Some(prev) = prev {
+            if let Node::File { hash, mode: m } = &prev.node {
+                if !prev.racy && prev.stat == stat && *m == mode {
+                    let still_there = match hash {
+                        Some(h) if self.check_reused => {
+                            self.store.has(Kind::Blob, h, Some(stat.size))?
+                        }
+                        _ => true,
+                    };
+                    if still_there {
+                        return Ok(Ok(prev.clone()));
+                    }
+                }
+            }
+        }
+        if stat.size > MAX_CONTENT_BYTES {
+            return Ok(Ok(Entry {
+                name: name.to_string(),
+                node: Node::File { hash: None, mode },
+                stat,
+                racy: self.racy(&stat),
+            }));
+        }
+        let fd = match rustix::fs::openat(
+            dir,
+            raw,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(e) => return Ok(Err(format!("cannot read: {e}"))),
+        };
+        let st = match rustix::fs::fstat(&fd) {
+            Ok(st) => st,
+            Err(e) => return Ok(Err(format!("cannot inspect: {e}"))),
+        };
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Ok(Err("replaced during the snapshot".into()));
+        }
+        let stat = Stat::of(&st);
+        let mode = st.st_mode & 0o777;
+        if stat.size > MAX_CONTENT_BYTES {
+            return Ok(Ok(Entry {
+                name: name.to_string(),
+                node: Node::File { hash: None, mode },
+                stat,
+                racy: self.racy(&stat),
+            }));
+        }
+        let mut file = File::from(fd);
+        let hash = match self.store_content(&mut file, stat.size)? {
+            Ok(hash) => hash,
+            Err(why) => return Ok(Err(why)),
+        };
+        // Changed while being read: what was read may be torn, so the next
+        // snapshot reads it again.
+        let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
+        let racy = self.racy(&stat) || !after.is_ok_and(|a| a == stat);
+        self.files_read.fetch_add(1, Ordering::Relaxed);
+        Ok(Ok(Entry {
+            name: name.to_string(),
+            node: Node::File {
+                hash: Some(hash),
+                mode,
+            },
+            stat,
+            racy,
+        }))
+    }
+
+    /// Reads a file into the store: whole when small, else streamed to a
+    /// temp file while hashing. At most [`MAX_CONTENT_BYTES`] are taken.
+    fn store_content(
+        &self,
+        file: &mut File,
+        size: u64,
+    ) -> Result<Result<Hash, String>, CheckpointError> {
+        let mut limited = file.take(MAX_CONTENT_BYTES);
+        if size <= SMALL_FILE {
+            let mut bytes = Vec::with_capacity(size as usize);
+            if let Err(e) = limited.read_to_end(&mut bytes) {
+                return Ok(Err(format!("cannot read: {e}")));
+            }
+            self.bytes_read
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            let hash = Hash::of(&bytes);
+            self.store.put_blob(&hash, &bytes)?;
+            return Ok(Ok(hash));
+        }
+        let (mut temp, temp_name) = self.store.temp_file()?;
+        let mut hasher = Hasher::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = match limited.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.store.discard(&temp_name);
+                    return Ok(Err(format!("cannot read: {e}")));
+                }
+            };
+            hasher.update(&buf[..n]);
+            total += n as u64;
+            if let Err(e) = temp.write_all(&buf[..n]) {
+                self.store.discard(&temp_name);
+                return Err(CheckpointError::io(
+                    "cannot write",
+                    &self.store.dir.join("tmp").join(&temp_name),
+                    e,
+                ));
+            }
+        }
+        drop(temp);
+        self.bytes_read.fetch_add(total, Ordering::Relaxed);
+        let hash = hasher.finish();
+        if self.store.has(Kind::Blob, &hash, Some(total))? {
+            self.store.discard(&temp_name);
+        } else {
+            self.store.adopt(Kind::Blob, &hash, &temp_name)?;
+        }
+        Ok(Ok(hash))
+    }
+
+    fn link(
+        &self,
+        dir: BorrowedFd<'_>,
+        raw: &CStr,
+        name: &str,
+        st: &rustix::fs::Stat,
+        prev: Option<&Entry>,
+    ) -> Result<Entry, String> {
+        let stat = Stat::of(st);
+        if let Some(prev) = prev {
+            if matches!(prev.node, Node::Link { .. }) && !prev.racy && prev.stat == stat {
+                return Ok(prev.clone());
+            }
+        }
+        let target = rustix::fs::readlinkat(dir, raw, Vec::new())
+            .map_err(|e| format!("cannot read the link: {e}"))?;
+        let target = String::from_utf8(target.into_bytes())
+            .map_err(|_| "its target is not UTF-8".to_string())?;
+        if target.is_empty() {
+            return Err("an empty link".into());
+        }
+        Ok(Entry {
+            name: name.to_string(),
+            node: Node::Link { target },
+            stat,
+            racy: self.racy(&stat),
+        })
+    }
+}
+
+fn skip(name: &str, why: &str) -> (String, Pending) {
+    (
+        name.to_string(),
+        Pending::Done(Entry {
+            name: name.to_string(),
+            node: Node::Skipped {
+                reason: why.to_string(),
+            },
+            stat: Stat::default(),
+            racy: false,
+        }),
+    )
+}
+
+/// A directory's own `.ignore` and `.gitignore`, when it has any.
+fn own_rules(dir: BorrowedFd<'_>, rel: &str) -> Option<Level> {
+    let ignore = read_rules(dir, ".ignore");
+    let gitignore = read_rules(dir, ".gitignore");
+    if ignore.is_none() && gitignore.is_none() {
+        return None;
+    }
+    Some(Level {
+        cut: if rel.is_empty() { 0 } else { rel.len() + 1 },
+        ignore,
+        gitignore,
+    })
+}
+
+fn read_rules(dir: BorrowedFd<'_>, name: &str) -> Option<Gitignore> {
+    let text = read_text(dir, name)?;
+    build_rules(&text)
+}
+
+/// The root's `.git/info/exclude` (read, never written: nothing in `.git`
+/// is ever opened for writing).
+fn read_exclude(root: BorrowedFd<'_>) -> Option<Gitignore> {
+    let git = rustix::fs::openat(root, ".git", dir_flags(), Mode::empty()).ok()?;
+    let info = rustix::fs::openat(&git, "info", dir_flags(), Mode::empty()).ok()?;
+    let text = read_text(info.as_fd(), "exclude")?;
+    build_rules(&text)
+}
+
+fn build_rules(text: &str) -> Option<Gitignore> {
+    // Matched with paths relative to the file's directory: a root of "."
+    // makes the matcher strip nothing.
+    let mut builder = GitignoreBuilder::new(".");
+    for line in text.lines() {
+        // A line that is not a valid glob is skipped, as git does.
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().ok().filter(|g| !g.is_empty())
+}
+
+fn read_text(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    File::from(fd)
+        .take(MAX_IGNORE_FILE)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
