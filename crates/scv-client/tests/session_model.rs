@@ -118,6 +118,7 @@ impl ModelServer {
                 message: code.to_string(),
                 fatal: false,
                 entry,
+                conflicts: None,
             }),
         )
     }

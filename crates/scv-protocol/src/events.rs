@@ -6,6 +6,7 @@
 //! [`Event`] is the owned form clients read; [`EventRef`] serializes the same
 //! JSON from borrowed parts, so the server's hot path clones no ids.
 
+use crate::checkpoints::{CheckpointInfo, FileChange};
 use crate::codes::{ErrorCode, FailureCode};
 use crate::messages::{Capabilities, PeerInfo, RemoteTools};
 use crate::sessions::{ForkedFrom, StoredSession, TranscriptItem};
@@ -67,6 +68,7 @@ impl Event {
                 message: message.into(),
                 fatal,
                 entry: None,
+                conflicts: None,
             }),
         )
     }
@@ -197,6 +199,28 @@ pub enum EventBody {
     /// Extension (capability `sessions`): the answer to `session.delete`.
     #[serde(rename = "session.deleted")]
     SessionDeleted {},
+    /// Extension (capability `checkpoints`): the workspace was recorded
+    /// before the turn's first call that may change files (a turn event,
+    /// before that call's `tool.started`).
+    #[serde(rename = "checkpoint.created")]
+    CheckpointCreated { checkpoint_id: String },
+    #[serde(rename = "checkpoint.listed")]
+    CheckpointListed { checkpoints: Vec<CheckpointInfo> },
+    /// From the checkpoint to the workspace now.
+    #[serde(rename = "checkpoint.diffed")]
+    CheckpointDiffed {
+        checkpoint_id: String,
+        files: Vec<FileChange>,
+        /// Unified, at most `MAX_CHECKPOINT_DIFF_BYTES`.
+        diff: String,
+        truncated: bool,
+    },
+    #[serde(rename = "checkpoint.restored")]
+    CheckpointRestored {
+        checkpoint_id: String,
+        files_restored: Vec<FileChange>,
+        conversation_restored: bool,
+    },
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -231,6 +255,10 @@ impl EventBody {
             EventBody::SessionListed { .. } => "session.listed",
             EventBody::SessionTranscript { .. } => "session.transcript",
             EventBody::SessionDeleted {} => "session.deleted",
+            EventBody::CheckpointCreated { .. } => "checkpoint.created",
+            EventBody::CheckpointListed { .. } => "checkpoint.listed",
+            EventBody::CheckpointDiffed { .. } => "checkpoint.diffed",
+            EventBody::CheckpointRestored { .. } => "checkpoint.restored",
             EventBody::Error(_) => "error",
         }
     }
@@ -287,6 +315,10 @@ pub struct ErrorBody {
     /// With `queue_conflict`: the entry as the server holds it now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<QueueEntry>,
+    /// Extension, refusing a `checkpoint.restore`: the paths changed
+    /// since the checkpoint by someone other than the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<Vec<String>>,
 }
 
 /// One queued prompt. Ids, revisions and positions are the server's.

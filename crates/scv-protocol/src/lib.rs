@@ -6,6 +6,7 @@
 //! executable form. Unknown object fields are ignored on input; unknown
 //! message types are rejected (see [`ClientFrame::parse`]).
 
+pub mod checkpoints;
 pub mod codec;
 pub mod codes;
 pub mod events;
@@ -13,6 +14,7 @@ pub mod limits;
 pub mod messages;
 pub mod sessions;
 
+pub use checkpoints::*;
 pub use codec::{Frame, FrameCodec};
 pub use codes::{ErrorCode, FailureCode};
 pub use events::*;

@@ -1,6 +1,7 @@
 //! Client messages. Every frame carries `type` and `request_id`; the rest of
 //! the fields depend on the type. Unknown fields are ignored.
 
+use crate::checkpoints::{CheckpointDiff, CheckpointList, CheckpointRestore};
 use crate::codes::ErrorCode;
 use crate::sessions::{SessionDelete, SessionFork, SessionList, SessionResume};
 use serde::{Deserialize, Serialize};
@@ -56,6 +57,12 @@ pub enum ClientMessage {
     /// Extension (capability `sessions`): a stored session removed.
     #[serde(rename = "session.delete")]
     SessionDelete(SessionDelete),
+    #[serde(rename = "checkpoint.list")]
+    CheckpointList(CheckpointList),
+    #[serde(rename = "checkpoint.diff")]
+    CheckpointDiff(CheckpointDiff),
+    #[serde(rename = "checkpoint.restore")]
+    CheckpointRestore(CheckpointRestore),
 }
 
 /// `daemon.control`.
@@ -157,6 +164,9 @@ impl ClientMessage {
             ClientMessage::SessionResume(_) => "session.resume",
             ClientMessage::SessionFork(_) => "session.fork",
             ClientMessage::SessionDelete(_) => "session.delete",
+            ClientMessage::CheckpointList(_) => "checkpoint.list",
+            ClientMessage::CheckpointDiff(_) => "checkpoint.diff",
+            ClientMessage::CheckpointRestore(_) => "checkpoint.restore",
         }
     }
 }
@@ -179,6 +189,9 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "session.resume",
     "session.fork",
     "session.delete",
+    "checkpoint.list",
+    "checkpoint.diff",
+    "checkpoint.restore",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,6 +216,10 @@ pub struct Capabilities {
     /// `session.delete` and the events answering them.
     #[serde(default, skip_serializing_if = "is_false")]
     pub sessions: bool,
+    /// Checkpoints: `checkpoint.created` events, `checkpoint.list`,
+    /// `checkpoint.diff`, `checkpoint.restore`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub checkpoints: bool,
 }
 
 /// Name and version of a client or server.

@@ -52,6 +52,8 @@ struct Raw {
     session_store: bool,
     session_retention_days: u64,
     max_session_store_bytes: u64,
+    checkpoints: bool,
+    max_checkpoint_store_bytes: u64,
     /// Keys with their place in the file, so an error can name the line
     /// however the table is written (`[mcp_servers.NAME]`, quoted, inline,
     /// dotted).
@@ -94,6 +96,8 @@ impl Default for Raw {
             session_store: true,
             session_retention_days: 30,
             max_session_store_bytes: 1 << 30,
+            checkpoints: true,
+            max_checkpoint_store_bytes: 2 << 30,
             mcp_servers: BTreeMap::new(),
         }
     }
@@ -202,6 +206,13 @@ pub(crate) struct StoreConfig {
     /// `max_session_store_bytes`: the store's bound; the oldest sessions
     /// go first, never an open one (1 GiB).
     pub max_bytes: u64,
+    /// `checkpoints`: record the workspace before each turn that may
+    /// change files (true).
+    pub checkpoints: bool,
+    /// `max_checkpoint_store_bytes`: the checkpoint store's bound; the
+    /// oldest checkpoints go first, never the newest of an open session
+    /// (2 GiB).
+    pub max_checkpoint_bytes: u64,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -240,6 +251,8 @@ const KNOWN_KEYS: &[&str] = &[
     "session_store",
     "session_retention_days",
     "max_session_store_bytes",
+    "checkpoints",
+    "max_checkpoint_store_bytes",
     "mcp_servers",
 ];
 
@@ -380,6 +393,8 @@ impl Config {
                 enabled: raw.session_store,
                 retention_days: raw.session_retention_days,
                 max_bytes: raw.max_session_store_bytes,
+                checkpoints: raw.checkpoints,
+                max_checkpoint_bytes: raw.max_checkpoint_store_bytes,
             },
             mcp_servers,
         })

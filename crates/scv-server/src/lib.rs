@@ -5,6 +5,7 @@
 
 mod agent;
 mod blocking;
+mod checkpoint;
 mod clawbot;
 mod component;
 pub mod config;

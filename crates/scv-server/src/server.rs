@@ -28,6 +28,9 @@ pub struct Shared {
     /// The session store; `None` when `session_store = false` or it
     /// cannot be used.
     pub(crate) store: Option<Arc<crate::journal::Store>>,
+    /// The checkpoint store; `None` when `checkpoints = false` or it
+    /// cannot be used.
+    pub(crate) checkpoints: Option<Arc<crate::checkpoint::Store>>,
 }
 
 impl Shared {
@@ -44,8 +47,14 @@ impl Shared {
             .collect();
         let mcp = Arc::new(new_hub(&sandbox, &secrets));
         let store = crate::journal::Store::open(&config.store, scv_home);
+        let checkpoints = crate::checkpoint::Store::open(
+            config.store.checkpoints,
+            config.store.max_checkpoint_bytes,
+            scv_home,
+        );
         Shared {
             store,
+            checkpoints,
             sandbox,
             mcp,
             mcp_secrets: secrets,

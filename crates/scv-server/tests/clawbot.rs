@@ -519,6 +519,51 @@ async fn a_chat_continues_after_a_restart_only_when_its_sender_sends_resume() {
 }
 
 #[tokio::test]
+async fn the_owner_undoes_the_last_changing_turn_from_chat_and_strangers_cannot() {
+    let mut bot = Bot::start("auto_approve = [\"read\", \"write\", \"process\"]").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    let file = bot.home.workspace().join("notes.txt");
+    std::fs::write(&file, "the original\n").unwrap();
+    bot.ilink.inject_text(OWNER, "/undo");
+    let sent = bot.wait_sent(OWNER, 1).await;
+    assert_eq!(
+        sent[0],
+        "Nothing to undo: no turn of this conversation changed files."
+    );
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo rewritten > notes.txt && echo extra > new.txt"}),
+    )]));
+    bot.mock.push(Reply::text(["Rewrote it."]));
+    bot.ilink.inject_text(OWNER, "rewrite the notes");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert_eq!(sent[1], "Rewrote it.");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "rewritten\n");
+
+    bot.ilink.inject_text(STRANGER, "/undo");
+    let sent = bot.wait_sent(STRANGER, 1).await;
+    assert_eq!(sent[0], "Only the account owner can undo.");
+
+    bot.ilink.inject_text(OWNER, "/undo");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    assert_eq!(
+        sent[2],
+        "Undone: 2 file(s) back as they were: new.txt, notes.txt; the conversation is back to before that turn."
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "the original\n");
+    assert!(!bot.home.workspace().join("new.txt").exists());
+    // The conversation forgot the undone turn.
+    bot.mock.push(Reply::text(["ok"]));
+    bot.ilink.inject_text(OWNER, "what did you do?");
+    bot.wait_sent(OWNER, 4).await;
+    let history = bot.mock.requests().last().unwrap().body["messages"].to_string();
+    assert!(!history.contains("rewrite the notes"), "{history}");
+    bot.stop().await;
+}
+
+#[tokio::test]
 async fn settings_changes_replace_the_instance_and_the_daemon_workspace_is_the_default() {
     let mut bot = Bot::start("").await;
     bot.control(json!({"action":"clawbot_set","account":"default","enabled":true}))

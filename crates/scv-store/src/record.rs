@@ -112,6 +112,15 @@ pub enum Record {
         #[serde(default)]
         seq: u64,
     },
+    /// A checkpoint's conversation restored: the turns from `turn_id` on
+    /// are gone and the history is `history` (what it was before that
+    /// turn started).
+    Rewound {
+        turn_id: String,
+        at: u64,
+        seq: u64,
+        history: Vec<Value>,
+    },
     /// A record of a kind this build does not know.
     #[serde(other)]
     Unknown,

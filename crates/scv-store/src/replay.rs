@@ -75,6 +75,18 @@ impl Replay {
     /// Replays `bytes` (a whole journal); with `until`, only up to and
     /// including the end of that turn (a fork's point).
     pub fn read(bytes: &[u8], until: Option<&str>) -> Result<Replay, Damage> {
+        Replay::read_to(bytes, until.map_or(Stop::Never, Stop::EndOf)).map(|(replay, _)| replay)
+    }
+
+    /// Replays `bytes` up to the start of turn `turn_id`: the session as it
+    /// was just before that turn (`None` when no such turn started).
+    pub fn read_before(bytes: &[u8], turn_id: &str) -> Result<Option<Replay>, Damage> {
+        Replay::read_to(bytes, Stop::StartOf(turn_id))
+            .map(|(replay, reached)| reached.then_some(replay))
+    }
+
+    /// The replay up to `stop`, and whether `stop` was reached.
+    fn read_to(bytes: &[u8], stop: Stop<'_>) -> Result<(Replay, bool), Damage> {
         let mut lines = Lines::new(bytes);
         let Some((first, _)) = lines.next_complete() else {
             return Err(Damage::Empty);
@@ -124,17 +136,39 @@ impl Replay {
                     })
                 }
             };
+            if let (Stop::StartOf(id), Record::TurnStarted { turn_id, .. }) = (&stop, &record) {
+                if turn_id == id {
+                    return Ok((replay, true));
+                }
+            }
             replay.valid_len = lines.consumed as u64;
+            let until = match stop {
+                Stop::EndOf(id) => Some(id),
+                _ => None,
+            };
             if replay.apply(record, until) {
-                break;
+                return Ok((replay, true));
             }
         }
-        Ok(replay)
+        Ok((replay, false))
     }
 
     /// Applies one record; true when the fork point was reached.
     fn apply(&mut self, record: Record, until: Option<&str>) -> bool {
         match record {
+            Record::Rewound {
+                turn_id,
+                at,
+                seq,
+                history,
+            } => {
+                self.seq = self.seq.max(seq);
+                self.updated = self.updated.max(at);
+                self.history = history;
+                if let Some(at) = self.turns.iter().position(|t| t.turn_id == turn_id) {
+                    self.turns.truncate(at);
+                }
+            }
             Record::Session(_) | Record::Unknown => {}
             Record::TurnStarted {
                 turn_id,
@@ -230,6 +264,16 @@ impl Replay {
             .iter()
             .any(|t| t.turn_id == turn_id && t.ended.is_some())
     }
+}
+
+/// Where a replay stops.
+#[derive(Clone, Copy)]
+enum Stop<'a> {
+    Never,
+    /// After that turn's end (a fork's point).
+    EndOf(&'a str),
+    /// Before that turn's start (a checkpoint's conversation).
+    StartOf(&'a str),
 }
 
 /// Complete lines of a journal, and how far they reach.
@@ -339,6 +383,30 @@ mod tests {
         assert_eq!(replay.title.as_deref(), Some("one"));
         assert_eq!(replay.ended_turns, 2);
         assert_eq!(replay.seq, 9);
+    }
+
+    #[test]
+    fn before_a_turn_and_after_a_rewind() {
+        let mut records = vec![header()];
+        records.extend(turn("t1", "one", HistoryChange::Append));
+        records.extend(turn("t2", "two", HistoryChange::Append));
+        records.extend(turn("t3", "three", HistoryChange::Append));
+        let bytes = journal(&records);
+        let before = Replay::read_before(&bytes, "t2").unwrap().unwrap();
+        assert_eq!(before.history.len(), 2, "t1 only");
+        assert_eq!(before.turns.len(), 1);
+        assert!(Replay::read_before(&bytes, "t9").unwrap().is_none());
+        records.push(Record::Rewound {
+            turn_id: "t2".into(),
+            at: 10,
+            seq: 11,
+            history: before.history.clone(),
+        });
+        let rewound = Replay::read(&journal(&records), None).unwrap();
+        assert_eq!(rewound.history, before.history);
+        let ids: Vec<&str> = rewound.turns.iter().map(|t| t.turn_id.as_str()).collect();
+        assert_eq!(ids, ["t1"], "t2 and t3 are gone from the transcript");
+        assert_eq!(rewound.seq, 11);
     }
 
     #[test]

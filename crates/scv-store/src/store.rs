@@ -191,6 +191,20 @@ impl SessionStore {
         })
     }
 
+    /// The session as it was just before turn `turn_id` started (`None`:
+    /// no such turn).
+    pub fn read_before(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<Replay>, StoreError> {
+        let bytes = self.read_bytes(session_id)?;
+        Replay::read_before(&bytes, turn_id).map_err(|d| StoreError::Damaged {
+            session_id: session_id.to_string(),
+            why: d.to_string(),
+        })
+    }
+
     fn read_bytes(&self, session_id: &str) -> Result<Vec<u8>, StoreError> {
         let path = self.path(session_id, JOURNAL)?;
         let mut file = open_journal(&path, session_id, false)?;

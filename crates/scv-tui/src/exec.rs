@@ -104,6 +104,7 @@ pub async fn run(
     let capabilities = options.reasoning.then_some(scv_protocol::Capabilities {
         reasoning: true,
         sessions: false,
+        checkpoints: false,
     });
     let session::Opened {
         mut conn,

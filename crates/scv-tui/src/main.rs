@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use scv_protocol::{DaemonCommand, RemoteTools, Risk};
 use scv_tui::session::Which;
-use scv_tui::{bridge_cmd, clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui};
+use scv_tui::{bridge_cmd, clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui, undo_cmd};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -78,6 +78,13 @@ enum Command {
         /// The most recently updated session, in any directory.
         #[arg(long, conflicts_with = "id")]
         last: bool,
+    },
+    /// Undo the last turn of this directory's last session that changed
+    /// files: its files and its conversation, back to before it.
+    Undo {
+        /// Restore over paths changed since by someone other than the agent.
+        #[arg(long)]
+        force: bool,
     },
     /// The stored sessions: list, delete, export.
     Sessions {
@@ -256,7 +263,7 @@ fn local_only(command: &Command) -> Option<&'static str> {
         Command::Clawbot { .. } => Some("clawbot"),
         Command::Mcp { .. } => Some("mcp"),
         Command::Bridge => Some("bridge"),
-        Command::Exec { .. } | Command::Resume { .. } | Command::Acp => None,
+        Command::Exec { .. } | Command::Resume { .. } | Command::Acp | Command::Undo { .. } => None,
     }
 }
 
@@ -343,6 +350,10 @@ fn main() -> ExitCode {
                     .await
                     .map(|()| ExitCode::SUCCESS)
             }
+            Some(Command::Undo { force }) => match std::env::current_dir() {
+                Ok(cwd) => undo_cmd::run(&endpoint, &cwd, force).await,
+                Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
+            },
             Some(Command::Sessions { action }) => match action {
                 SessionsAction::List { json } => sessions_cmd::list(&home, json),
                 SessionsAction::Delete { id } => sessions_cmd::delete(&home, &id),

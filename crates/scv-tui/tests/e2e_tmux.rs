@@ -290,6 +290,41 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
+/// `/undo` puts the files back and takes the turn out of the
+/// conversation; `/rewind` lists what is left.
+#[tokio::test(flavor = "multi_thread")]
+async fn undo_puts_back_what_a_command_changed() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "auto_approve = [\"read\", \"process\"]");
+    let file = home.workspace().join("story.txt");
+    std::fs::write(&file, "once upon a time\n").unwrap();
+    let tmux = Tmux::new("undo");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo the end > story.txt"}),
+    )]));
+    mock.push(Reply::text(["Rewrote the story."]));
+    tmux.keys(&["rewrite the story", "Enter"]);
+    let screen = tmux.wait_for("Rewrote the story.").await;
+    assert!(screen.contains("/undo puts it back"), "{screen}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "the end\n");
+    tmux.keys(&["/undo", "Enter"]);
+    let screen = tmux.wait_for("undone: 1 file").await;
+    assert!(screen.contains("story.txt"), "{screen}");
+    assert!(!screen.contains("› rewrite the story"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "once upon a time\n"
+    );
+    tmux.keys(&["/rewind", "Enter"]);
+    tmux.wait_for("no checkpoints yet").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn exec_on_a_terminal_shows_control_sequences_instead_of_obeying_them() {
     let mock = MockProvider::start().await;

@@ -192,3 +192,64 @@ async fn sessions_list_export_and_delete() {
         stderr(&again)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scv_undo_puts_back_the_last_changing_turn_of_this_directory() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let file = home.workspace().join("f.txt");
+    std::fs::write(&file, "before\n").unwrap();
+    let none = home.scv().args(["undo"]).output().unwrap();
+    assert!(!none.status.success(), "no session here yet");
+    assert!(
+        stderr(&none).contains("no earlier session"),
+        "{}",
+        stderr(&none)
+    );
+
+    let change = |text: &str| {
+        mock.push(Reply::tool_calls(&[(
+            "c1",
+            "bash",
+            json!({"command": format!("echo {text} > f.txt")}),
+        )]));
+        mock.push(Reply::text(["changed"]));
+    };
+    change("after");
+    let run = home
+        .scv()
+        .args(["exec", "--approve", "process", "change f.txt"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "after\n");
+    let undo = home.scv().args(["undo"]).output().unwrap();
+    assert!(undo.status.success(), "{}", stderr(&undo));
+    assert_eq!(
+        stdout(&undo),
+        "undone: the turn “change f.txt”\n  put back: f.txt\n"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\n");
+
+    // Someone else's edit since is not overwritten without --force.
+    change("again");
+    let run = home
+        .scv()
+        .args(["exec", "--approve", "process", "change it again"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    std::fs::write(home.workspace().join("mine.txt"), "by hand\n").unwrap();
+    let refused = home.scv().args(["undo"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("mine.txt"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "again\n");
+    let forced = home.scv().args(["undo", "--force"]).output().unwrap();
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\n");
+    assert!(!home.workspace().join("mine.txt").exists());
+}

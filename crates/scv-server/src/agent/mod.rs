@@ -94,6 +94,14 @@ pub(crate) struct Turn {
     pub limits: Arc<Limits>,
     /// The connection asked for `reasoning.delta` events.
     pub reasoning: bool,
+    /// The session's checkpoints: taken before the turn's first call that
+    /// may change files.
+    pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// The connection asked for capability `checkpoints` (it hears of each
+    /// one as `checkpoint.created`).
+    pub announce_checkpoints: bool,
+    /// The turn's prompt, as its checkpoint shows it.
+    pub prompt: Arc<str>,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -483,6 +491,9 @@ impl Turn {
             return self.complete(call, ToolOutput::error(DENIED)).await;
         }
 
+        if risk != scv_protocol::Risk::Read {
+            self.checkpoint().await?;
+        }
         self.emit(EventBody::ToolStarted {
             call_id: call.id.clone(),
             name: name.to_string(),
@@ -513,6 +524,22 @@ impl Turn {
             }
         };
         self.complete(call, output).await
+    }
+
+    /// The workspace recorded before this turn's first call that may
+    /// change files (once per turn), said to a client that asked.
+    async fn checkpoint(&self) -> Result<(), Stop> {
+        let Some(checkpoints) = &self.checkpoints else {
+            return Ok(());
+        };
+        let taken = self
+            .cancellable(checkpoints.before_change(&self.turn_id, &self.prompt))
+            .await?;
+        if let (Some(checkpoint_id), true) = (taken, self.announce_checkpoints) {
+            self.emit(EventBody::CheckpointCreated { checkpoint_id })
+                .await?;
+        }
+        Ok(())
     }
 
     /// Whether a call runs without asking: its risk class is in

@@ -36,7 +36,7 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
 const TYPING_EVERY: Duration = Duration::from_secs(5);
-const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
+const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
 
 struct Chat {
     user_id: String,
@@ -61,6 +61,8 @@ struct Chat {
     tools: bool,
     /// Prompts a resumed session had waiting (they did not run).
     unsent: usize,
+    /// An `/undo` in flight: the request id it waits on, and `force`.
+    undo: Option<(String, bool)>,
 }
 
 impl Chat {
@@ -106,6 +108,55 @@ impl Chat {
             .request(ClientMessage::SessionClear(SessionClear { session_id }));
         self.send(&clear).await;
         true
+    }
+
+    /// The next step of an `/undo` on the answer to its request: the
+    /// newest checkpoint restored (files and conversation), then what
+    /// changed said; a refusal said as it is.
+    async fn undo_step(&mut self, body: &EventBody) -> Option<String> {
+        let (_, force) = self.undo.take()?;
+        match body {
+            EventBody::CheckpointListed { checkpoints } => {
+                let Some(last) = checkpoints.last() else {
+                    return Some("Nothing to undo: no turn of this conversation changed files.".into());
+                };
+                let session_id = self.client.session_id().unwrap_or_default().to_string();
+                let restore = self.client.request(ClientMessage::CheckpointRestore(
+                    scv_protocol::CheckpointRestore {
+                        session_id,
+                        checkpoint_id: last.checkpoint_id.clone(),
+                        files: true,
+                        conversation: true,
+                        force,
+                    },
+                ));
+                self.undo = Some((restore.request_id.clone(), force));
+                self.send(&restore).await;
+                None
+            }
+            EventBody::CheckpointRestored { files_restored, .. } => {
+                let shown: Vec<&str> = files_restored
+                    .iter()
+                    .take(10)
+                    .map(|f| f.path.as_str())
+                    .collect();
+                let more = files_restored.len().saturating_sub(shown.len());
+                Some(format!(
+                    "Undone: {} file(s) back as they were{}{}; the conversation is back to before that turn.",
+                    files_restored.len(),
+                    if shown.is_empty() { String::new() } else { format!(": {}", shown.join(", ")) },
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ))
+            }
+            EventBody::Error(error) => Some(match &error.conflicts {
+                Some(paths) => format!(
+                    "Not undone: changed since by someone other than SCV: {}. Send /undo force to restore anyway.",
+                    paths.join(", ")
+                ),
+                None => format!("Not undone: {}", error.message),
+            }),
+            _ => None,
+        }
     }
 
     fn stop_typing(&mut self) {
@@ -336,6 +387,21 @@ impl Account {
                     chat.send(&clear).await;
                 }
             }
+            "/undo" | "/undo force" => {
+                if !owner {
+                    self.reply(&user, "Only the account owner can undo.").await;
+                } else if chat.busy() || chat.undo.is_some() {
+                    self.reply(&user, "Wait for the answer (or /cancel it), then /undo.")
+                        .await;
+                } else {
+                    let session_id = chat.client.session_id().unwrap_or_default().to_string();
+                    let list = chat.client.request(ClientMessage::CheckpointList(
+                        scv_protocol::CheckpointList { session_id },
+                    ));
+                    chat.undo = Some((list.request_id.clone(), text.ends_with("force")));
+                    chat.send(&list).await;
+                }
+            }
             "/cancel" => {
                 if chat.client.busy() {
                     // Before its turn started too: the session client
@@ -419,8 +485,16 @@ impl Account {
                 ..Default::default()
             }),
         };
-        let opened =
-            tokio::time::timeout(Duration::from_secs(10), conn.open(None, None, open)).await;
+        // Checkpoints: the owner's `/undo`.
+        let capabilities = scv_protocol::Capabilities {
+            checkpoints: true,
+            ..Default::default()
+        };
+        let opened = tokio::time::timeout(
+            Duration::from_secs(10),
+            conn.open(None, Some(capabilities), open),
+        )
+        .await;
         let (session_id, unsent) = match opened {
             Ok(Ok(opened)) => {
                 let unsent = opened
@@ -471,6 +545,7 @@ impl Account {
             earlier: None,
             tools: resume.map_or(tools, |s| s.tools),
             unsent,
+            undo: None,
         })
     }
 
@@ -584,6 +659,16 @@ impl Account {
         chat.send_all(&applied.requests).await;
         let mut say: Vec<String> = Vec::new();
         let mut remember = None;
+        let undoing = chat
+            .undo
+            .as_ref()
+            .is_some_and(|(rid, _)| event.request_id.as_deref() == Some(rid.as_str()));
+        if undoing {
+            if let Some(text) = chat.undo_step(&event.body).await {
+                self.reply(user, &text).await;
+            }
+            return;
+        }
         match &event.body {
             EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
                 chat.answer = content.clone()

@@ -78,6 +78,13 @@ impl Connection {
             {
                 Err(from_tool("the session store"))
             }
+            ClientMessage::CheckpointList(_)
+            | ClientMessage::CheckpointDiff(_)
+            | ClientMessage::CheckpointRestore(_)
+                if self.tool_peer =>
+            {
+                Err(from_tool("checkpoints"))
+            }
             ClientMessage::SessionStart(mut start) => {
                 // A tool process talking to the daemon gets an answer,
                 // never a hand: its sessions run no tools.
@@ -113,12 +120,16 @@ impl Connection {
         let granted = init.capabilities.map(|asked| Capabilities {
             reasoning: asked.reasoning,
             sessions: asked.sessions,
+            checkpoints: asked.checkpoints,
         });
         if granted.is_some_and(|c| c.reasoning) {
             self.host.stream_reasoning();
         }
         if granted.is_some_and(|c| c.sessions) {
             self.host.offer_stored_sessions();
+        }
+        if granted.is_some_and(|c| c.checkpoints) {
+            self.host.offer_checkpoints();
         }
         let event = Event::reply(
             Some(rid),
@@ -168,7 +179,8 @@ impl Connection {
                 code: reject.code,
                 message: reject.message,
                 fatal: false,
-                entry: reject.entry,
+                entry: reject.entry.map(|entry| *entry),
+                conflicts: reject.conflicts.map(Vec::from),
             }),
         );
         self.reply(&event).await;

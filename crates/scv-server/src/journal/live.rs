@@ -182,6 +182,21 @@ impl LiveJournal {
         });
     }
 
+    /// A checkpoint's conversation was restored: the turns from `turn_id`
+    /// on are gone and `history` is what the session holds now. Durable
+    /// when this returns (the client is told after).
+    pub(crate) async fn rewound(&mut self, turn_id: &str, seq: u64, history: &History) {
+        let at = scv_store::now_unix();
+        self.meta.updated = at;
+        self.append(&Record::Rewound {
+            turn_id: turn_id.into(),
+            at,
+            seq,
+            history: encode(history.messages()),
+        });
+        self.flush().await;
+    }
+
     /// The queue is now `prompts` (`seq`: the event that said so).
     pub(crate) fn queue(&mut self, prompts: Vec<String>, seq: u64) {
         self.append(&Record::Queue { prompts, seq });

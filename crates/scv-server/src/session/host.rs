@@ -33,6 +33,7 @@ use std::time::Duration;
 use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+mod checkpoints;
 mod stored;
 
 /// How long active work gets to finish during cleanup.
@@ -55,6 +56,8 @@ struct Session {
     /// Its journal in the session store (none when the store is off or
     /// could not take it).
     journal: Option<LiveJournal>,
+    /// Its checkpoints (none when `checkpoints = false`).
+    checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
 }
 
 struct ActiveTurn {
@@ -82,6 +85,8 @@ pub(crate) struct SessionHost {
     reasoning: bool,
     /// The connection asked for capability `sessions`.
     stored_sessions: bool,
+    /// The connection asked for capability `checkpoints`.
+    checkpoint_requests: bool,
 }
 
 impl SessionHost {
@@ -94,6 +99,7 @@ impl SessionHost {
             turn_sessions: HashMap::new(),
             reasoning: false,
             stored_sessions: false,
+            checkpoint_requests: false,
         }
     }
 
@@ -168,6 +174,21 @@ impl SessionHost {
                     message.type_name()
                 )))
             }
+            ClientMessage::CheckpointList(_)
+            | ClientMessage::CheckpointDiff(_)
+            | ClientMessage::CheckpointRestore(_)
+                if !self.checkpoint_requests =>
+            {
+                Err(invalid(format!(
+                    "{} needs capability `checkpoints` (ask for it in initialize)",
+                    message.type_name()
+                )))
+            }
+            ClientMessage::CheckpointList(list) => self.checkpoint_list(rid, list).await,
+            ClientMessage::CheckpointDiff(diff) => self.checkpoint_diff(rid, diff).await,
+            ClientMessage::CheckpointRestore(restore) => {
+                self.checkpoint_restore(rid, restore).await
+            }
             ClientMessage::SessionList(list) => self.list(rid, list).await,
             ClientMessage::SessionResume(resume) => self.resume(rid, resume).await,
             ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
@@ -213,6 +234,7 @@ impl SessionHost {
                 history: History::default(),
                 journal,
                 first_seq: 0,
+                stored: false,
             },
         )
         .await;
@@ -228,7 +250,20 @@ impl SessionHost {
             history,
             journal,
             first_seq,
+            stored,
         } = opened;
+        let checkpoints = match &self.shared.checkpoints {
+            Some(store) => Some(
+                crate::checkpoint::Checkpoints::open(
+                    store.clone(),
+                    session_id.clone(),
+                    made.settings.cwd.clone(),
+                    stored,
+                )
+                .await,
+            ),
+            None => None,
+        };
         let sink = Arc::new(SessionSink::new(
             session_id.clone(),
             self.out.clone(),
@@ -257,6 +292,7 @@ impl SessionHost {
             usage: None,
             mcp: made.mcp,
             journal,
+            checkpoints,
         };
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
@@ -273,6 +309,11 @@ impl SessionHost {
     /// The connection opted into capability `sessions`.
     pub(crate) fn offer_stored_sessions(&mut self) {
         self.stored_sessions = true;
+    }
+
+    /// The connection opted into capability `checkpoints`.
+    pub(crate) fn offer_checkpoints(&mut self) {
+        self.checkpoint_requests = true;
     }
 
     /// `session.configure` (extension): another provider and/or model for
@@ -373,6 +414,9 @@ impl SessionHost {
         let turn = Turn {
             limits: self.shared.limits.clone(),
             reasoning: self.reasoning,
+            checkpoints: session.checkpoints.clone(),
+            announce_checkpoints: self.checkpoint_requests,
+            prompt: prompt.as_str().into(),
             settings: session.settings.clone(),
             sink,
             approvals: session.approvals.clone(),
@@ -442,6 +486,10 @@ impl SessionHost {
                 })
             }
         };
+        if let Some(checkpoints) = &session.checkpoints {
+            // What the turn left, before anyone hears it ended.
+            checkpoints.turn_ended(&active.turn_id).await;
+        }
         let sink = session.sink.clone();
         let mut bounds_due = false;
         if let (Some(journal), Some(history)) = (&mut session.journal, &session.history) {
@@ -696,6 +744,9 @@ struct Opened {
     journal: Option<LiveJournal>,
     /// The first `seq` its events get.
     first_seq: u64,
+    /// A session with an earlier life (resumed): its checkpoints are in
+    /// the store.
+    stored: bool,
 }
 
 fn check_prompt(prompt: &str) -> Result<(), Reject> {
@@ -716,12 +767,13 @@ fn queue_reject(err: QueueError) -> Reject {
         QueueError::NotFound => Reject::new(ErrorCode::QueueNotFound, "no such queued prompt"),
         QueueError::Full(message) => Reject::new(ErrorCode::InvalidRequest, message),
         QueueError::Conflict(entry) => Reject {
+            conflicts: None,
             code: ErrorCode::QueueConflict,
             message: format!(
                 "queued prompt {} is at revision {}; reload it and try again",
                 entry.queue_id, entry.revision
             ),
-            entry: Some(entry),
+            entry: Some(Box::new(entry)),
         },
     }
 }

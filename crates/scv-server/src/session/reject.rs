@@ -7,7 +7,10 @@ use scv_protocol::{ErrorCode, QueueEntry};
 pub(crate) struct Reject {
     pub code: ErrorCode,
     pub message: String,
-    pub entry: Option<QueueEntry>,
+    pub entry: Option<Box<QueueEntry>>,
+    /// A refused `checkpoint.restore`: the paths in the way (boxed: every
+    /// handler returns a `Reject`, so it stays small).
+    pub conflicts: Option<Box<[String]>>,
 }
 
 impl Reject {
@@ -16,6 +19,7 @@ impl Reject {
             code,
             message: message.into(),
             entry: None,
+            conflicts: None,
         }
     }
 }

@@ -11,6 +11,7 @@
 mod commands;
 mod events;
 mod keys;
+mod undo;
 
 use super::approval::ApprovalPrompt;
 use super::input_box::InputBox;
@@ -89,6 +90,8 @@ pub struct App {
     /// The session the TUI had before the daemon went away: Ctrl+R
     /// resumes it.
     pub resume_offer: Option<String>,
+    /// Checkpoint requests in flight and where turns begin ([`undo`]).
+    undo: undo::UndoBook,
 }
 
 impl App {
@@ -118,6 +121,7 @@ impl App {
             files: Default::default(),
             path_matches: Vec::new(),
             resume_offer: None,
+            undo: Default::default(),
         };
         app.approval.resize(80, 24);
         app

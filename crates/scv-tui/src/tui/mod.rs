@@ -54,6 +54,7 @@ const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabilities {
     reasoning: true,
     sessions: true,
+    checkpoints: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

@@ -460,6 +460,20 @@ impl Transcript {
         self.bytes = 0;
     }
 
+    /// The id the next pushed item gets (a place to truncate back to).
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Drops the items from `id` on (a rewound conversation).
+    pub fn truncate_from(&mut self, id: u64) {
+        while self.items.back().is_some_and(|item| item.id >= id) {
+            if let Some(item) = self.items.pop_back() {
+                self.bytes = self.bytes.saturating_sub(item.bytes());
+            }
+        }
+    }
+
     pub fn push(&mut self, kind: ItemKind) {
         let item = Item::new(self.next_id, kind);
         self.next_id += 1;

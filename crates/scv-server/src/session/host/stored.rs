@@ -87,6 +87,9 @@ impl SessionHost {
         let store = self.store(&session_id)?;
         let id = session_id.clone();
         off_thread(move || store.sessions.delete(&id).map_err(store_reject)).await??;
+        if let Some(checkpoints) = &self.shared.checkpoints {
+            checkpoints.delete_session(&session_id).await;
+        }
         self.reply(rid, Some(session_id), EventBody::SessionDeleted {})
             .await;
         Ok(())
@@ -204,12 +207,16 @@ impl SessionHost {
         journal: LiveJournal,
         replay: &Replay,
     ) {
+        // A resume (not a fork) continues a session whose checkpoints
+        // are in the store.
+        let stored = made.started.resumed;
         let opened = Opened {
             session_id: session_id.clone(),
             made,
             history,
             journal: Some(journal),
             first_seq: replay.seq + 1,
+            stored,
         };
         if self.open_session(rid, opened).await.is_none() {
             return;

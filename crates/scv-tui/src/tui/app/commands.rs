@@ -79,6 +79,18 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::WithSession(App::resume_queue),
     },
     SlashCommand {
+        name: "/undo",
+        help: "put the files and the conversation back to before the last turn that changed files (/undo force: over others' changes)",
+        takes_arg: true,
+        run: Run::WithSession(App::undo_command),
+    },
+    SlashCommand {
+        name: "/rewind",
+        help: "pick a checkpoint of this session and go back to it",
+        takes_arg: false,
+        run: Run::WithSession(App::rewind_command),
+    },
+    SlashCommand {
         name: "/new",
         help: "start a new session here (this one stays stored; /resume brings it back)",
         takes_arg: false,
@@ -239,6 +251,14 @@ impl App {
     /// `/resume`: the picker opens when the daemon lists the sessions.
     pub(crate) fn pick_session(&mut self, _: &str) -> Vec<Outgoing> {
         vec![self.ask_session_list()]
+    }
+
+    fn undo_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
+        self.undo(session.session_id, arg)
+    }
+
+    fn rewind_command(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        self.rewind(session.session_id)
     }
 
     /// `/new`: a fresh session in this view. Switching closes this

@@ -72,6 +72,11 @@ impl App {
         std::mem::take(&mut self.book.outbox)
     }
 
+    /// Something to send that an event (not a key) produced.
+    pub(super) fn book_outbox(&mut self, out: Outgoing) {
+        self.book.outbox.push(out);
+    }
+
     /// Applies one server event. Queue events are the queue panel's; the
     /// rest change the session, the turn or the transcript.
     pub fn apply(&mut self, event: Event) {
@@ -111,6 +116,9 @@ impl App {
                         .as_ref()
                         .and_then(|r| self.book.dequeued.remove(r))
                 });
+                if let Some(turn_id) = &turn_id {
+                    self.turn_begins(turn_id);
+                }
                 if let Some(prompt) = prompt {
                     self.transcript.push(ItemKind::User(prompt));
                 }
@@ -210,6 +218,32 @@ impl App {
             }
             // Answers to requests this view does not send.
             EventBody::SessionListed { .. } | EventBody::SessionDeleted {} => {}
+            EventBody::CheckpointCreated { .. } => self.checkpoint_created(),
+            EventBody::CheckpointListed { checkpoints } => {
+                self.checkpoints_listed(request_id.as_deref().unwrap_or_default(), checkpoints)
+            }
+            EventBody::CheckpointDiffed {
+                checkpoint_id,
+                files,
+                ..
+            } => self.checkpoint_diffed(
+                request_id.as_deref().unwrap_or_default(),
+                checkpoint_id,
+                files,
+            ),
+            EventBody::CheckpointRestored {
+                checkpoint_id,
+                files_restored,
+                conversation_restored,
+            } => self.checkpoint_restored(
+                request_id.as_deref().unwrap_or_default(),
+                &checkpoint_id,
+                files_restored,
+                conversation_restored,
+            ),
+            EventBody::Error(error) if self.is_checkpoint_answer(request_id.as_ref()) => {
+                self.checkpoint_error(request_id.as_deref().unwrap_or_default(), error)
+            }
             EventBody::Error(error)
                 if request_id.is_some() && request_id == self.book.status_request =>
             {
@@ -306,7 +340,8 @@ impl App {
         }
         for item in items {
             match item {
-                TranscriptItem::User { text, .. } => {
+                TranscriptItem::User { text, turn_id } => {
+                    self.turn_begins(&turn_id);
                     self.input.remember(text.clone());
                     self.transcript.push(ItemKind::User(text));
                 }
@@ -618,6 +653,7 @@ impl App {
         self.book.denied.clear();
         self.book.list_request = None;
         self.book.worked = false;
+        self.undo.reset();
     }
 
     /// Another session takes this view (resumed, forked): what showed

@@ -83,6 +83,13 @@ impl App {
                 };
                 return Some(vec![Outgoing::Open(which)]);
             }
+            OverlayKey::Restore {
+                checkpoint_id,
+                force,
+            } => return Some(self.restore(checkpoint_id, force)),
+            OverlayKey::SelectCheckpoint(checkpoint_id) => {
+                return Some(self.rewind_selected(checkpoint_id))
+            }
             OverlayKey::RemoveRule(index) => {
                 if let Some(rule) = self.rules.remove(index) {
                     self.notice(format!("rule removed: {}", rule.scope()));

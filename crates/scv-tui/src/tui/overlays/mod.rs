@@ -12,9 +12,11 @@
 mod approvals;
 mod diff;
 mod help;
+mod rewind;
 mod sessions;
 mod status;
 
+pub use rewind::Rewind;
 pub use sessions::Picker;
 
 use super::panel::more_below;
@@ -41,6 +43,8 @@ pub enum OverlayKind {
     Diff(Vec<Line<'static>>),
     /// The stored sessions to resume (`/resume`, `scv resume`).
     Sessions(Box<Picker>),
+    /// The session's checkpoints to go back to (`/rewind`).
+    Rewind(Box<Rewind>),
 }
 
 impl OverlayKind {
@@ -52,6 +56,7 @@ impl OverlayKind {
             OverlayKind::Approvals => Box::new(approvals::Approvals),
             OverlayKind::Diff(lines) => Box::new(diff::Diff(lines)),
             OverlayKind::Sessions(picker) => Box::new(sessions::Sessions(picker.as_ref())),
+            OverlayKind::Rewind(rewind) => Box::new(rewind::Checkpoints(rewind.as_ref())),
         }
     }
 
@@ -129,6 +134,11 @@ pub enum OverlayKey {
     RemoveRule(usize),
     /// The App opens this stored session: resumes it, or forks it.
     Pick { session_id: String, fork: bool },
+    /// The App restores this checkpoint (`force`: over conflicts the user
+    /// was shown).
+    Restore { checkpoint_id: String, force: bool },
+    /// The selection moved to this checkpoint (its changes are asked for).
+    SelectCheckpoint(String),
 }
 
 /// A key while `open` is up, in a transcript area `width` × `height`:

@@ -1,0 +1,391 @@
+//! A session's checkpoints (capability `checkpoints`; the store and its
+//! format are `scv-checkpoint`'s): the workspace recorded before the
+//! first call of each turn that may change files, and again when that
+//! turn ends, so a restore knows what the agent changed and what someone
+//! else did since. Every snapshot and restore runs on the blocking pool.
+//!
+//! The checkpoints of a session are kept in the store's index for the
+//! session id, so they outlive the daemon with the session's journal.
+
+use crate::session::{invalid, Reject};
+use scv_checkpoint::{
+    Change, ChangeKind, Checkpoint, CheckpointError, CheckpointStore, RestoreError, Snapshot,
+};
+use scv_protocol::{
+    CheckpointInfo, ErrorCode, FileChange, FileChangeKind, MAX_CHECKPOINT_DIFF_BYTES,
+};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The checkpoint store of this server process, its bound, and the newest
+/// checkpoint of every session open here (never evicted).
+pub(crate) struct Store {
+    store: Arc<CheckpointStore>,
+    max_bytes: u64,
+    newest: Mutex<HashMap<Arc<str>, String>>,
+    /// Checkpoints taken by this process; the bound is checked every
+    /// [`ENFORCE_EVERY`] (counting the store's bytes lists all of it).
+    taken: std::sync::atomic::AtomicU64,
+}
+
+/// How often (in checkpoints) the store's bound is checked.
+const ENFORCE_EVERY: u64 = 16;
+
+impl Store {
+    /// The store under `scv_home`; `None` when `checkpoints = false` or it
+    /// cannot be used (said on stderr: sessions run without checkpoints).
+    pub(crate) fn open(enabled: bool, max_bytes: u64, scv_home: &Path) -> Option<Arc<Store>> {
+        if !enabled {
+            return None;
+        }
+        match CheckpointStore::open(scv_home) {
+            Ok(store) => Some(Arc::new(Store {
+                store: Arc::new(store),
+                max_bytes,
+                newest: Mutex::new(HashMap::new()),
+                taken: std::sync::atomic::AtomicU64::new(0),
+            })),
+            Err(err) => {
+                tracing::warn!("no checkpoints will be taken: {err}");
+                None
+            }
+        }
+    }
+
+    fn newest(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, String>> {
+        self.newest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Keeps the store within its bound (blocking): on the first
+    /// checkpoint of this process and every [`ENFORCE_EVERY`] after.
+    fn enforce(&self) {
+        let taken = self
+            .taken
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !taken.is_multiple_of(ENFORCE_EVERY) || self.store.bytes() <= self.max_bytes {
+            return;
+        }
+        let keep: HashSet<String> = self.newest().values().cloned().collect();
+        let enforced = self.store.enforce(self.max_bytes, &keep);
+        if !enforced.evicted.is_empty() {
+            tracing::info!(
+                "checkpoint store: evicted {} checkpoint(s) past its bound of {} bytes",
+                enforced.evicted.len(),
+                self.max_bytes
+            );
+        }
+    }
+
+    /// A session's checkpoints are gone with it (`session.delete`).
+    pub(crate) async fn delete_session(&self, session_id: &str) {
+        let (store, id) = (self.store.clone(), session_id.to_string());
+        if let Ok(Err(err)) = crate::blocking::run(move || store.delete_session(&id)).await {
+            tracing::warn!("checkpoints of session {session_id} not deleted: {err}");
+        }
+    }
+}
+
+/// What a session's checkpoints hold between calls.
+#[derive(Default)]
+struct State {
+    /// Oldest first, as the store's index holds them.
+    list: Vec<Checkpoint>,
+    /// The latest snapshot taken (its unchanged files need no reading).
+    last: Option<Arc<Snapshot>>,
+    /// The turn that took the newest checkpoint and has not ended yet.
+    open_turn: Option<String>,
+}
+
+/// One session's checkpoints.
+pub(crate) struct Checkpoints {
+    store: Arc<Store>,
+    session_id: Arc<str>,
+    workspace: PathBuf,
+    state: tokio::sync::Mutex<State>,
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        // Closed: its newest checkpoint may go like any other.
+        self.store.newest().remove(&self.session_id);
+    }
+}
+
+/// A store failure as the client hears it.
+fn store_reject(err: CheckpointError) -> Reject {
+    Reject::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
+}
+
+fn blocking_reject(err: impl std::fmt::Display) -> Reject {
+    Reject::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
+}
+
+fn change(change: &Change) -> FileChange {
+    FileChange {
+        path: change.path.clone(),
+        change: match change.kind {
+            ChangeKind::Added => FileChangeKind::Added,
+            ChangeKind::Modified => FileChangeKind::Modified,
+            ChangeKind::Deleted => FileChangeKind::Deleted,
+        },
+    }
+}
+
+impl Checkpoints {
+    /// The checkpoints of session `session_id` working in `workspace`;
+    /// with `stored`, those its earlier life left in the store.
+    pub(crate) async fn open(
+        store: Arc<Store>,
+        session_id: Arc<str>,
+        workspace: PathBuf,
+        stored: bool,
+    ) -> Arc<Checkpoints> {
+        let mut state = State::default();
+        if stored {
+            let (index, id) = (store.store.clone(), session_id.to_string());
+            match crate::blocking::run(move || index.index(&id)).await {
+                Ok(Ok(list)) => state.list = list,
+                Ok(Err(err)) => tracing::warn!("checkpoints of session {session_id}: {err}"),
+                Err(err) => tracing::warn!("checkpoints of session {session_id}: {err}"),
+            }
+        }
+        if let Some(newest) = state.list.last() {
+            store
+                .newest()
+                .insert(session_id.clone(), newest.checkpoint_id.clone());
+        }
+        Arc::new(Checkpoints {
+            store,
+            session_id,
+            workspace,
+            state: tokio::sync::Mutex::new(state),
+        })
+    }
+
+    /// Records the workspace before the first call of turn `turn_id` that
+    /// may change files; the new checkpoint's id, or `None` when this turn
+    /// has one already (or it could not be taken: said in the log, and
+    /// the call runs all the same).
+    pub(crate) async fn before_change(&self, turn_id: &str, prompt: &str) -> Option<String> {
+        let mut state = self.state.lock().await;
+        if state.open_turn.as_deref() == Some(turn_id) {
+            return None;
+        }
+        let previous = state.last.clone();
+        let snapshot = match self.snapshot(previous).await {
+            Ok(snapshot) => snapshot,
+            Err(err) => {
+                tracing::warn!(
+                    "session {}: no checkpoint before this turn's changes: {}",
+                    self.session_id,
+                    err.message
+                );
+                return None;
+            }
+        };
+        let checkpoint = Checkpoint {
+            checkpoint_id: scv_checkpoint::new_checkpoint_id(&snapshot.id),
+            turn_id: turn_id.to_string(),
+            prompt: prompt.to_string(),
+            created_unix_seconds: scv_store::now_unix(),
+            before: snapshot.id.clone(),
+            after: None,
+        };
+        let id = checkpoint.checkpoint_id.clone();
+        state.list.push(checkpoint);
+        state.last = Some(snapshot);
+        state.open_turn = Some(turn_id.to_string());
+        self.save(&state).await;
+        self.store
+            .newest()
+            .insert(self.session_id.clone(), id.clone());
+        let store = self.store.clone();
+        let _ = crate::blocking::run(move || store.enforce()).await;
+        Some(id)
+    }
+
+    /// Turn `turn_id` ended: if it took a checkpoint, what it left is
+    /// recorded, so later changes by others can be told from its own.
+    pub(crate) async fn turn_ended(&self, turn_id: &str) {
+        let mut state = self.state.lock().await;
+        if state.open_turn.as_deref() != Some(turn_id) {
+            return;
+        }
+        state.open_turn = None;
+        let previous = state.last.clone();
+        match self.snapshot(previous).await {
+            Ok(after) => {
+                if let Some(last) = state.list.last_mut() {
+                    last.after = Some(after.id.clone());
+                }
+                state.last = Some(after);
+                self.save(&state).await;
+            }
+            Err(err) => tracing::warn!(
+                "session {}: the workspace after the turn was not recorded: {}",
+                self.session_id,
+                err.message
+            ),
+        }
+    }
+
+    /// The checkpoints, oldest first.
+    pub(crate) async fn list(&self) -> Vec<CheckpointInfo> {
+        let state = self.state.lock().await;
+        state
+            .list
+            .iter()
+            .map(|c| CheckpointInfo {
+                checkpoint_id: c.checkpoint_id.clone(),
+                turn_id: c.turn_id.clone(),
+                prompt: c.prompt.clone(),
+                created_unix_seconds: c.created_unix_seconds,
+            })
+            .collect()
+    }
+
+    /// The turn checkpoint `id` was taken before.
+    pub(crate) async fn turn_of(&self, id: &str) -> Result<String, Reject> {
+        let state = self.state.lock().await;
+        let index = position(&state, id)?;
+        Ok(state.list[index].turn_id.clone())
+    }
+
+    /// From checkpoint `id` to the workspace now: the paths and a unified
+    /// diff (cut at `MAX_CHECKPOINT_DIFF_BYTES`, and whether it was).
+    pub(crate) async fn diff(&self, id: &str) -> Result<(Vec<FileChange>, String, bool), Reject> {
+        let mut state = self.state.lock().await;
+        let index = position(&state, id)?;
+        let now = self.snapshot(state.last.clone()).await?;
+        state.last = Some(now.clone());
+        let (store, before) = (self.store.store.clone(), state.list[index].before.clone());
+        drop(state);
+        crate::blocking::run(move || {
+            let then = store.load(&before)?;
+            let files = store.changes(&then, &now).iter().map(change).collect();
+            let (diff, cut) = store.unified_diff(&then, &now, MAX_CHECKPOINT_DIFF_BYTES)?;
+            Ok::<_, CheckpointError>((files, diff, cut))
+        })
+        .await
+        .map_err(blocking_reject)?
+        .map_err(store_reject)
+    }
+
+    /// Puts the workspace back as checkpoint `id` found it (`files`), or
+    /// only forgets the checkpoints from it on. A path someone other than
+    /// the agent changed since is a conflict: nothing changes and the
+    /// error lists them, unless `force`. The checkpoint and the later ones
+    /// are dropped: what they recorded is undone (or, for the
+    /// conversation alone, kept as the agent's own).
+    pub(crate) async fn restore(
+        &self,
+        id: &str,
+        files: bool,
+        force: bool,
+    ) -> Result<Vec<FileChange>, Reject> {
+        let mut state = self.state.lock().await;
+        let index = position(&state, id)?;
+        let now = self.snapshot(state.last.clone()).await?;
+        let store = self.store.store.clone();
+        let (list, workspace) = (state.list.clone(), self.workspace.clone());
+        let restored = crate::blocking::run(move || {
+            if files && !force {
+                let conflicts = store.conflicts(&list, index, &now).map_err(store_reject)?;
+                if !conflicts.is_empty() {
+                    return Err(Reject {
+                        conflicts: Some(conflicts.clone().into_boxed_slice()),
+                        ..invalid(format!(
+                            "{} path(s) changed since the checkpoint by someone other than the agent (force restores anyway): {}",
+                            conflicts.len(),
+                            conflicts.join(", ")
+                        ))
+                    });
+                }
+            }
+            if !files {
+                return Ok((Vec::new(), now));
+            }
+            let target = store.load(&list[index].before).map_err(store_reject)?;
+            let changed = store
+                .restore(&workspace, &target, &now)
+                .map_err(restore_reject)?;
+            Ok((changed.iter().map(change).collect(), Arc::new(target)))
+        })
+        .await
+        .map_err(blocking_reject)??;
+        let (changed, left) = restored;
+        state.list.truncate(index);
+        if let Some(last) = state.list.last_mut() {
+            if !files {
+                // The files stay as the agent left them.
+                last.after = Some(left.id.clone());
+            }
+        }
+        state.last = Some(left);
+        state.open_turn = None;
+        self.save(&state).await;
+        let newest = state.list.last().map(|c| c.checkpoint_id.clone());
+        match newest {
+            Some(newest) => self.store.newest().insert(self.session_id.clone(), newest),
+            None => self.store.newest().remove(&self.session_id),
+        };
+        Ok(changed)
+    }
+
+    /// A snapshot of the workspace now, reusing `previous`'s hashes.
+    async fn snapshot(&self, previous: Option<Arc<Snapshot>>) -> Result<Arc<Snapshot>, Reject> {
+        let (store, workspace) = (self.store.store.clone(), self.workspace.clone());
+        crate::blocking::run(move || store.snapshot(&workspace, previous.as_deref()))
+            .await
+            .map_err(blocking_reject)?
+            .map(Arc::new)
+            .map_err(store_reject)
+    }
+
+    /// Writes the index (a failure is logged: the checkpoints still work
+    /// until the daemon stops).
+    async fn save(&self, state: &State) {
+        let (store, id, list) = (
+            self.store.store.clone(),
+            self.session_id.to_string(),
+            state.list.clone(),
+        );
+        if let Ok(Err(err)) = crate::blocking::run(move || store.save_index(&id, &list)).await {
+            tracing::warn!(
+                "checkpoints of session {} not saved: {err}",
+                self.session_id
+            );
+        }
+    }
+}
+
+fn position(state: &State, id: &str) -> Result<usize, Reject> {
+    state
+        .list
+        .iter()
+        .position(|c| c.checkpoint_id == id)
+        .ok_or_else(|| invalid(format!("no checkpoint {id} in this session")))
+}
+
+fn restore_reject(err: RestoreError) -> Reject {
+    match err {
+        RestoreError::NeedsContent(paths) => invalid(format!(
+            "the checkpoint recorded only the size of {} (larger than {} MiB), so it cannot put back: {}",
+            if paths.len() == 1 { "this file" } else { "these files" },
+            scv_checkpoint::MAX_CONTENT_BYTES >> 20,
+            paths.join(", ")
+        )),
+        RestoreError::Failed { why, rolled_back } => Reject::new(
+            ErrorCode::InternalError,
+            if rolled_back {
+                format!("the restore failed and what it had changed was put back: {why}")
+            } else {
+                format!("the restore failed part-way and could not put everything back: {why}")
+            },
+        ),
+        RestoreError::Store(err) => store_reject(err),
+    }
+}
