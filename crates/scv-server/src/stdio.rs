@@ -12,6 +12,23 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// Where events go. A pipe (how a client that spawned the server reads
+/// it) is written in non-blocking mode, registered with the runtime: no
+/// hand-off to a blocking thread and back for every write, which cost
+/// two context switches per 64 KiB of a stream. Anything else (a
+/// terminal, a file, a socket) goes through tokio's stdout.
+fn stdout() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
+    use std::os::fd::AsFd;
+    let pipe = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
+    match pipe {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    }
+}
+
 pub async fn run(shared: Arc<Shared>) -> ExitCode {
     let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();
@@ -23,7 +40,7 @@ pub async fn run(shared: Arc<Shared>) -> ExitCode {
         shared.clone(),
         options,
         tokio::io::stdin(),
-        tokio::io::stdout(),
+        stdout(),
         shutdown.clone(),
     )
     .await;

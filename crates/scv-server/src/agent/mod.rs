@@ -62,6 +62,12 @@ impl From<ProviderError> for Stop {
     }
 }
 
+/// Deltas queued as one batch, at most: well inside the writer's 256
+/// frames, so a batch never waits for room a single frame would not.
+const MAX_BATCH_EVENTS: usize = 64;
+/// Bytes of delta text in one batch, at most (the writer holds 16 MiB).
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+
 /// Text the model sees for calls that never ran.
 const INTERRUPTED: &str = "The tool call was interrupted before it finished.";
 const DENIED: &str = "The user denied this tool call. Do not retry it unchanged.";
@@ -424,14 +430,35 @@ impl Turn {
     async fn step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
         let provider = &self.settings.provider;
         let mut stream = self.cancellable(provider.start(request)).await??;
-        while let Some(delta) = self.cancellable(stream.next_delta()).await?? {
-            match delta {
-                Delta::Text(content) => self.emit(EventBody::AssistantDelta { content }).await?,
-                // Only to a connection that opted in; never in the answer.
-                Delta::Reasoning(content) if self.reasoning => {
-                    self.emit(EventBody::ReasoningDelta { content }).await?
+        let mut batch = Vec::new();
+        while let Some(first) = self.cancellable(stream.next_delta()).await?? {
+            // The deltas of the chunk just read go out together: one
+            // reservation of writer room, one wake-up, one cancellation
+            // check for the lot.
+            let mut next = Some(first);
+            let mut bytes = 0;
+            while let Some(delta) = next {
+                match delta {
+                    Delta::Text(content) => {
+                        bytes += content.len();
+                        batch.push(EventBody::AssistantDelta { content });
+                    }
+                    // Only to a connection that opted in; never in the answer.
+                    Delta::Reasoning(content) if self.reasoning => {
+                        bytes += content.len();
+                        batch.push(EventBody::ReasoningDelta { content });
+                    }
+                    Delta::Reasoning(_) => {}
                 }
-                Delta::Reasoning(_) => {}
+                next = if batch.len() < MAX_BATCH_EVENTS && bytes < MAX_BATCH_BYTES {
+                    stream.next_buffered()?
+                } else {
+                    None
+                };
+            }
+            if !batch.is_empty() {
+                self.emit_all(&batch).await?;
+                batch.clear();
             }
         }
         Ok(self.cancellable(stream.finish()).await??)
@@ -611,6 +638,15 @@ impl Turn {
     }
 
     /// Emits a turn event; a cancel interrupts the wait for writer room.
+    /// Consecutive events of the turn, queued as one batch.
+    async fn emit_all(&self, bodies: &[EventBody]) -> Result<(), Stop> {
+        let emit = self
+            .sink
+            .emit_all(Some(&self.request_id), Some(&self.turn_id), bodies);
+        self.cancellable(emit).await??;
+        Ok(())
+    }
+
     async fn emit(&self, body: EventBody) -> Result<(), Stop> {
         let emit = self
             .sink

@@ -5,7 +5,7 @@
 //! and seq order agree. The counter only moves once the frame is queued, so
 //! an emit abandoned by cancellation leaves no gap.
 
-use crate::transport::{encode, Outbound, SendError};
+use crate::transport::{encode, encode_into, Outbound, SendError};
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
 use scv_protocol::{EventBody, EventRef};
 use std::sync::Arc;
@@ -67,5 +67,42 @@ impl SessionSink {
         let seq = *next_seq;
         *next_seq += 1;
         Ok(seq)
+    }
+
+    /// Emits `bodies` (at most [`WRITER_QUEUE_FRAMES`]) as consecutive
+    /// session events with consecutive `seq`s, queued as one batch: the
+    /// same frames, in the same order, for one reservation and one
+    /// wake-up of the writer.
+    pub(crate) async fn emit_all(
+        &self,
+        request_id: Option<&str>,
+        turn_id: Option<&str>,
+        bodies: &[EventBody],
+    ) -> Result<(), EmitError> {
+        let mut next_seq = self.next_seq.lock().await;
+        let mut buf = Vec::with_capacity(bodies.len() * 160);
+        for (n, body) in bodies.iter().enumerate() {
+            let start = buf.len();
+            if n > 0 {
+                buf.push(b'\n');
+            }
+            encode_into(
+                &mut buf,
+                EventRef {
+                    body,
+                    request_id,
+                    session_id: Some(&self.session_id),
+                    turn_id,
+                    seq: Some(*next_seq + n as u64),
+                },
+            );
+            let len = buf.len() - start - usize::from(n > 0);
+            if len > MAX_SERVER_FRAME_BYTES {
+                return Err(EmitError::TooLarge(len));
+            }
+        }
+        self.out.send_frames(buf.into(), bodies.len()).await?;
+        *next_seq += bodies.len() as u64;
+        Ok(())
     }
 }

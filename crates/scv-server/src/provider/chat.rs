@@ -155,7 +155,7 @@ pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(default, borrow)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
@@ -163,6 +163,29 @@ struct Chunk<'a> {
     /// `"error"` on older vLLM's error bodies.
     #[serde(default, borrow)]
     object: Option<Cow<'a, str>>,
+}
+
+/// The first of a chunk's `choices` (SCV asks for one); any others are
+/// skipped unread. Read in place: a `Vec` of choices cost an allocation
+/// and several moves of the whole choice for every streamed delta.
+struct FirstChoice<'a>(Option<Choice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct First<'a>(std::marker::PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for First<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Choice<'a>>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        deserializer.deserialize_seq(First(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -400,7 +423,7 @@ impl WireParser for Parser {
                 ..Usage::default()
             });
         }
-        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
+        let Some(choice) = chunk.choices.and_then(|c| c.0) else {
             return Ok(Flow::Continue);
         };
         if let Some(delta) = choice.delta {

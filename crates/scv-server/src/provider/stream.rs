@@ -26,12 +26,23 @@ pub(crate) struct Reply {
     pub end: End,
 }
 
+/// What the bytes read so far hold.
+enum Buffered {
+    Delta(Delta),
+    /// Nothing until more of the body is read.
+    Empty,
+    /// The response ended well.
+    End,
+}
+
 pub(crate) struct ResponseStream {
     body: reqwest::Response,
     sse: SseReader,
     idle_timeout: Duration,
-    /// When the model last produced something.
+    /// When the model last produced something (as of the last chunk read).
     last_output: Instant,
+    /// The model produced something since `last_output` was stamped.
+    progressed: bool,
     received: usize,
     done: bool,
     /// The parser has handed over what it held back.
@@ -53,6 +64,7 @@ impl ResponseStream {
             sse: SseReader::new(MAX_SSE_EVENT_BYTES),
             idle_timeout,
             last_output: Instant::now(),
+            progressed: false,
             received: 0,
             done: false,
             finished: false,
@@ -66,8 +78,29 @@ impl ResponseStream {
     /// wire's end event, or end of body after a finish reason).
     pub(crate) async fn next_delta(&mut self) -> Result<Option<Delta>, ProviderError> {
         loop {
+            match self.buffered()? {
+                Buffered::Delta(delta) => return Ok(Some(delta)),
+                Buffered::End => return Ok(None),
+                Buffered::Empty => self.read_chunk().await?,
+            }
+        }
+    }
+
+    /// The next delta already read from the body, without waiting for
+    /// more (`None`: the next one needs more bytes, or the response
+    /// ended). Lets a caller take a whole chunk's deltas at once.
+    pub(crate) fn next_buffered(&mut self) -> Result<Option<Delta>, ProviderError> {
+        match self.buffered()? {
+            Buffered::Delta(delta) => Ok(Some(delta)),
+            Buffered::Empty | Buffered::End => Ok(None),
+        }
+    }
+
+    /// What the bytes read so far give next.
+    fn buffered(&mut self) -> Result<Buffered, ProviderError> {
+        loop {
             if let Some(delta) = self.asm.next_delta() {
-                return Ok(Some(delta));
+                return Ok(Buffered::Delta(delta));
             }
             while !self.done {
                 match self.sse.next_event() {
@@ -80,12 +113,12 @@ impl ResponseStream {
                     Ok(None) => break,
                     Ok(Some(data)) => {
                         let flow = self.parser.read(&data, &mut self.asm, &self.redact)?;
-                        if self.asm.take_progress() {
-                            self.last_output = Instant::now();
-                        }
+                        // Stamped when the next chunk is read: one clock
+                        // read per chunk, not per event.
+                        self.progressed |= self.asm.take_progress();
                         self.done = flow == Flow::Done;
                         if let Some(delta) = self.asm.next_delta() {
-                            return Ok(Some(delta));
+                            return Ok(Buffered::Delta(delta));
                         }
                     }
                 }
@@ -96,42 +129,49 @@ impl ResponseStream {
                     self.parser.finish(&mut self.asm)?;
                     continue;
                 }
-                return Ok(None);
+                return Ok(Buffered::End);
             }
-            let deadline = self.last_output + self.idle_timeout;
-            let chunk = tokio::time::timeout_at(deadline.into(), self.body.chunk())
-                .await
-                .map_err(|_| {
-                    ProviderError::provider(format!(
-                        "provider stream was silent for {} ms",
-                        self.idle_timeout.as_millis()
-                    ))
-                })?
-                .map_err(|err| {
-                    ProviderError::provider(format!(
-                        "provider stream broke: {}",
-                        http::describe(&err)
-                    ))
-                })?;
-            match chunk {
-                Some(bytes) => {
-                    self.received += bytes.len();
-                    if self.received > MAX_RESPONSE_BYTES {
-                        return Err(ProviderError::limit(
-                            FailureCode::ResponseLimit,
-                            format!("provider response exceeded {MAX_RESPONSE_BYTES} bytes"),
-                        ));
-                    }
-                    self.sse.push(&bytes);
+            return Ok(Buffered::Empty);
+        }
+    }
+
+    /// Reads the next chunk of the body (bounded by the idle timeout and
+    /// the response cap).
+    async fn read_chunk(&mut self) -> Result<(), ProviderError> {
+        if std::mem::take(&mut self.progressed) {
+            self.last_output = Instant::now();
+        }
+        let deadline = self.last_output + self.idle_timeout;
+        let chunk = tokio::time::timeout_at(deadline.into(), self.body.chunk())
+            .await
+            .map_err(|_| {
+                ProviderError::provider(format!(
+                    "provider stream was silent for {} ms",
+                    self.idle_timeout.as_millis()
+                ))
+            })?
+            .map_err(|err| {
+                ProviderError::provider(format!("provider stream broke: {}", http::describe(&err)))
+            })?;
+        match chunk {
+            Some(bytes) => {
+                self.received += bytes.len();
+                if self.received > MAX_RESPONSE_BYTES {
+                    return Err(ProviderError::limit(
+                        FailureCode::ResponseLimit,
+                        format!("provider response exceeded {MAX_RESPONSE_BYTES} bytes"),
+                    ));
                 }
-                None if self.asm.finish_reason().is_some() => self.done = true,
-                None => {
-                    return Err(ProviderError::provider(
-                        "provider stream ended before its end event or a finish reason",
-                    ))
-                }
+                self.sse.push(&bytes);
+            }
+            None if self.asm.finish_reason().is_some() => self.done = true,
+            None => {
+                return Err(ProviderError::provider(
+                    "provider stream ended before its end event or a finish reason",
+                ))
             }
         }
+        Ok(())
     }
 
     /// Reads to the end and returns the assembled response.

@@ -9,13 +9,108 @@ pub(crate) use reader::FrameReader;
 pub(crate) use writer::{spawn_writer, Outbound, SendError};
 
 use bytes::Bytes;
-use scv_protocol::EventRef;
+use scv_protocol::{EventBody, EventRef};
 
 /// Serializes one event into one frame (no newline). Events are plain data,
 /// so serialization cannot fail.
 pub(crate) fn encode(event: EventRef<'_>) -> Bytes {
     let mut buf = Vec::with_capacity(160);
-    #[allow(clippy::expect_used)] // plain data with string keys always serializes
-    serde_json::to_writer(&mut buf, &event).expect("events always serialize");
+    encode_into(&mut buf, event);
     Bytes::from(buf)
+}
+
+/// Serializes one event at the end of `buf` (no newline).
+pub(crate) fn encode_into(buf: &mut Vec<u8>, event: EventRef<'_>) {
+    if let Some(()) = encode_delta(buf, &event) {
+        return;
+    }
+    #[allow(clippy::expect_used)] // plain data with string keys always serializes
+    serde_json::to_writer(&mut *buf, &event).expect("events always serialize");
+}
+
+/// The stream's deltas, written field by field: byte for byte what serde
+/// writes for them (the tests compare), without the map serializer the
+/// flattened body costs — the one event sent thousands of times a turn.
+fn encode_delta(buf: &mut Vec<u8>, event: &EventRef<'_>) -> Option<()> {
+    let (kind, content) = match event.body {
+        EventBody::AssistantDelta { content } => ("assistant.delta", content),
+        EventBody::ReasoningDelta { content } => ("reasoning.delta", content),
+        _ => return None,
+    };
+    let string = |buf: &mut Vec<u8>, text: &str| {
+        #[allow(clippy::expect_used)] // a string always serializes
+        serde_json::to_writer(&mut *buf, text).expect("strings serialize");
+    };
+    buf.extend_from_slice(b"{\"type\":\"");
+    buf.extend_from_slice(kind.as_bytes());
+    buf.extend_from_slice(b"\",\"content\":");
+    string(buf, content);
+    for (key, value) in [
+        ("request_id", event.request_id),
+        ("session_id", event.session_id),
+        ("turn_id", event.turn_id),
+    ] {
+        if let Some(value) = value {
+            buf.extend_from_slice(b",\"");
+            buf.extend_from_slice(key.as_bytes());
+            buf.extend_from_slice(b"\":");
+            string(buf, value);
+        }
+    }
+    if let Some(seq) = event.seq {
+        buf.extend_from_slice(b",\"seq\":");
+        let _ = std::io::Write::write_fmt(buf, format_args!("{seq}"));
+    }
+    buf.push(b'}');
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn by_serde(event: &EventRef<'_>) -> Vec<u8> {
+        serde_json::to_vec(event).unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn deltas_encode_as_serde_does(
+            content in any::<String>(),
+            request in proptest::option::of(any::<String>()),
+            turn in proptest::option::of("[a-f0-9-]{0,36}"),
+            seq in proptest::option::of(any::<u64>()),
+            reasoning in any::<bool>(),
+        ) {
+            let body = if reasoning {
+                EventBody::ReasoningDelta { content }
+            } else {
+                EventBody::AssistantDelta { content }
+            };
+            let event = EventRef {
+                body: &body,
+                request_id: request.as_deref(),
+                session_id: Some("5f0c-\u{1b}\"quoted\""),
+                turn_id: turn.as_deref(),
+                seq,
+            };
+            let mut fast = Vec::new();
+            encode_into(&mut fast, event);
+            prop_assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(by_serde(&event)).unwrap());
+        }
+    }
+
+    #[test]
+    fn other_events_go_through_serde() {
+        let body = EventBody::TurnStarted {};
+        let event = EventRef {
+            body: &body,
+            request_id: Some("3"),
+            session_id: Some("s"),
+            turn_id: Some("t"),
+            seq: Some(4),
+        };
+        assert_eq!(&encode(event)[..], &by_serde(&event)[..]);
+    }
 }

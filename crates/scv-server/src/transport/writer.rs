@@ -35,8 +35,10 @@ pub(crate) enum SendError {
 }
 
 struct Queued {
+    /// One frame, or several joined by newlines (a batch); the writer
+    /// ends it with a newline.
     data: Bytes,
-    /// Queue room (a frame, its bytes) held until the frame is written.
+    /// Queue room (its frames, its bytes) held until it is written.
     _room: (OwnedSemaphorePermit, OwnedSemaphorePermit),
 }
 
@@ -136,6 +138,14 @@ impl Outbound {
     /// Queues one frame, waiting for room in the queue. Cancel-safe: dropping
     /// the future gives back whatever it had reserved.
     pub(crate) async fn send(&self, data: Bytes) -> Result<(), SendError> {
+        self.send_frames(data, 1).await
+    }
+
+    /// Queues `frames` frames at once (`data`: them joined by newlines, at
+    /// most [`WRITER_QUEUE_FRAMES`]), taking their room in one step: a
+    /// burst of deltas costs one wake-up and one reservation, not one per
+    /// delta. Cancel-safe like [`Outbound::send`].
+    pub(crate) async fn send_frames(&self, data: Bytes, frames: usize) -> Result<(), SendError> {
         // Once the connection failed, nothing waits: cleanup stays bounded
         // however many sessions still have something to say.
         if self.failed.is_cancelled() {
@@ -143,9 +153,10 @@ impl Outbound {
         }
         let queue = &self.queue.0;
         let wanted = data.len().clamp(1, WRITER_QUEUE_BYTES) as u32;
+        let frames = frames.clamp(1, WRITER_QUEUE_FRAMES) as u32;
         // Fast path: room now, so no timer is armed.
         let now = Arc::clone(&queue.frame_room)
-            .try_acquire_owned()
+            .try_acquire_many_owned(frames)
             .ok()
             .and_then(|frame| {
                 let bytes = Arc::clone(&queue.byte_room).try_acquire_many_owned(wanted);
@@ -155,7 +166,9 @@ impl Outbound {
             Some(room) => Ok(room),
             None => {
                 let wait = async {
-                    let frame = Arc::clone(&queue.frame_room).acquire_owned().await?;
+                    let frame = Arc::clone(&queue.frame_room)
+                        .acquire_many_owned(frames)
+                        .await?;
                     let bytes = Arc::clone(&queue.byte_room)
                         .acquire_many_owned(wanted)
                         .await?;
@@ -284,6 +297,24 @@ async fn write_out<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn a_batch_arrives_as_its_frames_and_holds_their_room() {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let failed = CancellationToken::new();
+        let (out, task) = spawn_writer(server, failed.clone());
+        out.send_frames(Bytes::from_static(b"{\"n\":0}\n{\"n\":1}\n{\"n\":2}"), 3)
+            .await
+            .unwrap();
+        out.send(Bytes::from_static(b"{\"n\":3}")).await.unwrap();
+        drop(out);
+        let mut text = String::new();
+        let mut client = client;
+        client.read_to_string(&mut text).await.unwrap();
+        task.await.unwrap();
+        assert_eq!(text, "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
+        assert!(!failed.is_cancelled());
+    }
 
     #[tokio::test]
     async fn frames_arrive_in_order_with_newlines() {
