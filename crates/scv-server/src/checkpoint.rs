@@ -27,6 +27,10 @@ pub(crate) struct Store {
     /// Checkpoints taken by this process; the bound is checked every
     /// [`ENFORCE_EVERY`] (counting the store's bytes lists all of it).
     taken: std::sync::atomic::AtomicU64,
+    /// Held (shared) from a snapshot until its index is saved, and
+    /// (alone) by a sweep: a sweep deletes objects no index reaches, so it
+    /// must not run between the two.
+    sweep: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// How often (in checkpoints) the store's bound is checked.
@@ -45,6 +49,7 @@ impl Store {
                 max_bytes,
                 newest: Mutex::new(HashMap::new()),
                 taken: std::sync::atomic::AtomicU64::new(0),
+                sweep: Arc::new(tokio::sync::RwLock::new(())),
             })),
             Err(err) => {
                 tracing::warn!("no checkpoints will be taken: {err}");
@@ -59,13 +64,25 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Keeps the store within its bound (blocking): on the first
-    /// checkpoint of this process and every [`ENFORCE_EVERY`] after.
-    fn enforce(&self) {
+    /// Keeps the store within its bound: on the first checkpoint of this
+    /// process and every [`ENFORCE_EVERY`] after, with no snapshot between
+    /// its taking and its index.
+    async fn enforce(self: &Arc<Self>) {
         let taken = self
             .taken
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if !taken.is_multiple_of(ENFORCE_EVERY) || self.store.bytes() <= self.max_bytes {
+        if !taken.is_multiple_of(ENFORCE_EVERY) {
+            return;
+        }
+        let _alone = self.sweep.clone().write_owned().await;
+        let store = self.clone();
+        if let Err(err) = crate::blocking::run(move || store.enforce_now()).await {
+            tracing::warn!("checkpoint store bound not enforced: {err}");
+        }
+    }
+
+    fn enforce_now(&self) {
+        if self.store.bytes() <= self.max_bytes {
             return;
         }
         let keep: HashSet<String> = self.newest().values().cloned().collect();
@@ -174,6 +191,7 @@ impl Checkpoints {
         if state.open_turn.as_deref() == Some(turn_id) {
             return None;
         }
+        let sweep = self.store.sweep.clone().read_owned().await;
         let previous = state.last.clone();
         let snapshot = match self.snapshot(previous).await {
             Ok(snapshot) => snapshot,
@@ -199,11 +217,12 @@ impl Checkpoints {
         state.last = Some(snapshot);
         state.open_turn = Some(turn_id.to_string());
         self.save(&state).await;
+        drop(sweep);
         self.store
             .newest()
             .insert(self.session_id.clone(), id.clone());
-        let store = self.store.clone();
-        let _ = crate::blocking::run(move || store.enforce()).await;
+        drop(state);
+        self.store.enforce().await;
         Some(id)
     }
 
@@ -215,6 +234,7 @@ impl Checkpoints {
             return;
         }
         state.open_turn = None;
+        let _sweep = self.store.sweep.clone().read_owned().await;
         let previous = state.last.clone();
         match self.snapshot(previous).await {
             Ok(after) => {
@@ -288,6 +308,8 @@ impl Checkpoints {
     ) -> Result<Vec<FileChange>, Reject> {
         let mut state = self.state.lock().await;
         let index = position(&state, id)?;
+        // The fresh snapshot's objects are what a failed restore puts back.
+        let _sweep = self.store.sweep.clone().read_owned().await;
         let now = self.snapshot(state.last.clone()).await?;
         let store = self.store.store.clone();
         let (list, workspace) = (state.list.clone(), self.workspace.clone());

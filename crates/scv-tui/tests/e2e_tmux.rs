@@ -310,6 +310,8 @@ async fn undo_puts_back_what_a_command_changed() {
     tmux.keys(&["rewrite the story", "Enter"]);
     let screen = tmux.wait_for("Rewrote the story.").await;
     assert!(screen.contains("/undo puts it back"), "{screen}");
+    // The turn ends once what it left is recorded.
+    tmux.wait_for("idle").await;
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "the end\n");
     tmux.keys(&["/undo", "Enter"]);
     let screen = tmux.wait_for("undone: 1 file").await;
