@@ -415,14 +415,6 @@ impl CheckpointStore {
         Ok(tree)
     }
 
-    /// Makes what was written durable: one sync of the store's file system
-    /// rather than one per object (a first snapshot writes thousands). An
-    /// object torn by a crash before it is caught by its hash on reading
-    /// and rewritten by the next snapshot that needs it.
-    pub(crate) fn sync(&self) -> Result<(), CheckpointError> {
-        rustix::fs::syncfs(&self.fd).map_err(|e| self.io_err("cannot sync", "", e))
-    }
-
     /// A lock on the store: shared while recording or restoring, exclusive
     /// while evicting and sweeping.
     pub(crate) fn lock(&self, exclusive: bool) -> Result<File, CheckpointError> {
