@@ -468,9 +468,18 @@ impl Walk<'_> {
                 }
                 match rustix::fs::openat(fd, name.as_str(), dir_flags(), Mode::empty()) {
                     Ok(child_fd) => {
-                        let mode = rustix::fs::fstat(&child_fd)
-                            .map(|s| s.st_mode & 0o777)
-                            .unwrap_or(0o755);
+                        let st = rustix::fs::fstat(&child_fd);
+                        let store_here = st.as_ref().is_ok_and(|s| {
+                            let s = Stat::of(s);
+                            (s.dev, s.ino) == self.store.ident
+                        });
+                        if store_here {
+                            let why = "the checkpoint store itself".to_string();
+                            out.entries.push(skip(&name, &why));
+                            out.skipped.push((rel, why));
+                            continue;
+                        }
+                        let mode = st.map(|s| s.st_mode & 0o777).unwrap_or(0o755);
                         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                         let prev = prev.and_then(|e| match &e.node {
                             Node::Dir { hash, tree, .. } => Some((*hash, tree.clone())),

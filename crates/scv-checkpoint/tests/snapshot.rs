@@ -96,6 +96,24 @@ fn fifos_sockets_dangling_and_outside_links_never_hang() {
 }
 
 #[test]
+fn a_workspace_holding_the_store_does_not_record_it() {
+    let ws = tempfile::tempdir().unwrap();
+    common::sh(ws.path(), "mkdir .scv && echo a > a.txt");
+    let store = CheckpointStore::open(&ws.path().join(".scv")).unwrap();
+    let first = store.snapshot(ws.path(), None).unwrap();
+    let second = store.snapshot(ws.path(), Some(&first)).unwrap();
+    let paths: Vec<_> = second.files().into_iter().map(|e| e.path).collect();
+    assert_eq!(paths, vec!["a.txt"]);
+    assert_eq!(
+        second.skipped,
+        vec![(
+            ".scv/checkpoints".to_string(),
+            "the checkpoint store itself".to_string()
+        )]
+    );
+}
+
+#[test]
 fn an_unreadable_file_is_skipped() {
     if is_root() {
         // Root reads a file whatever its mode (and a directory without x):
