@@ -48,7 +48,10 @@
 //! it would need a file recorded without content or a damaged object; it
 //! never writes through a link (directory fds, `O_NOFOLLOW`, temp file and
 //! rename, `RENAME_NOREPLACE`); and on a failure part-way it puts back
-//! what it changed and says whether that worked.
+//! what it changed and says whether that worked. What it replaces or
+//! removes waits in a `.scv-restore-…` directory at the workspace root
+//! until the end (a crash mid-restore leaves it there, with the old
+//! files). Directory modes are applied only to directories it makes.
 //!
 //! **Bounds.** [`CheckpointStore::enforce`] evicts the oldest checkpoints
 //! across sessions until the store fits, never one the caller keeps, then
