@@ -240,7 +240,6 @@ pub(crate) fn restore(
         }
     }
     apply.empty_trash();
-    let _ = rustix::fs::syncfs(&apply.root);
     Ok(changes(&now.root, &target.root))
 }
 

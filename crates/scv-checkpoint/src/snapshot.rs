@@ -5,6 +5,7 @@ use crate::error::CheckpointError;
 use crate::hash::Hash;
 use crate::tree::{Node, Tree};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A snapshot's id: the hex sha256 of its root tree.
@@ -52,6 +53,9 @@ pub struct Snapshot {
     pub(crate) root: Arc<Tree>,
     /// The store's sweep count when it was taken or loaded.
     pub(crate) generation: u64,
+    /// The ignore rules' fingerprint per directory when it was taken (empty
+    /// for one loaded): lets the next snapshot skip matching what it knows.
+    pub(crate) rules: Arc<HashMap<String, u64>>,
     len: usize,
 }
 
@@ -93,6 +97,7 @@ impl Snapshot {
         metadata_only: Vec<String>,
         generation: u64,
         stats: SnapshotStats,
+        rules: Arc<HashMap<String, u64>>,
     ) -> Snapshot {
         let len = count(&root);
         Snapshot {
@@ -103,6 +108,7 @@ impl Snapshot {
             hash,
             root,
             generation,
+            rules,
             len,
         }
     }

@@ -46,6 +46,9 @@ pub struct CheckpointStore {
     pub(crate) trees: OwnedFd,
     pub(crate) sessions: OwnedFd,
     pub(crate) tmp: OwnedFd,
+    /// The store directory's (device, inode): a workspace holding the
+    /// store does not record it.
+    pub(crate) ident: (u64, u64),
     counter: AtomicU64,
 }
 
@@ -94,6 +97,12 @@ impl CheckpointStore {
             }
         })?;
         check_private(&fd, &dir)?;
+        let ident = rustix::fs::fstat(&fd)
+            .map(|st| {
+                let s = crate::tree::Stat::of(&st);
+                (s.dev, s.ino)
+            })
+            .map_err(|e| CheckpointError::io("cannot inspect", &dir, e.into()))?;
         let sub = |name: &str| open_subdir(&fd, &dir, name);
         let objects = sub("objects")?;
         let trees = sub("trees")?;
@@ -106,6 +115,7 @@ impl CheckpointStore {
             trees,
             sessions,
             tmp,
+            ident,
             counter: AtomicU64::new(0),
         })
     }
@@ -413,14 +423,6 @@ impl CheckpointStore {
         };
         cache.insert(*hash, tree.clone());
         Ok(tree)
-    }
-
-    /// Makes what was written durable: one sync of the store's file system
-    /// rather than one per object (a first snapshot writes thousands). An
-    /// object torn by a crash before it is caught by its hash on reading
-    /// and rewritten by the next snapshot that needs it.
-    pub(crate) fn sync(&self) -> Result<(), CheckpointError> {
-        rustix::fs::syncfs(&self.fd).map_err(|e| self.io_err("cannot sync", "", e))
     }
 
     /// A lock on the store: shared while recording or restoring, exclusive

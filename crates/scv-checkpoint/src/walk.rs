@@ -12,7 +12,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
-use std::ffi::CStr;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -45,6 +45,9 @@ struct Level {
 struct Rules {
     levels: Vec<Arc<Level>>,
     exclude: Option<Arc<Gitignore>>,
+    /// Of every ignore file's text on the way here: equal fingerprints,
+    /// equal decisions.
+    fingerprint: u64,
 }
 
 impl Rules {
@@ -100,8 +103,20 @@ enum Pending {
     },
 }
 
+impl Pending {
+    fn name(&self) -> &str {
+        match self {
+            Pending::Done(e) => &e.name,
+            Pending::Dir { name, .. } => name,
+        }
+    }
+}
+
 struct DirResult {
-    entries: Vec<(String, Pending)>,
+    /// The directory's path, and the fingerprint of the rules in force.
+    rel: String,
+    rules: u64,
+    entries: Vec<Pending>,
     prev: Option<(Hash, Arc<Tree>)>,
     skipped: Vec<(String, String)>,
     metadata_only: Vec<String>,
@@ -119,6 +134,8 @@ struct Walk<'a> {
     /// The previous snapshot predates a sweep: confirm that each object
     /// it lends is still stored.
     check_reused: bool,
+    /// The previous snapshot's rules fingerprint per directory.
+    prev_rules: Option<Arc<HashMap<String, u64>>>,
     next_id: AtomicUsize,
     queue: Mutex<Queue>,
     wake: Condvar,
@@ -147,6 +164,7 @@ pub(crate) fn snapshot(
         store,
         start_ns,
         check_reused: previous.is_some_and(|p| p.generation != generation),
+        prev_rules: previous.map(|p| p.rules.clone()),
         next_id: AtomicUsize::new(1),
         queue: Mutex::new(Queue {
             jobs: Vec::new(),
@@ -157,9 +175,11 @@ pub(crate) fn snapshot(
         files_read: AtomicU64::new(0),
         bytes_read: AtomicU64::new(0),
     };
+    let exclude = read_exclude(root.as_fd());
     let rules = Arc::new(Rules {
         levels: Vec::new(),
-        exclude: read_exclude(root.as_fd()).map(Arc::new),
+        fingerprint: fingerprint(0, exclude.as_ref().map_or("", |(_, t)| t.as_str())),
+        exclude: exclude.map(|(g, _)| Arc::new(g)),
     });
     walk.push(Job {
         id: 0,
@@ -201,6 +221,7 @@ pub(crate) fn snapshot(
     let mut skipped = Vec::new();
     let mut metadata_only = Vec::new();
     let mut trees_written = 0u64;
+    let mut rules_seen = HashMap::with_capacity(count);
     for id in (0..count).rev() {
         let Some(r) = slots[id].take() else {
             return Err(CheckpointError::Corrupt(format!(
@@ -210,7 +231,8 @@ pub(crate) fn snapshot(
         skipped.extend(r.skipped);
         metadata_only.extend(r.metadata_only);
         let mut entries = Vec::with_capacity(r.entries.len());
-        for (_, p) in r.entries {
+        rules_seen.insert(r.rel, r.rules);
+        for p in r.entries {
             entries.push(match p {
                 Pending::Done(e) => e,
                 Pending::Dir { name, mode, child } => {
@@ -251,9 +273,6 @@ pub(crate) fn snapshot(
     let Some((hash, root)) = built[0].take() else {
         return Err(CheckpointError::Corrupt("the walk lost the root".into()));
     };
-    if trees_written > 0 || walk.files_read.load(Ordering::Relaxed) > 0 {
-        store.sync()?;
-    }
     skipped.sort();
     metadata_only.sort();
     Ok(Snapshot::new(
@@ -268,6 +287,7 @@ pub(crate) fn snapshot(
             trees_written,
             directories: count as u64,
         },
+        Arc::new(rules_seen),
     ))
 }
 
@@ -340,63 +360,87 @@ impl Walk<'_> {
     /// One directory: its entries recorded (files read unless their stat
     /// lets the previous hash stand), its subdirectories queued.
     fn read_dir(&self, job: Job) -> Result<(DirResult, Vec<Job>), CheckpointError> {
-        let fd = job.fd.as_fd();
-        let rules = match own_rules(fd, &job.rel) {
-            Some(level) => {
+        let rel_dir = job.rel;
+        let path_of = |name: &str| {
+            if rel_dir.is_empty() {
+                name.to_string()
+            } else {
+                format!("{rel_dir}/{name}")
+            }
+        };
+        let mut skipped = Vec::new();
+        // The listing first (the fd then serves every stat), and from it
+        // whether there are ignore files to read at all.
+        let mut list = rustix::fs::Dir::new(job.fd).map_err(|e| CheckpointError::Io {
+            what: "cannot list",
+            path: rel_dir.clone(),
+            source: e.into(),
+        })?;
+        let mut names: Vec<(String, FileType)> = Vec::new();
+        let (mut has_ignore, mut has_gitignore) = (false, false);
+        while let Some(item) = list.read() {
+            let item = match item {
+                Ok(item) => item,
+                Err(e) => {
+                    skipped.push((path_of("*"), format!("cannot list the directory: {e}")));
+                    break;
+                }
+            };
+            let bytes = item.file_name().to_bytes();
+            if bytes == b"." || bytes == b".." || bytes == b".git" {
+                continue;
+            }
+            match std::str::from_utf8(bytes) {
+                Ok(name) => {
+                    has_ignore |= name == ".ignore";
+                    has_gitignore |= name == ".gitignore";
+                    names.push((name.to_string(), item.file_type()));
+                }
+                Err(_) => skipped.push((
+                    path_of(&String::from_utf8_lossy(bytes)),
+                    "its name is not UTF-8".into(),
+                )),
+            }
+        }
+        let fd = list.fd().map_err(|e| CheckpointError::Io {
+            what: "cannot list",
+            path: rel_dir.clone(),
+            source: e.into(),
+        })?;
+        let rules = match own_rules(fd, &rel_dir, has_ignore, has_gitignore) {
+            Some((level, text)) => {
                 let mut levels = job.rules.levels.clone();
                 levels.push(Arc::new(level));
                 Arc::new(Rules {
                     levels,
                     exclude: job.rules.exclude.clone(),
+                    fingerprint: fingerprint(job.rules.fingerprint, &text),
                 })
             }
             None => job.rules.clone(),
         };
+        // Under the rules the previous snapshot saw here, what it recorded
+        // was not ignored, and still is not.
+        let known = self
+            .prev_rules
+            .as_ref()
+            .and_then(|m| m.get(&rel_dir))
+            .is_some_and(|&f| f == rules.fingerprint);
         let prev_tree = job.prev.as_ref().map(|(_, t)| t.clone());
         let mut out = DirResult {
-            entries: Vec::new(),
+            rel: String::new(),
+            rules: rules.fingerprint,
+            entries: Vec::with_capacity(names.len()),
             prev: job.prev,
-            skipped: Vec::new(),
+            skipped,
             metadata_only: Vec::new(),
         };
         let mut children = Vec::new();
-        let path_of = |name: &str| {
-            if job.rel.is_empty() {
-                name.to_string()
-            } else {
-                format!("{}/{name}", job.rel)
-            }
-        };
-        let mut list = rustix::fs::Dir::read_from(fd).map_err(|e| CheckpointError::Io {
-            what: "cannot list",
-            path: job.rel.clone(),
-            source: e.into(),
-        })?;
-        while let Some(item) = list.read() {
-            let item = match item {
-                Ok(item) => item,
-                Err(e) => {
-                    out.skipped
-                        .push((path_of("*"), format!("cannot list the directory: {e}")));
-                    break;
-                }
-            };
-            let raw = item.file_name();
-            let bytes = raw.to_bytes();
-            if bytes == b"." || bytes == b".." || bytes == b".git" {
-                continue;
-            }
-            let Ok(name) = std::str::from_utf8(bytes) else {
-                out.skipped.push((
-                    path_of(&String::from_utf8_lossy(bytes)),
-                    "its name is not UTF-8".into(),
-                ));
-                continue;
-            };
-            let mut kind = item.file_type();
+        for (name, listed) in names {
+            let mut kind = listed;
             let mut st = None;
             if kind == FileType::Unknown {
-                match rustix::fs::statat(fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
+                match rustix::fs::statat(fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(s) => {
                         kind = FileType::from_raw_mode(s.st_mode);
                         st = Some(s);
@@ -404,40 +448,48 @@ impl Walk<'_> {
                     Err(Errno::NOENT) => continue,
                     Err(e) => {
                         out.skipped
-                            .push((path_of(name), format!("cannot inspect: {e}")));
+                            .push((path_of(&name), format!("cannot inspect: {e}")));
                         continue;
                     }
                 }
             }
-            let rel = path_of(name);
-            if rules.ignored(&rel, kind == FileType::Directory) {
+            let is_dir = kind == FileType::Directory;
+            let prev = prev_tree.as_ref().and_then(|t| t.get(&name));
+            let seen = known && prev.is_some_and(|p| p.is_dir() == is_dir && !p.is_skipped());
+            if !seen && !rules.is_empty() && rules.ignored(&path_of(&name), is_dir) {
                 continue;
             }
-            let prev = prev_tree.as_ref().and_then(|t| t.get(name));
-            if kind == FileType::Directory {
+            if is_dir {
+                let rel = path_of(&name);
                 if job.depth + 1 > MAX_DEPTH {
-                    out.entries.push(skip(name, "nested too deep"));
+                    out.entries.push(skip(&name, "nested too deep"));
                     out.skipped.push((rel, "nested too deep".into()));
                     continue;
                 }
-                match rustix::fs::openat(fd, raw, dir_flags(), Mode::empty()) {
+                match rustix::fs::openat(fd, name.as_str(), dir_flags(), Mode::empty()) {
                     Ok(child_fd) => {
-                        let mode = rustix::fs::fstat(&child_fd)
-                            .map(|s| s.st_mode & 0o777)
-                            .unwrap_or(0o755);
+                        let st = rustix::fs::fstat(&child_fd);
+                        let store_here = st.as_ref().is_ok_and(|s| {
+                            let s = Stat::of(s);
+                            (s.dev, s.ino) == self.store.ident
+                        });
+                        if store_here {
+                            let why = "the checkpoint store itself".to_string();
+                            out.entries.push(skip(&name, &why));
+                            out.skipped.push((rel, why));
+                            continue;
+                        }
+                        let mode = st.map(|s| s.st_mode & 0o777).unwrap_or(0o755);
                         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                         let prev = prev.and_then(|e| match &e.node {
                             Node::Dir { hash, tree, .. } => Some((*hash, tree.clone())),
                             _ => None,
                         });
-                        out.entries.push((
-                            name.to_string(),
-                            Pending::Dir {
-                                name: name.to_string(),
-                                mode,
-                                child: id,
-                            },
-                        ));
+                        out.entries.push(Pending::Dir {
+                            name,
+                            mode,
+                            child: id,
+                        });
                         children.push(Job {
                             id,
                             rel,
@@ -450,7 +502,7 @@ impl Walk<'_> {
                     Err(Errno::NOENT) => {}
                     Err(e) => {
                         let why = format!("cannot read the directory: {e}");
-                        out.entries.push(skip(name, &why));
+                        out.entries.push(skip(&name, &why));
                         out.skipped.push((rel, why));
                     }
                 }
@@ -458,59 +510,49 @@ impl Walk<'_> {
             }
             let st = match st {
                 Some(st) => st,
-                None => match rustix::fs::statat(fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
+                None => match rustix::fs::statat(fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(s) => s,
                     Err(Errno::NOENT) => continue,
                     Err(e) => {
                         let why = format!("cannot inspect: {e}");
-                        out.entries.push(skip(name, &why));
-                        out.skipped.push((rel, why));
+                        out.entries.push(skip(&name, &why));
+                        out.skipped.push((path_of(&name), why));
                         continue;
                     }
                 },
             };
             // The stat may show another kind than the listing did (replaced
             // in between): the stat is what is recorded.
-            match FileType::from_raw_mode(st.st_mode) {
-                FileType::RegularFile => match self.file(fd, raw, name, &st, prev)? {
+            let why = match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => match self.file(fd, &name, &st, prev)? {
                     Ok(entry) => {
                         if matches!(entry.node, Node::File { hash: None, .. }) {
-                            out.metadata_only.push(rel);
+                            out.metadata_only.push(path_of(&name));
                         }
-                        out.entries.push((name.to_string(), Pending::Done(entry)));
+                        out.entries.push(Pending::Done(entry));
+                        continue;
                     }
-                    Err(why) => {
-                        out.entries.push(skip(name, &why));
-                        out.skipped.push((rel, why));
-                    }
+                    Err(why) => why,
                 },
-                FileType::Symlink => match self.link(fd, raw, name, &st, prev) {
-                    Ok(entry) => out.entries.push((name.to_string(), Pending::Done(entry))),
-                    Err(why) => {
-                        out.entries.push(skip(name, &why));
-                        out.skipped.push((rel, why));
+                FileType::Symlink => match self.link(fd, &name, &st, prev) {
+                    Ok(entry) => {
+                        out.entries.push(Pending::Done(entry));
+                        continue;
                     }
+                    Err(why) => why,
                 },
-                FileType::Directory => {
-                    let why = "became a directory during the snapshot".to_string();
-                    out.entries.push(skip(name, &why));
-                    out.skipped.push((rel, why));
-                }
-                other => {
-                    let why = match other {
-                        FileType::Fifo => "a FIFO",
-                        FileType::Socket => "a socket",
-                        FileType::CharacterDevice => "a character device",
-                        FileType::BlockDevice => "a block device",
-                        _ => "not a file, link or directory",
-                    }
-                    .to_string();
-                    out.entries.push(skip(name, &why));
-                    out.skipped.push((rel, why));
-                }
-            }
+                FileType::Directory => "became a directory during the snapshot".to_string(),
+                FileType::Fifo => "a FIFO".to_string(),
+                FileType::Socket => "a socket".to_string(),
+                FileType::CharacterDevice => "a character device".to_string(),
+                FileType::BlockDevice => "a block device".to_string(),
+                _ => "not a file, link or directory".to_string(),
+            };
+            out.entries.push(skip(&name, &why));
+            out.skipped.push((path_of(&name), why));
         }
-        out.entries.sort_by(|a, b| a.0.cmp(&b.0));
+        out.entries.sort_by(|a, b| a.name().cmp(b.name()));
+        out.rel = rel_dir;
         Ok((out, children))
     }
 
@@ -525,7 +567,6 @@ impl Walk<'_> {
     fn file(
         &self,
         dir: BorrowedFd<'_>,
-        raw: &CStr,
         name: &str,
         st: &rustix::fs::Stat,
         prev: Option<&Entry>,
@@ -557,7 +598,7 @@ impl Walk<'_> {
         }
         let fd = match rustix::fs::openat(
             dir,
-            raw,
+            name,
             OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
             Mode::empty(),
         ) {
@@ -660,7 +701,6 @@ impl Walk<'_> {
     fn link(
         &self,
         dir: BorrowedFd<'_>,
-        raw: &CStr,
         name: &str,
         st: &rustix::fs::Stat,
         prev: Option<&Entry>,
@@ -671,7 +711,7 @@ impl Walk<'_> {
                 return Ok(prev.clone());
             }
         }
-        let target = rustix::fs::readlinkat(dir, raw, Vec::new())
+        let target = rustix::fs::readlinkat(dir, name, Vec::new())
             .map_err(|e| format!("cannot read the link: {e}"))?;
         let target = String::from_utf8(target.into_bytes())
             .map_err(|_| "its target is not UTF-8".to_string())?;
@@ -687,46 +727,70 @@ impl Walk<'_> {
     }
 }
 
-fn skip(name: &str, why: &str) -> (String, Pending) {
-    (
-        name.to_string(),
-        Pending::Done(Entry {
-            name: name.to_string(),
-            node: Node::Skipped {
-                reason: why.to_string(),
-            },
-            stat: Stat::default(),
-            racy: false,
-        }),
-    )
-}
-
-/// A directory's own `.ignore` and `.gitignore`, when it has any.
-fn own_rules(dir: BorrowedFd<'_>, rel: &str) -> Option<Level> {
-    let ignore = read_rules(dir, ".ignore");
-    let gitignore = read_rules(dir, ".gitignore");
-    if ignore.is_none() && gitignore.is_none() {
-        return None;
-    }
-    Some(Level {
-        cut: if rel.is_empty() { 0 } else { rel.len() + 1 },
-        ignore,
-        gitignore,
+fn skip(name: &str, why: &str) -> Pending {
+    Pending::Done(Entry {
+        name: name.to_string(),
+        node: Node::Skipped {
+            reason: why.to_string(),
+        },
+        stat: Stat::default(),
+        racy: false,
     })
 }
 
-fn read_rules(dir: BorrowedFd<'_>, name: &str) -> Option<Gitignore> {
-    let text = read_text(dir, name)?;
-    build_rules(&text)
+/// A directory's own `.ignore` and `.gitignore`, when it lists any, and
+/// their text (for the fingerprint).
+fn own_rules(
+    dir: BorrowedFd<'_>,
+    rel: &str,
+    has_ignore: bool,
+    has_gitignore: bool,
+) -> Option<(Level, String)> {
+    let read = |present: bool, name: &str| {
+        if present {
+            read_text(dir, name)
+        } else {
+            None
+        }
+    };
+    let ignore_text = read(has_ignore, ".ignore");
+    let gitignore_text = read(has_gitignore, ".gitignore");
+    if ignore_text.is_none() && gitignore_text.is_none() {
+        return None;
+    }
+    let ignore = ignore_text.as_deref().and_then(build_rules);
+    let gitignore = gitignore_text.as_deref().and_then(build_rules);
+    let text = format!(
+        "{}\0{}",
+        ignore_text.unwrap_or_default(),
+        gitignore_text.unwrap_or_default()
+    );
+    Some((
+        Level {
+            cut: if rel.is_empty() { 0 } else { rel.len() + 1 },
+            ignore,
+            gitignore,
+        },
+        text,
+    ))
 }
 
-/// The root's `.git/info/exclude` (read, never written: nothing in `.git`
-/// is ever opened for writing).
-fn read_exclude(root: BorrowedFd<'_>) -> Option<Gitignore> {
+fn fingerprint(parent: u64, text: &str) -> u64 {
+    let mut bytes = parent.to_le_bytes().to_vec();
+    bytes.extend_from_slice(text.as_bytes());
+    let h = Hash::of(&bytes);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.0[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// The root's `.git/info/exclude` and its text (read, never written:
+/// nothing in `.git` is ever opened for writing).
+fn read_exclude(root: BorrowedFd<'_>) -> Option<(Gitignore, String)> {
     let git = rustix::fs::openat(root, ".git", dir_flags(), Mode::empty()).ok()?;
     let info = rustix::fs::openat(&git, "info", dir_flags(), Mode::empty()).ok()?;
     let text = read_text(info.as_fd(), "exclude")?;
-    build_rules(&text)
+    Some((build_rules(&text)?, text))
 }
 
 fn build_rules(text: &str) -> Option<Gitignore> {
