@@ -35,6 +35,9 @@ pub enum CheckpointError {
     },
     #[error("checkpoint index out of range: {0}")]
     OutOfRange(usize),
+    /// The workspace is past a snapshot's bounds (`SnapshotLimits`).
+    #[error("the workspace is too large to checkpoint: {0}")]
+    TooLarge(String),
 }
 
 impl CheckpointError {

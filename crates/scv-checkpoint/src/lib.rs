@@ -75,6 +75,7 @@ pub use error::{CheckpointError, RestoreError};
 pub use restore::RestoreOptions;
 pub use snapshot::{EntryKind, FileEntry, Snapshot, SnapshotId, SnapshotStats};
 pub use store::{valid_checkpoint_id, valid_session_id, CheckpointStore};
+pub use walk::SnapshotLimits;
 
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -118,7 +119,19 @@ impl CheckpointStore {
         workspace: &Path,
         previous: Option<&Snapshot>,
     ) -> Result<Snapshot, CheckpointError> {
-        walk::snapshot(self, workspace, previous)
+        walk::snapshot(self, workspace, previous, SnapshotLimits::NONE)
+    }
+
+    /// [`CheckpointStore::snapshot`] within `limits`: past them the
+    /// snapshot stops with [`CheckpointError::TooLarge`] (what it stored
+    /// so far is swept later like any unreferenced object).
+    pub fn snapshot_within(
+        &self,
+        workspace: &Path,
+        previous: Option<&Snapshot>,
+        limits: SnapshotLimits,
+    ) -> Result<Snapshot, CheckpointError> {
+        walk::snapshot(self, workspace, previous, limits)
     }
 
     /// A stored snapshot by its root id (every tree verified).

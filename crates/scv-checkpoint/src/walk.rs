@@ -141,12 +141,35 @@ struct Walk<'a> {
     wake: Condvar,
     files_read: AtomicU64,
     bytes_read: AtomicU64,
+    /// Entries listed so far, against `limits.max_entries`.
+    entries_seen: AtomicU64,
+    limits: SnapshotLimits,
+}
+
+/// How much one snapshot may take on: a workspace past either bound (a
+/// home directory, a disk image) is refused as too large rather than
+/// copied into the store.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotLimits {
+    /// Files, links and directories listed.
+    pub max_entries: u64,
+    /// Bytes of file content read (what is unchanged since the previous
+    /// snapshot is not read).
+    pub max_bytes_read: u64,
+}
+
+impl SnapshotLimits {
+    pub const NONE: SnapshotLimits = SnapshotLimits {
+        max_entries: u64::MAX,
+        max_bytes_read: u64::MAX,
+    };
 }
 
 pub(crate) fn snapshot(
     store: &CheckpointStore,
     workspace: &Path,
     previous: Option<&Snapshot>,
+    limits: SnapshotLimits,
 ) -> Result<Snapshot, CheckpointError> {
     let _lock = store.lock(false)?;
     let generation = store.generation();
@@ -174,6 +197,8 @@ pub(crate) fn snapshot(
         wake: Condvar::new(),
         files_read: AtomicU64::new(0),
         bytes_read: AtomicU64::new(0),
+        entries_seen: AtomicU64::new(0),
+        limits,
     };
     let exclude = read_exclude(root.as_fd());
     let rules = Arc::new(Rules {
@@ -436,6 +461,16 @@ impl Walk<'_> {
             metadata_only: Vec::new(),
         };
         let mut children = Vec::new();
+        let seen = self
+            .entries_seen
+            .fetch_add(names.len() as u64, Ordering::Relaxed)
+            + names.len() as u64;
+        if seen > self.limits.max_entries {
+            return Err(CheckpointError::TooLarge(format!(
+                "more than {} files and directories",
+                self.limits.max_entries
+            )));
+        }
         for (name, listed) in names {
             let mut kind = listed;
             let mut st = None;
@@ -621,6 +656,13 @@ impl Walk<'_> {
                 stat,
                 racy: self.racy(&stat),
             }));
+        }
+        let read = self.bytes_read.load(Ordering::Relaxed);
+        if read.saturating_add(stat.size) > self.limits.max_bytes_read {
+            return Err(CheckpointError::TooLarge(format!(
+                "more than {} MiB of files to read",
+                self.limits.max_bytes_read >> 20
+            )));
         }
         let mut file = File::from(fd);
         let hash = match self.store_content(&mut file, stat.size)? {

@@ -317,3 +317,42 @@ fn unified_diffs_show_text_and_name_the_rest() {
     assert!(cut);
     assert!(short.len() <= 40);
 }
+
+#[test]
+fn a_workspace_past_the_limits_is_refused_as_too_large() {
+    use scv_checkpoint::{CheckpointError, SnapshotLimits};
+    let f = Fixture::new();
+    f.sh("mkdir -p d && for i in $(seq 1 20); do echo $i > d/f$i; done && head -c 100000 /dev/zero > big");
+    let entries = SnapshotLimits {
+        max_entries: 10,
+        max_bytes_read: u64::MAX,
+    };
+    let err = f
+        .store
+        .snapshot_within(f.path(), None, entries)
+        .unwrap_err();
+    assert!(matches!(err, CheckpointError::TooLarge(_)), "{err}");
+    assert!(err.to_string().contains("more than 10 files"), "{err}");
+    let bytes = SnapshotLimits {
+        max_entries: u64::MAX,
+        max_bytes_read: 50_000,
+    };
+    let err = f.store.snapshot_within(f.path(), None, bytes).unwrap_err();
+    assert!(matches!(err, CheckpointError::TooLarge(_)), "{err}");
+    // Within them, as without.
+    let roomy = SnapshotLimits {
+        max_entries: 100,
+        max_bytes_read: 1 << 20,
+    };
+    // Past the racy window, so the next snapshot trusts the stats.
+    settle();
+    let snap = f.store.snapshot_within(f.path(), None, roomy).unwrap();
+    assert_eq!(snap.len(), f.store.snapshot(f.path(), None).unwrap().len());
+    // What is unchanged since the previous snapshot is not read again, so
+    // it does not count.
+    let again = f
+        .store
+        .snapshot_within(f.path(), Some(&snap), bytes)
+        .unwrap();
+    assert_eq!(again.len(), snap.len());
+}

@@ -36,6 +36,14 @@ pub(crate) struct Store {
 /// How often (in checkpoints) the store's bound is checked.
 const ENFORCE_EVERY: u64 = 16;
 
+/// What one snapshot may take on. A workspace past it (a home directory,
+/// a disk of datasets) gets no checkpoints rather than being copied into
+/// the store: said once in the log, and `checkpoint.list` is empty.
+const LIMITS: scv_checkpoint::SnapshotLimits = scv_checkpoint::SnapshotLimits {
+    max_entries: 500_000,
+    max_bytes_read: 2 << 30,
+};
+
 impl Store {
     /// The store under `scv_home`; `None` when `checkpoints = false` or it
     /// cannot be used (said on stderr: sessions run without checkpoints).
@@ -114,6 +122,8 @@ struct State {
     last: Option<Arc<Snapshot>>,
     /// The turn that took the newest checkpoint and has not ended yet.
     open_turn: Option<String>,
+    /// The workspace is too large to checkpoint: none is taken again.
+    too_large: bool,
 }
 
 /// One session's checkpoints.
@@ -188,18 +198,23 @@ impl Checkpoints {
     /// the call runs all the same).
     pub(crate) async fn before_change(&self, turn_id: &str, prompt: &str) -> Option<String> {
         let mut state = self.state.lock().await;
-        if state.open_turn.as_deref() == Some(turn_id) {
+        if state.open_turn.as_deref() == Some(turn_id) || state.too_large {
             return None;
         }
         let sweep = self.store.sweep.clone().read_owned().await;
         let previous = state.last.clone();
-        let snapshot = match self.snapshot(previous).await {
+        let snapshot = match self.take(previous).await {
             Ok(snapshot) => snapshot,
             Err(err) => {
+                state.too_large = matches!(err, CheckpointError::TooLarge(_));
                 tracing::warn!(
-                    "session {}: no checkpoint before this turn's changes: {}",
+                    "session {}: no checkpoint before this turn's changes{}: {err}",
                     self.session_id,
-                    err.message
+                    if state.too_large {
+                        " (nor later ones)"
+                    } else {
+                        ""
+                    }
                 );
                 return None;
             }
@@ -359,12 +374,23 @@ impl Checkpoints {
 
     /// A snapshot of the workspace now, reusing `previous`'s hashes.
     async fn snapshot(&self, previous: Option<Arc<Snapshot>>) -> Result<Arc<Snapshot>, Reject> {
+        self.take(previous).await.map_err(store_reject)
+    }
+
+    /// [`Checkpoints::snapshot`], the store's error as it is.
+    async fn take(
+        &self,
+        previous: Option<Arc<Snapshot>>,
+    ) -> Result<Arc<Snapshot>, CheckpointError> {
         let (store, workspace) = (self.store.store.clone(), self.workspace.clone());
-        crate::blocking::run(move || store.snapshot(&workspace, previous.as_deref()))
+        crate::blocking::run(move || store.snapshot_within(&workspace, previous.as_deref(), LIMITS))
             .await
-            .map_err(blocking_reject)?
+            .map_err(|err| CheckpointError::Io {
+                what: "cannot run",
+                path: "the snapshot".into(),
+                source: std::io::Error::other(err.to_string()),
+            })?
             .map(Arc::new)
-            .map_err(store_reject)
     }
 
     /// Writes the index (a failure is logged: the checkpoints still work

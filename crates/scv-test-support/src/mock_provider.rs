@@ -41,6 +41,10 @@ pub struct Recorded {
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
     pub body: Value,
+    /// When its head arrived (the client had encoded the body by then).
+    pub arrived: std::time::Instant,
+    /// The body's length in bytes.
+    pub body_bytes: usize,
 }
 
 impl Recorded {
@@ -205,6 +209,7 @@ async fn handle(
     state: Arc<Mutex<State>>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, std::convert::Infallible> {
+    let arrived = std::time::Instant::now();
     let path = req.uri().path().to_string();
     let headers = crate::http::headers_of(&req);
     let bytes = req
@@ -224,6 +229,8 @@ async fn handle(
             path,
             headers,
             body,
+            arrived,
+            body_bytes: bytes.len(),
         });
         take_reply(&mut state, wire, &raw)
     };
