@@ -156,8 +156,10 @@ pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>
 struct Chunk<'a> {
     #[serde(default, borrow)]
     choices: Option<Vec<Choice<'a>>>,
+    /// Read field by field: a figure that is missing, negative or not a
+    /// number counts as 0 rather than failing the stream.
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
     /// `"error"` on older vLLM's error bodies.
@@ -339,12 +341,30 @@ impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
     }
 }
 
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
+/// A Chat Completions `usage` object, kept by kind. `prompt_tokens`
+/// includes the cached tokens (`prompt_tokens_details.cached_tokens`, or
+/// DeepSeek's `prompt_cache_hit_tokens`), and `completion_tokens` the
+/// reasoning tokens (`completion_tokens_details.reasoning_tokens`). The
+/// object is the whole count for the request, whichever chunk carries it:
+/// a stream that repeats it (some servers send it on every chunk, growing)
+/// replaces the figures, never adds them.
+fn wire_usage(usage: &Value) -> Usage {
+    let prompt = number(usage, "/prompt_tokens");
+    let cached = number(usage, "/prompt_tokens_details/cached_tokens")
+        .max(number(usage, "/prompt_cache_hit_tokens"))
+        .min(prompt);
+    let output = number(usage, "/completion_tokens");
+    Usage {
+        input: prompt - cached,
+        cache_read: cached,
+        cache_write: 0,
+        output,
+        reasoning: number(usage, "/completion_tokens_details/reasoning_tokens").min(output),
+    }
+}
+
+fn number(value: &Value, pointer: &str) -> u64 {
+    value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// Where `<think>` handling stands in the content.
@@ -393,12 +413,8 @@ impl WireParser for Parser {
             let whole: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
             return Err(errors::from_value(None, &whole, redact));
         }
-        if let Some(usage) = chunk.usage {
-            asm.usage(Usage {
-                input: usage.prompt_tokens,
-                output: usage.completion_tokens,
-                ..Usage::default()
-            });
+        if let Some(usage) = chunk.usage.filter(Value::is_object) {
+            asm.usage(wire_usage(&usage));
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
             return Ok(Flow::Continue);
