@@ -10,6 +10,7 @@ mod component;
 pub mod config;
 mod connection;
 mod context;
+mod cost;
 pub mod daemon;
 mod handles;
 mod journal;

@@ -11,8 +11,11 @@
 pub(crate) mod prompt;
 
 mod approvals;
+mod budget;
 mod limits;
 mod sink;
+
+pub(crate) use budget::{Spending, Warned};
 
 pub(crate) use limits::Limits;
 
@@ -103,6 +106,9 @@ pub(crate) struct Turn {
     /// The MCP servers this process runs (tools of connected ones are
     /// offered; calls go through it).
     pub mcp: Arc<scv_mcp::Hub>,
+    /// The price, the budgets and what is spent; checked before each
+    /// provider request.
+    pub spending: Spending,
 }
 
 /// Adds `step` to `total` (usage is omitted until some is reported): a
@@ -152,6 +158,12 @@ fn request<'a>(system: &'a str, history: &'a History, tools: &'a [ToolSpec]) -> 
 pub(crate) struct TurnOutcome {
     pub history: History,
     pub usage: Option<scv_protocol::Usage>,
+    /// The same usage, by kind.
+    pub detail: Option<Usage>,
+    /// What it cost, USD (`None`: the model has no price).
+    pub cost_usd: Option<f64>,
+    /// The budget warnings given so far in the session.
+    pub warned: Warned,
     /// `turn.completed`, `turn.cancelled` or `turn.failed`; `None` when the
     /// connection is already gone.
     pub terminal: Option<EventBody>,
@@ -165,11 +177,17 @@ impl Turn {
         history.push(Message::user(prompt));
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
+        let detail = usage;
+        let cost_usd = self.spending.cost(detail.as_ref());
         let usage = usage.map(scv_protocol::Usage::from);
         history.close_open_tool_calls(INTERRUPTED);
         let refused = matches!(result, Err(Stop::Refused));
         let terminal = match result {
-            Ok(steps) => Some(EventBody::TurnCompleted { steps, usage }),
+            Ok(steps) => Some(EventBody::TurnCompleted {
+                steps,
+                usage,
+                cost: None,
+            }),
             Err(Stop::Cancelled) => Some(EventBody::TurnCancelled {}),
             Err(Stop::Failed(code, message)) => Some(EventBody::TurnFailed { code, message }),
             Err(Stop::Overflow(message)) => Some(EventBody::TurnFailed {
@@ -198,6 +216,9 @@ impl Turn {
         TurnOutcome {
             history,
             usage,
+            detail,
+            cost_usd,
+            warned: self.spending.warned(),
             terminal,
         }
     }
@@ -224,11 +245,16 @@ impl Turn {
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
             let request_bytes = fixed_bytes + history.bytes();
+            self.within_budget(usage, history.estimate_tokens(request_bytes))
+                .await?;
             let reply = match self.step(&request(&system, history, tools)).await {
                 Err(Stop::Overflow(message)) => {
                     // One compaction, one retry.
                     tracing::info!("provider context overflow: {message}; compacting once");
                     self.compact(fixed_bytes, history, usage, true).await?;
+                    let request_bytes = fixed_bytes + history.bytes();
+                    self.within_budget(usage, history.estimate_tokens(request_bytes))
+                        .await?;
                     match self.step(&request(&system, history, tools)).await {
                         Err(Stop::Overflow(message)) => {
                             return Err(Stop::Failed(
@@ -245,6 +271,7 @@ impl Turn {
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
+                self.spent(step_usage, usage).await?;
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and
@@ -368,6 +395,9 @@ impl Turn {
         let request = [Message::user(format!(
             "Summarize this transcript:\n\n{transcript}"
         ))];
+        let summary_bytes = Message::user(SUMMARY_SYSTEM_PROMPT).weight() + request[0].weight();
+        self.within_budget(usage, history.estimate_tokens(summary_bytes))
+            .await?;
         let provider = &self.settings.provider;
         let stream = self
             .cancellable(provider.start(&Request {
@@ -379,6 +409,7 @@ impl Turn {
         let reply = self.cancellable(stream.finish()).await??;
         if let Some(step_usage) = reply.usage {
             add_step_usage(usage, step_usage);
+            self.spent(step_usage, usage).await?;
         }
         if reply.end == End::Refused {
             return Err(Stop::Failed(

@@ -113,12 +113,16 @@ impl Connection {
         let granted = init.capabilities.map(|asked| Capabilities {
             reasoning: asked.reasoning,
             sessions: asked.sessions,
+            usage: asked.usage,
         });
         if granted.is_some_and(|c| c.reasoning) {
             self.host.stream_reasoning();
         }
         if granted.is_some_and(|c| c.sessions) {
             self.host.offer_stored_sessions();
+        }
+        if granted.is_some_and(|c| c.usage) {
+            self.host.report_usage();
         }
         let event = Event::reply(
             Some(rid),

@@ -12,7 +12,8 @@
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
 use crate::agent::{
-    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome,
+    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Spending, Turn, TurnOutcome,
+    Warned,
 };
 use crate::context::History;
 use crate::journal::LiveJournal;
@@ -49,6 +50,14 @@ struct Session {
     active: Option<ActiveTurn>,
     /// Provider usage summed over the session (cleared by `session.clear`).
     usage: Option<Usage>,
+    /// The same, by kind.
+    detail: crate::model::Usage,
+    /// USD over the session's priced turns (`None`: none was priced).
+    cost_usd: Option<f64>,
+    /// The budget warnings already given.
+    warned: Warned,
+    /// `max_session_cost_usd`, as config or `session.configure` set it.
+    max_session_cost_usd: Option<f64>,
     /// The session's own MCP hub when `session.start` brought servers;
     /// stopped when the session ends.
     mcp: Option<Arc<scv_mcp::Hub>>,
@@ -82,6 +91,8 @@ pub(crate) struct SessionHost {
     reasoning: bool,
     /// The connection asked for capability `sessions`.
     stored_sessions: bool,
+    /// The connection asked for capability `usage`.
+    usage: bool,
 }
 
 impl SessionHost {
@@ -94,6 +105,7 @@ impl SessionHost {
             turn_sessions: HashMap::new(),
             reasoning: false,
             stored_sessions: false,
+            usage: false,
         }
     }
 
@@ -156,7 +168,11 @@ impl SessionHost {
                 session_id,
                 provider,
                 model,
-            }) => self.configure(rid, &session_id, provider, model).await,
+                max_session_cost_usd,
+            }) => {
+                self.configure(rid, &session_id, provider, model, max_session_cost_usd)
+                    .await
+            }
             ClientMessage::SessionList(_)
             | ClientMessage::SessionResume(_)
             | ClientMessage::SessionFork(_)
@@ -255,6 +271,10 @@ impl SessionHost {
             paused: false,
             active: None,
             usage: None,
+            detail: crate::model::Usage::default(),
+            cost_usd: None,
+            warned: Warned::default(),
+            max_session_cost_usd: self.shared.config.cost.budgets.max_session_cost_usd,
             mcp: made.mcp,
             journal,
         };
@@ -275,6 +295,11 @@ impl SessionHost {
         self.stored_sessions = true;
     }
 
+    /// The connection opted into capability `usage`.
+    pub(crate) fn report_usage(&mut self) {
+        self.usage = true;
+    }
+
     /// `session.configure` (extension): another provider and/or model for
     /// the next turns of an idle session; the history is kept, reasoning
     /// data of another wire dropped.
@@ -284,7 +309,33 @@ impl SessionHost {
         session_id: &str,
         provider: Option<String>,
         model: Option<String>,
+        max_session_cost_usd: Option<f64>,
     ) -> Handled {
+        if let Some(max) = max_session_cost_usd {
+            if !self.usage {
+                return Err(invalid(
+                    "max_session_cost_usd needs capability `usage` (ask for it in initialize)",
+                ));
+            }
+            if !max.is_finite() || max <= 0.0 {
+                return Err(invalid(format!(
+                    "max_session_cost_usd must be a positive number of USD (got {max})"
+                )));
+            }
+        }
+        if provider.is_none() && model.is_none() && max_session_cost_usd.is_some() {
+            // Only the budget changes; the provider and model stay.
+            let session = self.session(session_id)?;
+            session.max_session_cost_usd = max_session_cost_usd;
+            let configured = EventBody::SessionConfigured {
+                provider: session.settings.provider.name.clone(),
+                model: session.settings.provider.model.clone(),
+                context_max_tokens: session.settings.context_max_tokens,
+                max_session_cost_usd,
+            };
+            session.emit(rid, &configured).await;
+            return Ok(());
+        }
         let current = {
             let session = self.session(session_id)?;
             if session.active.is_some() {
@@ -295,9 +346,19 @@ impl SessionHost {
             }
             session.settings.clone()
         };
-        let (settings, configured) =
+        let (settings, mut configured) =
             SessionFactory::new(&self.shared).configure(&current, provider, model)?;
         let session = self.session(session_id)?;
+        if max_session_cost_usd.is_some() {
+            session.max_session_cost_usd = max_session_cost_usd;
+            if let EventBody::SessionConfigured {
+                max_session_cost_usd: answer,
+                ..
+            } = &mut configured
+            {
+                *answer = max_session_cost_usd;
+            }
+        }
         let changed = session
             .history
             .as_mut()
@@ -370,7 +431,21 @@ impl SessionHost {
             session.history = Some(history);
             return;
         }
+        let model = session.settings.provider.model.clone();
+        let cost = &self.shared.config.cost;
+        let spending = Spending::new(
+            model.clone(),
+            cost.pricing.price(&model),
+            crate::cost::Budgets {
+                max_session_cost_usd: session.max_session_cost_usd,
+                ..cost.budgets
+            },
+            session.cost_usd.unwrap_or(0.0),
+            session.warned,
+            self.usage,
+        );
         let turn = Turn {
+            spending,
             limits: self.shared.limits.clone(),
             reasoning: self.reasoning,
             settings: session.settings.clone(),
@@ -426,7 +501,25 @@ impl SessionHost {
                 if let Some(usage) = outcome.usage {
                     add_usage(&mut session.usage, usage);
                 }
-                outcome.terminal
+                if let Some(detail) = outcome.detail {
+                    session.detail.add(detail);
+                }
+                if let Some(cost) = outcome.cost_usd {
+                    session.cost_usd = Some(session.cost_usd.unwrap_or(0.0) + cost);
+                }
+                session.warned = outcome.warned;
+                let mut terminal = outcome.terminal;
+                if let Some(EventBody::TurnCompleted { cost, .. }) = &mut terminal {
+                    // By kind and priced: for a connection that asked, and
+                    // for the journal (whose record `scv usage` reads).
+                    *cost = Some(scv_protocol::TurnCost {
+                        usage_detail: detail(outcome.detail.unwrap_or_default()),
+                        session_usage_detail: detail(session.detail),
+                        cost_usd: outcome.cost_usd,
+                        session_cost_usd: session.cost_usd,
+                    });
+                }
+                terminal
             }
             Err(err) => {
                 // A turn that panicked or was aborted loses the history it held.
@@ -452,7 +545,12 @@ impl SessionHost {
                 .turn_ended(&active.turn_id, prompt, seq, terminal.as_ref(), history)
                 .await;
         }
-        if let Some(terminal) = terminal {
+        if let Some(mut terminal) = terminal {
+            if !self.usage {
+                if let EventBody::TurnCompleted { cost, .. } = &mut terminal {
+                    *cost = None;
+                }
+            }
             let _ = sink
                 .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
                 .await;
@@ -618,6 +716,9 @@ impl SessionHost {
         }
         session.queue.clear();
         session.usage = None;
+        session.detail = crate::model::Usage::default();
+        session.cost_usd = None;
+        session.warned = Warned::default();
         if let Some(seq) = session.emit(rid, &EventBody::SessionCleared {}).await {
             if let Some(journal) = &mut session.journal {
                 journal.cleared(seq);
@@ -696,6 +797,16 @@ struct Opened {
     journal: Option<LiveJournal>,
     /// The first `seq` its events get.
     first_seq: u64,
+}
+
+fn detail(usage: crate::model::Usage) -> scv_protocol::UsageDetail {
+    scv_protocol::UsageDetail {
+        input: usage.input,
+        cache_read: usage.cache_read,
+        cache_write: usage.cache_write,
+        output: usage.output,
+        reasoning: usage.reasoning,
+    }
 }
 
 fn check_prompt(prompt: &str) -> Result<(), Reject> {
