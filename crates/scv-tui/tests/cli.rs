@@ -575,3 +575,31 @@ async fn exec_json_has_reasoning_only_with_the_flag() {
         stderr(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_json_carries_usage_by_kind_and_cost() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n",
+    );
+    mock.push(Reply::text(["hi"]));
+    let output = home
+        .scv()
+        .args(["exec", "--json", "hello"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let events = types_of(&output);
+    assert_eq!(events[0]["capabilities"]["usage"], true, "{events:?}");
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "turn.completed");
+    // The mock reports 11 in, 7 out: (11 × 1 + 7 × 4) per million.
+    assert_eq!(
+        done["usage_detail"],
+        json!({"input": 11, "cache_read": 0, "cache_write": 0, "output": 7, "reasoning": 0})
+    );
+    let cost = done["cost_usd"].as_f64().unwrap();
+    assert!((cost - 39e-6).abs() < 1e-12, "{done}");
+    assert!((done["session_cost_usd"].as_f64().unwrap() - 39e-6).abs() < 1e-12);
+}
