@@ -165,6 +165,7 @@ impl Replay {
                 history,
                 usage,
                 tokens_per_byte,
+                spent: _,
             } => {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
@@ -304,6 +305,7 @@ mod tests {
                 history,
                 usage: None,
                 tokens_per_byte: None,
+                spent: None,
             },
         ]
     }

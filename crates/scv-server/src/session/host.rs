@@ -495,8 +495,16 @@ impl SessionHost {
         }
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
+        let mut spent = None;
         let terminal = match outcome {
             Ok(outcome) => {
+                if let Some(usage) = outcome.detail {
+                    spent = Some(scv_store::Spent {
+                        model: session.settings.provider.model.clone(),
+                        usage_detail: detail(usage),
+                        cost_usd: outcome.cost_usd,
+                    });
+                }
                 session.history = Some(outcome.history);
                 if let Some(usage) = outcome.usage {
                     add_usage(&mut session.usage, usage);
@@ -542,7 +550,14 @@ impl SessionHost {
             let prompt = active.prompt.as_deref().unwrap_or_default();
             let seq = sink.next_seq().await;
             bounds_due = journal
-                .turn_ended(&active.turn_id, prompt, seq, terminal.as_ref(), history)
+                .turn_ended(
+                    &active.turn_id,
+                    prompt,
+                    seq,
+                    terminal.as_ref(),
+                    history,
+                    spent,
+                )
                 .await;
         }
         if let Some(mut terminal) = terminal {
