@@ -12,3 +12,4 @@ pub mod mcp_cmd;
 pub mod session;
 pub mod sessions_cmd;
 pub mod tui;
+pub mod usage_cmd;
