@@ -501,3 +501,44 @@ async fn raising_a_budget_needs_the_capability_and_a_positive_amount() {
 async fn rig_with_usage() -> Rig {
     rig("", usage_cap()).await
 }
+
+/// A resumed session is the same session: what it spent counts against
+/// its budget, and its sums go on.
+#[tokio::test]
+async fn a_resumed_session_keeps_what_it_spent() {
+    let extra = format!("{PRICEY}max_session_cost_usd = 0.5\n{PRICEY_TABLE}");
+    let mut rig = rig(&extra, Some(json!({"usage": true, "sessions": true}))).await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(costly_reply());
+    let events = rig.turn(&session, "spend").await;
+    assert_eq!(last(&events)["type"], "turn.completed");
+    drop(rig.server);
+
+    let mut server = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+    server
+        .send(
+            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+            "capabilities": {"usage": true, "sessions": true}}),
+        )
+        .await;
+    server.expect("initialized").await;
+    server
+        .send(json!({"type": "session.resume", "request_id": "r", "session_id": session}))
+        .await;
+    server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    server.expect("session.transcript").await;
+    rig.mock.push(Reply::text(["never"]));
+    server.start_turn(&session, "t", "more").await;
+    let events = server.until_terminal().await;
+    let failed = last(&events);
+    assert_eq!(failed["code"], "step_limit", "{failed}");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains("this session spent $0.4500"),
+        "{failed}"
+    );
+    assert_eq!(rig.mock.request_count(), 1);
+}

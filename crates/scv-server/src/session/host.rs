@@ -789,6 +789,29 @@ impl SessionHost {
 }
 
 impl Session {
+    /// A resumed session's spending since its last clear, from its journal.
+    fn restore_spending(&mut self, replay: &scv_store::Replay) {
+        for spent in replay
+            .turns
+            .iter()
+            .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
+        {
+            let d = spent.usage_detail;
+            let usage = crate::model::Usage {
+                input: d.input,
+                cache_read: d.cache_read,
+                cache_write: d.cache_write,
+                output: d.output,
+                reasoning: d.reasoning,
+            };
+            self.detail.add(usage);
+            add_usage(&mut self.usage, usage.into());
+            if let Some(cost) = spent.cost_usd {
+                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+            }
+        }
+    }
+
     /// Emits a session event answering `rid`; its `seq` once sent (a
     /// failed send trips the writer's token; the connection sees it).
     async fn emit(&self, rid: &str, body: &EventBody) -> Option<u64> {
