@@ -616,6 +616,45 @@ mod tests {
             .collect()
     }
 
+    /// Usage figures are the provider's: a negative, fractional, missing or
+    /// non-numeric one counts 0, a cached count above the prompt is capped
+    /// at it, a huge one is kept; the stream never fails over usage.
+    #[test]
+    fn hostile_usage_figures_count_zero_and_never_fail_the_stream() {
+        let max = u64::MAX;
+        let asm = parse(&[
+            r#"{"choices":[],"usage":{"prompt_tokens":-5,"completion_tokens":"many","prompt_tokens_details":null}}"#,
+        ]);
+        assert_eq!(asm.into_parts().1, Some(Usage::default()));
+        let huge = format!(
+            r#"{{"choices":[],"usage":{{"prompt_tokens":{max},"completion_tokens":{max},"prompt_tokens_details":{{"cached_tokens":{max}}},"completion_tokens_details":{{"reasoning_tokens":{max}}}}}}}"#
+        );
+        let asm = parse(&[
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2.5,"prompt_tokens_details":{"cached_tokens":99}}}"#,
+        ]);
+        assert_eq!(
+            asm.into_parts().1,
+            Some(Usage {
+                input: 0,
+                cache_read: 10,
+                ..Usage::default()
+            })
+        );
+        let asm = parse(&[huge.as_str()]);
+        assert_eq!(
+            asm.into_parts().1,
+            Some(Usage {
+                input: 0,
+                cache_read: max,
+                cache_write: 0,
+                output: max,
+                reasoning: max,
+            })
+        );
+        let asm = parse(&[r#"{"choices":[],"usage":null}"#]);
+        assert_eq!(asm.into_parts().1, None);
+    }
+
     #[test]
     fn assembles_tool_calls_by_index() {
         let asm = parse(&[
