@@ -542,3 +542,37 @@ async fn a_resumed_session_keeps_what_it_spent() {
     );
     assert_eq!(rig.mock.request_count(), 1);
 }
+
+/// Anthropic's `message_delta` usage is cumulative: two of them (5, then
+/// the final 15 output tokens) are 15, not 20.
+#[tokio::test]
+async fn repeated_cumulative_message_deltas_are_not_added() {
+    let mut rig = rig("", usage_cap()).await;
+    let session = session_on(&mut rig, Some("anthropic")).await;
+    let mut events = anthropic::Message::new(vec![Block::text(["Hello"])])
+        .usage(anthropic::Usage {
+            input_tokens: 25,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 1000,
+            output_tokens: 15,
+        })
+        .delta_usage(DeltaUsage::Cumulative)
+        .events();
+    let at = events
+        .iter()
+        .position(|e| e.json().is_some_and(|j| j["type"] == "message_delta"))
+        .unwrap();
+    let mut early = events[at].json().unwrap();
+    early["usage"]["output_tokens"] = json!(5);
+    early["delta"]["stop_reason"] = Value::Null;
+    events.insert(at, scv_test_support::SseEvent::typed(&early));
+    rig.mock.push(Reply::sse(events, Ending::Done));
+    let events = rig.turn(&session, "hi").await;
+    let done = last(&events);
+    assert_eq!(done["type"], "turn.completed", "{done}");
+    assert_eq!(done["usage_detail"], detail(25, 1000, 0, 15, 0), "{done}");
+    assert_eq!(
+        done["usage"],
+        json!({"input_tokens": 1025, "output_tokens": 15})
+    );
+}
