@@ -333,7 +333,13 @@ impl SessionHost {
                 context_max_tokens: session.settings.context_max_tokens,
                 max_session_cost_usd,
             };
-            session.emit(rid, &configured).await;
+            if let Some(seq) = session.emit(rid, &configured).await {
+                if let Some(journal) = &mut session.journal {
+                    // Its `seq` is journaled like every session event's.
+                    let settings = &session.settings.provider;
+                    journal.configured(&settings.name, &settings.model, seq, None);
+                }
+            }
             return Ok(());
         }
         let current = {
