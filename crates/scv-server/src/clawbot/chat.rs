@@ -419,8 +419,14 @@ impl Account {
                 ..Default::default()
             }),
         };
+        // The owner's chat is told at 80 % of a budget (`budget.warning`).
+        let capabilities = self.is_owner(user).then(|| scv_protocol::Capabilities {
+            usage: true,
+            ..Default::default()
+        });
         let opened =
-            tokio::time::timeout(Duration::from_secs(10), conn.open(None, None, open)).await;
+            tokio::time::timeout(Duration::from_secs(10), conn.open(None, capabilities, open))
+                .await;
         let (session_id, unsent) = match opened {
             Ok(Ok(opened)) => {
                 let unsent = opened
@@ -589,6 +595,9 @@ impl Account {
                 chat.answer = content.clone()
             }
             EventBody::SessionCleared {} => say.push("Started a new conversation.".into()),
+            EventBody::BudgetWarning(warning) if owner => {
+                say.push(format!("SCV: {}", warning.message))
+            }
             EventBody::Error(error) => say.push(if owner {
                 format!("SCV: {}", error.message)
             } else {
