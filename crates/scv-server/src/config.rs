@@ -61,6 +61,8 @@ struct Raw {
     max_session_cost_usd: Option<f64>,
     max_daily_cost_usd: Option<f64>,
     max_turn_tokens: Option<u64>,
+    otel_endpoint: Option<String>,
+    otel_log_content: bool,
 }
 
 /// A `[pricing."MODEL"]` table: USD per million tokens. `cached_input` and
@@ -115,6 +117,8 @@ impl Default for Raw {
             max_session_cost_usd: None,
             max_daily_cost_usd: None,
             max_turn_tokens: None,
+            otel_endpoint: None,
+            otel_log_content: false,
         }
     }
 }
@@ -133,6 +137,10 @@ pub struct Config {
     pub(crate) mcp_servers: Vec<scv_mcp::ServerSpec>,
     /// `[pricing."MODEL"]` over the built-in prices, and the budgets.
     pub(crate) cost: CostConfig,
+    /// `otel_endpoint` (an `http://` or `https://` URL, its `/v1/traces`).
+    pub(crate) otel_endpoint: Option<String>,
+    /// `otel_log_content`: export prompts, answers and tool contents.
+    pub(crate) otel_log_content: bool,
 }
 
 /// What tokens cost and what may be spent.
@@ -275,6 +283,8 @@ const KNOWN_KEYS: &[&str] = &[
     "max_session_cost_usd",
     "max_daily_cost_usd",
     "max_turn_tokens",
+    "otel_endpoint",
+    "otel_log_content",
 ];
 
 impl Default for Config {
@@ -348,6 +358,15 @@ impl Config {
             ));
         }
         let cost = cost_config(&raw, text)?;
+        if let Some(endpoint) = &raw.otel_endpoint {
+            let scheme_ok = endpoint.starts_with("http://") || endpoint.starts_with("https://");
+            if !scheme_ok || reqwest::Url::parse(endpoint).is_err() {
+                return Err(anyhow!(
+                    "{}otel_endpoint `{endpoint}` is not an http:// or https:// URL",
+                    at(text, "otel_endpoint")
+                ));
+            }
+        }
         let mut mcp_servers = Vec::new();
         for (name, table) in raw.mcp_servers {
             let line = line_at(text, name.span().start);
@@ -418,6 +437,8 @@ impl Config {
             },
             mcp_servers,
             cost,
+            otel_endpoint: raw.otel_endpoint,
+            otel_log_content: raw.otel_log_content,
         })
     }
 

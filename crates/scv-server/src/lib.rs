@@ -31,6 +31,7 @@ pub mod server;
 mod session;
 mod signals;
 pub mod stdio;
+mod telemetry;
 mod text;
 pub mod tools;
 mod transport;

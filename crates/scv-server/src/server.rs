@@ -28,6 +28,8 @@ pub struct Shared {
     /// The session store; `None` when `session_store = false` or it
     /// cannot be used.
     pub(crate) store: Option<Arc<crate::journal::Store>>,
+    /// OpenTelemetry export; `None`: off (nothing is recorded).
+    pub(crate) telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Shared {
@@ -44,7 +46,12 @@ impl Shared {
             .collect();
         let mcp = Arc::new(new_hub(&sandbox, &secrets));
         let store = crate::journal::Store::open(&config.store, scv_home);
+        let telemetry = crate::telemetry::Telemetry::start(
+            config.otel_endpoint.as_deref(),
+            config.otel_log_content,
+        );
         Shared {
+            telemetry,
             store,
             sandbox,
             mcp,

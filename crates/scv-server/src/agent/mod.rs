@@ -109,6 +109,8 @@ pub(crate) struct Turn {
     /// The price, the budgets and what is spent; checked before each
     /// provider request.
     pub spending: Spending,
+    /// The turn's OpenTelemetry trace (`None`: export is off).
+    pub trace: Option<crate::telemetry::TurnTrace>,
 }
 
 /// Adds `step` to `total` (usage is omitted until some is reported): a
@@ -173,7 +175,7 @@ impl Turn {
     /// Runs the turn and returns its terminal event for the connection to
     /// emit, so the session is idle again by the time a client sees it.
     /// `turn.started` was emitted by the caller.
-    pub(crate) async fn run(self, mut history: History, prompt: String) -> TurnOutcome {
+    pub(crate) async fn run(mut self, mut history: History, prompt: String) -> TurnOutcome {
         history.push(Message::user(prompt));
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
@@ -212,6 +214,15 @@ impl Turn {
             // would fail the same way; nor is a refused one, which would
             // be refused again.
             history.split_off(last_user(&history));
+        }
+        if let Some(trace) = self.trace.take() {
+            let error = match &terminal {
+                Some(EventBody::TurnFailed { code, .. }) => Some(code.as_str()),
+                Some(EventBody::TurnCancelled {}) => Some("cancelled"),
+                None => Some("disconnected"),
+                _ => None,
+            };
+            trace.end(detail.as_ref(), cost_usd, error);
         }
         TurnOutcome {
             history,
@@ -399,14 +410,23 @@ impl Turn {
         self.within_budget(usage, history.estimate_tokens(summary_bytes))
             .await?;
         let provider = &self.settings.provider;
-        let stream = self
-            .cancellable(provider.start(&Request {
-                system: SUMMARY_SYSTEM_PROMPT,
-                history: &request,
-                tools: &[],
-            }))
-            .await??;
-        let reply = self.cancellable(stream.finish()).await??;
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.request(provider.max_output_tokens));
+        let summary = async {
+            let stream = self
+                .cancellable(provider.start(&Request {
+                    system: SUMMARY_SYSTEM_PROMPT,
+                    history: &request,
+                    tools: &[],
+                }))
+                .await??;
+            Ok::<Reply, Stop>(self.cancellable(stream.finish()).await??)
+        }
+        .await;
+        traced(span, &summary);
+        let reply = summary?;
         if let Some(step_usage) = reply.usage {
             add_step_usage(usage, step_usage);
             self.spent(step_usage, usage).await?;
@@ -443,8 +463,19 @@ impl Turn {
         Ok(())
     }
 
-    /// One provider request, streaming its text as `assistant.delta`.
+    /// One provider request, streaming its text as `assistant.delta`
+    /// (its span, when traced).
     async fn step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.request(self.settings.provider.max_output_tokens));
+        let result = self.stream_step(request).await;
+        traced(span, &result);
+        result
+    }
+
+    async fn stream_step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
         let provider = &self.settings.provider;
         let mut stream = self.cancellable(provider.start(request)).await??;
         while let Some(delta) = self.cancellable(stream.next_delta()).await?? {
@@ -532,17 +563,30 @@ impl Turn {
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
         // before the turn ends.
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.tool(name, &call.id, &call.arguments));
         let result = tool.run(&arguments, &tool_ctx).await;
         if self.token.is_cancelled() {
+            if let Some(span) = span {
+                span.failed("cancelled");
+            }
             return Err(Stop::Cancelled);
         }
         let output = match result {
             Ok(output) => output,
             Err(ToolError::Model(message)) => ToolOutput::error(format!("error: {message}")),
             Err(ToolError::Internal(message)) => {
-                return Err(Stop::Failed(FailureCode::InternalError, message))
+                if let Some(span) = span {
+                    span.failed("internal_error");
+                }
+                return Err(Stop::Failed(FailureCode::InternalError, message));
             }
         };
+        if let Some(span) = span {
+            span.completed(output.success, &output.output);
+        }
         self.complete(call, output).await
     }
 
@@ -645,6 +689,27 @@ impl Turn {
             _ = self.token.cancelled() => Err(Stop::Cancelled),
             value = work => Ok(value),
         }
+    }
+}
+
+/// Ends a provider request's span with what came of it.
+fn traced(span: Option<crate::telemetry::ChildSpan>, result: &Result<Reply, Stop>) {
+    let Some(span) = span else {
+        return;
+    };
+    match result {
+        Ok(reply) => span.answered(
+            reply.usage.as_ref(),
+            reply.finish_reason.as_deref(),
+            reply.message.text.as_deref(),
+        ),
+        Err(stop) => span.failed(match stop {
+            Stop::Cancelled => "cancelled",
+            Stop::Failed(code, _) => code.as_str(),
+            Stop::Overflow(_) => "context_limit",
+            Stop::Refused => "refused",
+            Stop::Disconnected => "disconnected",
+        }),
     }
 }
 

@@ -450,7 +450,17 @@ impl SessionHost {
             session.warned,
             self.usage,
         );
+        let trace = self.shared.telemetry.as_ref().map(|t| {
+            t.turn(
+                session_id,
+                &turn_id,
+                &session.settings.provider.name,
+                &model,
+                &prompt,
+            )
+        });
         let turn = Turn {
+            trace,
             spending,
             limits: self.shared.limits.clone(),
             reasoning: self.reasoning,
