@@ -1,7 +1,11 @@
 //! OpenTelemetry traces over OTLP/HTTP (protobuf): a trace per turn with a
 //! span for each provider request and each tool call, named and
 //! attributed after the GenAI semantic conventions (`invoke_agent scv`,
-//! `chat MODEL`, `execute_tool NAME`; `gen_ai.*` attributes).
+//! `chat MODEL`, `execute_tool NAME`; `gen_ai.*` attributes), and two
+//! metrics: the histogram `gen_ai.client.token.usage` (per request, by
+//! `gen_ai.token.type` `input` / `output`) and the counter `scv.cost`
+//! (USD, per priced request), exported to `/v1/metrics` every minute
+//! (`OTEL_METRIC_EXPORT_INTERVAL`).
 //!
 //! On when `otel_endpoint` is set (its `/v1/traces`) or the standard
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
@@ -14,11 +18,13 @@
 //! exported only with `otel_log_content = true`, each cut at
 //! [`MAX_CONTENT_BYTES`].
 
+use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::trace::{SpanBuilder, TracerProvider as _};
 use opentelemetry::{Context, KeyValue, Value};
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
 };
@@ -39,6 +45,11 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 pub(crate) struct Telemetry {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
+    meters: SdkMeterProvider,
+    /// `gen_ai.client.token.usage`.
+    tokens: Histogram<u64>,
+    /// `scv.cost` (USD).
+    cost: Counter<f64>,
     /// `otel_log_content`.
     log_content: bool,
 }
@@ -60,11 +71,17 @@ impl Telemetry {
             .with_http()
             .with_timeout(EXPORT_TIMEOUT);
         if let Some(endpoint) = endpoint {
-            builder = builder.with_endpoint(traces_url(endpoint));
+            builder = builder.with_endpoint(signal_url(endpoint, "traces"));
         }
-        let exporter = match builder.build() {
-            Ok(exporter) => exporter,
-            Err(err) => {
+        let mut metrics = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_timeout(EXPORT_TIMEOUT);
+        if let Some(endpoint) = endpoint {
+            metrics = metrics.with_endpoint(signal_url(endpoint, "metrics"));
+        }
+        let (exporter, metrics) = match (builder.build(), metrics.build()) {
+            (Ok(exporter), Ok(metrics)) => (exporter, metrics),
+            (Err(err), _) | (_, Err(err)) => {
                 tracing::warn!("OpenTelemetry export is off: {err}");
                 return None;
             }
@@ -78,19 +95,36 @@ impl Telemetry {
         })
         .with_batch_config(config)
         .build();
+        let resource = Resource::builder()
+            .with_service_name("scv-server")
+            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+            .build();
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)
-            .with_resource(
-                Resource::builder()
-                    .with_service_name("scv-server")
-                    .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-                    .build(),
-            )
+            .with_resource(resource.clone())
             .build();
         let tracer = provider.tracer("scv-server");
+        let meters = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(metrics).build())
+            .with_resource(resource)
+            .build();
+        let meter = meters.meter("scv-server");
+        let tokens = meter
+            .u64_histogram("gen_ai.client.token.usage")
+            .with_unit("{token}")
+            .with_description("Tokens used per provider request, by gen_ai.token.type")
+            .build();
+        let cost = meter
+            .f64_counter("scv.cost")
+            .with_unit("USD")
+            .with_description("What provider requests cost, at the model's price")
+            .build();
         Some(Arc::new(Telemetry {
             provider,
             tracer,
+            meters,
+            tokens,
+            cost,
             log_content,
         }))
     }
@@ -136,17 +170,16 @@ impl Drop for Telemetry {
     fn drop(&mut self) {
         // What is queued goes out (bounded by the export timeout).
         let _ = self.provider.shutdown();
+        let _ = self.meters.shutdown();
     }
 }
 
-/// `endpoint` as the traces URL: `BASE/v1/traces` unless it names it.
-fn traces_url(endpoint: &str) -> String {
+/// `endpoint` as a signal's URL: `BASE/v1/traces`, `BASE/v1/metrics` (an
+/// endpoint written with `/v1/traces` is taken as its base).
+fn signal_url(endpoint: &str, signal: &str) -> String {
     let endpoint = endpoint.trim_end_matches('/');
-    if endpoint.ends_with("/v1/traces") {
-        endpoint.to_string()
-    } else {
-        format!("{endpoint}/v1/traces")
-    }
+    let base = endpoint.strip_suffix("/v1/traces").unwrap_or(endpoint);
+    format!("{base}/v1/{signal}")
 }
 
 /// `text` cut at [`MAX_CONTENT_BYTES`] (on a character boundary).
@@ -179,6 +212,9 @@ pub(crate) struct TurnTrace {
 pub(crate) struct ChildSpan {
     span: opentelemetry_sdk::trace::Span,
     log_content: bool,
+    /// A provider request's: what its metrics carry, and the telemetry
+    /// that records them.
+    metered: Option<(Arc<Telemetry>, [KeyValue; 3])>,
 }
 
 impl TurnTrace {
@@ -192,12 +228,13 @@ impl TurnTrace {
         ChildSpan {
             span,
             log_content: self.telemetry.log_content,
+            metered: None,
         }
     }
 
     /// `chat MODEL`: one provider request.
     pub(crate) fn request(&self, max_output_tokens: u64) -> ChildSpan {
-        self.child(
+        let mut span = self.child(
             format!("chat {}", self.model),
             SpanKind::Client,
             vec![
@@ -206,7 +243,16 @@ impl TurnTrace {
                 KeyValue::new("gen_ai.request.model", self.model.clone()),
                 KeyValue::new("gen_ai.request.max_tokens", max_output_tokens as i64),
             ],
-        )
+        );
+        span.metered = Some((
+            self.telemetry.clone(),
+            [
+                KeyValue::new("gen_ai.operation.name", "chat"),
+                KeyValue::new("gen_ai.provider.name", self.provider.clone()),
+                KeyValue::new("gen_ai.request.model", self.model.clone()),
+            ],
+        ));
+        span
     }
 
     /// `execute_tool NAME`: one tool call.
@@ -275,9 +321,23 @@ impl ChildSpan {
     pub(crate) fn answered(
         mut self,
         usage: Option<&crate::model::Usage>,
+        cost_usd: Option<f64>,
         finish_reason: Option<&str>,
         text: Option<&str>,
     ) {
+        if let (Some((telemetry, attributes)), Some(usage)) = (&self.metered, usage) {
+            for (kind, tokens) in [
+                ("input", usage.input_tokens()),
+                ("output", usage.output_tokens()),
+            ] {
+                let mut attributes = attributes.to_vec();
+                attributes.push(KeyValue::new("gen_ai.token.type", kind));
+                telemetry.tokens.record(tokens, &attributes);
+            }
+            if let Some(cost) = cost_usd {
+                telemetry.cost.add(cost, attributes);
+            }
+        }
         if let Some(usage) = usage {
             for attribute in usage_attributes(usage) {
                 self.span.set_attribute(attribute);
@@ -361,11 +421,17 @@ mod tests {
 
     #[test]
     fn urls_and_bounds() {
-        assert_eq!(traces_url("http://c:4318"), "http://c:4318/v1/traces");
-        assert_eq!(traces_url("http://c:4318/"), "http://c:4318/v1/traces");
         assert_eq!(
-            traces_url("http://c:4318/v1/traces"),
+            signal_url("http://c:4318", "traces"),
             "http://c:4318/v1/traces"
+        );
+        assert_eq!(
+            signal_url("http://c:4318/", "metrics"),
+            "http://c:4318/v1/metrics"
+        );
+        assert_eq!(
+            signal_url("http://c:4318/v1/traces", "metrics"),
+            "http://c:4318/v1/metrics"
         );
         let long = "é".repeat(MAX_CONTENT_BYTES);
         let cut = bounded(&long);

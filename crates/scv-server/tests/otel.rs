@@ -43,6 +43,8 @@ struct Receiver {
     _child: Child,
     lines: Lines<BufReader<ChildStdout>>,
     port: u16,
+    /// Metric lines read while waiting for spans.
+    metrics: Vec<Value>,
 }
 
 impl Receiver {
@@ -61,23 +63,53 @@ impl Receiver {
             _child: child,
             lines,
             port,
+            metrics: Vec::new(),
         }
+    }
+
+    async fn line(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("nothing more arrived")
+            .unwrap()
+            .expect("the receiver ended");
+        let line: Value = serde_json::from_str(&line).unwrap();
+        assert!(line.get("error").is_none(), "{line}");
+        line
     }
 
     /// The next `n` spans it decoded (bounded wait).
     async fn spans(&mut self, n: usize) -> Vec<Value> {
         let mut spans = Vec::new();
         while spans.len() < n {
-            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
-                .await
-                .unwrap_or_else(|_| panic!("only {} spans arrived: {spans:?}", spans.len()))
-                .unwrap()
-                .expect("the receiver ended");
-            let span: Value = serde_json::from_str(&line).unwrap();
-            assert!(span.get("error").is_none(), "{span}");
-            spans.push(span);
+            let line = self.line().await;
+            if line.get("metric").is_some() {
+                self.metrics.push(line);
+            } else {
+                spans.push(line);
+            }
         }
         spans
+    }
+
+    /// The metric `name` once `done` holds for its points (cumulative:
+    /// each export has the totals so far).
+    async fn metric(&mut self, name: &str, done: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            if let Some(metric) = self
+                .metrics
+                .iter()
+                .rev()
+                .find(|m| m["metric"] == name)
+                .filter(|m| done(m))
+            {
+                return metric.clone();
+            }
+            let line = self.line().await;
+            if line.get("metric").is_some() {
+                self.metrics.push(line);
+            }
+        }
     }
 }
 
@@ -86,8 +118,15 @@ async fn traced_rig(receiver_port: u16, extra: &str) -> Rig {
         "otel_endpoint = \"http://127.0.0.1:{receiver_port}\"\n{extra}\n\
          [pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n"
     );
-    // Export soon after a span ends (the SDK's own variable).
-    Rig::with_env(&config, &[("OTEL_BSP_SCHEDULE_DELAY", "50")]).await
+    // Export soon (the SDK's own variables).
+    Rig::with_env(
+        &config,
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "100"),
+        ],
+    )
+    .await
 }
 
 fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -169,6 +208,33 @@ async fn a_turn_is_a_trace_with_a_span_per_request_and_tool_call() {
     assert_eq!(t["gen_ai.operation.name"], "execute_tool");
     assert_eq!(t["gen_ai.tool.name"], "list_dir");
     assert_eq!(t["gen_ai.tool.call.id"], "call_1");
+
+    // The counters: tokens per request by type, and the cost.
+    let point = |m: &Value, kind: &str| -> Option<(f64, u64)> {
+        m["points"]
+            .as_array()?
+            .iter()
+            .find(|p| p["attributes"]["gen_ai.token.type"] == kind)
+            .map(|p| (p["sum"].as_f64().unwrap(), p["count"].as_u64().unwrap()))
+    };
+    let tokens = receiver
+        .metric("gen_ai.client.token.usage", |m| {
+            point(m, "input") == Some((31.0, 2)) && point(m, "output") == Some((12.0, 2))
+        })
+        .await;
+    assert_eq!(tokens["unit"], "{token}");
+    let points = tokens["points"].as_array().unwrap();
+    assert!(points
+        .iter()
+        .all(|p| p["attributes"]["gen_ai.request.model"] == "mock-model"));
+    let cost = receiver
+        .metric("scv.cost", |m| {
+            m["points"][0]["value"]
+                .as_f64()
+                .is_some_and(|v| (v - 79e-6).abs() < 1e-12)
+        })
+        .await;
+    assert_eq!(cost["unit"], "USD");
 
     // No content without otel_log_content: not the prompt, the answer,
     // the arguments or the result.

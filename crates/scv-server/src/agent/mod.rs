@@ -425,7 +425,7 @@ impl Turn {
             Ok::<Reply, Stop>(self.cancellable(stream.finish()).await??)
         }
         .await;
-        traced(span, &summary);
+        traced(span, &summary, &self.spending);
         let reply = summary?;
         if let Some(step_usage) = reply.usage {
             add_step_usage(usage, step_usage);
@@ -471,7 +471,7 @@ impl Turn {
             .as_ref()
             .map(|t| t.request(self.settings.provider.max_output_tokens));
         let result = self.stream_step(request).await;
-        traced(span, &result);
+        traced(span, &result, &self.spending);
         result
     }
 
@@ -692,14 +692,20 @@ impl Turn {
     }
 }
 
-/// Ends a provider request's span with what came of it.
-fn traced(span: Option<crate::telemetry::ChildSpan>, result: &Result<Reply, Stop>) {
+/// Ends a provider request's span with what came of it (and records its
+/// metrics).
+fn traced(
+    span: Option<crate::telemetry::ChildSpan>,
+    result: &Result<Reply, Stop>,
+    spending: &Spending,
+) {
     let Some(span) = span else {
         return;
     };
     match result {
         Ok(reply) => span.answered(
             reply.usage.as_ref(),
+            spending.cost(reply.usage.as_ref()),
             reply.finish_reason.as_deref(),
             reply.message.text.as_deref(),
         ),

@@ -1,10 +1,13 @@
-"""A real OTLP/HTTP trace receiver for the tests: decodes what SCV sends with
-the official `opentelemetry-proto` package and prints one JSON line per
-span on stdout (after a first line with the port it listens on).
+"""A real OTLP/HTTP receiver for the tests: decodes what SCV sends with the
+official `opentelemetry-proto` package and prints one JSON line per span
+(`/v1/traces`) and per metric (`/v1/metrics`) on stdout, after a first
+line with the port it listens on.
 
 Each line: name, kind, trace_id, span_id, parent_span_id (hex), status
 code, attributes (OTLP AnyValue as plain JSON), and the resource's
-service.name. Answers 200 with an empty ExportTraceServiceResponse; with
+service.name. A metric line: metric (its name), unit, and points (each
+with attributes, and sum and count for a histogram, value for a sum).
+Answers 200 with an empty Export*ServiceResponse; with
 the argument `fail`, answers 503 to every export (a broken collector).
 """
 
@@ -12,6 +15,10 @@ import json
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -37,6 +44,9 @@ class Handler(BaseHTTPRequestHandler):
         if FAIL:
             self.send_response(503)
             self.end_headers()
+            return
+        if self.path == "/v1/metrics" and self.headers.get("Content-Type") == "application/x-protobuf":
+            self.metrics(body)
             return
         if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
             print(json.dumps({"error": f"{self.path} {self.headers.get('Content-Type')}"}), flush=True)
@@ -65,6 +75,30 @@ class Handler(BaseHTTPRequestHandler):
                         flush=True,
                     )
         reply = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def metrics(self, body):
+        request = ExportMetricsServiceRequest()
+        request.ParseFromString(body)
+        for resource_metrics in request.resource_metrics:
+            for scope_metrics in resource_metrics.scope_metrics:
+                for metric in scope_metrics.metrics:
+                    points = []
+                    if metric.HasField("histogram"):
+                        for p in metric.histogram.data_points:
+                            attributes = {kv.key: value(kv.value) for kv in p.attributes}
+                            points.append({"attributes": attributes, "sum": p.sum, "count": p.count})
+                    elif metric.HasField("sum"):
+                        for p in metric.sum.data_points:
+                            attributes = {kv.key: value(kv.value) for kv in p.attributes}
+                            v = p.as_double if p.HasField("as_double") else p.as_int
+                            points.append({"attributes": attributes, "value": v})
+                    print(json.dumps({"metric": metric.name, "unit": metric.unit, "points": points}), flush=True)
+        reply = ExportMetricsServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", str(len(reply)))
