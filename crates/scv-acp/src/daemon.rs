@@ -41,7 +41,7 @@ impl Link {
         let capabilities = Capabilities {
             reasoning: true,
             sessions: true,
-            checkpoints: false,
+            ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(
             INITIALIZE_TIMEOUT,

@@ -500,7 +500,7 @@ impl SessionClient {
                         .map(|approval_id| Update::ApprovalGone { approval_id }),
                 );
             }
-            EventBody::TurnCompleted { steps, usage } => self.ended(
+            EventBody::TurnCompleted { steps, usage, .. } => self.ended(
                 event,
                 Outcome::Completed {
                     steps: *steps,

@@ -274,6 +274,7 @@ impl ModelServer {
                 0 => EventBody::TurnCompleted {
                     steps: 1,
                     usage: None,
+                    cost: None,
                 },
                 _ => EventBody::TurnFailed {
                     code: FailureCode::ProviderError,

@@ -132,6 +132,9 @@ pub enum EventBody {
         provider: String,
         model: String,
         context_max_tokens: u64,
+        /// The session's budget when `session.configure` set one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_session_cost_usd: Option<f64>,
     },
     #[serde(rename = "tool.proposed")]
     ToolProposed {
@@ -173,7 +176,14 @@ pub enum EventBody {
         steps: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// Capability `usage`: the turn's tokens by kind, and its cost.
+        #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+        cost: Option<TurnCost>,
     },
+    /// Capability `usage`: 80 % of a budget is spent (once per budget and
+    /// session).
+    #[serde(rename = "budget.warning")]
+    BudgetWarning(BudgetWarning),
     #[serde(rename = "turn.cancelled")]
     TurnCancelled {},
     #[serde(rename = "turn.failed")]
@@ -248,6 +258,7 @@ impl EventBody {
             EventBody::ToolCompleted { .. } => "tool.completed",
             EventBody::ContextCompacted { .. } => "context.compacted",
             EventBody::TurnCompleted { .. } => "turn.completed",
+            EventBody::BudgetWarning(_) => "budget.warning",
             EventBody::TurnCancelled {} => "turn.cancelled",
             EventBody::TurnFailed { .. } => "turn.failed",
             EventBody::SessionTrimmed { .. } => "session.trimmed",
@@ -334,6 +345,44 @@ pub struct QueueEntry {
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+}
+
+/// Tokens by kind (capability `usage`): `input` excludes the cached tokens,
+/// so `input + cache_read + cache_write` is `usage.input_tokens`;
+/// `reasoning` is part of `output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UsageDetail {
+    pub input: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub output: u64,
+    pub reasoning: u64,
+}
+
+/// What `turn.completed` carries for capability `usage` (flattened into it).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TurnCost {
+    /// The turn's tokens by kind (all zero when the provider reported none).
+    pub usage_detail: UsageDetail,
+    /// The session's tokens by kind so far, this turn included.
+    pub session_usage_detail: UsageDetail,
+    /// USD; `null` when the model has no price (never 0 for "unknown").
+    pub cost_usd: Option<f64>,
+    /// USD over the session's priced turns; `null` when none was priced.
+    pub session_cost_usd: Option<f64>,
+}
+
+/// `budget.warning` (capability `usage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetWarning {
+    /// The config key: `max_session_cost_usd`, `max_daily_cost_usd` or
+    /// `max_turn_tokens`.
+    pub budget: String,
+    /// The budget (USD, or tokens for `max_turn_tokens`).
+    pub limit: f64,
+    /// What is spent against it.
+    pub spent: f64,
+    pub message: String,
 }
 
 /// Risk class of a tool call; `auto_approve` names the classes that run

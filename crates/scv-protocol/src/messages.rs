@@ -135,13 +135,17 @@ pub struct SessionClear {
 }
 
 /// `session.configure` (extension).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionConfigure {
     pub session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// A new `max_session_cost_usd` for the rest of this session (capability
+    /// `usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_session_cost_usd: Option<f64>,
 }
 
 impl ClientMessage {
@@ -220,6 +224,9 @@ pub struct Capabilities {
     /// `checkpoint.diff`, `checkpoint.restore`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub checkpoints: bool,
+    /// Usage by kind and cost on `turn.completed`, and `budget.warning`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub usage: bool,
 }
 
 /// Name and version of a client or server.

@@ -47,7 +47,6 @@ async fn main() {
             json!({"path": "notes.txt"}),
         )]));
         mock.push(Reply::text(&answer));
-        let before = mock.request_count();
         let start = Instant::now();
         server
             .start_turn(
@@ -65,8 +64,9 @@ async fn main() {
             }
         }
         let whole = start.elapsed();
+        let requests = mock.take_requests();
         if n == 1 || n % SAMPLE_EVERY == 0 {
-            let first = &mock.requests()[before];
+            let first = &requests[0];
             let to_request = first.arrived.duration_since(start);
             println!(
                 "{n:>4}  {:>8.2} ms  {:>10.1} KiB  {:>7.1} ms  {:>7.1} MiB",

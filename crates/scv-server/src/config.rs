@@ -58,6 +58,24 @@ struct Raw {
     /// however the table is written (`[mcp_servers.NAME]`, quoted, inline,
     /// dotted).
     mcp_servers: BTreeMap<toml::Spanned<String>, scv_mcp::RawServer>,
+    /// `[pricing."MODEL"]`, with its place in the file.
+    pricing: BTreeMap<toml::Spanned<String>, RawPrice>,
+    max_session_cost_usd: Option<f64>,
+    max_daily_cost_usd: Option<f64>,
+    max_turn_tokens: Option<u64>,
+    otel_endpoint: Option<String>,
+    otel_log_content: bool,
+}
+
+/// A `[pricing."MODEL"]` table: USD per million tokens. `cached_input` and
+/// `cache_write` default to `input`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrice {
+    input: f64,
+    cached_input: Option<f64>,
+    cache_write: Option<f64>,
+    output: f64,
 }
 
 impl Default for Raw {
@@ -99,6 +117,12 @@ impl Default for Raw {
             checkpoints: true,
             max_checkpoint_store_bytes: 2 << 30,
             mcp_servers: BTreeMap::new(),
+            pricing: BTreeMap::new(),
+            max_session_cost_usd: None,
+            max_daily_cost_usd: None,
+            max_turn_tokens: None,
+            otel_endpoint: None,
+            otel_log_content: false,
         }
     }
 }
@@ -115,6 +139,20 @@ pub struct Config {
     pub(crate) store: StoreConfig,
     /// `[mcp_servers.NAME]`, checked.
     pub(crate) mcp_servers: Vec<scv_mcp::ServerSpec>,
+    /// `[pricing."MODEL"]` over the built-in prices, and the budgets.
+    pub(crate) cost: CostConfig,
+    /// `otel_endpoint` (an `http://` or `https://` URL, its `/v1/traces`).
+    pub(crate) otel_endpoint: Option<String>,
+    /// `otel_log_content`: export prompts, answers and tool contents.
+    pub(crate) otel_log_content: bool,
+}
+
+/// What tokens cost and what may be spent.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CostConfig {
+    pub pricing: crate::cost::Pricing,
+    /// `max_session_cost_usd`, `max_daily_cost_usd`, `max_turn_tokens`.
+    pub budgets: crate::cost::Budgets,
 }
 
 /// Which model a session talks to, and how its requests go.
@@ -254,6 +292,12 @@ const KNOWN_KEYS: &[&str] = &[
     "checkpoints",
     "max_checkpoint_store_bytes",
     "mcp_servers",
+    "pricing",
+    "max_session_cost_usd",
+    "max_daily_cost_usd",
+    "max_turn_tokens",
+    "otel_endpoint",
+    "otel_log_content",
 ];
 
 impl Default for Config {
@@ -326,6 +370,16 @@ impl Config {
                 scv_mcp::MAX_SERVERS
             ));
         }
+        let cost = cost_config(&raw, text)?;
+        if let Some(endpoint) = &raw.otel_endpoint {
+            let scheme_ok = endpoint.starts_with("http://") || endpoint.starts_with("https://");
+            if !scheme_ok || reqwest::Url::parse(endpoint).is_err() {
+                return Err(anyhow!(
+                    "{}otel_endpoint `{endpoint}` is not an http:// or https:// URL",
+                    at(text, "otel_endpoint")
+                ));
+            }
+        }
         let mut mcp_servers = Vec::new();
         for (name, table) in raw.mcp_servers {
             let line = line_at(text, name.span().start);
@@ -397,6 +451,9 @@ impl Config {
                 max_checkpoint_bytes: raw.max_checkpoint_store_bytes,
             },
             mcp_servers,
+            cost,
+            otel_endpoint: raw.otel_endpoint,
+            otel_log_content: raw.otel_log_content,
         })
     }
 
@@ -433,6 +490,64 @@ impl ProviderConfig {
     pub(crate) fn stream_idle_timeout(&self) -> Duration {
         Duration::from_millis(self.stream_idle_timeout_ms.max(1))
     }
+}
+
+/// `[pricing."MODEL"]` and the budgets, checked: a price is a finite
+/// number ≥ 0, a budget one > 0.
+fn cost_config(raw: &Raw, text: &str) -> Result<CostConfig> {
+    let mut configured = BTreeMap::new();
+    for (model, price) in &raw.pricing {
+        let line = line_at(text, model.span().start);
+        let name = model.get_ref();
+        let cached_input = price.cached_input.unwrap_or(price.input);
+        let cache_write = price.cache_write.unwrap_or(price.input);
+        for (key, value) in [
+            ("input", price.input),
+            ("cached_input", cached_input),
+            ("cache_write", cache_write),
+            ("output", price.output),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(anyhow!(
+                    "{line}pricing.\"{name}\".{key} must be a number of USD per million tokens, 0 or more (got {value})"
+                ));
+            }
+        }
+        configured.insert(
+            name.clone(),
+            crate::cost::Price {
+                input: price.input,
+                cached_input,
+                cache_write,
+                output: price.output,
+            },
+        );
+    }
+    for (key, value) in [
+        ("max_session_cost_usd", raw.max_session_cost_usd),
+        ("max_daily_cost_usd", raw.max_daily_cost_usd),
+    ] {
+        if let Some(value) = value.filter(|v| !v.is_finite() || *v <= 0.0) {
+            return Err(anyhow!(
+                "{}{key} must be a positive number of USD (got {value})",
+                at(text, key)
+            ));
+        }
+    }
+    if raw.max_turn_tokens == Some(0) {
+        return Err(anyhow!(
+            "{}max_turn_tokens must be at least 1",
+            at(text, "max_turn_tokens")
+        ));
+    }
+    Ok(CostConfig {
+        pricing: crate::cost::Pricing::new(configured),
+        budgets: crate::cost::Budgets {
+            max_session_cost_usd: raw.max_session_cost_usd,
+            max_daily_cost_usd: raw.max_daily_cost_usd,
+            max_turn_tokens: raw.max_turn_tokens,
+        },
+    })
 }
 
 /// `line N: ` for the line where top-level `key` is set ("" if absent).

@@ -31,6 +31,8 @@ pub struct Shared {
     /// The checkpoint store; `None` when `checkpoints = false` or it
     /// cannot be used.
     pub(crate) checkpoints: Option<Arc<crate::checkpoint::Store>>,
+    /// OpenTelemetry export; `None`: off (nothing is recorded).
+    pub(crate) telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Shared {
@@ -52,7 +54,12 @@ impl Shared {
             config.store.max_checkpoint_bytes,
             scv_home,
         );
+        let telemetry = crate::telemetry::Telemetry::start(
+            config.otel_endpoint.as_deref(),
+            config.otel_log_content,
+        );
         Shared {
+            telemetry,
             store,
             checkpoints,
             sandbox,

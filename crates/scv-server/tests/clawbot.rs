@@ -920,3 +920,39 @@ async fn the_owners_commands_run_in_the_same_sandbox_under_the_same_rules() {
     assert!(!target.exists());
     bot.stop().await;
 }
+
+/// At 80 % of a budget the owner is told in chat, once.
+#[tokio::test]
+async fn the_owner_is_told_in_chat_at_80_percent_of_a_budget() {
+    let mut bot = Bot::start(
+        "max_output_tokens = 100\nmax_session_cost_usd = 0.5\n[pricing.\"mock-model\"]\ninput = 0\noutput = 1000\n",
+    )
+    .await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    // 450 output tokens at $0.001: $0.45 of $0.50.
+    bot.mock.push(Reply::raw(
+        vec![
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":"spent"},"finish_reason":"stop"}]}).to_string(),
+            json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":450}}).to_string(),
+        ],
+        Ending::Done,
+    ));
+    bot.ilink.inject_text(OWNER, "spend");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert!(
+        sent.iter()
+            .any(|m| m == "SCV: 90% of budget max_session_cost_usd ($0.5000) spent: $0.4500"),
+        "{sent:?}"
+    );
+    assert!(sent.iter().any(|m| m == "spent"), "{sent:?}");
+    // The next request could cross it: not sent, and said.
+    bot.ilink.inject_text(OWNER, "more");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    assert!(
+        sent[2].starts_with("The turn failed (step_limit): budget max_session_cost_usd"),
+        "{sent:?}"
+    );
+    assert_eq!(bot.mock.request_count(), 1);
+    bot.stop().await;
+}

@@ -21,13 +21,17 @@ mod error;
 mod journal;
 mod record;
 mod replay;
+mod spending;
 mod store;
 mod transcript;
 
 pub use error::StoreError;
 pub use journal::{Journal, SyncHandle};
-pub use record::{title_of, ForkedFrom, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
+pub use record::{
+    title_of, ForkedFrom, Header, HistoryChange, Outcome, Record, Spent, FORMAT_VERSION,
+};
 pub use replay::{Damage, Ended, Replay, Turn};
+pub use spending::{spending, SpentTurn};
 pub use store::{valid_id, Enforced, Listed, Meta, SessionStore};
 pub use transcript::{transcript, transcript_whole, TRANSCRIPT_TOOL_OUTPUT_BYTES};
 

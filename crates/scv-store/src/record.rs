@@ -88,6 +88,10 @@ pub enum Record {
         /// session compacts when this one would have.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens_per_byte: Option<f64>,
+        /// What the turn spent (whatever its outcome): `scv usage` reads
+        /// it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent: Option<Spent>,
     },
     /// `session.clear`: history, queue and transcript start afresh.
     Cleared {
@@ -133,6 +137,19 @@ impl Record {
         line.push(b'\n');
         Ok(line)
     }
+}
+
+/// What one turn spent, as the server counted it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    /// The model the turn ran on.
+    pub model: String,
+    /// Tokens by kind (the protocol's `usage_detail`: `input`,
+    /// `cache_read`, `cache_write`, `output`, `reasoning`).
+    pub usage_detail: scv_protocol::UsageDetail,
+    /// USD; `None`: the model had no price.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// Longest title kept for a session (characters).

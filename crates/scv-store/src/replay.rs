@@ -8,7 +8,7 @@
 //! bad record before the end, a header of another format — makes the
 //! journal damaged: it is reported, never guessed at.
 
-use crate::record::{title_of, Header, HistoryChange, Outcome, Record, FORMAT_VERSION};
+use crate::record::{title_of, Header, HistoryChange, Outcome, Record, Spent, FORMAT_VERSION};
 use serde_json::Value;
 
 /// One turn as the transcript shows it.
@@ -28,6 +28,8 @@ pub struct Ended {
     pub message: Option<String>,
     pub messages: Vec<Value>,
     pub usage: Option<Value>,
+    /// What the turn spent, when journaled.
+    pub spent: Option<Spent>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -199,6 +201,7 @@ impl Replay {
                 history,
                 usage,
                 tokens_per_byte,
+                spent,
             } => {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
@@ -224,6 +227,7 @@ impl Replay {
                         message,
                         messages,
                         usage,
+                        spent,
                     });
                 }
                 return reached;
@@ -348,6 +352,7 @@ mod tests {
                 history,
                 usage: None,
                 tokens_per_byte: None,
+                spent: None,
             },
         ]
     }

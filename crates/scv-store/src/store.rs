@@ -205,7 +205,7 @@ impl SessionStore {
         })
     }
 
-    fn read_bytes(&self, session_id: &str) -> Result<Vec<u8>, StoreError> {
+    pub(crate) fn read_bytes(&self, session_id: &str) -> Result<Vec<u8>, StoreError> {
         let path = self.path(session_id, JOURNAL)?;
         let mut file = open_journal(&path, session_id, false)?;
         let mut bytes = Vec::new();

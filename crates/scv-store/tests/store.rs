@@ -46,6 +46,7 @@ fn turn(id: &str, prompt: &str, at: u64) -> [Record; 2] {
             history: HistoryChange::Append,
             usage: None,
             tokens_per_byte: None,
+            spent: None,
         },
     ]
 }
@@ -289,6 +290,7 @@ fn record() -> impl Strategy<Value = Record> {
             },
             usage: None,
             tokens_per_byte: Some(0.3),
+            spent: None,
         }),
         Just(Record::Cleared { at: 3, seq: 3 }),
         prop::collection::vec(".{0,10}", 0..3)

@@ -130,6 +130,12 @@ impl MockProvider {
         self.state.lock().unwrap().requests.clone()
     }
 
+    /// The requests recorded so far, forgotten here (a long benchmark
+    /// would otherwise keep every body it was sent).
+    pub fn take_requests(&self) -> Vec<Recorded> {
+        std::mem::take(&mut self.state.lock().unwrap().requests)
+    }
+
     /// The requests that came on `wire`'s path.
     pub fn requests_on(&self, wire: Wire) -> Vec<Recorded> {
         self.requests()

@@ -101,10 +101,11 @@ pub async fn run(
     let approve = &options.approve[..];
     let prompt = read_prompt(prompt)?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
-    let capabilities = options.reasoning.then_some(scv_protocol::Capabilities {
-        reasoning: true,
-        sessions: false,
-        checkpoints: false,
+    // Usage by kind and cost on `turn.completed` (`--json` prints it).
+    let capabilities = Some(scv_protocol::Capabilities {
+        reasoning: options.reasoning,
+        usage: true,
+        ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
         mut conn,

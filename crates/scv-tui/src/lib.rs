@@ -13,3 +13,4 @@ pub mod session;
 pub mod sessions_cmd;
 pub mod tui;
 pub mod undo_cmd;
+pub mod usage_cmd;

@@ -91,6 +91,15 @@ enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// What the stored sessions spent: tokens by kind and cost, as a table.
+    Usage {
+        /// Only turns that ended this recently: 7d, 24h, 30m (default: all).
+        #[arg(long, value_name = "DURATION", value_parser = scv_tui::usage_cmd::parse_since)]
+        since: Option<u64>,
+        /// One row per day (UTC), session, model or workspace.
+        #[arg(long, value_enum, default_value = "day")]
+        by: ByArg,
+    },
     /// Manage the SCV daemon.
     Daemon {
         #[command(subcommand)]
@@ -129,6 +138,14 @@ enum SessionsAction {
         #[arg(long, value_enum, default_value = "md")]
         format: FormatArg,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ByArg {
+    Day,
+    Session,
+    Model,
+    Workspace,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -259,6 +276,7 @@ impl From<RiskArg> for Risk {
 fn local_only(command: &Command) -> Option<&'static str> {
     match command {
         Command::Sessions { .. } => Some("sessions"),
+        Command::Usage { .. } => Some("usage"),
         Command::Daemon { .. } => Some("daemon"),
         Command::Clawbot { .. } => Some("clawbot"),
         Command::Mcp { .. } => Some("mcp"),
@@ -354,6 +372,16 @@ fn main() -> ExitCode {
                 Ok(cwd) => undo_cmd::run(&endpoint, &cwd, force).await,
                 Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
             },
+            Some(Command::Usage { since, by }) => {
+                use scv_tui::usage_cmd::{usage, By};
+                let by = match by {
+                    ByArg::Day => By::Day,
+                    ByArg::Session => By::Session,
+                    ByArg::Model => By::Model,
+                    ByArg::Workspace => By::Workspace,
+                };
+                usage(&home, since, by, scv_store::now_unix())
+            }
             Some(Command::Sessions { action }) => match action {
                 SessionsAction::List { json } => sessions_cmd::list(&home, json),
                 SessionsAction::Delete { id } => sessions_cmd::delete(&home, &id),

@@ -575,3 +575,123 @@ async fn exec_json_has_reasoning_only_with_the_flag() {
         stderr(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_json_carries_usage_by_kind_and_cost() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n",
+    );
+    mock.push(Reply::text(["hi"]));
+    let output = home
+        .scv()
+        .args(["exec", "--json", "hello"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let events = types_of(&output);
+    assert_eq!(events[0]["capabilities"]["usage"], true, "{events:?}");
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "turn.completed");
+    // The mock reports 11 in, 7 out: (11 × 1 + 7 × 4) per million.
+    assert_eq!(
+        done["usage_detail"],
+        json!({"input": 11, "cache_read": 0, "cache_write": 0, "output": 7, "reasoning": 0})
+    );
+    let cost = done["cost_usd"].as_f64().unwrap();
+    assert!((cost - 39e-6).abs() < 1e-12, "{done}");
+    assert!((done["session_cost_usd"].as_f64().unwrap() - 39e-6).abs() < 1e-12);
+}
+
+/// `scv usage` reads what the daemon journaled: two turns on a priced
+/// model, one on a model without a price, by model and by day.
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_tables_what_the_store_journaled() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n",
+    );
+    for prompt in ["one", "two"] {
+        mock.push(Reply::text(["hi"]));
+        let output = home.scv().args(["exec", prompt]).output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    mock.push(Reply::text(["hi"]));
+    let output = home
+        .scv()
+        .args(["exec", "--model", "unpriced-model", "three"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let output = home
+        .scv()
+        .args(["usage", "--by", "model"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    let row = |key: &str| -> Vec<String> {
+        table
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} row: {table}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    // Each turn: 11 in, 7 out; at $1 / $4 per million: $0.000039.
+    assert_eq!(
+        row("mock-model"),
+        ["mock-model", "2", "22", "0", "0", "14", "0", "$0.0001"],
+        "{table}"
+    );
+    assert_eq!(
+        row("unpriced-model"),
+        [
+            "unpriced-model",
+            "1",
+            "11",
+            "0",
+            "0",
+            "7",
+            "0",
+            "no",
+            "price"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        row("TOTAL"),
+        ["TOTAL", "3", "33", "0", "0", "21", "0", "$0.0001", "+", "1", "turns", "no", "price"],
+        "{table}"
+    );
+
+    let output = home
+        .scv()
+        .args(["usage", "--since", "1d", "--by", "day"])
+        .output()
+        .unwrap();
+    let table = stdout(&output);
+    let today = &scv_client::time::utc(scv_store::now_unix())[..10];
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(today) && l.contains(" 3 ")),
+        "{table}"
+    );
+
+    let output = home
+        .scv()
+        .args(["usage", "--since", "soon"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("not a duration"),
+        "{}",
+        stderr(&output)
+    );
+}

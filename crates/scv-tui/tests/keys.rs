@@ -544,6 +544,7 @@ fn configure(provider: Option<&str>, model: Option<&str>) -> ClientMessage {
         session_id: S.into(),
         provider: provider.map(Into::into),
         model: model.map(Into::into),
+        ..SessionConfigure::default()
     })
 }
 

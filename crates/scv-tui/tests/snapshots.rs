@@ -522,3 +522,66 @@ fn a_long_thought_streams_its_last_lines() {
     let screen = render(&app);
     assert!(screen.contains("step 34 of"), "expanded: {screen}");
 }
+
+/// Two priced turns and a budget warning (capability `usage`): the status
+/// line has the session's cost and the warned budget; `/cost` breaks the
+/// session down by turn.
+fn app_with_costs() -> App {
+    let mut app = started_app();
+    app.apply(turn_event(json!({"type":"turn.completed","seq":1,"steps":2,
+        "usage":{"input_tokens":24000,"output_tokens":1300},
+        "usage_detail":{"input":4000,"cache_read":18000,"cache_write":2000,"output":1300,"reasoning":300},
+        "session_usage_detail":{"input":4000,"cache_read":18000,"cache_write":2000,"output":1300,"reasoning":300},
+        "cost_usd":0.0123,"session_cost_usd":0.0123})));
+    app.apply(turn_event(json!({"type":"budget.warning","seq":2,"budget":"max_session_cost_usd",
+        "limit":0.02,"spent":0.0171,"message":"85% of budget max_session_cost_usd ($0.0200) spent: $0.0171"})));
+    app.apply(turn_event(json!({"type":"turn.completed","seq":3,"steps":1,
+        "usage":{"input_tokens":1200,"output_tokens":240},
+        "usage_detail":{"input":1200,"cache_read":0,"cache_write":0,"output":240,"reasoning":0},
+        "session_usage_detail":{"input":5200,"cache_read":18000,"cache_write":2000,"output":1540,"reasoning":300},
+        "cost_usd":0.0048,"session_cost_usd":0.0171})));
+    app
+}
+
+#[test]
+fn cost_on_the_status_line_and_by_turn_in_cost() {
+    let mut app = app_with_costs();
+    let screen = render(&app);
+    let status_line = screen.lines().rev().find(|l| l.contains("↑")).unwrap();
+    assert!(status_line.contains("$0.0171"), "{screen}");
+    assert!(status_line.contains("budget 80%"), "{screen}");
+    type_text(&mut app, "/cost");
+    key(&mut app, KeyCode::Enter);
+    let screen = render(&app);
+    assert!(screen.contains("#1"), "{screen}");
+    assert!(screen.contains("$0.0048"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn status_shows_the_session_cost_or_no_price() {
+    let mut app = app_with_costs();
+    type_text(&mut app, "/status");
+    key(&mut app, KeyCode::Enter);
+    let screen = render(&app);
+    assert!(screen.contains("$0.0171 over 2 turns"), "{screen}");
+    insta::assert_snapshot!(screen);
+
+    // A model without a price: tokens, and "no price", never $0.
+    let mut app = started_app();
+    app.apply(turn_event(json!({"type":"turn.completed","seq":1,"steps":1,
+        "usage":{"input_tokens":1200,"output_tokens":240},
+        "usage_detail":{"input":1200,"cache_read":0,"cache_write":0,"output":240,"reasoning":0},
+        "session_usage_detail":{"input":1200,"cache_read":0,"cache_write":0,"output":240,"reasoning":0},
+        "cost_usd":null,"session_cost_usd":null})));
+    let screen = render(&app);
+    assert!(screen.contains("no price"), "{screen}");
+    assert!(!screen.contains("$0"), "{screen}");
+    type_text(&mut app, "/status");
+    key(&mut app, KeyCode::Enter);
+    let screen = render(&app);
+    assert!(
+        screen.contains("no price for this model (tokens only)"),
+        "{screen}"
+    );
+}

@@ -11,8 +11,11 @@
 pub(crate) mod prompt;
 
 mod approvals;
+mod budget;
 mod limits;
 mod sink;
+
+pub(crate) use budget::{Spending, Warned};
 
 pub(crate) use limits::Limits;
 
@@ -117,6 +120,11 @@ pub(crate) struct Turn {
     /// The MCP servers this process runs (tools of connected ones are
     /// offered; calls go through it).
     pub mcp: Arc<scv_mcp::Hub>,
+    /// The price, the budgets and what is spent; checked before each
+    /// provider request.
+    pub spending: Spending,
+    /// The turn's OpenTelemetry trace (`None`: export is off).
+    pub trace: Option<crate::telemetry::TurnTrace>,
 }
 
 /// Adds `step` to `total` (usage is omitted until some is reported): a
@@ -166,6 +174,12 @@ fn request<'a>(system: &'a str, history: &'a History, tools: &'a [ToolSpec]) -> 
 pub(crate) struct TurnOutcome {
     pub history: History,
     pub usage: Option<scv_protocol::Usage>,
+    /// The same usage, by kind.
+    pub detail: Option<Usage>,
+    /// What it cost, USD (`None`: the model has no price).
+    pub cost_usd: Option<f64>,
+    /// The budget warnings given so far in the session.
+    pub warned: Warned,
     /// `turn.completed`, `turn.cancelled` or `turn.failed`; `None` when the
     /// connection is already gone.
     pub terminal: Option<EventBody>,
@@ -175,15 +189,21 @@ impl Turn {
     /// Runs the turn and returns its terminal event for the connection to
     /// emit, so the session is idle again by the time a client sees it.
     /// `turn.started` was emitted by the caller.
-    pub(crate) async fn run(self, mut history: History, prompt: String) -> TurnOutcome {
+    pub(crate) async fn run(mut self, mut history: History, prompt: String) -> TurnOutcome {
         history.push(Message::user(prompt));
         let mut usage = None;
         let result = self.drive(&mut history, &mut usage).await;
+        let detail = usage;
+        let cost_usd = self.spending.cost(detail.as_ref());
         let usage = usage.map(scv_protocol::Usage::from);
         history.close_open_tool_calls(INTERRUPTED);
         let refused = matches!(result, Err(Stop::Refused));
         let terminal = match result {
-            Ok(steps) => Some(EventBody::TurnCompleted { steps, usage }),
+            Ok(steps) => Some(EventBody::TurnCompleted {
+                steps,
+                usage,
+                cost: None,
+            }),
             Err(Stop::Cancelled) => Some(EventBody::TurnCancelled {}),
             Err(Stop::Failed(code, message)) => Some(EventBody::TurnFailed { code, message }),
             Err(Stop::Overflow(message)) => Some(EventBody::TurnFailed {
@@ -209,9 +229,21 @@ impl Turn {
             // be refused again.
             history.split_off(last_user(&history));
         }
+        if let Some(trace) = self.trace.take() {
+            let error = match &terminal {
+                Some(EventBody::TurnFailed { code, .. }) => Some(code.as_str()),
+                Some(EventBody::TurnCancelled {}) => Some("cancelled"),
+                None => Some("disconnected"),
+                _ => None,
+            };
+            trace.end(detail.as_ref(), cost_usd, error);
+        }
         TurnOutcome {
             history,
             usage,
+            detail,
+            cost_usd,
+            warned: self.spending.warned(),
             terminal,
         }
     }
@@ -238,11 +270,16 @@ impl Turn {
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
             let request_bytes = fixed_bytes + history.bytes();
+            self.within_budget(usage, history.estimate_tokens(request_bytes))
+                .await?;
             let reply = match self.step(&request(&system, history, tools)).await {
                 Err(Stop::Overflow(message)) => {
                     // One compaction, one retry.
                     tracing::info!("provider context overflow: {message}; compacting once");
                     self.compact(fixed_bytes, history, usage, true).await?;
+                    let request_bytes = fixed_bytes + history.bytes();
+                    self.within_budget(usage, history.estimate_tokens(request_bytes))
+                        .await?;
                     match self.step(&request(&system, history, tools)).await {
                         Err(Stop::Overflow(message)) => {
                             return Err(Stop::Failed(
@@ -259,6 +296,7 @@ impl Turn {
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
+                self.spent(step_usage, usage).await?;
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and
@@ -382,17 +420,30 @@ impl Turn {
         let request = [Message::user(format!(
             "Summarize this transcript:\n\n{transcript}"
         ))];
+        let summary_bytes = Message::user(SUMMARY_SYSTEM_PROMPT).weight() + request[0].weight();
+        self.within_budget(usage, history.estimate_tokens(summary_bytes))
+            .await?;
         let provider = &self.settings.provider;
-        let stream = self
-            .cancellable(provider.start(&Request {
-                system: SUMMARY_SYSTEM_PROMPT,
-                history: &request,
-                tools: &[],
-            }))
-            .await??;
-        let reply = self.cancellable(stream.finish()).await??;
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.request(provider.max_output_tokens));
+        let summary = async {
+            let stream = self
+                .cancellable(provider.start(&Request {
+                    system: SUMMARY_SYSTEM_PROMPT,
+                    history: &request,
+                    tools: &[],
+                }))
+                .await??;
+            Ok::<Reply, Stop>(self.cancellable(stream.finish()).await??)
+        }
+        .await;
+        traced(span, &summary, &self.spending);
+        let reply = summary?;
         if let Some(step_usage) = reply.usage {
             add_step_usage(usage, step_usage);
+            self.spent(step_usage, usage).await?;
         }
         if reply.end == End::Refused {
             return Err(Stop::Failed(
@@ -426,8 +477,19 @@ impl Turn {
         Ok(())
     }
 
-    /// One provider request, streaming its text as `assistant.delta`.
+    /// One provider request, streaming its text as `assistant.delta`
+    /// (its span, when traced).
     async fn step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.request(self.settings.provider.max_output_tokens));
+        let result = self.stream_step(request).await;
+        traced(span, &result, &self.spending);
+        result
+    }
+
+    async fn stream_step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
         let provider = &self.settings.provider;
         let mut stream = self.cancellable(provider.start(request)).await??;
         let mut batch = Vec::new();
@@ -539,17 +601,30 @@ impl Turn {
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
         // before the turn ends.
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.tool(name, &call.id, &call.arguments));
         let result = tool.run(&arguments, &tool_ctx).await;
         if self.token.is_cancelled() {
+            if let Some(span) = span {
+                span.failed("cancelled");
+            }
             return Err(Stop::Cancelled);
         }
         let output = match result {
             Ok(output) => output,
             Err(ToolError::Model(message)) => ToolOutput::error(format!("error: {message}")),
             Err(ToolError::Internal(message)) => {
-                return Err(Stop::Failed(FailureCode::InternalError, message))
+                if let Some(span) = span {
+                    span.failed("internal_error");
+                }
+                return Err(Stop::Failed(FailureCode::InternalError, message));
             }
         };
+        if let Some(span) = span {
+            span.completed(output.success, &output.output);
+        }
         self.complete(call, output).await
     }
 
@@ -677,6 +752,33 @@ impl Turn {
             _ = self.token.cancelled() => Err(Stop::Cancelled),
             value = work => Ok(value),
         }
+    }
+}
+
+/// Ends a provider request's span with what came of it (and records its
+/// metrics).
+fn traced(
+    span: Option<crate::telemetry::ChildSpan>,
+    result: &Result<Reply, Stop>,
+    spending: &Spending,
+) {
+    let Some(span) = span else {
+        return;
+    };
+    match result {
+        Ok(reply) => span.answered(
+            reply.usage.as_ref(),
+            spending.cost(reply.usage.as_ref()),
+            reply.finish_reason.as_deref(),
+            reply.message.text.as_deref(),
+        ),
+        Err(stop) => span.failed(match stop {
+            Stop::Cancelled => "cancelled",
+            Stop::Failed(code, _) => code.as_str(),
+            Stop::Overflow(_) => "context_limit",
+            Stop::Refused => "refused",
+            Stop::Disconnected => "disconnected",
+        }),
     }
 }
 

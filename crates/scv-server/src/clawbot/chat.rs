@@ -485,9 +485,11 @@ impl Account {
                 ..Default::default()
             }),
         };
-        // Checkpoints: the owner's `/undo`.
+        // Checkpoints: the owner's `/undo`; usage: the owner is told at
+        // 80 % of a budget (`budget.warning`).
         let capabilities = scv_protocol::Capabilities {
             checkpoints: true,
+            usage: self.is_owner(user),
             ..Default::default()
         };
         let opened = tokio::time::timeout(
@@ -674,6 +676,9 @@ impl Account {
                 chat.answer = content.clone()
             }
             EventBody::SessionCleared {} => say.push("Started a new conversation.".into()),
+            EventBody::BudgetWarning(warning) if owner => {
+                say.push(format!("SCV: {}", warning.message))
+            }
             EventBody::Error(error) => say.push(if owner {
                 format!("SCV: {}", error.message)
             } else {

@@ -121,6 +121,7 @@ impl Connection {
             reasoning: asked.reasoning,
             sessions: asked.sessions,
             checkpoints: asked.checkpoints,
+            usage: asked.usage,
         });
         if granted.is_some_and(|c| c.reasoning) {
             self.host.stream_reasoning();
@@ -130,6 +131,9 @@ impl Connection {
         }
         if granted.is_some_and(|c| c.checkpoints) {
             self.host.offer_checkpoints();
+        }
+        if granted.is_some_and(|c| c.usage) {
+            self.host.report_usage();
         }
         let event = Event::reply(
             Some(rid),

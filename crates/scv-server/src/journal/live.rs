@@ -116,6 +116,7 @@ impl LiveJournal {
         seq: u64,
         terminal: Option<&EventBody>,
         history: &History,
+        spent: Option<scv_store::Spent>,
     ) -> bool {
         let (outcome, code, message, usage) = match terminal {
             Some(EventBody::TurnCompleted { usage, .. }) => (
@@ -147,6 +148,7 @@ impl LiveJournal {
             history: change,
             usage,
             tokens_per_byte: Some(history.tokens_per_byte()),
+            spent,
         });
         self.meta.turns += 1;
         self.meta.updated = at;

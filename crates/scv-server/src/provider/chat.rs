@@ -156,8 +156,10 @@ pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>
 struct Chunk<'a> {
     #[serde(default, borrow)]
     choices: Option<FirstChoice<'a>>,
+    /// Read field by field: a figure that is missing, negative or not a
+    /// number counts as 0 rather than failing the stream.
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
     /// `"error"` on older vLLM's error bodies.
@@ -362,12 +364,30 @@ impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
     }
 }
 
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
+/// A Chat Completions `usage` object, kept by kind. `prompt_tokens`
+/// includes the cached tokens (`prompt_tokens_details.cached_tokens`, or
+/// DeepSeek's `prompt_cache_hit_tokens`), and `completion_tokens` the
+/// reasoning tokens (`completion_tokens_details.reasoning_tokens`). The
+/// object is the whole count for the request, whichever chunk carries it:
+/// a stream that repeats it (some servers send it on every chunk, growing)
+/// replaces the figures, never adds them.
+fn wire_usage(usage: &Value) -> Usage {
+    let prompt = number(usage, "/prompt_tokens");
+    let cached = number(usage, "/prompt_tokens_details/cached_tokens")
+        .max(number(usage, "/prompt_cache_hit_tokens"))
+        .min(prompt);
+    let output = number(usage, "/completion_tokens");
+    Usage {
+        input: prompt - cached,
+        cache_read: cached,
+        cache_write: 0,
+        output,
+        reasoning: number(usage, "/completion_tokens_details/reasoning_tokens").min(output),
+    }
+}
+
+fn number(value: &Value, pointer: &str) -> u64 {
+    value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// Where `<think>` handling stands in the content.
@@ -416,12 +436,8 @@ impl WireParser for Parser {
             let whole: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
             return Err(errors::from_value(None, &whole, redact));
         }
-        if let Some(usage) = chunk.usage {
-            asm.usage(Usage {
-                input: usage.prompt_tokens,
-                output: usage.completion_tokens,
-                ..Usage::default()
-            });
+        if let Some(usage) = chunk.usage.filter(Value::is_object) {
+            asm.usage(wire_usage(&usage));
         }
         let Some(choice) = chunk.choices.and_then(|c| c.0) else {
             return Ok(Flow::Continue);
@@ -621,6 +637,45 @@ mod tests {
             .into_iter()
             .map(|c| (c.id, c.name, c.arguments))
             .collect()
+    }
+
+    /// Usage figures are the provider's: a negative, fractional, missing or
+    /// non-numeric one counts 0, a cached count above the prompt is capped
+    /// at it, a huge one is kept; the stream never fails over usage.
+    #[test]
+    fn hostile_usage_figures_count_zero_and_never_fail_the_stream() {
+        let max = u64::MAX;
+        let asm = parse(&[
+            r#"{"choices":[],"usage":{"prompt_tokens":-5,"completion_tokens":"many","prompt_tokens_details":null}}"#,
+        ]);
+        assert_eq!(asm.into_parts().1, Some(Usage::default()));
+        let huge = format!(
+            r#"{{"choices":[],"usage":{{"prompt_tokens":{max},"completion_tokens":{max},"prompt_tokens_details":{{"cached_tokens":{max}}},"completion_tokens_details":{{"reasoning_tokens":{max}}}}}}}"#
+        );
+        let asm = parse(&[
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2.5,"prompt_tokens_details":{"cached_tokens":99}}}"#,
+        ]);
+        assert_eq!(
+            asm.into_parts().1,
+            Some(Usage {
+                input: 0,
+                cache_read: 10,
+                ..Usage::default()
+            })
+        );
+        let asm = parse(&[huge.as_str()]);
+        assert_eq!(
+            asm.into_parts().1,
+            Some(Usage {
+                input: 0,
+                cache_read: max,
+                cache_write: 0,
+                output: max,
+                reasoning: max,
+            })
+        );
+        let asm = parse(&[r#"{"choices":[],"usage":null}"#]);
+        assert_eq!(asm.into_parts().1, None);
     }
 
     #[test]

@@ -235,10 +235,26 @@ impl WireParser for Parser {
             "response.completed" | "response.incomplete" => {
                 let response = event.response.unwrap_or(Value::Null);
                 if let Some(usage) = response.get("usage").filter(|u| !u.is_null()) {
+                    // `input_tokens` includes the cached ones, and
+                    // `output_tokens` the reasoning ones.
+                    let input = number(usage, "input_tokens");
+                    let cached = usage
+                        .pointer("/input_tokens_details/cached_tokens")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                        .min(input);
+                    let output = number(usage, "output_tokens");
+                    let reasoning = usage
+                        .pointer("/output_tokens_details/reasoning_tokens")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                        .min(output);
                     asm.usage(Usage {
-                        input: number(usage, "input_tokens"),
-                        output: number(usage, "output_tokens"),
-                        ..Usage::default()
+                        input: input - cached,
+                        cache_read: cached,
+                        cache_write: 0,
+                        output,
+                        reasoning,
                     });
                 }
                 let reason = response

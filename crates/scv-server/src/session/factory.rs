@@ -139,6 +139,7 @@ impl<'a> SessionFactory<'a> {
             provider: def.name.clone(),
             model: next.model.clone(),
             context_max_tokens: def.context_max_tokens,
+            max_session_cost_usd: None,
         };
         let settings = SessionSettings {
             cwd: current.cwd.clone(),

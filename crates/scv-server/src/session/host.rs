@@ -12,7 +12,8 @@
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
 use crate::agent::{
-    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome,
+    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Spending, Turn, TurnOutcome,
+    Warned,
 };
 use crate::context::History;
 use crate::journal::LiveJournal;
@@ -50,6 +51,14 @@ struct Session {
     active: Option<ActiveTurn>,
     /// Provider usage summed over the session (cleared by `session.clear`).
     usage: Option<Usage>,
+    /// The same, by kind.
+    detail: crate::model::Usage,
+    /// USD over the session's priced turns (`None`: none was priced).
+    cost_usd: Option<f64>,
+    /// The budget warnings already given.
+    warned: Warned,
+    /// `max_session_cost_usd`, as config or `session.configure` set it.
+    max_session_cost_usd: Option<f64>,
     /// The session's own MCP hub when `session.start` brought servers;
     /// stopped when the session ends.
     mcp: Option<Arc<scv_mcp::Hub>>,
@@ -87,6 +96,8 @@ pub(crate) struct SessionHost {
     stored_sessions: bool,
     /// The connection asked for capability `checkpoints`.
     checkpoint_requests: bool,
+    /// The connection asked for capability `usage`.
+    usage: bool,
 }
 
 impl SessionHost {
@@ -100,6 +111,7 @@ impl SessionHost {
             reasoning: false,
             stored_sessions: false,
             checkpoint_requests: false,
+            usage: false,
         }
     }
 
@@ -162,7 +174,11 @@ impl SessionHost {
                 session_id,
                 provider,
                 model,
-            }) => self.configure(rid, &session_id, provider, model).await,
+                max_session_cost_usd,
+            }) => {
+                self.configure(rid, &session_id, provider, model, max_session_cost_usd)
+                    .await
+            }
             ClientMessage::SessionList(_)
             | ClientMessage::SessionResume(_)
             | ClientMessage::SessionFork(_)
@@ -290,6 +306,10 @@ impl SessionHost {
             paused: false,
             active: None,
             usage: None,
+            detail: crate::model::Usage::default(),
+            cost_usd: None,
+            warned: Warned::default(),
+            max_session_cost_usd: self.shared.config.cost.budgets.max_session_cost_usd,
             mcp: made.mcp,
             journal,
             checkpoints,
@@ -316,6 +336,11 @@ impl SessionHost {
         self.checkpoint_requests = true;
     }
 
+    /// The connection opted into capability `usage`.
+    pub(crate) fn report_usage(&mut self) {
+        self.usage = true;
+    }
+
     /// `session.configure` (extension): another provider and/or model for
     /// the next turns of an idle session; the history is kept, reasoning
     /// data of another wire dropped.
@@ -325,7 +350,39 @@ impl SessionHost {
         session_id: &str,
         provider: Option<String>,
         model: Option<String>,
+        max_session_cost_usd: Option<f64>,
     ) -> Handled {
+        if let Some(max) = max_session_cost_usd {
+            if !self.usage {
+                return Err(invalid(
+                    "max_session_cost_usd needs capability `usage` (ask for it in initialize)",
+                ));
+            }
+            if !max.is_finite() || max <= 0.0 {
+                return Err(invalid(format!(
+                    "max_session_cost_usd must be a positive number of USD (got {max})"
+                )));
+            }
+        }
+        if provider.is_none() && model.is_none() && max_session_cost_usd.is_some() {
+            // Only the budget changes; the provider and model stay.
+            let session = self.session(session_id)?;
+            session.max_session_cost_usd = max_session_cost_usd;
+            let configured = EventBody::SessionConfigured {
+                provider: session.settings.provider.name.clone(),
+                model: session.settings.provider.model.clone(),
+                context_max_tokens: session.settings.context_max_tokens,
+                max_session_cost_usd,
+            };
+            if let Some(seq) = session.emit(rid, &configured).await {
+                if let Some(journal) = &mut session.journal {
+                    // Its `seq` is journaled like every session event's.
+                    let settings = &session.settings.provider;
+                    journal.configured(&settings.name, &settings.model, seq, None);
+                }
+            }
+            return Ok(());
+        }
         let current = {
             let session = self.session(session_id)?;
             if session.active.is_some() {
@@ -336,9 +393,19 @@ impl SessionHost {
             }
             session.settings.clone()
         };
-        let (settings, configured) =
+        let (settings, mut configured) =
             SessionFactory::new(&self.shared).configure(&current, provider, model)?;
         let session = self.session(session_id)?;
+        if max_session_cost_usd.is_some() {
+            session.max_session_cost_usd = max_session_cost_usd;
+            if let EventBody::SessionConfigured {
+                max_session_cost_usd: answer,
+                ..
+            } = &mut configured
+            {
+                *answer = max_session_cost_usd;
+            }
+        }
         let changed = session
             .history
             .as_mut()
@@ -411,7 +478,31 @@ impl SessionHost {
             session.history = Some(history);
             return;
         }
+        let model = session.settings.provider.model.clone();
+        let cost = &self.shared.config.cost;
+        let spending = Spending::new(
+            model.clone(),
+            cost.pricing.price(&model),
+            crate::cost::Budgets {
+                max_session_cost_usd: session.max_session_cost_usd,
+                ..cost.budgets
+            },
+            session.cost_usd.unwrap_or(0.0),
+            session.warned,
+            self.usage,
+        );
+        let trace = self.shared.telemetry.as_ref().map(|t| {
+            t.turn(
+                session_id,
+                &turn_id,
+                &session.settings.provider.name,
+                &model,
+                &prompt,
+            )
+        });
         let turn = Turn {
+            trace,
+            spending,
             limits: self.shared.limits.clone(),
             reasoning: self.reasoning,
             checkpoints: session.checkpoints.clone(),
@@ -464,13 +555,39 @@ impl SessionHost {
         }
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
+        let mut spent = None;
         let terminal = match outcome {
             Ok(outcome) => {
+                if let Some(usage) = outcome.detail {
+                    spent = Some(scv_store::Spent {
+                        model: session.settings.provider.model.clone(),
+                        usage_detail: detail(usage),
+                        cost_usd: outcome.cost_usd,
+                    });
+                }
                 session.history = Some(outcome.history);
                 if let Some(usage) = outcome.usage {
                     add_usage(&mut session.usage, usage);
                 }
-                outcome.terminal
+                if let Some(detail) = outcome.detail {
+                    session.detail.add(detail);
+                }
+                if let Some(cost) = outcome.cost_usd {
+                    session.cost_usd = Some(session.cost_usd.unwrap_or(0.0) + cost);
+                }
+                session.warned = outcome.warned;
+                let mut terminal = outcome.terminal;
+                if let Some(EventBody::TurnCompleted { cost, .. }) = &mut terminal {
+                    // By kind and priced: for a connection that asked, and
+                    // for the journal (whose record `scv usage` reads).
+                    *cost = Some(scv_protocol::TurnCost {
+                        usage_detail: detail(outcome.detail.unwrap_or_default()),
+                        session_usage_detail: detail(session.detail),
+                        cost_usd: outcome.cost_usd,
+                        session_cost_usd: session.cost_usd,
+                    });
+                }
+                terminal
             }
             Err(err) => {
                 // A turn that panicked or was aborted loses the history it held.
@@ -497,10 +614,22 @@ impl SessionHost {
             let prompt = active.prompt.as_deref().unwrap_or_default();
             let seq = sink.next_seq().await;
             bounds_due = journal
-                .turn_ended(&active.turn_id, prompt, seq, terminal.as_ref(), history)
+                .turn_ended(
+                    &active.turn_id,
+                    prompt,
+                    seq,
+                    terminal.as_ref(),
+                    history,
+                    spent,
+                )
                 .await;
         }
-        if let Some(terminal) = terminal {
+        if let Some(mut terminal) = terminal {
+            if !self.usage {
+                if let EventBody::TurnCompleted { cost, .. } = &mut terminal {
+                    *cost = None;
+                }
+            }
             let _ = sink
                 .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
                 .await;
@@ -666,6 +795,9 @@ impl SessionHost {
         }
         session.queue.clear();
         session.usage = None;
+        session.detail = crate::model::Usage::default();
+        session.cost_usd = None;
+        session.warned = Warned::default();
         if let Some(seq) = session.emit(rid, &EventBody::SessionCleared {}).await {
             if let Some(journal) = &mut session.journal {
                 journal.cleared(seq);
@@ -721,6 +853,29 @@ impl SessionHost {
 }
 
 impl Session {
+    /// A resumed session's spending since its last clear, from its journal.
+    fn restore_spending(&mut self, replay: &scv_store::Replay) {
+        for spent in replay
+            .turns
+            .iter()
+            .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
+        {
+            let d = spent.usage_detail;
+            let usage = crate::model::Usage {
+                input: d.input,
+                cache_read: d.cache_read,
+                cache_write: d.cache_write,
+                output: d.output,
+                reasoning: d.reasoning,
+            };
+            self.detail.add(usage);
+            add_usage(&mut self.usage, usage.into());
+            if let Some(cost) = spent.cost_usd {
+                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+            }
+        }
+    }
+
     /// Emits a session event answering `rid`; its `seq` once sent (a
     /// failed send trips the writer's token; the connection sees it).
     async fn emit(&self, rid: &str, body: &EventBody) -> Option<u64> {
@@ -747,6 +902,16 @@ struct Opened {
     /// A session with an earlier life (resumed): its checkpoints are in
     /// the store.
     stored: bool,
+}
+
+fn detail(usage: crate::model::Usage) -> scv_protocol::UsageDetail {
+    scv_protocol::UsageDetail {
+        input: usage.input,
+        cache_read: usage.cache_read,
+        cache_write: usage.cache_write,
+        output: usage.output,
+        reasoning: usage.reasoning,
+    }
 }
 
 fn check_prompt(prompt: &str) -> Result<(), Reject> {

@@ -58,6 +58,8 @@ pub struct App {
     pub queue: QueuePanel,
     pub approval: ApprovalPrompt,
     pub usage: Usage,
+    /// What the turns cost, by turn (capability `usage`).
+    pub costs: super::state::Costs,
     /// Latest estimate of the prompt size in tokens.
     pub context_used: u64,
     /// Where the transcript view is: following the bottom, or held where
@@ -105,6 +107,7 @@ impl App {
             queue: QueuePanel::default(),
             approval: ApprovalPrompt::default(),
             usage: Usage::default(),
+            costs: Default::default(),
             context_used: 0,
             viewport: Viewport::Bottom,
             size: (80, 24),
@@ -211,6 +214,7 @@ impl App {
             session: self.session.as_ref(),
             context_used: self.context_used,
             usage: &self.usage,
+            costs: &self.costs,
             queue_len: self.queue.len(),
             queue_paused: self.queue.paused(),
             rules: self.rules.list(),

@@ -50,11 +50,13 @@ use tokio::sync::mpsc;
 /// At most one frame per this interval while events stream in.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
-/// `scv` shows the model's thinking (`reasoning.delta`).
+/// `scv` shows the model's thinking (`reasoning.delta`), and what turns
+/// cost (capability `usage`).
 const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabilities {
     reasoning: true,
     sessions: true,
     checkpoints: true,
+    usage: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

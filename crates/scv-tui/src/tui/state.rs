@@ -77,3 +77,54 @@ pub fn short(n: u64) -> String {
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
     }
 }
+
+/// What the session's turns cost, as `turn.completed` reported it
+/// (capability `usage`): `/cost`, `/status` and the status line read it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Costs {
+    /// One row per completed turn, oldest first.
+    pub turns: Vec<TurnCostRow>,
+    /// The session's tokens by kind, as the server sums them.
+    pub session: scv_protocol::UsageDetail,
+    /// USD over the session's priced turns; `None`: none was priced.
+    pub session_usd: Option<f64>,
+    /// The latest turn's model had no price.
+    pub unpriced: bool,
+    /// The latest `budget.warning`'s message (`/status`, `/cost`).
+    pub warning: Option<String>,
+    /// Its budget's key, for the status line.
+    pub warning_budget: Option<String>,
+}
+
+/// One completed turn's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnCostRow {
+    /// The turn's number in the session, from 1.
+    pub number: usize,
+    pub steps: u32,
+    pub detail: scv_protocol::UsageDetail,
+    /// `None`: no price.
+    pub usd: Option<f64>,
+}
+
+/// `$1.23`, `$0.0042` (a cheap turn never reads `$0.00`).
+pub fn usd(amount: f64) -> String {
+    if amount >= 1.0 || amount == 0.0 {
+        format!("${amount:.2}")
+    } else {
+        format!("${amount:.4}")
+    }
+}
+
+impl Costs {
+    /// The status line's figure: `$0.0123`, `no price`, or nothing before
+    /// the first turn (or from a server without capability `usage`).
+    pub fn compact(&self) -> Option<String> {
+        match (self.session_usd, self.unpriced, self.turns.is_empty()) {
+            (_, _, true) => None,
+            (Some(usd_total), false, _) => Some(usd(usd_total)),
+            (Some(usd_total), true, _) => Some(format!("{}+ (no price)", usd(usd_total))),
+            (None, _, _) => Some("no price".into()),
+        }
+    }
+}

@@ -216,6 +216,18 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         short(app.usage.input_tokens),
         short(app.usage.output_tokens)
     )));
+    if let Some(cost) = app.costs.compact() {
+        spans.push(sep());
+        spans.push(Span::raw(cost));
+    }
+    if app.costs.warning_budget.is_some() {
+        // Which budget: `/status` says.
+        spans.push(sep());
+        spans.push(Span::styled(
+            "budget 80%".to_string(),
+            Style::default().fg(Color::Yellow),
+        ));
+    }
     if let Some(session) = &app.session {
         spans.push(sep());
         spans.push(Span::styled(tilde(&session.cwd), dim));

@@ -135,8 +135,14 @@ impl SessionHost {
                 Some(&history).filter(|_| dropped),
             );
         }
-        self.open_stored(rid, session_id.into(), made, history, live, &replay)
+        let session_id: Arc<str> = session_id.into();
+        self.open_stored(rid, session_id.clone(), made, history, live, &replay)
             .await;
+        // The same session: what it spent since its last clear still
+        // counts (for its budget too).
+        if let Some(session) = self.sessions.get_mut(&session_id) {
+            session.restore_spending(&replay);
+        }
         Ok(())
     }
 

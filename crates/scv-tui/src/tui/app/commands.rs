@@ -55,6 +55,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::Always(App::copy_last_answer),
     },
     SlashCommand {
+        name: "/cost",
+        help: "what this session's turns cost, turn by turn",
+        takes_arg: false,
+        run: Run::Always(App::show_cost),
+    },
+    SlashCommand {
         name: "/diff",
         help: "show the workspace's git diff",
         takes_arg: false,
@@ -236,6 +242,11 @@ impl App {
         Vec::new()
     }
 
+    fn show_cost(&mut self, _: &str) -> Vec<Outgoing> {
+        self.overlay = Some(OpenOverlay::new(OverlayKind::Cost));
+        Vec::new()
+    }
+
     fn show_approvals(&mut self, _: &str) -> Vec<Outgoing> {
         self.overlay = Some(OpenOverlay::new(OverlayKind::Approvals));
         Vec::new()
@@ -336,6 +347,7 @@ impl App {
             session_id: session.session_id,
             provider,
             model,
+            ..SessionConfigure::default()
         }))]
     }
 

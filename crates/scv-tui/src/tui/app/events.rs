@@ -184,11 +184,19 @@ impl App {
                     short(after_tokens)
                 ));
             }
-            EventBody::TurnCompleted { steps, usage } => {
+            EventBody::TurnCompleted { steps, usage, cost } => {
                 if let Some(usage) = usage {
                     self.count_usage(usage, steps);
                 }
+                if let Some(cost) = cost {
+                    self.count_cost(cost, steps);
+                }
                 self.end_turn();
+            }
+            EventBody::BudgetWarning(warning) => {
+                self.notice(format!("budget: {}", warning.message));
+                self.costs.warning = Some(warning.message);
+                self.costs.warning_budget = Some(warning.budget);
             }
             EventBody::TurnCancelled {} => {
                 self.end_turn();
@@ -269,6 +277,7 @@ impl App {
                 provider,
                 model,
                 context_max_tokens,
+                ..
             } => {
                 if let Some(session) = self.session.as_mut() {
                     session.provider = Some(provider.clone());
@@ -394,6 +403,7 @@ impl App {
         self.transcript.clear();
         self.queue.clear();
         self.usage = Usage::default();
+        self.costs = Default::default();
         self.context_used = 0;
         self.notice("session cleared".into());
     }
@@ -411,6 +421,19 @@ impl App {
         self.usage.input_tokens += usage.input_tokens;
         self.usage.output_tokens += usage.output_tokens;
         self.context_used = usage.input_tokens / u64::from(steps.max(1));
+    }
+
+    fn count_cost(&mut self, cost: scv_protocol::TurnCost, steps: u32) {
+        let number = self.costs.turns.len() + 1;
+        self.costs.turns.push(crate::tui::state::TurnCostRow {
+            number,
+            steps,
+            detail: cost.usage_detail,
+            usd: cost.cost_usd,
+        });
+        self.costs.session = cost.session_usage_detail;
+        self.costs.session_usd = cost.session_cost_usd;
+        self.costs.unpriced = cost.cost_usd.is_none();
     }
 
     fn end_turn(&mut self) {
@@ -668,6 +691,7 @@ impl App {
         self.queue.clear();
         self.transcript.clear();
         self.usage = Usage::default();
+        self.costs = Default::default();
         self.context_used = 0;
         self.rules = Default::default();
         self.overlay = None;

@@ -10,6 +10,7 @@
 //! selection: anything else it asks of the App ([`OverlayKey`]).
 
 mod approvals;
+mod cost;
 mod diff;
 mod help;
 mod rewind;
@@ -38,6 +39,8 @@ use scv_protocol::Usage;
 pub enum OverlayKind {
     Help,
     Status,
+    /// `/cost`: the session by turn.
+    Cost,
     Approvals,
     /// `git diff` of the workspace, as lines.
     Diff(Vec<Line<'static>>),
@@ -53,6 +56,7 @@ impl OverlayKind {
         match self {
             OverlayKind::Help => Box::new(help::Help),
             OverlayKind::Status => Box::new(status::Status),
+            OverlayKind::Cost => Box::new(cost::Cost),
             OverlayKind::Approvals => Box::new(approvals::Approvals),
             OverlayKind::Diff(lines) => Box::new(diff::Diff(lines)),
             OverlayKind::Sessions(picker) => Box::new(sessions::Sessions(picker.as_ref())),
@@ -91,6 +95,8 @@ pub struct OverlayData<'a> {
     /// The prompt's size in tokens, as the status line has it.
     pub context_used: u64,
     pub usage: &'a Usage,
+    /// Cost and tokens by kind, per turn (capability `usage`).
+    pub costs: &'a super::state::Costs,
     /// Prompts waiting in the queue.
     pub queue_len: usize,
     pub queue_paused: bool,

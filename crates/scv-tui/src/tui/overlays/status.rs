@@ -2,7 +2,7 @@
 //! the daemon's MCP servers (asked for when the overlay opens).
 
 use super::{pair, Overlay, OverlayData};
-use crate::tui::state::{short, McpView};
+use crate::tui::state::{short, usd, McpView};
 use ratatui::text::Line;
 use scv_protocol::ComponentState;
 
@@ -57,6 +57,37 @@ impl Overlay for Status {
             ),
             w,
         ));
+        let costs = data.costs;
+        if !costs.turns.is_empty() {
+            let s = costs.session;
+            lines.push(pair(
+                "by kind",
+                &format!(
+                    "{} in · {} cached · {} written · {} out, {} reasoning",
+                    short(s.input),
+                    short(s.cache_read),
+                    short(s.cache_write),
+                    short(s.output),
+                    short(s.reasoning)
+                ),
+                w,
+            ));
+            let turns = costs.turns.len();
+            let cost = match costs.session_usd {
+                Some(total) if costs.unpriced => {
+                    format!(
+                        "{} over {turns} turns; the current model has no price",
+                        usd(total)
+                    )
+                }
+                Some(total) => format!("{} over {turns} turns (/cost by turn)", usd(total)),
+                None => "no price for this model (tokens only)".to_string(),
+            };
+            lines.push(pair("cost", &cost, w));
+        }
+        if let Some(warning) = &costs.warning {
+            lines.push(pair("budget", warning, w));
+        }
         let paused = if data.queue_paused { " (paused)" } else { "" };
         lines.push(pair(
             "queue",
