@@ -7,11 +7,11 @@
 //! evicting a checkpoint drops its roots' counts, cascading down; the
 //! bytes freed are known before anything is deleted.
 
+use crate::checkpoint::Checkpoint;
 use crate::error::CheckpointError;
 use crate::hash::Hash;
 use crate::store::{dir_flags, CheckpointStore, Kind};
 use crate::tree::{Node, Tree};
-use crate::Checkpoint;
 use rustix::fs::{AtFlags, FileType, Mode};
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
@@ -112,7 +112,7 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         children: HashMap::new(),
         sizes: HashMap::new(),
     };
-    let root_of = |id: &crate::SnapshotId| id.hash().ok().map(|h| (Kind::Tree, h));
+    let root_of = |id: &crate::snapshot::SnapshotId| id.hash().ok().map(|h| (Kind::Tree, h));
     let mut pending: Vec<Hash> = Vec::new();
     for (_, list) in &sessions {
         for c in list {

@@ -63,7 +63,7 @@ impl CheckpointError {
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     /// It would need the content of files recorded by metadata only (over
-    /// [`crate::MAX_CONTENT_BYTES`]); nothing was changed.
+    /// [`crate::checkpoint::MAX_CONTENT_BYTES`]); nothing was changed.
     #[error("cannot restore: these files were recorded without their content (over 64 MiB): {}", .0.join(", "))]
     NeedsContent(Vec<String>),
     /// It failed part-way; what it had changed was put back if

@@ -58,6 +58,7 @@
 //! sweeps every object no indexed snapshot reaches. Objects of a snapshot
 //! not yet in an index are not protected: save the index first.
 
+mod checkpoint;
 mod diff;
 mod enforce;
 mod error;
@@ -68,6 +69,7 @@ mod store;
 mod tree;
 mod walk;
 
+pub use checkpoint::{new_checkpoint_id, Checkpoint, MAX_CONTENT_BYTES};
 pub use diff::{Change, ChangeKind};
 pub use enforce::Enforced;
 pub use error::{CheckpointError, RestoreError};
@@ -77,39 +79,8 @@ pub use snapshot::{EntryKind, FileEntry, Snapshot, SnapshotId, SnapshotStats};
 pub use store::{valid_checkpoint_id, valid_session_id, CheckpointStore};
 pub use walk::SnapshotLimits;
 
-use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-
-/// Files bigger than this are recorded by metadata only (no content).
-pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
-
-/// One agent turn's checkpoint: the workspace before it and after it.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Checkpoint {
-    pub checkpoint_id: String,
-    pub turn_id: String,
-    pub prompt: String,
-    pub created_unix_seconds: u64,
-    pub before: SnapshotId,
-    /// None if the turn never ended.
-    pub after: Option<SnapshotId>,
-}
-
-/// A fresh checkpoint id: `ck-` and 16 hex digits of a hash of the
-/// snapshot, the clock and this process.
-pub fn new_checkpoint_id(before: &SnapshotId) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = format!(
-        "{}:{}:{}:{}",
-        before.0,
-        walk::now_ns(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    format!("ck-{}", &hash::Hash::of(seed.as_bytes()).hex()[..16])
-}
 
 impl CheckpointStore {
     /// Records `workspace` (blobs and trees written to the store);

@@ -45,7 +45,7 @@ pub struct Snapshot {
     pub id: SnapshotId,
     /// Paths not recorded and why (FIFOs, sockets, devices, unreadable).
     pub skipped: Vec<(String, String)>,
-    /// Files over [`crate::MAX_CONTENT_BYTES`], recorded without content.
+    /// Files over [`crate::checkpoint::MAX_CONTENT_BYTES`], recorded without content.
     pub metadata_only: Vec<String>,
     /// What this snapshot cost to take (zeros for one loaded).
     pub stats: SnapshotStats,

@@ -2,10 +2,11 @@
 //! reached through directory fds opened without following links, so a
 //! link planted in the store is refused, never followed.
 
+use crate::checkpoint::Checkpoint;
 use crate::error::CheckpointError;
 use crate::hash::{Hash, Hasher};
+use crate::snapshot::SnapshotId;
 use crate::tree::{Decode, Tree, MAX_DEPTH, MAX_TREE_BYTES};
-use crate::{Checkpoint, SnapshotId};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
@@ -306,7 +307,7 @@ impl CheckpointStore {
         let mut file = self.open_object(Kind::Blob, hash)?;
         let mut bytes = Vec::new();
         (&mut file)
-            .take(crate::MAX_CONTENT_BYTES + 1)
+            .take(crate::checkpoint::MAX_CONTENT_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| CheckpointError::io("cannot read", &self.dir.join(&name), e))?;
         if Hash::of(&bytes) != *hash {

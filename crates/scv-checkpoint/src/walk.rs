@@ -3,11 +3,12 @@
 //! ignore files applied as git would, unchanged files' hashes reused from
 //! the previous snapshot, and the trees assembled bottom-up.
 
+use crate::checkpoint::MAX_CONTENT_BYTES;
 use crate::error::CheckpointError;
 use crate::hash::{Hash, Hasher};
+use crate::snapshot::{Snapshot, SnapshotStats};
 use crate::store::{dir_flags, CheckpointStore, Kind};
 use crate::tree::{Entry, Node, Stat, Tree, MAX_DEPTH};
-use crate::{Snapshot, SnapshotStats, MAX_CONTENT_BYTES};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};

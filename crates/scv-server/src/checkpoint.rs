@@ -7,7 +7,6 @@
 //! The checkpoints of a session are kept in the store's index for the
 //! session id, so they outlive the daemon with the session's journal.
 
-use crate::session::{invalid, Reject};
 use scv_checkpoint::{
     Change, ChangeKind, Checkpoint, CheckpointError, CheckpointStore, RestoreError, Snapshot,
 };
@@ -141,13 +140,37 @@ impl Drop for Checkpoints {
     }
 }
 
-/// A store failure as the client hears it.
-fn store_reject(err: CheckpointError) -> Reject {
-    Reject::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
+/// Why a checkpoint request was refused, with the protocol's code (the
+/// session host turns it into its `error` event).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+    /// A restore refused for paths someone else changed.
+    pub conflicts: Option<Box<[String]>>,
 }
 
-fn blocking_reject(err: impl std::fmt::Display) -> Reject {
-    Reject::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
+impl Refusal {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+            conflicts: None,
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Refusal {
+    Refusal::new(ErrorCode::InvalidRequest, message)
+}
+
+/// A store failure as the client hears it.
+fn store_reject(err: CheckpointError) -> Refusal {
+    Refusal::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
+}
+
+fn blocking_reject(err: impl std::fmt::Display) -> Refusal {
+    Refusal::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
 }
 
 fn change(change: &Change) -> FileChange {
@@ -283,7 +306,7 @@ impl Checkpoints {
     }
 
     /// The turn checkpoint `id` was taken before.
-    pub(crate) async fn turn_of(&self, id: &str) -> Result<String, Reject> {
+    pub(crate) async fn turn_of(&self, id: &str) -> Result<String, Refusal> {
         let state = self.state.lock().await;
         let index = position(&state, id)?;
         Ok(state.list[index].turn_id.clone())
@@ -291,7 +314,7 @@ impl Checkpoints {
 
     /// From checkpoint `id` to the workspace now: the paths and a unified
     /// diff (cut at `MAX_CHECKPOINT_DIFF_BYTES`, and whether it was).
-    pub(crate) async fn diff(&self, id: &str) -> Result<(Vec<FileChange>, String, bool), Reject> {
+    pub(crate) async fn diff(&self, id: &str) -> Result<(Vec<FileChange>, String, bool), Refusal> {
         let mut state = self.state.lock().await;
         let index = position(&state, id)?;
         let now = self.snapshot(state.last.clone()).await?;
@@ -320,7 +343,7 @@ impl Checkpoints {
         id: &str,
         files: bool,
         force: bool,
-    ) -> Result<Vec<FileChange>, Reject> {
+    ) -> Result<Vec<FileChange>, Refusal> {
         let mut state = self.state.lock().await;
         let index = position(&state, id)?;
         // The fresh snapshot's objects are what a failed restore puts back.
@@ -332,7 +355,7 @@ impl Checkpoints {
             if files && !force {
                 let conflicts = store.conflicts(&list, index, &now).map_err(store_reject)?;
                 if !conflicts.is_empty() {
-                    return Err(Reject {
+                    return Err(Refusal {
                         conflicts: Some(conflicts.clone().into_boxed_slice()),
                         ..invalid(format!(
                             "{} path(s) changed since the checkpoint by someone other than the agent (force restores anyway): {}",
@@ -373,7 +396,7 @@ impl Checkpoints {
     }
 
     /// A snapshot of the workspace now, reusing `previous`'s hashes.
-    async fn snapshot(&self, previous: Option<Arc<Snapshot>>) -> Result<Arc<Snapshot>, Reject> {
+    async fn snapshot(&self, previous: Option<Arc<Snapshot>>) -> Result<Arc<Snapshot>, Refusal> {
         self.take(previous).await.map_err(store_reject)
     }
 
@@ -410,7 +433,7 @@ impl Checkpoints {
     }
 }
 
-fn position(state: &State, id: &str) -> Result<usize, Reject> {
+fn position(state: &State, id: &str) -> Result<usize, Refusal> {
     state
         .list
         .iter()
@@ -418,7 +441,7 @@ fn position(state: &State, id: &str) -> Result<usize, Reject> {
         .ok_or_else(|| invalid(format!("no checkpoint {id} in this session")))
 }
 
-fn restore_reject(err: RestoreError) -> Reject {
+fn restore_reject(err: RestoreError) -> Refusal {
     match err {
         RestoreError::NeedsContent(paths) => invalid(format!(
             "the checkpoint recorded only the size of {} (larger than {} MiB), so it cannot put back: {}",
@@ -426,7 +449,7 @@ fn restore_reject(err: RestoreError) -> Reject {
             scv_checkpoint::MAX_CONTENT_BYTES >> 20,
             paths.join(", ")
         )),
-        RestoreError::Failed { why, rolled_back } => Reject::new(
+        RestoreError::Failed { why, rolled_back } => Refusal::new(
             ErrorCode::InternalError,
             if rolled_back {
                 format!("the restore failed and what it had changed was put back: {why}")

@@ -8,4 +8,4 @@ mod queue;
 mod reject;
 
 pub(crate) use host::{SessionHost, CLEANUP_GRACE};
-pub(crate) use reject::{invalid, Handled, Reject};
+pub(crate) use reject::{Handled, Reject};

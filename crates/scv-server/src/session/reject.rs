@@ -29,3 +29,15 @@ pub(crate) type Handled = Result<(), Reject>;
 pub(crate) fn invalid(message: impl Into<String>) -> Reject {
     Reject::new(ErrorCode::InvalidRequest, message)
 }
+
+/// A checkpoint request's refusal, as every other.
+impl From<crate::checkpoint::Refusal> for Reject {
+    fn from(refused: crate::checkpoint::Refusal) -> Reject {
+        Reject {
+            code: refused.code,
+            message: refused.message,
+            entry: None,
+            conflicts: refused.conflicts,
+        }
+    }
+}
