@@ -452,7 +452,7 @@ impl CheckpointStore {
     /// How many sweeps have deleted objects: a snapshot made before the
     /// last one cannot vouch that the objects it names are still there.
     pub(crate) fn generation(&self) -> u64 {
-        read_small(&self.fd, "generation")
+        read_regular(self.fd.as_fd(), "generation", 4096)
             .and_then(|b| String::from_utf8(b).ok())
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0)
@@ -682,8 +682,9 @@ fn open_subdir(store: &OwnedFd, dir: &Path, name: &str) -> Result<OwnedFd, Check
     Ok(fd)
 }
 
-/// A small regular file's bytes (None when absent, a link, or big).
-fn read_small(dir: &OwnedFd, name: &str) -> Option<Vec<u8>> {
+/// The first `max` bytes of a regular file (None when absent, a link or
+/// anything but a regular file; opened without blocking on a FIFO).
+pub(crate) fn read_regular(dir: BorrowedFd<'_>, name: &str, max: u64) -> Option<Vec<u8>> {
     let fd = rustix::fs::openat(
         dir,
         name,
@@ -696,7 +697,7 @@ fn read_small(dir: &OwnedFd, name: &str) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::new();
-    File::from(fd).take(4096).read_to_end(&mut out).ok()?;
+    File::from(fd).take(max).read_to_end(&mut out).ok()?;
     Some(out)
 }
 

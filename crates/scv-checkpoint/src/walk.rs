@@ -848,22 +848,7 @@ fn build_rules(text: &str) -> Option<Gitignore> {
 }
 
 fn read_text(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    File::from(fd)
-        .take(MAX_IGNORE_FILE)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let bytes = crate::store::read_regular(dir, name, MAX_IGNORE_FILE)?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
