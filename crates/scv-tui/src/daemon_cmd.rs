@@ -50,6 +50,28 @@ pub fn describe(status: &DaemonStatus, socket: &Path) -> String {
     out
 }
 
+/// Starts the daemon when it is not running (as `scv` would), then says
+/// which one answers.
+pub async fn start(home: &Path, socket: &Path) -> Result<ExitCode> {
+    let running = control(socket, DaemonCommand::Status).await.is_ok();
+    if !running {
+        drop(scv_client::ensure_daemon(home, socket).await?);
+    }
+    let status = control(socket, DaemonCommand::Status).await?;
+    println!(
+        "scv-server {} {} (pid {}) on {}",
+        status.version,
+        if running {
+            "is already running"
+        } else {
+            "started"
+        },
+        status.pid,
+        socket.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Asks the daemon its pid, sends SIGTERM, waits (bounded) for the socket
 /// to go.
 pub async fn stop(socket: &Path) -> Result<ExitCode> {

@@ -247,6 +247,8 @@ enum DaemonAction {
         #[arg(long)]
         json: bool,
     },
+    /// Start the daemon unless it is running (`scv` starts it by itself too).
+    Start,
     /// Stop the daemon (SIGTERM) and wait for it to exit.
     Stop,
 }
@@ -424,6 +426,7 @@ fn main() -> ExitCode {
                 DaemonAction::Reload { json } => {
                     daemon_cmd::status(&socket, json, DaemonCommand::Reload).await
                 }
+                DaemonAction::Start => daemon_cmd::start(&home, &socket).await,
                 DaemonAction::Stop => daemon_cmd::stop(&socket).await,
             },
             Some(Command::Mcp {

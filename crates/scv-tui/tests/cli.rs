@@ -222,6 +222,28 @@ async fn daemon_status_reload_and_stop() {
     let output = home.scv().args(["daemon", "stop"]).output().unwrap();
     assert!(output.status.success());
     assert!(stdout(&output).contains("not running"));
+
+    // `daemon start` starts one, and says so again when it runs.
+    let output = home.scv().args(["daemon", "start"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let started = home.daemon_pid().expect("a daemon runs");
+    assert!(
+        stdout(&output).contains(&format!("started (pid {started})")),
+        "{}",
+        stdout(&output)
+    );
+    let output = home.scv().args(["daemon", "start"]).output().unwrap();
+    assert!(
+        stdout(&output).contains(&format!("is already running (pid {started})")),
+        "{}",
+        stdout(&output)
+    );
+    assert!(home
+        .scv()
+        .args(["daemon", "stop"])
+        .status()
+        .unwrap()
+        .success());
 }
 
 #[tokio::test(flavor = "multi_thread")]
