@@ -884,7 +884,7 @@ async fn the_owners_commands_run_in_the_same_sandbox_under_the_same_rules() {
         return;
     }
     // Outside: beside the build, not in a temp directory (writable).
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside_dir();
     let target = outside.path().join("owner.txt");
     let mut bot = Bot::start("auto_approve = [\"read\", \"sandboxed\"]").await;
     bot.enable("owner").await;

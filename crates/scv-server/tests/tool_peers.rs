@@ -131,7 +131,7 @@ async fn a_sandboxed_command_cannot_reach_the_daemon_socket() {
         return;
     }
     let daemon = Daemon::start("auto_approve = [\"read\", \"sandboxed\"]").await;
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside_dir();
     let planted = planted_in(&outside);
     let output = daemon.attack(&planted, false).await;
     assert!(
@@ -149,7 +149,7 @@ async fn a_sandboxed_command_cannot_reach_the_daemon_socket() {
 #[tokio::test]
 async fn the_daemon_refuses_a_tool_process_what_only_a_person_may_do() {
     let daemon = Daemon::start("sandbox = \"off\"\nauto_approve = [\"read\", \"process\"]").await;
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside_dir();
     let planted = planted_in(&outside);
     let output = daemon.attack(&planted, true).await;
     for request in ["control", "mcp", "url"] {

@@ -11,6 +11,20 @@ pub(crate) use serde_json::{json, Value};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
 
+/// A directory sandboxed commands may not write: beside the build — unless
+/// the build itself is in a temporary directory (a checkout under /tmp),
+/// which the sandbox leaves writable; then under the home.
+pub(crate) fn outside_dir() -> tempfile::TempDir {
+    let build = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let temporary = ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .any(|t| build.starts_with(t));
+    match (temporary, std::env::var_os("HOME")) {
+        (true, Some(home)) => tempfile::tempdir_in(home).unwrap(),
+        _ => tempfile::tempdir_in(build).unwrap(),
+    }
+}
+
 pub(crate) struct Rig {
     pub mock: MockProvider,
     pub home: TestHome,
