@@ -62,12 +62,17 @@ pub(crate) fn connect(host: &str, ssh: &[String], command: &str) -> Result<(SshO
     let dropped = CancellationToken::new();
     let alive = Arc::new(dropped.clone().drop_guard());
     let host = host.to_string();
+    // Not in a tracker (a client library has none to offer): both tasks
+    // are bound to the ssh child, which this one reaps, and to the
+    // connection, whose last half dropped ends it.
     tokio::spawn(async move {
         let status = tokio::select! {
             status = child.wait() => status,
             () = dropped.cancelled() => {
-                // Nobody reads or writes any more: ssh goes (and is reaped).
+                // Nobody reads or writes any more: ssh goes (and is
+                // reaped), and the stderr reader with it.
                 let _ = child.kill().await;
+                reading.abort();
                 return;
             }
         };

@@ -164,12 +164,8 @@ fn invalid(message: impl Into<String>) -> Refusal {
     Refusal::new(ErrorCode::InvalidRequest, message)
 }
 
-/// A store failure as the client hears it.
-fn store_reject(err: CheckpointError) -> Refusal {
-    Refusal::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
-}
-
-fn blocking_reject(err: impl std::fmt::Display) -> Refusal {
+/// A store failure (or the blocking pool's) as the client hears it.
+fn store_reject(err: impl std::fmt::Display) -> Refusal {
     Refusal::new(ErrorCode::InternalError, format!("checkpoint store: {err}"))
 }
 
@@ -328,7 +324,7 @@ impl Checkpoints {
             Ok::<_, CheckpointError>((files, diff, cut))
         })
         .await
-        .map_err(blocking_reject)?
+        .map_err(store_reject)?
         .map_err(store_reject)
     }
 
@@ -355,13 +351,14 @@ impl Checkpoints {
             if files && !force {
                 let conflicts = store.conflicts(&list, index, &now).map_err(store_reject)?;
                 if !conflicts.is_empty() {
+                    let refused = invalid(format!(
+                        "{} path(s) changed since the checkpoint by someone other than the agent (force restores anyway): {}",
+                        conflicts.len(),
+                        conflicts.join(", ")
+                    ));
                     return Err(Refusal {
-                        conflicts: Some(conflicts.clone().into_boxed_slice()),
-                        ..invalid(format!(
-                            "{} path(s) changed since the checkpoint by someone other than the agent (force restores anyway): {}",
-                            conflicts.len(),
-                            conflicts.join(", ")
-                        ))
+                        conflicts: Some(conflicts.into_boxed_slice()),
+                        ..refused
                     });
                 }
             }
@@ -375,7 +372,7 @@ impl Checkpoints {
             Ok((changed.iter().map(change).collect(), Arc::new(target)))
         })
         .await
-        .map_err(blocking_reject)??;
+        .map_err(store_reject)??;
         let (changed, left) = restored;
         state.list.truncate(index);
         if let Some(last) = state.list.last_mut() {

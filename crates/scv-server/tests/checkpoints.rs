@@ -480,3 +480,40 @@ async fn checkpoints_false_takes_none() {
     server.expect_error("invalid_request", "cl").await;
     assert!(!home.path().join("checkpoints").exists());
 }
+
+#[tokio::test]
+async fn a_client_that_did_not_ask_sees_version_2_unchanged_and_its_turns_are_still_undoable() {
+    let (mock, home, workspace) = setup(AUTO).await;
+    std::fs::write(workspace.join("f.txt"), "one\n").unwrap();
+    let session = {
+        let mut plain = TestServer::spawn(BIN, home.path());
+        plain.initialize().await;
+        let session = plain.start_session(&workspace).await;
+        mock.push(bash("echo two > f.txt"));
+        mock.push(Reply::text(["done"]));
+        let events = turn(&mut plain, &session, "change f").await;
+        assert!(
+            !types(&events).contains(&"checkpoint.created"),
+            "{events:?}"
+        );
+        assert!(events.iter().all(|e| e.get("conflicts").is_none()));
+        plain.close_stdin().await;
+        plain.wait().await;
+        session
+    };
+    // A client that asks, later, can take the turn back.
+    let mut server = server(home.path()).await;
+    server
+        .send(json!({"type":"session.resume","request_id":"r","session_id":session}))
+        .await;
+    server.until("session.transcript").await;
+    let listed = list(&mut server, &session).await;
+    assert_eq!(listed.len(), 1);
+    let checkpoint = listed[0]["checkpoint_id"].as_str().unwrap().to_string();
+    let restored = restore(&mut server, &session, &checkpoint, json!({})).await;
+    assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("f.txt")).unwrap(),
+        "one\n"
+    );
+}

@@ -46,6 +46,25 @@ pub struct Listed {
     pub modified_nanos: i128,
 }
 
+/// A listed session as `session.listed` (and `scv sessions list --json`)
+/// shows it.
+impl From<Listed> for scv_protocol::StoredSession {
+    fn from(s: Listed) -> scv_protocol::StoredSession {
+        scv_protocol::StoredSession {
+            session_id: s.session_id,
+            cwd: s.cwd,
+            title: s.title,
+            created_unix_seconds: s.created,
+            updated_unix_seconds: s.updated,
+            turns: s.turns,
+            provider: s.provider,
+            model: s.model,
+            open: s.open,
+            damaged: s.damaged,
+        }
+    }
+}
+
 /// What the summary file holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {

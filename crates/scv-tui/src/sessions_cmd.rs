@@ -36,25 +36,13 @@ fn refusal(err: StoreError) -> anyhow::Error {
 pub fn list(home: &Path, json: bool) -> Result<ExitCode> {
     let (sessions, _) = store(home)?.list();
     if json {
-        let listed: Vec<serde_json::Value> = sessions.iter().map(as_json).collect();
+        let listed: Vec<scv_protocol::StoredSession> =
+            sessions.into_iter().map(Into::into).collect();
         println!("{}", serde_json::to_string_pretty(&listed)?);
     } else {
         print!("{}", visible(&table(&sessions, scv_store::now_unix())));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A session as `session.listed` writes it.
-fn as_json(s: &Listed) -> serde_json::Value {
-    let mut value = serde_json::json!({
-        "session_id": s.session_id, "cwd": s.cwd, "title": s.title,
-        "created_unix_seconds": s.created, "updated_unix_seconds": s.updated,
-        "turns": s.turns, "provider": s.provider, "model": s.model, "open": s.open,
-    });
-    if let Some(damaged) = &s.damaged {
-        value["damaged"] = damaged.clone().into();
-    }
-    value
 }
 
 /// One line per session after a header.

@@ -311,18 +311,7 @@ fn listed(store: &Store, cwd: Option<String>, limit: usize) -> Vec<StoredSession
         .into_iter()
         .filter(|s| cwd.as_ref().is_none_or(|cwd| s.cwd == *cwd))
         .take(limit)
-        .map(|s| StoredSession {
-            session_id: s.session_id,
-            cwd: s.cwd,
-            title: s.title,
-            created_unix_seconds: s.created,
-            updated_unix_seconds: s.updated,
-            turns: s.turns,
-            provider: s.provider,
-            model: s.model,
-            open: s.open,
-            damaged: s.damaged,
-        })
+        .map(StoredSession::from)
         .collect()
 }
 

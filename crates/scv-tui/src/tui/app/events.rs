@@ -726,9 +726,7 @@ impl App {
     fn open_picker(&mut self, mut sessions: Vec<scv_protocol::StoredSession>) {
         let current = self.session_id();
         sessions.retain(|s| Some(&s.session_id) != current.as_ref());
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = scv_store::now_unix();
         self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
             crate::tui::overlays::OverlayKind::Sessions(Box::new(crate::tui::overlays::Picker {
                 sessions,

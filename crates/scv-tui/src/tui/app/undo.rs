@@ -190,7 +190,7 @@ impl App {
                     self.notice("no checkpoints yet: no turn of this session changed files".into());
                     return;
                 }
-                let now = scv_store_now();
+                let now = scv_store::now_unix();
                 let first = checkpoints.last().map(|c| c.checkpoint_id.clone());
                 let mut open = OpenOverlay::new(OverlayKind::Rewind(Box::new(Rewind {
                     // Newest first, as a picker reads.
@@ -332,10 +332,4 @@ fn restored_note(files: &[FileChange], conversation: bool) -> String {
         note.push_str("; the conversation is back to before that turn");
     }
     note
-}
-
-fn scv_store_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
