@@ -228,8 +228,11 @@ pub enum EventBody {
     #[serde(rename = "checkpoint.restored")]
     CheckpointRestored {
         checkpoint_id: String,
-        files_restored: Vec<FileChange>,
+        /// The files were put back (`files` was asked).
+        files_restored: bool,
         conversation_restored: bool,
+        /// The paths the restore changed, and how.
+        files: Vec<FileChange>,
     },
     #[serde(rename = "error")]
     Error(ErrorBody),

@@ -271,6 +271,17 @@ async fn restore_undoes_bash_and_the_edit_tools_and_the_conversation_but_never_g
     let restored = restore(&mut server, &session, &checkpoint, json!({})).await;
     assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
     assert_eq!(restored["conversation_restored"], true);
+    assert_eq!(restored["files_restored"], true);
+    let put_back: Vec<&str> = restored["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        put_back.contains(&"gone.txt") && put_back.contains(&"keep.txt"),
+        "{restored}"
+    );
     let mut after = tree(&workspace, false);
     // The ignored file is the turn's, untouched by the restore.
     assert_eq!(after.remove("build/out.o").unwrap(), "file 644 rebuilt\n");

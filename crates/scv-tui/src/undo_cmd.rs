@@ -67,10 +67,10 @@ pub async fn run(endpoint: &Endpoint, cwd: &Path, force: bool) -> Result<ExitCod
         }))
         .await?;
     match answer(&mut conn, &rid).await? {
-        EventBody::CheckpointRestored { files_restored, .. } => {
+        EventBody::CheckpointRestored { files, .. } => {
             let prompt = last.prompt.lines().next().unwrap_or_default();
             println!("undone: the turn “{}”", scv_client::text::visible(prompt));
-            for file in &files_restored {
+            for file in &files {
                 let what = match file.change {
                     FileChangeKind::Modified => "put back",
                     FileChangeKind::Added => "recreated",
@@ -78,7 +78,7 @@ pub async fn run(endpoint: &Endpoint, cwd: &Path, force: bool) -> Result<ExitCod
                 };
                 println!("  {what}: {}", scv_client::text::visible(&file.path));
             }
-            if files_restored.is_empty() {
+            if files.is_empty() {
                 println!("  no file needed changing");
             }
             Ok(ExitCode::SUCCESS)

@@ -113,7 +113,7 @@ fn undo_restores_the_last_checkpoint_and_cuts_the_conversation_back() {
         })
     );
     app.apply(event(json!({"type":"checkpoint.restored","request_id":rid,"session_id":S,"seq":6,"checkpoint_id":"ck-t2",
-        "files_restored":[{"path":"a.rs","change":"modified"},{"path":"new.rs","change":"deleted"}],"conversation_restored":true})));
+        "files_restored":true,"files":[{"path":"a.rs","change":"modified"},{"path":"new.rs","change":"deleted"}],"conversation_restored":true})));
     let shown = texts(&app);
     assert!(
         shown.contains(&"> first".to_string()) && shown.contains(&"one".to_string()),
@@ -201,7 +201,7 @@ fn rewind_picks_a_checkpoint_shows_its_changes_and_asks_before_forcing() {
         matches!(&message, ClientMessage::CheckpointRestore(r) if r.checkpoint_id == "ck-t1" && r.force)
     );
     app.apply(event(json!({"type":"checkpoint.restored","request_id":rid,"session_id":S,"seq":7,"checkpoint_id":"ck-t1",
-        "files_restored":[],"conversation_restored":true})));
+        "files_restored":true,"files":[],"conversation_restored":true})));
     assert!(app.overlay.is_none());
     let shown = texts(&app);
     assert!(

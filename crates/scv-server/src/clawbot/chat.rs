@@ -134,16 +134,16 @@ impl Chat {
                 self.send(&restore).await;
                 None
             }
-            EventBody::CheckpointRestored { files_restored, .. } => {
-                let shown: Vec<&str> = files_restored
+            EventBody::CheckpointRestored { files, .. } => {
+                let shown: Vec<&str> = files
                     .iter()
                     .take(10)
                     .map(|f| f.path.as_str())
                     .collect();
-                let more = files_restored.len().saturating_sub(shown.len());
+                let more = files.len().saturating_sub(shown.len());
                 Some(format!(
                     "Undone: {} file(s) back as they were{}{}; the conversation is back to before that turn.",
-                    files_restored.len(),
+                    files.len(),
                     if shown.is_empty() { String::new() } else { format!(": {}", shown.join(", ")) },
                     if more > 0 { format!(" and {more} more") } else { String::new() }
                 ))

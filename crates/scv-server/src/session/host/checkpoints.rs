@@ -90,7 +90,8 @@ impl SessionHost {
         };
         let body = EventBody::CheckpointRestored {
             checkpoint_id,
-            files_restored: restored,
+            files_restored: files,
+            files: restored,
             conversation_restored,
         };
         session.emit(rid, &body).await;

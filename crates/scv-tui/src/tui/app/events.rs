@@ -241,12 +241,13 @@ impl App {
             ),
             EventBody::CheckpointRestored {
                 checkpoint_id,
-                files_restored,
+                files,
                 conversation_restored,
+                ..
             } => self.checkpoint_restored(
                 request_id.as_deref().unwrap_or_default(),
                 &checkpoint_id,
-                files_restored,
+                files,
                 conversation_restored,
             ),
             EventBody::Error(error) if self.is_checkpoint_answer(request_id.as_ref()) => {
