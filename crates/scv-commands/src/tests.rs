@@ -1,0 +1,520 @@
+//! Loading real folders, and properties of expansion.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use crate::expand::{placeholder_count, substitute, APPEND_PREFIX};
+use crate::*;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    roots: Roots,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = Roots {
+            workspace: dir.path().join("ws"),
+            scv_home: dir.path().join("home"),
+        };
+        fs::create_dir_all(&roots.workspace).unwrap();
+        fs::create_dir_all(&roots.scv_home).unwrap();
+        Fixture { _dir: dir, roots }
+    }
+
+    fn ws(&self, rel: &str) -> PathBuf {
+        self.roots.workspace.join(rel)
+    }
+
+    fn home(&self, rel: &str) -> PathBuf {
+        self.roots.scv_home.join(rel)
+    }
+
+    fn load(&self) -> Catalog {
+        Catalog::load(&self.roots)
+    }
+}
+
+fn write(path: &Path, text: impl AsRef<[u8]>) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn skill_md(name: &str, description: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nDo the {name} thing with $ARGUMENTS.\n")
+}
+
+fn diagnostics_for<'a>(catalog: &'a Catalog, path: &Path) -> Vec<&'a Diagnostic> {
+    catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.path == path)
+        .collect()
+}
+
+#[test]
+fn empty_workspace_has_nothing() {
+    let f = Fixture::new();
+    let c = f.load();
+    assert!(c.commands.is_empty() && c.skills.is_empty() && c.diagnostics.is_empty());
+    assert_eq!(c.skill_index(), None);
+    assert!(matches!(c.expand("/review"), Err(ExpandError::Unknown(_))));
+}
+
+#[test]
+fn command_precedence_and_shadow_diagnostics() {
+    let f = Fixture::new();
+    write(&f.ws(".scv/commands/review.md"), "From scv.");
+    write(&f.ws(".claude/commands/review.md"), "From claude.");
+    write(&f.home("commands/review.md"), "From home.");
+    write(&f.home("commands/mine.md"), "Mine.");
+    write(&f.ws(".claude/commands/notes.txt"), "not a command");
+    let c = f.load();
+    let review = c.command("review").unwrap();
+    assert_eq!(review.body, "From scv.");
+    assert_eq!(review.scope, Scope::Workspace);
+    assert_eq!(c.command("mine").unwrap().scope, Scope::User);
+    assert_eq!(c.commands.len(), 2);
+    for loser in [
+        f.ws(".claude/commands/review.md"),
+        f.home("commands/review.md"),
+    ] {
+        let d = diagnostics_for(&c, &loser);
+        assert_eq!(d.len(), 1, "{:?}", c.diagnostics);
+        assert!(d[0].message.contains("shadowed"), "{}", d[0]);
+        assert!(
+            d[0].message
+                .contains(&f.ws(".scv/commands/review.md").display().to_string()),
+            "{}",
+            d[0]
+        );
+    }
+    assert_eq!(c.diagnostics.len(), 2);
+}
+
+#[test]
+fn namespaced_subfolders_keep_the_name() {
+    let f = Fixture::new();
+    write(
+        &f.ws(".claude/commands/frontend/component.md"),
+        "---\ndescription: Make a component\n---\nBuild $1.",
+    );
+    write(&f.ws(".claude/commands/a/b/c/deep.md"), "Three levels.");
+    write(&f.ws(".claude/commands/a/b/c/d/deeper.md"), "Four levels.");
+    write(&f.ws(".claude/commands/web/component.md"), "Other.");
+    let c = f.load();
+    let component = c.command("component").unwrap();
+    assert_eq!(component.description, "Make a component (project:frontend)");
+    assert!(component.path.ends_with("frontend/component.md"));
+    assert_eq!(
+        c.command("deep").unwrap().description,
+        "Three levels. (project:a:b:c)"
+    );
+    assert!(c.command("deeper").is_none());
+    let shadow = diagnostics_for(&c, &f.ws(".claude/commands/web/component.md"));
+    assert_eq!(shadow.len(), 1);
+    let too_deep = diagnostics_for(&c, &f.ws(".claude/commands/a/b/c/d"));
+    assert!(
+        too_deep[0].message.contains("levels deep"),
+        "{:?}",
+        c.diagnostics
+    );
+    let e = c.expand("/component Button").unwrap().unwrap();
+    assert_eq!(e.kind, Kind::Command);
+    assert_eq!(e.prompt, "Build Button.");
+}
+
+#[test]
+fn frontmatter_forms_in_files() {
+    let f = Fixture::new();
+    write(
+        &f.ws(".claude/commands/quoted.md"),
+        "---\ndescription: \"Fix: an issue\"\nargument-hint: '[issue] [prio]'\nallowed-tools:\n  - Bash(gh:*)\n  - Read\nmodel: haiku\ndisable-model-invocation: true\n---\nFix $ARGUMENTS\n",
+    );
+    write(
+        &f.ws(".claude/commands/flow.md"),
+        "---\nallowed-tools: [Read, Grep]\n---\nFind it.\n",
+    );
+    write(&f.ws(".claude/commands/plain.md"), "No frontmatter here.\n");
+    write(
+        &f.ws(".claude/commands/open.md"),
+        "---\ndescription: never closed\n\nBody\n",
+    );
+    write(
+        &f.ws(".claude/commands/bad.md"),
+        "---\ndescription: ok\nthis is not a pair\n---\nBody\n",
+    );
+    let c = f.load();
+    let q = c.command("quoted").unwrap();
+    assert_eq!(q.description, "Fix: an issue");
+    assert_eq!(q.argument_hint.as_deref(), Some("[issue] [prio]"));
+    assert_eq!(c.command("flow").unwrap().description, "Find it.");
+    assert_eq!(c.command("plain").unwrap().body, "No frontmatter here.");
+    assert!(c.command("open").is_none() && c.command("bad").is_none());
+    let open = diagnostics_for(&c, &f.ws(".claude/commands/open.md"));
+    assert_eq!(open[0].line, Some(1));
+    assert!(
+        open[0]
+            .to_string()
+            .contains("open.md:1: the frontmatter opened"),
+        "{}",
+        open[0]
+    );
+    let bad = diagnostics_for(&c, &f.ws(".claude/commands/bad.md"));
+    assert_eq!(bad[0].line, Some(3));
+    assert_eq!(c.diagnostics.len(), 2, "{:?}", c.diagnostics);
+}
+
+#[test]
+fn arguments_with_quotes_and_append() {
+    let f = Fixture::new();
+    write(
+        &f.ws(".scv/commands/pr.md"),
+        "Review PR #$1 (priority $2, owner $3). Raw: $ARGUMENTS",
+    );
+    write(&f.ws(".scv/commands/opt.md"), "Optimize the code.");
+    let c = f.load();
+    let e = c.expand("/pr  42 \"very high\"  ").unwrap().unwrap();
+    assert_eq!(
+        e.prompt,
+        "Review PR #42 (priority very high, owner ). Raw: 42 \"very high\""
+    );
+    assert_eq!(
+        c.expand("/opt src/lib.rs").unwrap().unwrap().prompt,
+        "Optimize the code.\n\nARGUMENTS: src/lib.rs"
+    );
+    assert_eq!(
+        c.expand("/opt").unwrap().unwrap().prompt,
+        "Optimize the code."
+    );
+}
+
+#[test]
+fn slash_forms_that_are_not_commands() {
+    let f = Fixture::new();
+    write(&f.ws(".scv/commands/usr.md"), "x");
+    let c = f.load();
+    assert!(c.expand("/usr/bin is where it lives").unwrap().is_none());
+    assert!(c.expand("/").unwrap().is_none());
+    assert!(c.expand("/ hello").unwrap().is_none());
+    assert!(c.expand("hello /usr").unwrap().is_none());
+    assert!(c.expand("/usr").unwrap().is_some());
+}
+
+#[test]
+fn unknown_suggests_nearest() {
+    let f = Fixture::new();
+    write(&f.ws(".scv/commands/review.md"), "x");
+    write(
+        &f.ws(".scv/skills/release-notes/SKILL.md"),
+        skill_md("release-notes", "Write release notes."),
+    );
+    let c = f.load();
+    let Err(ExpandError::Unknown(u)) = c.expand("/reviw now") else {
+        panic!("expected unknown");
+    };
+    assert_eq!(u.name, "reviw");
+    assert_eq!(u.known, ["review"]);
+    assert_eq!(
+        u.to_string(),
+        "unknown command /reviw (did you mean /review?)"
+    );
+    let Err(ExpandError::Unknown(u)) = c.expand("/release") else {
+        panic!("expected unknown");
+    };
+    assert_eq!(u.known, ["release-notes"]);
+}
+
+#[test]
+fn skills_precedence_validation_and_expansion() {
+    let f = Fixture::new();
+    write(
+        &f.ws(".scv/skills/pdf/SKILL.md"),
+        skill_md("pdf", "Handle PDFs."),
+    );
+    write(
+        &f.home("skills/pdf/SKILL.md"),
+        skill_md("pdf", "Home PDFs."),
+    );
+    write(
+        &f.ws(".claude/skills/Bad/SKILL.md"),
+        skill_md("Bad", "Uppercase."),
+    );
+    write(
+        &f.ws(".claude/skills/nodesc/SKILL.md"),
+        "---\nname: nodesc\n---\nBody\n",
+    );
+    write(
+        &f.ws(".claude/skills/renamed/SKILL.md"),
+        skill_md("other-name", "Mismatched folder."),
+    );
+    write(&f.ws(".claude/skills/not-a-skill/README.md"), "no SKILL.md");
+    write(&f.ws(".claude/skills/loose.md"), "a file, not a folder");
+    let c = f.load();
+    let names: Vec<&str> = c.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["pdf", "other-name"]);
+    assert_eq!(c.skill("pdf").unwrap().description, "Handle PDFs.");
+    let bad = diagnostics_for(&c, &f.ws(".claude/skills/Bad/SKILL.md"));
+    assert_eq!((bad.len(), bad[0].line), (1, Some(2)));
+    assert!(bad[0].message.contains("lowercase"), "{}", bad[0]);
+    let nodesc = diagnostics_for(&c, &f.ws(".claude/skills/nodesc/SKILL.md"));
+    assert!(
+        nodesc[0].message.contains("no `description`"),
+        "{}",
+        nodesc[0]
+    );
+    let renamed = diagnostics_for(&c, &f.ws(".claude/skills/renamed/SKILL.md"));
+    assert!(
+        renamed[0].message.contains("does not match its folder"),
+        "{}",
+        renamed[0]
+    );
+    assert_eq!(diagnostics_for(&c, &f.home("skills/pdf/SKILL.md")).len(), 1);
+    assert_eq!(c.diagnostics.len(), 4, "{:?}", c.diagnostics);
+
+    let skill = c.skill("pdf").unwrap();
+    let body = skill.load_body().unwrap();
+    assert!(body.starts_with("Skill `pdf` (folder "), "{body}");
+    assert!(body.contains(&skill.dir.display().to_string()));
+    assert!(
+        body.ends_with("Do the pdf thing with $ARGUMENTS."),
+        "{body}"
+    );
+    assert!(!body.contains("description:"));
+
+    let e = c.expand("/pdf report.pdf").unwrap().unwrap();
+    assert_eq!(e.kind, Kind::Skill);
+    assert!(
+        e.prompt.starts_with("The user invoked the skill `pdf`."),
+        "{}",
+        e.prompt
+    );
+    assert!(
+        e.prompt.ends_with("Do the pdf thing with report.pdf."),
+        "{}",
+        e.prompt
+    );
+    write(
+        &f.ws(".scv/skills/pdf/SKILL.md"),
+        "---\nname: pdf\ndescription: x\n---\nNo placeholder.",
+    );
+    let e = c.expand("/pdf a.pdf").unwrap().unwrap();
+    assert!(
+        e.prompt.ends_with("No placeholder.\n\nARGUMENTS: a.pdf"),
+        "{}",
+        e.prompt
+    );
+
+    fs::remove_file(&skill.path).unwrap();
+    match c.expand("/pdf") {
+        Err(ExpandError::Unreadable { name, path, .. }) => {
+            assert_eq!(name, "pdf");
+            assert_eq!(path, skill.path);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(skill.load_body().is_err());
+}
+
+#[test]
+fn a_command_wins_over_a_skill_of_the_same_name() {
+    let f = Fixture::new();
+    write(&f.ws(".scv/commands/deploy.md"), "Deploy command.");
+    write(
+        &f.ws(".scv/skills/deploy/SKILL.md"),
+        skill_md("deploy", "Deploy skill."),
+    );
+    let c = f.load();
+    assert_eq!(c.expand("/deploy").unwrap().unwrap().kind, Kind::Command);
+    assert!(c.skill("deploy").is_some());
+    let d = diagnostics_for(&c, &f.ws(".scv/skills/deploy/SKILL.md"));
+    assert!(d[0].message.contains("runs the command"), "{}", d[0]);
+}
+
+#[test]
+fn skill_index_bounds() {
+    let f = Fixture::new();
+    for i in 0..65 {
+        let name = format!("skill-{i:02}");
+        write(
+            &f.home(&format!("skills/{name}/SKILL.md")),
+            skill_md(&name, &format!("Number {i}.")),
+        );
+    }
+    let c = f.load();
+    assert_eq!(c.skills.len(), 65);
+    let index = c.skill_index().unwrap();
+    let lines: Vec<&str> = index.lines().collect();
+    assert_eq!(lines.len(), 65);
+    assert_eq!(lines[0], "- skill-00: Number 0.");
+    assert_eq!(lines[63], "- skill-63: Number 63.");
+    assert!(
+        lines[64].starts_with("(1 more skills not listed; "),
+        "{}",
+        lines[64]
+    );
+}
+
+#[test]
+fn skill_index_cuts_descriptions_at_a_char_boundary() {
+    let f = Fixture::new();
+    // 155 ASCII bytes then "é" (2 bytes) at 155..157 and more: the cut at
+    // 160 - 3 ("…") = 157 falls just after "é"; one byte earlier (156) is
+    // inside it.
+    let description = format!("{}é{}", "a".repeat(155), "b".repeat(50));
+    write(
+        &f.ws(".scv/skills/long/SKILL.md"),
+        skill_md("long", &description),
+    );
+    let shifted = format!("{}é{}", "a".repeat(156), "b".repeat(50));
+    write(
+        &f.ws(".scv/skills/shifted/SKILL.md"),
+        skill_md("shifted", &shifted),
+    );
+    write(
+        &f.ws(".scv/skills/multi/SKILL.md"),
+        "---\nname: multi\ndescription: |\n  line one\n  line two\n---\n",
+    );
+    let c = f.load();
+    let index = c.skill_index().unwrap();
+    let lines: Vec<&str> = index.lines().collect();
+    let long = lines.iter().find(|l| l.starts_with("- long: ")).unwrap();
+    let long_desc = &long["- long: ".len()..];
+    assert_eq!(long_desc, format!("{}é…", "a".repeat(155)));
+    assert!(long_desc.len() <= MAX_INDEX_DESCRIPTION_BYTES);
+    let shifted_line = lines.iter().find(|l| l.starts_with("- shifted: ")).unwrap();
+    assert_eq!(
+        &shifted_line["- shifted: ".len()..],
+        format!("{}…", "a".repeat(156))
+    );
+    assert!(lines.contains(&"- multi: line one line two"), "{index}");
+}
+
+#[test]
+fn non_utf8_and_oversized_files_are_skipped() {
+    let f = Fixture::new();
+    write(
+        &f.ws(".scv/commands/latin1.md"),
+        b"line one\ncaf\xe9\n".as_slice(),
+    );
+    let big = format!(
+        "---\ndescription: big\n---\n{}",
+        "x".repeat(MAX_FILE_BYTES as usize)
+    );
+    write(&f.ws(".scv/commands/big.md"), &big);
+    write(
+        &f.ws(".scv/skills/huge/SKILL.md"),
+        format!(
+            "{}{}",
+            skill_md("huge", "Huge."),
+            "y".repeat(MAX_FILE_BYTES as usize)
+        ),
+    );
+    write(&f.ws(".scv/commands/ok.md"), "Fine.");
+    let c = f.load();
+    assert_eq!(c.commands.len(), 1);
+    assert!(c.skills.is_empty());
+    let latin = diagnostics_for(&c, &f.ws(".scv/commands/latin1.md"));
+    assert_eq!(latin[0].line, Some(2));
+    assert!(latin[0].message.contains("UTF-8"), "{}", latin[0]);
+    let big = diagnostics_for(&c, &f.ws(".scv/commands/big.md"));
+    assert!(
+        big[0].message.contains("over the 262144-byte limit"),
+        "{}",
+        big[0]
+    );
+    let huge = diagnostics_for(&c, &f.ws(".scv/skills/huge/SKILL.md"));
+    assert!(huge[0].message.contains("limit"), "{}", huge[0]);
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinked_files_are_read_and_symlinked_folders_not_entered() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new();
+    let root = f.ws(".claude/commands");
+    write(&root.join("real/one.md"), "One.");
+    write(&f.ws("elsewhere/shared.md"), "Shared.");
+    symlink(f.ws("elsewhere/shared.md"), root.join("linked.md")).unwrap();
+    // A loop: commands/real/back -> commands.
+    symlink(&root, root.join("real/back")).unwrap();
+    symlink(root.join("missing.md"), root.join("dangling.md")).unwrap();
+    let c = f.load();
+    let mut names: Vec<&str> = c.commands.iter().map(|c| c.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["linked", "one"]);
+    let back = diagnostics_for(&c, &root.join("real/back"));
+    assert!(
+        back[0].message.contains("not followed"),
+        "{:?}",
+        c.diagnostics
+    );
+    assert_eq!(c.diagnostics.len(), 1, "{:?}", c.diagnostics);
+}
+
+#[test]
+fn command_cap() {
+    let f = Fixture::new();
+    for i in 0..MAX_COMMANDS + 2 {
+        write(&f.home(&format!("commands/c{i:03}.md")), "x");
+    }
+    let c = f.load();
+    assert_eq!(c.commands.len(), MAX_COMMANDS);
+    assert_eq!(c.diagnostics.len(), 1, "{:?}", c.diagnostics);
+    assert!(c.diagnostics[0].message.contains("more than 500 commands"));
+}
+
+#[test]
+fn invalid_command_file_names_are_reported() {
+    let f = Fixture::new();
+    write(&f.ws(".scv/commands/has space.md"), "x");
+    let c = f.load();
+    assert!(c.commands.is_empty());
+    assert!(c.diagnostics[0].message.contains("cannot be typed"));
+}
+
+fn catalog_with(body: &str) -> Catalog {
+    Catalog {
+        commands: vec![Command {
+            name: "c".into(),
+            description: String::new(),
+            argument_hint: None,
+            body: body.into(),
+            path: PathBuf::from("/c.md"),
+            scope: Scope::Workspace,
+        }],
+        ..Catalog::default()
+    }
+}
+
+proptest! {
+    #[test]
+    fn expand_never_panics(text in "\\PC*", body in "\\PC*") {
+        let catalog = catalog_with(&body);
+        let _ = catalog.expand(&text);
+        let _ = catalog.expand(&format!("/{text}"));
+        let _ = catalog.expand(&format!("/c {text}"));
+        let _ = catalog.skill_index();
+    }
+
+    #[test]
+    fn substitution_is_bounded(
+        body in "([a-z $\"']|\\$ARGUMENTS|\\$[0-9]|é){0,60}",
+        args in "([a-z \"']|é){0,40}",
+    ) {
+        let catalog = catalog_with(&body);
+        let expansion = catalog.expand(&format!("/c {args}")).unwrap().unwrap();
+        let args = args.trim();
+        let bound = body.len() + args.len() * (placeholder_count(&body) + 1) + APPEND_PREFIX.len();
+        prop_assert!(expansion.prompt.len() <= bound, "{} > {}", expansion.prompt.len(), bound);
+        prop_assert_eq!(expansion.prompt, substitute(&body, args));
+    }
+
+    #[test]
+    fn frontmatter_parser_never_panics(text in "(---\n)?([a-z: \"'|>#\\[\\],-]{0,20}\n){0,8}(---\n)?\\PC{0,20}") {
+        let _ = crate::frontmatter::parse(&text);
+    }
+}
