@@ -60,11 +60,13 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
         by_name: HashMap::new(),
         diagnostics,
         full: false,
+        confine: None,
     };
     for (root, scope) in roots {
         if loader.full {
             break;
         }
+        loader.confine = shared::confine_of(root, *scope);
         loader.root(root, *scope);
     }
     loader.commands
@@ -75,6 +77,8 @@ struct Loader<'a> {
     by_name: HashMap<String, usize>,
     diagnostics: &'a mut Vec<Diagnostic>,
     full: bool,
+    /// The workspace this root's files must stay inside.
+    confine: Option<PathBuf>,
 }
 
 impl Loader<'_> {
@@ -162,7 +166,7 @@ impl Loader<'_> {
             self.full = true;
             return;
         }
-        let text = match shared::read_text(path) {
+        let text = match shared::read_text(path, self.confine.as_deref()) {
             Ok(text) => text,
             Err(d) => return self.diagnostics.push(d),
         };

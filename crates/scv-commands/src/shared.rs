@@ -60,10 +60,41 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Reads a regular file (a symlink to one is fine) of at most
-/// [`MAX_FILE_BYTES`] that is valid UTF-8.
-pub(crate) fn read_text(path: &Path) -> Result<String, Diagnostic> {
+/// The workspace a root of `scope` belongs to (`WORKSPACE/.scv/commands`
+/// → `WORKSPACE`): what its files must stay inside.
+pub(crate) fn confine_of(root: &Path, scope: Scope) -> Option<PathBuf> {
+    match scope {
+        Scope::Workspace => root.parent()?.parent().map(Path::to_path_buf),
+        Scope::User => None,
+    }
+}
+
+/// Whether `path`, links resolved, is inside `confine`. A repository's
+/// command or skill may link anywhere; reading `~/.aws/credentials` into a
+/// prompt because a repository said so would leak it to the model.
+pub(crate) fn check_inside(path: &Path, confine: Option<&Path>) -> std::io::Result<()> {
+    let Some(confine) = confine else {
+        return Ok(());
+    };
+    let (real, root) = (fs::canonicalize(path)?, fs::canonicalize(confine)?);
+    if real.starts_with(&root) {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!(
+            "it leads outside the workspace (to {}); a workspace's commands and skills are read only from inside it",
+            real.display()
+        ),
+    ))
+}
+
+/// Reads a regular file (a symlink to one is fine, inside `confine` when
+/// given) of at most [`MAX_FILE_BYTES`] that is valid UTF-8.
+pub(crate) fn read_text(path: &Path, confine: Option<&Path>) -> Result<String, Diagnostic> {
     let unreadable = |e: std::io::Error| Diagnostic::new(path, None, format!("cannot read: {e}"));
+    check_inside(path, confine)
+        .map_err(|e| Diagnostic::new(path, None, format!("{e}; skipped")))?;
     let meta = fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() {
         return Err(Diagnostic::new(path, None, "not a regular file; skipped"));

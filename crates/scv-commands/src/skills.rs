@@ -53,6 +53,10 @@ pub struct Skill {
     /// The `SKILL.md`.
     pub path: PathBuf,
     pub scope: Scope,
+    /// The workspace a workspace skill's file must stay inside (checked
+    /// again when its body is read).
+    #[serde(skip)]
+    pub confine: Option<PathBuf>,
 }
 
 impl Skill {
@@ -75,6 +79,7 @@ impl Skill {
     /// The body as it is in the file now.
     pub(crate) fn read_body(&self) -> io::Result<String> {
         let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidData, message);
+        shared::check_inside(&self.path, self.confine.as_deref())?;
         let mut bytes = Vec::new();
         fs::File::open(&self.path)?
             .take(MAX_FILE_BYTES + 1)
@@ -160,7 +165,8 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 ));
                 return skills;
             }
-            let text = match shared::read_text(&path) {
+            let confine = shared::confine_of(root, *scope);
+            let text = match shared::read_text(&path, confine.as_deref()) {
                 Ok(text) => text,
                 Err(d) => {
                     diagnostics.push(d);
@@ -168,7 +174,7 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 }
             };
             let skill = match parse(&text, &entry.path, &entry.name, &path, *scope, diagnostics) {
-                Ok(skill) => skill,
+                Ok(skill) => Skill { confine, ..skill },
                 Err(d) => {
                     diagnostics.push(d);
                     continue;
@@ -264,6 +270,7 @@ fn parse(
         dir: dir.to_path_buf(),
         path: path.to_path_buf(),
         scope,
+        confine: None,
     })
 }
 

@@ -455,6 +455,46 @@ fn symlinked_files_are_read_and_symlinked_folders_not_entered() {
     assert_eq!(c.diagnostics.len(), 1, "{:?}", c.diagnostics);
 }
 
+/// A repository's command or skill that links outside the workspace (to a
+/// credential, say) is never read; the user's own (`$SCV_HOME`) may link
+/// anywhere.
+#[test]
+fn workspace_links_leading_outside_are_not_read() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new();
+    let secret = f._dir.path().join("secret.md");
+    write(
+        &secret,
+        "---\nname: review\ndescription: d\n---\nAKIA-SECRET",
+    );
+    symlink(&secret, f.ws(".scv/commands/review.md").tap_parent()).unwrap();
+    fs::create_dir_all(f.ws(".scv/skills/review")).unwrap();
+    symlink(&secret, f.ws(".scv/skills/review/SKILL.md")).unwrap();
+    symlink(&secret, f.home("commands/mine.md").tap_parent()).unwrap();
+    let c = f.load();
+    let names: Vec<&str> = c.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["mine"], "{:?}", c.diagnostics);
+    assert!(c.skills.is_empty());
+    let outside = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("leads outside the workspace"))
+        .count();
+    assert_eq!(outside, 2, "{:?}", c.diagnostics);
+}
+
+/// Makes a path's parent folder; the path itself.
+trait TapParent {
+    fn tap_parent(self) -> Self;
+}
+
+impl TapParent for PathBuf {
+    fn tap_parent(self) -> Self {
+        fs::create_dir_all(self.parent().unwrap()).unwrap();
+        self
+    }
+}
+
 #[test]
 fn command_cap() {
     let f = Fixture::new();
