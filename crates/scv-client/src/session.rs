@@ -196,10 +196,20 @@ impl SessionClient {
 
     /// `turn.start` for `prompt`, tracked from now on.
     pub fn submit(&mut self, prompt: impl Into<String>) -> Request {
-        let text = prompt.into();
+        self.submit_as(prompt.into(), false)
+    }
+
+    /// `turn.start` for `/NAME args`: the server runs the custom command
+    /// or skill NAME (an unknown one is an `invalid_request`).
+    pub fn submit_command(&mut self, text: impl Into<String>) -> Request {
+        self.submit_as(text.into(), true)
+    }
+
+    fn submit_as(&mut self, text: String, command: bool) -> Request {
         let request = self.request(ClientMessage::TurnStart(TurnStart {
             session_id: self.session_id.clone().unwrap_or_default(),
             prompt: text.clone(),
+            command,
         }));
         if self.prompts.len() >= MAX_PROMPTS {
             self.prompts.remove(0);

@@ -135,6 +135,9 @@ pub enum EventBody {
         /// The session's budget when `session.configure` set one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_session_cost_usd: Option<f64>,
+        /// The session's mode now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<crate::Mode>,
     },
     #[serde(rename = "tool.proposed")]
     ToolProposed {
@@ -234,6 +237,9 @@ pub enum EventBody {
         /// The paths the restore changed, and how.
         files: Vec<FileChange>,
     },
+    /// Extension (capability `hooks`): what a hook said or blocked.
+    #[serde(rename = "hook.message")]
+    HookMessage(crate::HookMessage),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -273,6 +279,7 @@ impl EventBody {
             EventBody::CheckpointListed { .. } => "checkpoint.listed",
             EventBody::CheckpointDiffed { .. } => "checkpoint.diffed",
             EventBody::CheckpointRestored { .. } => "checkpoint.restored",
+            EventBody::HookMessage(_) => "hook.message",
             EventBody::Error(_) => "error",
         }
     }
@@ -319,6 +326,16 @@ pub struct SessionStarted {
     /// Extension: the session this one was forked from (`session.fork`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// Extension: the session's mode (`default` or `plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::Mode>,
+    /// Extension (capability `commands`): the custom commands and skills
+    /// `/NAME` runs, and what was wrong with the files that were skipped
+    /// ("FILE:LINE: what").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands: Option<Vec<crate::CommandInfo>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_diagnostics: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

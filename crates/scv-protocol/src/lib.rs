@@ -9,6 +9,7 @@
 pub mod checkpoints;
 pub mod codec;
 pub mod codes;
+pub mod customize;
 pub mod events;
 pub mod limits;
 pub mod messages;
@@ -17,6 +18,7 @@ pub mod sessions;
 pub use checkpoints::*;
 pub use codec::{Frame, FrameCodec};
 pub use codes::{ErrorCode, FailureCode};
+pub use customize::*;
 pub use events::*;
 pub use messages::*;
 pub use sessions::*;

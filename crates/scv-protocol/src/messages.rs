@@ -72,10 +72,15 @@ pub struct DaemonControl {
 }
 
 /// `turn.start`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnStart {
     pub session_id: String,
     pub prompt: String,
+    /// Extension: a prompt `/NAME args` runs the custom command or skill
+    /// NAME (an unknown one is `invalid_request`). Absent or false: the
+    /// prompt is sent as written, whatever it starts with.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub command: bool,
 }
 
 /// `turn.cancel`.
@@ -146,6 +151,9 @@ pub struct SessionConfigure {
     /// `usage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_session_cost_usd: Option<f64>,
+    /// `plan` or `default` for the next turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::Mode>,
 }
 
 impl ClientMessage {
@@ -227,6 +235,12 @@ pub struct Capabilities {
     /// Usage by kind and cost on `turn.completed`, and `budget.warning`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub usage: bool,
+    /// The session's custom commands and skills on `session.started`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub commands: bool,
+    /// `hook.message` events.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hooks: bool,
 }
 
 /// Name and version of a client or server.
@@ -251,6 +265,9 @@ pub struct SessionStart {
     /// is what a `[mcp_servers.NAME]` table holds (docs/PROTOCOL-EXTENSIONS.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// Extension: start in `plan` mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::Mode>,
 }
 
 fn is_false(value: &bool) -> bool {

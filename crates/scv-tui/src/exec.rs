@@ -11,7 +11,9 @@
 //! With `--remote`, `--cwd` is a path on that machine.
 //! `--resume ID` / `--continue` run the turn in a stored session; the
 //! session's id is on stderr (`[session] ID`) or, with `--json`, in its
-//! `session.started`.
+//! `session.started`. A prompt `/NAME args` runs the custom command or
+//! skill NAME (an unknown one is an error, and nothing is sent to the
+//! model); `--plan` runs the turn in plan mode.
 
 use crate::session;
 use anyhow::Result;
@@ -105,6 +107,7 @@ pub async fn run(
     let capabilities = Some(scv_protocol::Capabilities {
         reasoning: options.reasoning,
         usage: true,
+        hooks: true,
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
@@ -133,8 +136,25 @@ pub async fn run(
         eprintln!("[session] {session_id}");
     }
     let mut client = SessionClient::new("exec-");
-    client.set_session(session_id);
-    conn.send_request(&client.submit(prompt)).await?;
+    client.set_session(session_id.clone());
+    if choice.mode.is_some() && options.which != session::Which::New {
+        // A stored session keeps its own mode; `--plan` switches it.
+        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
+            scv_protocol::SessionConfigure {
+                session_id,
+                mode: choice.mode,
+                ..Default::default()
+            },
+        ));
+        conn.send_request(&configure).await?;
+    }
+    // `/NAME args`: the workspace's custom command or skill NAME.
+    let submitted = if prompt.starts_with('/') {
+        client.submit_command(prompt)
+    } else {
+        client.submit(prompt)
+    };
+    conn.send_request(&submitted).await?;
     let mut cancel_sent = false;
     let mut streamed = false;
     // Thinking went to stderr without its final line break.
@@ -191,6 +211,14 @@ pub async fn run(
             EventBody::ToolStarted { name, .. } if !json => eprintln!("[tool] {name} running"),
             EventBody::ToolCompleted { name, success, .. } if !json => {
                 eprintln!("[tool] {name} {}", if *success { "done" } else { "failed" })
+            }
+            EventBody::HookMessage(note) if !json => {
+                let verb = if note.blocked { "blocked" } else { "says" };
+                eprintln!(
+                    "[hook] {} {verb}: {}",
+                    shown(&note.hook, err_tty),
+                    shown(&note.message, err_tty)
+                )
             }
             EventBody::Error(error) if !json => {
                 eprintln!("scv: {}: {}", error.code, shown(&error.message, err_tty))

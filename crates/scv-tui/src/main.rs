@@ -70,6 +70,10 @@ enum Command {
         /// Run the turn in the last session of this directory.
         #[arg(long = "continue", short = 'c')]
         continue_last: bool,
+        /// Plan mode: the agent may read and run read-only commands but
+        /// change nothing, and answers with a plan.
+        #[arg(long)]
+        plan: bool,
     },
     /// Resume a stored session in the terminal UI: a picker without ID.
     Resume {
@@ -334,6 +338,7 @@ fn main() -> ExitCode {
     let choice = scv_tui::session::Choice {
         provider: cli.provider,
         model: cli.model,
+        mode: None,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -404,8 +409,13 @@ fn main() -> ExitCode {
                 approve,
                 resume,
                 continue_last,
+                plan,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
+                let choice = scv_tui::session::Choice {
+                    mode: plan.then_some(scv_protocol::Mode::Plan),
+                    ..choice
+                };
                 let options = exec::Options {
                     json,
                     reasoning,

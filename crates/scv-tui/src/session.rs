@@ -23,6 +23,8 @@ pub struct Opened {
 pub struct Choice {
     pub provider: Option<String>,
     pub model: Option<String>,
+    /// Start in this mode (`--plan`).
+    pub mode: Option<scv_protocol::Mode>,
 }
 
 /// Which session to open.
@@ -124,6 +126,7 @@ pub fn new_session(cwd: &Path, choice: &Choice) -> Open {
         cwd: cwd.display().to_string(),
         provider: choice.provider.clone(),
         model: choice.model.clone(),
+        mode: choice.mode,
         ..Default::default()
     })
 }

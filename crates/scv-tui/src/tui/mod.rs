@@ -57,6 +57,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     sessions: true,
     checkpoints: true,
     usage: true,
+    commands: true,
+    hooks: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

@@ -193,6 +193,10 @@ impl App {
                 }
                 self.end_turn();
             }
+            EventBody::HookMessage(note) => {
+                let verb = if note.blocked { "blocked" } else { "says" };
+                self.notice(format!("{} {verb}: {}", note.hook, note.message));
+            }
             EventBody::BudgetWarning(warning) => {
                 self.notice(format!("budget: {}", warning.message));
                 self.costs.warning = Some(warning.message);
