@@ -5,8 +5,8 @@
 //! none of them waits for the daemon: each hands its request (with the
 //! responder) to the [`Bridge`](crate::bridge::Bridge) and returns. The
 //! bridge runs beside the dispatch loop as the connection's main task and
-//! answers when the daemon has. Methods without a handler (`authenticate`,
-//! `session/set_mode` …) get the SDK's "Method not found";
+//! answers when the daemon has. Methods without a handler (`authenticate`
+//! …) get the SDK's "Method not found";
 //! requests before `initialize` its "Invalid request".
 
 use crate::bridge::{Bridge, Command};
@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionCapabilities, SessionListCapabilities,
+    SessionCapabilities, SessionListCapabilities, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -109,6 +109,17 @@ pub async fn serve(options: Options) -> Result<(), Error> {
                             responder: Responder<PromptResponse>,
                             _cx: ConnectionTo<Client>| {
                     forward(&tx, Command::Prompt { request, responder }).await
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let tx = tx.clone();
+                async move |request: SetSessionModeRequest,
+                            responder: Responder<SetSessionModeResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    forward(&tx, Command::SetMode { request, responder }).await
                 }
             },
             agent_client_protocol::on_receive_request!(),

@@ -21,11 +21,12 @@ use crate::stdio::Outflow;
 use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
 use crate::{errors, mcp, prompt};
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionInfo, SessionNotification,
-    SessionUpdate, StopReason, TextContent,
+    AvailableCommandsUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionInfo,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
@@ -68,6 +69,11 @@ pub enum Command {
     },
     Cancel {
         session_id: String,
+    },
+    /// `session/set_mode`: `default` or `plan`.
+    SetMode {
+        request: SetSessionModeRequest,
+        responder: Responder<SetSessionModeResponse>,
     },
     /// The client answered (or failed) a `session/request_permission`.
     Permission {
@@ -117,9 +123,12 @@ pub struct Bridge {
     /// until `session.started`, ...
     loading: HashMap<String, Responder<LoadSessionResponse>>,
     /// ... then by session id until its `session.transcript` is replayed.
-    replaying: HashMap<String, Responder<LoadSessionResponse>>,
+    replaying: HashMap<String, (Responder<LoadSessionResponse>, SessionModeState)>,
     /// `session/list` requests by the request id of their `session.list`.
     listing: HashMap<String, Responder<ListSessionsResponse>>,
+    /// `session/set_mode` requests by the request id of their
+    /// `session.configure`.
+    moding: HashMap<String, Responder<SetSessionModeResponse>>,
     sessions: HashMap<String, Session>,
     /// Prompts by the request id of their `turn.start`.
     prompts: HashMap<String, Prompt>,
@@ -147,6 +156,7 @@ impl Bridge {
             loading: HashMap::new(),
             replaying: HashMap::new(),
             listing: HashMap::new(),
+            moding: HashMap::new(),
             sessions: HashMap::new(),
             prompts: HashMap::new(),
             started_any: false,
@@ -192,6 +202,7 @@ impl Bridge {
             }
             Command::Prompt { request, responder } => self.prompt(request, responder).await,
             Command::Cancel { session_id } => self.cancel(&session_id).await,
+            Command::SetMode { request, responder } => self.set_mode(request, responder).await,
             Command::Permission {
                 session_id,
                 approval_id,
@@ -371,7 +382,13 @@ impl Bridge {
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return;
         };
-        let start = session.client.submit(text);
+        // `/NAME args`: a custom command or skill (advertised with
+        // `available_commands_update`), as ACP clients send them.
+        let start = if text.starts_with('/') {
+            session.client.submit_command(text)
+        } else {
+            session.client.submit(text)
+        };
         let request_id = start.request_id.clone();
         match self.send_request(&start).await {
             Ok(()) => {
@@ -382,6 +399,41 @@ impl Bridge {
                         streamed: false,
                     },
                 );
+            }
+            Err(err) => {
+                let _ = responder.respond_with_error(err);
+            }
+        }
+    }
+
+    /// `session/set_mode` → `session.configure {mode}`; answered at
+    /// `session.configured` (and told as a `current_mode_update`).
+    async fn set_mode(
+        &mut self,
+        request: SetSessionModeRequest,
+        responder: Responder<SetSessionModeResponse>,
+    ) {
+        let session_id = request.session_id.0.to_string();
+        if !self.sessions.contains_key(&session_id) {
+            let _ = responder.respond_with_error(errors::unknown_session(&session_id));
+            return;
+        }
+        let Some(mode) = crate::modes::parse(&request.mode_id.0) else {
+            let err = errors::invalid_params(format!(
+                "unknown mode `{}` (modes: default, plan)",
+                request.mode_id.0
+            ));
+            let _ = responder.respond_with_error(err);
+            return;
+        };
+        let configure = ClientMessage::SessionConfigure(scv_protocol::SessionConfigure {
+            session_id,
+            mode: Some(mode),
+            ..Default::default()
+        });
+        match self.send(configure).await {
+            Ok(request_id) => {
+                self.moding.insert(request_id, responder);
             }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -461,6 +513,23 @@ impl Bridge {
                 let _ = responder.respond_with_error(refused);
                 return;
             }
+            if let Some(responder) = self.moding.remove(&request_id) {
+                let _ = responder.respond_with_error(refused);
+                return;
+            }
+        }
+        if let EventBody::SessionConfigured {
+            mode: Some(mode), ..
+        } = &event.body
+        {
+            let session_id = event.session_id.clone().unwrap_or_default();
+            if let Some(responder) = self.moding.remove(&request_id) {
+                let _ = responder.respond(SetSessionModeResponse::new());
+            }
+            self.notify(
+                &session_id,
+                SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
+            );
         }
         if let EventBody::SessionListed { sessions } = event.body {
             if let Some(responder) = self.listing.remove(&request_id) {
@@ -471,11 +540,11 @@ impl Bridge {
         }
         if let EventBody::SessionTranscript { items, truncated } = event.body {
             let session_id = event.session_id.unwrap_or_default();
-            if let Some(responder) = self.replaying.remove(&session_id) {
+            if let Some((responder, modes)) = self.replaying.remove(&session_id) {
                 for update in crate::replay::updates(items, truncated) {
                     self.notify(&session_id, update);
                 }
-                let _ = responder.respond(LoadSessionResponse::new());
+                let _ = responder.respond(LoadSessionResponse::new().modes(modes));
             }
             return;
         }
@@ -538,11 +607,21 @@ impl Bridge {
             },
         );
         self.started_any = true;
+        let modes = crate::modes::state(started.mode.unwrap_or_default());
         if let Some(responder) = new {
-            let _ = responder.respond(NewSessionResponse::new(session_id));
+            let _ = responder.respond(NewSessionResponse::new(session_id.clone()).modes(modes));
         } else if let Some(responder) = loaded {
             // Answered once the past conversation is replayed.
-            self.replaying.insert(session_id, responder);
+            self.replaying
+                .insert(session_id.clone(), (responder, modes));
+        }
+        // The session's custom commands and skills, after its answer.
+        let commands = crate::modes::commands(started.commands.as_deref().unwrap_or_default());
+        if !commands.is_empty() {
+            self.notify(
+                &session_id,
+                SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+            );
         }
     }
 
@@ -791,10 +870,17 @@ impl Bridge {
             let _ = responder.respond_with_error(errors::daemon(format!("went away ({reason})")));
         }
         let gone = || errors::daemon(format!("went away ({reason})"));
-        for (_, responder) in self.loading.drain().chain(self.replaying.drain()) {
+        let replaying = self
+            .replaying
+            .drain()
+            .map(|(id, (responder, _))| (id, responder));
+        for (_, responder) in self.loading.drain().chain(replaying) {
             let _ = responder.respond_with_error(gone());
         }
         for (_, responder) in self.listing.drain() {
+            let _ = responder.respond_with_error(gone());
+        }
+        for (_, responder) in self.moding.drain() {
             let _ = responder.respond_with_error(gone());
         }
         for (_, prompt) in self.prompts.drain() {
@@ -830,10 +916,17 @@ impl Bridge {
         for (_, responder) in self.starting.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
-        for (_, responder) in self.loading.drain().chain(self.replaying.drain()) {
+        let replaying = self
+            .replaying
+            .drain()
+            .map(|(id, (responder, _))| (id, responder));
+        for (_, responder) in self.loading.drain().chain(replaying) {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
         for (_, responder) in self.listing.drain() {
+            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
+        }
+        for (_, responder) in self.moding.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
         self.link = None;

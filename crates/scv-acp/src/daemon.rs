@@ -41,6 +41,7 @@ impl Link {
         let capabilities = Capabilities {
             reasoning: true,
             sessions: true,
+            commands: true,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

@@ -34,6 +34,7 @@ pub mod bridge;
 pub mod daemon;
 pub mod errors;
 pub mod mcp;
+pub mod modes;
 mod options;
 pub mod prompt;
 pub mod replay;

@@ -137,7 +137,7 @@ pub enum EventBody {
         max_session_cost_usd: Option<f64>,
         /// The session's mode now.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        mode: Option<crate::Mode>,
+        mode: Option<crate::customize::Mode>,
     },
     #[serde(rename = "tool.proposed")]
     ToolProposed {
@@ -239,7 +239,7 @@ pub enum EventBody {
     },
     /// Extension (capability `hooks`): what a hook said or blocked.
     #[serde(rename = "hook.message")]
-    HookMessage(crate::HookMessage),
+    HookMessage(crate::customize::HookMessage),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -328,12 +328,12 @@ pub struct SessionStarted {
     pub forked_from: Option<ForkedFrom>,
     /// Extension: the session's mode (`default` or `plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<crate::Mode>,
+    pub mode: Option<crate::customize::Mode>,
     /// Extension (capability `commands`): the custom commands and skills
     /// `/NAME` runs, and what was wrong with the files that were skipped
     /// ("FILE:LINE: what").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commands: Option<Vec<crate::CommandInfo>>,
+    pub commands: Option<Vec<crate::customize::CommandInfo>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_diagnostics: Vec<String>,
 }

@@ -153,7 +153,7 @@ pub struct SessionConfigure {
     pub max_session_cost_usd: Option<f64>,
     /// `plan` or `default` for the next turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<crate::Mode>,
+    pub mode: Option<crate::customize::Mode>,
 }
 
 impl ClientMessage {
@@ -267,7 +267,7 @@ pub struct SessionStart {
     pub mcp_servers: Option<std::collections::BTreeMap<String, serde_json::Value>>,
     /// Extension: start in `plan` mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<crate::Mode>,
+    pub mode: Option<crate::customize::Mode>,
 }
 
 fn is_false(value: &bool) -> bool {

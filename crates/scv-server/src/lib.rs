@@ -12,8 +12,10 @@ pub mod config;
 mod connection;
 mod context;
 mod cost;
+mod customize;
 pub mod daemon;
 mod handles;
+mod hooks;
 mod journal;
 
 mod mcp_component;

@@ -242,6 +242,37 @@ pub(crate) fn command(report_fd: Option<i32>) -> tokio::process::Command {
     command
 }
 
+/// How long the reaper gets to clean up after SIGTERM before the whole
+/// group is killed outright.
+pub(crate) const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The reaper's process, told to clean up (SIGTERM) if dropped early.
+pub(crate) struct Reaper(pub(crate) tokio::process::Child);
+
+impl Reaper {
+    pub(crate) fn stop(&self) {
+        if let Some(pid) = self.0.id() {
+            // SAFETY: kill only sends a signal to our own child.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        }
+    }
+
+    pub(crate) fn kill_group(&self) {
+        if let Some(pid) = self.0.id() {
+            // SAFETY: killpg only sends a signal; the group is the reaper's.
+            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        // Cancelled or dropped mid-run: the reaper kills everything below
+        // it; tokio reaps it in the background.
+        self.stop();
+    }
+}
+
 /// Waits for `main` (reaping orphans that exit meanwhile) until it exits
 /// or we are told to stop; then kills everything left.
 fn supervise(main: i32) -> Report {

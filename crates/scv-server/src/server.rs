@@ -33,6 +33,8 @@ pub struct Shared {
     pub(crate) checkpoints: Option<Arc<crate::checkpoint::Store>>,
     /// OpenTelemetry export; `None`: off (nothing is recorded).
     pub(crate) telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// `$SCV_HOME`: the user's hooks, commands and skills are here.
+    pub(crate) scv_home: Arc<Path>,
 }
 
 impl Shared {
@@ -59,6 +61,7 @@ impl Shared {
             config.otel_log_content,
         );
         Shared {
+            scv_home: scv_home.into(),
             telemetry,
             store,
             checkpoints,

@@ -1142,3 +1142,41 @@ async fn a_tool_named_like_another_tools_mapped_name_gets_a_name_of_its_own() {
         "{err}"
     );
 }
+
+/// A `PreToolUse` hook matches an MCP tool by its `mcp__SERVER__TOOL` name
+/// and blocks it: hooks sit on the one path every call takes.
+#[tokio::test]
+async fn a_hook_blocks_an_mcp_call_by_its_claude_code_name() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (table, log) = fake(&python, dir.path(), "auto_approve = true");
+    let mut rig = Rig::new(&table).await;
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "mcp__fake__.*",
+        "hooks": [{"type": "command", "command": "echo 'no MCP today' >&2; exit 2"}]}]}});
+    std::fs::create_dir_all(rig.home.workspace().join(".scv")).unwrap();
+    std::fs::write(
+        rig.home.workspace().join(".scv/hooks.json"),
+        hooks.to_string(),
+    )
+    .unwrap();
+    let session = rig.session().await;
+    ready(&mut rig, &session, "mcp__fake__echo").await;
+    rig.mock.push(Reply::tool_calls(&[(
+        "m1",
+        "mcp__fake__echo",
+        json!({"text": "zebra-42"}),
+    )]));
+    rig.mock.push(Reply::text(["ok"]));
+    let events = rig.turn(&session, "echo").await;
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .unwrap();
+    assert_eq!(completed["success"], false);
+    let output = completed["output"].as_str().unwrap();
+    assert!(output.contains("no MCP today"), "{output}");
+    assert!(!output.contains("zebra-42"), "the call ran: {output}");
+    let _ = log;
+}

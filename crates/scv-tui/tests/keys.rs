@@ -77,7 +77,8 @@ fn enter_sends_and_the_prompt_shows_when_its_turn_starts() {
         sent(&out),
         [ClientMessage::TurnStart(TurnStart {
             session_id: S.into(),
-            prompt: "fix it".into()
+            prompt: "fix it".into(),
+            command: false,
         })]
     );
     assert!(app.input.is_empty());
@@ -772,7 +773,8 @@ fn at_offers_workspace_paths_respecting_gitignore_and_tab_completes() {
         sent(&out),
         [ClientMessage::TurnStart(TurnStart {
             session_id: S.into(),
-            prompt: "look at @src/main.rs and @src/lib.rs ".into()
+            prompt: "look at @src/main.rs and @src/lib.rs ".into(),
+            command: false,
         })]
     );
     // Without an @, Tab still focuses the queue (nothing to complete).
@@ -788,7 +790,8 @@ fn text_starting_with_a_slash_is_a_prompt_unless_it_is_a_command() {
         sent(&out),
         [ClientMessage::TurnStart(TurnStart {
             session_id: S.into(),
-            prompt: "/help me read this file".into()
+            prompt: "/help me read this file".into(),
+            command: false,
         })]
     );
     assert!(app.overlay.is_none());

@@ -12,7 +12,9 @@ pub(crate) mod prompt;
 
 mod approvals;
 mod budget;
+mod hooked;
 mod limits;
+pub(crate) mod plan;
 mod sink;
 
 pub(crate) use budget::{Spending, Warned};
@@ -97,6 +99,29 @@ pub(crate) struct SessionSettings {
     pub sandbox_trusted: bool,
     /// The environment of its tool processes (no credentials).
     pub tool_env: Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
+    /// `default` or `plan`; shared with the running turn.
+    pub mode: Arc<plan::ModeCell>,
+    /// The sandbox's `read-only` form, for plan mode.
+    pub plan_sandbox: Option<Arc<scv_sandbox::Policy>>,
+    /// Its hooks, custom commands and skills.
+    pub custom: Arc<crate::customize::Customization>,
+    /// `$SCV_HOME` (hooks from there are the user's own).
+    pub scv_home: Arc<std::path::Path>,
+}
+
+impl SessionSettings {
+    pub(crate) fn plan(&self) -> bool {
+        self.mode.get() == scv_protocol::Mode::Plan
+    }
+
+    /// The sandbox of its commands now (read-only in plan mode).
+    pub(crate) fn sandbox_now(&self, plan: bool) -> Option<&scv_sandbox::Policy> {
+        if plan {
+            self.plan_sandbox.as_deref()
+        } else {
+            self.sandbox.as_deref()
+        }
+    }
 }
 
 pub(crate) struct Turn {
@@ -125,6 +150,8 @@ pub(crate) struct Turn {
     pub spending: Spending,
     /// The turn's OpenTelemetry trace (`None`: export is off).
     pub trace: Option<crate::telemetry::TurnTrace>,
+    /// The connection asked for capability `hooks` (`hook.message`).
+    pub hook_events: bool,
 }
 
 /// Adds `step` to `total` (usage is omitted until some is reported): a
@@ -190,9 +217,14 @@ impl Turn {
     /// emit, so the session is idle again by the time a client sees it.
     /// `turn.started` was emitted by the caller.
     pub(crate) async fn run(mut self, mut history: History, prompt: String) -> TurnOutcome {
-        history.push(Message::user(prompt));
         let mut usage = None;
-        let result = self.drive(&mut history, &mut usage).await;
+        let result = match self.submitted(prompt).await {
+            Ok(prompt) => {
+                history.push(Message::user(prompt));
+                self.drive(&mut history, &mut usage).await
+            }
+            Err(stop) => Err(stop),
+        };
         let detail = usage;
         let cost_usd = self.spending.cost(detail.as_ref());
         let usage = usage.map(scv_protocol::Usage::from);
@@ -255,16 +287,20 @@ impl Turn {
             self.cancellable(self.mcp.wait_started()).await?;
         }
         let mut tools_version = self.mcp.version();
-        let mut registry = self.registry().await;
-        let (mut system, mut fixed_bytes) = self.system_prompt(&registry).await;
+        let mut plan = settings.plan();
+        let mut registry = self.registry(plan).await;
+        let (mut system, mut fixed_bytes) = self.system_prompt(&registry, plan).await;
         let max_steps = self.limits.max_steps;
         let mut steps = 0;
+        let mut stop_hook_active = false;
         loop {
-            // A server's tools changed: the next request offers the new set.
-            if self.mcp.version() != tools_version {
+            // A server's tools changed, or the mode: the next request
+            // offers the new set.
+            if self.mcp.version() != tools_version || settings.plan() != plan {
                 tools_version = self.mcp.version();
-                registry = self.registry().await;
-                (system, fixed_bytes) = self.system_prompt(&registry).await;
+                plan = settings.plan();
+                registry = self.registry(plan).await;
+                (system, fixed_bytes) = self.system_prompt(&registry, plan).await;
             }
             let tools = self.offered(&registry);
             self.trim(history).await?;
@@ -312,6 +348,20 @@ impl Turn {
             let tool_calls = message.tool_calls.clone();
             history.push(Message::Assistant(message));
             if tool_calls.is_empty() && !paused {
+                // A Stop hook may send the model back to work, saying why.
+                if let Some(reason) = self.stop_hooks(stop_hook_active).await? {
+                    stop_hook_active = true;
+                    if steps >= max_steps {
+                        return Err(Stop::Failed(
+                            FailureCode::StepLimit,
+                            format!("agent reached {max_steps} steps (a Stop hook asked for more: {reason})"),
+                        ));
+                    }
+                    history.push(Message::user(format!(
+                        "A Stop hook did not let the turn end yet: {reason}"
+                    )));
+                    continue;
+                }
                 self.trim(history).await?;
                 return Ok(steps);
             }
@@ -334,13 +384,18 @@ impl Turn {
         }
     }
 
-    /// The session's tools now: the built-in ones and the connected MCP
-    /// servers'.
-    async fn registry(&self) -> Arc<Registry> {
+    /// The session's tools now: the built-in ones (and `skill` when it
+    /// has skills) and the connected MCP servers'; in plan mode, those
+    /// that write are not offered.
+    async fn registry(&self, plan: bool) -> Arc<Registry> {
         if self.settings.no_tools {
             return self.settings.tools.clone();
         }
-        Registry::with_mcp(&self.mcp.tools().await)
+        let offer = crate::tools::registry::Offer {
+            skill: !self.settings.custom.catalog.skills.is_empty(),
+            plan,
+        };
+        Registry::for_session(&self.mcp.tools().await, offer)
     }
 
     fn offered<'a>(&self, registry: &'a Registry) -> &'a [ToolSpec] {
@@ -353,9 +408,17 @@ impl Turn {
 
     /// The system prompt for these tools, and what it and the tool
     /// definitions weigh (as a message would).
-    async fn system_prompt(&self, registry: &Registry) -> (String, usize) {
+    async fn system_prompt(&self, registry: &Registry, plan: bool) -> (String, usize) {
         let tools = self.offered(registry);
-        let system = prompt::system_prompt(self.settings.cwd.clone(), tools).await;
+        let custom = &self.settings.custom;
+        let extras = prompt::Extras {
+            plan: plan && !self.settings.no_tools,
+            skills: (!self.settings.no_tools)
+                .then(|| custom.catalog.skill_index())
+                .flatten(),
+            context: custom.started.get().cloned().unwrap_or_default(),
+        };
+        let system = prompt::system_prompt(self.settings.cwd.clone(), tools, extras).await;
         let fixed =
             Message::user(system.as_str()).weight() + self.settings.provider.tools_bytes(tools);
         (system, fixed)
@@ -411,6 +474,7 @@ impl Turn {
             }
             return Ok(());
         };
+        self.pre_compact_hooks().await?;
         let per_message = 8 * 1024;
         let transcript = compaction::transcript(
             &history.messages()[..cut],
@@ -571,13 +635,33 @@ impl Turn {
             (false, Some(tool), Ok(arguments)) => (tool, arguments),
         };
         let risk = tool.risk();
-        let sandboxed = tool.sandboxed(&arguments, self.settings.sandbox.is_some());
-        if !self.auto_approved(tool, &arguments, sandboxed)
-            && !self
-                .approve(call, risk, tool.summary(&arguments), sandboxed)
-                .await?
-        {
-            return self.complete(call, ToolOutput::error(DENIED)).await;
+        let plan = self.settings.plan();
+        let enforced = self.settings.sandbox.is_some();
+        if plan {
+            if let Some(why) = plan::refusal(name, tool, &arguments, enforced) {
+                return self.complete(call, ToolOutput::error(why)).await;
+            }
+        }
+        let sandboxed = tool.sandboxed(&arguments, enforced);
+        let mut gate = self.pre_tool_hooks(call, tool, &arguments).await?;
+        if let Some(reason) = gate.denied.take() {
+            return self.complete(call, ToolOutput::error(reason)).await;
+        }
+        // Plan mode: MCP tools always ask.
+        let ask = gate.ask || (plan && risk == scv_protocol::Risk::Mcp);
+        let approved = if ask {
+            false
+        } else {
+            gate.allowed || self.auto_approved(tool, &arguments, sandboxed)
+        };
+        if !approved {
+            let mut summary = tool.summary(&arguments);
+            if let Some(reason) = &gate.reason {
+                summary.push_str(&format!(" (hook: {reason})"));
+            }
+            if !self.approve(call, risk, summary, sandboxed).await? {
+                return self.complete(call, ToolOutput::error(DENIED)).await;
+            }
         }
 
         if risk != scv_protocol::Risk::Read {
@@ -594,9 +678,10 @@ impl Turn {
             bash_max_timeout: self.limits.bash_max_timeout,
             max_output_bytes: self.limits.tool_output_max_bytes,
             cancel: &self.token,
-            sandbox: self.settings.sandbox.as_deref(),
+            sandbox: self.settings.sandbox_now(plan),
             env: &self.settings.tool_env,
             mcp: &self.mcp,
+            catalog: &self.settings.custom.catalog,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
@@ -625,7 +710,14 @@ impl Turn {
         if let Some(span) = span {
             span.completed(output.success, &output.output);
         }
-        self.complete(call, output).await
+        let mut notes = gate.context;
+        notes.extend(self.post_tool_hooks(call, &arguments, &output).await?);
+        let (mut content, success) = self.complete(call, output).await?;
+        for note in notes {
+            content.push_str("\n\n");
+            content.push_str(&note);
+        }
+        Ok((content, success))
     }
 
     /// The workspace recorded before this turn's first call that may

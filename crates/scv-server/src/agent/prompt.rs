@@ -10,18 +10,33 @@ use std::path::{Path, PathBuf};
 /// Most of AGENTS.md we include.
 const MAX_AGENTS_MD_BYTES: usize = 64 * 1024;
 
+/// What a session adds to the system prompt.
+#[derive(Debug, Default)]
+pub(crate) struct Extras {
+    /// Plan mode is on.
+    pub plan: bool,
+    /// The skill index (`scv_commands::Catalog::skill_index`).
+    pub skills: Option<String>,
+    /// What the `SessionStart` hooks added.
+    pub context: Vec<String>,
+}
+
 /// The system prompt for a turn in `workspace` with `tools` (none: a
 /// session without tools). Reads AGENTS.md off the async threads.
-pub(crate) async fn system_prompt(workspace: PathBuf, tools: &[ToolSpec]) -> String {
+pub(crate) async fn system_prompt(
+    workspace: PathBuf,
+    tools: &[ToolSpec],
+    extras: Extras,
+) -> String {
     let catalogue: Vec<(String, String)> = tools
         .iter()
         .map(|t| (t.name.clone(), t.description.clone()))
         .collect();
-    let built = crate::blocking::run(move || build(&workspace, &catalogue)).await;
+    let built = crate::blocking::run(move || build(&workspace, &catalogue, &extras)).await;
     built.unwrap_or_default()
 }
 
-fn build(workspace: &Path, tools: &[(String, String)]) -> String {
+fn build(workspace: &Path, tools: &[(String, String)], extras: &Extras) -> String {
     let tools_enabled = !tools.is_empty();
     let mut prompt = String::with_capacity(4096);
     let _ = writeln!(
@@ -47,9 +62,21 @@ fn build(workspace: &Path, tools: &[(String, String)]) -> String {
     } else {
         prompt.push_str("No tools are available in this session: answer in text only.\n");
     }
+    if extras.plan {
+        prompt.push_str(super::plan::PLAN_PROMPT);
+    }
+    if let Some(index) = &extras.skills {
+        let _ = write!(
+            prompt,
+            "\nSkills: instructions for particular tasks. When a task matches one, load it with the skill tool first.\n{index}\n"
+        );
+    }
     prompt.push_str("\nAnswer concisely in Markdown.\n");
     if let Some(agents) = read_agents_md(workspace) {
         let _ = write!(prompt, "\nThe workspace's AGENTS.md says:\n\n{agents}\n");
+    }
+    for context in &extras.context {
+        let _ = write!(prompt, "\nA SessionStart hook adds:\n\n{context}\n");
     }
     prompt
 }

@@ -36,7 +36,7 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
 const TYPING_EVERY: Duration = Duration::from_secs(5);
-const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this.";
+const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this. The owner can also run the workspace's custom commands and skills as /NAME.";
 
 struct Chat {
     user_id: String,
@@ -354,6 +354,8 @@ impl Account {
             .count();
         let model = self.shared.config.provider.defs.default_def().model.clone();
         let workspace = self.spec.workspace.display().to_string();
+        // The workspace's custom commands and skills: the owner's, with tools.
+        let commands = self.tools_for(&user);
         let Some(chat) = self.chats.get_mut(&user) else {
             return;
         };
@@ -448,7 +450,11 @@ impl Account {
                     .await;
                     return;
                 }
-                let start = chat.client.submit(text);
+                let start = if commands && text.starts_with('/') {
+                    chat.client.submit_command(text)
+                } else {
+                    chat.client.submit(text)
+                };
                 chat.send(&start).await;
             }
         }

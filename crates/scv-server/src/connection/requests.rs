@@ -122,18 +122,11 @@ impl Connection {
             sessions: asked.sessions,
             checkpoints: asked.checkpoints,
             usage: asked.usage,
+            commands: asked.commands,
+            hooks: asked.hooks,
         });
-        if granted.is_some_and(|c| c.reasoning) {
-            self.host.stream_reasoning();
-        }
-        if granted.is_some_and(|c| c.sessions) {
-            self.host.offer_stored_sessions();
-        }
-        if granted.is_some_and(|c| c.checkpoints) {
-            self.host.offer_checkpoints();
-        }
-        if granted.is_some_and(|c| c.usage) {
-            self.host.report_usage();
+        if let Some(granted) = granted {
+            self.host.grant(granted);
         }
         let event = Event::reply(
             Some(rid),

@@ -25,6 +25,9 @@ pub(crate) struct Made {
     pub mcp: Option<Arc<scv_mcp::Hub>>,
     /// `session.started`'s body.
     pub started: SessionStarted,
+    /// Its custom commands and skills (`session.started.commands`, for a
+    /// connection with capability `commands`).
+    pub commands: Vec<scv_protocol::CommandInfo>,
 }
 
 pub(crate) struct SessionFactory<'a> {
@@ -36,12 +39,28 @@ impl<'a> SessionFactory<'a> {
         SessionFactory { shared }
     }
 
-    /// What `session.start` asks for, made.
-    pub(super) async fn start(&self, start: SessionStart) -> Result<Made, Reject> {
+    /// What `session.start` asks for, made; `source` is what its
+    /// `SessionStart` hooks are told (`startup`, `resume`).
+    pub(super) async fn start(
+        &self,
+        start: SessionStart,
+        source: &'static str,
+    ) -> Result<Made, Reject> {
         let cwd = start.cwd.clone();
         let cwd = crate::blocking::run(move || canonical_workspace(&cwd))
             .await
             .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
+        let custom = {
+            let (home, cwd) = (self.shared.scv_home.clone(), cwd.clone());
+            crate::blocking::run(move || crate::customize::load(&home, &cwd, source))
+                .await
+                .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
+                .map_err(|err| {
+                    invalid(format!(
+                        "hooks: {err} (the session does not start without the hooks you wrote; fix the file or move it away)"
+                    ))
+                })?
+        };
         let def = self.definition(start.provider.as_deref())?;
         let provider = self.provider(def, start.model, start.base_url)?;
         let session_servers = match &start.mcp_servers {
@@ -58,15 +77,29 @@ impl<'a> SessionFactory<'a> {
             }
             None => None,
         };
-        let started = self.started(&cwd, &provider.model, def);
+        let mode = start.mode.unwrap_or_default();
+        let mut started = self.started(&cwd, &provider.model, def);
+        started.mode = Some(mode);
+        started.command_diagnostics = custom.diagnostics();
+        let commands = custom.infos();
+        let sandbox = self.shared.sandbox.policy(&cwd).map(Arc::new);
         let settings = SessionSettings {
+            plan_sandbox: sandbox.as_deref().map(|policy| {
+                Arc::new(scv_sandbox::Policy {
+                    mode: scv_sandbox::Mode::ReadOnly,
+                    ..policy.clone()
+                })
+            }),
+            sandbox,
+            mode: Arc::new(crate::agent::plan::ModeCell::new(mode)),
+            custom: Arc::new(custom),
+            scv_home: self.shared.scv_home.clone(),
             cwd: cwd.clone(),
             provider,
             context_max_tokens: def.context_max_tokens,
             tools: Registry::builtins(),
             no_tools: start.no_tools,
             submitter: "client".into(),
-            sandbox: self.shared.sandbox.policy(&cwd).map(Arc::new),
             sandbox_trusted: self.shared.sandbox.trusted(),
             tool_env: self.shared.sandbox.env(),
         };
@@ -74,6 +107,7 @@ impl<'a> SessionFactory<'a> {
             settings,
             mcp,
             started,
+            commands,
         })
     }
 
@@ -96,6 +130,9 @@ impl<'a> SessionFactory<'a> {
             resumed: false,
             unsent_prompts: None,
             forked_from: None,
+            mode: None,
+            commands: None,
+            command_diagnostics: Vec::new(),
         }
     }
 
@@ -140,8 +177,13 @@ impl<'a> SessionFactory<'a> {
             model: next.model.clone(),
             context_max_tokens: def.context_max_tokens,
             max_session_cost_usd: None,
+            mode: Some(current.mode.get()),
         };
         let settings = SessionSettings {
+            mode: current.mode.clone(),
+            plan_sandbox: current.plan_sandbox.clone(),
+            custom: current.custom.clone(),
+            scv_home: current.scv_home.clone(),
             cwd: current.cwd.clone(),
             provider: next,
             context_max_tokens: def.context_max_tokens,

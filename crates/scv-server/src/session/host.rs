@@ -98,6 +98,10 @@ pub(crate) struct SessionHost {
     checkpoint_requests: bool,
     /// The connection asked for capability `usage`.
     usage: bool,
+    /// The connection asked for capability `commands`.
+    commands: bool,
+    /// The connection asked for capability `hooks` (`hook.message`).
+    hook_events: bool,
 }
 
 impl SessionHost {
@@ -112,6 +116,8 @@ impl SessionHost {
             stored_sessions: false,
             checkpoint_requests: false,
             usage: false,
+            commands: false,
+            hook_events: false,
         }
     }
 
@@ -120,7 +126,16 @@ impl SessionHost {
     pub(crate) async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
         match message {
             ClientMessage::SessionStart(start) => self.start(rid, start).await,
-            ClientMessage::TurnStart(TurnStart { session_id, prompt }) => {
+            ClientMessage::TurnStart(TurnStart {
+                session_id,
+                prompt,
+                command,
+            }) => {
+                let prompt = if command {
+                    self.expand(&session_id, prompt).await?
+                } else {
+                    prompt
+                };
                 self.submit(rid, &session_id, prompt).await
             }
             ClientMessage::TurnCancel(TurnCancel {
@@ -175,9 +190,17 @@ impl SessionHost {
                 provider,
                 model,
                 max_session_cost_usd,
+                mode,
             }) => {
-                self.configure(rid, &session_id, provider, model, max_session_cost_usd)
-                    .await
+                self.configure(
+                    rid,
+                    &session_id,
+                    provider,
+                    model,
+                    max_session_cost_usd,
+                    mode,
+                )
+                .await
             }
             ClientMessage::SessionList(_)
             | ClientMessage::SessionResume(_)
@@ -237,7 +260,9 @@ impl SessionHost {
         }
         let base_url = start.base_url.clone();
         let no_tools = start.no_tools;
-        let made = SessionFactory::new(&self.shared).start(start).await?;
+        let made = SessionFactory::new(&self.shared)
+            .start(start, "startup")
+            .await?;
         let session_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let journal = self
             .create_journal(&session_id, &made.started, base_url, no_tools)
@@ -262,12 +287,17 @@ impl SessionHost {
     async fn open_session(&mut self, rid: &str, opened: Opened) -> Option<u64> {
         let Opened {
             session_id,
-            made,
+            mut made,
             history,
             journal,
             first_seq,
             stored,
         } = opened;
+        if self.commands {
+            made.started.commands = Some(std::mem::take(&mut made.commands));
+        } else {
+            made.started.command_diagnostics.clear();
+        }
         let checkpoints = match &self.shared.checkpoints {
             Some(store) => Some(
                 crate::checkpoint::Checkpoints::open(
@@ -321,24 +351,14 @@ impl SessionHost {
         sink.emit(Some(rid), None, &snapshot).await.ok()
     }
 
-    /// The connection opted into `reasoning.delta` events.
-    pub(crate) fn stream_reasoning(&mut self) {
-        self.reasoning = true;
-    }
-
-    /// The connection opted into capability `sessions`.
-    pub(crate) fn offer_stored_sessions(&mut self) {
-        self.stored_sessions = true;
-    }
-
-    /// The connection opted into capability `checkpoints`.
-    pub(crate) fn offer_checkpoints(&mut self) {
-        self.checkpoint_requests = true;
-    }
-
-    /// The connection opted into capability `usage`.
-    pub(crate) fn report_usage(&mut self) {
-        self.usage = true;
+    /// What the connection opted into (`initialize.capabilities`).
+    pub(crate) fn grant(&mut self, granted: scv_protocol::Capabilities) {
+        self.reasoning = granted.reasoning;
+        self.stored_sessions = granted.sessions;
+        self.checkpoint_requests = granted.checkpoints;
+        self.usage = granted.usage;
+        self.commands = granted.commands;
+        self.hook_events = granted.hooks;
     }
 
     /// `session.configure` (extension): another provider and/or model for
@@ -351,6 +371,7 @@ impl SessionHost {
         provider: Option<String>,
         model: Option<String>,
         max_session_cost_usd: Option<f64>,
+        mode: Option<scv_protocol::Mode>,
     ) -> Handled {
         if let Some(max) = max_session_cost_usd {
             if !self.usage {
@@ -364,15 +385,23 @@ impl SessionHost {
                 )));
             }
         }
-        if provider.is_none() && model.is_none() && max_session_cost_usd.is_some() {
-            // Only the budget changes; the provider and model stay.
+        if provider.is_none() && model.is_none() {
+            // Only the budget or the mode changes, which a running turn
+            // may see (the mode applies from its next step or call); the
+            // provider and model stay.
             let session = self.session(session_id)?;
-            session.max_session_cost_usd = max_session_cost_usd;
+            if max_session_cost_usd.is_some() {
+                session.max_session_cost_usd = max_session_cost_usd;
+            }
+            if let Some(mode) = mode {
+                session.settings.mode.set(mode);
+            }
             let configured = EventBody::SessionConfigured {
                 provider: session.settings.provider.name.clone(),
                 model: session.settings.provider.model.clone(),
                 context_max_tokens: session.settings.context_max_tokens,
-                max_session_cost_usd,
+                max_session_cost_usd: max_session_cost_usd.or(session.max_session_cost_usd),
+                mode: Some(session.settings.mode.get()),
             };
             if let Some(seq) = session.emit(rid, &configured).await {
                 if let Some(journal) = &mut session.journal {
@@ -396,6 +425,12 @@ impl SessionHost {
         let (settings, mut configured) =
             SessionFactory::new(&self.shared).configure(&current, provider, model)?;
         let session = self.session(session_id)?;
+        if let Some(mode) = mode {
+            settings.mode.set(mode);
+            if let EventBody::SessionConfigured { mode: answer, .. } = &mut configured {
+                *answer = Some(mode);
+            }
+        }
         if max_session_cost_usd.is_some() {
             session.max_session_cost_usd = max_session_cost_usd;
             if let EventBody::SessionConfigured {
@@ -422,6 +457,27 @@ impl SessionHost {
             }
         }
         Ok(())
+    }
+
+    /// `turn.start` with `command`: `/NAME args` as the custom command or
+    /// skill NAME expands it (a prompt not of that form is sent as it is).
+    async fn expand(&mut self, session_id: &str, prompt: String) -> Result<String, Reject> {
+        let session = self.session(session_id)?;
+        if session.settings.no_tools {
+            return Err(invalid(
+                "custom commands and skills are not available in a session without tools",
+            ));
+        }
+        let custom = session.settings.custom.clone();
+        let expanded = crate::blocking::run(move || {
+            custom
+                .catalog
+                .expand(&prompt)
+                .map(|found| found.map(|e| e.prompt).unwrap_or(prompt))
+        })
+        .await
+        .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?;
+        expanded.map_err(|err| invalid(err.to_string()))
     }
 
     /// `turn.start`: runs at once on an idle session, else is queued.
@@ -514,6 +570,7 @@ impl SessionHost {
             request_id,
             turn_id,
             token,
+            hook_events: self.hook_events,
             mcp: session
                 .mcp
                 .clone()
@@ -831,6 +888,7 @@ impl SessionHost {
                 hub.shutdown().await;
             }
         }
+        self.session_end_hooks().await;
         // Sessions nobody used leave nothing behind (their lock goes with
         // the journal, then the file).
         let unused: Vec<(Arc<crate::journal::Store>, String)> = self
@@ -848,6 +906,45 @@ impl SessionHost {
                 }
             })
             .await;
+        }
+    }
+}
+
+impl SessionHost {
+    /// `SessionEnd` hooks of the sessions closing, at once, within the
+    /// cleanup grace (a hook cannot hold the connection's end).
+    async fn session_end_hooks(&self) {
+        let ends = self
+            .sessions
+            .values()
+            .filter(|s| !s.settings.custom.hooks.is_empty())
+            .map(|session| async move {
+                let settings = &session.settings;
+                let plan = settings.plan();
+                let cx = crate::hooks::HookContext {
+                    session_id: session.sink.session_id(),
+                    cwd: &settings.cwd,
+                    env: &settings.tool_env,
+                    plan,
+                    sandbox: settings.sandbox_now(plan),
+                    scv_home: &settings.scv_home,
+                };
+                let input = scv_hooks::Input::SessionEnd { reason: "other" };
+                let ended = crate::hooks::run(
+                    &settings.custom.hooks,
+                    &cx,
+                    scv_hooks::Event::SessionEnd,
+                    None,
+                    &input,
+                )
+                .await;
+                for note in ended.iter().flat_map(|h| &h.notes) {
+                    tracing::info!("SessionEnd {}: {}", note.hook, note.message);
+                }
+            });
+        let all = futures_util::future::join_all(ends);
+        if tokio::time::timeout(CLEANUP_GRACE, all).await.is_err() {
+            tracing::warn!("SessionEnd hooks did not end within {CLEANUP_GRACE:?}; stopped them");
         }
     }
 }

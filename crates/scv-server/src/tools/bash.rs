@@ -9,7 +9,7 @@
 //! says so.
 
 use super::builtin::{parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
-use crate::reaper::{Report, SANDBOX_FLAG};
+use crate::reaper::{Reaper, Report, SANDBOX_FLAG};
 use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
@@ -68,36 +68,6 @@ fn stays_sandboxed(arguments: &Value) -> bool {
 /// middle for the "omitted" marker, so the whole stays within the cap.
 const STATUS_ROOM: usize = 256;
 const MARKER_ROOM: usize = 64;
-/// How long the reaper gets to clean up after SIGTERM before the whole
-/// group is killed outright.
-const REAPER_GRACE: Duration = Duration::from_secs(5);
-
-/// The reaper's process, told to clean up (SIGTERM) if dropped early.
-struct Reaper(tokio::process::Child);
-
-impl Reaper {
-    fn stop(&self) {
-        if let Some(pid) = self.0.id() {
-            // SAFETY: kill only sends a signal to our own child.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-        }
-    }
-
-    fn kill_group(&self) {
-        if let Some(pid) = self.0.id() {
-            // SAFETY: killpg only sends a signal; the group is the reaper's.
-            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
-        }
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        // Cancelled or dropped mid-run: the reaper kills everything below
-        // it; tokio reaps it in the background.
-        self.stop();
-    }
-}
 
 async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: BashArgs = parse(arguments)?;
@@ -164,13 +134,16 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     };
     if ended != Ended::Closed {
         reaper.stop();
-        let drained =
-            tokio::time::timeout(REAPER_GRACE, drain(&mut pipe, &mut capture, &mut buf)).await;
+        let drained = tokio::time::timeout(
+            crate::reaper::GRACE,
+            drain(&mut pipe, &mut capture, &mut buf),
+        )
+        .await;
         if drained.is_err() {
             reaper.kill_group();
         }
     }
-    if tokio::time::timeout(REAPER_GRACE, reaper.0.wait())
+    if tokio::time::timeout(crate::reaper::GRACE, reaper.0.wait())
         .await
         .is_err()
     {

@@ -29,6 +29,8 @@ pub(crate) struct ToolContext<'a> {
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
     /// The MCP servers, for calls of their tools.
     pub mcp: &'a scv_mcp::Hub,
+    /// The session's custom commands and skills (`skill` loads one).
+    pub catalog: &'a scv_commands::Catalog,
 }
 
 /// What a call produced: shown to the client and given to the model.

@@ -19,6 +19,7 @@ mod output;
 mod read_file;
 pub(crate) mod registry;
 mod search;
+mod skill;
 mod textfile;
 mod write_file;
 

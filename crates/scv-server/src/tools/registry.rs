@@ -3,7 +3,7 @@
 //! once per call.
 
 use super::builtin::{Builtin, ToolContext, ToolResult};
-use super::{bash, edit_file, list_dir, mcp, output, read_file, search, write_file};
+use super::{bash, edit_file, list_dir, mcp, output, read_file, search, skill, write_file};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
@@ -19,6 +19,15 @@ const BUILTINS: &[&Builtin] = &[
     &list_dir::TOOL,
     &search::TOOL,
 ];
+
+/// What a session offers beyond the built-in tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Offer {
+    /// The session has skills: offer `skill`.
+    pub skill: bool,
+    /// Plan mode: `write` tools are not offered.
+    pub plan: bool,
+}
 
 /// One tool of a session.
 pub(crate) struct Tool {
@@ -97,33 +106,26 @@ impl Registry {
         static BUILT: LazyLock<Arc<Registry>> = LazyLock::new(|| {
             Arc::new(Registry {
                 tools: builtin_tools(),
-                specs: BUILTINS
-                    .iter()
-                    .map(|b| ToolSpec {
-                        name: b.name.to_string(),
-                        description: b.description.to_string(),
-                        parameters: Arc::new((b.parameters)()),
-                    })
-                    .collect(),
+                specs: BUILTINS.iter().map(|b| spec_of(b)).collect(),
             })
         });
         BUILT.clone()
     }
 
-    /// The built-in tools and `mcp` (the connected servers' tools).
-    pub(crate) fn with_mcp(mcp: &[Arc<McpTool>]) -> Arc<Registry> {
+    /// A session's tools: the built-in ones, `skill` when it has skills,
+    /// and `mcp` (the connected servers' tools). In plan mode the `write`
+    /// tools stay known (a call is refused by name, not "unknown") but are
+    /// not offered.
+    pub(crate) fn for_session(mcp: &[Arc<McpTool>], offer: Offer) -> Arc<Registry> {
         let builtins = Registry::builtins();
-        if mcp.is_empty() {
+        if mcp.is_empty() && offer == Offer::default() {
             return builtins;
         }
         let mut tools = builtin_tools();
-        let mut specs = builtins.specs.clone();
+        if offer.skill {
+            tools.push(builtin_tool(&skill::TOOL));
+        }
         for tool in mcp {
-            specs.push(ToolSpec {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                parameters: tool.input_schema.clone(),
-            });
             tools.push((
                 tool.name.clone(),
                 Tool {
@@ -132,6 +134,18 @@ impl Registry {
                 },
             ));
         }
+        let specs = tools
+            .iter()
+            .filter(|(_, tool)| !(offer.plan && tool.risk == Risk::Write))
+            .map(|(_, tool)| match &tool.kind {
+                Kind::Builtin(builtin) => spec_of(builtin),
+                Kind::Mcp(tool) => ToolSpec {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: tool.input_schema.clone(),
+                },
+            })
+            .collect();
         Arc::new(Registry { tools, specs })
     }
 
@@ -145,16 +159,23 @@ impl Registry {
 }
 
 fn builtin_tools() -> Vec<(String, Tool)> {
-    BUILTINS
-        .iter()
-        .map(|b| {
-            let tool = Tool {
-                risk: b.risk,
-                kind: Kind::Builtin(b),
-            };
-            (b.name.to_string(), tool)
-        })
-        .collect()
+    BUILTINS.iter().map(|b| builtin_tool(b)).collect()
+}
+
+fn builtin_tool(builtin: &'static Builtin) -> (String, Tool) {
+    let tool = Tool {
+        risk: builtin.risk,
+        kind: Kind::Builtin(builtin),
+    };
+    (builtin.name.to_string(), tool)
+}
+
+fn spec_of(builtin: &Builtin) -> ToolSpec {
+    ToolSpec {
+        name: builtin.name.to_string(),
+        description: builtin.description.to_string(),
+        parameters: Arc::new((builtin.parameters)()),
+    }
 }
 
 #[cfg(test)]

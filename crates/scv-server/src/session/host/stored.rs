@@ -117,7 +117,9 @@ impl SessionHost {
             off_thread(move || taken.sessions.resume(&id).map_err(store_reject)).await??;
         let history = history_of(&replay).map_err(|why| damaged(&session_id, &why))?;
         let start = start_of(&replay, provider, model);
-        let mut made = SessionFactory::new(&self.shared).start(start).await?;
+        let mut made = SessionFactory::new(&self.shared)
+            .start(start, "resume")
+            .await?;
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
         let mut live = live(&store, journal, &replay, &session_id)?;
@@ -173,7 +175,7 @@ impl SessionHost {
         let opened = async {
             let history = history_of(&replay).map_err(|why| damaged(&source, &why))?;
             let mut made = SessionFactory::new(&self.shared)
-                .start(start_of(&replay, None, None))
+                .start(start_of(&replay, None, None), "resume")
                 .await?;
             made.started.forked_from = Some(ForkedFrom {
                 session_id: source.clone(),
@@ -284,6 +286,7 @@ fn start_of(replay: &Replay, provider: Option<String>, model: Option<String>) ->
         },
         no_tools: header.no_tools,
         mcp_servers: None,
+        mode: None,
     }
 }
 

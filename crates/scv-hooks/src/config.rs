@@ -1,0 +1,763 @@
+//! hooks.json: Claude Code's schema, parsed, checked and compiled.
+//!
+//! ```json
+//! {"hooks": {"PreToolUse": [{"matcher": "Bash|Write",
+//!   "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
+//! ```
+//!
+//! Other top-level keys are ignored, so a Claude Code `.claude/settings.json`
+//! (which has `permissions`, `env`, ...) loads as well. Other keys of a
+//! matcher group or of a hook (`description`, ...) are ignored too.
+
+use std::fmt;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::event::Event;
+use crate::matcher::Matcher;
+use crate::span::{key_position, value_position, Step};
+
+/// The largest hooks.json read.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// The most hook commands all the files together may have.
+pub const MAX_HOOKS: usize = 256;
+/// "Timeout: 60-second execution limit by default, configurable per command."
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest `timeout` a hook may ask for, in seconds.
+pub const MAX_TIMEOUT_SECS: f64 = 3600.0;
+/// How much of a command a label shows.
+const LABEL_COMMAND_CHARS: usize = 80;
+
+/// One hook: a command the server runs (under its sandbox) with the event's
+/// input JSON on stdin.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct HookCommand {
+    /// The shell command, as written.
+    pub command: String,
+    /// How long it may run ("How long a command should run, in seconds,
+    /// before canceling that specific command"); 60 s unless given.
+    pub timeout: Duration,
+    /// The hooks.json it came from.
+    pub source: PathBuf,
+}
+
+impl HookCommand {
+    /// Names the hook in messages: "hook `./x.sh` (/p/.scv/hooks.json)",
+    /// the command cut to about 80 characters and kept on one line.
+    pub fn label(&self) -> String {
+        let one_line: String = self
+            .command
+            .trim()
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let shown = if one_line.chars().count() > LABEL_COMMAND_CHARS {
+            let cut: String = one_line.chars().take(LABEL_COMMAND_CHARS - 1).collect();
+            format!("{cut}…")
+        } else {
+            one_line
+        };
+        format!("hook `{shown}` ({})", self.source.display())
+    }
+}
+
+/// A matcher group: the hooks that run when its matcher matches.
+#[derive(Clone, Debug)]
+struct Group {
+    matcher: Matcher,
+    commands: Vec<Arc<HookCommand>>,
+}
+
+#[derive(Default, Debug)]
+struct Table {
+    /// Indexed by [`Event::index`].
+    events: [Vec<Group>; Event::ALL.len()],
+}
+
+/// Every configured hook, by event. Cheap to clone.
+#[derive(Clone, Default, Debug)]
+pub struct Hooks {
+    table: Arc<Table>,
+}
+
+/// Why a hooks file could not be loaded.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("{}: {message}", self.location())]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl LoadError {
+    fn new(path: &Path, at: Option<(usize, usize)>, message: impl Into<String>) -> LoadError {
+        LoadError {
+            path: path.to_path_buf(),
+            line: at.map(|(l, _)| l),
+            column: at.map(|(_, c)| c),
+            message: message.into(),
+        }
+    }
+
+    /// "PATH:LINE:COL", "PATH:LINE" or "PATH".
+    fn location(&self) -> impl fmt::Display + '_ {
+        struct Location<'a>(&'a LoadError);
+        impl fmt::Display for Location<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0.path.display())?;
+                if let Some(line) = self.0.line {
+                    write!(f, ":{line}")?;
+                    if let Some(column) = self.0.column {
+                        write!(f, ":{column}")?;
+                    }
+                }
+                Ok(())
+            }
+        }
+        Location(self)
+    }
+}
+
+impl Hooks {
+    /// Parses one hooks.json (`path` names it in errors and in each
+    /// [`HookCommand::source`]).
+    pub fn parse(path: &Path, text: &str) -> Result<Hooks, LoadError> {
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(LoadError::new(
+                path,
+                None,
+                format!(
+                    "is {} bytes; a hooks file may have at most {MAX_FILE_BYTES}",
+                    text.len()
+                ),
+            ));
+        }
+        let root: Value = serde_json::from_str(text).map_err(|e| {
+            let at = (e.line() > 0).then(|| (e.line(), e.column()));
+            LoadError::new(path, at, format!("not valid JSON: {}", strip_position(&e)))
+        })?;
+        Parser { path, text }.root(&root)
+    }
+
+    /// Reads and merges these files in order. A file that does not exist is
+    /// no hooks; one that cannot be read, is too big or is malformed is an
+    /// error, as is more than [`MAX_HOOKS`] commands in all.
+    pub fn load(paths: &[PathBuf]) -> Result<Hooks, LoadError> {
+        let mut hooks = Hooks::default();
+        for path in paths {
+            let text = match read_bounded(path) {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
+                Err(message) => return Err(LoadError::new(path, None, message)),
+            };
+            hooks = hooks.merge(Hooks::parse(path, &text)?);
+            if hooks.len() > MAX_HOOKS {
+                return Err(LoadError::new(
+                    path,
+                    None,
+                    format!(
+                        "brings the hook commands to {}; at most {MAX_HOOKS} are allowed in all",
+                        hooks.len()
+                    ),
+                ));
+            }
+        }
+        Ok(hooks)
+    }
+
+    /// `self`'s hooks and then `other`'s, event by event (the order they run
+    /// in and their outcomes are combined in).
+    pub fn merge(self, other: Hooks) -> Hooks {
+        if other.is_empty() {
+            return self;
+        }
+        if self.is_empty() {
+            return other;
+        }
+        let mut table = Table::default();
+        for (i, groups) in table.events.iter_mut().enumerate() {
+            groups.extend(self.table.events[i].iter().cloned());
+            groups.extend(other.table.events[i].iter().cloned());
+        }
+        Hooks {
+            table: Arc::new(table),
+        }
+    }
+
+    /// No hooks at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of hook commands (over every event and group).
+    pub fn len(&self) -> usize {
+        self.table
+            .events
+            .iter()
+            .flatten()
+            .map(|g| g.commands.len())
+            .sum()
+    }
+
+    /// The commands to run for `event`, in order. For PreToolUse and
+    /// PostToolUse, `tool` is SCV's tool name and a group runs when its
+    /// matcher matches that name or Claude Code's name of it. For
+    /// SessionStart (`source`), PreCompact (`trigger`) and SessionEnd
+    /// (`reason`) the server may pass that word, as Claude Code matches on
+    /// it. UserPromptSubmit and Stop "don't use matchers": theirs are not
+    /// consulted. `tool: None` consults no matcher: every group runs.
+    ///
+    /// "Multiple identical hook commands are deduplicated automatically":
+    /// a command that two groups both match runs once (the first one's
+    /// timeout).
+    pub fn matching(&self, event: Event, tool: Option<&str>) -> Vec<Arc<HookCommand>> {
+        let mut out: Vec<Arc<HookCommand>> = Vec::new();
+        for group in &self.table.events[event.index()] {
+            let matches = match (tool, event) {
+                (None, _) | (_, Event::UserPromptSubmit | Event::Stop) => true,
+                (Some(tool), e) if e.is_tool_event() => group.matcher.matches_tool(tool),
+                (Some(word), _) => group.matcher.matches_word(word),
+            };
+            if !matches {
+                continue;
+            }
+            for command in &group.commands {
+                if !out.iter().any(|c| c.command == command.command) {
+                    out.push(Arc::clone(command));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The file's text; None when it does not exist.
+fn read_bounded(path: &Path) -> Result<Option<String>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot be read: {e}")),
+    };
+    if !meta.is_file() {
+        return Err("is not a file".to_owned());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "is {} bytes; a hooks file may have at most {MAX_FILE_BYTES}",
+            meta.len()
+        ));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) if bytes.len() as u64 > MAX_FILE_BYTES => Err(format!(
+            "is over {MAX_FILE_BYTES} bytes; a hooks file may have no more"
+        )),
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| format!("is not UTF-8 (byte {})", e.utf8_error().valid_up_to())),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot be read: {e}")),
+    }
+}
+
+/// serde_json's message without its " at line L column C" (the error's
+/// location says that).
+fn strip_position(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message,
+    }
+}
+
+struct Parser<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Parser<'_> {
+    fn err_value(&self, at: &[Step<'_>], message: impl Into<String>) -> LoadError {
+        LoadError::new(self.path, value_position(self.text, at), message)
+    }
+
+    fn err_key(&self, at: &[Step<'_>], message: impl Into<String>) -> LoadError {
+        LoadError::new(self.path, key_position(self.text, at), message)
+    }
+
+    fn root(&self, root: &Value) -> Result<Hooks, LoadError> {
+        let Some(root) = root.as_object() else {
+            return Err(self.err_value(&[], "must be a JSON object with a \"hooks\" object"));
+        };
+        let Some(events) = root.get("hooks") else {
+            return Err(self.err_value(&[], "has no \"hooks\" object"));
+        };
+        let Some(events) = events.as_object() else {
+            return Err(self.err_value(&[Step::Key("hooks")], "\"hooks\" must be an object"));
+        };
+        let mut table = Table::default();
+        let mut count = 0;
+        for (name, groups) in events {
+            let Some(event) = Event::from_name(name) else {
+                let known: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
+                return Err(self.err_key(
+                    &[Step::Key("hooks"), Step::Key(name)],
+                    format!(
+                        "unknown hook event \"{name}\"; SCV knows {}",
+                        known.join(", ")
+                    ),
+                ));
+            };
+            let at = [Step::Key("hooks"), Step::Key(name)];
+            let Some(groups) = groups.as_array() else {
+                return Err(
+                    self.err_value(&at, format!("{name} must be an array of matcher groups"))
+                );
+            };
+            for (i, group) in groups.iter().enumerate() {
+                let group = self.group(name, i, group)?;
+                count += group.commands.len();
+                if count > MAX_HOOKS {
+                    return Err(self.err_value(
+                        &[Step::Key("hooks"), Step::Key(name), Step::Index(i)],
+                        format!("more than {MAX_HOOKS} hook commands"),
+                    ));
+                }
+                table.events[event.index()].push(group);
+            }
+        }
+        Ok(Hooks {
+            table: Arc::new(table),
+        })
+    }
+
+    fn group(&self, event: &str, i: usize, group: &Value) -> Result<Group, LoadError> {
+        let at = [Step::Key("hooks"), Step::Key(event), Step::Index(i)];
+        let Some(group) = group.as_object() else {
+            return Err(self.err_value(
+                &at,
+                format!("{event}[{i}] must be an object with \"matcher\" and \"hooks\""),
+            ));
+        };
+        let matcher = match group.get("matcher") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(m)) => Some(m.as_str()),
+            Some(_) => {
+                return Err(self.err_value(
+                    &[at[0], at[1], at[2], Step::Key("matcher")],
+                    "\"matcher\" must be a string",
+                ))
+            }
+        };
+        let matcher = Matcher::new(matcher).map_err(|e| {
+            self.err_value(
+                &[at[0], at[1], at[2], Step::Key("matcher")],
+                format!("\"matcher\" is not a valid regex: {}", one_line(&e)),
+            )
+        })?;
+        let hooks_at = [at[0], at[1], at[2], Step::Key("hooks")];
+        let hooks = match group.get("hooks") {
+            Some(Value::Array(hooks)) => hooks,
+            Some(_) => return Err(self.err_value(&hooks_at, "\"hooks\" must be an array")),
+            None => return Err(self.err_value(&at, format!("{event}[{i}] has no \"hooks\" array"))),
+        };
+        let mut commands = Vec::with_capacity(hooks.len());
+        for (j, hook) in hooks.iter().enumerate() {
+            let at = [
+                hooks_at[0],
+                hooks_at[1],
+                hooks_at[2],
+                hooks_at[3],
+                Step::Index(j),
+            ];
+            commands.push(Arc::new(self.hook(&at, hook)?));
+        }
+        Ok(Group { matcher, commands })
+    }
+
+    fn hook(&self, at: &[Step<'_>; 5], hook: &Value) -> Result<HookCommand, LoadError> {
+        let Some(hook) = hook.as_object() else {
+            return Err(
+                self.err_value(at, "a hook must be an object with \"type\" and \"command\"")
+            );
+        };
+        let field = |key| [at[0], at[1], at[2], at[3], at[4], Step::Key(key)];
+        match hook.get("type") {
+            Some(Value::String(t)) if t == "command" => {}
+            Some(Value::String(t)) => {
+                return Err(self.err_value(
+                    &field("type"),
+                    format!("hook type \"{t}\" is not supported; SCV runs only \"command\" hooks"),
+                ))
+            }
+            Some(_) => return Err(self.err_value(&field("type"), "\"type\" must be \"command\"")),
+            None => {
+                return Err(self.err_value(at, "the hook has no \"type\" (it must be \"command\")"))
+            }
+        }
+        let command = match hook.get("command") {
+            Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+            Some(Value::String(_)) => {
+                return Err(self.err_value(&field("command"), "\"command\" is empty"))
+            }
+            Some(_) => {
+                return Err(self.err_value(&field("command"), "\"command\" must be a string"))
+            }
+            None => return Err(self.err_value(at, "the hook has no \"command\"")),
+        };
+        let timeout = match hook.get("timeout") {
+            None | Some(Value::Null) => DEFAULT_TIMEOUT,
+            Some(t) => match t.as_f64() {
+                Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
+                _ => {
+                    return Err(self.err_value(
+                        &field("timeout"),
+                        format!(
+                            "\"timeout\" must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}, not {t}"
+                        ),
+                    ))
+                }
+            },
+        };
+        Ok(HookCommand {
+            command,
+            timeout,
+            source: self.path.to_path_buf(),
+        })
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Hooks, LoadError> {
+        Hooks::parse(Path::new("/p/.scv/hooks.json"), text)
+    }
+
+    fn commands(hooks: &Hooks, event: Event, tool: Option<&str>) -> Vec<String> {
+        hooks
+            .matching(event, tool)
+            .iter()
+            .map(|c| c.command.clone())
+            .collect()
+    }
+
+    const EXAMPLE: &str = r#"{
+  "permissions": {"allow": ["Bash(ls)"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./bash.sh", "timeout": 30}]},
+      {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "./edit.sh"}]},
+      {"matcher": "mcp__memory__.*", "hooks": [{"type": "command", "command": "./memory.sh"}]},
+      {"hooks": [{"type": "command", "command": "./all.sh", "description": "ignored"}]}
+    ],
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "./prompt.sh"}]}],
+    "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "./start.sh"}]}]
+  }
+}"#;
+
+    #[test]
+    fn parses_claude_codes_schema_and_ignores_other_keys() {
+        let hooks = parse(EXAMPLE).unwrap();
+        assert_eq!(hooks.len(), 6);
+        assert!(!hooks.is_empty());
+        let bash = hooks.matching(Event::PreToolUse, Some("bash"));
+        assert_eq!(bash.len(), 2);
+        assert_eq!(bash[0].command, "./bash.sh");
+        assert_eq!(bash[0].timeout, Duration::from_secs(30));
+        assert_eq!(bash[0].source, Path::new("/p/.scv/hooks.json"));
+        assert_eq!(bash[1].timeout, DEFAULT_TIMEOUT);
+        assert_eq!(
+            commands(&hooks, Event::PreToolUse, Some("write_file")),
+            ["./edit.sh", "./all.sh"]
+        );
+        assert_eq!(
+            commands(
+                &hooks,
+                Event::PreToolUse,
+                Some("mcp__memory__create_entities")
+            ),
+            ["./memory.sh", "./all.sh"]
+        );
+        assert_eq!(
+            commands(&hooks, Event::PreToolUse, Some("read_file")),
+            ["./all.sh"]
+        );
+        assert!(hooks.matching(Event::PostToolUse, Some("bash")).is_empty());
+        assert_eq!(
+            commands(&hooks, Event::UserPromptSubmit, None),
+            ["./prompt.sh"]
+        );
+        assert_eq!(
+            commands(&hooks, Event::SessionStart, Some("startup")),
+            ["./start.sh"]
+        );
+        assert!(commands(&hooks, Event::SessionStart, Some("resume")).is_empty());
+        assert_eq!(commands(&hooks, Event::SessionStart, None), ["./start.sh"]);
+    }
+
+    #[test]
+    fn prompt_and_stop_hooks_ignore_a_matcher() {
+        let hooks = parse(
+            r#"{"hooks": {"Stop": [{"matcher": "nothing", "hooks": [{"type": "command", "command": "s"}]}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(commands(&hooks, Event::Stop, Some("x")), ["s"]);
+    }
+
+    #[test]
+    fn identical_commands_run_once() {
+        let hooks = parse(
+            r#"{"hooks": {"PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "same"}]},
+                {"matcher": "*", "hooks": [{"type": "command", "command": "same"}, {"type": "command", "command": "other"}]}
+            ]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            commands(&hooks, Event::PreToolUse, Some("bash")),
+            ["same", "other"]
+        );
+        assert_eq!(hooks.len(), 3);
+    }
+
+    #[test]
+    fn merge_keeps_order_and_default_is_empty() {
+        let a = parse(r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a"}]}]}}"#)
+            .unwrap();
+        let b = Hooks::parse(
+            Path::new("/home/.scv/hooks.json"),
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "b"}]}]}}"#,
+        )
+        .unwrap();
+        let merged = a.clone().merge(b);
+        assert_eq!(commands(&merged, Event::Stop, None), ["a", "b"]);
+        assert_eq!(
+            merged.matching(Event::Stop, None)[1].source,
+            Path::new("/home/.scv/hooks.json")
+        );
+        assert!(Hooks::default().is_empty());
+        assert_eq!(Hooks::default().len(), 0);
+        assert_eq!(Hooks::default().merge(a.clone()).len(), 1);
+        assert_eq!(a.merge(Hooks::default()).len(), 1);
+        assert!(parse(r#"{"hooks": {}}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn syntax_errors_have_serdes_line_and_column() {
+        let e = parse("{\n  \"hooks\": {\n    \"Stop\": [,]\n  }\n}").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(14)));
+        assert!(e.message.starts_with("not valid JSON: "), "{e}");
+        assert!(!e.message.contains("at line"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("/p/.scv/hooks.json:3:14: not valid JSON"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_event_is_named_with_its_line_and_the_known_ones() {
+        let e = parse("{\n  \"hooks\": {\n    \"Stop\": [],\n    \"PreToolUs\": []\n  }\n}")
+            .unwrap_err();
+        assert_eq!((e.line, e.column), (Some(4), Some(5)));
+        assert!(e.message.contains("\"PreToolUs\""), "{e}");
+        for known in Event::ALL {
+            assert!(e.message.contains(known.as_str()), "{e}");
+        }
+        // Claude Code events SCV does not fire are unknown too.
+        let e = parse(r#"{"hooks": {"Notification": []}}"#).unwrap_err();
+        assert!(e.message.contains("\"Notification\""), "{e}");
+    }
+
+    #[test]
+    fn an_invalid_regex_is_an_error_at_its_line() {
+        let text = "{\"hooks\": {\"PreToolUse\": [\n  {\"matcher\": \"Bash\", \"hooks\": []},\n  {\"matcher\": \"Bash(\", \"hooks\": []}\n]}}";
+        let e = parse(text).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(15)));
+        assert!(e.message.contains("not a valid regex"), "{e}");
+        assert!(!e.message.contains('\n'));
+        assert_eq!(e.to_string().lines().count(), 1);
+    }
+
+    #[test]
+    fn structure_errors() {
+        let cases: &[(&str, &str)] = &[
+            ("[]", "must be a JSON object"),
+            ("{}", "has no \"hooks\""),
+            (r#"{"hooks": []}"#, "\"hooks\" must be an object"),
+            (r#"{"hooks": {"Stop": {}}}"#, "must be an array"),
+            (r#"{"hooks": {"Stop": [1]}}"#, "must be an object"),
+            (r#"{"hooks": {"Stop": [{}]}}"#, "no \"hooks\" array"),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": {}}]}}"#,
+                "\"hooks\" must be an array",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"matcher": 1, "hooks": []}]}}"#,
+                "\"matcher\" must be a string",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": ["x"]}]}}"#,
+                "a hook must be an object",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}"#,
+                "no \"type\"",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}"#,
+                "no \"command\"",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": " "}]}]}}"#,
+                "is empty",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": 1}]}]}}"#,
+                "must be a string",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse(text).unwrap_err();
+            assert!(e.message.contains(want), "{text}: {e}");
+            assert_eq!(e.line, Some(1), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_command_hooks_are_supported() {
+        let e = parse("{\"hooks\": {\"Stop\": [{\"hooks\": [\n {\"type\": \"prompt\", \"prompt\": \"x\"}]}]}}").unwrap_err();
+        assert!(e.message.contains("\"prompt\" is not supported"), "{e}");
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn timeouts_are_positive_and_bounded() {
+        let hook = |t: &str| {
+            parse(&format!(
+                r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "x", "timeout": {t}}}]}}]}}}}"#
+            ))
+        };
+        assert_eq!(
+            hook("1.5").unwrap().matching(Event::Stop, None)[0].timeout,
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            hook("3600").unwrap().matching(Event::Stop, None)[0].timeout,
+            Duration::from_secs(3600)
+        );
+        for bad in ["0", "-1", "3601", "\"30\"", "true"] {
+            let e = hook(bad).unwrap_err();
+            assert!(e.message.contains("\"timeout\""), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn bounds() {
+        let big = format!(
+            "{{\"hooks\": {{}}, \"pad\": \"{}\"}}",
+            "x".repeat(MAX_FILE_BYTES as usize)
+        );
+        let e = parse(&big).unwrap_err();
+        assert!(e.message.contains("at most"), "{e}");
+        let one = r#"{"type": "command", "command": "x"}"#;
+        let many = |n: usize| {
+            format!(
+                r#"{{"hooks": {{"Stop": [{{"hooks": [{}]}}]}}}}"#,
+                vec![one; n].join(",")
+            )
+        };
+        assert_eq!(parse(&many(MAX_HOOKS)).unwrap().len(), MAX_HOOKS);
+        let e = parse(&many(MAX_HOOKS + 1)).unwrap_err();
+        assert!(e.message.contains("more than 256"), "{e}");
+    }
+
+    #[test]
+    fn labels_name_the_command_and_file() {
+        let hook = HookCommand {
+            command: "./x.sh".into(),
+            timeout: DEFAULT_TIMEOUT,
+            source: "/p/.scv/hooks.json".into(),
+        };
+        assert_eq!(hook.label(), "hook `./x.sh` (/p/.scv/hooks.json)");
+        let long = HookCommand {
+            command: format!("echo {}\nexit 2", "é".repeat(200)),
+            ..hook
+        };
+        let label = long.label();
+        assert!(label.contains('…'));
+        assert!(!label.contains('\n'));
+        assert!(label.chars().count() < 80 + 40, "{label}");
+    }
+
+    #[test]
+    fn load_merges_files_skips_missing_ones_and_names_bad_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.json");
+        let b = dir.path().join("b.json");
+        let missing = dir.path().join("missing.json");
+        std::fs::write(
+            &a,
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a"}]}]}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            &b,
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "b"}]}]}}"#,
+        )
+        .unwrap();
+        let hooks = Hooks::load(&[a.clone(), missing.clone(), b.clone()]).unwrap();
+        assert_eq!(commands(&hooks, Event::Stop, None), ["a", "b"]);
+        assert_eq!(hooks.matching(Event::Stop, None)[0].source, a);
+        assert!(Hooks::load(&[missing]).unwrap().is_empty());
+
+        std::fs::write(&b, "{\"hooks\": ").unwrap();
+        let e = Hooks::load(&[a.clone(), b.clone()]).unwrap_err();
+        assert_eq!(e.path, b);
+        assert!(e.line.is_some());
+
+        let e = Hooks::load(&[dir.path().to_path_buf()]).unwrap_err();
+        assert!(e.message.contains("not a file"), "{e}");
+
+        std::fs::write(&b, vec![b' '; MAX_FILE_BYTES as usize + 1]).unwrap();
+        let e = Hooks::load(std::slice::from_ref(&b)).unwrap_err();
+        assert!(e.message.contains("at most"), "{e}");
+
+        std::fs::write(&b, [0xff, 0xfe]).unwrap();
+        assert!(Hooks::load(std::slice::from_ref(&b))
+            .unwrap_err()
+            .message
+            .contains("UTF-8"));
+    }
+
+    #[test]
+    fn load_bounds_the_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = r#"{"type": "command", "command": "x"}"#;
+        let file = format!(
+            r#"{{"hooks": {{"Stop": [{{"hooks": [{}]}}]}}}}"#,
+            vec![one; 200].join(",")
+        );
+        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        std::fs::write(&a, &file).unwrap();
+        std::fs::write(&b, &file).unwrap();
+        let e = Hooks::load(&[a, b.clone()]).unwrap_err();
+        assert_eq!(e.path, b);
+        assert!(e.message.contains("400"), "{e}");
+    }
+
+    #[test]
+    fn display_without_a_line() {
+        let e = LoadError::new(Path::new("/x.json"), None, "is not a file");
+        assert_eq!(e.to_string(), "/x.json: is not a file");
+    }
+}

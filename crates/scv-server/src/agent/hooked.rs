@@ -1,0 +1,235 @@
+//! Where a turn consults the user's hooks: once per session before its
+//! first turn (`SessionStart`), on each prompt (`UserPromptSubmit`),
+//! around every tool call whatever its tool or client (`PreToolUse`,
+//! `PostToolUse`, from `call_tool`, the one path every call takes), when
+//! the model would end the turn (`Stop`) and before compaction
+//! (`PreCompact`). A session without hooks skips all of it.
+//!
+//! Fail closed: what `scv_hooks::interpret` cannot read from a
+//! `PreToolUse` or `UserPromptSubmit` hook is a denial naming the hook.
+
+use super::{Stop, Turn};
+use crate::hooks::{HookContext, Hooked};
+use crate::model::ToolCall;
+use crate::tools::registry::Tool;
+use crate::tools::ToolOutput;
+use scv_hooks::{Decision, Event, Input};
+use scv_protocol::{EventBody, FailureCode, HookMessage, Risk};
+use serde_json::Value;
+
+/// What the `PreToolUse` hooks decided for one call.
+#[derive(Default)]
+pub(super) struct Gate {
+    /// Blocked: the text the model reads as the call's result.
+    pub denied: Option<String>,
+    /// Ask the user, whatever `auto_approve` says.
+    pub ask: bool,
+    /// Run without asking.
+    pub allowed: bool,
+    /// The hook's reason for `allow` / `ask`, shown with the approval.
+    pub reason: Option<String>,
+    /// Context the hooks added, for the model, after the call's result.
+    pub context: Vec<String>,
+}
+
+impl Turn {
+    fn hook_context(&self, plan: bool) -> HookContext<'_> {
+        let settings = &self.settings;
+        HookContext {
+            session_id: self.sink.session_id(),
+            cwd: &settings.cwd,
+            env: &settings.tool_env,
+            plan,
+            sandbox: settings.sandbox_now(plan),
+            scv_home: &settings.scv_home,
+        }
+    }
+
+    /// Runs the hooks of `event`; what they say to the user is sent (to a
+    /// connection with capability `hooks`) or logged, and a `continue:
+    /// false` ends the turn.
+    async fn hooks(
+        &self,
+        event: Event,
+        tool: Option<&str>,
+        call_id: Option<&str>,
+        input: &Input<'_>,
+    ) -> Result<Option<Hooked>, Stop> {
+        let custom = &self.settings.custom;
+        if custom.hooks.is_empty() {
+            return Ok(None);
+        }
+        let cx = self.hook_context(self.settings.plan());
+        let run = crate::hooks::run(&custom.hooks, &cx, event, tool, input);
+        let Some(hooked) = self.cancellable(run).await? else {
+            return Ok(None);
+        };
+        for note in &hooked.notes {
+            if self.hook_events {
+                self.emit(EventBody::HookMessage(HookMessage {
+                    event: event.as_str().to_string(),
+                    hook: note.hook.clone(),
+                    message: note.message.clone(),
+                    blocked: note.blocked,
+                    call_id: call_id.map(str::to_string),
+                }))
+                .await?;
+            } else {
+                tracing::info!("{} {}: {}", event.as_str(), note.hook, note.message);
+            }
+        }
+        if let Some(reason) = &hooked.outcome.stop {
+            return Err(Stop::Failed(
+                FailureCode::StepLimit,
+                format!("a {} hook stopped the turn: {reason}", event.as_str()),
+            ));
+        }
+        Ok(Some(hooked))
+    }
+
+    /// `SessionStart` (once per session, before its first turn), then
+    /// `UserPromptSubmit`: the prompt as the model gets it, or the turn
+    /// fails (`step_limit`) and the prompt is not kept.
+    pub(super) async fn submitted(&self, prompt: String) -> Result<String, Stop> {
+        let custom = &self.settings.custom;
+        if custom.hooks.is_empty() {
+            return Ok(prompt);
+        }
+        let started = custom.started.get_or_try_init(|| async {
+            let input = Input::SessionStart {
+                source: custom.source,
+            };
+            let hooked = self.hooks(Event::SessionStart, None, None, &input).await?;
+            Ok::<_, Stop>(hooked.map(|h| h.outcome.context).unwrap_or_default())
+        });
+        started.await?;
+        let input = Input::UserPromptSubmit { prompt: &prompt };
+        let Some(hooked) = self
+            .hooks(Event::UserPromptSubmit, None, None, &input)
+            .await?
+        else {
+            return Ok(prompt);
+        };
+        let outcome = hooked.outcome;
+        if matches!(outcome.decision, Decision::Block | Decision::Deny) {
+            return Err(Stop::Failed(
+                FailureCode::StepLimit,
+                format!(
+                    "a UserPromptSubmit hook blocked this prompt; it was not sent: {}",
+                    outcome.reason.unwrap_or_default()
+                ),
+            ));
+        }
+        if outcome.context.is_empty() {
+            return Ok(prompt);
+        }
+        Ok(format!(
+            "{prompt}\n\n<hook-context>\n{}\n</hook-context>",
+            outcome.context.join("\n")
+        ))
+    }
+
+    /// `PreToolUse` for one call that passed the tool and mode checks.
+    pub(super) async fn pre_tool_hooks(
+        &self,
+        call: &ToolCall,
+        tool: &Tool,
+        arguments: &Value,
+    ) -> Result<Gate, Stop> {
+        let input = Input::PreToolUse {
+            tool: &call.name,
+            arguments,
+        };
+        let Some(hooked) = self
+            .hooks(Event::PreToolUse, Some(&call.name), Some(&call.id), &input)
+            .await?
+        else {
+            return Ok(Gate::default());
+        };
+        let outcome = hooked.outcome;
+        let reason = outcome.reason.clone();
+        let mut gate = Gate {
+            context: outcome.context,
+            ..Gate::default()
+        };
+        match outcome.decision {
+            Decision::Deny | Decision::Block => {
+                gate.denied = Some(format!(
+                    "error: a PreToolUse hook blocked this call: {}",
+                    reason.unwrap_or_else(|| "no reason given".into())
+                ));
+            }
+            Decision::Ask => {
+                gate.ask = true;
+                gate.reason = reason;
+            }
+            Decision::Allow => {
+                // What the call can reach is what the sandbox (or the
+                // workspace-bound file tools) allow: an `allow` from a
+                // workspace's hooks — which the model could have written —
+                // never skips the approval of a call beyond that.
+                let enforced = self.settings.sandbox.is_some();
+                let contained = matches!(tool.risk(), Risk::Read | Risk::Write)
+                    || tool.sandboxed(arguments, enforced) == Some(true);
+                gate.allowed = !hooked.workspace_allow || contained;
+                gate.reason = reason;
+            }
+            Decision::None => {}
+        }
+        Ok(gate)
+    }
+
+    /// `PostToolUse`: what the hooks say to the model about the result.
+    pub(super) async fn post_tool_hooks(
+        &self,
+        call: &ToolCall,
+        arguments: &Value,
+        output: &ToolOutput,
+    ) -> Result<Vec<String>, Stop> {
+        let input = Input::PostToolUse {
+            tool: &call.name,
+            arguments,
+            success: output.success,
+            output: &output.output,
+        };
+        let Some(hooked) = self
+            .hooks(Event::PostToolUse, Some(&call.name), Some(&call.id), &input)
+            .await?
+        else {
+            return Ok(Vec::new());
+        };
+        let outcome = hooked.outcome;
+        let mut notes = Vec::new();
+        if let Some(reason) = outcome
+            .reason
+            .filter(|_| outcome.decision == Decision::Block)
+        {
+            notes.push(format!("[PostToolUse hook] {reason}"));
+        }
+        notes.extend(outcome.context);
+        Ok(notes)
+    }
+
+    /// `Stop`: the reason to keep going when a hook blocks the end.
+    pub(super) async fn stop_hooks(&self, active: bool) -> Result<Option<String>, Stop> {
+        let input = Input::Stop {
+            stop_hook_active: active,
+        };
+        let Some(hooked) = self.hooks(Event::Stop, None, None, &input).await? else {
+            return Ok(None);
+        };
+        let outcome = hooked.outcome;
+        Ok((outcome.decision == Decision::Block)
+            .then(|| outcome.reason.unwrap_or_else(|| "no reason given".into())))
+    }
+
+    /// `PreCompact`, before the history is summarized.
+    pub(super) async fn pre_compact_hooks(&self) -> Result<(), Stop> {
+        let input = Input::PreCompact {
+            trigger: "auto",
+            custom_instructions: "",
+        };
+        self.hooks(Event::PreCompact, None, None, &input).await?;
+        Ok(())
+    }
+}

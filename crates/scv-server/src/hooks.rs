@@ -1,0 +1,299 @@
+//! Running the user's hooks (`scv_hooks` says what they mean): each
+//! matching command runs as `bash -c COMMAND` in the workspace, below a
+//! reaper and under the session's tool sandbox, with the tool environment
+//! (no credentials) plus `CLAUDE_PROJECT_DIR` — where the sandbox also
+//! lets it read `$SCV_HOME/hooks/` and `~/.claude/hooks/`, so a user's
+//! hook scripts run from there — its input JSON on stdin and
+//! its stdout and stderr captured apart, each bounded. The hooks matching
+//! one event run at once; their outcomes are combined.
+//!
+//! Nothing here runs when no hook is configured, and a tool call no hook
+//! matches costs one lookup (`Hooks::matching`).
+
+use crate::reaper::{Reaper, Report, SANDBOX_FLAG};
+use scv_hooks::{Common, Event, Exit, HookCommand, Hooks, Input, Outcome, Run};
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+/// Where and how a session's hooks run.
+pub(crate) struct HookContext<'a> {
+    pub session_id: &'a str,
+    pub cwd: &'a Path,
+    /// The tool environment (no credentials).
+    pub env: &'a [(OsString, OsString)],
+    pub plan: bool,
+    /// The session's sandbox (read-only in plan mode); `None`: unconfined,
+    /// as the session's commands are.
+    pub sandbox: Option<&'a scv_sandbox::Policy>,
+    /// `$SCV_HOME`: hooks from there are the user's own; a workspace's
+    /// may have been written by the model (see [`Hooked::workspace_allow`]).
+    pub scv_home: &'a Path,
+}
+
+/// What the hooks of one event decided.
+pub(crate) struct Hooked {
+    /// Their outcomes combined.
+    pub outcome: Outcome,
+    /// What each said that the user should see.
+    pub notes: Vec<Note>,
+    /// A hook of the workspace (not `$SCV_HOME`) said `allow`. Such an
+    /// `allow` never skips the approval of a call that leaves the
+    /// sandbox: the model can write a workspace's hooks.json.
+    pub workspace_allow: bool,
+}
+
+/// One thing a hook said that the user should see (`hook.message`).
+pub(crate) struct Note {
+    /// Names the hook.
+    pub hook: String,
+    pub message: String,
+    /// It blocked what it ran for.
+    pub blocked: bool,
+}
+
+/// Runs the hooks of `event` (for tool events, those matching `tool`);
+/// `None` when none matches. Dropping the future ends every hook still
+/// running (their reapers kill what they started).
+pub(crate) async fn run(
+    hooks: &Hooks,
+    cx: &HookContext<'_>,
+    event: Event,
+    tool: Option<&str>,
+    input: &Input<'_>,
+) -> Option<Hooked> {
+    if hooks.is_empty() {
+        return None;
+    }
+    let matching = hooks.matching(event, tool);
+    if matching.is_empty() {
+        return None;
+    }
+    let common = Common {
+        session_id: cx.session_id,
+        // SCV's journal is not Claude Code's transcript format; a hook
+        // that reads one finds none rather than something it misreads.
+        transcript_path: None,
+        cwd: cx.cwd,
+        permission_mode: if cx.plan { "plan" } else { "default" },
+    };
+    let stdin: Arc<[u8]> = scv_hooks::input_json(&common, input).into();
+    let runs = matching.iter().map(|hook| {
+        let stdin = stdin.clone();
+        async move {
+            let run = cx.run_one(hook, &stdin).await;
+            let outcome = scv_hooks::interpret(event, hook, run);
+            let workspace_allow = outcome.decision == scv_hooks::Decision::Allow
+                && !hook.source.starts_with(cx.scv_home);
+            (hook, outcome, workspace_allow)
+        }
+    });
+    let ran = futures_util::future::join_all(runs).await;
+    let mut notes = Vec::new();
+    let mut workspace_allow = false;
+    let mut outcomes = Vec::with_capacity(ran.len());
+    for (hook, outcome, allow) in ran {
+        let label = hook.label();
+        for message in &outcome.user_messages {
+            notes.push(Note {
+                hook: label.clone(),
+                message: message.clone(),
+                blocked: false,
+            });
+        }
+        if matches!(
+            outcome.decision,
+            scv_hooks::Decision::Deny | scv_hooks::Decision::Block
+        ) {
+            notes.push(Note {
+                hook: label,
+                message: outcome.reason.clone().unwrap_or_default(),
+                blocked: true,
+            });
+        }
+        workspace_allow |= allow;
+        outcomes.push(outcome);
+    }
+    Some(Hooked {
+        outcome: scv_hooks::combine(event, outcomes),
+        notes,
+        workspace_allow,
+    })
+}
+
+impl HookContext<'_> {
+    async fn run_one(&self, hook: &HookCommand, stdin: &[u8]) -> Run {
+        match self.spawn_and_wait(hook, stdin).await {
+            Ok(run) => run,
+            Err(err) => failed(Exit::FailedToStart(err)),
+        }
+    }
+
+    async fn spawn_and_wait(&self, hook: &HookCommand, stdin: &[u8]) -> Result<Run, String> {
+        let pipe =
+            |what| move |err: std::io::Error| format!("cannot create the {what} pipe: {err}");
+        let (out_read, out_write) = std::io::pipe().map_err(pipe("stdout"))?;
+        let (err_read, err_write) = std::io::pipe().map_err(pipe("stderr"))?;
+        let (mut report_read, report_write) = std::io::pipe().map_err(pipe("report"))?;
+        let mut command = crate::reaper::command(Some(report_write.as_raw_fd()));
+        if let Some(policy) = self.sandbox {
+            // The session's sandbox, plus the folders user hooks' scripts
+            // live in (the home and `$SCV_HOME` are closed to tools).
+            let mut policy = policy.clone();
+            policy.readable.push(self.scv_home.join("hooks"));
+            if let Some(home) = &policy.home {
+                policy.readable.push(home.join(".claude").join("hooks"));
+            }
+            let policy = policy
+                .to_arg()
+                .map_err(|err| format!("cannot pass the sandbox policy: {err}"))?;
+            command.arg(SANDBOX_FLAG).arg(policy);
+        }
+        command
+            .arg("--")
+            .arg("bash")
+            .arg("-c")
+            .arg(&hook.command)
+            .current_dir(self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            // Claude Code's variable (hooks written for it use it) and ours.
+            .env("CLAUDE_PROJECT_DIR", self.cwd)
+            .env("SCV_PROJECT_DIR", self.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::from(OwnedFd::from(out_write)))
+            .stderr(Stdio::from(OwnedFd::from(err_write)))
+            .process_group(0);
+        let mut child = command
+            .spawn()
+            .map_err(|err| format!("cannot start bash: {err}"))?;
+        drop(command);
+        drop(report_write);
+        let mut input = child.stdin.take();
+        let reaper = Reaper(child);
+        let receiver = |fd: std::io::PipeReader| {
+            tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(fd))
+                .map_err(|err| format!("cannot read the hook's output: {err}"))
+        };
+        let mut stdout = receiver(out_read)?;
+        let mut stderr = receiver(err_read)?;
+        let feed = async {
+            if let Some(input) = &mut input {
+                // A hook that reads nothing closes its end: not an error.
+                let _ = input.write_all(stdin).await;
+            }
+            drop(input.take());
+        };
+        let work = async {
+            let ((), out, err) = tokio::join!(
+                feed,
+                capture(&mut stdout, scv_hooks::MAX_STDOUT_BYTES),
+                capture(&mut stderr, scv_hooks::MAX_STDERR_BYTES),
+            );
+            (out, err)
+        };
+        let captured = tokio::time::timeout(hook.timeout, work).await;
+        let Ok(((stdout, stdout_truncated), (stderr, stderr_truncated))) = captured else {
+            finish(reaper, true).await;
+            return Ok(failed(Exit::TimedOut));
+        };
+        finish(reaper, false).await;
+        let report = crate::blocking::run(move || {
+            let mut text = String::new();
+            let _ = report_read.read_to_string(&mut text);
+            Report::decode(&text)
+        })
+        .await
+        .ok()
+        .flatten();
+        let exit = match report {
+            // bash's own codes for a command it could not run; 126 is also
+            // the reaper's when the sandbox could not be set up.
+            Some(Report {
+                code: Some(127), ..
+            }) => Exit::FailedToStart(format!(
+                "command not found (exit 127){}",
+                first_line(&stderr)
+            )),
+            Some(Report {
+                code: Some(126), ..
+            }) => Exit::FailedToStart(format!(
+                "it could not be executed, or its sandbox could not be set up (exit 126){}",
+                first_line(&stderr)
+            )),
+            Some(Report {
+                code: Some(code), ..
+            }) => Exit::Code(code),
+            Some(Report {
+                signal: Some(signal),
+                ..
+            }) => Exit::Signal(signal),
+            _ => Exit::FailedToStart("its status is unknown (the reaper sent no report)".into()),
+        };
+        Ok(Run {
+            exit,
+            stdout,
+            stderr,
+            stdout_truncated,
+            stderr_truncated,
+        })
+    }
+}
+
+/// A run that produced nothing.
+fn failed(exit: Exit) -> Run {
+    Run {
+        exit,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stdout_truncated: false,
+        stderr_truncated: false,
+    }
+}
+
+/// `: LINE` of stderr's first line, for a failure's reason.
+fn first_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    match text.lines().find(|line| !line.trim().is_empty()) {
+        Some(line) => format!(": {}", crate::text::cut(line.trim(), 200)),
+        None => String::new(),
+    }
+}
+
+/// Reads `pipe` to its end, keeping at most `max` bytes (the rest is read
+/// and dropped, so the hook never blocks on a full pipe).
+async fn capture(pipe: &mut (impl AsyncRead + Unpin), max: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let room = max - kept.len();
+        if n > room {
+            truncated = true;
+        }
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    (kept, truncated)
+}
+
+/// Waits for the reaper (after telling it to clean up, when `stop`),
+/// bounded; then kills its group.
+async fn finish(mut reaper: Reaper, stop: bool) {
+    if stop {
+        reaper.stop();
+    }
+    if tokio::time::timeout(crate::reaper::GRACE, reaper.0.wait())
+        .await
+        .is_err()
+    {
+        reaper.kill_group();
+        let _ = reaper.0.wait().await;
+    }
+}
