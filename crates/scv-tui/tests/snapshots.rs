@@ -245,6 +245,10 @@ fn slash_completion() {
     let mut app = started_app();
     type_text(&mut app, "/p");
     insta::assert_snapshot!(render(&app));
+    // `/plan` and `/pause`: Tab goes no further than they agree.
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "/p");
+    type_text(&mut app, "a");
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.input.text(), "/pause");
 }

@@ -11,6 +11,9 @@
 mod commands;
 mod events;
 mod keys;
+mod plan;
+#[cfg(test)]
+mod tests;
 mod undo;
 
 use super::approval::ApprovalPrompt;
@@ -94,6 +97,8 @@ pub struct App {
     pub resume_offer: Option<String>,
     /// Checkpoint requests in flight and where turns begin ([`undo`]).
     undo: undo::UndoBook,
+    /// Mode requests in flight and the plan to carry out ([`plan`]).
+    plan: plan::PlanBook,
 }
 
 impl App {
@@ -125,6 +130,7 @@ impl App {
             path_matches: Vec::new(),
             resume_offer: None,
             undo: Default::default(),
+            plan: Default::default(),
         };
         app.approval.resize(80, 24);
         app
@@ -219,7 +225,7 @@ impl App {
             queue_paused: self.queue.paused(),
             rules: self.rules.list(),
             mcp: &self.mcp,
-            commands: commands::help_list(),
+            commands: commands::help_list(self.custom_commands()),
         }
     }
 }

@@ -129,14 +129,22 @@ impl InputBox {
     }
 
     /// `focused`: keys come here (the cursor is shown); `turn_running`:
-    /// Enter queues the message rather than starting a turn.
-    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, focused: bool, turn_running: bool) {
-        let title = if self.editing.is_some() {
-            " Edit queued prompt (Enter saves, Esc cancels) "
-        } else if turn_running {
-            " Message — Enter queues it "
-        } else {
-            " Message "
+    /// Enter queues the message rather than starting a turn; `plan`: the
+    /// session is in plan mode (the title says how to leave it).
+    pub fn draw(
+        &self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        focused: bool,
+        turn_running: bool,
+        plan: bool,
+    ) {
+        let title = match (self.editing.is_some(), turn_running, plan) {
+            (true, _, _) => " Edit queued prompt (Enter saves, Esc cancels) ",
+            (false, true, false) => " Message — Enter queues it ",
+            (false, true, true) => " Message (plan mode) — Enter queues it ",
+            (false, false, false) => " Message ",
+            (false, false, true) => " Message (plan mode; Shift+Tab leaves) ",
         };
         let block = super::panel::block(focused).title(title);
         let inner = block.inner(area);
@@ -175,7 +183,7 @@ mod tests {
         let mut terminal =
             ratatui::Terminal::new(ratatui::backend::TestBackend::new(20, 3)).unwrap();
         terminal
-            .draw(|frame| input.draw(frame, frame.area(), true, false))
+            .draw(|frame| input.draw(frame, frame.area(), true, false, false))
             .unwrap();
         let screen = terminal.backend().to_string();
         assert!(screen.contains("│a   b"), "{screen}");

@@ -45,6 +45,12 @@ pub struct SessionView {
     pub sandbox_gaps: Vec<String>,
     /// `session.started.provider` (newer servers).
     pub provider: Option<String>,
+    /// The mode the server says the session is in (`session.started`,
+    /// then `session.configured`).
+    pub mode: scv_protocol::Mode,
+    /// The custom commands and skills the session offers as `/NAME`
+    /// (capability `commands`; empty from an older server).
+    pub commands: Vec<scv_protocol::CommandInfo>,
 }
 
 /// The turn running now, from its `turn.started`.

@@ -26,8 +26,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         app.approval.draw(frame, layout.approval, app.now, typing);
     }
     let input_focused = !app.approval.focused() && !app.queue.focused();
-    app.input
-        .draw(frame, layout.input, input_focused, app.turn.is_some());
+    app.input.draw(
+        frame,
+        layout.input,
+        input_focused,
+        app.turn.is_some(),
+        app.plan_mode(),
+    );
     if let Some(text) = &app.hint {
         frame.render_widget(
             Paragraph::new(Line::styled(
@@ -52,6 +57,10 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
             ),
             Line::styled(
                 "Ask for a change, a fix or an explanation. /help lists keys and commands.",
+                Style::default().fg(Color::DarkGray),
+            ),
+            Line::styled(
+                "Shift+Tab toggles plan mode: the agent looks and plans, and changes nothing.",
                 Style::default().fg(Color::DarkGray),
             ),
         ];
@@ -188,6 +197,17 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 spans.push(sep());
             }
             _ => {}
+        }
+        // The server's word: shown once `session.configured` says so.
+        if session.mode == scv_protocol::Mode::Plan {
+            spans.push(Span::styled(
+                "⏸ plan mode",
+                Style::default()
+                    .fg(Color::Black)
+                    .bg(Color::Magenta)
+                    .add_modifier(Modifier::BOLD),
+            ));
+            spans.push(sep());
         }
     }
     match app.turn_elapsed() {

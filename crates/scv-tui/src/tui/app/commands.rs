@@ -1,15 +1,17 @@
 //! Slash commands: the table, and what each command does.
 //!
-//! [`SLASH_COMMANDS`] is the one list: the completion popup, `/help`,
-//! Tab and Enter all read it. Adding a command is a row there and its
-//! action here.
+//! [`SLASH_COMMANDS`] is the one list of built-ins: the completion popup,
+//! `/help`, Tab and Enter all read it, then the session's custom commands
+//! and skills (`session.started.commands`), which the server expands.
+//! Adding a built-in is a row there and its action here.
 
 use super::{App, Outgoing};
 use crate::session::Which;
 use crate::tui::overlays::{OpenOverlay, OverlayKind};
 use crate::tui::state::SessionView;
 use crate::tui::transcript::ItemKind;
-use scv_protocol::{ClientMessage, SessionClear, SessionConfigure, SessionPause};
+use scv_protocol::SessionPause;
+use scv_protocol::{ClientMessage, CommandInfo, CommandKind, SessionClear, SessionConfigure};
 
 /// One slash command.
 pub(super) struct SlashCommand {
@@ -71,6 +73,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         help: "/model M or /model PROVIDER/M: switch model (idle)",
         takes_arg: true,
         run: Run::WithSession(App::switch_model),
+    },
+    SlashCommand {
+        name: "/plan",
+        help: "plan mode on/off (as Shift+Tab)",
+        takes_arg: false,
+        run: Run::WithSession(App::plan_command),
     },
     SlashCommand {
         name: "/pause",
@@ -139,40 +147,105 @@ fn find(name: &str) -> Option<&'static SlashCommand> {
     SLASH_COMMANDS.iter().find(|c| c.name == name)
 }
 
-/// The commands as `/help` lists them (name, help).
-pub(super) fn help_list() -> Vec<(&'static str, &'static str)> {
-    SLASH_COMMANDS.iter().map(|c| (c.name, c.help)).collect()
+/// The commands as `/help` lists them (name, help): the built-ins, then
+/// the session's own.
+pub(super) fn help_list(custom: &[CommandInfo]) -> Vec<(String, String)> {
+    entries(custom).collect()
 }
 
-/// Whether Enter runs `text` as a command rather than sending it: a
-/// command is one word, or a command that takes an argument and its
-/// argument. Other text starting with `/` is a prompt.
-pub(super) fn is_command(text: &str) -> bool {
+/// Every command as (name, help), built-ins first. A custom command
+/// named as a built-in is never run, so it is not offered either.
+fn entries(custom: &[CommandInfo]) -> impl Iterator<Item = (String, String)> + '_ {
+    let builtins = SLASH_COMMANDS
+        .iter()
+        .map(|c| (c.name.to_string(), c.help.to_string()));
+    let custom = custom
+        .iter()
+        .map(|c| (format!("/{}", c.name), custom_help(c)))
+        .filter(|(name, _)| find(name).is_none());
+    builtins.chain(custom)
+}
+
+/// A custom command's line: its arguments, what it does, and what it is
+/// (the description comes from a file in the workspace: one line, no
+/// control characters).
+fn custom_help(command: &CommandInfo) -> String {
+    let kind = match command.kind {
+        CommandKind::Command => "command",
+        CommandKind::Skill => "skill",
+    };
+    let label = format!("({} {kind})", command.scope);
+    let description = command.description.lines().next().unwrap_or("").trim();
+    let text = match command.argument_hint.as_deref().map(str::trim) {
+        Some(hint) if !hint.is_empty() => format!("{hint} · {description} {label}"),
+        _ if description.is_empty() => label,
+        _ => format!("{description} {label}"),
+    };
+    scv_client::text::visible(&text).into_owned()
+}
+
+/// What Enter does with a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Line {
+    /// A built-in runs: one word, or one that takes an argument and its
+    /// argument.
+    Builtin,
+    /// The session's command or skill: the server expands it.
+    Custom,
+    /// One word after `/` that names nothing: refused here.
+    Unknown,
+    /// Sent as written (`/usr/bin/foo is slow`, a built-in's name and
+    /// words it does not take, anything else).
+    Prompt,
+}
+
+/// How Enter reads `text`: a built-in's name runs it; else a name the
+/// session lists goes to the server as a command; else a lone `/word` is
+/// an unknown command, and the rest (a path: `/` again in the first word)
+/// is a prompt.
+pub(super) fn classify(text: &str, custom: &[CommandInfo]) -> Line {
+    let Some(rest) = text.strip_prefix('/') else {
+        return Line::Prompt;
+    };
     let first = text.split_whitespace().next().unwrap_or("");
-    text.starts_with('/')
-        && (!text.contains(char::is_whitespace) || find(first).is_some_and(|c| c.takes_arg))
+    let one_word = !text.contains(char::is_whitespace);
+    if let Some(command) = find(first) {
+        return if one_word || command.takes_arg {
+            Line::Builtin
+        } else {
+            Line::Prompt
+        };
+    }
+    let name = rest.split_whitespace().next().unwrap_or("");
+    if !name.is_empty() && custom.iter().any(|c| c.name == name) {
+        return Line::Custom;
+    }
+    if one_word && !name.contains('/') {
+        Line::Unknown
+    } else {
+        Line::Prompt
+    }
 }
 
 /// Commands matching `text`, while it is a `/` and a word.
-fn matches(text: &str) -> Vec<&'static SlashCommand> {
+fn matches(text: &str, custom: &[CommandInfo]) -> Vec<(String, String)> {
     if !text.starts_with('/') || text.contains(char::is_whitespace) {
         return Vec::new();
     }
-    SLASH_COMMANDS
-        .iter()
-        .filter(|c| c.name.starts_with(text))
+    entries(custom)
+        .filter(|(name, _)| name.starts_with(text))
         .collect()
 }
 
 /// `text` completed as far as the matching commands agree; `None` when
 /// nothing matches.
-fn complete(text: &str) -> Option<String> {
-    let matches = matches(text);
+fn complete(text: &str, custom: &[CommandInfo]) -> Option<String> {
+    let matches = matches(text, custom);
     let first = matches.first()?;
-    if matches.len() == 1 || matches.iter().all(|c| c.name == first.name) {
-        Some(first.name.to_string())
+    if matches.iter().all(|(name, _)| *name == first.0) {
+        Some(first.0.clone())
     } else {
-        Some(common_prefix(matches.iter().map(|c| c.name)))
+        Some(common_prefix(matches.iter().map(|(name, _)| name.as_str())))
     }
 }
 
@@ -190,7 +263,8 @@ fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
 }
 
 impl App {
-    /// Runs the command line `text` (one that [`is_command`] accepts).
+    /// Runs the command line `text` (a [`Line::Builtin`] or
+    /// [`Line::Unknown`]).
     pub(super) fn run_command(&mut self, text: &str) -> Vec<Outgoing> {
         let (name, arg) = match text.split_once(char::is_whitespace) {
             Some((name, arg)) => (name, arg.trim()),
@@ -212,19 +286,27 @@ impl App {
         }
     }
 
-    /// Commands matching what is typed after `/` (the completion popup).
-    pub fn slash_matches(&self) -> Vec<(&'static str, &'static str)> {
-        matches(self.input.text())
-            .into_iter()
-            .map(|c| (c.name, c.help))
-            .collect()
+    /// Commands matching what is typed after `/` (the completion popup):
+    /// (name, help), built-ins first.
+    pub fn slash_matches(&self) -> Vec<(String, String)> {
+        matches(self.input.text(), self.custom_commands())
     }
 
     /// Tab on a partial command completes as far as it is unambiguous.
     pub(super) fn complete_slash(&mut self) {
-        if let Some(completed) = complete(self.input.text()) {
+        if let Some(completed) = complete(self.input.text(), self.custom_commands()) {
             self.input.set(&completed);
         }
+    }
+
+    /// The session's custom commands and skills (none before it starts).
+    pub(super) fn custom_commands(&self) -> &[CommandInfo] {
+        self.session.as_ref().map_or(&[], |s| s.commands.as_slice())
+    }
+
+    /// `/plan`: as Shift+Tab.
+    fn plan_command(&mut self, _: SessionView, _: &str) -> Vec<Outgoing> {
+        self.toggle_mode()
     }
 
     /// Text `/copy` wants on the clipboard.

@@ -191,6 +191,7 @@ impl App {
                 if let Some(cost) = cost {
                     self.count_cost(cost, steps);
                 }
+                self.plan_turn_completed();
                 self.end_turn();
             }
             EventBody::HookMessage(note) => {
@@ -263,7 +264,11 @@ impl App {
                 self.book.status_request = None;
                 self.mcp = McpView::Unavailable(error.message);
             }
-            EventBody::Error(error) => self.server_error(error),
+            EventBody::Error(error) => {
+                // A refused mode request is no longer in flight.
+                self.mode_answered(request_id.as_deref());
+                self.server_error(error)
+            }
             EventBody::DaemonStatus { status } => {
                 if request_id.is_some() && request_id == self.book.status_request {
                     self.book.status_request = None;
@@ -282,6 +287,7 @@ impl App {
                 provider,
                 model,
                 context_max_tokens,
+                mode,
                 ..
             } => {
                 if let Some(session) = self.session.as_mut() {
@@ -289,10 +295,17 @@ impl App {
                     session.model = model.clone();
                     session.context_max_tokens = context_max_tokens;
                 }
-                self.notice(format!(
-                    "now using {provider}/{model} (context {} tokens); the history is kept",
-                    short(context_max_tokens)
-                ));
+                // The answer to a mode switch names the model too; only a
+                // model switch is news about it.
+                if !self.mode_answered(request_id.as_deref()) {
+                    self.notice(format!(
+                        "now using {provider}/{model} (context {} tokens); the history is kept",
+                        short(context_max_tokens)
+                    ));
+                }
+                if let Some(mode) = mode {
+                    self.mode_now(mode);
+                }
             }
             EventBody::Initialized { .. } => {}
         }
@@ -316,9 +329,18 @@ impl App {
             sandbox: started.sandbox,
             sandbox_gaps: started.sandbox_gaps,
             provider: started.provider,
+            mode: started.mode.unwrap_or_default(),
+            commands: started.commands.unwrap_or_default(),
         });
         for warning in started.sandbox_warnings {
             self.notice(format!("sandbox: {warning}"));
+        }
+        // Command and skill files the server could not use, and why.
+        for skipped in started.command_diagnostics {
+            self.notice(format!("skipped: {skipped}"));
+        }
+        if started.mode == Some(scv_protocol::Mode::Plan) {
+            self.notice(super::plan::PLAN_ON.into());
         }
         if started.resumed {
             self.notice(format!(
@@ -682,6 +704,7 @@ impl App {
         self.book.list_request = None;
         self.book.worked = false;
         self.undo.reset();
+        self.plan.reset();
     }
 
     /// Another session takes this view (resumed, forked): what showed
@@ -774,6 +797,16 @@ impl App {
             self.book.client.set_session(session_id);
         }
         outgoing(self.book.client.submit(prompt))
+    }
+
+    /// `turn.start` for `/NAME args`, a custom command or skill the server
+    /// expands; shown as typed once its turn starts (an unknown one is the
+    /// server's error, and no turn).
+    pub(super) fn start_command(&mut self, session_id: String, text: String) -> Outgoing {
+        if self.book.client.session_id().is_none() {
+            self.book.client.set_session(session_id);
+        }
+        outgoing(self.book.client.submit_command(text))
     }
 
     /// `daemon.status` for `/status`: its answer (or its error) fills

@@ -3,7 +3,8 @@
 //! that send go through the session's calls ([`super::events`]) and the
 //! command table ([`super::commands`]).
 
-use super::{commands, App, Outgoing};
+use super::commands::{self, Line};
+use super::{App, Outgoing};
 use crate::tui::approval::PromptKey;
 use crate::tui::files;
 use crate::tui::overlays::{self, OverlayKey};
@@ -19,15 +20,20 @@ const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 
 impl App {
     /// Handles one key; returns what to send. Keys are pumped through, in
-    /// order: Ctrl+C, the open overlay, the approval prompt, the queue
-    /// panel, the App's own keys, the input box. The first that takes a
-    /// key keeps it.
+    /// order: Ctrl+C, the open overlay, Shift+Tab, the approval prompt,
+    /// the queue panel, the App's own keys, the input box. The first that
+    /// takes a key keeps it.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
         if let Some(out) = self.global_key(key) {
             return out;
         }
         if let Some(out) = self.overlay_key(key) {
             return out;
+        }
+        // Plan mode toggles whatever has focus, a running turn included.
+        if key.code == KeyCode::BackTab {
+            self.hint = None;
+            return self.toggle_mode();
         }
         if let Some(out) = self.approval_key(key) {
             return out;
@@ -218,7 +224,8 @@ impl App {
         if text.is_empty() {
             return Vec::new();
         }
-        if commands::is_command(&text) {
+        let line = commands::classify(&text, self.custom_commands());
+        if matches!(line, Line::Builtin | Line::Unknown) {
             self.input.take();
             return self.run_command(&text);
         }
@@ -227,6 +234,8 @@ impl App {
             return Vec::new();
         };
         let prompt = self.input.take();
+        // A queued prompt's text is edited as text: the server expands a
+        // command only when it is sent as one.
         if let Some(entry) = self.input.stop_editing() {
             return vec![self.send(ClientMessage::QueueUpdate(QueueUpdate {
                 session_id,
@@ -235,7 +244,11 @@ impl App {
                 prompt,
             }))];
         }
-        let out = self.start_turn(session_id, prompt);
+        let out = if line == Line::Custom {
+            self.start_command(session_id, prompt)
+        } else {
+            self.start_turn(session_id, prompt)
+        };
         self.follow();
         vec![out]
     }

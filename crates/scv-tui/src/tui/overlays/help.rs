@@ -1,4 +1,5 @@
-//! `/help`: the keys, then the slash commands as their table lists them.
+//! `/help`: the keys, then the slash commands as their table lists them,
+//! then the session's custom commands and skills.
 
 use super::{heading, pair, Overlay, OverlayData};
 use ratatui::text::Line;
@@ -18,6 +19,10 @@ const KEYS: &[(&str, &str)] = &[
         "scroll the transcript; End follows it again",
     ),
     ("Tab", "complete a command or an @path; focus the queue"),
+    (
+        "Shift+Tab",
+        "plan mode on/off: look and plan, change nothing",
+    ),
     (
         "queue",
         "↑/↓ select · e edit · u/d move · x remove · p pause",

@@ -102,8 +102,9 @@ pub struct OverlayData<'a> {
     pub queue_paused: bool,
     pub rules: &'a [Rule],
     pub mcp: &'a McpView,
-    /// The slash commands (name, help), as the command table lists them.
-    pub commands: Vec<(&'static str, &'static str)>,
+    /// The slash commands (name, help): the built-ins as the command
+    /// table lists them, then the session's custom commands and skills.
+    pub commands: Vec<(String, String)>,
 }
 
 /// The open overlay and where it is.

@@ -1,0 +1,110 @@
+//! Plan mode: Shift+Tab and `/plan` ask the server for the other mode;
+//! what the screen shows is the server's answer (`session.started.mode`,
+//! `session.configured.mode`), never the key. Leaving plan mode after a
+//! plan was made offers to carry it out.
+
+use super::{App, Outgoing};
+use scv_protocol::{ClientMessage, Mode, SessionConfigure};
+
+/// What the input box holds when plan mode ends after a plan.
+pub(crate) const CARRY_OUT: &str = "Carry out the plan.";
+
+/// The notice when plan mode begins (or a session starts in it).
+pub(super) const PLAN_ON: &str = "plan mode: the agent reads and runs read-only commands, changes nothing, and answers with a plan (Shift+Tab or /plan leaves)";
+
+/// The mode requests in flight and whether a plan was made.
+#[derive(Debug, Default)]
+pub(super) struct PlanBook {
+    /// `session.configure` requests for a mode, oldest first, with the
+    /// mode each asked for.
+    asked: Vec<(String, Mode)>,
+    /// A turn completed in plan mode since plan mode began.
+    planned: bool,
+}
+
+impl PlanBook {
+    /// The session client starts over: nothing is in flight.
+    pub(super) fn reset(&mut self) {
+        *self = PlanBook::default();
+    }
+
+    /// Whether `request_id` is a mode request of ours; it is answered now.
+    pub(super) fn answered(&mut self, request_id: Option<&str>) -> bool {
+        let Some(request_id) = request_id else {
+            return false;
+        };
+        let before = self.asked.len();
+        self.asked.retain(|(id, _)| id != request_id);
+        self.asked.len() != before
+    }
+}
+
+impl App {
+    /// Shift+Tab and `/plan`: asks for the mode other than the one last
+    /// asked for (or, with nothing in flight, the one the server said).
+    /// Allowed while a turn runs: the server applies it from the turn's
+    /// next step.
+    pub(super) fn toggle_mode(&mut self) -> Vec<Outgoing> {
+        let Some(session) = &self.session else {
+            self.hint = Some("not connected".into());
+            return Vec::new();
+        };
+        let session_id = session.session_id.clone();
+        let wanted = self.plan.asked.last().map_or(session.mode, |(_, m)| *m);
+        let mode = match wanted {
+            Mode::Plan => Mode::Default,
+            Mode::Default => Mode::Plan,
+        };
+        let out = self.send(ClientMessage::SessionConfigure(SessionConfigure {
+            session_id,
+            mode: Some(mode),
+            ..SessionConfigure::default()
+        }));
+        if let Outgoing::Send { request_id, .. } = &out {
+            self.plan.asked.push((request_id.clone(), mode));
+        }
+        vec![out]
+    }
+
+    /// A mode request of ours was answered (`session.configured` or an
+    /// error): whether it was one.
+    pub(super) fn mode_answered(&mut self, request_id: Option<&str>) -> bool {
+        self.plan.answered(request_id)
+    }
+
+    /// The server says the session is in `mode` now.
+    pub(super) fn mode_now(&mut self, mode: Mode) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let before = std::mem::replace(&mut session.mode, mode);
+        if before == mode {
+            return;
+        }
+        let planned = std::mem::take(&mut self.plan.planned);
+        match mode {
+            Mode::Plan => self.notice(PLAN_ON.into()),
+            // Offered, never sent by itself: the user may edit or clear it.
+            Mode::Default if planned && self.input.is_empty() && self.input.editing().is_none() => {
+                self.input.set(CARRY_OUT);
+                self.notice("plan mode off — press Enter to carry out the plan".into());
+            }
+            Mode::Default if planned => {
+                self.notice("plan mode off — ask for the plan to be carried out when ready".into())
+            }
+            Mode::Default => self.notice("plan mode off".into()),
+        }
+    }
+
+    /// A turn completed: in plan mode, that is a plan to carry out.
+    pub(super) fn plan_turn_completed(&mut self) {
+        if self.session.as_ref().is_some_and(|s| s.mode == Mode::Plan) {
+            self.plan.planned = true;
+        }
+    }
+
+    /// The session is in plan mode, as the server last said.
+    pub fn plan_mode(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| s.mode == Mode::Plan)
+    }
+}

@@ -1,0 +1,329 @@
+//! The App driven by protocol events and keys: custom commands and skills
+//! as slash commands, and plan mode.
+
+use super::{App, Outgoing};
+use crate::tui::transcript::ItemKind;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use scv_protocol::{ClientMessage, Event, Mode, SessionConfigure, TurnStart};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+const S: &str = "sess-1";
+
+fn event(value: Value) -> Event {
+    serde_json::from_value(value).expect("a valid event")
+}
+
+/// A session that offers a workspace command, a user skill, and a command
+/// named as a built-in; one command file was skipped.
+fn app_with_commands() -> App {
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,
+        "cwd":"/work/project","model":"gpt-4.1-mini","context_max_tokens":128000,
+        "max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,
+        "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
+        "commands":[
+            {"name":"review","kind":"command","description":"Review the changes","argument_hint":"[path]","scope":"workspace"},
+            {"name":"pdf","kind":"skill","description":"Work with PDF files\nsecond line","scope":"user"},
+            {"name":"model","kind":"command","description":"shadowed","scope":"workspace"}
+        ],
+        "command_diagnostics":[".scv/commands/bad.md:1: the front matter has no closing ---"]})));
+    app.apply(event(
+        json!({"type":"queue.snapshot","request_id":"s","session_id":S,"seq":0,"entries":[]}),
+    ));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn shift_tab(app: &mut App) -> Vec<Outgoing> {
+    app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT))
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn run(app: &mut App, text: &str) -> Vec<Outgoing> {
+    type_text(app, text);
+    key(app, KeyCode::Enter)
+}
+
+fn render(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal
+        .draw(|frame| crate::tui::view::draw(frame, app))
+        .unwrap();
+    terminal.backend().to_string()
+}
+
+/// The one message sent, and its request id.
+fn sent(out: &[Outgoing]) -> (String, ClientMessage) {
+    match out {
+        [Outgoing::Send {
+            request_id,
+            message,
+        }] => (request_id.clone(), message.clone()),
+        other => panic!("expected one message, got {other:?}"),
+    }
+}
+
+fn turn_start(out: &[Outgoing]) -> TurnStart {
+    match sent(out).1 {
+        ClientMessage::TurnStart(start) => start,
+        other => panic!("expected turn.start, got {other:?}"),
+    }
+}
+
+fn notices(app: &App) -> Vec<String> {
+    app.transcript
+        .items()
+        .iter()
+        .filter_map(|i| match &i.kind {
+            ItemKind::Notice(text) => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The server's answer to a `session.configure`.
+fn configured(app: &mut App, request_id: &str, mode: &str) {
+    app.apply(event(json!({"type":"session.configured","request_id":request_id,"session_id":S,
+        "seq":3,"provider":"openai","model":"gpt-4.1-mini","context_max_tokens":128000,"mode":mode})));
+}
+
+fn status_line(app: &App) -> String {
+    render(app).lines().last().unwrap().to_string()
+}
+
+#[test]
+fn the_popup_and_help_list_custom_commands_after_the_builtins() {
+    let mut app = app_with_commands();
+    type_text(&mut app, "/");
+    let names: Vec<String> = app.slash_matches().into_iter().map(|(n, _)| n).collect();
+    let builtins = super::commands::SLASH_COMMANDS.len();
+    assert_eq!(names[builtins..], ["/review", "/pdf"], "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| *n == "/model").count(),
+        1,
+        "a built-in's name is listed once"
+    );
+
+    app.input.set("");
+    type_text(&mut app, "/re");
+    insta::assert_snapshot!(render(&app));
+    // Tab completes a custom name as it does a built-in's.
+    type_text(&mut app, "vi");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.input.text(), "/review");
+
+    app.input.set("");
+    assert!(run(&mut app, "/help").is_empty());
+    let help = app.overlay_data().commands;
+    let custom: Vec<_> = help[builtins..].to_vec();
+    assert_eq!(
+        custom,
+        [
+            (
+                "/review".to_string(),
+                "[path] · Review the changes (workspace command)".to_string()
+            ),
+            (
+                "/pdf".to_string(),
+                "Work with PDF files (user skill)".to_string()
+            ),
+        ]
+    );
+    key(&mut app, KeyCode::End);
+    let screen = render(&app);
+    assert!(screen.contains("/pdf"), "{screen}");
+    assert!(screen.contains("(user skill)"), "{screen}");
+}
+
+#[test]
+fn enter_sends_a_custom_command_as_one_and_the_rest_as_before() {
+    let mut app = app_with_commands();
+    let out = run(&mut app, "/review src");
+    let start = turn_start(&out);
+    assert_eq!(
+        (start.prompt.as_str(), start.command),
+        ("/review src", true)
+    );
+    // Shown as typed once its turn starts, like any prompt.
+    let (request_id, _) = sent(&out);
+    app.apply(event(
+        json!({"type":"turn.started","request_id":request_id,"session_id":S,
+        "turn_id":"turn-1","seq":1}),
+    ));
+    assert!(app
+        .transcript
+        .items()
+        .iter()
+        .any(|i| matches!(&i.kind, ItemKind::User(t) if t == "/review src")));
+    app.apply(event(
+        json!({"type":"turn.completed","session_id":S,"turn_id":"turn-1","seq":2,"steps":1}),
+    ));
+
+    // Without arguments too.
+    let start = turn_start(&run(&mut app, "/pdf"));
+    assert_eq!((start.prompt.as_str(), start.command), ("/pdf", true));
+
+    // A built-in wins over the session's command of the same name.
+    let (_, message) = sent(&run(&mut app, "/model gpt-4o"));
+    assert_eq!(
+        message,
+        ClientMessage::SessionConfigure(SessionConfigure {
+            session_id: S.into(),
+            model: Some("gpt-4o".into()),
+            ..SessionConfigure::default()
+        })
+    );
+
+    // A path is a prompt.
+    let start = turn_start(&run(&mut app, "/usr/bin/x slow"));
+    assert_eq!(
+        (start.prompt.as_str(), start.command),
+        ("/usr/bin/x slow", false)
+    );
+    // A built-in that takes no words, with words, is a prompt (as before).
+    let start = turn_start(&run(&mut app, "/help me with this"));
+    assert!(!start.command);
+    // An unknown lone `/word` is refused here, as before.
+    assert!(run(&mut app, "/bogus").is_empty());
+    assert!(app
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("unknown command /bogus; try /help"));
+    let start = turn_start(&run(&mut app, "/bogus with words"));
+    assert!(!start.command);
+}
+
+#[test]
+fn skipped_command_files_are_noticed_once() {
+    let app = app_with_commands();
+    let skipped: Vec<String> = notices(&app)
+        .into_iter()
+        .filter(|n| n.starts_with("skipped: "))
+        .collect();
+    assert_eq!(
+        skipped,
+        ["skipped: .scv/commands/bad.md:1: the front matter has no closing ---"]
+    );
+}
+
+#[test]
+fn shift_tab_asks_for_plan_mode_and_the_server_says_when_it_is_on() {
+    let mut app = app_with_commands();
+    let (request_id, message) = sent(&shift_tab(&mut app));
+    assert_eq!(
+        message,
+        ClientMessage::SessionConfigure(SessionConfigure {
+            session_id: S.into(),
+            mode: Some(Mode::Plan),
+            ..SessionConfigure::default()
+        })
+    );
+    assert!(
+        !status_line(&app).contains("plan"),
+        "not before the server says so"
+    );
+    assert!(!app.plan_mode());
+
+    configured(&mut app, &request_id, "plan");
+    assert!(app.plan_mode());
+    insta::assert_snapshot!(render(&app));
+    assert!(
+        !notices(&app).iter().any(|n| n.starts_with("now using")),
+        "a mode switch is no news about the model"
+    );
+
+    let (request_id, message) = sent(&shift_tab(&mut app));
+    let ClientMessage::SessionConfigure(configure) = message else {
+        panic!("{message:?}")
+    };
+    assert_eq!(configure.mode, Some(Mode::Default));
+    configured(&mut app, &request_id, "default");
+    assert!(!status_line(&app).contains("plan mode"));
+    assert!(
+        app.input.is_empty(),
+        "no plan was made: nothing to carry out"
+    );
+    assert_eq!(notices(&app).last().unwrap(), "plan mode off");
+}
+
+#[test]
+fn leaving_plan_mode_after_a_plan_offers_to_carry_it_out() {
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "/plan"));
+    configured(&mut app, &request_id, "plan");
+
+    let (request_id, _) = sent(&run(&mut app, "plan the refactor"));
+    app.apply(event(
+        json!({"type":"turn.started","request_id":request_id,"session_id":S,
+        "turn_id":"turn-1","seq":1}),
+    ));
+    // Shift+Tab works while the turn runs; the turn completes first here.
+    let (mode_request, message) = sent(&shift_tab(&mut app));
+    let ClientMessage::SessionConfigure(configure) = message else {
+        panic!("{message:?}")
+    };
+    assert_eq!(configure.mode, Some(Mode::Default));
+    app.apply(event(
+        json!({"type":"turn.completed","session_id":S,"turn_id":"turn-1","seq":2,"steps":1}),
+    ));
+    configured(&mut app, &mode_request, "default");
+
+    assert_eq!(app.input.text(), super::plan::CARRY_OUT);
+    assert_eq!(
+        notices(&app).last().unwrap(),
+        "plan mode off — press Enter to carry out the plan"
+    );
+    assert!(app.take_outgoing().is_empty(), "never sent by itself");
+    let start = turn_start(&key(&mut app, KeyCode::Enter));
+    assert_eq!(
+        (start.prompt.as_str(), start.command),
+        ("Carry out the plan.", false)
+    );
+}
+
+#[test]
+fn shift_tab_twice_before_the_answer_asks_for_each_mode_in_turn() {
+    let mut app = app_with_commands();
+    let modes: Vec<Option<Mode>> = (0..2)
+        .map(|_| match sent(&shift_tab(&mut app)).1 {
+            ClientMessage::SessionConfigure(c) => c.mode,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(modes, [Some(Mode::Plan), Some(Mode::Default)]);
+}
+
+#[test]
+fn a_session_that_starts_in_plan_mode_says_so() {
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,
+        "cwd":"/work/project","model":"gpt-4.1-mini","context_max_tokens":128000,
+        "max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,
+        "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,"mode":"plan"})));
+    assert!(app.plan_mode());
+    assert!(status_line(&app).contains("⏸ plan mode"));
+    let (_, message) = sent(&shift_tab(&mut app));
+    let ClientMessage::SessionConfigure(configure) = message else {
+        panic!("{message:?}")
+    };
+    assert_eq!(configure.mode, Some(Mode::Default));
+}
+
+#[test]
+fn shift_tab_without_a_session_says_not_connected() {
+    let mut app = App::new(Instant::now());
+    assert!(shift_tab(&mut app).is_empty());
+    assert_eq!(app.hint.as_deref(), Some("not connected"));
+}
