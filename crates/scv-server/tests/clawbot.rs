@@ -956,3 +956,64 @@ async fn the_owner_is_told_in_chat_at_80_percent_of_a_budget() {
     assert_eq!(bot.mock.request_count(), 1);
     bot.stop().await;
 }
+
+/// The owner runs the workspace's custom commands as `/NAME args`; a
+/// stranger's `/NAME` is plain text; a hook holds in chat as everywhere.
+#[tokio::test]
+async fn the_owner_runs_custom_commands_and_hooks_hold_in_chat() {
+    let mut bot = Bot::start("auto_approve = [\"process\"]").await;
+    let workspace = bot.home.workspace();
+    std::fs::create_dir_all(workspace.join(".scv/commands")).unwrap();
+    std::fs::write(
+        workspace.join(".scv/commands/standup.md"),
+        "Write standup notes for $ARGUMENTS.",
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.join(".scv/hooks.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": "echo 'not from chat' >&2; exit 2"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::text(["Notes written."]));
+    bot.ilink.inject_text(OWNER, "/standup the team");
+    let sent = bot.wait_sent(OWNER, 1).await;
+    assert_eq!(sent[0], "Notes written.");
+    let prompt = bot.mock.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .clone();
+    assert_eq!(prompt, "Write standup notes for the team.");
+
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo ran"}),
+    )]));
+    bot.mock.push(Reply::text(["Blocked, as the hook said."]));
+    bot.ilink.inject_text(OWNER, "run it");
+    bot.wait_sent(OWNER, 2).await;
+    let result = bot.mock.requests()[2].body.to_string();
+    assert!(result.contains("not from chat"), "{result}");
+    assert!(!result.contains("ran\\n[exit code"), "{result}");
+
+    bot.mock.push(Reply::text(["plain"]));
+    bot.ilink.inject_text("stranger@im.wechat", "/standup me");
+    bot.wait_sent("stranger@im.wechat", 1).await;
+    let prompt = bot.mock.requests()[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .clone();
+    assert_eq!(
+        prompt, "/standup me",
+        "a stranger's text is sent as written"
+    );
+    bot.stop().await;
+}

@@ -146,7 +146,7 @@ async fn switching_mode_applies_from_the_next_step_even_mid_turn() {
     assert_eq!(started["mode"], "default");
     rig.mock.push(
         Reply::tool_calls(&[("r", "read_file", json!({"path": "missing.txt"}))])
-            .delayed(std::time::Duration::from_millis(300)),
+            .drip(std::time::Duration::from_millis(300)),
     );
     rig.mock.push(Reply::tool_calls(&[(
         "w",

@@ -26,8 +26,8 @@ async fn session_started_carries_every_field_and_a_canonical_cwd() {
                "context_max_tokens":64000,"max_server_frame_bytes":8388608,
                "max_transcript_bytes":8388608,"max_transcript_items":10000,
                "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
-               "provider":"openai","sandbox":sandbox}),
-        "the document's fields, the provider and the sandbox (extensions an old client ignores)"
+               "provider":"openai","sandbox":sandbox,"mode":"default"}),
+        "the document's fields, the provider, the sandbox and the mode (extensions an old client ignores)"
     );
     let snapshot = rig.server.expect("queue.snapshot").await;
     assert_eq!(

@@ -185,28 +185,6 @@ fn usage_chunk(input: u64, output: u64) -> String {
 }
 
 impl Reply {
-    /// The same stream with a pause of `delay` before each event.
-    pub fn delayed(self, pause: Duration) -> Reply {
-        match self {
-            Reply::Stream {
-                wire,
-                events,
-                terminal,
-                ending,
-                batch,
-                ..
-            } => Reply::Stream {
-                wire,
-                events,
-                terminal,
-                delay: pause,
-                ending,
-                batch,
-            },
-            other => other,
-        }
-    }
-
     /// Streams `fragments` as content deltas, then stop, usage and `[DONE]`.
     pub fn text<S: AsRef<str>>(fragments: impl IntoIterator<Item = S>) -> Reply {
         Reply::response(fragments, &[], 7)

@@ -1069,3 +1069,81 @@ async fn a_session_loads_in_the_next_scv_acp_with_its_conversation_replayed() {
     acp.close_stdin();
     assert_eq!(acp.exit_code().await, Some(0));
 }
+
+/// Plan mode as ACP session modes, the workspace's custom commands as the
+/// editor's command list, and `/NAME args` run as that command.
+#[tokio::test(flavor = "multi_thread")]
+async fn session_modes_and_custom_commands_reach_the_editor() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let commands = home.workspace().join(".scv/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("review.md"),
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $1 carefully.\n",
+    )
+    .unwrap();
+    let mut acp = Acp::spawn(&home);
+    acp.initialize().await;
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    let result = &answer["result"];
+    let session = result["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(result["modes"]["currentModeId"], "default", "{answer}");
+    let modes: Vec<&str> = result["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["default", "plan"]);
+    let (_, listed) = acp
+        .until(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .await;
+    let available = &listed["params"]["update"]["availableCommands"];
+    assert_eq!(available[0]["name"], "review", "{listed}");
+    assert_eq!(available[0]["description"], "Review a file");
+    assert_eq!(available[0]["input"]["hint"], "FILE");
+
+    let id = acp
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "plan"}),
+        )
+        .await;
+    let (seen, answer) = acp.answer(id).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    let is_mode = |m: &Value| m["params"]["update"]["sessionUpdate"] == "current_mode_update";
+    let update = match seen.into_iter().find(is_mode) {
+        Some(update) => update,
+        None => acp.until(is_mode).await.1,
+    };
+    assert_eq!(update["params"]["update"]["currentModeId"], "plan");
+    let bad = acp
+        .call(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "yolo"}),
+        )
+        .await;
+    assert_eq!(code(&bad), -32602, "{bad}");
+
+    mock.push(Reply::text(["reviewed"]));
+    let id = acp.prompt(&session, "/review src/lib.rs").await;
+    let (_, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn");
+    assert_eq!(last_user_message(&mock), "Review src/lib.rs carefully.");
+    let tools: Vec<String> = mock.requests().last().unwrap().body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !tools.contains(&"write_file".to_string()),
+        "plan mode: {tools:?}"
+    );
+}
