@@ -469,6 +469,9 @@ pub enum ComponentKind {
     Clawbot,
     /// An MCP server of the daemon's configuration.
     Mcp,
+    /// The user's hooks file (`$SCV_HOME/hooks.json`): `connected` when it
+    /// loads, `failed` with the file and line when it does not.
+    Hooks,
     /// A kind this build does not know (a newer daemon's).
     Other,
 }
@@ -479,6 +482,7 @@ impl ComponentKind {
         match self {
             ComponentKind::Clawbot => format!("clawbot:{name}"),
             ComponentKind::Mcp => format!("mcp:{name}"),
+            ComponentKind::Hooks => format!("hooks:{name}"),
             ComponentKind::Other => name.to_string(),
         }
     }
@@ -490,6 +494,7 @@ impl ComponentStatus {
         match self.id.split_once(':') {
             Some(("clawbot", _)) => ComponentKind::Clawbot,
             Some(("mcp", _)) => ComponentKind::Mcp,
+            Some(("hooks", _)) => ComponentKind::Hooks,
             _ => ComponentKind::Other,
         }
     }

@@ -16,6 +16,7 @@ mod customize;
 pub mod daemon;
 mod handles;
 mod hooks;
+mod hooks_component;
 mod journal;
 
 mod mcp_component;

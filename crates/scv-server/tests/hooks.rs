@@ -4,8 +4,8 @@
 //! that every way a hook can fail to answer — it cannot start, it times
 //! out, a signal kills it, it prints invalid JSON or megabytes, it gives a
 //! decision that is not one of the three — blocks the call or the prompt
-//! with a reason naming the hook (fail closed). Two hooks from public
-//! repositories run unmodified.
+//! with a reason naming the hook (fail closed). Two community hooks,
+//! installed from PyPI and npm, run unmodified in `community_hooks.rs`.
 
 mod common;
 use common::*;
@@ -426,4 +426,52 @@ async fn hook_messages_only_to_a_client_that_asked() {
             "turn.completed"
         ]
     );
+}
+
+/// The daemon reads `$SCV_HOME/hooks.json` when it starts and on `reload`:
+/// a malformed one shows in `daemon.status` as `hooks:user`, `failed`,
+/// naming the file and line, and the fixed one as `connected`.
+#[tokio::test]
+async fn the_daemon_reports_a_malformed_user_hooks_file_at_start_and_on_reload() {
+    use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let file = home.path().join("hooks.json");
+    std::fs::write(&file, "{\"hooks\": {\n  \"Stop\": [\n}}").unwrap();
+    let socket = home.path().join("server.sock");
+    let log = DaemonLog::default();
+    let mut daemon = spawn_daemon(BIN, home.path(), &socket, &log);
+    wait_for_socket(&socket).await;
+    let mut client = TestServer::connect(&socket).await;
+    client.initialize().await;
+    let hooks_of = |status: &Value| -> Value {
+        status["status"]["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "hooks:user")
+            .cloned()
+            .unwrap_or_else(|| panic!("no hooks component: {status}"))
+    };
+    client
+        .send(json!({"type":"daemon.control","request_id":"s","command":{"action":"status"}}))
+        .await;
+    let status = client.expect("daemon.status").await;
+    let hooks = hooks_of(&status);
+    assert_eq!(hooks["state"], "failed");
+    let error = hooks["error"].as_str().unwrap();
+    assert!(error.contains("hooks.json:3"), "{error}");
+    assert!(log.wait_for("hooks.json:3").await, "{:?}", log.lines());
+
+    std::fs::write(
+        &file,
+        r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#,
+    )
+    .unwrap();
+    client
+        .send(json!({"type":"daemon.control","request_id":"r","command":{"action":"reload"}}))
+        .await;
+    let status = client.expect("daemon.status").await;
+    assert_eq!(hooks_of(&status)["state"], "connected");
+    let _ = daemon.kill().await;
 }

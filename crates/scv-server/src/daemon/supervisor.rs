@@ -97,6 +97,7 @@ fn registered(cx: &Context) -> Vec<Box<dyn Component>> {
     vec![
         Box::new(crate::clawbot::component::Clawbot::new(&cx.home)),
         Box::new(crate::mcp_component::McpServers),
+        Box::new(crate::hooks_component::UserHooks::default()),
     ]
 }
 
