@@ -10,7 +10,7 @@
 //! Nothing here runs when no hook is configured, and a tool call no hook
 //! matches costs one lookup (`Hooks::matching`).
 
-use crate::reaper::{Reaper, Report, SANDBOX_FLAG};
+use crate::reaper::{Reaper, Report};
 use scv_hooks::{Common, Event, Exit, HookCommand, Hooks, Input, Outcome, Run};
 use std::ffi::OsString;
 use std::io::Read;
@@ -139,35 +139,31 @@ impl HookContext<'_> {
         let (out_read, out_write) = std::io::pipe().map_err(pipe("stdout"))?;
         let (err_read, err_write) = std::io::pipe().map_err(pipe("stderr"))?;
         let (mut report_read, report_write) = std::io::pipe().map_err(pipe("report"))?;
-        let mut command = crate::reaper::command(Some(report_write.as_raw_fd()));
-        if let Some(policy) = self.sandbox {
-            // The session's sandbox, plus the folders user hooks' scripts
-            // live in (the home and `$SCV_HOME` are closed to tools).
+        // The session's sandbox, plus the folders user hooks' scripts live
+        // in (the home and `$SCV_HOME` are closed to tools).
+        let policy = self.sandbox.map(|policy| {
             let mut policy = policy.clone();
             policy.readable.push(self.scv_home.join("hooks"));
             if let Some(home) = &policy.home {
                 policy.readable.push(home.join(".claude").join("hooks"));
             }
-            let policy = policy
-                .to_arg()
-                .map_err(|err| format!("cannot pass the sandbox policy: {err}"))?;
-            command.arg(SANDBOX_FLAG).arg(policy);
-        }
+            policy
+        });
+        let report_fd = report_write.as_raw_fd();
+        let mut command = crate::reaper::bash(
+            report_fd,
+            policy.as_ref(),
+            &hook.command,
+            self.cwd,
+            self.env,
+        )?;
         command
-            .arg("--")
-            .arg("bash")
-            .arg("-c")
-            .arg(&hook.command)
-            .current_dir(self.cwd)
-            .env_clear()
-            .envs(self.env.iter().map(|(name, value)| (name, value)))
             // Claude Code's variable (hooks written for it use it) and ours.
             .env("CLAUDE_PROJECT_DIR", self.cwd)
             .env("SCV_PROJECT_DIR", self.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::from(OwnedFd::from(out_write)))
-            .stderr(Stdio::from(OwnedFd::from(err_write)))
-            .process_group(0);
+            .stderr(Stdio::from(OwnedFd::from(err_write)));
         let mut child = command
             .spawn()
             .map_err(|err| format!("cannot start bash: {err}"))?;

@@ -273,6 +273,35 @@ impl Drop for Reaper {
     }
 }
 
+/// `bash -c LINE` below a reaper reporting on `report_fd`: in `cwd`, with
+/// exactly `env`, inside `policy` when there is one, in a process group of
+/// its own. The caller sets stdin, stdout and stderr.
+pub(crate) fn bash(
+    report_fd: i32,
+    policy: Option<&scv_sandbox::Policy>,
+    line: &str,
+    cwd: &std::path::Path,
+    env: &[(OsString, OsString)],
+) -> Result<tokio::process::Command, String> {
+    let mut command = self::command(Some(report_fd));
+    if let Some(policy) = policy {
+        let policy = policy
+            .to_arg()
+            .map_err(|err| format!("cannot pass the sandbox policy: {err}"))?;
+        command.arg(SANDBOX_FLAG).arg(policy);
+    }
+    command
+        .arg("--")
+        .arg("bash")
+        .arg("-c")
+        .arg(line)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .process_group(0);
+    Ok(command)
+}
+
 /// Waits for `main` (reaping orphans that exit meanwhile) until it exits
 /// or we are told to stop; then kills everything left.
 fn supervise(main: i32) -> Report {

@@ -23,6 +23,18 @@ fn offered(mock: &MockProvider, n: usize) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The last message's text in request `n`.
+fn last_message(mock: &MockProvider, n: usize) -> String {
+    mock.requests()[n].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn completed<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
     events
         .iter()
@@ -220,14 +232,7 @@ async fn custom_commands_expand_and_unknown_ones_never_reach_the_model() {
         )
         .await;
     rig.server.until_terminal().await;
-    let user = rig.mock.requests()[0].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let user = last_message(&rig.mock, 0);
     assert_eq!(user, "Review src/lib.rs for bugs; start with src/lib.rs.");
 
     // Unknown: a clear error, no turn, no request.
@@ -246,14 +251,7 @@ async fn custom_commands_expand_and_unknown_ones_never_reach_the_model() {
     // Without `command`, a prompt is sent as written.
     rig.mock.push(Reply::text(["ok"]));
     rig.turn(&session, "/review is a word I like").await;
-    let user = rig.mock.requests()[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let user = last_message(&rig.mock, 1);
     assert_eq!(user, "/review is a word I like");
 }
 
@@ -311,14 +309,7 @@ async fn skills_are_indexed_loaded_by_the_tool_and_by_slash_name() {
         )
         .await;
     rig.server.until_terminal().await;
-    let user = rig.mock.requests()[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let user = last_message(&rig.mock, 2);
     assert!(user.contains("Past tense"), "{user}");
     assert!(user.contains("v0.2"), "{user}");
 }

@@ -9,7 +9,7 @@
 //! says so.
 
 use super::builtin::{parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
-use crate::reaper::{Reaper, Report, SANDBOX_FLAG};
+use crate::reaper::{Reaper, Report};
 use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
@@ -88,25 +88,13 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let (mut report_read, report_write) =
         std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
     let report_fd = report_write.as_raw_fd();
-    let mut command = crate::reaper::command(Some(report_fd));
-    if let Some(policy) = ctx.sandbox.filter(|_| !args.unsandboxed) {
-        let policy = policy
-            .to_arg()
-            .map_err(|err| ToolError::Internal(format!("cannot pass the sandbox policy: {err}")))?;
-        command.arg(SANDBOX_FLAG).arg(policy);
-    }
+    let policy = ctx.sandbox.filter(|_| !args.unsandboxed);
+    let mut command = crate::reaper::bash(report_fd, policy, &args.command, ctx.workspace, ctx.env)
+        .map_err(ToolError::Internal)?;
     command
-        .arg("--")
-        .arg("bash")
-        .arg("-c")
-        .arg(&args.command)
-        .current_dir(ctx.workspace)
-        .env_clear()
-        .envs(ctx.env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
-        .stderr(Stdio::from(OwnedFd::from(writer_err)))
-        .process_group(0);
+        .stderr(Stdio::from(OwnedFd::from(writer_err)));
     let child = command
         .spawn()
         .map_err(|err| format!("cannot start bash: {err}"))?;
