@@ -100,19 +100,6 @@ impl Fake {
     }
 }
 
-/// The names of the tools the provider was offered in request `n`.
-fn offered(mock: &MockProvider, n: usize) -> Vec<String> {
-    mock.requests()[n].body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Runs plain turns until the model is offered `tool` (a Python server
 /// takes a second or two to start; a turn waits for it at most one) and
 /// returns the tools offered then.

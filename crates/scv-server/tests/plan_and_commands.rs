@@ -10,19 +10,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-/// The tool names offered in request `n`.
-fn offered(mock: &MockProvider, n: usize) -> Vec<String> {
-    mock.requests()[n].body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The last message's text in request `n`.
 fn last_message(mock: &MockProvider, n: usize) -> String {
     mock.requests()[n].body["messages"]
@@ -340,4 +327,28 @@ async fn nothing_changes_for_a_session_without_any() {
             "search"
         ]
     );
+}
+
+/// A session without tools runs no custom command: a clear error, and the
+/// session carries on.
+#[tokio::test]
+async fn a_session_without_tools_refuses_commands_and_carries_on() {
+    let mut rig = rig("").await;
+    write(
+        &rig.home.workspace().join(".scv/commands/review.md"),
+        "Review $ARGUMENTS.",
+    );
+    let (_, session) = start(&mut rig, json!({"no_tools": true})).await;
+    rig.server
+        .send(
+            json!({"type":"turn.start","request_id":"c","session_id":session,
+                     "prompt":"/review x","command":true}),
+        )
+        .await;
+    let error = rig.server.expect_error("invalid_request", "c").await;
+    assert!(error["message"].as_str().unwrap().contains("without tools"));
+    assert_eq!(rig.mock.request_count(), 0);
+    rig.mock.push(Reply::text(["hi"]));
+    let events = rig.turn(&session, "hello").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
 }

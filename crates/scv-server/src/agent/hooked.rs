@@ -9,7 +9,7 @@
 //! `PreToolUse` or `UserPromptSubmit` hook is a denial naming the hook.
 
 use super::{Stop, Turn};
-use crate::hooks::{HookContext, Hooked};
+use crate::hooks::Hooked;
 use crate::model::ToolCall;
 use crate::tools::registry::Tool;
 use crate::tools::ToolOutput;
@@ -33,18 +33,6 @@ pub(super) struct Gate {
 }
 
 impl Turn {
-    fn hook_context(&self, plan: bool) -> HookContext<'_> {
-        let settings = &self.settings;
-        HookContext {
-            session_id: self.sink.session_id(),
-            cwd: &settings.cwd,
-            env: &settings.tool_env,
-            plan,
-            sandbox: settings.sandbox_now(plan),
-            scv_home: &settings.scv_home,
-        }
-    }
-
     /// Runs the hooks of `event`; what they say to the user is sent (to a
     /// connection with capability `hooks`) or logged, and a `continue:
     /// false` ends the turn.
@@ -59,7 +47,7 @@ impl Turn {
         if custom.hooks.is_empty() {
             return Ok(None);
         }
-        let cx = self.hook_context(self.settings.plan());
+        let cx = self.settings.hook_context(self.sink.session_id());
         let run = crate::hooks::run(&custom.hooks, &cx, event, tool, input);
         let Some(hooked) = self.cancellable(run).await? else {
             return Ok(None);

@@ -114,6 +114,19 @@ impl SessionSettings {
         self.mode.get() == scv_protocol::Mode::Plan
     }
 
+    /// Where its hooks run now (the mode decides the sandbox).
+    pub(crate) fn hook_context<'a>(&'a self, session_id: &'a str) -> crate::hooks::HookContext<'a> {
+        let plan = self.plan();
+        crate::hooks::HookContext {
+            session_id,
+            cwd: &self.cwd,
+            env: &self.tool_env,
+            plan,
+            sandbox: self.sandbox_now(plan),
+            scv_home: &self.scv_home,
+        }
+    }
+
     /// The sandbox of its commands now (read-only in plan mode).
     pub(crate) fn sandbox_now(&self, plan: bool) -> Option<&scv_sandbox::Policy> {
         if plan {

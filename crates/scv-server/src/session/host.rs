@@ -920,15 +920,7 @@ impl SessionHost {
             .filter(|s| !s.settings.custom.hooks.is_empty())
             .map(|session| async move {
                 let settings = &session.settings;
-                let plan = settings.plan();
-                let cx = crate::hooks::HookContext {
-                    session_id: session.sink.session_id(),
-                    cwd: &settings.cwd,
-                    env: &settings.tool_env,
-                    plan,
-                    sandbox: settings.sandbox_now(plan),
-                    scv_home: &settings.scv_home,
-                };
+                let cx = settings.hook_context(session.sink.session_id());
                 let input = scv_hooks::Input::SessionEnd { reason: "other" };
                 let ended = crate::hooks::run(
                     &settings.custom.hooks,

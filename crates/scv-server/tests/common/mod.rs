@@ -58,6 +58,19 @@ impl Rig {
     }
 }
 
+/// The names of the tools the provider was offered in request `n`.
+pub(crate) fn offered(mock: &MockProvider, n: usize) -> Vec<String> {
+    mock.requests()[n].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Asserts seq is present and strictly increasing by one.
 pub(crate) fn assert_seq_contiguous(events: &[Value]) {
     let seqs: Vec<u64> = events
