@@ -68,6 +68,9 @@ pub struct Approval {
     pub arguments: serde_json::Value,
     /// The request id of the prompt whose turn asks.
     pub request_id: Option<String>,
+    /// A subagent's call (capability `subagents`): the child session that
+    /// asks, which the answer names; `None`: this session's own call.
+    pub child_session: Option<String>,
 }
 
 /// How a turn ended.
@@ -117,6 +120,10 @@ pub enum Update {
     ApprovalGone { approval_id: String },
     /// A session event's `seq` was not the one after the last.
     SeqGap { expected: u64, got: u64 },
+    /// An event of a subagent of this session (capability `subagents`),
+    /// for a front end to show under its `task` call. Its approvals also
+    /// come as [`Update::ApprovalRequested`], answered like any other.
+    Subagent(Box<Event>),
 }
 
 /// The updates of one event and the requests they call for.
@@ -143,7 +150,15 @@ pub struct SessionClient {
     /// Arguments of proposed calls of the running turn, by call id.
     proposed: Vec<(String, serde_json::Value)>,
     last_seq: Option<u64>,
+    /// The live subagents of this session (and theirs), by session id.
+    children: Vec<String>,
+    /// Arguments of their proposed calls: child session, call id.
+    child_proposed: Vec<(String, String, serde_json::Value)>,
 }
+
+/// Most live subagents a client follows (the server runs `max_subagents`
+/// at once per turn); past this the oldest is forgotten.
+const MAX_CHILDREN: usize = 256;
 
 impl SessionClient {
     /// A client whose request ids start with `prefix` (so logs tell front
@@ -158,6 +173,8 @@ impl SessionClient {
             approvals: Vec::new(),
             proposed: Vec::new(),
             last_seq: None,
+            children: Vec::new(),
+            child_proposed: Vec::new(),
         }
     }
 
@@ -300,8 +317,11 @@ impl SessionClient {
             .approvals
             .iter()
             .position(|a| a.approval_id == approval_id)?;
-        self.approvals.remove(index);
-        let session_id = self.session_id.clone().unwrap_or_default();
+        let approval = self.approvals.remove(index);
+        let session_id = approval
+            .child_session
+            .or_else(|| self.session_id.clone())
+            .unwrap_or_default();
         Some(
             self.request(ClientMessage::ApprovalResolve(ApprovalResolve {
                 session_id,
@@ -370,6 +390,10 @@ impl SessionClient {
             if self.session_id.is_none() {
                 self.session_id = event.session_id.clone();
             }
+            return applied;
+        }
+        if let Some(parent) = &event.parent {
+            self.child_event(parent, event, &mut applied);
             return applied;
         }
         if let (Some(mine), Some(theirs)) = (&self.session_id, &event.session_id) {
@@ -492,6 +516,7 @@ impl SessionClient {
                     sandboxed: *sandboxed,
                     arguments,
                     request_id: event.request_id.clone(),
+                    child_session: None,
                 };
                 self.approvals.push(approval.clone());
                 applied.updates.push(Update::ApprovalRequested(approval));
@@ -544,6 +569,94 @@ impl SessionClient {
             _ => {}
         }
         applied
+    }
+
+    /// An event of a child session: ours when its parent is this session
+    /// or one of our children. Its approvals wait here like our own; the
+    /// rest is passed on to be shown.
+    fn child_event(&mut self, parent: &scv_protocol::Parent, event: &Event, applied: &mut Applied) {
+        let mine = self.session_id.as_deref() == Some(parent.session_id.as_str())
+            || self.children.contains(&parent.session_id);
+        let Some(child) = event.session_id.clone().filter(|_| mine) else {
+            return;
+        };
+        let gone = |approvals: &mut Vec<Approval>, keep: &dyn Fn(&Approval) -> bool| {
+            let (kept, gone): (Vec<Approval>, Vec<Approval>) =
+                std::mem::take(approvals).into_iter().partition(keep);
+            *approvals = kept;
+            gone.into_iter()
+                .map(|a| Update::ApprovalGone {
+                    approval_id: a.approval_id,
+                })
+                .collect::<Vec<_>>()
+        };
+        match &event.body {
+            EventBody::SubagentStarted(_) if !self.children.contains(&child) => {
+                if self.children.len() >= MAX_CHILDREN {
+                    self.children.remove(0);
+                }
+                self.children.push(child.clone());
+            }
+            EventBody::ToolProposed {
+                call_id, arguments, ..
+            } => {
+                if self.child_proposed.len() >= MAX_CHILDREN {
+                    self.child_proposed.remove(0);
+                }
+                self.child_proposed
+                    .push((child.clone(), call_id.clone(), arguments.clone()));
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                call_id,
+                name,
+                risk,
+                cwd,
+                summary,
+                sandboxed,
+            } => {
+                let arguments = self
+                    .child_proposed
+                    .iter()
+                    .rev()
+                    .find(|(session, id, _)| *session == child && id == call_id)
+                    .map(|(_, _, arguments)| arguments.clone())
+                    .unwrap_or(serde_json::Value::Null);
+                let approval = Approval {
+                    approval_id: approval_id.clone(),
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    risk: *risk,
+                    cwd: cwd.clone(),
+                    summary: summary.clone(),
+                    sandboxed: *sandboxed,
+                    arguments,
+                    request_id: event.request_id.clone(),
+                    child_session: Some(child.clone()),
+                };
+                self.approvals.push(approval.clone());
+                applied.updates.push(Update::ApprovalRequested(approval));
+            }
+            EventBody::ToolStarted { call_id, .. } | EventBody::ToolCompleted { call_id, .. } => {
+                let same = |a: &Approval| {
+                    a.child_session.as_deref() == Some(child.as_str()) && a.call_id == *call_id
+                };
+                let updates = gone(&mut self.approvals, &|a| !same(a));
+                applied.updates.extend(updates);
+            }
+            EventBody::TurnCompleted { .. }
+            | EventBody::TurnCancelled {}
+            | EventBody::TurnFailed { .. } => {
+                let updates = gone(&mut self.approvals, &|a| {
+                    a.child_session.as_deref() != Some(child.as_str())
+                });
+                applied.updates.extend(updates);
+                self.children.retain(|c| *c != child);
+                self.child_proposed.retain(|(session, _, _)| *session != child);
+            }
+            _ => {}
+        }
+        applied.updates.push(Update::Subagent(Box::new(event.clone())));
     }
 
     fn ended(&mut self, event: &Event, outcome: Outcome, applied: &mut Applied) {

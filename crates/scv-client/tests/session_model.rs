@@ -107,6 +107,7 @@ impl ModelServer {
             session_id: Some(SESSION.into()),
             turn_id: turn_id.map(String::from),
             seq: Some(self.seq),
+            parent: None,
         }
     }
 
@@ -725,6 +726,7 @@ fn a_cancel_before_the_server_placed_the_prompt_is_sent_when_it_does() {
             session_id: Some(SESSION.into()),
             turn_id: (!queued).then(|| "t1".to_string()),
             seq: Some(1),
+            parent: None,
         };
         let applied = client.apply(&event);
         assert_eq!(applied.requests.len(), 1);

@@ -10,6 +10,7 @@ use crate::checkpoints::{CheckpointInfo, FileChange};
 use crate::codes::{ErrorCode, FailureCode};
 use crate::messages::{Capabilities, PeerInfo, RemoteTools};
 use crate::sessions::{ForkedFrom, StoredSession, TranscriptItem};
+use crate::subagents::{Parent, SubagentStarted};
 use serde::{Deserialize, Serialize};
 
 /// An owned server event as read by clients.
@@ -25,6 +26,10 @@ pub struct Event {
     pub turn_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// Extension (capability `subagents`): the event is a child session's,
+    /// started by this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Parent>,
 }
 
 /// A borrowed server event; serializes exactly like [`Event`].
@@ -40,6 +45,8 @@ pub struct EventRef<'a> {
     pub turn_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<&'a Parent>,
 }
 
 impl Event {
@@ -51,6 +58,7 @@ impl Event {
             session_id: None,
             turn_id: None,
             seq: None,
+            parent: None,
         }
     }
 
@@ -80,6 +88,7 @@ impl Event {
             session_id: self.session_id.as_deref(),
             turn_id: self.turn_id.as_deref(),
             seq: self.seq,
+            parent: self.parent.as_ref(),
         }
     }
 
@@ -240,6 +249,9 @@ pub enum EventBody {
     /// Extension (capability `hooks`): what a hook said or blocked.
     #[serde(rename = "hook.message")]
     HookMessage(crate::customize::HookMessage),
+    /// Extension (capability `subagents`): a child session began.
+    #[serde(rename = "subagent.started")]
+    SubagentStarted(SubagentStarted),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -280,6 +292,7 @@ impl EventBody {
             EventBody::CheckpointDiffed { .. } => "checkpoint.diffed",
             EventBody::CheckpointRestored { .. } => "checkpoint.restored",
             EventBody::HookMessage(_) => "hook.message",
+            EventBody::SubagentStarted(_) => "subagent.started",
             EventBody::Error(_) => "error",
         }
     }

@@ -14,6 +14,7 @@ pub mod events;
 pub mod limits;
 pub mod messages;
 pub mod sessions;
+pub mod subagents;
 
 pub use checkpoints::*;
 pub use codec::{Frame, FrameCodec};
@@ -22,6 +23,7 @@ pub use customize::*;
 pub use events::*;
 pub use messages::*;
 pub use sessions::*;
+pub use subagents::*;
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 2;

@@ -241,6 +241,10 @@ pub struct Capabilities {
     /// `hook.message` events.
     #[serde(default, skip_serializing_if = "is_false")]
     pub hooks: bool,
+    /// Child sessions' events (`parent` on the envelope,
+    /// `subagent.started`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub subagents: bool,
 }
 
 /// Name and version of a client or server.

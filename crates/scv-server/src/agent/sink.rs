@@ -7,7 +7,7 @@
 
 use crate::transport::{encode, encode_into, Outbound, SendError};
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
-use scv_protocol::{EventBody, EventRef};
+use scv_protocol::{EventBody, EventRef, Parent};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -22,6 +22,11 @@ pub(crate) struct SessionSink {
     session_id: Arc<str>,
     next_seq: tokio::sync::Mutex<u64>,
     out: Outbound,
+    /// A child session's: the call that started it, on every event.
+    parent: Option<Parent>,
+    /// A child of a connection that did not ask for capability
+    /// `subagents`: its events are numbered but not sent.
+    silent: bool,
 }
 
 impl SessionSink {
@@ -32,7 +37,26 @@ impl SessionSink {
             session_id,
             next_seq: tokio::sync::Mutex::new(first_seq),
             out,
+            parent: None,
+            silent: false,
         }
+    }
+
+    /// A child session's sink on the same connection: its events carry
+    /// `parent`, and reach the client only when it asked (`visible`).
+    pub(crate) fn child(&self, session_id: Arc<str>, parent: Parent, visible: bool) -> Self {
+        SessionSink {
+            session_id,
+            next_seq: tokio::sync::Mutex::new(0),
+            out: self.out.clone(),
+            parent: Some(parent),
+            silent: !visible,
+        }
+    }
+
+    /// Whether its events reach the client.
+    pub(crate) fn visible(&self) -> bool {
+        !self.silent
     }
 
     /// The `seq` the next event will get (exact while no turn of the
@@ -53,12 +77,17 @@ impl SessionSink {
         body: &EventBody,
     ) -> Result<u64, EmitError> {
         let mut next_seq = self.next_seq.lock().await;
+        if self.silent {
+            *next_seq += 1;
+            return Ok(*next_seq - 1);
+        }
         let frame = encode(EventRef {
             body,
             request_id,
             session_id: Some(&self.session_id),
             turn_id,
             seq: Some(*next_seq),
+            parent: self.parent.as_ref(),
         });
         if frame.len() > MAX_SERVER_FRAME_BYTES {
             return Err(EmitError::TooLarge(frame.len()));
@@ -80,6 +109,10 @@ impl SessionSink {
         bodies: &[EventBody],
     ) -> Result<(), EmitError> {
         let mut next_seq = self.next_seq.lock().await;
+        if self.silent {
+            *next_seq += bodies.len() as u64;
+            return Ok(());
+        }
         let mut buf = Vec::with_capacity(bodies.len() * 160);
         for (n, body) in bodies.iter().enumerate() {
             let start = buf.len();
@@ -94,6 +127,7 @@ impl SessionSink {
                     session_id: Some(&self.session_id),
                     turn_id,
                     seq: Some(*next_seq + n as u64),
+                    parent: self.parent.as_ref(),
                 },
             );
             let len = buf.len() - start - usize::from(n > 0);

@@ -124,6 +124,7 @@ impl Connection {
             usage: asked.usage,
             commands: asked.commands,
             hooks: asked.hooks,
+            subagents: asked.subagents,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

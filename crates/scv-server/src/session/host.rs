@@ -321,6 +321,7 @@ impl SessionHost {
             session_id: Some(session_id.to_string()),
             turn_id: None,
             seq: None,
+            parent: None,
         };
         // A failed send trips the writer's token; the connection sees it.
         let _ = self

@@ -32,6 +32,10 @@ pub(crate) fn encode_into(buf: &mut Vec<u8>, event: EventRef<'_>) {
 /// writes for them (the tests compare), without the map serializer the
 /// flattened body costs — the one event sent thousands of times a turn.
 fn encode_delta(buf: &mut Vec<u8>, event: &EventRef<'_>) -> Option<()> {
+    if event.parent.is_some() {
+        // A subagent's: rarer, and serde writes its `parent` object.
+        return None;
+    }
     let (kind, content) = match event.body {
         EventBody::AssistantDelta { content } => ("assistant.delta", content),
         EventBody::ReasoningDelta { content } => ("reasoning.delta", content),
@@ -94,6 +98,7 @@ mod tests {
                 session_id: Some("5f0c-\u{1b}\"quoted\""),
                 turn_id: turn.as_deref(),
                 seq,
+                parent: None,
             };
             let mut fast = Vec::new();
             encode_into(&mut fast, event);
@@ -110,6 +115,7 @@ mod tests {
             session_id: Some("s"),
             turn_id: Some("t"),
             seq: Some(4),
+            parent: None,
         };
         assert_eq!(&encode(event)[..], &by_serde(&event)[..]);
     }

@@ -59,6 +59,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     usage: true,
     commands: true,
     hooks: true,
+    subagents: false,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

@@ -194,6 +194,7 @@ impl App {
                 self.plan_turn_completed();
                 self.end_turn();
             }
+            EventBody::SubagentStarted(_) => {}
             EventBody::HookMessage(note) => {
                 let verb = if note.blocked { "blocked" } else { "says" };
                 self.notice(format!("{} {verb}: {}", note.hook, note.message));
