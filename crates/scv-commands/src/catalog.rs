@@ -1,9 +1,10 @@
-//! The commands and skills of one workspace, found in their folders in
-//! precedence order, and what is done with them: look-up, `/NAME`
-//! expansion, the system prompt's skill index.
+//! The commands, skills and agents of one workspace, found in their folders
+//! in precedence order, and what is done with them: look-up, `/NAME`
+//! expansion, the system prompt's skill index, the agent index.
 
 use std::path::PathBuf;
 
+use crate::agents::{self, Agent};
 use crate::commands::{self, Command};
 use crate::expand::{self, ExpandError, Expansion, Kind, Unknown};
 use crate::shared::{self, Diagnostic, Scope};
@@ -11,8 +12,10 @@ use crate::skills::{self, Skill};
 
 /// At most this many skills are listed in [`Catalog::skill_index`].
 pub const MAX_INDEXED_SKILLS: usize = 64;
-/// A description in [`Catalog::skill_index`] is cut to this many bytes
-/// (≈ 40 tokens), "…" included.
+/// At most this many agents are listed in [`Catalog::agent_index`].
+pub const MAX_INDEXED_AGENTS: usize = 32;
+/// A description in [`Catalog::skill_index`] and [`Catalog::agent_index`]
+/// is cut to this many bytes (≈ 40 tokens), "…" included.
 pub const MAX_INDEX_DESCRIPTION_BYTES: usize = 160;
 
 /// Where to look.
@@ -40,25 +43,37 @@ impl Roots {
             (self.scv_home.join("skills"), Scope::User),
         ]
     }
+
+    /// The agent folders, first wins.
+    fn agents(&self) -> Vec<(PathBuf, Scope)> {
+        vec![
+            (self.workspace.join(".scv/agents"), Scope::Workspace),
+            (self.workspace.join(".claude/agents"), Scope::Workspace),
+            (self.scv_home.join("agents"), Scope::User),
+        ]
+    }
 }
 
-/// Every command and skill found, and what was skipped or shadowed.
+/// Every command, skill and agent found, and what was skipped or shadowed.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     pub commands: Vec<Command>,
     pub skills: Vec<Skill>,
+    pub agents: Vec<Agent>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Catalog {
-    /// Reads the command and skill folders (blocking `std::fs`; call it off
-    /// an async runtime). Never fails: an unreadable or malformed file is
+    /// Reads the command, skill and agent folders (blocking `std::fs`; call
+    /// it off an async runtime). Never fails: an unreadable or malformed file is
     /// skipped with a [`Diagnostic`]. A folder that does not exist is
     /// silently empty.
     ///
     /// A name that is both a command and a skill: `/NAME` runs the command
     /// (a [`Diagnostic`] on the skill says so); the skill stays in
     /// [`Catalog::skills`] and the index, so the model can still load it.
+    /// Agents are not typed after `/`, so an agent may share a command's or
+    /// a skill's name.
     pub fn load(roots: &Roots) -> Catalog {
         let mut diagnostics = Vec::new();
         let commands = commands::load(&roots.commands(), &mut diagnostics);
@@ -76,9 +91,11 @@ impl Catalog {
                 ));
             }
         }
+        let agents = agents::load(&roots.agents(), &mut diagnostics);
         Catalog {
             commands,
             skills,
+            agents,
             diagnostics,
         }
     }
@@ -89,6 +106,10 @@ impl Catalog {
 
     pub fn skill(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name)
+    }
+
+    pub fn agent(&self, name: &str) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.name == name)
     }
 
     /// `text` is what the user typed, starting with `/`.
@@ -149,27 +170,45 @@ impl Catalog {
     /// [`MAX_INDEXED_SKILLS`] lines, then "(N more skills not listed; …)"
     /// if cut. `None` when there are no skills.
     pub fn skill_index(&self) -> Option<String> {
-        if self.skills.is_empty() {
-            return None;
-        }
-        let mut lines: Vec<String> = self
-            .skills
-            .iter()
-            .take(MAX_INDEXED_SKILLS)
-            .map(|s| {
-                let description = shared::cut(
-                    &shared::one_line(&s.description),
-                    MAX_INDEX_DESCRIPTION_BYTES,
-                );
-                format!("- {}: {description}", s.name)
-            })
-            .collect();
-        let more = self.skills.len().saturating_sub(MAX_INDEXED_SKILLS);
-        if more > 0 {
-            lines.push(format!(
-                "({more} more skills not listed; the user can name one with /NAME)"
-            ));
-        }
-        Some(lines.join("\n"))
+        let entries = self.skills.iter().map(|s| (&*s.name, &*s.description));
+        index(entries, MAX_INDEXED_SKILLS, |more| {
+            format!("({more} more skills not listed; the user can name one with /NAME)")
+        })
     }
+
+    /// The agent index, for the model to pick a subagent by: one line per
+    /// agent, "- NAME: DESCRIPTION" (cut as in [`Catalog::skill_index`]), at
+    /// most [`MAX_INDEXED_AGENTS`] lines, then "(N more agents not listed)"
+    /// if cut. `None` when there are no agents.
+    pub fn agent_index(&self) -> Option<String> {
+        let entries = self.agents.iter().map(|a| (&*a.name, &*a.description));
+        index(entries, MAX_INDEXED_AGENTS, |more| {
+            format!("({more} more agents not listed)")
+        })
+    }
+}
+
+/// "- NAME: DESCRIPTION" lines for the first `max` of `entries`, then
+/// `more(N)` for the N left out. `None` when there are none.
+fn index<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    max: usize,
+    more: impl FnOnce(usize) -> String,
+) -> Option<String> {
+    let left_out = entries.len().saturating_sub(max);
+    let mut lines: Vec<String> = entries
+        .take(max)
+        .map(|(name, description)| {
+            let description =
+                shared::cut(&shared::one_line(description), MAX_INDEX_DESCRIPTION_BYTES);
+            format!("- {name}: {description}")
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    if left_out > 0 {
+        lines.push(more(left_out));
+    }
+    Some(lines.join("\n"))
 }

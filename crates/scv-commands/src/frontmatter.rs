@@ -1,7 +1,7 @@
-//! The frontmatter of a command or skill file: the YAML block between a
-//! first line `---` and the next `---` line, in the small subset these files
-//! use. There is no YAML crate in the workspace, and a full YAML parser is far
-//! more than `key: value` lines need, so this reads exactly:
+//! The frontmatter of a command, skill or agent file: the YAML block
+//! between a first line `---` and the next `---` line, in the small subset
+//! these files use. There is no YAML crate in the workspace, and a full YAML
+//! parser is far more than `key: value` lines need, so this reads exactly:
 //!
 //! - `key: value` lines at column 0 (keys of letters, digits, `_`, `-`, `.`),
 //!   the value plain, `"double quoted"` (escapes `\" \\ \/ \n \t \r \0`) or

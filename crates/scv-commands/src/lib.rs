@@ -1,5 +1,6 @@
-//! Custom slash commands and Agent Skills for one workspace: finding them,
-//! reading them, and expanding `/NAME args` into a prompt. A pure library:
+//! Custom slash commands, Agent Skills and subagent definitions for one
+//! workspace: finding them, reading them, and expanding `/NAME args` into a
+//! prompt. A pure library:
 //! [`Catalog::load`] reads folders with blocking `std::fs`, and nothing
 //! here runs anything.
 //!
@@ -20,13 +21,21 @@
 //!   `WORKSPACE/.scv/skills/`, `WORKSPACE/.claude/skills/`,
 //!   `SCV_HOME/skills/`, with required `name` and `description`; see
 //!   [`Skill`] for what is checked.
+//! - **Agents** (Claude Code's subagent files): `*.md` directly in
+//!   `WORKSPACE/.scv/agents/`, `WORKSPACE/.claude/agents/`,
+//!   `SCV_HOME/agents/` (subfolders are not entered), with required `name`
+//!   (a skill's rules) and `description`; optional `tools` (a
+//!   comma-separated string or a list; absent, the parent's tools),
+//!   `model`, and SCV's `sandbox: read-only`. The body is the subagent's
+//!   system prompt and must not be empty; see [`Agent`].
 //!
 //! Files must be valid UTF-8 and at most [`MAX_FILE_BYTES`]; symlinked
 //! files are read, symlinked folders inside a commands tree are not
 //! entered. The frontmatter is a strict YAML subset (one-line scalars,
 //! quoted or not, lists, one level of map, `|`/`>` blocks); anything else is
 //! a [`Diagnostic`] with its line and the file is skipped. At most
-//! [`MAX_COMMANDS`] commands and [`MAX_SKILLS`] skills are loaded.
+//! [`MAX_COMMANDS`] commands, [`MAX_SKILLS`] skills and [`MAX_AGENTS`]
+//! agents are loaded.
 //!
 //! # Expansion
 //!
@@ -44,6 +53,7 @@
 //! its name would be code execution from a repository without approval:
 //! the model sees the text and asks for tools like for any other request.
 
+mod agents;
 mod catalog;
 mod commands;
 mod expand;
@@ -51,7 +61,10 @@ mod frontmatter;
 mod shared;
 mod skills;
 
-pub use catalog::{Catalog, Roots, MAX_INDEXED_SKILLS, MAX_INDEX_DESCRIPTION_BYTES};
+pub use agents::{Agent, MAX_AGENTS};
+pub use catalog::{
+    Catalog, Roots, MAX_INDEXED_AGENTS, MAX_INDEXED_SKILLS, MAX_INDEX_DESCRIPTION_BYTES,
+};
 pub use commands::{Command, MAX_COMMANDS};
 pub use expand::{ExpandError, Expansion, Kind, Unknown};
 pub use shared::{Diagnostic, Scope, MAX_FILE_BYTES};

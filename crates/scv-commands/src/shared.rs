@@ -1,7 +1,8 @@
-//! What the command and skill loaders share: where a definition came from
-//! ([`Scope`]), what is reported about a file that was skipped or shadowed
-//! ([`Diagnostic`]), reading one file under the size cap, listing a folder,
-//! and cutting text at a char boundary.
+//! What the command, skill and agent loaders share: where a definition came
+//! from ([`Scope`]), what is reported about a file that was skipped or
+//! shadowed ([`Diagnostic`]), reading one file under the size cap, listing a
+//! folder, a required frontmatter field, and cutting text at a char
+//! boundary.
 
 use std::fmt;
 use std::fs;
@@ -10,11 +11,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::frontmatter::{Parsed, Value};
+
 /// A file larger than this is not read (a [`Diagnostic`] says so).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
 
-/// Whether a command or skill came from the workspace (`.scv/`, `.claude/`)
-/// or from `SCV_HOME`.
+/// Whether a command, skill or agent came from the workspace (`.scv/`,
+/// `.claude/`) or from `SCV_HOME`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -70,8 +73,8 @@ pub(crate) fn confine_of(root: &Path, scope: Scope) -> Option<PathBuf> {
 }
 
 /// Whether `path`, links resolved, is inside `confine`. A repository's
-/// command or skill may link anywhere; reading `~/.aws/credentials` into a
-/// prompt because a repository said so would leak it to the model.
+/// command, skill or agent may link anywhere; reading `~/.aws/credentials`
+/// into a prompt because a repository said so would leak it to the model.
 pub(crate) fn check_inside(path: &Path, confine: Option<&Path>) -> std::io::Result<()> {
     let Some(confine) = confine else {
         return Ok(());
@@ -83,7 +86,7 @@ pub(crate) fn check_inside(path: &Path, confine: Option<&Path>) -> std::io::Resu
     Err(std::io::Error::new(
         std::io::ErrorKind::PermissionDenied,
         format!(
-            "it leads outside the workspace (to {}); a workspace's commands and skills are read only from inside it",
+            "it leads outside the workspace (to {}); a workspace's commands, skills and agents are read only from inside it",
             real.display()
         ),
     ))
@@ -129,6 +132,38 @@ pub(crate) fn read_text(path: &Path, confine: Option<&Path>) -> Result<String, D
             format!("not valid UTF-8 (byte {valid}); skipped"),
         )
     })
+}
+
+/// The frontmatter field `key`, which a `what` ("skill", "agent") must have:
+/// its value, trimmed, and its line. Missing, empty or not one value: the
+/// [`Diagnostic`] that skips the file.
+pub(crate) fn required(
+    parsed: &Parsed<'_>,
+    key: &str,
+    path: &Path,
+    what: &str,
+) -> Result<(String, usize), Diagnostic> {
+    let Some(field) = parsed.get(key) else {
+        // No line of its own; line 1 is where the frontmatter starts.
+        return Err(Diagnostic::new(
+            path,
+            Some(1),
+            format!("the frontmatter has no `{key}`, which is required; {what} skipped"),
+        ));
+    };
+    match &field.value {
+        Value::Str(s) if !s.trim().is_empty() => Ok((s.trim().to_owned(), field.line)),
+        Value::Str(_) => Err(Diagnostic::new(
+            path,
+            Some(field.line),
+            format!("`{key}` is empty; {what} skipped"),
+        )),
+        _ => Err(Diagnostic::new(
+            path,
+            Some(field.line),
+            format!("`{key}` must be a single value; {what} skipped"),
+        )),
+    }
 }
 
 /// One entry of a folder being scanned.

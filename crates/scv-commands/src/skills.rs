@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::frontmatter::{self, Value};
+use crate::frontmatter;
 use crate::shared::{self, Diagnostic, EntryKind, Scope, MAX_FILE_BYTES};
 
 /// At most this many skills are loaded; past it, a [`Diagnostic`] and the
@@ -109,8 +109,9 @@ impl Skill {
     }
 }
 
-/// Whether `name` follows the specification's rules.
-fn name_problem(name: &str) -> Option<&'static str> {
+/// Whether `name` follows the specification's rules (an agent's name
+/// follows them too).
+pub(crate) fn name_problem(name: &str) -> Option<&'static str> {
     if name.chars().count() > MAX_NAME_CHARS {
         Some("is over 64 characters")
     } else if !name
@@ -218,29 +219,7 @@ fn parse(
             "no frontmatter (a SKILL.md starts with `---`, then `name:` and `description:`); skill skipped",
         ));
     }
-    let required = |key: &str| -> Result<(String, usize), Diagnostic> {
-        let Some(field) = parsed.get(key) else {
-            return Err(Diagnostic::new(
-                path,
-                Some(1),
-                format!("the frontmatter has no `{key}`, which is required; skill skipped"),
-            ));
-        };
-        match &field.value {
-            Value::Str(s) if !s.trim().is_empty() => Ok((s.trim().to_owned(), field.line)),
-            Value::Str(_) => Err(Diagnostic::new(
-                path,
-                Some(field.line),
-                format!("`{key}` is empty; skill skipped"),
-            )),
-            _ => Err(Diagnostic::new(
-                path,
-                Some(field.line),
-                format!("`{key}` must be a single value; skill skipped"),
-            )),
-        }
-    };
-    let (name, name_line) = required("name")?;
+    let (name, name_line) = shared::required(&parsed, "name", path, "skill")?;
     if let Some(problem) = name_problem(&name) {
         return Err(Diagnostic::new(
             path,
@@ -248,7 +227,7 @@ fn parse(
             format!("the name `{name}` {problem}; skill skipped"),
         ));
     }
-    let (description, description_line) = required("description")?;
+    let (description, description_line) = shared::required(&parsed, "description", path, "skill")?;
     if name != folder {
         diagnostics.push(Diagnostic::new(
             path,

@@ -47,6 +47,10 @@ fn skill_md(name: &str, description: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nDo the {name} thing with $ARGUMENTS.\n")
 }
 
+fn agent_md(name: &str, description: &str, prompt: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n\n{prompt}\n")
+}
+
 fn diagnostics_for<'a>(catalog: &'a Catalog, path: &Path) -> Vec<&'a Diagnostic> {
     catalog
         .diagnostics
@@ -60,7 +64,9 @@ fn empty_workspace_has_nothing() {
     let f = Fixture::new();
     let c = f.load();
     assert!(c.commands.is_empty() && c.skills.is_empty() && c.diagnostics.is_empty());
+    assert!(c.agents.is_empty());
     assert_eq!(c.skill_index(), None);
+    assert_eq!(c.agent_index(), None);
     assert!(matches!(c.expand("/review"), Err(ExpandError::Unknown(_))));
 }
 
@@ -516,6 +522,307 @@ fn invalid_command_file_names_are_reported() {
     assert!(c.diagnostics[0].message.contains("cannot be typed"));
 }
 
+#[test]
+fn agents_precedence_and_shadow_diagnostics() {
+    let f = Fixture::new();
+    write(
+        &f.ws(".scv/agents/reviewer.md"),
+        agent_md("reviewer", "Reviews code.", "From scv."),
+    );
+    write(
+        &f.ws(".claude/agents/reviewer.md"),
+        agent_md("reviewer", "Reviews code.", "From claude."),
+    );
+    write(
+        &f.ws(".claude/agents/tester.md"),
+        agent_md("tester", "Runs tests.", "Test it."),
+    );
+    write(
+        &f.home("agents/reviewer.md"),
+        agent_md("reviewer", "Reviews code.", "From home."),
+    );
+    write(
+        &f.home("agents/mine.md"),
+        agent_md("mine", "Mine.", "Do mine."),
+    );
+    // Neither a file elsewhere than directly in the folder nor a non-`.md`
+    // file is an agent.
+    write(
+        &f.ws(".claude/agents/sub/deep.md"),
+        agent_md("deep", "Too deep.", "x"),
+    );
+    write(
+        &f.ws(".claude/agents/notes.txt"),
+        agent_md("notes", "d", "x"),
+    );
+    // A shadowing name comes from the frontmatter, not the file.
+    write(
+        &f.home("agents/other.md"),
+        agent_md("tester", "Runs tests.", "Home tester."),
+    );
+    let c = f.load();
+    let names: Vec<&str> = c.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["reviewer", "tester", "mine"]);
+    let reviewer = c.agent("reviewer").unwrap();
+    assert_eq!(reviewer.prompt, "From scv.");
+    assert_eq!(reviewer.scope, Scope::Workspace);
+    assert_eq!(reviewer.path, f.ws(".scv/agents/reviewer.md"));
+    assert_eq!(c.agent("tester").unwrap().scope, Scope::Workspace);
+    assert_eq!(c.agent("mine").unwrap().scope, Scope::User);
+    assert!(c.agent("deep").is_none() && c.agent("notes").is_none());
+    for (loser, winner) in [
+        (".claude/agents/reviewer.md", ".scv/agents/reviewer.md"),
+        ("agents/reviewer.md", ".scv/agents/reviewer.md"),
+    ] {
+        let loser = if loser.starts_with('.') {
+            f.ws(loser)
+        } else {
+            f.home(loser)
+        };
+        let d = diagnostics_for(&c, &loser);
+        assert_eq!(d.len(), 1, "{:?}", c.diagnostics);
+        assert_eq!(
+            d[0].message,
+            format!(
+                "the agent `reviewer` is already defined by {}; this one is shadowed",
+                f.ws(winner).display()
+            )
+        );
+    }
+    let other = diagnostics_for(&c, &f.home("agents/other.md"));
+    assert_eq!(other.len(), 2, "{other:?}");
+    assert!(other[0]
+        .message
+        .contains("does not match the file name `other.md`"));
+    assert!(other[1].message.contains("shadowed"), "{}", other[1]);
+    assert_eq!(c.diagnostics.len(), 4, "{:?}", c.diagnostics);
+}
+
+#[test]
+fn agent_fields_in_files() {
+    let f = Fixture::new();
+    let root = f.ws(".scv/agents");
+    write(
+        &root.join("comma.md"),
+        "---\nname: comma\ndescription: Comma tools.\ntools: Read, Grep, Glob, Bash\nmodel: sonnet\ncolor: blue\n---\nFind things.\n",
+    );
+    write(
+        &root.join("listed.md"),
+        "---\nname: listed\ndescription: Listed tools.\ntools:\n  - Read\n  - \"Bash(git diff:*)\"\nmodel: inherit\nsandbox: read-only\n---\nLook only.\n",
+    );
+    write(
+        &root.join("plain.md"),
+        "---\nname: plain\ndescription: |\n  Use when\n  asked.\npermissionMode: plan\n---\n\n  You help.\n\nMore.\n\n",
+    );
+    write(
+        &root.join("id.md"),
+        "---\nname: id\ndescription: d\nmodel: claude-sonnet-4-5-20250929\ntools: []\n---\nP\n",
+    );
+    write(
+        &root.join("writes.md"),
+        "---\nname: writes\ndescription: d\nsandbox: workspace-write\n---\nP\n",
+    );
+    let c = f.load();
+    let comma = c.agent("comma").unwrap();
+    assert_eq!(
+        comma.tools.as_deref(),
+        Some(
+            ["Read", "Grep", "Glob", "Bash"]
+                .map(String::from)
+                .as_slice()
+        )
+    );
+    assert_eq!(comma.model.as_deref(), Some("sonnet"));
+    assert!(!comma.read_only);
+    assert_eq!(comma.prompt, "Find things.");
+    let listed = c.agent("listed").unwrap();
+    assert_eq!(
+        listed.tools.as_deref(),
+        Some(["Read", "Bash(git diff:*)"].map(String::from).as_slice())
+    );
+    assert_eq!(listed.model.as_deref(), Some("inherit"));
+    assert!(listed.read_only);
+    let plain = c.agent("plain").unwrap();
+    assert_eq!((plain.tools.as_ref(), plain.model.as_ref()), (None, None));
+    assert_eq!(plain.description, "Use when asked.");
+    assert_eq!(plain.prompt, "You help.\n\nMore.");
+    let id = c.agent("id").unwrap();
+    assert_eq!(id.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    assert_eq!(id.tools, Some(vec![]));
+    assert!(c.agent("writes").is_none());
+    let writes = diagnostics_for(&c, &root.join("writes.md"));
+    assert_eq!(writes[0].line, Some(4));
+    assert!(
+        writes[0].to_string().ends_with(
+            "writes.md:4: `sandbox` must be `read-only` (the only sandbox there is), not `workspace-write`; agent skipped"
+        ),
+        "{}",
+        writes[0]
+    );
+    assert_eq!(c.diagnostics.len(), 1, "{:?}", c.diagnostics);
+}
+
+#[test]
+fn invalid_agents_are_skipped_with_their_line() {
+    let f = Fixture::new();
+    let root = f.ws(".claude/agents");
+    let cases: &[(&str, &str, Option<usize>, &str)] = &[
+        (
+            "noname",
+            "---\ndescription: d\n---\nP",
+            Some(1),
+            "the frontmatter has no `name`, which is required; agent skipped",
+        ),
+        (
+            "nodesc",
+            "---\nname: nodesc\n---\nP",
+            Some(1),
+            "the frontmatter has no `description`, which is required; agent skipped",
+        ),
+        (
+            "badname",
+            "---\ndescription: d\nname: Bad_Name\n---\nP",
+            Some(3),
+            "the name `Bad_Name` may only contain lowercase letters a-z, digits and hyphens; agent skipped",
+        ),
+        (
+            "empty",
+            "---\nname: empty\ndescription: d\n---\n\n  \n",
+            None,
+            "the body (the subagent's system prompt) is empty; agent skipped",
+        ),
+        (
+            "malformed",
+            "---\nname: malformed\ndescription: d\ntools: [Read, Grep\n---\nP",
+            Some(4),
+            "a `[` list must be closed by `]` on the same line; agent skipped",
+        ),
+        (
+            "bare",
+            "You are a reviewer.\n",
+            Some(1),
+            "no frontmatter (an agent file starts with `---`, then `name:` and `description:`); agent skipped",
+        ),
+    ];
+    for (stem, text, _, _) in cases {
+        write(&root.join(format!("{stem}.md")), text);
+    }
+    write(
+        &root.join("latin1.md"),
+        b"---\nname: latin1\ndescription: caf\xe9\n---\nP".as_slice(),
+    );
+    write(
+        &root.join("big.md"),
+        agent_md("big", "d", &"x".repeat(MAX_FILE_BYTES as usize)),
+    );
+    let c = f.load();
+    assert!(c.agents.is_empty(), "{:?}", c.agents);
+    for (stem, _, line, message) in cases {
+        let d = diagnostics_for(&c, &root.join(format!("{stem}.md")));
+        assert_eq!(d.len(), 1, "{stem}: {d:?}");
+        assert_eq!(d[0].line, *line, "{stem}: {}", d[0]);
+        assert_eq!(d[0].message, *message, "{stem}");
+    }
+    let latin = diagnostics_for(&c, &root.join("latin1.md"));
+    assert_eq!(latin[0].line, Some(3));
+    assert!(latin[0].message.contains("not valid UTF-8"), "{}", latin[0]);
+    let big = diagnostics_for(&c, &root.join("big.md"));
+    assert!(
+        big[0].message.contains("-byte limit; skipped"),
+        "{}",
+        big[0]
+    );
+    assert_eq!(c.diagnostics.len(), cases.len() + 2, "{:?}", c.diagnostics);
+}
+
+/// As with commands and skills: a repository's agent file that links
+/// outside the workspace is never read, the user's own may link anywhere.
+#[cfg(unix)]
+#[test]
+fn workspace_agent_links_leading_outside_are_not_read() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new();
+    let secret = f._dir.path().join("secret.md");
+    write(&secret, agent_md("leak", "d", "AKIA-SECRET"));
+    let inside = f.ws("docs/inside.md");
+    write(&inside, agent_md("inside", "d", "Inside."));
+    symlink(&secret, f.ws(".scv/agents/leak.md").tap_parent()).unwrap();
+    symlink(&secret, f.ws(".claude/agents/leak.md").tap_parent()).unwrap();
+    symlink(&inside, f.ws(".claude/agents/inside.md")).unwrap();
+    symlink(&secret, f.home("agents/leak.md").tap_parent()).unwrap();
+    let c = f.load();
+    let names: Vec<&str> = c.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["inside", "leak"], "{:?}", c.diagnostics);
+    let leak = c.agent("leak").unwrap();
+    assert_eq!(leak.scope, Scope::User);
+    assert_eq!(leak.path, f.home("agents/leak.md"));
+    for path in [f.ws(".scv/agents/leak.md"), f.ws(".claude/agents/leak.md")] {
+        let d = diagnostics_for(&c, &path);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(
+            d[0].message.contains("leads outside the workspace"),
+            "{}",
+            d[0]
+        );
+    }
+    assert_eq!(c.diagnostics.len(), 2, "{:?}", c.diagnostics);
+}
+
+#[test]
+fn agent_cap() {
+    let f = Fixture::new();
+    for i in 0..MAX_AGENTS + 2 {
+        let name = format!("a{i:02}");
+        write(
+            &f.home(&format!("agents/{name}.md")),
+            agent_md(&name, "d", "P"),
+        );
+    }
+    let c = f.load();
+    assert_eq!(c.agents.len(), MAX_AGENTS);
+    assert_eq!(c.agents.last().unwrap().name, "a63");
+    assert_eq!(c.diagnostics.len(), 1, "{:?}", c.diagnostics);
+    assert_eq!(c.diagnostics[0].path, f.home("agents/a64.md"));
+    assert_eq!(
+        c.diagnostics[0].message,
+        "more than 64 agents; this and the rest are skipped"
+    );
+}
+
+#[test]
+fn agent_index_bounds_and_cuts() {
+    let f = Fixture::new();
+    for i in 0..MAX_INDEXED_AGENTS + 1 {
+        let name = format!("agent-{i:02}");
+        write(
+            &f.home(&format!("agents/{name}.md")),
+            agent_md(&name, &format!("Number {i}."), "P"),
+        );
+    }
+    // A workspace agent: listed before the user's.
+    let long = format!("{}é{}", "a".repeat(155), "b".repeat(50));
+    write(&f.ws(".scv/agents/aaa.md"), agent_md("aaa", &long, "P"));
+    let c = f.load();
+    let index = c.agent_index().unwrap();
+    let lines: Vec<&str> = index.lines().collect();
+    assert_eq!(lines.len(), MAX_INDEXED_AGENTS + 1, "{index}");
+    assert_eq!(lines[0], format!("- aaa: {}é…", "a".repeat(155)));
+    assert!(lines[0].len() - "- aaa: ".len() <= MAX_INDEX_DESCRIPTION_BYTES);
+    assert_eq!(lines[1], "- agent-00: Number 0.");
+    assert_eq!(lines[31], "- agent-30: Number 30.");
+    assert_eq!(lines[32], "(2 more agents not listed)");
+
+    let f = Fixture::new();
+    write(
+        &f.ws(".scv/agents/multi.md"),
+        "---\nname: multi\ndescription: >\n  Use when\n\n  asked.\n---\nP",
+    );
+    assert_eq!(
+        f.load().agent_index().as_deref(),
+        Some("- multi: Use when asked.")
+    );
+}
+
 fn catalog_with(body: &str) -> Catalog {
     Catalog {
         commands: vec![Command {
@@ -538,6 +845,7 @@ proptest! {
         let _ = catalog.expand(&format!("/{text}"));
         let _ = catalog.expand(&format!("/c {text}"));
         let _ = catalog.skill_index();
+        let _ = catalog.agent_index();
     }
 
     #[test]
