@@ -64,6 +64,10 @@ pub struct StoredSession {
     /// Why the journal cannot be read; such a session can only be deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub damaged: Option<String>,
+    /// Extension (subagents): a child session's, the `task` call that
+    /// started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<crate::subagents::Parent>,
 }
 
 /// Where a fork came from (`session.started.forked_from`).

@@ -873,6 +873,23 @@ async fn a_child_is_journaled_and_its_transcript_resumable() {
     let transcript = rig.server.expect("session.transcript").await.to_string();
     assert!(transcript.contains("CHILD-JOURNAL"), "{transcript}");
     assert!(transcript.contains("Journaled answer."), "{transcript}");
+    // Listed with the call that started it; the parent without one.
+    rig.server
+        .send(json!({"type":"session.list","request_id":"l"}))
+        .await;
+    let listed = rig.server.expect("session.listed").await;
+    let entry = |id: &str| {
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed: {listed}"))
+            .clone()
+    };
+    assert_eq!(entry(&child)["parent"]["session_id"], session.as_str());
+    assert_eq!(entry(&child)["parent"]["call_id"], "c1");
+    assert!(entry(&session).get("parent").is_none());
 }
 
 /// The parent's hooks gate a child's calls (PreToolUse, exit 2 blocks),
@@ -950,4 +967,53 @@ async fn hooks_gate_a_child_and_it_cannot_nest_past_the_cap() {
             .as_array()
             .is_some_and(|m| m.len() == 2 && m[1].to_string().contains("GRANDCHILD"))
     }));
+}
+
+/// With `max_subagent_depth = 2` a child may start its own: the
+/// grandchild's `parent` is the child, its depth 2, and its approval is
+/// answered like any other; at depth 2 no `task` is offered.
+#[tokio::test]
+async fn children_nest_to_the_configured_depth() {
+    let mut rig = rig("max_subagent_depth = 2", json!({"subagents": true})).await;
+    let (_, session) = start(&mut rig, json!({})).await;
+    rig.mock.push(calls(&[task("c1", "outer", "CHILD-OUTER")]));
+    rig.mock.push_matching(
+        "CHILD-OUTER",
+        Reply::tool_calls(&[("c2", "task", json!({"description": "inner", "prompt": "CHILD-INNER"}))]),
+    );
+    rig.mock.push_matching(
+        "CHILD-INNER",
+        Reply::tool_calls(&[("k", "bash", json!({"command": "echo deep > deep.txt"}))]),
+    );
+    rig.mock.push_matching("CHILD-INNER", Reply::text(["inner done"]));
+    rig.mock.push_matching("CHILD-OUTER", Reply::text(["outer done"]));
+    rig.mock.push(Reply::text(["all done"]));
+    rig.server.start_turn(&session, "t", "go").await;
+    let mut events = rig.server.until("approval.requested").await;
+    let asked = events.last().unwrap().clone();
+    let starts: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "subagent.started")
+        .cloned()
+        .collect();
+    assert_eq!(starts.len(), 2);
+    let (outer, inner) = (&starts[0], &starts[1]);
+    assert_eq!(outer["parent"]["session_id"], session.as_str());
+    assert_eq!(inner["parent"]["session_id"], outer["session_id"]);
+    assert_eq!(inner["parent"]["call_id"], "c2");
+    assert_eq!(inner["depth"], 2);
+    assert_eq!(asked["session_id"], inner["session_id"]);
+    rig.server
+        .send(json!({"type":"approval.resolve","request_id":"r","session_id": asked["session_id"],
+                     "approval_id": asked["approval_id"],"approved":true}))
+        .await;
+    events.extend(rig.server.until_terminal().await);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:#?}");
+    assert!(rig.home.workspace().join("deep.txt").exists());
+    assert!(tools_of(&request_with(&rig.mock, "CHILD-OUTER")).contains(&"task".to_string()));
+    assert!(!tools_of(&request_with(&rig.mock, "CHILD-INNER")).contains(&"task".to_string()));
+    assert!(completed(&events, "c1")["output"]
+        .as_str()
+        .unwrap()
+        .starts_with("outer done"));
 }

@@ -44,6 +44,8 @@ pub struct Listed {
     /// The journal's last change in nanoseconds: orders sessions updated
     /// within the same second.
     pub modified_nanos: i128,
+    /// A subagent's: the `task` call that started it.
+    pub parent: Option<scv_protocol::Parent>,
 }
 
 /// A listed session as `session.listed` (and `scv sessions list --json`)
@@ -61,6 +63,7 @@ impl From<Listed> for scv_protocol::StoredSession {
             model: s.model,
             open: s.open,
             damaged: s.damaged,
+            parent: s.parent,
         }
     }
 }
@@ -77,6 +80,9 @@ pub struct Meta {
     pub model: String,
     /// The journal's length when this was written.
     pub len: u64,
+    /// A subagent's: the `task` call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<scv_protocol::Parent>,
 }
 
 #[derive(Debug, Clone)]
@@ -163,6 +169,8 @@ impl SessionStore {
         });
         header.provider = replay.provider.clone();
         header.model = replay.model.clone();
+        // A fork of a subagent's session is the user's own.
+        header.parent = None;
         let mut journal = self.create(&header)?;
         // The source's records after its header, as they were.
         let body = &bytes[replay.header_len as usize..replay.valid_len as usize];
@@ -314,6 +322,7 @@ impl SessionStore {
             damaged: None,
             bytes: 0,
             modified_nanos: 0,
+            parent: None,
         };
         let path = self.dir.join(format!("{id}.jsonl"));
         // What a damaged one is dated by.
@@ -360,6 +369,7 @@ impl SessionStore {
         listed.turns = meta.turns;
         listed.provider = meta.provider;
         listed.model = meta.model;
+        listed.parent = meta.parent;
         listed
     }
 
@@ -439,6 +449,7 @@ impl Replay {
             provider: self.provider.clone(),
             model: self.model.clone(),
             len,
+            parent: self.header.parent.clone(),
         }
     }
 }

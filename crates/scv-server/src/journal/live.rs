@@ -45,6 +45,7 @@ impl LiveJournal {
             provider: header.provider.clone(),
             model: header.model.clone(),
             len: journal.len(),
+            parent: header.parent.clone(),
         };
         let mut live = LiveJournal::new(store, journal, meta, &header.session_id)?;
         live.untouched = true;
