@@ -18,6 +18,7 @@
 use crate::daemon::Link;
 use crate::options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
 use crate::stdio::Outflow;
+use crate::subagents::Subagents;
 use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
 use crate::{errors, mcp, prompt};
 use agent_client_protocol::v1::schema::{
@@ -30,7 +31,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
-use scv_client::session::{Outcome, Request, SessionClient, Update};
+use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
 use scv_protocol::{
     ClientMessage, Event, EventBody, FailureCode, SessionList, SessionResume, SessionStart,
     StoredSession,
@@ -91,12 +92,15 @@ struct Session {
     approvals: HashMap<String, RequestCancellationHandle>,
     /// Where each of its prompts is, and what cancelling means there.
     client: SessionClient,
+    /// Its subagents, shown inside the `task` calls that started them.
+    subagents: Subagents,
 }
 
 impl Session {
     /// The running turn ended: its calls and questions are over.
     fn turn_ended(&mut self) {
         self.tools.clear();
+        self.subagents.clear();
         for (_, request) in self.approvals.drain() {
             let _ = request.cancel();
         }
@@ -548,6 +552,10 @@ impl Bridge {
             }
             return;
         }
+        if let Some(parent) = &event.parent {
+            self.child_event(parent.session_id.clone(), event).await;
+            return;
+        }
         // The session: the event's own, or (errors) the one whose client
         // sent the request.
         let session_id = event.session_id.clone().or_else(|| {
@@ -572,6 +580,28 @@ impl Bridge {
         let applied = session.client.apply(&event);
         self.send_all(&applied.requests).await;
         self.show(&session_id, &request_id, event.body).await;
+        for update in applied.updates {
+            self.update(&session_id, update).await;
+        }
+    }
+
+    /// A subagent's event (capability `subagents`): shown in the `task`
+    /// call of the ACP session it descends from, never as that session's
+    /// own text or turn; its approvals asked like the session's own.
+    async fn child_event(&mut self, parent: String, event: Event) {
+        let owner = self
+            .sessions
+            .iter()
+            .find(|(id, s)| **id == parent || s.subagents.knows(&parent))
+            .map(|(id, _)| id.clone());
+        let Some(session_id) = owner else {
+            return;
+        };
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        let applied = session.client.apply(&event);
+        self.send_all(&applied.requests).await;
         for update in applied.updates {
             self.update(&session_id, update).await;
         }
@@ -604,6 +634,7 @@ impl Bridge {
                 tools: ToolCalls::default(),
                 approvals: HashMap::new(),
                 client,
+                subagents: Subagents::default(),
             },
         );
         self.started_any = true;
@@ -680,10 +711,18 @@ impl Bridge {
                 let Some(session) = self.sessions.get_mut(session_id) else {
                     return;
                 };
-                let update = session
+                let mut update = session
                     .tools
                     .completed(&call_id, success, &output, truncated)
                     .await;
+                // A `task` call keeps its child's calls above its output.
+                if let (Some(update), Some((mut nested, meta))) =
+                    (update.as_mut(), session.subagents.completed(&call_id))
+                {
+                    nested.extend(update.fields.content.take().unwrap_or_default());
+                    update.fields.content = Some(nested);
+                    update.meta = Some(meta);
+                }
                 if let Some(update) = update {
                     self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
                 }
@@ -696,15 +735,23 @@ impl Bridge {
     /// permission asked.
     async fn update(&mut self, session_id: &str, update: Update) {
         match update {
-            Update::ApprovalRequested(approval) => {
-                self.ask(
-                    session_id.to_string(),
-                    approval.approval_id,
-                    &approval.call_id,
-                    &approval.name,
-                    &approval.summary,
-                )
-                .await
+            Update::ApprovalRequested(approval) => self.ask(session_id.to_string(), approval).await,
+            Update::ApprovalGone { approval_id } => {
+                // Answered elsewhere, or its (child's) turn ended.
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    if let Some(request) = session.approvals.remove(&approval_id) {
+                        let _ = request.cancel();
+                    }
+                }
+            }
+            Update::Subagent(event) => {
+                let update = self
+                    .sessions
+                    .get_mut(session_id)
+                    .and_then(|s| s.subagents.event(&event, &s.tools));
+                if let Some(update) = update {
+                    self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
+                }
             }
             Update::Ended {
                 request_id,
@@ -752,18 +799,21 @@ impl Bridge {
     }
 
     /// `approval.requested` → `session/request_permission`, answered in a
-    /// task of the connection (the bridge never waits for the client).
-    async fn ask(
-        &mut self,
-        session_id: String,
-        approval_id: String,
-        call_id: &str,
-        name: &str,
-        summary: &str,
-    ) {
+    /// task of the connection (the bridge never waits for the client). A
+    /// subagent's is about the `task` call it runs in, and is answered
+    /// with the child's session id (the session client's).
+    async fn ask(&mut self, session_id: String, approval: Approval) {
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return;
         };
+        let Approval {
+            approval_id,
+            call_id,
+            name,
+            summary,
+            child_session,
+            ..
+        } = approval;
         if session.approvals.len() >= MAX_TRACKED_CALLS {
             tracing::warn!("too many permission requests at once; denying {call_id}");
             if let Some(resolve) = session.client.resolve(&approval_id, false) {
@@ -771,7 +821,9 @@ impl Bridge {
             }
             return;
         }
-        let tool_call = session.tools.permission(call_id, name, summary);
+        let tool_call = child_session
+            .and_then(|child| session.subagents.permission(&child, &summary))
+            .unwrap_or_else(|| session.tools.permission(&call_id, &name, &summary));
         let options = vec![
             PermissionOption::new(ALLOW, "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),

@@ -2,7 +2,7 @@
 //! session of this process shares (the daemon keeps sessions per
 //! connection). Opened at the first `session/new`, starting the daemon
 //! when it is absent exactly as `scv` does, with `initialize` asking for
-//! reasoning events; opened again by the next `session/new` after it was
+//! reasoning events (and stored sessions, commands and subagents); opened again by the next `session/new` after it was
 //! lost.
 
 use anyhow::{bail, Context, Result};
@@ -42,6 +42,8 @@ impl Link {
             reasoning: true,
             sessions: true,
             commands: true,
+            // Children's events, shown in their `task` calls.
+            subagents: true,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

@@ -15,6 +15,7 @@
 //! - [`daemon`]: the link to the daemon (started when absent);
 //! - [`updates`]: SCV tool events as ACP tool calls (kind, title,
 //!   locations, diffs);
+//! - [`subagents`]: a subagent's events as content of its `task` call;
 //! - [`prompt`]: ACP content blocks as one SCV prompt;
 //! - [`errors`]: JSON-RPC errors for SCV refusals and failures;
 //! - [`stdio`]: the capped line transport on stdin/stdout.
@@ -39,6 +40,7 @@ mod options;
 pub mod prompt;
 pub mod replay;
 pub mod stdio;
+pub mod subagents;
 pub mod updates;
 
 pub use options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};

@@ -37,6 +37,8 @@ pub fn kind(name: &str) -> ToolKind {
         "write_file" | "edit_file" => ToolKind::Edit,
         "bash" => ToolKind::Execute,
         "search" => ToolKind::Search,
+        // A subagent thinks the task through (see `subagents`).
+        "task" => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }
@@ -55,6 +57,7 @@ pub fn title(name: &str, arguments: &Value) -> String {
         "edit_file" => format!("Edit file: {}", arg("path")),
         "list_dir" => format!("List directory: {}", arg("path")),
         "search" => format!("Search for: {}", arg("pattern")),
+        "task" => format!("subagent: {}", arg("description")),
         _ => name.to_string(),
     };
     first_line(&text)
@@ -280,6 +283,11 @@ impl ToolCalls {
         )
     }
 
+    /// The ACP id of a tracked call.
+    pub fn id(&self, call_id: &str) -> Option<ToolCallId> {
+        self.calls.get(call_id).map(|t| t.id.clone())
+    }
+
     /// `tool.started` as `in_progress`.
     pub fn started(&self, call_id: &str) -> Option<ToolCallUpdate> {
         let tracked = self.calls.get(call_id)?;
@@ -367,6 +375,14 @@ mod tests {
             "Read file: a.rs"
         );
         assert_eq!(title("mcp__x__y", &json!({})), "mcp__x__y");
+        assert_eq!(kind("task"), ToolKind::Think);
+        assert_eq!(
+            title(
+                "task",
+                &json!({"description": "find the auth code", "prompt": "…"})
+            ),
+            "subagent: find the auth code"
+        );
         assert_eq!(
             first_line(&"é".repeat(300)).chars().count(),
             MAX_TITLE_CHARS + 2

@@ -14,25 +14,21 @@
 //! `session.started`. A prompt `/NAME args` runs the custom command or
 //! skill NAME (an unknown one is an error, and nothing is sent to the
 //! model); `--plan` runs the turn in plan mode.
+//! Subagents (capability `subagents`): their events are JSON lines with
+//! `parent` under `--json`; otherwise a child is one stderr line when it
+//! starts and one when it ends, its tool calls indented under it, and its
+//! approvals follow `--approve` like the parent's (see [`show`]).
+
+mod show;
 
 use crate::session;
 use anyhow::Result;
-use scv_client::session::{Outcome, SessionClient, Update};
-use scv_client::text::visible;
-use scv_protocol::{EventBody, Risk};
-use std::borrow::Cow;
+use scv_client::session::SessionClient;
+use scv_protocol::Risk;
+use show::{Exit, Printer};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// `text` as it may be printed on `tty`.
-fn shown(text: &str, tty: bool) -> Cow<'_, str> {
-    if tty {
-        visible(text)
-    } else {
-        Cow::Borrowed(text)
-    }
-}
 
 #[derive(Debug, Default)]
 pub struct Options {
@@ -108,6 +104,7 @@ pub async fn run(
         reasoning: options.reasoning,
         usage: true,
         hooks: true,
+        subagents: true,
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
@@ -132,6 +129,7 @@ pub async fn run(
             writeln!(stdout, "{}", serde_json::to_string(event)?)?;
         }
     }
+    let mut printer = Printer::new(stdout, std::io::stderr(), out_tty, err_tty, json);
     if !json {
         eprintln!("[session] {session_id}");
     }
@@ -156,9 +154,6 @@ pub async fn run(
     };
     conn.send_request(&submitted).await?;
     let mut cancel_sent = false;
-    let mut streamed = false;
-    // Thinking went to stderr without its final line break.
-    let mut thinking = false;
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     loop {
@@ -177,104 +172,16 @@ pub async fn run(
         let Some(event) = event else {
             anyhow::bail!("the SCV daemon closed the connection before the turn ended");
         };
-        if json {
-            writeln!(stdout, "{}", serde_json::to_string(&event)?)?;
-            stdout.flush()?;
-        }
-        if thinking && !matches!(event.body, EventBody::ReasoningDelta { .. }) {
-            eprintln!();
-            thinking = false;
-        }
-        let applied = client.apply(&event);
-        for request in &applied.requests {
+        let step = printer.event(&mut client, &event, approve)?;
+        for request in &step.requests {
             conn.send_request(request).await?;
         }
-        match &event.body {
-            EventBody::AssistantDelta { content } if !json => {
-                write!(stdout, "{}", shown(content, out_tty))?;
-                stdout.flush()?;
-                streamed = true;
-            }
-            EventBody::AssistantCompleted { content } if !json => {
-                if !streamed && !content.is_empty() {
-                    write!(stdout, "{}", shown(content, out_tty))?;
-                }
-                if streamed || !content.is_empty() {
-                    writeln!(stdout)?;
-                }
-                streamed = false;
-            }
-            EventBody::ReasoningDelta { content } if !json => {
-                eprint!("{}", shown(content, err_tty));
-                thinking = true;
-            }
-            EventBody::ToolStarted { name, .. } if !json => eprintln!("[tool] {name} running"),
-            EventBody::ToolCompleted { name, success, .. } if !json => {
-                eprintln!("[tool] {name} {}", if *success { "done" } else { "failed" })
-            }
-            EventBody::HookMessage(note) if !json => {
-                let verb = if note.blocked { "blocked" } else { "says" };
-                eprintln!(
-                    "[hook] {} {verb}: {}",
-                    shown(&note.hook, err_tty),
-                    shown(&note.message, err_tty)
-                )
-            }
-            EventBody::Error(error) if !json => {
-                eprintln!("scv: {}: {}", error.code, shown(&error.message, err_tty))
-            }
-            _ => {}
-        }
-        for update in applied.updates {
-            match update {
-                Update::ApprovalRequested(approval) => {
-                    let risk = approval.risk;
-                    let approved = approve.contains(&risk)
-                        || (approval.sandboxed == Some(true) && approve.contains(&Risk::Sandboxed));
-                    if !json {
-                        // The whole call, every line, as the person deciding
-                        // on `--approve` must be able to read it afterwards.
-                        let summary = shown(&approval.summary, err_tty);
-                        if approved {
-                            eprintln!("[approved] {summary}");
-                        } else {
-                            eprintln!(
-                                "[denied] {summary}\n[denied: allow with --approve {}]",
-                                risk.as_str()
-                            );
-                        }
-                    }
-                    if let Some(request) = client.resolve(&approval.approval_id, approved) {
-                        conn.send_request(&request).await?;
-                    }
-                }
-                Update::Refused { .. } => return Ok(ExitCode::FAILURE),
-                Update::Ended {
-                    request_id: Some(_),
-                    outcome,
-                    ..
-                } => {
-                    return Ok(match outcome {
-                        Outcome::Completed { .. } => ExitCode::SUCCESS,
-                        Outcome::Cancelled => {
-                            if !json {
-                                eprintln!("scv: the turn was cancelled");
-                            }
-                            ExitCode::from(130)
-                        }
-                        Outcome::Failed { code, message } => {
-                            if !json {
-                                eprintln!(
-                                    "scv: the turn failed: {code}: {}",
-                                    shown(&message, err_tty)
-                                );
-                            }
-                            ExitCode::FAILURE
-                        }
-                    });
-                }
-                _ => {}
-            }
+        if let Some(exit) = step.exit {
+            return Ok(match exit {
+                Exit::Completed => ExitCode::SUCCESS,
+                Exit::Failed => ExitCode::FAILURE,
+                Exit::Cancelled => ExitCode::from(130),
+            });
         }
     }
 }

@@ -1147,3 +1147,96 @@ async fn session_modes_and_custom_commands_reach_the_editor() {
         "plan mode: {tools:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagent_shows_inside_its_task_call_and_asks_as_its_parent_does() {
+    let (mock, home, mut acp, session) = opened("").await;
+    std::fs::write(home.workspace().join("a.txt"), "forty-two\n").unwrap();
+    mock.push(Reply::tool_calls(&[(
+        "t1",
+        "task",
+        json!({"description": "find the answer", "prompt": "CHILD-PROMPT: read a.txt"}),
+    )]));
+    mock.push(Reply::tool_calls(&[
+        ("k1", "read_file", json!({"path": "a.txt"})),
+        ("k2", "bash", json!({"command": "echo child-ran > ran.txt"})),
+    ]));
+    mock.push(Reply::text(["CHILD-ANSWER: forty-two."]));
+    mock.push(Reply::text(["It is 42."]));
+    let id = acp.prompt(&session, "Ask a subagent").await;
+    let (seen, permission) = acp.until(is_permission).await;
+    let calls = of_kind(&seen, "tool_call");
+    assert_eq!(calls.len(), 1, "only the parent's task call: {calls:?}");
+    let task = &calls[0];
+    assert_eq!(task["kind"], "think");
+    assert_eq!(task["title"], "subagent: find the answer");
+    let task_id = task["toolCallId"].clone();
+    // The child's permission request is about the task call, in the
+    // editor's session.
+    assert_eq!(permission["params"]["sessionId"], session.as_str());
+    let asked = &permission["params"]["toolCall"];
+    assert_eq!(asked["toolCallId"], task_id);
+    assert_eq!(
+        asked["title"],
+        "subagent «find the answer»: Run shell command: echo child-ran > ran.txt"
+    );
+    acp.respond(&permission["id"], allow()).await;
+    let (rest, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    let all: Vec<Value> = seen.into_iter().chain(rest).collect();
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("ran.txt")).unwrap(),
+        "child-ran\n",
+        "allowed, answered with the child's session id"
+    );
+    // Every update names the editor's session; the child's text is never
+    // the agent's message.
+    for message in &all {
+        if message["method"] == "session/update" {
+            assert_eq!(message["params"]["sessionId"], session.as_str());
+        }
+    }
+    assert_eq!(chunks(&all, "agent_message_chunk"), "It is 42.");
+    let nested: Vec<Value> = of_kind(&all, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["toolCallId"] == task_id)
+        .collect();
+    let listing = |u: &Value| {
+        u["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        nested
+            .iter()
+            .any(|u| listing(u).contains("- Read file: a.txt (done)")),
+        "{nested:?}"
+    );
+    let before_end = &nested[nested.len() - 2];
+    let texts: Vec<&str> = before_end["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["content"]["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts[1].starts_with("subagent completed (2 steps"),
+        "{texts:?}"
+    );
+    assert_eq!(texts[2], "CHILD-ANSWER: forty-two.");
+    assert_eq!(before_end["_meta"]["scv"]["subagent"]["depth"], 1);
+    // The completed task call keeps the list above its output.
+    let done = nested.last().unwrap();
+    assert_eq!(done["status"], "completed");
+    let listed = listing(done);
+    assert!(listed.contains("- Read file: a.txt (done)"), "{listed}");
+    assert!(
+        listed.contains("- Run shell command: echo child-ran > ran.txt (done)"),
+        "{listed}"
+    );
+    let output = done["content"].as_array().unwrap().last().unwrap()["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(output.contains("CHILD-ANSWER: forty-two."), "{output}");
+}

@@ -3,6 +3,7 @@
 //! answers go back in chunks, the owner approves tool calls in chat. Every
 //! task it starts runs on the instance's tracker and ends with its token.
 
+use super::subagents::Subagents;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
@@ -63,6 +64,8 @@ struct Chat {
     unsent: usize,
     /// An `/undo` in flight: the request id it waits on, and `force`.
     undo: Option<(String, bool)>,
+    /// The running turn's subagents, a line each when they start and end.
+    subagents: Subagents,
 }
 
 impl Chat {
@@ -492,10 +495,12 @@ impl Account {
             }),
         };
         // Checkpoints: the owner's `/undo`; usage: the owner is told at
-        // 80 % of a budget (`budget.warning`).
+        // 80 % of a budget (`budget.warning`); subagents: a line when each
+        // child starts and ends (only sessions with tools have children).
         let capabilities = scv_protocol::Capabilities {
             checkpoints: true,
             usage: self.is_owner(user),
+            subagents: true,
             ..Default::default()
         };
         let opened = tokio::time::timeout(
@@ -554,6 +559,7 @@ impl Account {
             tools: resume.map_or(tools, |s| s.tools),
             unsent,
             undo: None,
+            subagents: Subagents::default(),
         })
     }
 
@@ -677,10 +683,14 @@ impl Account {
             }
             return;
         }
+        if event.parent.is_some() {
+            // A subagent's: never the answer, one line at its start and end.
+            say.extend(chat.subagents.line(&event, owner));
+        } else if let Some(answer) = own_answer(&event) {
+            chat.answer = answer.to_string();
+        }
         match &event.body {
-            EventBody::AssistantCompleted { content } if !content.trim().is_empty() => {
-                chat.answer = content.clone()
-            }
+            _ if event.parent.is_some() => {}
             EventBody::SessionCleared {} => say.push("Started a new conversation.".into()),
             EventBody::BudgetWarning(warning) if owner => {
                 say.push(format!("SCV: {}", warning.message))
@@ -723,6 +733,14 @@ impl Account {
                 }
                 Update::ApprovalRequested(approval) => {
                     let summary = scv_client::text::visible(&approval.summary).into_owned();
+                    let asker = approval
+                        .child_session
+                        .as_deref()
+                        .map(|child| match chat.subagents.description(child) {
+                            Some(description) => format!(" of subagent «{description}»"),
+                            None => " of a subagent".to_string(),
+                        })
+                        .unwrap_or_default();
                     let chars = summary.chars().count();
                     if chars > MAX_APPROVAL_CHARS {
                         // It cannot be shown whole here, so it cannot be
@@ -732,7 +750,7 @@ impl Account {
                         }
                         let shown: String = summary.chars().take(300).collect();
                         say.push(format!(
-                            "SCV asked to run a tool call of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
+                            "SCV asked to run a tool call{asker} of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
                             chars - 300.min(chars)
                         ));
                     } else {
@@ -742,12 +760,14 @@ impl Account {
                         chat.approvals
                             .push_back((approval.approval_id, Instant::now() + timeout));
                         say.push(format!(
-                            "Approve this tool call? Reply y or n.\n\n{summary}"
+                            "Approve this tool call{asker}? Reply y or n.\n\n{summary}"
                         ));
                     }
                 }
                 Update::Ended { outcome, .. } => {
                     chat.approvals.clear();
+                    // Their ends came before the parent's.
+                    chat.subagents = Subagents::default();
                     chat.stop_typing();
                     let clearing = chat.clear_after_turn;
                     match outcome {
@@ -806,6 +826,18 @@ impl Account {
             self.reply(&user, "No answer in time; the tool call was denied.")
                 .await;
         }
+    }
+}
+
+/// The session's own final answer text in `event`: never a subagent's.
+fn own_answer(event: &Event) -> Option<&str> {
+    match &event.body {
+        EventBody::AssistantCompleted { content }
+            if event.parent.is_none() && !content.trim().is_empty() =>
+        {
+            Some(content)
+        }
+        _ => None,
     }
 }
 
@@ -904,5 +936,27 @@ mod tests {
         assert_eq!(parts.concat(), text);
         let long = "x".repeat(250);
         assert_eq!(chunks(&long, 100).len(), 3);
+    }
+
+    #[test]
+    fn a_subagents_answer_is_never_the_chats() {
+        let mut event = Event::reply(
+            Some("clawbot-1".into()),
+            EventBody::AssistantCompleted {
+                content: "the parent's answer".into(),
+            },
+        );
+        assert_eq!(own_answer(&event), Some("the parent's answer"));
+        event.parent = Some(scv_protocol::Parent {
+            session_id: "P".into(),
+            turn_id: "T".into(),
+            call_id: "task-1".into(),
+        });
+        assert_eq!(own_answer(&event), None);
+        event.parent = None;
+        event.body = EventBody::AssistantCompleted {
+            content: " \n".into(),
+        };
+        assert_eq!(own_answer(&event), None, "blank text is no answer");
     }
 }

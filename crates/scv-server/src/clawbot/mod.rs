@@ -12,6 +12,7 @@
 mod chat;
 pub(crate) mod component;
 mod poll;
+mod subagents;
 
 use crate::handles::Connector;
 use crate::server::Shared;

@@ -1,0 +1,652 @@
+//! What `scv exec` makes of each event: the JSON line (`--json`), the
+//! answer on stdout, tool activity, hooks, approvals and subagents on
+//! stderr, the approval answers and the exit code. No I/O but the two
+//! writers, so the routing can be tested with built events.
+//!
+//! A subagent's events (capability `subagents`: they carry `parent`) are
+//! never the parent's: their text is not the answer and their turn's end
+//! does not end the run. In text mode a child is a line when it starts and
+//! one when it ends, its tool calls indented under it; its approvals
+//! follow `--approve` like the parent's and are answered with the child's
+//! session id.
+
+use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
+use scv_client::text::visible;
+use scv_protocol::{Event, EventBody, Risk, SubagentStarted, Usage};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// Most subagents followed at once (the server runs a few per turn); past
+/// it the oldest is forgotten and its end line names its session id.
+const MAX_CHILDREN: usize = 256;
+
+/// How the run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+/// `text` as it may be printed on `tty`.
+pub(crate) fn shown(text: &str, tty: bool) -> Cow<'_, str> {
+    if tty {
+        visible(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Whether `--approve` allows this call.
+pub(crate) fn approved(approval: &Approval, approve: &[Risk]) -> bool {
+    approve.contains(&approval.risk)
+        || (approval.sandboxed == Some(true) && approve.contains(&Risk::Sandboxed))
+}
+
+/// A subagent being followed.
+#[derive(Debug)]
+struct Child {
+    description: String,
+    depth: u32,
+    order: u64,
+}
+
+/// The subagents of the run, by session id, for their stderr lines.
+#[derive(Debug, Default)]
+pub(crate) struct Children {
+    live: HashMap<String, Child>,
+    next: u64,
+}
+
+fn indent(depth: u32) -> String {
+    "  ".repeat(depth as usize)
+}
+
+fn steps(n: u32) -> String {
+    if n == 1 {
+        "1 step".into()
+    } else {
+        format!("{n} steps")
+    }
+}
+
+/// `(3 steps, 1200 tokens)`.
+fn spent(n: u32, usage: Option<&Usage>) -> String {
+    match usage {
+        Some(usage) => format!(
+            "({}, {} tokens)",
+            steps(n),
+            usage.input_tokens + usage.output_tokens
+        ),
+        None => format!("({})", steps(n)),
+    }
+}
+
+impl Children {
+    /// The child's description and depth (unknown: its session id, depth 1).
+    fn of(&self, session: &str) -> (String, u32) {
+        match self.live.get(session) {
+            Some(child) => (child.description.clone(), child.depth),
+            None => (session.to_string(), 1),
+        }
+    }
+
+    fn start(&mut self, session: &str, started: &SubagentStarted) {
+        if self.live.len() >= MAX_CHILDREN && !self.live.contains_key(session) {
+            let oldest = self
+                .live
+                .iter()
+                .min_by_key(|(_, c)| c.order)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                self.live.remove(&oldest);
+            }
+        }
+        self.next += 1;
+        self.live.insert(
+            session.to_string(),
+            Child {
+                description: started.description.clone(),
+                depth: started.depth.max(1),
+                order: self.next,
+            },
+        );
+    }
+
+    /// How deep the child's own lines (its calls, its approvals) go.
+    pub(crate) fn depth(&self, session: &str) -> u32 {
+        self.of(session).1
+    }
+
+    /// The stderr line a child's event makes, if any (text mode); `tty`:
+    /// stderr is a terminal, so what the model or a tool wrote is shown
+    /// with its control characters visible.
+    pub(crate) fn line(&mut self, event: &Event, tty: bool) -> Option<String> {
+        let session = event.session_id.as_deref().unwrap_or_default();
+        if let EventBody::SubagentStarted(started) = &event.body {
+            self.start(session, started);
+            let agent = started.agent.as_deref().unwrap_or("general-purpose");
+            return Some(format!(
+                "{}[subagent] «{}» (agent {}, model {}) started",
+                indent(started.depth.max(1) - 1),
+                shown(&started.description, tty),
+                shown(agent, tty),
+                shown(&started.model, tty)
+            ));
+        }
+        let (description, depth) = self.of(session);
+        let description = shown(&description, tty).into_owned();
+        let head = format!("{}[subagent] «{description}»", indent(depth - 1));
+        let inner = indent(depth);
+        let line = match &event.body {
+            EventBody::ToolStarted { name, .. } => {
+                format!("{inner}[tool] {} running", shown(name, tty))
+            }
+            EventBody::ToolCompleted { name, success, .. } => format!(
+                "{inner}[tool] {} {}",
+                shown(name, tty),
+                if *success { "done" } else { "failed" }
+            ),
+            EventBody::HookMessage(note) => format!(
+                "{inner}[hook] {} {}: {}",
+                shown(&note.hook, tty),
+                if note.blocked { "blocked" } else { "says" },
+                shown(&note.message, tty)
+            ),
+            EventBody::TurnCompleted { steps, usage, .. } => {
+                self.live.remove(session);
+                format!("{head} completed {}", spent(*steps, usage.as_ref()))
+            }
+            EventBody::TurnFailed { code, message } => {
+                self.live.remove(session);
+                format!("{head} failed: {code}: {}", shown(message, tty))
+            }
+            EventBody::TurnCancelled {} => {
+                self.live.remove(session);
+                format!("{head} cancelled")
+            }
+            _ => return None,
+        };
+        Some(line)
+    }
+}
+
+/// What one event asks of the caller: requests to send, and whether the
+/// run is over.
+#[derive(Debug, Default)]
+pub(crate) struct Step {
+    pub(crate) requests: Vec<Request>,
+    pub(crate) exit: Option<Exit>,
+}
+
+/// The output side of one `scv exec` run.
+pub(crate) struct Printer<O: Write, E: Write> {
+    pub(crate) out: O,
+    pub(crate) err: E,
+    out_tty: bool,
+    err_tty: bool,
+    json: bool,
+    /// Text of the current model response was streamed as deltas.
+    streamed: bool,
+    /// Thinking went to stderr without its final line break.
+    thinking: bool,
+    children: Children,
+}
+
+impl<O: Write, E: Write> Printer<O, E> {
+    pub(crate) fn new(out: O, err: E, out_tty: bool, err_tty: bool, json: bool) -> Self {
+        Printer {
+            out,
+            err,
+            out_tty,
+            err_tty,
+            json,
+            streamed: false,
+            thinking: false,
+            children: Children::default(),
+        }
+    }
+
+    /// Applies one event: printed, given to the session client, its
+    /// approvals answered by `approve`.
+    pub(crate) fn event(
+        &mut self,
+        client: &mut SessionClient,
+        event: &Event,
+        approve: &[Risk],
+    ) -> io::Result<Step> {
+        let mut step = Step::default();
+        if self.json {
+            // Every event, the children's too, as the line it is.
+            writeln!(self.out, "{}", serde_json::to_string(event)?)?;
+            self.out.flush()?;
+        }
+        let own = event.parent.is_none();
+        if self.thinking && !(own && matches!(event.body, EventBody::ReasoningDelta { .. })) {
+            writeln!(self.err)?;
+            self.thinking = false;
+        }
+        let applied = client.apply(event);
+        step.requests.extend(applied.requests);
+        if own && !self.json {
+            self.own(&event.body)?;
+        }
+        for update in applied.updates {
+            match update {
+                Update::ApprovalRequested(approval) => {
+                    let approved = approved(&approval, approve);
+                    if !self.json {
+                        self.approval(&approval, approved)?;
+                    }
+                    step.requests
+                        .extend(client.resolve(&approval.approval_id, approved));
+                }
+                Update::Subagent(child) if !self.json => {
+                    if let Some(line) = self.children.line(&child, self.err_tty) {
+                        writeln!(self.err, "{line}")?;
+                    }
+                }
+                Update::Refused { .. } => step.exit = Some(Exit::Failed),
+                Update::Ended {
+                    request_id: Some(_),
+                    outcome,
+                    ..
+                } => {
+                    step.exit = Some(match outcome {
+                        Outcome::Completed { .. } => Exit::Completed,
+                        Outcome::Cancelled => {
+                            if !self.json {
+                                writeln!(self.err, "scv: the turn was cancelled")?;
+                            }
+                            Exit::Cancelled
+                        }
+                        Outcome::Failed { code, message } => {
+                            if !self.json {
+                                writeln!(
+                                    self.err,
+                                    "scv: the turn failed: {code}: {}",
+                                    shown(&message, self.err_tty)
+                                )?;
+                            }
+                            Exit::Failed
+                        }
+                    });
+                }
+                _ => {}
+            }
+            if step.exit.is_some() {
+                break;
+            }
+        }
+        Ok(step)
+    }
+
+    /// The session's own event in text mode.
+    fn own(&mut self, body: &EventBody) -> io::Result<()> {
+        let (out_tty, err_tty) = (self.out_tty, self.err_tty);
+        match body {
+            EventBody::AssistantDelta { content } => {
+                write!(self.out, "{}", shown(content, out_tty))?;
+                self.out.flush()?;
+                self.streamed = true;
+            }
+            EventBody::AssistantCompleted { content } => {
+                if !self.streamed && !content.is_empty() {
+                    write!(self.out, "{}", shown(content, out_tty))?;
+                }
+                if self.streamed || !content.is_empty() {
+                    writeln!(self.out)?;
+                }
+                self.streamed = false;
+            }
+            EventBody::ReasoningDelta { content } => {
+                write!(self.err, "{}", shown(content, err_tty))?;
+                self.err.flush()?;
+                self.thinking = true;
+            }
+            EventBody::ToolStarted { name, .. } => writeln!(self.err, "[tool] {name} running")?,
+            EventBody::ToolCompleted { name, success, .. } => writeln!(
+                self.err,
+                "[tool] {name} {}",
+                if *success { "done" } else { "failed" }
+            )?,
+            EventBody::HookMessage(note) => {
+                let verb = if note.blocked { "blocked" } else { "says" };
+                writeln!(
+                    self.err,
+                    "[hook] {} {verb}: {}",
+                    shown(&note.hook, err_tty),
+                    shown(&note.message, err_tty)
+                )?
+            }
+            EventBody::Error(error) => writeln!(
+                self.err,
+                "scv: {}: {}",
+                error.code,
+                shown(&error.message, err_tty)
+            )?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The whole call, every line, as the person deciding on `--approve`
+    /// must be able to read it afterwards; a subagent's indented under it.
+    fn approval(&mut self, approval: &Approval, approved: bool) -> io::Result<()> {
+        let summary = shown(&approval.summary, self.err_tty);
+        let text = if approved {
+            format!("[approved] {summary}")
+        } else {
+            format!(
+                "[denied] {summary}\n[denied: allow with --approve {}]",
+                approval.risk.as_str()
+            )
+        };
+        match &approval.child_session {
+            None => writeln!(self.err, "{text}"),
+            Some(child) => {
+                let inner = indent(self.children.depth(child));
+                for line in text.split('\n') {
+                    writeln!(self.err, "{inner}{line}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use scv_protocol::{ClientMessage, FailureCode, Parent};
+    use serde_json::json;
+
+    const RID: &str = "exec-1";
+
+    fn own(body: EventBody) -> Event {
+        Event {
+            body,
+            request_id: Some(RID.into()),
+            session_id: Some("P".into()),
+            turn_id: Some("T".into()),
+            seq: None,
+            parent: None,
+        }
+    }
+
+    fn child(session: &str, call: &str, body: EventBody) -> Event {
+        Event {
+            body,
+            request_id: Some(RID.into()),
+            session_id: Some(session.into()),
+            turn_id: Some(format!("{session}-T")),
+            seq: None,
+            parent: Some(Parent {
+                session_id: "P".into(),
+                turn_id: "T".into(),
+                call_id: call.into(),
+            }),
+        }
+    }
+
+    fn started(description: &str, agent: Option<&str>) -> EventBody {
+        EventBody::SubagentStarted(SubagentStarted {
+            agent: agent.map(str::to_string),
+            description: description.into(),
+            provider: "openai".into(),
+            model: "gpt-test".into(),
+            tools: vec!["read_file".into()],
+            depth: 1,
+        })
+    }
+
+    fn delta(text: &str) -> EventBody {
+        EventBody::AssistantDelta {
+            content: text.into(),
+        }
+    }
+
+    fn completed_text(text: &str) -> EventBody {
+        EventBody::AssistantCompleted {
+            content: text.into(),
+        }
+    }
+
+    fn tool_started(call: &str, name: &str) -> EventBody {
+        EventBody::ToolStarted {
+            call_id: call.into(),
+            name: name.into(),
+        }
+    }
+
+    fn tool_completed(call: &str, name: &str, success: bool) -> EventBody {
+        EventBody::ToolCompleted {
+            call_id: call.into(),
+            name: name.into(),
+            success,
+            output: "out".into(),
+            truncated: false,
+        }
+    }
+
+    fn turn_completed(steps: u32) -> EventBody {
+        EventBody::TurnCompleted {
+            steps,
+            usage: Some(Usage {
+                input_tokens: 100,
+                output_tokens: 20,
+            }),
+            cost: None,
+        }
+    }
+
+    fn approval(call: &str, risk: Risk, summary: &str) -> EventBody {
+        EventBody::ApprovalRequested {
+            approval_id: format!("a-{call}"),
+            call_id: call.into(),
+            name: "bash".into(),
+            risk,
+            cwd: "/w".into(),
+            summary: summary.into(),
+            sandboxed: None,
+        }
+    }
+
+    /// A session client with the prompt `exec-1` running in session `P`.
+    fn client() -> SessionClient {
+        let mut client = SessionClient::new("exec-");
+        client.set_session("P");
+        let sent = client.submit("do it");
+        assert_eq!(sent.request_id, RID);
+        client
+    }
+
+    struct Run {
+        printer: Printer<Vec<u8>, Vec<u8>>,
+        client: SessionClient,
+        requests: Vec<Request>,
+        exits: Vec<(usize, Exit)>,
+    }
+
+    impl Run {
+        fn new(json: bool) -> Run {
+            Run {
+                printer: Printer::new(Vec::new(), Vec::new(), false, false, json),
+                client: client(),
+                requests: Vec::new(),
+                exits: Vec::new(),
+            }
+        }
+
+        fn feed(&mut self, events: &[Event], approve: &[Risk]) {
+            for (n, event) in events.iter().enumerate() {
+                let step = self
+                    .printer
+                    .event(&mut self.client, event, approve)
+                    .unwrap();
+                self.requests.extend(step.requests);
+                if let Some(exit) = step.exit {
+                    self.exits.push((n, exit));
+                }
+            }
+        }
+
+        fn out(&self) -> String {
+            String::from_utf8(self.printer.out.clone()).unwrap()
+        }
+
+        fn err(&self) -> String {
+            String::from_utf8(self.printer.err.clone()).unwrap()
+        }
+    }
+
+    /// A turn whose model starts two subagents: one completes after a
+    /// tool call, the other fails.
+    fn two_children() -> Vec<Event> {
+        let task = |call: &str, description: &str| EventBody::ToolProposed {
+            call_id: call.into(),
+            name: "task".into(),
+            arguments: json!({"description": description, "prompt": "look"}),
+        };
+        vec![
+            own(EventBody::TurnStarted {}),
+            own(task("t1", "find the auth code")),
+            own(task("t2", "count the tests")),
+            own(tool_started("t1", "task")),
+            own(tool_started("t2", "task")),
+            child("C1", "t1", started("find the auth code", Some("explore"))),
+            child("C2", "t2", started("count the tests", None)),
+            child("C1", "t1", EventBody::TurnStarted {}),
+            child("C2", "t2", EventBody::TurnStarted {}),
+            child("C1", "t1", delta("child one thinks aloud")),
+            child("C1", "t1", tool_started("k1", "read_file")),
+            child("C2", "t2", delta("child two says")),
+            child("C1", "t1", tool_completed("k1", "read_file", true)),
+            child("C1", "t1", completed_text("child one thinks aloud")),
+            child("C1", "t1", turn_completed(2)),
+            child(
+                "C2",
+                "t2",
+                EventBody::TurnFailed {
+                    code: FailureCode::StepLimit,
+                    message: "24 steps".into(),
+                },
+            ),
+            own(tool_completed("t1", "task", true)),
+            own(tool_completed("t2", "task", false)),
+            own(delta("The auth code is in auth.rs.")),
+            own(completed_text("The auth code is in auth.rs.")),
+            own(turn_completed(2)),
+        ]
+    }
+
+    #[test]
+    fn two_children_are_lines_on_stderr_and_never_the_answer() {
+        let mut run = Run::new(false);
+        let events = two_children();
+        run.feed(&events, &[]);
+        assert_eq!(run.out(), "The auth code is in auth.rs.\n");
+        assert_eq!(
+            run.err(),
+            "[tool] task running\n\
+             [tool] task running\n\
+             [subagent] «find the auth code» (agent explore, model gpt-test) started\n\
+             [subagent] «count the tests» (agent general-purpose, model gpt-test) started\n  \
+             [tool] read_file running\n  \
+             [tool] read_file done\n\
+             [subagent] «find the auth code» completed (2 steps, 120 tokens)\n\
+             [subagent] «count the tests» failed: step_limit: 24 steps\n\
+             [tool] task done\n\
+             [tool] task failed\n"
+        );
+        // Only the parent's own turn.completed ends the run.
+        assert_eq!(run.exits, [(events.len() - 1, Exit::Completed)]);
+        assert!(run.requests.is_empty());
+    }
+
+    #[test]
+    fn json_has_every_child_event_with_its_parent() {
+        let mut run = Run::new(true);
+        let events = two_children();
+        run.feed(&events, &[]);
+        let lines: Vec<serde_json::Value> = run
+            .out()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), events.len());
+        let children: Vec<&serde_json::Value> =
+            lines.iter().filter(|l| l.get("parent").is_some()).collect();
+        assert_eq!(children.len(), 11);
+        assert_eq!(children[0]["type"], "subagent.started");
+        assert_eq!(children[0]["session_id"], "C1");
+        assert_eq!(
+            children[0]["parent"],
+            json!({"session_id": "P", "turn_id": "T", "call_id": "t1"})
+        );
+        assert_eq!(children[0]["agent"], "explore");
+        assert!(run.err().is_empty(), "{}", run.err());
+        assert_eq!(run.exits, [(events.len() - 1, Exit::Completed)]);
+    }
+
+    #[test]
+    fn a_childs_approval_follows_approve_and_names_the_child() {
+        let events = [
+            own(EventBody::TurnStarted {}),
+            own(tool_started("t1", "task")),
+            child("C1", "t1", started("tidy up", None)),
+            child("C1", "t1", EventBody::TurnStarted {}),
+            child("C1", "t1", approval("k1", Risk::Write, "Write file: a.txt")),
+            child(
+                "C1",
+                "t1",
+                approval("k2", Risk::Process, "Run shell command: ls\nrm x"),
+            ),
+        ];
+        let mut run = Run::new(false);
+        run.feed(&events, &[Risk::Write]);
+        let resolved: Vec<(String, String, bool)> = run
+            .requests
+            .iter()
+            .map(|r| match &r.message {
+                ClientMessage::ApprovalResolve(resolve) => (
+                    resolve.session_id.clone(),
+                    resolve.approval_id.clone(),
+                    resolve.approved,
+                ),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            resolved,
+            [
+                ("C1".to_string(), "a-k1".to_string(), true),
+                ("C1".to_string(), "a-k2".to_string(), false)
+            ]
+        );
+        assert_eq!(
+            run.err(),
+            "[tool] task running\n\
+             [subagent] «tidy up» (agent general-purpose, model gpt-test) started\n  \
+             [approved] Write file: a.txt\n  \
+             [denied] Run shell command: ls\n  \
+             rm x\n  \
+             [denied: allow with --approve process]\n"
+        );
+        assert!(run.exits.is_empty(), "the parent's turn goes on");
+    }
+
+    #[test]
+    fn a_cancelled_child_and_an_unknown_one() {
+        let mut children = Children::default();
+        let line = children.line(&child("C9", "t1", EventBody::TurnCancelled {}), false);
+        assert_eq!(line.as_deref(), Some("[subagent] «C9» cancelled"));
+        children.line(&child("C1", "t1", started("a\u{1b}[2Jb", None)), true);
+        let line = children.line(&child("C1", "t1", turn_completed(1)), true);
+        let line = line.unwrap();
+        assert!(line.ends_with("completed (1 step, 120 tokens)"), "{line}");
+        assert!(!line.contains('\u{1b}'), "control characters shown visibly");
+    }
+}
