@@ -549,6 +549,17 @@ fn ctrl_o_opens_the_latest_subagent_and_esc_closes_it() {
     key(&mut app, KeyCode::Esc);
     assert!(app.overlay.is_none());
     assert!(app.turn.is_some(), "Esc closed the overlay, not the turn");
+    // Expanded, a card shows the child's model and its answer's end.
+    let screen = render(&app);
+    assert!(screen.contains("      model openai/gpt-4.1"), "{screen}");
+    assert!(
+        screen.contains("      │ Auth is checked in src/auth.rs::check."),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("ctrl+o: subagent transcripts"),
+        "the hint is for folded cards: {screen}"
+    );
 }
 
 #[test]
