@@ -652,11 +652,14 @@ impl SessionClient {
                 });
                 applied.updates.extend(updates);
                 self.children.retain(|c| *c != child);
-                self.child_proposed.retain(|(session, _, _)| *session != child);
+                self.child_proposed
+                    .retain(|(session, _, _)| *session != child);
             }
             _ => {}
         }
-        applied.updates.push(Update::Subagent(Box::new(event.clone())));
+        applied
+            .updates
+            .push(Update::Subagent(Box::new(event.clone())));
     }
 
     fn ended(&mut self, event: &Event, outcome: Outcome, applied: &mut Applied) {

@@ -219,7 +219,9 @@ impl Hooks {
         let mut out: Vec<Arc<HookCommand>> = Vec::new();
         for group in &self.table.events[event.index()] {
             let matches = match (tool, event) {
-                (None, _) | (_, Event::UserPromptSubmit | Event::Stop) => true,
+                (None, _) | (_, Event::UserPromptSubmit | Event::Stop | Event::SubagentStop) => {
+                    true
+                }
                 (Some(tool), e) if e.is_tool_event() => group.matcher.matches_tool(tool),
                 (Some(word), _) => group.matcher.matches_word(word),
             };

@@ -16,6 +16,9 @@ pub enum Event {
     UserPromptSubmit,
     /// "Runs when the main Claude Code agent has finished responding."
     Stop,
+    /// "Runs when a Claude Code subagent (Task tool call) has finished
+    /// responding." (SCV: a `task` call's child session.)
+    SubagentStop,
     /// "Runs when Claude Code starts a new session or resumes an existing
     /// session."
     SessionStart,
@@ -27,11 +30,12 @@ pub enum Event {
 
 impl Event {
     /// Every event, in the order hooks.json lists are kept.
-    pub const ALL: [Event; 7] = [
+    pub const ALL: [Event; 8] = [
         Event::PreToolUse,
         Event::PostToolUse,
         Event::UserPromptSubmit,
         Event::Stop,
+        Event::SubagentStop,
         Event::SessionStart,
         Event::SessionEnd,
         Event::PreCompact,
@@ -44,6 +48,7 @@ impl Event {
             Event::PostToolUse => "PostToolUse",
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::Stop => "Stop",
+            Event::SubagentStop => "SubagentStop",
             Event::SessionStart => "SessionStart",
             Event::SessionEnd => "SessionEnd",
             Event::PreCompact => "PreCompact",

@@ -52,6 +52,9 @@ pub enum Input<'a> {
     Stop {
         stop_hook_active: bool,
     },
+    SubagentStop {
+        stop_hook_active: bool,
+    },
     SessionStart {
         /// startup, resume, clear or compact.
         source: &'a str,
@@ -74,6 +77,7 @@ impl Input<'_> {
             Input::PostToolUse { .. } => Event::PostToolUse,
             Input::UserPromptSubmit { .. } => Event::UserPromptSubmit,
             Input::Stop { .. } => Event::Stop,
+            Input::SubagentStop { .. } => Event::SubagentStop,
             Input::SessionStart { .. } => Event::SessionStart,
             Input::SessionEnd { .. } => Event::SessionEnd,
             Input::PreCompact { .. } => Event::PreCompact,
@@ -114,7 +118,7 @@ pub fn input_json(common: &Common<'_>, input: &Input<'_>) -> Vec<u8> {
         Input::UserPromptSubmit { prompt } => {
             o.insert("prompt".into(), prompt.into());
         }
-        Input::Stop { stop_hook_active } => {
+        Input::Stop { stop_hook_active } | Input::SubagentStop { stop_hook_active } => {
             o.insert("stop_hook_active".into(), stop_hook_active.into());
         }
         Input::SessionStart { source } => {

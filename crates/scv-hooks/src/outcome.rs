@@ -201,7 +201,7 @@ fn blocking_error(event: Event, label: &str, run: &Run) -> Outcome {
             reason: Some(reason("blocking the prompt")),
             ..Outcome::default()
         },
-        Event::Stop => Outcome {
+        Event::Stop | Event::SubagentStop => Outcome {
             decision: Decision::Block,
             reason: Some(reason("blocking the stop")),
             ..Outcome::default()
@@ -439,7 +439,7 @@ fn json_output(event: Event, label: &str, o: &Map<String, Value>) -> Result<Outc
                 out.context.clear();
             }
         }
-        Event::Stop => match decision {
+        Event::Stop | Event::SubagentStop => match decision {
             Ok(None) | Ok(Some("approve")) => {}
             // ""block" prevents Claude from stopping. You must populate
             // reason for Claude to know how to proceed."
@@ -547,7 +547,7 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    const ALL: [Event; 7] = Event::ALL;
+    const ALL: [Event; 8] = Event::ALL;
 
     fn hook() -> HookCommand {
         HookCommand {

@@ -65,6 +65,10 @@ struct Raw {
     max_turn_tokens: Option<u64>,
     otel_endpoint: Option<String>,
     otel_log_content: bool,
+    max_subagents: u32,
+    max_subagent_depth: u32,
+    subagent_max_steps: u32,
+    subagent_timeout_ms: u64,
 }
 
 /// A `[pricing."MODEL"]` table: USD per million tokens. `cached_input` and
@@ -123,6 +127,10 @@ impl Default for Raw {
             max_turn_tokens: None,
             otel_endpoint: None,
             otel_log_content: false,
+            max_subagents: 4,
+            max_subagent_depth: 1,
+            subagent_max_steps: 24,
+            subagent_timeout_ms: 600_000,
         }
     }
 }
@@ -191,6 +199,15 @@ pub(crate) struct TurnLimits {
     pub bash_max_timeout_ms: u64,
     /// `tool_output_max_bytes`.
     pub tool_output_max_bytes: usize,
+    /// `max_subagents`: a turn's subagents running at once (0: no `task`
+    /// tool).
+    pub max_subagents: u32,
+    /// `max_subagent_depth`: how deep subagents nest.
+    pub max_subagent_depth: u32,
+    /// `subagent_max_steps`: a subagent's `max_steps`.
+    pub subagent_max_steps: u32,
+    /// `subagent_timeout_ms`: a subagent's wall-clock cap.
+    pub subagent_timeout_ms: u64,
 }
 
 /// The sandbox under tool processes.
@@ -298,6 +315,10 @@ const KNOWN_KEYS: &[&str] = &[
     "max_turn_tokens",
     "otel_endpoint",
     "otel_log_content",
+    "max_subagents",
+    "max_subagent_depth",
+    "subagent_max_steps",
+    "subagent_timeout_ms",
 ];
 
 impl Default for Config {
@@ -336,6 +357,26 @@ impl Config {
             return Err(anyhow!(
                 "{}max_steps must be at least 1",
                 at(text, "max_steps")
+            ));
+        }
+        if raw.subagent_max_steps == 0 || raw.subagent_timeout_ms == 0 {
+            let key = if raw.subagent_max_steps == 0 {
+                "subagent_max_steps"
+            } else {
+                "subagent_timeout_ms"
+            };
+            return Err(anyhow!("{}{key} must be at least 1", at(text, key)));
+        }
+        if raw.max_subagents > 64 || raw.max_subagent_depth > 4 {
+            let key = if raw.max_subagents > 64 {
+                "max_subagents"
+            } else {
+                "max_subagent_depth"
+            };
+            return Err(anyhow!(
+                "{}{key} is at most {}",
+                at(text, key),
+                if key == "max_subagents" { 64 } else { 4 }
             ));
         }
         if raw.context_max_tokens == Some(0) {
@@ -426,6 +467,10 @@ impl Config {
                 bash_timeout_ms: raw.bash_timeout_ms,
                 bash_max_timeout_ms: raw.bash_max_timeout_ms,
                 tool_output_max_bytes: raw.tool_output_max_bytes,
+                max_subagents: raw.max_subagents,
+                max_subagent_depth: raw.max_subagent_depth,
+                subagent_max_steps: raw.subagent_max_steps,
+                subagent_timeout_ms: raw.subagent_timeout_ms,
             },
             sandbox: SandboxConfig {
                 mode: raw.sandbox,

@@ -9,11 +9,15 @@ use scv_hooks::Hooks;
 use scv_protocol::{CommandInfo, CommandKind};
 use std::path::{Path, PathBuf};
 
-/// A session's hooks, commands and skills.
+/// A session's hooks, commands, skills and subagent definitions.
 #[derive(Debug, Default)]
 pub(crate) struct Customization {
     pub hooks: Hooks,
     pub catalog: Catalog,
+    /// The subagent definitions it can run (`catalog.agents`, checked).
+    pub agents: std::sync::Arc<[Definition]>,
+    /// Why the others were skipped.
+    pub agent_diagnostics: Vec<String>,
     /// What `SessionStart` hooks added to the context, once they ran
     /// (before the session's first turn).
     pub started: tokio::sync::OnceCell<Vec<String>>,
@@ -47,6 +51,8 @@ pub(crate) fn load(
     Ok(Customization {
         hooks,
         catalog,
+        agents: std::sync::Arc::new([]),
+        agent_diagnostics: Vec::new(),
         started: tokio::sync::OnceCell::new(),
         source,
     })
@@ -82,6 +88,117 @@ impl Customization {
             .diagnostics
             .iter()
             .map(ToString::to_string)
+            .chain(self.agent_diagnostics.iter().cloned())
             .collect()
     }
+
+    /// Checks the catalog's subagent definitions against what this server
+    /// can run (their tools, their models).
+    /// `known_model`: whether SCV knows a model of that name.
+    pub(crate) fn check_agents(&mut self, known_model: impl Fn(&str) -> bool) {
+        let (agents, diagnostics) = definitions(&self.catalog.agents, known_model);
+        for diagnostic in &diagnostics {
+            tracing::warn!("{diagnostic}");
+        }
+        self.agents = agents.into();
+        self.agent_diagnostics = diagnostics;
+    }
+}
+
+/// A subagent definition the session may run (`.scv/agents/NAME.md`),
+/// checked when the session started.
+#[derive(Debug, Clone)]
+pub(crate) struct Definition {
+    pub name: String,
+    pub description: String,
+    /// SCV tool names; `None`: all of the parent's.
+    pub tools: Option<Vec<String>>,
+    /// `None`: the parent's (absent or `inherit`).
+    pub model: Option<String>,
+    pub read_only: bool,
+    pub prompt: String,
+}
+
+/// Claude Code's tool names, as SCV's.
+fn scv_tools(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "Bash" | "bash" => &["bash"],
+        "Read" | "read_file" => &["read_file"],
+        "Write" | "write_file" => &["write_file"],
+        "Edit" | "MultiEdit" | "edit_file" => &["edit_file"],
+        "Grep" | "search" => &["search"],
+        "Glob" => &["list_dir", "search"],
+        "LS" | "list_dir" => &["list_dir"],
+        "Skill" | "skill" => &["skill"],
+        "Task" | "Agent" | "task" => &["task"],
+        _ => return None,
+    })
+}
+
+/// Claude Code's model aliases, as the Anthropic models they stand for now.
+pub(crate) fn alias(model: &str) -> Option<&'static str> {
+    Some(match model {
+        "sonnet" => "claude-sonnet-4-5",
+        "opus" => "claude-opus-4-1",
+        "haiku" => "claude-haiku-4-5",
+        _ => return None,
+    })
+}
+
+/// The definitions of `agents` SCV can run, and a diagnostic ("FILE:
+/// what") for each one skipped: an unknown tool or model.
+pub(crate) fn definitions(
+    agents: &[scv_commands::Agent],
+    known_model: impl Fn(&str) -> bool,
+) -> (Vec<Definition>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut diagnostics = Vec::new();
+    for agent in agents {
+        let path = agent.path.display();
+        let tools = match &agent.tools {
+            None => None,
+            Some(names) => {
+                let mut tools: Vec<String> = Vec::new();
+                let mut unknown = Vec::new();
+                for name in names {
+                    match scv_tools(name) {
+                        Some(mapped) => tools.extend(mapped.iter().map(|t| t.to_string())),
+                        None if name.starts_with("mcp__") => tools.push(name.clone()),
+                        None => unknown.push(name.as_str()),
+                    }
+                }
+                if !unknown.is_empty() {
+                    diagnostics.push(format!(
+                        "{path}: agent `{}` names tools SCV does not have ({}); agent skipped (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
+                        agent.name,
+                        unknown.join(", ")
+                    ));
+                    continue;
+                }
+                tools.dedup();
+                Some(tools)
+            }
+        };
+        let model = match agent.model.as_deref() {
+            None | Some("inherit") => None,
+            Some(model) if alias(model).is_some() => Some(model.to_string()),
+            Some(model) if known_model(model) => Some(model.to_string()),
+            Some(model) => {
+                diagnostics.push(format!(
+                    "{path}: agent `{}` names model `{model}`, which SCV does not know; agent skipped (use `inherit`, a provider's model, or a model with a price: add [pricing.\"{model}\"] to config.toml)",
+                    agent.name
+                ));
+                continue;
+            }
+        };
+        ok.push(Definition {
+            name: agent.name.clone(),
+            description: agent.description.clone(),
+            tools,
+            model,
+            read_only: agent.read_only,
+            prompt: agent.prompt.clone(),
+        });
+    }
+    (ok, diagnostics)
 }

@@ -301,8 +301,9 @@ async fn skills_are_indexed_loaded_by_the_tool_and_by_slash_name() {
     assert!(user.contains("v0.2"), "{user}");
 }
 
-/// A session without skills is offered exactly the built-in tools, and a
-/// client without capability `commands` gets no `commands` field.
+/// A session without skills is offered exactly the built-in tools (and
+/// `task`, subagents being on by default), and a client without
+/// capability `commands` gets no `commands` field.
 #[tokio::test]
 async fn nothing_changes_for_a_session_without_any() {
     let mut rig = Rig::new("").await;
@@ -324,7 +325,8 @@ async fn nothing_changes_for_a_session_without_any() {
             "write_file",
             "edit_file",
             "list_dir",
-            "search"
+            "search",
+            "task"
         ]
     );
 }

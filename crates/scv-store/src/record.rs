@@ -27,6 +27,9 @@ pub struct Header {
     pub no_tools: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// A subagent's: the `task` call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<scv_protocol::Parent>,
 }
 
 /// Where a fork came from: the protocol's own type (same fields).

@@ -330,6 +330,7 @@ mod tests {
             base_url: None,
             no_tools: false,
             forked_from: None,
+            parent: None,
         })
     }
 

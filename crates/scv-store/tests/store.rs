@@ -21,6 +21,7 @@ fn header(id: &str) -> Header {
         base_url: None,
         no_tools: false,
         forked_from: None,
+        parent: None,
     }
 }
 

@@ -229,11 +229,15 @@ impl TestServer {
         loop {
             let event = self.next().await;
             let kind = event["type"].as_str().unwrap_or_default().to_string();
+            // A subagent's turn ends inside its parent's.
+            let child = event.get("parent").is_some();
             events.push(event);
-            if matches!(
-                kind.as_str(),
-                "turn.completed" | "turn.cancelled" | "turn.failed"
-            ) {
+            if !child
+                && matches!(
+                    kind.as_str(),
+                    "turn.completed" | "turn.cancelled" | "turn.failed"
+                )
+            {
                 return events;
             }
         }

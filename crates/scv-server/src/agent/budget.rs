@@ -13,6 +13,7 @@ use crate::cost::{usd, Budgets, Price, DAILY_SPEND};
 use crate::model::Usage;
 use scv_protocol::{BudgetWarning, EventBody, FailureCode};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The share of a budget at which the client is told, in percent.
 const WARN_PERCENT: f64 = 80.0;
@@ -23,6 +24,26 @@ const WARN_PERCENT: f64 = 80.0;
 pub(crate) struct Warned {
     pub session: bool,
     pub daily: bool,
+}
+
+/// What a turn and its subagents spent so far: one for the lot, so a
+/// child never opens a budget of its own.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    spent: Mutex<(f64, u64)>,
+}
+
+impl Ledger {
+    fn add(&self, usd: f64, tokens: u64) {
+        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        spent.0 += usd;
+        spent.1 = spent.1.saturating_add(tokens);
+    }
+
+    /// USD and tokens (input and output) spent.
+    fn spent(&self) -> (f64, u64) {
+        *self.spent.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A turn's price, budgets and what was spent before it.
@@ -40,6 +61,8 @@ pub(crate) struct Spending {
     warned_session: AtomicBool,
     warned_daily: AtomicBool,
     warned_turn: AtomicBool,
+    /// Shared with the turn's subagents.
+    ledger: Arc<Ledger>,
 }
 
 impl Spending {
@@ -60,6 +83,23 @@ impl Spending {
             warned_session: AtomicBool::new(warned.session),
             warned_daily: AtomicBool::new(warned.daily),
             warned_turn: AtomicBool::new(false),
+            ledger: Arc::default(),
+        }
+    }
+
+    /// A subagent's: its own model's price, the same budgets and the same
+    /// ledger (what the parent and its other children spend counts).
+    pub(crate) fn child(&self, model: String, price: Option<Price>) -> Spending {
+        Spending {
+            model,
+            price,
+            budgets: self.budgets,
+            session_spent: self.session_spent,
+            report: self.report,
+            warned_session: AtomicBool::new(self.warned_session.load(Ordering::Relaxed)),
+            warned_daily: AtomicBool::new(self.warned_daily.load(Ordering::Relaxed)),
+            warned_turn: AtomicBool::new(self.warned_turn.load(Ordering::Relaxed)),
+            ledger: self.ledger.clone(),
         }
     }
 
@@ -80,24 +120,22 @@ fn over(message: String) -> Result<(), Stop> {
     Err(Stop::Failed(FailureCode::StepLimit, message))
 }
 
-/// Tokens a turn used so far, input and output.
-fn turn_tokens(usage: &Option<Usage>) -> u64 {
-    usage.map_or(0, |u| u.input_tokens().saturating_add(u.output_tokens()))
+/// Tokens of one request, input and output.
+fn tokens(usage: &Usage) -> u64 {
+    usage.input_tokens().saturating_add(usage.output_tokens())
 }
 
 impl Turn {
     /// Fails the turn, sending nothing, when the next request (about
     /// `input_tokens` in) could cross a budget.
-    pub(super) async fn within_budget(
-        &self,
-        usage: &Option<Usage>,
-        input_tokens: u64,
-    ) -> Result<(), Stop> {
+    pub(super) async fn within_budget(&self, input_tokens: u64) -> Result<(), Stop> {
         let spending = &self.spending;
         let budgets = &spending.budgets;
         let max_output = self.settings.provider.max_output_tokens;
+        // The turn's and its subagents' together.
+        let (turn, turn_tokens) = spending.ledger.spent();
         if let Some(max) = budgets.max_turn_tokens {
-            let spent = turn_tokens(usage);
+            let spent = turn_tokens;
             let worst = input_tokens.saturating_add(max_output);
             if spent.saturating_add(worst) > max {
                 return over(format!(
@@ -120,7 +158,6 @@ impl Turn {
             ));
         };
         let worst = price.worst_case(input_tokens, max_output);
-        let turn = usage.as_ref().map_or(0.0, |u| price.cost(u));
         if let Some(max) = budgets.max_session_cost_usd {
             let spent = spending.session_spent + turn;
             if spent + worst > max {
@@ -146,22 +183,25 @@ impl Turn {
         Ok(())
     }
 
-    /// Counts a request's `step` usage (the turn's is `total` now) and
-    /// warns once at 80 % of a budget.
-    pub(super) async fn spent(&self, step: Usage, total: &Option<Usage>) -> Result<(), Stop> {
+    /// Counts a request's `step` usage and warns once at 80 % of a
+    /// budget.
+    pub(super) async fn spent(&self, step: Usage) -> Result<(), Stop> {
         let spending = &self.spending;
         let budgets = &spending.budgets;
-        if let Some(price) = spending.price {
-            DAILY_SPEND.add(price.cost(&step));
+        let cost = spending.price.map_or(0.0, |price| price.cost(&step));
+        if spending.price.is_some() {
+            DAILY_SPEND.add(cost);
         }
+        spending.ledger.add(cost, tokens(&step));
+        let (turn, turn_tokens) = spending.ledger.spent();
         let mut warnings = Vec::new();
         if let Some(max) = budgets.max_turn_tokens {
-            let spent = turn_tokens(total) as f64;
+            let spent = turn_tokens as f64;
             warnings.push(("max_turn_tokens", max as f64, spent, &spending.warned_turn));
         }
-        if let Some(price) = spending.price {
+        if spending.price.is_some() {
             if let Some(max) = budgets.max_session_cost_usd {
-                let spent = spending.session_spent + total.as_ref().map_or(0.0, |u| price.cost(u));
+                let spent = spending.session_spent + turn;
                 warnings.push(("max_session_cost_usd", max, spent, &spending.warned_session));
             }
             if let Some(max) = budgets.max_daily_cost_usd {

@@ -200,10 +200,19 @@ impl Turn {
 
     /// `Stop`: the reason to keep going when a hook blocks the end.
     pub(super) async fn stop_hooks(&self, active: bool) -> Result<Option<String>, Stop> {
-        let input = Input::Stop {
-            stop_hook_active: active,
+        // A subagent's end is `SubagentStop`, as in Claude Code.
+        let (event, input) = if self.child.is_some() {
+            let input = Input::SubagentStop {
+                stop_hook_active: active,
+            };
+            (Event::SubagentStop, input)
+        } else {
+            let input = Input::Stop {
+                stop_hook_active: active,
+            };
+            (Event::Stop, input)
         };
-        let Some(hooked) = self.hooks(Event::Stop, None, None, &input).await? else {
+        let Some(hooked) = self.hooks(event, None, None, &input).await? else {
             return Ok(None);
         };
         let outcome = hooked.outcome;

@@ -4,6 +4,7 @@ use crate::config::Config;
 use scv_protocol::Risk;
 use std::time::Duration;
 
+#[derive(Clone)]
 pub(crate) struct Limits {
     pub max_steps: u32,
     /// Compaction starts past this share of the context, in percent.
@@ -14,6 +15,13 @@ pub(crate) struct Limits {
     pub bash_timeout: Duration,
     pub bash_max_timeout: Duration,
     pub tool_output_max_bytes: usize,
+    /// Subagents running at once per turn (0: no `task` tool).
+    pub max_subagents: usize,
+    pub max_subagent_depth: u32,
+    /// A subagent's step cap.
+    pub subagent_max_steps: u32,
+    /// A subagent's wall-clock cap.
+    pub subagent_timeout: Duration,
 }
 
 impl Limits {
@@ -27,6 +35,10 @@ impl Limits {
             bash_timeout: Duration::from_millis(limits.bash_timeout_ms.max(1)),
             bash_max_timeout: Duration::from_millis(limits.bash_max_timeout_ms.max(1)),
             tool_output_max_bytes: limits.tool_output_max_bytes,
+            max_subagents: limits.max_subagents as usize,
+            max_subagent_depth: limits.max_subagent_depth,
+            subagent_max_steps: limits.subagent_max_steps,
+            subagent_timeout: Duration::from_millis(limits.subagent_timeout_ms),
         }
     }
 }

@@ -16,6 +16,7 @@ mod hooked;
 mod limits;
 pub(crate) mod plan;
 mod sink;
+pub(crate) mod subagent;
 
 pub(crate) use budget::{Spending, Warned};
 
@@ -165,6 +166,10 @@ pub(crate) struct Turn {
     pub trace: Option<crate::telemetry::TurnTrace>,
     /// The connection asked for capability `hooks` (`hook.message`).
     pub hook_events: bool,
+    /// What it may start subagents with (`None`: no `task` tool).
+    pub subagents: Option<Arc<subagent::Subagents>>,
+    /// A subagent's turn: its tools, instructions and caps.
+    pub child: Option<subagent::ChildRole>,
 }
 
 /// Adds `step` to `total` (usage is omitted until some is reported): a
@@ -238,9 +243,19 @@ impl Turn {
             }
             Err(stop) => Err(stop),
         };
-        let detail = usage;
-        let cost_usd = self.spending.cost(detail.as_ref());
-        let usage = usage.map(scv_protocol::Usage::from);
+        let mut detail = usage;
+        let mut cost_usd = self.spending.cost(detail.as_ref());
+        if let Some(subagents) = &self.subagents {
+            // Its children's, attributed to them and summed in here.
+            let (children, children_cost) = subagents.spent();
+            if let Some(children) = children {
+                add_step_usage(&mut detail, children);
+            }
+            if let Some(children_cost) = children_cost {
+                cost_usd = Some(cost_usd.unwrap_or(0.0) + children_cost);
+            }
+        }
+        let usage = detail.map(scv_protocol::Usage::from);
         history.close_open_tool_calls(INTERRUPTED);
         let refused = matches!(result, Err(Stop::Refused));
         let terminal = match result {
@@ -319,7 +334,7 @@ impl Turn {
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
             let request_bytes = fixed_bytes + history.bytes();
-            self.within_budget(usage, history.estimate_tokens(request_bytes))
+            self.within_budget(history.estimate_tokens(request_bytes))
                 .await?;
             let reply = match self.step(&request(&system, history, tools)).await {
                 Err(Stop::Overflow(message)) => {
@@ -327,7 +342,7 @@ impl Turn {
                     tracing::info!("provider context overflow: {message}; compacting once");
                     self.compact(fixed_bytes, history, usage, true).await?;
                     let request_bytes = fixed_bytes + history.bytes();
-                    self.within_budget(usage, history.estimate_tokens(request_bytes))
+                    self.within_budget(history.estimate_tokens(request_bytes))
                         .await?;
                     match self.step(&request(&system, history, tools)).await {
                         Err(Stop::Overflow(message)) => {
@@ -345,7 +360,7 @@ impl Turn {
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
-                self.spent(step_usage, usage).await?;
+                self.spent(step_usage).await?;
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and
@@ -386,13 +401,29 @@ impl Turn {
                     format!("agent reached {max_steps} steps"),
                 ));
             }
-            for call in &tool_calls {
-                let (content, success) = self.call_tool(call, &registry).await?;
-                history.push(Message::Tool {
-                    call_id: call.id.clone(),
-                    content,
-                    success,
-                });
+            let mut rest = &tool_calls[..];
+            while !rest.is_empty() {
+                // Consecutive `task` calls run together (each waits for one
+                // of `max_subagents` slots); the rest one by one.
+                let together = rest
+                    .iter()
+                    .take_while(|c| c.name == crate::tools::task::NAME)
+                    .count()
+                    .max(1);
+                let (now, later) = rest.split_at(together);
+                rest = later;
+                let results = futures_util::future::join_all(
+                    now.iter().map(|call| self.call_tool(call, &registry)),
+                )
+                .await;
+                for (call, result) in now.iter().zip(results) {
+                    let (content, success) = result?;
+                    history.push(Message::Tool {
+                        call_id: call.id.clone(),
+                        content,
+                        success,
+                    });
+                }
             }
         }
     }
@@ -407,8 +438,13 @@ impl Turn {
         let offer = crate::tools::registry::Offer {
             skill: !self.settings.custom.catalog.skills.is_empty(),
             plan,
+            task: self.subagents.as_ref().map(|s| s.description()),
         };
-        Registry::for_session(&self.mcp.tools().await, offer)
+        let registry = Registry::for_session(&self.mcp.tools().await, offer);
+        match &self.child {
+            Some(child) => registry.only(&child.tools),
+            None => registry,
+        }
     }
 
     fn offered<'a>(&self, registry: &'a Registry) -> &'a [ToolSpec] {
@@ -430,6 +466,7 @@ impl Turn {
                 .then(|| custom.catalog.skill_index())
                 .flatten(),
             context: custom.started.get().cloned().unwrap_or_default(),
+            subagent: self.child.as_ref().map(subagent::ChildRole::system),
         };
         let system = prompt::system_prompt(self.settings.cwd.clone(), tools, extras).await;
         let fixed =
@@ -498,7 +535,7 @@ impl Turn {
             "Summarize this transcript:\n\n{transcript}"
         ))];
         let summary_bytes = Message::user(SUMMARY_SYSTEM_PROMPT).weight() + request[0].weight();
-        self.within_budget(usage, history.estimate_tokens(summary_bytes))
+        self.within_budget(history.estimate_tokens(summary_bytes))
             .await?;
         let provider = &self.settings.provider;
         let span = self
@@ -520,7 +557,7 @@ impl Turn {
         let reply = summary?;
         if let Some(step_usage) = reply.usage {
             add_step_usage(usage, step_usage);
-            self.spent(step_usage, usage).await?;
+            self.spent(step_usage).await?;
         }
         if reply.end == End::Refused {
             return Err(Stop::Failed(
@@ -703,7 +740,11 @@ impl Turn {
             .trace
             .as_ref()
             .map(|t| t.tool(name, &call.id, &call.arguments));
-        let result = tool.run(&arguments, &tool_ctx).await;
+        let result = if tool.is_task() {
+            Ok(self.run_task(call, &arguments, registry).await?)
+        } else {
+            tool.run(&arguments, &tool_ctx).await
+        };
         if self.token.is_cancelled() {
             if let Some(span) = span {
                 span.failed("cancelled");
@@ -779,9 +820,10 @@ impl Turn {
         sandboxed: Option<bool>,
     ) -> Result<bool, Stop> {
         let (approval_id, answer) = self.approvals.request();
+        let (sink, turn_id, call_id, summary) = self.approval_target(&call.id, summary);
         let requested = EventBody::ApprovalRequested {
             approval_id: approval_id.clone(),
-            call_id: call.id.clone(),
+            call_id,
             name: call.name.clone(),
             risk,
             cwd: self.settings.cwd.display().to_string(),
@@ -789,7 +831,8 @@ impl Turn {
             sandboxed,
         };
         let result: Result<bool, Stop> = async {
-            self.emit(requested).await?;
+            let emit = sink.emit(Some(&self.request_id), Some(turn_id), &requested);
+            self.cancellable(emit).await??;
             // A dropped sender (session gone) counts as a denial.
             Ok(self.cancellable(answer).await?.unwrap_or(false))
         }

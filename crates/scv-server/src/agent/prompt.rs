@@ -19,6 +19,8 @@ pub(crate) struct Extras {
     pub skills: Option<String>,
     /// What the `SessionStart` hooks added.
     pub context: Vec<String>,
+    /// A subagent's role and instructions.
+    pub subagent: Option<String>,
 }
 
 /// The system prompt for a turn in `workspace` with `tools` (none: a
@@ -70,6 +72,9 @@ fn build(workspace: &Path, tools: &[(String, String)], extras: &Extras) -> Strin
             prompt,
             "\nSkills: instructions for particular tasks. When a task matches one, load it with the skill tool first.\n{index}\n"
         );
+    }
+    if let Some(subagent) = &extras.subagent {
+        prompt.push_str(subagent);
     }
     prompt.push_str("\nAnswer concisely in Markdown.\n");
     if let Some(agents) = read_agents_md(workspace) {

@@ -25,6 +25,17 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// By kind, as the protocol's `usage_detail` and the journal say it.
+    pub(crate) fn detail(self) -> scv_protocol::UsageDetail {
+        scv_protocol::UsageDetail {
+            input: self.input,
+            cache_read: self.cache_read,
+            cache_write: self.cache_write,
+            output: self.output,
+            reasoning: self.reasoning,
+        }
+    }
+
     /// Every input token, cached or not: what `turn.completed` reports as
     /// `input_tokens`, and what the token estimate is calibrated against.
     pub fn input_tokens(&self) -> u64 {

@@ -251,6 +251,11 @@ impl Providers {
             .unwrap_or_else(|| unreachable!("there are always presets"))
     }
 
+    /// Whether some definition's model is `model`.
+    pub(crate) fn has_model(&self, model: &str) -> bool {
+        self.defs.values().any(|d| d.model == model)
+    }
+
     /// Every name, for error messages.
     pub(crate) fn names(&self) -> String {
         self.defs.keys().cloned().collect::<Vec<_>>().join(", ")

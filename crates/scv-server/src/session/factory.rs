@@ -61,6 +61,11 @@ impl<'a> SessionFactory<'a> {
                     ))
                 })?
         };
+        let mut custom = custom;
+        let config = &self.shared.config;
+        custom.check_agents(|model| {
+            config.cost.pricing.price(model).is_some() || config.provider.defs.has_model(model)
+        });
         let def = self.definition(start.provider.as_deref())?;
         let provider = self.provider(def, start.model, start.base_url)?;
         let session_servers = match &start.mcp_servers {

@@ -102,6 +102,10 @@ pub(crate) struct SessionHost {
     commands: bool,
     /// The connection asked for capability `hooks` (`hook.message`).
     hook_events: bool,
+    /// The connection asked for capability `subagents`.
+    subagents: bool,
+    /// Its sessions' live subagents, by session id.
+    children: Arc<crate::agent::subagent::ChildIndex>,
 }
 
 impl SessionHost {
@@ -118,6 +122,8 @@ impl SessionHost {
             usage: false,
             commands: false,
             hook_events: false,
+            subagents: false,
+            children: Arc::default(),
         }
     }
 
@@ -240,6 +246,11 @@ impl SessionHost {
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut Session, Reject> {
+        if !self.sessions.contains_key(session_id) && self.children.get(session_id).is_some() {
+            return Err(invalid(format!(
+                "session {session_id} is a subagent; it takes no messages but approvals and cancels"
+            )));
+        }
         self.sessions
             .get_mut(session_id)
             .map(|s| &mut **s)
@@ -360,6 +371,7 @@ impl SessionHost {
         self.usage = granted.usage;
         self.commands = granted.commands;
         self.hook_events = granted.hooks;
+        self.subagents = granted.subagents;
     }
 
     /// `session.configure` (extension): another provider and/or model for
@@ -572,6 +584,24 @@ impl SessionHost {
             turn_id,
             token,
             hook_events: self.hook_events,
+            subagents: (!session.settings.no_tools)
+                .then(|| {
+                    let server = crate::agent::subagent::Server {
+                        limits: self.shared.limits.clone(),
+                        config: self.shared.config.clone(),
+                        store: self.shared.store.clone(),
+                    };
+                    crate::agent::subagent::Subagents::for_turn(
+                        &server,
+                        0,
+                        session_id.clone(),
+                        self.subagents,
+                        self.children.clone(),
+                        session.settings.custom.agents.clone(),
+                    )
+                })
+                .flatten(),
+            child: None,
             mcp: session
                 .mcp
                 .clone()
@@ -619,7 +649,7 @@ impl SessionHost {
                 if let Some(usage) = outcome.detail {
                     spent = Some(scv_store::Spent {
                         model: session.settings.provider.model.clone(),
-                        usage_detail: detail(usage),
+                        usage_detail: usage.detail(),
                         cost_usd: outcome.cost_usd,
                     });
                 }
@@ -639,8 +669,8 @@ impl SessionHost {
                     // By kind and priced: for a connection that asked, and
                     // for the journal (whose record `scv usage` reads).
                     *cost = Some(scv_protocol::TurnCost {
-                        usage_detail: detail(outcome.detail.unwrap_or_default()),
-                        session_usage_detail: detail(session.detail),
+                        usage_detail: outcome.detail.unwrap_or_default().detail(),
+                        session_usage_detail: session.detail.detail(),
                         cost_usd: outcome.cost_usd,
                         session_cost_usd: session.cost_usd,
                     });
@@ -729,6 +759,17 @@ impl SessionHost {
     }
 
     fn cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {
+        if let Some(child) = self.child(session_id) {
+            // That subagent alone: its call fails, the parent goes on.
+            if &*child.turn_id != turn_id {
+                return Err(Reject::new(
+                    ErrorCode::TurnNotFound,
+                    format!("turn {turn_id} is not running in this session"),
+                ));
+            }
+            child.token.cancel();
+            return Ok(());
+        }
         let session = self.session(session_id)?;
         match &session.active {
             Some(active) if &*active.turn_id == turn_id => {
@@ -742,8 +783,21 @@ impl SessionHost {
         }
     }
 
+    /// A live subagent of this connection's sessions.
+    fn child(&self, session_id: &str) -> Option<crate::agent::subagent::Live> {
+        if self.sessions.contains_key(session_id) {
+            return None;
+        }
+        self.children.get(session_id)
+    }
+
     fn resolve(&mut self, session_id: &str, approval_id: &str, approved: bool) -> Handled {
-        let session = self.session(session_id)?;
+        // A subagent's approvals wait with its root session's.
+        let session_id = match self.child(session_id) {
+            Some(child) => child.root,
+            None => session_id.into(),
+        };
+        let session = self.session(&session_id)?;
         if session.approvals.resolve(approval_id, approved) {
             Ok(())
         } else {
@@ -992,16 +1046,6 @@ struct Opened {
     /// A session with an earlier life (resumed): its checkpoints are in
     /// the store.
     stored: bool,
-}
-
-fn detail(usage: crate::model::Usage) -> scv_protocol::UsageDetail {
-    scv_protocol::UsageDetail {
-        input: usage.input,
-        cache_read: usage.cache_read,
-        cache_write: usage.cache_write,
-        output: usage.output,
-        reasoning: usage.reasoning,
-    }
 }
 
 fn check_prompt(prompt: &str) -> Result<(), Reject> {

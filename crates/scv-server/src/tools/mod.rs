@@ -15,11 +15,12 @@ mod builtin;
 mod edit_file;
 mod list_dir;
 mod mcp;
-mod output;
+pub(crate) mod output;
 mod read_file;
 pub(crate) mod registry;
 mod search;
 mod skill;
+pub(crate) mod task;
 mod textfile;
 mod write_file;
 

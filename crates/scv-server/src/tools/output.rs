@@ -4,7 +4,7 @@ use crate::text::{ceil_boundary, floor_boundary};
 
 /// Cuts `text` to at most `max` bytes, keeping the head and the tail (where
 /// build errors and summaries usually are) around a marker.
-pub(super) fn cap(text: String, max: usize) -> (String, bool) {
+pub(crate) fn cap(text: String, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text, false);
     }

@@ -3,7 +3,7 @@
 //! once per call.
 
 use super::builtin::{Builtin, ToolContext, ToolResult};
-use super::{bash, edit_file, list_dir, mcp, output, read_file, search, skill, write_file};
+use super::{bash, edit_file, list_dir, mcp, output, read_file, search, skill, task, write_file};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
@@ -21,12 +21,14 @@ const BUILTINS: &[&Builtin] = &[
 ];
 
 /// What a session offers beyond the built-in tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Offer {
     /// The session has skills: offer `skill`.
     pub skill: bool,
     /// Plan mode: `write` tools are not offered.
     pub plan: bool,
+    /// Subagents may start: offer `task`, described so (its agents listed).
+    pub task: Option<Arc<str>>,
 }
 
 /// One tool of a session.
@@ -38,6 +40,8 @@ pub(crate) struct Tool {
 enum Kind {
     Builtin(&'static Builtin),
     Mcp(Arc<McpTool>),
+    /// `task`: run by the agent loop itself (a child session), never here.
+    Task,
 }
 
 impl Tool {
@@ -50,7 +54,13 @@ impl Tool {
         match &self.kind {
             Kind::Builtin(builtin) => (builtin.summary)(arguments),
             Kind::Mcp(tool) => mcp::summary(tool, arguments),
+            Kind::Task => task::summary(arguments),
         }
+    }
+
+    /// `task`: the call starts a subagent.
+    pub(crate) fn is_task(&self) -> bool {
+        matches!(self.kind, Kind::Task)
     }
 
     /// The tool's MCP server is configured with `auto_approve = true`.
@@ -65,7 +75,7 @@ impl Tool {
             Kind::Builtin(builtin) => builtin
                 .stays_sandboxed
                 .map(|stays| enforced && stays(arguments)),
-            Kind::Mcp(_) => None,
+            Kind::Mcp(_) | Kind::Task => None,
         }
     }
 
@@ -75,7 +85,7 @@ impl Tool {
             Kind::Builtin(builtin) => builtin
                 .stays_sandboxed
                 .is_some_and(|stays| !stays(arguments)),
-            Kind::Mcp(_) => false,
+            Kind::Mcp(_) | Kind::Task => false,
         }
     }
 
@@ -84,6 +94,11 @@ impl Tool {
         let result = match &self.kind {
             Kind::Builtin(builtin) => (builtin.run)(arguments, ctx).await?,
             Kind::Mcp(tool) => mcp::run(tool, arguments, ctx).await,
+            Kind::Task => {
+                return Err(super::builtin::ToolError::Internal(
+                    "a task call reached the tool runner; the agent loop runs it".into(),
+                ))
+            }
         };
         let (text, cut) = output::cap(result.output, ctx.max_output_bytes);
         Ok(super::builtin::ToolOutput {
@@ -125,6 +140,13 @@ impl Registry {
         if offer.skill {
             tools.push(builtin_tool(&skill::TOOL));
         }
+        if offer.task.is_some() {
+            let tool = Tool {
+                risk: Risk::Read,
+                kind: Kind::Task,
+            };
+            tools.push((task::NAME.to_string(), tool));
+        }
         for tool in mcp {
             tools.push((
                 tool.name.clone(),
@@ -144,9 +166,46 @@ impl Registry {
                     description: tool.description.clone(),
                     parameters: tool.input_schema.clone(),
                 },
+                Kind::Task => task::spec(offer.task.as_deref().unwrap_or_default()),
             })
             .collect();
         Arc::new(Registry { tools, specs })
+    }
+
+    /// These tools only (a subagent's): the others are unknown to it,
+    /// offered or not.
+    pub(crate) fn only(&self, names: &[String]) -> Arc<Registry> {
+        let keep = |name: &str| names.iter().any(|n| n == name);
+        Arc::new(Registry {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(name, _)| keep(name))
+                .map(|(name, tool)| {
+                    let kind = match &tool.kind {
+                        Kind::Builtin(builtin) => Kind::Builtin(builtin),
+                        Kind::Mcp(mcp) => Kind::Mcp(mcp.clone()),
+                        Kind::Task => Kind::Task,
+                    };
+                    let tool = Tool {
+                        risk: tool.risk,
+                        kind,
+                    };
+                    (name.clone(), tool)
+                })
+                .collect(),
+            specs: self
+                .specs
+                .iter()
+                .filter(|spec| keep(&spec.name))
+                .cloned()
+                .collect(),
+        })
+    }
+
+    /// The names of the tools offered to the model.
+    pub(crate) fn offered_names(&self) -> Vec<String> {
+        self.specs.iter().map(|spec| spec.name.clone()).collect()
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&Tool> {

@@ -41,6 +41,7 @@ impl SessionHost {
             base_url: base_url.map(|url| without_credentials(&url)),
             no_tools,
             forked_from: None,
+            parent: None,
         };
         let created = crate::blocking::run(move || LiveJournal::create(&store, &header)).await;
         match created {
