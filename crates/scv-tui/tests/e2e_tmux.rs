@@ -556,3 +556,43 @@ async fn model_switches_the_running_session_and_copy_sets_the_clipboard() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_call_shows_its_subagents_card_and_ctrl_o_its_transcript() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("subagent");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    // The parent calls `task`; the child answers slowly (its card shows
+    // it running); then the parent answers with what the child found.
+    mock.push(Reply::tool_calls(&[(
+        "t1",
+        "task",
+        json!({"description": "count the files", "prompt": "Count the files in the workspace."}),
+    )]));
+    mock.push(
+        Reply::text(["There are ", "three ", "files ", "here."]).drip(Duration::from_millis(400)),
+    );
+    mock.push(Reply::text(["The subagent counted three files."]));
+    tmux.keys(&["count the files with a subagent", "Enter"]);
+    let screen = tmux.wait_for("«count the files»  running").await;
+    assert!(screen.contains("task «count the files»"), "{screen}");
+    let screen = tmux.wait_for("«count the files»  completed").await;
+    assert!(screen.contains("1 step"), "{screen}");
+    tmux.wait_for("The subagent counted three files.").await;
+    tmux.wait_for("idle").await;
+
+    // Ctrl+O: the child's own transcript, opening with its task.
+    tmux.keys(&["C-o"]);
+    let screen = tmux.wait_for("Esc closes").await;
+    assert!(
+        screen.contains("› Count the files in the workspace."),
+        "{screen}"
+    );
+    assert!(screen.contains("There are three files here."), "{screen}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_without("Esc closes").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

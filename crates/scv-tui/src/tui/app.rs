@@ -99,6 +99,9 @@ pub struct App {
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
     plan: plan::PlanBook,
+    /// The session's subagents, their transcripts and cards (bounded:
+    /// see [`super::subagents`]).
+    pub subagents: super::subagents::Subagents,
 }
 
 impl App {
@@ -131,6 +134,7 @@ impl App {
             resume_offer: None,
             undo: Default::default(),
             plan: Default::default(),
+            subagents: Default::default(),
         };
         app.approval.resize(80, 24);
         app
@@ -226,6 +230,8 @@ impl App {
             rules: self.rules.list(),
             mcp: &self.mcp,
             commands: commands::help_list(self.custom_commands()),
+            subagents: &self.subagents,
+            expanded: self.expanded,
         }
     }
 }

@@ -121,10 +121,20 @@ impl ApprovalPrompt {
         let Some(approval) = self.pending.front() else {
             return Vec::new();
         };
-        let mut lines: Vec<Line<'static>> = visible(&approval.summary)
-            .split('\n')
-            .map(|l| Line::styled(l.to_string(), Style::default().add_modifier(Modifier::BOLD)))
-            .collect();
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        if let Some(description) = &approval.subagent {
+            lines.push(Line::styled(
+                format!("subagent «{}» wants to run:", visible(description)),
+                Style::default()
+                    .fg(Color::Magenta)
+                    .add_modifier(Modifier::BOLD),
+            ));
+        }
+        lines.extend(
+            visible(&approval.summary).split('\n').map(|l| {
+                Line::styled(l.to_string(), Style::default().add_modifier(Modifier::BOLD))
+            }),
+        );
         if !known_tool(&approval.name) && !approval.arguments.is_null() {
             let pretty = serde_json::to_string_pretty(&approval.arguments).unwrap_or_default();
             lines.extend(
@@ -261,10 +271,15 @@ impl ApprovalPrompt {
             return;
         };
         let waiting = self.pending.len();
-        let title = if waiting > 1 {
-            format!(" Approval needed (1 of {waiting}) ")
+        let who = if approval.subagent.is_some() {
+            " — a subagent asks"
         } else {
-            " Approval needed ".into()
+            ""
+        };
+        let title = if waiting > 1 {
+            format!(" Approval needed (1 of {waiting}){who} ")
+        } else {
+            format!(" Approval needed{who} ")
         };
         let border = if self.focused || !typing {
             Color::Yellow
@@ -403,6 +418,8 @@ mod tests {
                 summary: "Run shell command: touch PWNED\r\u{1b}[2Kecho ok".into(),
                 arguments: serde_json::Value::Null,
                 sandboxed: None,
+                child_session: None,
+                subagent: None,
             },
             Instant::now(),
         );

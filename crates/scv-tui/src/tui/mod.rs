@@ -17,6 +17,7 @@ mod panel;
 pub mod queue_panel;
 pub mod rules;
 pub mod state;
+pub mod subagents;
 pub mod transcript;
 pub mod view;
 pub mod wrap;
@@ -50,8 +51,9 @@ use tokio::sync::mpsc;
 /// At most one frame per this interval while events stream in.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
-/// `scv` shows the model's thinking (`reasoning.delta`), and what turns
-/// cost (capability `usage`).
+/// `scv` shows the model's thinking (`reasoning.delta`), what turns
+/// cost (capability `usage`), and its subagents' work under their `task`
+/// calls (capability `subagents`).
 const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabilities {
     reasoning: true,
     sessions: true,
@@ -59,7 +61,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     usage: true,
     commands: true,
     hooks: true,
-    subagents: false,
+    subagents: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

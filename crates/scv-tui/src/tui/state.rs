@@ -21,6 +21,11 @@ pub struct PendingApproval {
     /// A command's place: inside the sandbox or not (`None`: not a command,
     /// or an old server).
     pub sandboxed: Option<bool>,
+    /// A subagent's call (capability `subagents`): the child session that
+    /// asks (the answer names it); `None`: the session's own call.
+    pub child_session: Option<String>,
+    /// That subagent's description, for the prompt to say who asks.
+    pub subagent: Option<String>,
 }
 
 /// Whether the daemon is there.

@@ -52,6 +52,93 @@ pub struct ToolCard {
     pub truncated: bool,
     /// The session rule that approved the call, if one did.
     pub approved_by: Option<String>,
+    /// The subagents a `task` call started (capability `subagents`), as
+    /// [`super::subagents`] last summed them up; at most
+    /// [`MAX_CARDS_PER_CALL`].
+    pub subagents: Vec<SubagentCard>,
+}
+
+impl ToolCard {
+    /// A card for a call just proposed.
+    pub fn proposed(call_id: String, name: String, arguments: Value) -> ToolCard {
+        ToolCard {
+            call_id,
+            name,
+            arguments,
+            state: ToolState::Proposed,
+            output: String::new(),
+            truncated: false,
+            approved_by: None,
+            subagents: Vec::new(),
+        }
+    }
+
+    /// Puts `card` in (replacing the one of the same child session).
+    pub fn set_subagent(&mut self, card: SubagentCard) {
+        let at = self
+            .subagents
+            .iter()
+            .position(|c| c.session_id == card.session_id);
+        match at {
+            Some(at) => self.subagents[at] = card,
+            None if self.subagents.len() < MAX_CARDS_PER_CALL => self.subagents.push(card),
+            // A `task` call starts one child: more is a server's error.
+            None => {}
+        }
+    }
+}
+
+/// Most subagent cards under one `task` call (it starts one child; this
+/// only bounds what a misbehaving server could make a card hold).
+pub const MAX_CARDS_PER_CALL: usize = 4;
+
+/// Where a subagent is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentStatus {
+    Running,
+    Completed,
+    /// `turn.failed`: its code and (cut) message.
+    Failed {
+        code: String,
+        message: String,
+    },
+    Cancelled,
+}
+
+/// One subagent as its card under the `task` call shows it: a summary,
+/// small and bounded (its whole transcript is [`super::subagents`]'s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentCard {
+    pub session_id: String,
+    /// The definition it runs; `None`: the general-purpose subagent.
+    pub agent: Option<String>,
+    pub description: String,
+    /// `provider/model`.
+    pub model: String,
+    pub status: SubagentStatus,
+    /// The call it makes now (its title, as a card would show it), and
+    /// whether it waits for an approval.
+    pub current: Option<(String, bool)>,
+    /// Model requests so far (`turn.completed.steps` at the end).
+    pub steps: u32,
+    /// Input and output tokens, from its `turn.completed` (`None` while it
+    /// runs).
+    pub tokens: Option<u64>,
+    /// The end of its latest answer (shown expanded).
+    pub tail: String,
+    /// Its own subagents (depth 2 and on), one line each.
+    pub nested: Vec<SubagentCard>,
+    /// Further ones not listed.
+    pub nested_more: usize,
+}
+
+impl SubagentCard {
+    fn bytes(&self) -> usize {
+        self.description.len()
+            + self.tail.len()
+            + self.current.as_ref().map_or(0, |(t, _)| t.len())
+            + self.nested.iter().map(SubagentCard::bytes).sum::<usize>()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -112,7 +199,15 @@ impl Item {
         match &self.kind {
             ItemKind::User(text) | ItemKind::Notice(text) => text.len(),
             ItemKind::Assistant { text, .. } | ItemKind::Reasoning { text, .. } => text.len(),
-            ItemKind::Tool(card) => card.output.len() + card.arguments.to_string().len(),
+            ItemKind::Tool(card) => {
+                card.output.len()
+                    + card.arguments.to_string().len()
+                    + card
+                        .subagents
+                        .iter()
+                        .map(SubagentCard::bytes)
+                        .sum::<usize>()
+            }
             ItemKind::Error { message, .. } => message.len(),
             ItemKind::Note(lines) => lines.iter().map(String::len).sum(),
         }
@@ -265,6 +360,116 @@ fn render_reasoning(
     lines
 }
 
+/// A call's title as its card shows it: the command, the path, or the
+/// name and arguments (may hold several lines: a command's).
+pub fn tool_title(name: &str, arguments: &Value) -> String {
+    let arg = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("");
+    match name {
+        "bash" => format!("$ {}", arg("command")),
+        "read_file" | "write_file" | "edit_file" | "list_dir" => format!("{name} {}", arg("path")),
+        "search" => format!("search /{}/", arg("pattern")),
+        "task" => match arguments.get("agent").and_then(Value::as_str) {
+            Some(agent) => format!("task «{}» ({agent})", arg("description")),
+            None => format!("task «{}»", arg("description")),
+        },
+        _ => format!("{name} {arguments}"),
+    }
+}
+
+/// Lines of an answer's end shown on an expanded subagent card.
+const SUBAGENT_TAIL_LINES: usize = 6;
+
+/// A subagent's card under its `task` call: one line (two while a call
+/// runs or after a failure); expanded, its model and its answer's end too.
+/// Its own subagents follow, a line each.
+fn render_subagent(card: &SubagentCard, expanded: bool, lines: &mut Vec<Line<'static>>) {
+    lines.push(subagent_line(card, "  ↳ "));
+    let dim = Style::default().fg(Color::DarkGray);
+    let pad = "      ";
+    match (&card.status, &card.current) {
+        (SubagentStatus::Failed { message, .. }, _) if !message.is_empty() => {
+            lines.push(Line::styled(
+                format!("{pad}{}", first_line(message)),
+                Style::default().fg(Color::Red),
+            ));
+        }
+        (SubagentStatus::Running, Some((title, waiting))) => {
+            let (mark, color) = if *waiting {
+                ("⏸ awaiting approval: ", Color::Yellow)
+            } else {
+                ("⚙ ", Color::Cyan)
+            };
+            lines.push(Line::from(vec![
+                Span::raw(pad),
+                Span::styled(mark, Style::default().fg(color)),
+                Span::styled(first_line(title), Style::default().fg(Color::Gray)),
+            ]));
+        }
+        _ => {}
+    }
+    if expanded {
+        lines.push(Line::styled(
+            format!("{pad}model {}", wrap::clean(&card.model)),
+            dim,
+        ));
+        let tail: Vec<&str> = card.tail.trim().lines().collect();
+        for line in &tail[tail.len().saturating_sub(SUBAGENT_TAIL_LINES)..] {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{pad}│ "), dim),
+                Span::styled(
+                    wrap::clean(line).into_owned(),
+                    Style::default().fg(Color::Gray),
+                ),
+            ]));
+        }
+    }
+    for nested in &card.nested {
+        lines.push(subagent_line(nested, "      ↳ "));
+    }
+    if card.nested_more > 0 {
+        lines.push(Line::styled(
+            format!("      … {} more subagents", card.nested_more),
+            dim,
+        ));
+    }
+}
+
+/// A subagent's one line: state, who, what, steps and tokens.
+pub fn subagent_line(card: &SubagentCard, lead: &'static str) -> Line<'static> {
+    let (mark, label, color) = match &card.status {
+        SubagentStatus::Running => ("◐", "running".to_string(), Color::Cyan),
+        SubagentStatus::Completed => ("✓", "completed".to_string(), Color::Green),
+        SubagentStatus::Failed { code, .. } => ("✗", format!("failed ({code})"), Color::Red),
+        SubagentStatus::Cancelled => ("◌", "cancelled".to_string(), Color::Yellow),
+    };
+    let plural = if card.steps == 1 { "step" } else { "steps" };
+    // Tokens come with its end; one that ended without saying has none.
+    let tokens = match (card.tokens, &card.status) {
+        (Some(tokens), _) => format!(" · {} tokens", super::state::short(tokens)),
+        (None, SubagentStatus::Running) => " · … tokens".to_string(),
+        (None, _) => String::new(),
+    };
+    Line::from(vec![
+        Span::styled(lead, Style::default().fg(Color::DarkGray)),
+        Span::styled(format!("{mark} "), Style::default().fg(color)),
+        Span::styled(
+            wrap::clean(card.agent.as_deref().unwrap_or("subagent")).into_owned(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(" «{}»  ", first_line(&card.description))),
+        Span::styled(label, Style::default().fg(color)),
+        Span::styled(
+            format!(" · {} {plural}{tokens}", card.steps),
+            Style::default().fg(Color::DarkGray),
+        ),
+    ])
+}
+
+/// The first line of `text`, control characters shown.
+fn first_line(text: &str) -> String {
+    wrap::clean(text.lines().next().unwrap_or("")).into_owned()
+}
+
 fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
     let (label, color) = card.state.label();
     let arg = |key: &str| {
@@ -274,26 +479,25 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
             .unwrap_or("")
             .to_string()
     };
-    let title = match card.name.as_str() {
-        "bash" => format!("$ {}", arg("command")),
-        "read_file" | "write_file" | "edit_file" | "list_dir" => {
-            format!("{} {}", card.name, arg("path"))
-        }
-        "search" => format!("search /{}/", arg("pattern")),
-        _ => format!("{} {}", card.name, card.arguments),
-    };
     // Every line of a command shows, as its own line: a second line is a
     // second command. Control characters show as symbols.
-    let title = visible(&title).into_owned();
+    let title = visible(&tool_title(&card.name, &card.arguments)).into_owned();
     let mut title_lines = title.split('\n');
-    let mut lines = vec![Line::from(vec![
+    let mut first = vec![
         Span::styled("● ", Style::default().fg(color)),
         Span::styled(
             title_lines.next().unwrap_or("").to_string(),
             Style::default().add_modifier(Modifier::BOLD),
         ),
         Span::styled(format!("  [{label}]"), Style::default().fg(color)),
-    ])];
+    ];
+    if !card.subagents.is_empty() && !expanded {
+        first.push(Span::styled(
+            "  ctrl+o: subagent transcripts",
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
+    let mut lines = vec![Line::from(first)];
     for more in title_lines {
         lines.push(Line::from(vec![
             Span::raw("  "),
@@ -308,6 +512,9 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
             format!("  ✓ approved by rule `{}`", visible(rule)),
             Style::default().fg(Color::DarkGray),
         ));
+    }
+    for child in &card.subagents {
+        render_subagent(child, expanded, &mut lines);
     }
     let gutter = || Span::styled("  │ ", Style::default().fg(Color::DarkGray));
     // File edits as a coloured diff.
@@ -511,6 +718,126 @@ impl Transcript {
         )
     }
 
+    /// A fragment of the model's thinking: into the thought streaming now,
+    /// or a new one.
+    pub fn reasoning_delta(&mut self, content: String, now: Instant) {
+        let appended = self.update_last(is_thinking, |k| {
+            if let ItemKind::Reasoning { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.push(ItemKind::Reasoning {
+                text: content,
+                started: now,
+                ended: None,
+            });
+        }
+    }
+
+    /// The answer (or a tool call, or the turn's end) came: the thought
+    /// collapses to one line.
+    pub fn end_reasoning(&mut self, now: Instant) {
+        // A thought streams at the end: no walk through a long transcript.
+        if !self
+            .items
+            .iter()
+            .rev()
+            .take(8)
+            .any(|i| is_thinking(&i.kind))
+        {
+            return;
+        }
+        self.update_last(is_thinking, |k| {
+            if let ItemKind::Reasoning { ended, .. } = k {
+                *ended = Some(now);
+            }
+        });
+    }
+
+    /// A fragment of the answer: into the answer streaming now, or a new
+    /// one.
+    pub fn assistant_delta(&mut self, content: String, now: Instant) {
+        if !content.is_empty() {
+            self.end_reasoning(now);
+        }
+        let appended = self.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { text, .. } = k {
+                text.push_str(&content);
+            }
+        });
+        if !appended {
+            self.push(ItemKind::Assistant {
+                text: content,
+                streaming: true,
+            });
+        }
+    }
+
+    /// The whole answer replaces what streamed in.
+    pub fn assistant_completed(&mut self, content: String, now: Instant) {
+        if !content.is_empty() {
+            self.end_reasoning(now);
+        }
+        let finished = self.update_last(is_streaming, |k| {
+            *k = ItemKind::Assistant {
+                text: content.clone(),
+                streaming: false,
+            }
+        });
+        if !finished && !content.is_empty() {
+            self.push(ItemKind::Assistant {
+                text: content,
+                streaming: false,
+            });
+        }
+    }
+
+    /// A call was proposed: its card.
+    pub fn tool_proposed(&mut self, call_id: String, name: String, arguments: Value, now: Instant) {
+        self.end_reasoning(now);
+        self.push(ItemKind::Tool(ToolCard::proposed(call_id, name, arguments)));
+    }
+
+    /// A call ended; `denied`: the user denied it (the protocol says only
+    /// `success: false`).
+    pub fn tool_completed(
+        &mut self,
+        call_id: &str,
+        success: bool,
+        denied: bool,
+        output: String,
+        truncated: bool,
+    ) {
+        self.update_tool(call_id, |card| {
+            card.state = match (success, denied) {
+                (true, _) => ToolState::Done,
+                (false, true) => ToolState::Denied,
+                (false, false) => ToolState::Failed,
+            };
+            card.output = output;
+            card.truncated = truncated;
+        });
+    }
+
+    /// The turn ended: nothing streams any more.
+    pub fn end_streaming(&mut self, now: Instant) {
+        self.end_reasoning(now);
+        self.update_last(is_streaming, |k| {
+            if let ItemKind::Assistant { streaming, .. } = k {
+                *streaming = false;
+            }
+        });
+    }
+
+    /// The card of `call_id` (the latest of that id).
+    pub fn tool(&self, call_id: &str) -> Option<&ToolCard> {
+        self.items.iter().rev().find_map(|i| match &i.kind {
+            ItemKind::Tool(card) if card.call_id == call_id => Some(card),
+            _ => None,
+        })
+    }
+
     fn enforce(&mut self) {
         while self.items.len() > 1
             && (self.items.len() > self.max_items || self.bytes > self.max_bytes)
@@ -652,6 +979,22 @@ impl Transcript {
         }
         (self.items[index].id, line)
     }
+}
+
+/// A thought still streaming in.
+fn is_thinking(kind: &ItemKind) -> bool {
+    matches!(kind, ItemKind::Reasoning { ended: None, .. })
+}
+
+/// The answer still streaming in.
+fn is_streaming(kind: &ItemKind) -> bool {
+    matches!(
+        kind,
+        ItemKind::Assistant {
+            streaming: true,
+            ..
+        }
+    )
 }
 
 #[cfg(test)]

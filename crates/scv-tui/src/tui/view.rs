@@ -217,6 +217,18 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )),
         None => spans.push(Span::styled("idle", dim)),
     }
+    let running = app.subagents.running();
+    if running > 0 {
+        let plural = if running == 1 {
+            "subagent"
+        } else {
+            "subagents"
+        };
+        spans.push(Span::styled(
+            format!(" · {running} {plural} (ctrl+o)"),
+            Style::default().fg(Color::Magenta),
+        ));
+    }
     if !app.queue.is_empty() || app.queue.paused() {
         spans.push(sep());
         let paused = if app.queue.paused() { " (paused)" } else { "" };

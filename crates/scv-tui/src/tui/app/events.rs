@@ -7,6 +7,10 @@
 //! rule answered) is [`Bookkeeping`], kept here and touched nowhere else. What starts a turn, cancels it or answers
 //! an approval is here too, so the whole prompt lifecycle reads in one
 //! place: keys and commands call these and never reach into the bookkeeping.
+//!
+//! A subagent's event (one with `parent`) is never the session's own: it
+//! goes to [`crate::tui::subagents`] and to its card under the `task`
+//! call; its approvals wait in the same prompt, under the same rules.
 
 use super::{App, Outgoing};
 use crate::tui::queue_panel::Left;
@@ -85,6 +89,12 @@ impl App {
         self.book
             .outbox
             .extend(applied.requests.into_iter().map(outgoing));
+        // A subagent's event is its own: never the session's transcript,
+        // turn or usage.
+        if event.parent.is_some() {
+            self.child_applied(applied.updates);
+            return;
+        }
         let Event {
             body,
             request_id,
@@ -131,18 +141,9 @@ impl App {
                 call_id,
                 name,
                 arguments,
-            } => {
-                self.end_reasoning();
-                self.transcript.push(ItemKind::Tool(ToolCard {
-                    call_id,
-                    name,
-                    arguments,
-                    state: ToolState::Proposed,
-                    output: String::new(),
-                    truncated: false,
-                    approved_by: None,
-                }))
-            }
+            } => self
+                .transcript
+                .tool_proposed(call_id, name, arguments, self.now),
             EventBody::ApprovalRequested {
                 approval_id,
                 call_id,
@@ -160,6 +161,8 @@ impl App {
                 summary,
                 arguments: serde_json::Value::Null,
                 sandboxed,
+                child_session: None,
+                subagent: None,
             }),
             EventBody::ToolStarted { call_id, .. } => {
                 self.transcript
@@ -194,6 +197,7 @@ impl App {
                 self.plan_turn_completed();
                 self.end_turn();
             }
+            // Only ever a child's (it has `parent`; handled above).
             EventBody::SubagentStarted(_) => {}
             EventBody::HookMessage(note) => {
                 let verb = if note.blocked { "blocked" } else { "says" };
@@ -409,6 +413,7 @@ impl App {
                     output,
                     truncated,
                     approved_by: None,
+                    subagents: Vec::new(),
                 })),
                 TranscriptItem::TurnEnded {
                     outcome, message, ..
@@ -429,6 +434,7 @@ impl App {
 
     fn session_cleared(&mut self) {
         self.transcript.clear();
+        self.subagents.clear();
         self.queue.clear();
         self.usage = Usage::default();
         self.costs = Default::default();
@@ -465,89 +471,21 @@ impl App {
     }
 
     fn end_turn(&mut self) {
-        self.end_reasoning();
         self.turn = None;
         self.approval.clear();
-        self.transcript.update_last(is_streaming, |k| {
-            if let ItemKind::Assistant { streaming, .. } = k {
-                *streaming = false;
-            }
-        });
+        self.transcript.end_streaming(self.now);
     }
 
-    /// A fragment of the model's thinking: into the thought streaming now,
-    /// or a new one.
     fn reasoning_delta(&mut self, content: String) {
-        let appended = self.transcript.update_last(is_thinking, |k| {
-            if let ItemKind::Reasoning { text, .. } = k {
-                text.push_str(&content);
-            }
-        });
-        if !appended {
-            self.transcript.push(ItemKind::Reasoning {
-                text: content,
-                started: self.now,
-                ended: None,
-            });
-        }
-    }
-
-    /// The answer (or a tool call, or the turn's end) came: the thought
-    /// collapses to one line.
-    fn end_reasoning(&mut self) {
-        let now = self.now;
-        // A thought streams at the end: no walk through a long transcript.
-        if !self
-            .transcript
-            .items()
-            .iter()
-            .rev()
-            .take(8)
-            .any(|i| is_thinking(&i.kind))
-        {
-            return;
-        }
-        self.transcript.update_last(is_thinking, |k| {
-            if let ItemKind::Reasoning { ended, .. } = k {
-                *ended = Some(now);
-            }
-        });
+        self.transcript.reasoning_delta(content, self.now);
     }
 
     fn assistant_delta(&mut self, content: String) {
-        if !content.is_empty() {
-            self.end_reasoning();
-        }
-        let appended = self.transcript.update_last(is_streaming, |k| {
-            if let ItemKind::Assistant { text, .. } = k {
-                text.push_str(&content);
-            }
-        });
-        if !appended {
-            self.transcript.push(ItemKind::Assistant {
-                text: content,
-                streaming: true,
-            });
-        }
+        self.transcript.assistant_delta(content, self.now);
     }
 
-    /// The whole answer replaces what streamed in.
     fn assistant_completed(&mut self, content: String) {
-        if !content.is_empty() {
-            self.end_reasoning();
-        }
-        let finished = self.transcript.update_last(is_streaming, |k| {
-            *k = ItemKind::Assistant {
-                text: content.clone(),
-                streaming: false,
-            }
-        });
-        if !finished && !content.is_empty() {
-            self.transcript.push(ItemKind::Assistant {
-                text: content,
-                streaming: false,
-            });
-        }
+        self.transcript.assistant_completed(content, self.now);
     }
 
     /// The prompt shows the call's arguments as its card has them. A
@@ -566,13 +504,167 @@ impl App {
         self.approval.push(approval, self.now);
     }
 
-    /// Approves `approval` on behalf of `rule`.
+    /// Approves `approval` on behalf of `rule`; the card of the call (the
+    /// session's, or in its subagent's transcript) says so.
     fn approve_by_rule(&mut self, approval: PendingApproval, rule: &Rule) -> Vec<Outgoing> {
         let label = rule.label();
-        self.transcript.update_tool(&approval.call_id, |card| {
-            card.approved_by = Some(label);
-        });
+        let transcript = match &approval.child_session {
+            Some(child) => self.subagents.transcript_mut(child),
+            None => Some(&mut self.transcript),
+        };
+        if let Some(transcript) = transcript {
+            transcript.update_tool(&approval.call_id, |card| {
+                card.approved_by = Some(label);
+            });
+        }
         self.resolve(approval, true)
+    }
+
+    /// What the session client made of a subagent's event: its record
+    /// and card change, then its approvals wait in the prompt like the
+    /// session's own (and the session's rules answer them alike).
+    fn child_applied(&mut self, updates: Vec<Update>) {
+        let mut approvals = Vec::new();
+        for update in updates {
+            match update {
+                Update::Subagent(event) => self.subagent_event(&event),
+                Update::ApprovalRequested(approval) if approval.child_session.is_some() => {
+                    approvals.push(approval)
+                }
+                Update::ApprovalGone { approval_id } => {
+                    let now = self.now;
+                    self.approval.take_where(
+                        |a| a.child_session.is_some() && a.approval_id == approval_id,
+                        now,
+                    );
+                }
+                _ => {}
+            }
+        }
+        for approval in approvals {
+            self.child_approval(approval);
+        }
+    }
+
+    /// One event of a subagent of this session (the session client
+    /// checked that it is ours).
+    fn subagent_event(&mut self, event: &Event) {
+        use crate::tui::subagents::Change;
+        let (Some(parent), Some(child)) = (&event.parent, &event.session_id) else {
+            return;
+        };
+        // Its transcript opens with the task its `task` call gave it.
+        let prompt = match &event.body {
+            EventBody::SubagentStarted(_) => self
+                .host_transcript(&parent.session_id)
+                .and_then(|t| t.tool(&parent.call_id))
+                .and_then(|card| card.arguments.get("prompt"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+            _ => None,
+        };
+        if self.subagents.apply(event, prompt, self.now) == Change::Card {
+            self.place_card(child);
+        }
+    }
+
+    /// The transcript where session `session_id`'s calls are: the
+    /// session's own, or a subagent's.
+    fn host_transcript(&self, session_id: &str) -> Option<&crate::tui::transcript::Transcript> {
+        if self.session_id().as_deref() == Some(session_id) {
+            return Some(&self.transcript);
+        }
+        self.subagents.get(session_id).map(|c| &c.transcript)
+    }
+
+    /// Puts child `session_id`'s card under its `task` call, and so on up:
+    /// a child of a child is a line on its parent's card too.
+    fn place_card(&mut self, session_id: &str) {
+        let ours = self.session_id();
+        let mut id = session_id.to_string();
+        // Each step goes one level up; depth is small (the server's
+        // `max_subagent_depth`), this only bounds a loop.
+        for _ in 0..16 {
+            let (Some(card), Some(parent)) = (
+                self.subagents.card(&id),
+                self.subagents.get(&id).map(|c| c.parent.clone()),
+            ) else {
+                return;
+            };
+            if ours.as_deref() == Some(parent.session_id.as_str()) {
+                self.transcript
+                    .update_tool(&parent.call_id, |c| c.set_subagent(card));
+                return;
+            }
+            let Some(host) = self.subagents.transcript_mut(&parent.session_id) else {
+                return;
+            };
+            host.update_tool(&parent.call_id, |c| c.set_subagent(card));
+            id = parent.session_id;
+        }
+    }
+
+    /// A subagent's call waits for approval: labelled with the subagent,
+    /// answered by a session rule that matches as a call of the session's
+    /// own would be.
+    fn child_approval(&mut self, approval: scv_client::session::Approval) {
+        let child = approval.child_session.clone().unwrap_or_default();
+        let description = self
+            .subagents
+            .get(&child)
+            .map(|c| c.card().description.clone())
+            .unwrap_or_else(|| "?".into());
+        let mut arguments = approval.arguments;
+        if arguments.is_null() {
+            if let Some(card) = self
+                .subagents
+                .get(&child)
+                .and_then(|c| c.transcript.tool(&approval.call_id))
+            {
+                arguments = card.arguments.clone();
+            }
+        }
+        let pending = PendingApproval {
+            approval_id: approval.approval_id,
+            call_id: approval.call_id,
+            name: approval.name,
+            risk: approval.risk.as_str().to_string(),
+            cwd: approval.cwd,
+            summary: approval.summary,
+            arguments,
+            sandboxed: approval.sandboxed,
+            child_session: Some(child),
+            subagent: Some(description),
+        };
+        if let Some(rule) = self.rules.find(&pending).cloned() {
+            let out = self.approve_by_rule(pending, &rule);
+            self.book.outbox.extend(out);
+            return;
+        }
+        self.approval.push(pending, self.now);
+    }
+
+    /// `turn.cancel` of subagent `session_id` alone (its `task` call
+    /// fails; the session's turn goes on).
+    pub(super) fn cancel_subagent(&mut self, session_id: &str) -> Vec<Outgoing> {
+        let Some(child) = self.subagents.get(session_id).filter(|c| c.running()) else {
+            self.hint = Some("that subagent is not running".into());
+            return Vec::new();
+        };
+        let Some(turn_id) = child.turn_id.clone() else {
+            self.hint = Some("that subagent has not started its turn yet".into());
+            return Vec::new();
+        };
+        self.hint = Some(format!(
+            "cancelling subagent «{}»",
+            child.card().description
+        ));
+        vec![
+            self.send(ClientMessage::TurnCancel(scv_protocol::TurnCancel {
+                session_id: session_id.to_string(),
+                turn_id,
+            })),
+        ]
     }
 
     /// `a`: approve this call, add its rule, and let the rule answer the
@@ -599,9 +691,14 @@ impl App {
     /// then shown as denied.
     pub(super) fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
         if !approved {
-            self.book.denied.insert(approval.call_id.clone());
+            match &approval.child_session {
+                Some(child) => self.subagents.denied(child, &approval.call_id),
+                None => {
+                    self.book.denied.insert(approval.call_id.clone());
+                }
+            }
         }
-        let Some(session_id) = self.session_id() else {
+        let Some(session_id) = approval.child_session.clone().or_else(|| self.session_id()) else {
             return Vec::new();
         };
         match self.book.client.resolve(&approval.approval_id, approved) {
@@ -618,15 +715,8 @@ impl App {
     /// A call that fails after the user denied it is shown as denied.
     fn tool_completed(&mut self, call_id: &str, success: bool, output: String, truncated: bool) {
         let denied = self.book.denied.remove(call_id);
-        self.transcript.update_tool(call_id, |card| {
-            card.state = match (success, denied) {
-                (true, _) => ToolState::Done,
-                (false, true) => ToolState::Denied,
-                (false, false) => ToolState::Failed,
-            };
-            card.output = output;
-            card.truncated = truncated;
-        });
+        self.transcript
+            .tool_completed(call_id, success, denied, output, truncated);
     }
 
     /// A queue conflict refreshes the entry and says so under the input;
@@ -672,6 +762,13 @@ impl App {
         self.queue.reset();
         self.input.stop_editing();
         self.end_turn();
+        // No terminal event of a running subagent will come now.
+        for child in self
+            .subagents
+            .abandon("disconnected", "the daemon went away")
+        {
+            self.place_card(&child);
+        }
         self.transcript.push(ItemKind::Error {
             code: "disconnected".into(),
             message: "the SCV daemon went away; reconnecting…".into(),
@@ -719,6 +816,7 @@ impl App {
         self.queue.reset();
         self.queue.clear();
         self.transcript.clear();
+        self.subagents.clear();
         self.usage = Usage::default();
         self.costs = Default::default();
         self.context_used = 0;
@@ -822,22 +920,6 @@ impl App {
         }
         out
     }
-}
-
-/// A thought still streaming in.
-fn is_thinking(kind: &ItemKind) -> bool {
-    matches!(kind, ItemKind::Reasoning { ended: None, .. })
-}
-
-/// The answer still streaming in.
-fn is_streaming(kind: &ItemKind) -> bool {
-    matches!(
-        kind,
-        ItemKind::Assistant {
-            streaming: true,
-            ..
-        }
-    )
 }
 
 /// The first block of a session id, enough to tell sessions apart.

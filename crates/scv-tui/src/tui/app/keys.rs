@@ -96,6 +96,11 @@ impl App {
             OverlayKey::SelectCheckpoint(checkpoint_id) => {
                 return Some(self.rewind_selected(checkpoint_id))
             }
+            OverlayKey::Subagent(session_id) => self.open_subagent(session_id),
+            OverlayKey::CancelSubagent(session_id) => {
+                return Some(self.cancel_subagent(&session_id))
+            }
+            OverlayKey::ToggleExpanded => self.expanded = !self.expanded,
             OverlayKey::RemoveRule(index) => {
                 if let Some(rule) = self.rules.remove(index) {
                     self.notice(format!("rule removed: {}", rule.scope()));
@@ -147,7 +152,7 @@ impl App {
                 vec![Outgoing::Quit]
             }
             KeyCode::Char('o') if ctrl => {
-                self.expanded = !self.expanded;
+                self.ctrl_o();
                 Vec::new()
             }
             // After a restart: the session this view had, back.
@@ -198,6 +203,34 @@ impl App {
             _ => return None,
         };
         Some(out)
+    }
+
+    /// Ctrl+O: the latest subagent's transcript in an overlay. A session
+    /// without subagents has none to show: Ctrl+O expands (or folds) tool
+    /// output and thinking, as it always did, and says that there are none.
+    fn ctrl_o(&mut self) {
+        match self.subagents.latest() {
+            Some(child) => {
+                let id = child.session_id.clone();
+                self.open_subagent(id);
+            }
+            None => {
+                self.expanded = !self.expanded;
+                let what = if self.expanded { "expanded" } else { "folded" };
+                self.hint = Some(format!(
+                    "tool output and thinking {what} (no subagents to show)"
+                ));
+            }
+        }
+    }
+
+    /// The overlay shows `session_id`'s transcript, following its end.
+    fn open_subagent(&mut self, session_id: String) {
+        let mut open = overlays::OpenOverlay::new(overlays::OverlayKind::Subagent(session_id));
+        // Scrolled past everything: the frame shows the end, and keeps
+        // showing it as the subagent goes on, until ↑ holds it.
+        open.scroll = usize::MAX;
+        self.overlay = Some(open);
     }
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {

@@ -13,7 +13,11 @@ const KEYS: &[(&str, &str)] = &[
     ("Esc", "cancel the turn (closes an overlay first)"),
     ("Ctrl+C", "cancel the turn; twice quits"),
     ("Ctrl+D", "quit (empty input)"),
-    ("Ctrl+O", "expand tool output and thinking"),
+    (
+        "Ctrl+O",
+        "subagent transcripts (←/→ others, Ctrl+X cancels)",
+    ),
+    ("", "no subagents, or in there: expand output and thinking"),
     (
         "PgUp / PgDn, wheel",
         "scroll the transcript; End follows it again",

@@ -1,5 +1,6 @@
 //! Overlays over the transcript (`/help`, `/status`, `/approvals`,
-//! `/diff`, the session picker), one file each, listed in [`OverlayKind`].
+//! `/diff`, the session picker, a subagent's transcript), one file each,
+//! listed in [`OverlayKind`].
 //!
 //! An overlay is a title, its lines and the keys of its own ([`Overlay`]);
 //! the frame here draws the box, wraps and scrolls the lines and closes it
@@ -16,6 +17,7 @@ mod help;
 mod rewind;
 mod sessions;
 mod status;
+mod subagent;
 
 pub use rewind::Rewind;
 pub use sessions::Picker;
@@ -48,6 +50,8 @@ pub enum OverlayKind {
     Sessions(Box<Picker>),
     /// The session's checkpoints to go back to (`/rewind`).
     Rewind(Box<Rewind>),
+    /// A subagent's transcript, by its session id (`Ctrl+O`).
+    Subagent(String),
 }
 
 impl OverlayKind {
@@ -61,6 +65,7 @@ impl OverlayKind {
             OverlayKind::Diff(lines) => Box::new(diff::Diff(lines)),
             OverlayKind::Sessions(picker) => Box::new(sessions::Sessions(picker.as_ref())),
             OverlayKind::Rewind(rewind) => Box::new(rewind::Checkpoints(rewind.as_ref())),
+            OverlayKind::Subagent(session_id) => Box::new(subagent::Subagent(session_id)),
         }
     }
 
@@ -81,6 +86,13 @@ pub trait Overlay {
     /// What it shows, unwrapped (the frame wraps and scrolls it).
     /// `selected`: the row an overlay that selects has marked.
     fn lines(&self, data: &OverlayData<'_>, selected: usize) -> Vec<Line<'static>>;
+
+    /// What it shows at `width` columns (the frame wraps it again, which
+    /// changes nothing in lines already wrapped to it). An overlay whose
+    /// lines come wrapped and cached (a transcript) says so here.
+    fn lines_at(&self, data: &OverlayData<'_>, selected: usize, _width: u16) -> Vec<Line<'static>> {
+        self.lines(data, selected)
+    }
 
     /// A key of its own, before the frame scrolls; `Pass` leaves it to
     /// the frame.
@@ -105,6 +117,10 @@ pub struct OverlayData<'a> {
     /// The slash commands (name, help): the built-ins as the command
     /// table lists them, then the session's custom commands and skills.
     pub commands: Vec<(String, String)>,
+    /// The session's subagents and their transcripts.
+    pub subagents: &'a super::subagents::Subagents,
+    /// Tool output and thinking shown in full (`Ctrl+O`).
+    pub expanded: bool,
 }
 
 /// The open overlay and where it is.
@@ -146,6 +162,13 @@ pub enum OverlayKey {
     Restore { checkpoint_id: String, force: bool },
     /// The selection moved to this checkpoint (its changes are asked for).
     SelectCheckpoint(String),
+    /// Show this subagent's transcript instead.
+    Subagent(String),
+    /// Cancel this subagent alone (`turn.cancel` of its session).
+    CancelSubagent(String),
+    /// Tool output and thinking in full, or not (`Ctrl+O` in an overlay
+    /// where it does not open one).
+    ToggleExpanded,
 }
 
 /// A key while `open` is up, in a transcript area `width` × `height`:
@@ -197,8 +220,9 @@ pub fn on_key(
 
 /// The overlay's rows at `width` (what scrolling counts).
 pub fn rows(open: &OpenOverlay, data: &OverlayData<'_>, width: u16) -> usize {
-    let lines = open.kind.overlay().lines(data, open.selected);
-    wrap::wrap_lines(&lines, width.saturating_sub(2).max(1)).len()
+    let inner = width.saturating_sub(2).max(1);
+    let lines = open.kind.overlay().lines_at(data, open.selected, inner);
+    wrap::wrap_lines(&lines, inner).len()
 }
 
 pub fn draw(frame: &mut Frame<'_>, open: &OpenOverlay, data: &OverlayData<'_>, area: Rect) {
@@ -216,7 +240,7 @@ pub fn draw(frame: &mut Frame<'_>, open: &OpenOverlay, data: &OverlayData<'_>, a
     let inner = block.inner(area);
     frame.render_widget(Clear, area);
     frame.render_widget(block, area);
-    let lines = overlay.lines(data, open.selected);
+    let lines = overlay.lines_at(data, open.selected, inner.width.max(1));
     let wrapped = wrap::wrap_lines(&lines, inner.width.max(1));
     let max_scroll = wrapped.len().saturating_sub(usize::from(inner.height));
     let scroll = open.scroll.min(max_scroll);
