@@ -741,3 +741,133 @@ fn a_cancel_before_the_server_placed_the_prompt_is_sent_when_it_does() {
         assert!(client.cancel(&request.request_id).is_empty());
     }
 }
+
+/// A subagent's events: its approval waits here and is answered naming
+/// the child's session; its turn's end never ends the parent's; events of
+/// another session's children are not ours.
+#[test]
+fn a_childs_approval_names_the_child_and_its_end_is_not_ours() {
+    let mut client = SessionClient::new("c");
+    client.set_session(SESSION);
+    let turn = client.submit("go");
+    let event = |body: EventBody, session: &str, parent: Option<&str>| Event {
+        body,
+        request_id: Some(turn.request_id.clone()),
+        session_id: Some(session.into()),
+        turn_id: Some(format!("{session}-turn")),
+        seq: Some(1),
+        parent: parent.map(|p| scv_protocol::Parent {
+            session_id: p.into(),
+            turn_id: "t1".into(),
+            call_id: "task-1".into(),
+        }),
+    };
+    client.apply(&event(EventBody::TurnStarted {}, SESSION, None));
+    let started = scv_protocol::SubagentStarted {
+        agent: None,
+        description: "look".into(),
+        provider: "openai".into(),
+        model: "m".into(),
+        tools: vec!["bash".into()],
+        depth: 1,
+    };
+    let applied = client.apply(&event(
+        EventBody::SubagentStarted(started.clone()),
+        "child",
+        Some(SESSION),
+    ));
+    assert!(matches!(applied.updates[..], [Update::Subagent(_)]));
+    client.apply(&event(
+        EventBody::ToolProposed {
+            call_id: "k".into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({"command": "ls"}),
+        },
+        "child",
+        Some(SESSION),
+    ));
+    let asked = client.apply(&event(
+        EventBody::ApprovalRequested {
+            approval_id: "a1".into(),
+            call_id: "k".into(),
+            name: "bash".into(),
+            risk: scv_protocol::Risk::Process,
+            cwd: "/w".into(),
+            summary: "Run shell command: ls".into(),
+            sandboxed: None,
+        },
+        "child",
+        Some(SESSION),
+    ));
+    let Some(Update::ApprovalRequested(approval)) = asked.updates.first() else {
+        panic!("{asked:?}");
+    };
+    assert_eq!(approval.child_session.as_deref(), Some("child"));
+    assert_eq!(approval.arguments["command"], "ls");
+    // Another session's child is not ours.
+    let other = client.apply(&event(
+        EventBody::SubagentStarted(started),
+        "stranger",
+        Some("another-session"),
+    ));
+    assert!(other.updates.is_empty());
+    // The child's end is not the parent's.
+    let ended = client.apply(&event(
+        EventBody::TurnCompleted {
+            steps: 1,
+            usage: None,
+            cost: None,
+        },
+        "child",
+        Some(SESSION),
+    ));
+    assert!(!ended
+        .updates
+        .iter()
+        .any(|u| matches!(u, Update::Ended { .. })));
+    assert_eq!(
+        client.running_turn(),
+        Some(format!("{SESSION}-turn").as_str())
+    );
+    // Its approval went with it.
+    assert!(ended
+        .updates
+        .iter()
+        .any(|u| matches!(u, Update::ApprovalGone { approval_id } if approval_id == "a1")));
+    assert!(client.resolve("a1", true).is_none());
+}
+
+#[test]
+fn a_childs_approval_is_resolved_with_the_childs_session_id() {
+    let mut client = SessionClient::new("c");
+    client.set_session(SESSION);
+    let asked = Event {
+        body: EventBody::ApprovalRequested {
+            approval_id: "a1".into(),
+            call_id: "k".into(),
+            name: "bash".into(),
+            risk: scv_protocol::Risk::Process,
+            cwd: "/w".into(),
+            summary: "s".into(),
+            sandboxed: None,
+        },
+        request_id: Some("c1".into()),
+        session_id: Some("child".into()),
+        turn_id: Some("ct".into()),
+        seq: Some(3),
+        parent: Some(scv_protocol::Parent {
+            session_id: SESSION.into(),
+            turn_id: "t1".into(),
+            call_id: "task-1".into(),
+        }),
+    };
+    client.apply(&asked);
+    let request = client.resolve("a1", false).unwrap();
+    match request.message {
+        ClientMessage::ApprovalResolve(resolve) => {
+            assert_eq!(resolve.session_id, "child");
+            assert!(!resolve.approved);
+        }
+        other => panic!("{other:?}"),
+    }
+}

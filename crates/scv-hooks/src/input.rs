@@ -149,7 +149,7 @@ fn tool_fields(o: &mut Map<String, Value>, cwd: &Path, tool: &str, arguments: &V
 /// are kept): `file_path` for the file tools ("File paths are absolute" in
 /// Claude Code's input, so it is `cwd` joined with a relative `path`), and
 /// Bash's `timeout` (milliseconds in Claude Code's Bash tool, as SCV's
-/// `timeout_ms`). list_dir and search already use Glob's and Grep's names
+/// `timeout_ms`), Task's `subagent_type` (SCV's `agent`). list_dir and search already use Glob's and Grep's names
 /// (`path`, `pattern`, `glob`). A key the arguments already have is never
 /// overwritten.
 fn tool_input(cwd: &Path, tool: &str, arguments: &Value) -> Value {
@@ -166,6 +166,12 @@ fn tool_input(cwd: &Path, tool: &str, arguments: &Value) -> Value {
         "bash" => {
             if let Some(ms) = args.get("timeout_ms").filter(|v| v.is_number()) {
                 out.entry("timeout").or_insert(ms.clone());
+            }
+        }
+        // Claude Code's Task names the definition `subagent_type`.
+        "task" => {
+            if let Some(agent) = args.get("agent").filter(|v| v.is_string()) {
+                out.entry("subagent_type").or_insert(agent.clone());
             }
         }
         _ => {}

@@ -8,13 +8,16 @@
 /// SCV's tool and the Claude Code tools that correspond to it. The first
 /// Claude Code name is the one a hook is told (`tool_name`); the rest only
 /// match (`MultiEdit` is an edit too).
-const NAMES: [(&str, &[&str]); 6] = [
+const NAMES: [(&str, &[&str]); 8] = [
     ("bash", &["Bash"]),
     ("read_file", &["Read"]),
     ("write_file", &["Write"]),
     ("edit_file", &["Edit", "MultiEdit"]),
     ("list_dir", &["Glob"]),
     ("search", &["Grep"]),
+    // Claude Code's subagent tool was `Task`, later also called `Agent`.
+    ("task", &["Task", "Agent"]),
+    ("skill", &["Skill"]),
 ];
 
 /// Claude Code's name of SCV's tool `scv` (`bash` → `Bash`); an MCP tool or
@@ -44,6 +47,8 @@ mod tests {
         assert_eq!(claude_tool_name("edit_file"), "Edit");
         assert_eq!(claude_tool_name("list_dir"), "Glob");
         assert_eq!(claude_tool_name("search"), "Grep");
+        assert_eq!(claude_tool_name("task"), "Task");
+        assert_eq!(claude_tool_name("skill"), "Skill");
     }
 
     #[test]

@@ -37,8 +37,10 @@ async fn server(extra: &str) -> (MockProvider, TestHome, TestServer) {
     std::fs::write(home.workspace().join("small.txt"), "hello\n").unwrap();
     let mut server = TestServer::spawn(BIN, home.path());
     server
-        .send(json!({"type":"initialize","request_id":"i","protocol_version":2,
-                     "capabilities":{"subagents":true}}))
+        .send(
+            json!({"type":"initialize","request_id":"i","protocol_version":2,
+                     "capabilities":{"subagents":true}}),
+        )
         .await;
     server.expect("initialized").await;
     (mock, home, server)
@@ -56,7 +58,11 @@ async fn gap(
     let call = if task {
         let prompt = format!("BENCH-CHILD-{n}");
         mock.push_matching(&prompt, Reply::text(["child done"]));
-        ("c", "task", json!({"description": "bench", "prompt": prompt}))
+        (
+            "c",
+            "task",
+            json!({"description": "bench", "prompt": prompt}),
+        )
     } else {
         ("c", "read_file", json!({"path": "small.txt"}))
     };
@@ -64,7 +70,11 @@ async fn gap(
     mock.push(Reply::text(["ok"]));
     server.start_turn(session, "t", "go").await;
     let events = server.until_terminal().await;
-    assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:?}");
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:?}"
+    );
     let requests = mock.take_requests();
     assert!(requests.len() >= 2, "{before}");
     requests[1].arrived - requests[0].arrived
@@ -106,8 +116,7 @@ async fn start_cost() {
 }
 
 async fn hundred_at_once() {
-    let (mock, home, mut server) =
-        server("max_subagents = 10\nsubagent_timeout_ms = 600000").await;
+    let (mock, home, mut server) = server("max_subagents = 10\nsubagent_timeout_ms = 600000").await;
     let pid = server.pid();
     let mut sessions = Vec::new();
     for _ in 0..10 {
@@ -119,7 +128,11 @@ async fn hundred_at_once() {
             .map(|k| {
                 let prompt = format!("MANY-{s}-{k}-END");
                 mock.push_matching(&prompt, Reply::text(["streaming"]).then(2, Ending::Stall));
-                (format!("c{k}"), "task".to_string(), json!({"description": "many", "prompt": prompt}))
+                (
+                    format!("c{k}"),
+                    "task".to_string(),
+                    json!({"description": "many", "prompt": prompt}),
+                )
             })
             .collect();
         let borrowed: Vec<(&str, &str, Value)> = calls

@@ -979,14 +979,20 @@ async fn children_nest_to_the_configured_depth() {
     rig.mock.push(calls(&[task("c1", "outer", "CHILD-OUTER")]));
     rig.mock.push_matching(
         "CHILD-OUTER",
-        Reply::tool_calls(&[("c2", "task", json!({"description": "inner", "prompt": "CHILD-INNER"}))]),
+        Reply::tool_calls(&[(
+            "c2",
+            "task",
+            json!({"description": "inner", "prompt": "CHILD-INNER"}),
+        )]),
     );
     rig.mock.push_matching(
         "CHILD-INNER",
         Reply::tool_calls(&[("k", "bash", json!({"command": "echo deep > deep.txt"}))]),
     );
-    rig.mock.push_matching("CHILD-INNER", Reply::text(["inner done"]));
-    rig.mock.push_matching("CHILD-OUTER", Reply::text(["outer done"]));
+    rig.mock
+        .push_matching("CHILD-INNER", Reply::text(["inner done"]));
+    rig.mock
+        .push_matching("CHILD-OUTER", Reply::text(["outer done"]));
     rig.mock.push(Reply::text(["all done"]));
     rig.server.start_turn(&session, "t", "go").await;
     let mut events = rig.server.until("approval.requested").await;
@@ -1004,11 +1010,17 @@ async fn children_nest_to_the_configured_depth() {
     assert_eq!(inner["depth"], 2);
     assert_eq!(asked["session_id"], inner["session_id"]);
     rig.server
-        .send(json!({"type":"approval.resolve","request_id":"r","session_id": asked["session_id"],
-                     "approval_id": asked["approval_id"],"approved":true}))
+        .send(
+            json!({"type":"approval.resolve","request_id":"r","session_id": asked["session_id"],
+                     "approval_id": asked["approval_id"],"approved":true}),
+        )
         .await;
     events.extend(rig.server.until_terminal().await);
-    assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:#?}");
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:#?}"
+    );
     assert!(rig.home.workspace().join("deep.txt").exists());
     assert!(tools_of(&request_with(&rig.mock, "CHILD-OUTER")).contains(&"task".to_string()));
     assert!(!tools_of(&request_with(&rig.mock, "CHILD-INNER")).contains(&"task".to_string()));
@@ -1016,4 +1028,40 @@ async fn children_nest_to_the_configured_depth() {
         .as_str()
         .unwrap()
         .starts_with("outer done"));
+}
+
+/// A child whose provider refuses it fails its call with the code the
+/// model reads; the parent turn completes and its other child's report
+/// still comes back.
+#[tokio::test]
+async fn a_childs_provider_error_is_a_failed_call_not_a_failed_turn() {
+    let mut rig = rig("provider_max_retries = 0", json!({"subagents": true})).await;
+    let (_, session) = start(&mut rig, json!({})).await;
+    rig.mock.push(calls(&[
+        task("bad", "b", "CHILD-REFUSED"),
+        task("good", "g", "CHILD-FINE"),
+    ]));
+    rig.mock.push_matching(
+        "CHILD-REFUSED",
+        Reply::error(400, "this request is malformed"),
+    );
+    rig.mock
+        .push_matching("CHILD-FINE", Reply::text(["fine report"]));
+    rig.mock.push(Reply::text(["one of two"]));
+    let events = rig.turn(&session, "go").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:#?}"
+    );
+    let bad = completed(&events, "bad");
+    assert_eq!(bad["success"], false);
+    assert!(
+        bad["output"].as_str().unwrap().contains("provider_error"),
+        "{bad}"
+    );
+    assert!(completed(&events, "good")["output"]
+        .as_str()
+        .unwrap()
+        .starts_with("fine report"));
 }

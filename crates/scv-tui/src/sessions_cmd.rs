@@ -58,10 +58,14 @@ pub fn table(sessions: &[Listed], now: u64) -> String {
         let what = match &s.damaged {
             Some(why) => format!("[cannot be read: {why}]"),
             None => format!(
-                "{} · {}{}",
+                "{} · {}{}{}",
                 s.cwd,
                 s.title,
-                if s.open { "  [open]" } else { "" }
+                if s.open { "  [open]" } else { "" },
+                s.parent
+                    .as_ref()
+                    .map(|p| format!("  [subagent of {}]", p.session_id))
+                    .unwrap_or_default()
             ),
         };
         let _ = writeln!(

@@ -73,6 +73,8 @@ impl Overlay for Sessions<'_> {
             let title = match (&s.damaged, s.title.is_empty()) {
                 (Some(_), _) => "(cannot be read)".to_string(),
                 (None, true) => "(no prompt yet)".to_string(),
+                // A subagent's session: its task, marked as such.
+                (None, false) if s.parent.is_some() => format!("↳ subagent: {}", s.title),
                 (None, false) => s.title.clone(),
             };
             let age = crate::sessions_cmd::age(self.0.now.saturating_sub(s.updated_unix_seconds));
