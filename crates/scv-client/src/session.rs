@@ -73,6 +73,40 @@ pub struct Approval {
     pub child_session: Option<String>,
 }
 
+impl Approval {
+    /// The approval an `approval.requested` event asks for.
+    fn of(
+        event: &Event,
+        arguments: serde_json::Value,
+        child_session: Option<String>,
+    ) -> Option<Approval> {
+        let EventBody::ApprovalRequested {
+            approval_id,
+            call_id,
+            name,
+            risk,
+            cwd,
+            summary,
+            sandboxed,
+        } = &event.body
+        else {
+            return None;
+        };
+        Some(Approval {
+            approval_id: approval_id.clone(),
+            call_id: call_id.clone(),
+            name: name.clone(),
+            risk: *risk,
+            cwd: cwd.clone(),
+            summary: summary.clone(),
+            sandboxed: *sandboxed,
+            arguments,
+            request_id: event.request_id.clone(),
+            child_session,
+        })
+    }
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -490,15 +524,7 @@ impl SessionClient {
             } => {
                 self.proposed.push((call_id.clone(), arguments.clone()));
             }
-            EventBody::ApprovalRequested {
-                approval_id,
-                call_id,
-                name,
-                risk,
-                cwd,
-                summary,
-                sandboxed,
-            } => {
+            EventBody::ApprovalRequested { call_id, .. } => {
                 let arguments = self
                     .proposed
                     .iter()
@@ -506,17 +532,8 @@ impl SessionClient {
                     .find(|(id, _)| id == call_id)
                     .map(|(_, arguments)| arguments.clone())
                     .unwrap_or(serde_json::Value::Null);
-                let approval = Approval {
-                    approval_id: approval_id.clone(),
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    risk: *risk,
-                    cwd: cwd.clone(),
-                    summary: summary.clone(),
-                    sandboxed: *sandboxed,
-                    arguments,
-                    request_id: event.request_id.clone(),
-                    child_session: None,
+                let Some(approval) = Approval::of(event, arguments, None) else {
+                    return applied;
                 };
                 self.approvals.push(approval.clone());
                 applied.updates.push(Update::ApprovalRequested(approval));
@@ -606,15 +623,7 @@ impl SessionClient {
                 self.child_proposed
                     .push((child.clone(), call_id.clone(), arguments.clone()));
             }
-            EventBody::ApprovalRequested {
-                approval_id,
-                call_id,
-                name,
-                risk,
-                cwd,
-                summary,
-                sandboxed,
-            } => {
+            EventBody::ApprovalRequested { call_id, .. } => {
                 let arguments = self
                     .child_proposed
                     .iter()
@@ -622,20 +631,10 @@ impl SessionClient {
                     .find(|(session, id, _)| *session == child && id == call_id)
                     .map(|(_, _, arguments)| arguments.clone())
                     .unwrap_or(serde_json::Value::Null);
-                let approval = Approval {
-                    approval_id: approval_id.clone(),
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    risk: *risk,
-                    cwd: cwd.clone(),
-                    summary: summary.clone(),
-                    sandboxed: *sandboxed,
-                    arguments,
-                    request_id: event.request_id.clone(),
-                    child_session: Some(child.clone()),
-                };
-                self.approvals.push(approval.clone());
-                applied.updates.push(Update::ApprovalRequested(approval));
+                if let Some(approval) = Approval::of(event, arguments, Some(child.clone())) {
+                    self.approvals.push(approval.clone());
+                    applied.updates.push(Update::ApprovalRequested(approval));
+                }
             }
             EventBody::ToolStarted { call_id, .. } | EventBody::ToolCompleted { call_id, .. } => {
                 let same = |a: &Approval| {

@@ -31,36 +31,13 @@ fn completed<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
 
 /// A server initialized with capabilities `commands` and `hooks`.
 async fn rig(extra: &str) -> Rig {
-    let mock = MockProvider::start().await;
-    let home = TestHome::new(&mock.base_url(), extra);
-    let mut server = TestServer::spawn(BIN, home.path());
-    server
-        .send(
-            json!({"type":"initialize","request_id":"i","protocol_version":2,
-                     "capabilities":{"commands":true,"hooks":true}}),
-        )
-        .await;
-    server.expect("initialized").await;
-    Rig { mock, home, server }
-}
-
-/// Starts a session with `fields`; returns `session.started` and its id.
-async fn start(rig: &mut Rig, fields: Value) -> (Value, String) {
-    let mut message = fields;
-    message["type"] = json!("session.start");
-    message["request_id"] = json!("s");
-    message["cwd"] = json!(rig.home.workspace());
-    rig.server.send(message).await;
-    let started = rig.server.expect("session.started").await;
-    rig.server.expect("queue.snapshot").await;
-    let id = started["session_id"].as_str().unwrap().to_string();
-    (started, id)
+    Rig::with_capabilities(extra, json!({"commands": true, "hooks": true})).await
 }
 
 #[tokio::test]
 async fn plan_mode_offers_no_write_tool_and_refuses_one_sent_anyway() {
     let mut rig = rig("auto_approve = [\"read\", \"write\", \"process\"]").await;
-    let (started, session) = start(&mut rig, json!({"mode": "plan"})).await;
+    let (started, session) = rig.start(json!({"mode": "plan"})).await;
     assert_eq!(started["mode"], "plan");
     let workspace = rig.home.workspace();
     rig.mock.push(Reply::tool_calls(&[
@@ -115,7 +92,7 @@ async fn plan_mode_runs_bash_read_only() {
         return;
     }
     let mut rig = rig("auto_approve = [\"process\"]").await;
-    let (_, session) = start(&mut rig, json!({"mode": "plan"})).await;
+    let (_, session) = rig.start(json!({"mode": "plan"})).await;
     std::fs::write(rig.home.workspace().join("seen.txt"), "visible").unwrap();
     rig.mock.push(Reply::tool_calls(&[(
         "b",
@@ -141,7 +118,7 @@ async fn plan_mode_runs_bash_read_only() {
 #[tokio::test]
 async fn switching_mode_applies_from_the_next_step_even_mid_turn() {
     let mut rig = rig("auto_approve = [\"read\", \"write\"]").await;
-    let (started, session) = start(&mut rig, json!({})).await;
+    let (started, session) = rig.start(json!({})).await;
     assert_eq!(started["mode"], "default");
     rig.mock.push(
         Reply::tool_calls(&[("r", "read_file", json!({"path": "missing.txt"}))])
@@ -191,7 +168,7 @@ fn write(path: &Path, text: &str) {
 
 #[tokio::test]
 async fn custom_commands_expand_and_unknown_ones_never_reach_the_model() {
-    let mut rig = rig("").await;
+    let mut rig = Rig::with_capabilities("", json!({"commands":true,"hooks":true})).await;
     let workspace = rig.home.workspace();
     write(
         &workspace.join(".scv/commands/review.md"),
@@ -201,7 +178,7 @@ async fn custom_commands_expand_and_unknown_ones_never_reach_the_model() {
         &rig.home.path().join("commands/standup.md"),
         "Write my standup notes.\n",
     );
-    let (started, session) = start(&mut rig, json!({})).await;
+    let (started, session) = rig.start(json!({})).await;
     let commands = started["commands"].as_array().unwrap();
     let review = commands.iter().find(|c| c["name"] == "review").unwrap();
     assert_eq!(review["description"], "Review a file");
@@ -244,7 +221,7 @@ async fn custom_commands_expand_and_unknown_ones_never_reach_the_model() {
 
 #[tokio::test]
 async fn skills_are_indexed_loaded_by_the_tool_and_by_slash_name() {
-    let mut rig = rig("").await;
+    let mut rig = Rig::with_capabilities("", json!({"commands":true,"hooks":true})).await;
     let workspace = rig.home.workspace();
     write(
         &workspace.join(".claude/skills/release-notes/SKILL.md"),
@@ -255,7 +232,7 @@ async fn skills_are_indexed_loaded_by_the_tool_and_by_slash_name() {
         &workspace.join(".scv/skills/broken/SKILL.md"),
         "---\nname: broken\ndescription: never closed\n",
     );
-    let (started, session) = start(&mut rig, json!({})).await;
+    let (started, session) = rig.start(json!({})).await;
     let diagnostics = started["command_diagnostics"].as_array().unwrap();
     assert!(
         diagnostics
@@ -335,12 +312,12 @@ async fn nothing_changes_for_a_session_without_any() {
 /// session carries on.
 #[tokio::test]
 async fn a_session_without_tools_refuses_commands_and_carries_on() {
-    let mut rig = rig("").await;
+    let mut rig = Rig::with_capabilities("", json!({"commands":true,"hooks":true})).await;
     write(
         &rig.home.workspace().join(".scv/commands/review.md"),
         "Review $ARGUMENTS.",
     );
-    let (_, session) = start(&mut rig, json!({"no_tools": true})).await;
+    let (_, session) = rig.start(json!({"no_tools": true})).await;
     rig.server
         .send(
             json!({"type":"turn.start","request_id":"c","session_id":session,

@@ -15,33 +15,6 @@
 mod common;
 use common::*;
 
-/// A server initialized with `capabilities`.
-async fn rig(extra: &str, capabilities: Value) -> Rig {
-    let mock = MockProvider::start().await;
-    let home = TestHome::new(&mock.base_url(), extra);
-    let mut server = TestServer::spawn(BIN, home.path());
-    server
-        .send(
-            json!({"type":"initialize","request_id":"i","protocol_version":2,
-                     "capabilities": capabilities}),
-        )
-        .await;
-    server.expect("initialized").await;
-    Rig { mock, home, server }
-}
-
-async fn start(rig: &mut Rig, fields: Value) -> (Value, String) {
-    let mut message = fields;
-    message["type"] = json!("session.start");
-    message["request_id"] = json!("s");
-    message["cwd"] = json!(rig.home.workspace());
-    rig.server.send(message).await;
-    let started = rig.server.expect("session.started").await;
-    rig.server.expect("queue.snapshot").await;
-    let id = started["session_id"].as_str().unwrap().to_string();
-    (started, id)
-}
-
 fn task(id: &str, description: &str, prompt: &str) -> (String, String, Value) {
     (
         id.to_string(),
@@ -102,8 +75,8 @@ fn tools_of(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_task_call_runs_a_child_whose_answer_is_the_result() {
-    let mut rig = rig("", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[task(
         "c1",
         "find the auth code",
@@ -202,8 +175,8 @@ async fn a_task_call_runs_a_child_whose_answer_is_the_result() {
 
 #[tokio::test]
 async fn an_old_client_sees_only_the_task_call() {
-    let mut rig = rig("", json!({})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock
         .push(calls(&[task("c1", "look", "CHILD-OLD: look around")]));
     rig.mock
@@ -238,8 +211,8 @@ async fn an_old_client_sees_only_the_task_call() {
 /// third only once one has ended; results go back in call order.
 #[tokio::test]
 async fn task_calls_run_together_up_to_max_subagents() {
-    let mut rig = rig("max_subagents = 2", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("max_subagents = 2", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[
         task("a", "a", "CHILD-A"),
         task("b", "b", "CHILD-B"),
@@ -299,8 +272,8 @@ async fn task_calls_run_together_up_to_max_subagents() {
 /// A child's `bash` asks the same client; answered with the child's id.
 #[tokio::test]
 async fn a_child_approval_reaches_the_client_and_is_answered_for_the_child() {
-    let mut rig = rig("", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock
         .push(calls(&[task("c1", "make a file", "CHILD-BASH")]));
     rig.mock.push_matching(
@@ -355,8 +328,8 @@ async fn a_child_approval_reaches_the_client_and_is_answered_for_the_child() {
 /// the `task` call, saying whose it is; answered as any other.
 #[tokio::test]
 async fn an_old_client_is_asked_for_a_child_approval_on_the_task_call() {
-    let mut rig = rig("", json!({})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock
         .push(calls(&[task("c1", "make a file", "CHILD-OLD-BASH")]));
     rig.mock.push_matching(
@@ -409,8 +382,8 @@ async fn an_old_client_is_asked_for_a_child_approval_on_the_task_call() {
 /// event comes before the parent's.
 #[tokio::test]
 async fn cancelling_the_parent_cancels_every_child_first() {
-    let mut rig = rig("", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[
         task("a", "a", "CHILD-STALL-A"),
         task("b", "b", "CHILD-STALL-B"),
@@ -458,8 +431,8 @@ async fn cancelling_the_parent_cancels_every_child_first() {
 /// the parent turn goes on.
 #[tokio::test]
 async fn cancelling_one_child_fails_its_call_and_the_parent_goes_on() {
-    let mut rig = rig("", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[task("a", "a", "CHILD-ALONE")]));
     rig.mock
         .push_matching("CHILD-ALONE", Reply::text(["hm"]).then(2, Ending::Stall));
@@ -501,12 +474,12 @@ async fn cancelling_one_child_fails_its_call_and_the_parent_goes_on() {
 /// parent turn: the wall clock, and the step cap.
 #[tokio::test]
 async fn a_child_that_never_finishes_is_ended_by_its_caps() {
-    let mut rig = rig(
+    let mut rig = Rig::with_capabilities(
         "subagent_timeout_ms = 400\nsubagent_max_steps = 1",
         json!({"subagents": true}),
     )
     .await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[
         task("slow", "s", "CHILD-FOREVER"),
         task("busy", "b", "CHILD-BUSY"),
@@ -551,8 +524,8 @@ async fn a_child_that_never_finishes_is_ended_by_its_caps() {
 
 #[tokio::test]
 async fn bad_task_calls_are_tool_errors_before_anything_starts() {
-    let mut rig = rig("", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(Reply::tool_calls(&[
         ("m", "task", json!({"prompt": "no description"})),
         ("e", "task", json!({"description": "d", "prompt": "  "})),
@@ -590,7 +563,7 @@ async fn bad_task_calls_are_tool_errors_before_anything_starts() {
 /// tools and unknown models skipped with a diagnostic.
 #[tokio::test]
 async fn definitions_narrow_a_child_and_bad_ones_are_skipped_with_a_reason() {
-    let mut rig = rig("", json!({"subagents": true, "commands": true})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true, "commands": true})).await;
     let agents = rig.home.workspace().join(".scv/agents");
     std::fs::create_dir_all(&agents).unwrap();
     let write = |name: &str, text: &str| std::fs::write(agents.join(name), text).unwrap();
@@ -610,7 +583,7 @@ async fn definitions_narrow_a_child_and_bad_ones_are_skipped_with_a_reason() {
         "broken.md",
         "---\nname: broken\nthis line is no key\n---\nbody\n",
     );
-    let (started, session) = start(&mut rig, json!({})).await;
+    let (started, session) = rig.start(json!({})).await;
     let diagnostics = started["command_diagnostics"].to_string();
     assert!(
         diagnostics.contains("web.md") && diagnostics.contains("WebFetch"),
@@ -674,7 +647,7 @@ async fn definitions_narrow_a_child_and_bad_ones_are_skipped_with_a_reason() {
 /// is refused. A session without tools has no `task` tool at all.
 #[tokio::test]
 async fn a_child_is_never_more_than_its_parent() {
-    let mut rig = rig(
+    let mut rig = Rig::with_capabilities(
         "auto_approve = [\"read\", \"write\", \"process\"]",
         json!({"subagents": true}),
     )
@@ -686,7 +659,7 @@ async fn a_child_is_never_more_than_its_parent() {
         "---\nname: writer\ndescription: writes\ntools: Write, Read\n---\nWrite things.\n",
     )
     .unwrap();
-    let (_, session) = start(&mut rig, json!({"mode": "plan"})).await;
+    let (_, session) = rig.start(json!({"mode": "plan"})).await;
     rig.mock.push(Reply::tool_calls(&[
         (
             "w",
@@ -735,7 +708,7 @@ async fn a_child_is_never_more_than_its_parent() {
     assert!(!rig.home.workspace().join("sneaky.txt").exists());
 
     // No tools, no task.
-    let (_, bare) = start(&mut rig, json!({"no_tools": true})).await;
+    let (_, bare) = rig.start(json!({"no_tools": true})).await;
     rig.mock.push(Reply::tool_calls(&[(
         "t",
         "task",
@@ -756,7 +729,7 @@ async fn a_read_only_definition_runs_its_commands_read_only() {
     if !common::sandbox::enforced() {
         return;
     }
-    let mut rig = rig(
+    let mut rig = Rig::with_capabilities(
         "auto_approve = [\"read\", \"sandboxed\"]",
         json!({"subagents": true}),
     )
@@ -768,7 +741,7 @@ async fn a_read_only_definition_runs_its_commands_read_only() {
         "---\nname: looker\ndescription: looks\ntools: Bash\nsandbox: read-only\n---\nLook only.\n",
     )
     .unwrap();
-    let (_, session) = start(&mut rig, json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(Reply::tool_calls(&[(
         "l",
         "task",
@@ -808,12 +781,12 @@ async fn a_read_only_definition_runs_its_commands_read_only() {
 #[tokio::test]
 async fn budgets_count_what_children_spend() {
     // Each request's worst case is its prompt plus max_output_tokens.
-    let mut rig = rig(
+    let mut rig = Rig::with_capabilities(
         "max_output_tokens = 10\nmax_turn_tokens = 4000",
         json!({"subagents": true}),
     )
     .await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[task("a", "a", "CHILD-SPENDER")]));
     rig.mock.push_matching(
         "CHILD-SPENDER",
@@ -849,8 +822,8 @@ async fn budgets_count_what_children_spend() {
 /// header naming its parent call.
 #[tokio::test]
 async fn a_child_is_journaled_and_its_transcript_resumable() {
-    let mut rig = rig("", json!({"subagents": true, "sessions": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true, "sessions": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock
         .push(calls(&[task("c1", "remember", "CHILD-JOURNAL")]));
     rig.mock
@@ -897,7 +870,7 @@ async fn a_child_is_journaled_and_its_transcript_resumable() {
 /// tool": no grandchild starts.
 #[tokio::test]
 async fn hooks_gate_a_child_and_it_cannot_nest_past_the_cap() {
-    let mut rig = rig(
+    let mut rig = Rig::with_capabilities(
         "auto_approve = [\"read\", \"process\"]",
         json!({"subagents": true}),
     )
@@ -907,7 +880,7 @@ async fn hooks_gate_a_child_and_it_cannot_nest_past_the_cap() {
     let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": "echo 'no shell for anyone' >&2; exit 2"}]}]}});
     std::fs::write(dir.join("hooks.json"), hooks.to_string()).unwrap();
-    let (_, session) = start(&mut rig, json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[task("c1", "try", "CHILD-HOOKED")]));
     let marker = rig.home.workspace().join("ran");
     rig.mock.push_matching(
@@ -974,8 +947,9 @@ async fn hooks_gate_a_child_and_it_cannot_nest_past_the_cap() {
 /// answered like any other; at depth 2 no `task` is offered.
 #[tokio::test]
 async fn children_nest_to_the_configured_depth() {
-    let mut rig = rig("max_subagent_depth = 2", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig =
+        Rig::with_capabilities("max_subagent_depth = 2", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[task("c1", "outer", "CHILD-OUTER")]));
     rig.mock.push_matching(
         "CHILD-OUTER",
@@ -1035,8 +1009,9 @@ async fn children_nest_to_the_configured_depth() {
 /// still comes back.
 #[tokio::test]
 async fn a_childs_provider_error_is_a_failed_call_not_a_failed_turn() {
-    let mut rig = rig("provider_max_retries = 0", json!({"subagents": true})).await;
-    let (_, session) = start(&mut rig, json!({})).await;
+    let mut rig =
+        Rig::with_capabilities("provider_max_retries = 0", json!({"subagents": true})).await;
+    let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[
         task("bad", "b", "CHILD-REFUSED"),
         task("good", "g", "CHILD-FINE"),

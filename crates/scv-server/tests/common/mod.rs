@@ -45,6 +45,35 @@ impl Rig {
         Rig { mock, home, server }
     }
 
+    /// Like [`Rig::new`], initialized asking for `capabilities`.
+    pub(crate) async fn with_capabilities(extra: &str, capabilities: Value) -> Rig {
+        let mock = MockProvider::start().await;
+        let home = TestHome::new(&mock.base_url(), extra);
+        let mut server = TestServer::spawn(BIN, home.path());
+        server
+            .send(
+                json!({"type":"initialize","request_id":"i","protocol_version":2,
+                         "capabilities": capabilities}),
+            )
+            .await;
+        server.expect("initialized").await;
+        Rig { mock, home, server }
+    }
+
+    /// `session.start` with `fields` in the rig's workspace: its
+    /// `session.started` and id (the queue snapshot consumed).
+    pub(crate) async fn start(&mut self, fields: Value) -> (Value, String) {
+        let mut message = fields;
+        message["type"] = json!("session.start");
+        message["request_id"] = json!("s");
+        message["cwd"] = json!(self.home.workspace());
+        self.server.send(message).await;
+        let started = self.server.expect("session.started").await;
+        self.server.expect("queue.snapshot").await;
+        let id = started["session_id"].as_str().unwrap().to_string();
+        (started, id)
+    }
+
     /// Starts a session in the rig's workspace.
     pub(crate) async fn session(&mut self) -> String {
         let workspace = self.home.workspace();
