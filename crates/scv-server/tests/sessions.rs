@@ -148,7 +148,8 @@ async fn sessions_are_independent_and_overrides_apply_to_one_session() {
             "write_file",
             "edit_file",
             "list_dir",
-            "search"
+            "search",
+            "task"
         ]
     );
 }
