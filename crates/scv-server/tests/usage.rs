@@ -543,6 +543,46 @@ async fn a_resumed_session_keeps_what_it_spent() {
     assert_eq!(rig.mock.request_count(), 1);
 }
 
+/// A budget `session.configure` raised holds for the rest of the
+/// session: after a resume on another connection too.
+#[tokio::test]
+async fn a_raised_budget_is_kept_across_a_resume() {
+    let extra = format!("{PRICEY}max_session_cost_usd = 0.5\n{PRICEY_TABLE}");
+    let mut rig = rig(&extra, Some(json!({"usage": true, "sessions": true}))).await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(costly_reply());
+    rig.turn(&session, "spend").await;
+    rig.server
+        .send(
+            json!({"type": "session.configure", "request_id": "b", "session_id": session,
+            "max_session_cost_usd": 2.0}),
+        )
+        .await;
+    rig.server.expect("session.configured").await;
+    drop(rig.server);
+
+    let mut server = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+    server
+        .send(
+            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+            "capabilities": {"usage": true, "sessions": true}}),
+        )
+        .await;
+    server.expect("initialized").await;
+    server
+        .send(json!({"type": "session.resume", "request_id": "r", "session_id": session}))
+        .await;
+    server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    server.expect("session.transcript").await;
+    // $0.45 spent + up to $0.10: over the configured $0.50, within $2.
+    rig.mock.push(Reply::text(["sent"]));
+    server.start_turn(&session, "t", "more").await;
+    let events = server.until_terminal().await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    assert_eq!(rig.mock.request_count(), 2);
+}
+
 /// Anthropic's `message_delta` usage is cumulative: two of them (5, then
 /// the final 15 output tokens) are 15, not 20.
 #[tokio::test]

@@ -111,6 +111,10 @@ pub enum Record {
         /// of another wire dropped).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         history: Option<Vec<Value>>,
+        /// `max_session_cost_usd` as `session.configure` set it, when it
+        /// did (it holds for the rest of the session, across a resume).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_session_cost_usd: Option<f64>,
     },
     /// The prompts waiting in the queue now, in order (`seq`: the queue
     /// event that made it so).

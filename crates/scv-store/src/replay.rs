@@ -51,6 +51,8 @@ pub struct Replay {
     pub title: Option<String>,
     /// The last calibration of the token estimate journaled.
     pub tokens_per_byte: Option<f64>,
+    /// The session budget `session.configure` last set, if it did.
+    pub max_session_cost_usd: Option<f64>,
     /// When the last record was written (unix seconds).
     pub updated: u64,
     /// Bytes of complete records; past it, a torn tail (or, with a fork
@@ -119,6 +121,7 @@ impl Replay {
             queue: Vec::new(),
             title: None,
             tokens_per_byte: None,
+            max_session_cost_usd: None,
             valid_len: lines.consumed as u64,
             header_len: lines.consumed as u64,
         };
@@ -245,11 +248,15 @@ impl Replay {
                 at,
                 seq,
                 history,
+                max_session_cost_usd,
             } => {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
                 self.provider = provider;
                 self.model = model;
+                if max_session_cost_usd.is_some() {
+                    self.max_session_cost_usd = max_session_cost_usd;
+                }
                 if let Some(history) = history {
                     self.history = history;
                 }
@@ -476,6 +483,7 @@ mod tests {
             at: 10,
             seq: 11,
             history: Some(vec![json!("without provider data")]),
+            max_session_cost_usd: None,
         });
         let replay = Replay::read(&journal(&records), None).unwrap();
         assert_eq!(replay.history, [json!("without provider data")]);

@@ -171,6 +171,7 @@ impl LiveJournal {
         model: &str,
         seq: u64,
         history: Option<&History>,
+        max_session_cost_usd: Option<f64>,
     ) {
         let at = scv_store::now_unix();
         self.meta.provider = provider.into();
@@ -182,6 +183,7 @@ impl LiveJournal {
             at,
             seq,
             history: history.map(|h| encode(h.messages())),
+            max_session_cost_usd,
         });
     }
 

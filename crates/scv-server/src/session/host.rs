@@ -420,7 +420,13 @@ impl SessionHost {
                 if let Some(journal) = &mut session.journal {
                     // Its `seq` is journaled like every session event's.
                     let settings = &session.settings.provider;
-                    journal.configured(&settings.name, &settings.model, seq, None);
+                    journal.configured(
+                        &settings.name,
+                        &settings.model,
+                        seq,
+                        None,
+                        max_session_cost_usd,
+                    );
                 }
             }
             return Ok(());
@@ -466,7 +472,7 @@ impl SessionHost {
         if let Some(seq) = session.emit(rid, &configured).await {
             if let Some(journal) = &mut session.journal {
                 let history = session.history.as_ref().filter(|_| changed);
-                journal.configured(&provider, &model, seq, history);
+                journal.configured(&provider, &model, seq, history, max_session_cost_usd);
             }
         }
         Ok(())

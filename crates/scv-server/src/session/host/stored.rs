@@ -136,6 +136,7 @@ impl SessionHost {
                 &now_model,
                 replay.seq,
                 Some(&history).filter(|_| dropped),
+                None,
             );
         }
         let session_id: Arc<str> = session_id.into();
@@ -145,6 +146,10 @@ impl SessionHost {
         // counts (for its budget too).
         if let Some(session) = self.sessions.get_mut(&session_id) {
             session.restore_spending(&replay);
+            // A budget raised for the session holds for the rest of it.
+            if replay.max_session_cost_usd.is_some() {
+                session.max_session_cost_usd = replay.max_session_cost_usd;
+            }
         }
         Ok(())
     }
