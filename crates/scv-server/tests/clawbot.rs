@@ -957,6 +957,48 @@ async fn the_owner_is_told_in_chat_at_80_percent_of_a_budget() {
     bot.stop().await;
 }
 
+/// Other users' chats spend the owner's money: at 80 % of the daily
+/// budget the owner is told (once a day), the other user is not.
+#[tokio::test]
+async fn the_owner_is_told_when_other_users_pass_80_percent_of_the_daily_budget() {
+    let mut bot = Bot::start(
+        "max_output_tokens = 10\nmax_daily_cost_usd = 0.5\n[pricing.\"mock-model\"]\ninput = 0\noutput = 1000\n",
+    )
+    .await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    let spend = |tokens: u64| {
+        Reply::raw(
+            vec![
+                json!({"choices":[{"index":0,"delta":{"role":"assistant","content":"spent"},"finish_reason":"stop"}]}).to_string(),
+                json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":tokens}}).to_string(),
+            ],
+            Ending::Done,
+        )
+    };
+    // $0.42 of $0.50 by one stranger, then $0.005 more by another.
+    bot.mock.push(spend(420));
+    bot.ilink.inject_text(STRANGER, "spend");
+    assert_eq!(bot.wait_sent(STRANGER, 1).await, ["spent"]);
+    let told = bot.wait_sent(OWNER, 1).await;
+    assert_eq!(
+        told,
+        ["SCV: 84% of budget max_daily_cost_usd ($0.5000) spent: $0.4200 (while answering another WeChat user)"]
+    );
+    bot.mock.push(spend(5));
+    bot.ilink.inject_text("second@im.wechat", "spend");
+    assert_eq!(bot.wait_sent("second@im.wechat", 1).await, ["spent"]);
+    assert_eq!(bot.mock.request_count(), 2);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(bot.ilink.sent_to(OWNER).len(), 1, "once a day");
+    assert_eq!(
+        bot.ilink.sent_to(STRANGER).len(),
+        1,
+        "the stranger is not told"
+    );
+    bot.stop().await;
+}
+
 /// The owner runs the workspace's custom commands as `/NAME args`; a
 /// stranger's `/NAME` is plain text; a hook holds in chat as everywhere.
 #[tokio::test]

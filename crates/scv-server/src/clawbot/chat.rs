@@ -183,6 +183,9 @@ struct Account {
     token: CancellationToken,
     /// `getconfig` typing tickets, per user.
     tickets: Tickets,
+    /// The UTC day the owner was last told that other users' chats passed
+    /// 80 % of the daily budget (once a day, however many chats do).
+    daily_told: Option<u64>,
 }
 
 type Tickets = Arc<Mutex<HashMap<String, String>>>;
@@ -243,6 +246,7 @@ pub(super) async fn run(
         events: events_tx,
         token: token.clone(),
         tickets: Tickets::default(),
+        daily_told: None,
     };
     loop {
         let next_deadline = account
@@ -495,11 +499,13 @@ impl Account {
             }),
         };
         // Checkpoints: the owner's `/undo`; usage: the owner is told at
-        // 80 % of a budget (`budget.warning`); subagents: a line when each
-        // child starts and ends (only sessions with tools have children).
+        // 80 % of a budget (`budget.warning`) — of the daily one also when
+        // another user's chat passes it, since it is the owner's money;
+        // subagents: a line when each child starts and ends (only
+        // sessions with tools have children).
         let capabilities = scv_protocol::Capabilities {
             checkpoints: true,
-            usage: self.is_owner(user),
+            usage: true,
             subagents: true,
             ..Default::default()
         };
@@ -672,6 +678,7 @@ impl Account {
         let applied = chat.client.apply(&event);
         chat.send_all(&applied.requests).await;
         let mut say: Vec<String> = Vec::new();
+        let mut tell_owner = None;
         let mut remember = None;
         let undoing = chat
             .undo
@@ -694,6 +701,14 @@ impl Account {
             EventBody::SessionCleared {} => say.push("Started a new conversation.".into()),
             EventBody::BudgetWarning(warning) if owner => {
                 say.push(format!("SCV: {}", warning.message))
+            }
+            // Another user's spending counts toward the daily budget: the
+            // owner hears of it, the other user does not.
+            EventBody::BudgetWarning(warning) if warning.budget == "max_daily_cost_usd" => {
+                tell_owner = Some(format!(
+                    "SCV: {} (while answering another WeChat user)",
+                    warning.message
+                ));
             }
             EventBody::Error(error) => say.push(if owner {
                 format!("SCV: {}", error.message)
@@ -805,6 +820,23 @@ impl Account {
         for text in say {
             self.reply(user, &text).await;
         }
+        if let Some(text) = tell_owner {
+            self.tell_owner_daily(&text).await;
+        }
+    }
+
+    /// Tells the owner `text` about the daily budget, once per UTC day.
+    async fn tell_owner_daily(&mut self, text: &str) {
+        let today = scv_store::now_unix() / 86_400;
+        if self.daily_told == Some(today) {
+            return;
+        }
+        let Some(owner) = self.spec.credentials.user_id.clone() else {
+            tracing::info!("clawbot:{}: {text} (no owner to tell)", self.spec.account);
+            return;
+        };
+        self.daily_told = Some(today);
+        self.reply(&owner, text).await;
     }
 
     /// Denies approvals nobody answered in time.
