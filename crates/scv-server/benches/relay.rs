@@ -10,19 +10,30 @@
 //!   one NDJSON line written per delta to a pipe drained by another
 //!   thread, nothing else;
 //! - `scv-server --stdio`, `turn.start` written → `turn.completed` read;
-//! - the daemon over its socket, the same.
+//! - the daemon over its socket, the same;
+//! - `scv-server --stdio` with OpenTelemetry on, exporting to a collector
+//!   that answers every export at once (what the issue-29 budget, ≤ 1 %
+//!   on this benchmark, is held to). Spans go out in the SDK's default
+//!   batches (every 5 s), metrics every 5 s too (`OTEL_METRIC_EXPORT_INTERVAL`;
+//!   the default is a minute, longer than the bench), and besides wall
+//!   time the two `--stdio` servers' CPU seconds over all runs are
+//!   compared — export included, read after the last batch went out —
+//!   which the machine's noise moves far less.
 //!
 //! Prints medians and each SCV path's ratio to the relay.
 
 use scv_test_support::client::{TestHome, TestServer};
 use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
+use scv_test_support::procfs::cpu_seconds;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_scv-server");
 const DELTAS: usize = 15_000;
-const RUNS: usize = 15;
+const RUNS: usize = 60;
 
 fn chunk(content: Option<&str>, finish: Option<&str>) -> String {
     let delta = match content {
@@ -71,19 +82,29 @@ fn body() -> Vec<u8> {
 /// pieces as a socket would carry it. The scripted mock renders events per
 /// request and would be the bottleneck of all three paths.
 fn serve_fast(body: Vec<u8>) -> String {
+    serve(body, "text/event-stream", Arc::default())
+}
+
+/// Answers every request with `body` as `content_type`, counting them.
+fn serve(body: Vec<u8>, content_type: &'static str, answered: Arc<AtomicUsize>) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let body = std::sync::Arc::new(body);
+    let body = Arc::new(body);
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let body = body.clone();
-            std::thread::spawn(move || answer_all(stream.unwrap(), &body));
+            let (body, answered) = (body.clone(), answered.clone());
+            std::thread::spawn(move || answer_all(stream.unwrap(), &body, content_type, &answered));
         }
     });
     format!("http://{addr}/v1")
 }
 
-fn answer_all(mut stream: std::net::TcpStream, body: &[u8]) {
+fn answer_all(
+    mut stream: std::net::TcpStream,
+    body: &[u8],
+    content_type: &str,
+    answered: &AtomicUsize,
+) {
     stream.set_nodelay(true).unwrap();
     let mut buffer = Vec::new();
     let mut piece = [0u8; 16 * 1024];
@@ -110,8 +131,9 @@ fn answer_all(mut stream: std::net::TcpStream, body: &[u8]) {
             }
         }
         buffer.drain(..head_end + length);
+        answered.fetch_add(1, Ordering::Relaxed);
         let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             body.len()
         );
         stream.write_all(head.as_bytes()).unwrap();
@@ -234,21 +256,56 @@ async fn run(base: String) {
     let mut daemon = TestServer::connect(&socket).await;
     daemon.initialize().await;
 
-    let (mut relays, mut stdios, mut daemons) = (Vec::new(), Vec::new(), Vec::new());
+    let exports = Arc::new(AtomicUsize::new(0));
+    let collector = serve(Vec::new(), "application/x-protobuf", exports.clone());
+    let collector = collector.trim_end_matches("/v1").to_string();
+    let mut traced = TestServer::spawn_with(
+        BIN,
+        home.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "5000"),
+        ],
+    );
+    traced.initialize().await;
+
+    let (mut relays, mut stdios, mut daemons, mut traceds) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut cpu_plain, mut cpu_traced) = (0.0, 0.0);
     for n in 0..=RUNS {
+        if n == 1 {
+            // After the warm-up run: what the runs themselves cost.
+            cpu_plain = cpu_seconds(stdio.pid());
+            cpu_traced = cpu_seconds(traced.pid());
+        }
         let r = relay(&http, &base).await;
         // A fresh session per run: a long history would trigger compaction.
         let stdio_session = stdio.start_session(&home.workspace()).await;
         let daemon_session = daemon.start_session(&home.workspace()).await;
-        let s = turn(&mut stdio, &stdio_session, n).await;
+        let traced_session = traced.start_session(&home.workspace()).await;
         let d = turn(&mut daemon, &daemon_session, n).await;
+        // The two `--stdio` servers take turns going first, so neither
+        // always runs on the other's warm (or cold) caches.
+        let (s, t) = if n % 2 == 0 {
+            let s = turn(&mut stdio, &stdio_session, n).await;
+            (s, turn(&mut traced, &traced_session, n).await)
+        } else {
+            let t = turn(&mut traced, &traced_session, n).await;
+            (turn(&mut stdio, &stdio_session, n).await, t)
+        };
         if n > 0 {
             relays.push(r);
             stdios.push(s);
             daemons.push(d);
+            traceds.push(t);
         }
     }
+    // The last batches go out within 5 s.
+    tokio::time::sleep(Duration::from_millis(6000)).await;
+    let cpu_plain = cpu_seconds(stdio.pid()) - cpu_plain;
+    let cpu_traced = cpu_seconds(traced.pid()) - cpu_traced;
     let (r, s, d) = (median(relays), median(stdios), median(daemons));
+    let t = median(traceds);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("{DELTAS} realistic chunks, median of {RUNS} interleaved runs:");
     println!("  bare relay:         {:.1} ms", ms(r));
@@ -261,5 +318,15 @@ async fn run(base: String) {
         "  daemon (socket):    {:.1} ms ({:.2}x the relay)",
         ms(d),
         ms(d) / ms(r)
+    );
+    println!(
+        "  --stdio, OTel on:   {:.1} ms ({:.2}x the relay, {:+.1} % vs OTel off); CPU over the {RUNS} runs {:.2} s vs {:.2} s off ({:+.1} %); {} exports answered",
+        ms(t),
+        ms(t) / ms(r),
+        (ms(t) / ms(s) - 1.0) * 100.0,
+        cpu_traced,
+        cpu_plain,
+        (cpu_traced / cpu_plain - 1.0) * 100.0,
+        exports.load(Ordering::Relaxed)
     );
 }
