@@ -81,7 +81,17 @@ pub(super) async fn send(
             attempt += 1;
             continue;
         }
-        return Err(read_error(response, redact).await);
+        let mut error = read_error(response, redact).await;
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // Which key it was, by its variable's name (never its value).
+            let var = provider.api_key_env.as_deref().unwrap_or("api_key_env");
+            error.message.push_str(&if provider.api_key.is_some() {
+                format!(" (the key from {var} was refused)")
+            } else {
+                format!(" (no key was sent: {var} is not set in the server's environment)")
+            });
+        }
+        return Err(error);
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct Provider {
     pub base_url: String,
     pub model: String,
     pub api_key: Option<String>,
+    /// The variable the key comes from (a refused request names it).
+    pub api_key_env: Option<String>,
     /// Extra headers of the definition.
     pub headers: Vec<(String, String)>,
     pub max_output_tokens: u64,
