@@ -25,7 +25,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         let typing = !app.input.is_empty();
         app.approval.draw(frame, layout.approval, app.now, typing);
     }
-    let input_focused = !app.approval.focused() && !app.queue.focused();
+    let input_focused = !app.queue.focused();
     app.input.draw(
         frame,
         layout.input,

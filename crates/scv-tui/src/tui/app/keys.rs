@@ -115,6 +115,15 @@ impl App {
 
     fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
         let typing = !self.input.is_empty();
+        // Esc cancels the turn, as /help says; a call waiting is denied
+        // first (a queued prompt being edited is let go of first, as ever).
+        if key.code == KeyCode::Esc && self.input.editing().is_none() {
+            if let Some(PromptKey::Resolve(approval, approved)) = self.approval.deny(self.now) {
+                let mut out = self.resolve(*approval, approved);
+                out.extend(self.cancel_turn());
+                return Some(out);
+            }
+        }
         match self.approval.on_key(key, self.now, typing) {
             PromptKey::Pass => None,
             PromptKey::Taken => Some(Vec::new()),
