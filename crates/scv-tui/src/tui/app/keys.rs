@@ -262,11 +262,20 @@ impl App {
     }
 
     fn submit(&mut self) -> Vec<Outgoing> {
-        let text = self.input.text().trim().to_string();
+        let mut text = self.input.text().trim().to_string();
         if text.is_empty() {
             return Vec::new();
         }
-        let line = commands::classify(&text, self.custom_commands());
+        let mut line = commands::classify(&text, self.custom_commands());
+        // A partial name with the popup up: Enter runs its highlighted
+        // (first) match, as shown, rather than the partial name.
+        if line == Line::Unknown && text.len() > 1 {
+            if let Some((name, _)) = self.slash_matches().into_iter().next() {
+                self.input.set(&name);
+                line = commands::classify(&name, self.custom_commands());
+                text = name;
+            }
+        }
         if matches!(line, Line::Builtin | Line::Unknown) {
             self.input.take();
             return self.run_command(&text);
