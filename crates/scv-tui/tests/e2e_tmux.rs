@@ -152,9 +152,9 @@ async fn type_answer_approve_cancel_quit() {
         "{screen}"
     );
     // The prompt takes an answer once it has been up for half a second;
-    // its keys line says so.
-    tmux.wait_for("Ctrl+C cancels the turn").await;
-    tmux.keys(&["y"]);
+    // then the highlight shows what Enter would choose. `1` is "Yes, once".
+    tmux.wait_for("❯ 1 Yes, once").await;
+    tmux.keys(&["1"]);
     let screen = tmux.wait_for("The command printed 42.").await;
     assert!(screen.contains("tmux-e2e-42"), "{screen}");
     assert!(screen.contains("[done]"), "{screen}");
@@ -379,7 +379,7 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         "the typed text is intact:\n{screen}"
     );
     assert!(
-        screen.contains("Tab"),
+        screen.contains("empty the box to answer (↑↓ Enter or 1/2/3)"),
         "the prompt says how to answer:\n{screen}"
     );
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -390,11 +390,14 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         "the file is unchanged"
     );
     assert!(tmux.screen().contains(typed));
-    // Answering takes a deliberate switch.
-    mock.push(Reply::text(["Left it alone."]));
-    tmux.keys(&["Tab"]);
-    tmux.keys(&["n"]);
-    tmux.wait_for("Left it alone.").await;
+    // Esc denies the call and cancels the turn, as /help says.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("turn cancelled").await;
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("app.py")).unwrap(),
+        "def add(a, b):\n    return a - b\n",
+        "the file is unchanged"
+    );
     assert!(
         tmux.screen().contains(typed),
         "the draft survives the answer"
@@ -422,8 +425,8 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
         screen.contains("always allow `echo hello …` (any arguments)"),
         "{screen}"
     );
-    tmux.wait_for("Ctrl+C cancels the turn").await;
-    tmux.keys(&["a"]);
+    tmux.wait_for("❯ 1 Yes, once").await;
+    tmux.keys(&["2"]);
     let screen = tmux.wait_for("first done").await;
     assert!(screen.contains("hello rule-2"), "{screen}");
     assert!(screen.contains("rule added: `echo hello …`"), "{screen}");
@@ -457,8 +460,10 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
         screen.contains("no rule: it is more than one command"),
         "{screen}"
     );
-    tmux.wait_for("Ctrl+C cancels the turn").await;
-    tmux.keys(&["n"]);
+    tmux.wait_for("❯ 1 Yes, once").await;
+    // No rule: ↓ goes from "Yes, once" straight to "No"; Enter picks it.
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("third done").await;
     assert!(!screen.contains("compound-4"), "it did not run: {screen}");
     assert!(screen.contains("[denied]"), "{screen}");

@@ -335,35 +335,127 @@ fn keys_typed_as_the_prompt_appears_go_to_the_input_and_answer_nothing() {
 }
 
 #[test]
-fn the_prompt_answers_only_after_half_a_second_and_a_deliberate_switch() {
+fn the_prompt_answers_only_after_half_a_second_and_only_with_an_empty_box() {
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    // A digit right away is typed, not an answer.
+    assert!(key(&mut app, KeyCode::Char('1')).is_empty());
+    assert_eq!(app.input.text(), "1");
+    key(&mut app, KeyCode::Backspace);
+    app.now += Duration::from_millis(499);
+    assert!(key(&mut app, KeyCode::Enter).is_empty(), "still too early");
+    app.now += Duration::from_millis(1);
+    assert_eq!(sent(&key(&mut app, KeyCode::Enter)), resolved(true));
+    assert!(app.approval.is_empty());
+}
+
+#[test]
+fn words_starting_like_answers_never_answer() {
+    for text in ["yes please", "no way", "always", "y", "n", "a", "Y", "N"] {
+        let mut app = app();
+        start_turn(&mut app);
+        request_approval(&mut app, "Run shell command: ls");
+        app.now += Duration::from_secs(2);
+        for c in text.chars() {
+            assert!(key(&mut app, KeyCode::Char(c)).is_empty(), "{text}");
+            // However slowly it is typed.
+            app.now += Duration::from_secs(1);
+        }
+        assert_eq!(app.input.text(), text, "the text lands in the box");
+        assert_eq!(app.approval.len(), 1, "{text}: still waiting");
+    }
+}
+
+#[test]
+fn digits_and_arrows_with_text_in_the_box_are_the_boxs() {
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    app.now += Duration::from_secs(2);
+    type_text(&mut app, "step ");
+    app.now += Duration::from_secs(2);
+    for c in ['1', '2', '3'] {
+        assert!(key(&mut app, KeyCode::Char(c)).is_empty());
+    }
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.input.text(), "step 123");
+    assert_eq!(app.approval.len(), 1, "still waiting");
+}
+
+#[test]
+fn with_an_empty_box_arrows_and_enter_answer() {
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    app.now += Duration::from_secs(1);
+    let screen = app_screen(&app);
+    assert!(
+        screen.contains("↑↓ Enter or 1/2/3 to answer · type to write a message"),
+        "{screen}"
+    );
+    // `ls` makes a rule: 1 once, 2 always, 3 no. ↓↓ is No; ↑ back, ↓ again.
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(sent(&key(&mut app, KeyCode::Enter)), resolved(false));
+    assert!(app.input.text().is_empty(), "arrows did not reach the box");
+}
+
+#[test]
+fn enter_with_text_sends_the_message_and_leaves_the_approval_waiting() {
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    app.now += Duration::from_secs(2);
+    type_text(&mut app, "yes 1");
+    let out = sent(&key(&mut app, KeyCode::Enter));
+    assert!(
+        matches!(&out[..], [ClientMessage::TurnStart(TurnStart { prompt, .. })] if prompt == "yes 1"),
+        "{out:?}"
+    );
+    assert_eq!(app.approval.len(), 1, "still waiting");
+    // A second Enter straight after is not an answer either.
+    assert!(key(&mut app, KeyCode::Enter).is_empty());
+    assert_eq!(app.approval.len(), 1, "still waiting");
+    app.now += Duration::from_secs(1);
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('3'))), resolved(false));
+}
+
+#[test]
+fn esc_with_an_approval_up_denies_it_and_cancels_the_turn_as_help_says() {
     let mut app = app();
     start_turn(&mut app);
     request_approval(&mut app, "Run shell command: ls");
     type_text(&mut app, "draft");
-    // Tab switches to the prompt; y right away is still too early.
-    assert!(key(&mut app, KeyCode::Tab).is_empty());
-    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
-    app.now += Duration::from_millis(499);
-    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
-    app.now += Duration::from_millis(1);
+    let out = sent(&key(&mut app, KeyCode::Esc));
+    assert_eq!(out[..1], resolved(false)[..], "{out:?}");
     assert!(
-        key(&mut app, KeyCode::Enter).is_empty(),
-        "Enter never approves"
+        matches!(&out[1..], [ClientMessage::TurnCancel(TurnCancel { .. })]),
+        "{out:?}"
     );
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('y'))), resolved(true));
+    assert!(app.approval.is_empty());
     assert_eq!(app.input.text(), "draft", "the draft is intact");
+    // /help says so.
+    let help: String = app_help(&mut app);
+    assert!(
+        help.contains("an approval waiting: Esc denies it and cancels the turn"),
+        "{help}"
+    );
 }
 
 #[test]
-fn with_an_empty_input_the_armed_prompt_takes_y_and_n() {
+fn with_an_empty_input_the_armed_prompt_takes_3_for_no() {
     let mut app = app();
     start_turn(&mut app);
     request_approval(&mut app, "Run shell command: ls");
-    assert!(key(&mut app, KeyCode::Char('n')).is_empty());
-    assert_eq!(app.input.text(), "n", "too early: typed, not answered");
+    assert!(key(&mut app, KeyCode::Char('3')).is_empty());
+    assert_eq!(app.input.text(), "3", "too early: typed, not answered");
     key(&mut app, KeyCode::Backspace);
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('n'))), resolved(false));
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('3'))), resolved(false));
     app.apply(event(json!({"type":"tool.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"call_id":"c","name":"bash","success":false,"output":"denied","truncated":false})));
     let card = app
         .transcript
@@ -387,21 +479,20 @@ fn a_call_longer_than_the_prompt_is_approved_only_once_its_end_was_shown() {
         &format!("Run shell command: {}", command.join("\n")),
     );
     app.now += Duration::from_secs(1);
-    assert!(key(&mut app, KeyCode::Tab).is_empty());
-    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
+    assert!(key(&mut app, KeyCode::Char('1')).is_empty());
     assert_eq!(
         app.hint.as_deref(),
-        Some("scroll to the end of the call to approve it (↓ or PgDn)")
+        Some("scroll to the end of the call to approve it (PgDn)")
     );
     for _ in 0..3 {
         key(&mut app, KeyCode::PageDown);
     }
     assert!(
-        key(&mut app, KeyCode::Char('y')).is_empty(),
+        key(&mut app, KeyCode::Enter).is_empty(),
         "not at the end yet"
     );
     key(&mut app, KeyCode::PageDown);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('y'))), resolved(true));
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('1'))), resolved(true));
 }
 
 /// The text of the first transcript row in view.
@@ -795,4 +886,29 @@ fn text_starting_with_a_slash_is_a_prompt_unless_it_is_a_command() {
         })]
     );
     assert!(app.overlay.is_none());
+}
+
+/// The screen as drawn, `width` × `height`.
+fn screen_of(app: &App, width: u16, height: u16) -> String {
+    let backend = ratatui::backend::TestBackend::new(width, height);
+    let mut terminal = ratatui::Terminal::new(backend).unwrap();
+    terminal
+        .draw(|frame| scv_tui::tui::view::draw(frame, app))
+        .unwrap();
+    terminal.backend().to_string()
+}
+
+fn app_screen(app: &App) -> String {
+    screen_of(app, 100, 30)
+}
+
+/// /help as shown (opened with the command, then closed again).
+fn app_help(app: &mut App) -> String {
+    let draft = app.input.take();
+    type_text(app, "/help");
+    key(app, KeyCode::Enter);
+    let help = screen_of(app, 120, 60);
+    key(app, KeyCode::Esc);
+    type_text(app, &draft);
+    help
 }

@@ -89,7 +89,7 @@ fn answered_by_rule(app: &mut App, id: &str) -> bool {
     if !answered {
         // Leave the prompt empty for the next call: deny this one.
         app.now += Duration::from_secs(1);
-        let out = sent(&key(app, KeyCode::Char('n')));
+        let out = sent(&key(app, KeyCode::Char('3')));
         assert!(
             matches!(
                 &out[..],
@@ -109,7 +109,7 @@ fn add_rule_from(app: &mut App, command: &str) -> Vec<ClientMessage> {
     ask_bash(app, "first", command);
     assert!(app.take_outgoing().is_empty(), "no rule yet");
     app.now += Duration::from_secs(1);
-    sent(&key(app, KeyCode::Char('a')))
+    sent(&key(app, KeyCode::Char('2')))
 }
 
 #[test]
@@ -208,7 +208,7 @@ fn a_call_outside_the_sandbox_never_matches_and_makes_no_rule() {
         "Run shell command outside the sandbox: cargo fetch",
     );
     app.now += Duration::from_secs(1);
-    assert!(key(&mut app, KeyCode::Char('a')).is_empty());
+    assert!(key(&mut app, KeyCode::Char('2')).is_empty());
     assert!(app.rules.is_empty());
     assert!(app.hint.as_deref().unwrap().contains("outside the sandbox"));
 }
@@ -359,7 +359,7 @@ fn no_rule_for_shells_interpreters_runners_or_compound_commands() {
             screen.contains("no rule"),
             "the prompt says so first: {screen}"
         );
-        assert!(key(&mut app, KeyCode::Char('a')).is_empty(), "{command}");
+        assert!(key(&mut app, KeyCode::Char('2')).is_empty(), "{command}");
         assert!(app.rules.is_empty(), "{command}");
         assert_eq!(app.approval.len(), 1, "still waiting: {command}");
         let hint = app.hint.clone().unwrap_or_default();
@@ -389,7 +389,7 @@ fn edits_and_mcp_tools_get_their_own_rules() {
         "Edit src/lib.rs",
     );
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('a'))), [approved("w1")]);
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("w1")]);
     assert_eq!(
         app.rules.list()[0].label(),
         "edits to files in this workspace"
@@ -419,7 +419,7 @@ fn edits_and_mcp_tools_get_their_own_rules() {
         "Call MCP tool `get_issue` of server `github`",
     );
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('a'))), [approved("m1")]);
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("m1")]);
     assert_eq!(app.rules.list()[1].label(), "MCP tool get_issue of github");
     ask(
         &mut app,
@@ -442,24 +442,49 @@ fn edits_and_mcp_tools_get_their_own_rules() {
 }
 
 #[test]
-fn a_keeps_the_type_ahead_rules_of_the_prompt() {
+fn two_keeps_the_type_ahead_rules_of_the_prompt() {
     // Pressed before the prompt was up for half a second: typed, not an answer.
     let mut app = app();
     ask_bash(&mut app, "t1", "cargo test");
     app.now += Duration::from_millis(100);
-    assert!(key(&mut app, KeyCode::Char('a')).is_empty());
-    assert_eq!(app.input.text(), "a");
+    assert!(key(&mut app, KeyCode::Char('2')).is_empty());
+    assert_eq!(app.input.text(), "2");
     assert!(app.rules.is_empty());
-    // With text in the input, `a` keeps typing even once armed.
+    // With text in the input, `2` keeps typing even once armed, and so do
+    // the letters that used to answer.
     app.now += Duration::from_secs(1);
+    assert!(key(&mut app, KeyCode::Char('2')).is_empty());
     assert!(key(&mut app, KeyCode::Char('a')).is_empty());
-    assert_eq!(app.input.text(), "aa");
+    assert_eq!(app.input.text(), "22a");
     assert!(app.rules.is_empty());
-    // After a deliberate switch (Tab), it answers.
-    key(&mut app, KeyCode::Tab);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('a'))), [approved("t1")]);
+    // Emptied, the box lets `2` answer — but not right after the typing.
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    assert!(key(&mut app, KeyCode::Char('2')).is_empty());
+    assert_eq!(app.input.text(), "2", "just after typing: typed");
+    key(&mut app, KeyCode::Backspace);
+    app.now += Duration::from_secs(1);
+    assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("t1")]);
     assert_eq!(app.rules.len(), 1);
-    assert_eq!(app.input.text(), "aa", "the draft survives");
+    assert_eq!(app.input.text(), "");
+}
+
+#[test]
+fn always_is_previewed_as_option_two_and_chosen_with_arrows_and_enter() {
+    let mut app = app();
+    ask_bash(&mut app, "t1", "cargo test");
+    app.now += Duration::from_secs(1);
+    let screen = render(&app);
+    assert!(screen.contains("1 Yes, once"), "{screen}");
+    assert!(
+        screen.contains("2 Yes, and always allow `cargo test"),
+        "{screen}"
+    );
+    assert!(screen.contains("3 No"), "{screen}");
+    key(&mut app, KeyCode::Down);
+    assert_eq!(sent(&key(&mut app, KeyCode::Enter)), [approved("t1")]);
+    assert_eq!(app.rules.len(), 1);
 }
 
 #[test]
@@ -471,13 +496,13 @@ fn a_new_rule_answers_the_calls_already_waiting() {
     assert_eq!(app.approval.len(), 3);
     app.now += Duration::from_secs(1);
     assert_eq!(
-        sent(&key(&mut app, KeyCode::Char('a'))),
+        sent(&key(&mut app, KeyCode::Char('2'))),
         [approved("p1"), approved("p2")]
     );
     assert_eq!(app.approval.len(), 1);
     assert_eq!(app.approval.front().unwrap().approval_id, "p3");
     // The next call is armed afresh.
-    assert!(key(&mut app, KeyCode::Char('y')).is_empty());
+    assert!(key(&mut app, KeyCode::Char('1')).is_empty());
 }
 
 #[test]
@@ -486,7 +511,7 @@ fn approvals_lists_the_rules_and_removes_them() {
     add_rule_from(&mut app, "cargo test");
     ask_bash(&mut app, "g", "git status");
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('a'));
+    key(&mut app, KeyCode::Char('2'));
     assert_eq!(app.rules.len(), 2);
     for c in "/approvals".chars() {
         key(&mut app, KeyCode::Char(c));

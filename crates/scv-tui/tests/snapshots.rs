@@ -147,11 +147,8 @@ fn approval_prompt() {
     // Up for a second: armed, and its keys say so.
     app.now += Duration::from_secs(1);
     insta::assert_snapshot!(render(&app));
-    assert!(
-        key(&mut app, KeyCode::Enter).is_empty(),
-        "Enter never approves"
-    );
-    let sent = key(&mut app, KeyCode::Char('y'));
+    // Empty box: Enter chooses the highlighted `1 Yes, once`.
+    let sent = key(&mut app, KeyCode::Enter);
     assert!(matches!(
         &sent[..],
         [Outgoing::Send {
@@ -170,7 +167,8 @@ fn approval_prompt_while_typing() {
     start_turn(&mut app, "Clean the build");
     app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":"cargo test"}})));
     app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project","summary":"Run shell command: cargo test"})));
-    // Keys typed as it appears stay in the input, y and n included.
+    // Keys typed as it appears stay in the input, y and n included; the
+    // prompt says to empty the box to answer.
     type_text(&mut app, "then try the other fix, yes");
     app.now += Duration::from_secs(1);
     insta::assert_snapshot!(render(&app));
@@ -307,7 +305,7 @@ fn approval_with_a_refused_rule() {
     start_turn(&mut app, "Run the script");
     ask_bash(&mut app, "ap-1", "python3 scripts/gen.py");
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('a'));
+    key(&mut app, KeyCode::Char('2'));
     let screen = render(&app);
     assert!(
         screen.contains("no rule: `python3` is an interpreter"),
@@ -321,7 +319,7 @@ fn with_a_rule(app: &mut App) {
     start_turn(app, "Run the tests twice");
     ask_bash(app, "ap-1", "cargo test");
     app.now += Duration::from_secs(1);
-    key(app, KeyCode::Char('a'));
+    key(app, KeyCode::Char('2'));
     app.apply(turn_event(
         json!({"type":"tool.started","seq":4,"call_id":"c-ap-1","name":"bash"}),
     ));
@@ -352,7 +350,7 @@ fn approvals_overlay() {
     with_a_rule(&mut app);
     ask_bash(&mut app, "ap-3", "git status");
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('a'));
+    key(&mut app, KeyCode::Char('2'));
     type_text(&mut app, "/approvals");
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Down);

@@ -1,16 +1,19 @@
 //! The approval prompt: pending calls, one at a time, each shown whole.
 //!
-//! Approval is a deliberate act per call, so the prompt takes no key that
-//! was meant for something else:
-//! - it answers nothing until it has been on screen for [`ARM_DELAY`]
-//!   (keys typed before that go on into the input box);
-//! - while the input box holds unsent text, `y` and `n` type into it; the
-//!   prompt is answered only after a deliberate switch to it (Tab or Esc);
-//! - Enter never approves;
-//! - `a` approves and adds a session rule ([`super::rules`]); the rule it
-//!   would add (or why there is none) is on screen before it is pressed;
-//! - a call longer than the prompt scrolls, and `y` is taken only once its
-//!   end has been on screen.
+//! Approval is a deliberate act per call, and ordinary typing never
+//! answers it:
+//! - the prompt shows numbered options — `1 Yes, once`, `2 Yes, and always
+//!   allow <rule>` (a session rule, [`super::rules`], previewed before it
+//!   is chosen, or why there is none), `3 No` — one highlighted;
+//! - only while the message box is empty do ↑/↓ move the highlight, Enter
+//!   choose it and the digits 1/2/3 choose directly; with text in the box
+//!   those keys are the box's (Enter sends the message), and letters always
+//!   are;
+//! - it answers nothing until it has been on screen, and the box left
+//!   alone, for [`ARM_DELAY`] (a digit typed before that goes into the box);
+//! - a call longer than the prompt scrolls (PgUp/PgDn), and is approved
+//!   only once its end has been on screen;
+//! - Esc denies the call and cancels the turn, as `/help` says (the App's).
 //!
 //! The prompt takes keys through [`ApprovalPrompt::on_key`] and draws from
 //! `&self`; it holds no other state of the App.
@@ -20,7 +23,7 @@ use super::rules;
 /// the prompt.
 pub use super::state::PendingApproval;
 use super::wrap;
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -32,7 +35,9 @@ use std::time::{Duration, Instant};
 
 /// How long a prompt is on screen before a key may answer it.
 pub const ARM_DELAY: Duration = Duration::from_millis(500);
-const SCROLL_FIRST: &str = "scroll to the end of the call to approve it (↓ or PgDn)";
+const SCROLL_FIRST: &str = "scroll to the end of the call to approve it (PgDn)";
+/// How the prompt is answered, on its last line.
+pub const HOW: &str = "↑↓ Enter or 1/2/3 to answer · type to write a message";
 
 /// Rows of the call shown at once (fewer on a short terminal: the prompt
 /// takes at most half of it); longer calls scroll.
@@ -54,13 +59,28 @@ pub enum PromptKey {
     Always(Box<PendingApproval>, rules::Rule),
 }
 
+/// The prompt's numbered options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Choice {
+    /// `1 Yes, once`.
+    #[default]
+    Once,
+    /// `2 Yes, and always allow …` (a session rule).
+    Always,
+    /// `3 No`.
+    Deny,
+}
+
 #[derive(Debug, Default)]
 pub struct ApprovalPrompt {
     pending: VecDeque<PendingApproval>,
     /// When the front call appeared.
     shown_at: Option<Instant>,
-    /// Keys go to the prompt (after Tab or Esc) rather than the input.
-    focused: bool,
+    /// The option ↑/↓ highlight and Enter chooses.
+    selected: Choice,
+    /// When a key last went past the prompt (to the message box): a key
+    /// just after it is not an answer either.
+    typed_at: Option<Instant>,
     /// Rows of the call scrolled past.
     scroll: usize,
     /// Width the call is wrapped to (the prompt's inner width).
@@ -74,6 +94,7 @@ impl ApprovalPrompt {
         if self.pending.is_empty() {
             self.shown_at = Some(now);
             self.scroll = 0;
+            self.selected = Choice::Once;
         }
         self.pending.push_back(approval);
     }
@@ -93,18 +114,15 @@ impl ApprovalPrompt {
     pub fn clear(&mut self) {
         self.pending.clear();
         self.shown_at = None;
-        self.focused = false;
+        self.selected = Choice::Once;
         self.scroll = 0;
     }
 
-    pub fn focused(&self) -> bool {
-        self.focused && !self.pending.is_empty()
-    }
-
-    /// Whether the prompt has been up long enough to take an answer.
+    /// Whether the prompt has been up, and the message box left alone,
+    /// long enough to take an answer.
     pub fn armed(&self, now: Instant) -> bool {
-        self.shown_at
-            .is_some_and(|at| now.saturating_duration_since(at) >= ARM_DELAY)
+        let since = |at: Instant| now.saturating_duration_since(at) >= ARM_DELAY;
+        self.shown_at.is_some_and(since) && self.typed_at.is_none_or(since)
     }
 
     /// The terminal is now `width` × `height`: the prompt wraps to its
@@ -161,13 +179,13 @@ impl ApprovalPrompt {
     }
 
     /// Rows the prompt needs: the call (at most [`MAX_BODY_ROWS`]), a line
-    /// for risk and place, a line of keys, the rule line, the borders.
+    /// for risk and place, the three options, a line of keys, the borders.
     pub fn height(&self) -> u16 {
         if self.pending.is_empty() {
             return 0;
         }
         let body = self.body_rows().clamp(1, usize::from(self.body_rows_max)) as u16;
-        body + 3 + 2
+        body + 5 + 2
     }
 
     /// Takes every waiting call `answered` picks (a rule answers them),
@@ -182,40 +200,109 @@ impl ApprovalPrompt {
         self.pending = kept.into();
         if self.pending.front().map(|a| a.approval_id.clone()) != front {
             self.scroll = 0;
+            self.selected = Choice::Once;
             self.shown_at = (!self.pending.is_empty()).then_some(now);
-        }
-        if self.pending.is_empty() {
-            self.focused = false;
         }
         taken
     }
 
-    /// A key while a call waits. `typing`: the input box holds unsent text.
+    /// A key while a call waits. `typing`: the message box holds text.
+    ///
+    /// Only a choice prose cannot make answers: ↑/↓ and Enter, or a digit,
+    /// and only while the box is empty. Letters always type.
     pub fn on_key(&mut self, key: KeyEvent, now: Instant, typing: bool) -> PromptKey {
+        if self.pending.is_empty() {
+            return PromptKey::Pass;
+        }
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let answer_key = plain
+            && matches!(
+                key.code,
+                KeyCode::Up | KeyCode::Down | KeyCode::Enter | KeyCode::Char('1'..='3')
+            );
+        match key.code {
+            // A long call scrolls, whatever the box holds.
+            KeyCode::PageUp | KeyCode::PageDown if self.max_scroll() > 0 => {
+                let rows = 10;
+                self.scroll = if key.code == KeyCode::PageUp {
+                    self.scroll.saturating_sub(rows)
+                } else {
+                    (self.scroll + rows).min(self.max_scroll())
+                };
+                PromptKey::Taken
+            }
+            _ if !answer_key || typing => {
+                self.typed_at = Some(now);
+                PromptKey::Pass
+            }
+            // Typed before the prompt was up, or just after typing: it was
+            // meant for the message box (a digit) or is a second Enter.
+            _ if !self.armed(now) => {
+                if matches!(key.code, KeyCode::Char(_)) {
+                    self.typed_at = Some(now);
+                    PromptKey::Pass
+                } else {
+                    PromptKey::Taken
+                }
+            }
+            KeyCode::Up => {
+                self.selected = self.step(-1);
+                PromptKey::Taken
+            }
+            KeyCode::Down => {
+                self.selected = self.step(1);
+                PromptKey::Taken
+            }
+            KeyCode::Enter => self.choose(self.selected, now),
+            KeyCode::Char(c) => {
+                let choice = match c {
+                    '1' => Choice::Once,
+                    '2' => Choice::Always,
+                    _ => Choice::Deny,
+                };
+                self.choose(choice, now)
+            }
+            _ => PromptKey::Pass,
+        }
+    }
+
+    /// The options ↑/↓ move through: "always" only when a rule can be made.
+    fn choices(&self) -> Vec<Choice> {
+        let rule = self
+            .pending
+            .front()
+            .is_some_and(|front| rules::propose(front).is_ok());
+        if rule {
+            vec![Choice::Once, Choice::Always, Choice::Deny]
+        } else {
+            vec![Choice::Once, Choice::Deny]
+        }
+    }
+
+    /// The highlight moved by `by`, staying within the options.
+    fn step(&self, by: isize) -> Choice {
+        let choices = self.choices();
+        let at = choices
+            .iter()
+            .position(|c| *c == self.selected)
+            .unwrap_or(0) as isize;
+        let to = (at + by).clamp(0, choices.len() as isize - 1) as usize;
+        choices[to]
+    }
+
+    /// The option highlighted now.
+    pub fn selected(&self) -> Choice {
+        self.selected
+    }
+
+    fn choose(&mut self, choice: Choice, now: Instant) -> PromptKey {
         let Some(front) = self.pending.front() else {
             return PromptKey::Pass;
         };
-        let answering = self.focused || !typing;
-        match key.code {
-            KeyCode::Tab => {
-                self.focused = !self.focused;
-                PromptKey::Taken
-            }
-            KeyCode::Esc => {
-                // Esc leaves the input for the prompt, or goes back.
-                self.focused = !self.focused;
-                PromptKey::Taken
-            }
-            KeyCode::Char('y' | 'Y' | 'n' | 'N' | 'a' | 'A') if answering && !self.armed(now) => {
-                if self.focused {
-                    PromptKey::Taken
-                } else {
-                    // Typed before the prompt was up: it was meant for
-                    // the input box.
-                    PromptKey::Pass
-                }
-            }
-            KeyCode::Char('y' | 'Y') if answering => {
+        match choice {
+            Choice::Once => {
                 if !self.seen_end() {
                     return PromptKey::Hint(SCROLL_FIRST.into());
                 }
@@ -223,7 +310,7 @@ impl ApprovalPrompt {
                 self.advance(now);
                 PromptKey::Resolve(approval, true)
             }
-            KeyCode::Char('a' | 'A') if answering => {
+            Choice::Always => {
                 let rule = match rules::propose(front) {
                     Ok(rule) => rule,
                     Err(why) => return PromptKey::Hint(format!("no rule: {why}")),
@@ -235,24 +322,15 @@ impl ApprovalPrompt {
                 self.advance(now);
                 PromptKey::Always(approval, rule)
             }
-            KeyCode::Char('n' | 'N') if answering => {
-                let approval = Box::new(front.clone());
-                self.advance(now);
-                PromptKey::Resolve(approval, false)
-            }
-            KeyCode::Up | KeyCode::PageUp if self.focused => {
-                let rows = if key.code == KeyCode::Up { 1 } else { 10 };
-                self.scroll = self.scroll.saturating_sub(rows);
-                PromptKey::Taken
-            }
-            KeyCode::Down | KeyCode::PageDown if self.focused => {
-                let rows = if key.code == KeyCode::Down { 1 } else { 10 };
-                self.scroll = (self.scroll + rows).min(self.max_scroll());
-                PromptKey::Taken
-            }
-            _ if self.focused => PromptKey::Taken,
-            _ => PromptKey::Pass,
+            Choice::Deny => self.deny(now).unwrap_or(PromptKey::Pass),
         }
+    }
+
+    /// Denies the front call (Esc, or `3 No`).
+    pub fn deny(&mut self, now: Instant) -> Option<PromptKey> {
+        let approval = Box::new(self.pending.front()?.clone());
+        self.advance(now);
+        Some(PromptKey::Resolve(approval, false))
     }
 
     /// The front call is answered: the next one (if any) starts its own
@@ -260,10 +338,8 @@ impl ApprovalPrompt {
     fn advance(&mut self, now: Instant) {
         self.pending.pop_front();
         self.scroll = 0;
+        self.selected = Choice::Once;
         self.shown_at = (!self.pending.is_empty()).then_some(now);
-        if self.pending.is_empty() {
-            self.focused = false;
-        }
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: Instant, typing: bool) {
@@ -281,7 +357,7 @@ impl ApprovalPrompt {
         } else {
             format!(" Approval needed{who} ")
         };
-        let border = if self.focused || !typing {
+        let border = if !typing {
             Color::Yellow
         } else {
             Color::DarkGray
@@ -323,64 +399,101 @@ impl ApprovalPrompt {
         }
         if below > 0 || self.scroll > 0 {
             place.push(Span::styled(
-                format!("  ↓ {below} more lines (Tab, then ↓/PgDn)"),
+                format!("  ↓ {below} more lines (PgDn)"),
                 Style::default().fg(Color::Yellow),
             ));
         }
         lines.push(Line::from(place));
+        lines.extend(self.option_lines(approval, now, typing));
         lines.push(self.keys_line(now, typing));
-        lines.push(rule_line(approval));
         frame.render_widget(Paragraph::new(lines), inner);
     }
 
-    /// The prompt's own keys, as they work right now.
+    /// `1 Yes, once`, `2 Yes, and always allow <rule>`, `3 No`, the
+    /// highlighted one marked (only while Enter would choose it: the box
+    /// empty, the prompt armed).
+    fn option_lines(
+        &self,
+        approval: &PendingApproval,
+        now: Instant,
+        typing: bool,
+    ) -> Vec<Line<'static>> {
+        let rule = rules::propose(approval);
+        let option = |choice: Choice, digit: &str, text: Vec<Span<'static>>| {
+            let chosen = !typing && self.armed(now) && self.selected == choice;
+            let (mark, style) = if chosen {
+                (
+                    " ❯ ",
+                    Style::default()
+                        .fg(Color::Yellow)
+                        .add_modifier(Modifier::BOLD),
+                )
+            } else {
+                ("   ", Style::default())
+            };
+            let mut spans = vec![
+                Span::styled(mark, style),
+                Span::styled(format!("{digit} "), style),
+            ];
+            spans.extend(text.into_iter().map(|span| {
+                if chosen {
+                    span.patch_style(style)
+                } else {
+                    span
+                }
+            }));
+            Line::from(spans)
+        };
+        let always = match &rule {
+            Ok(rule) => vec![
+                Span::raw("Yes, and always allow "),
+                Span::styled(
+                    visible(&rule.scope()).into_owned(),
+                    Style::default().fg(Color::Cyan),
+                ),
+                Span::styled(" while scv runs", Style::default().fg(Color::DarkGray)),
+            ],
+            Err(why) => vec![Span::styled(
+                format!("(no rule: {})", visible(why)),
+                Style::default().fg(Color::DarkGray),
+            )],
+        };
+        vec![
+            option(Choice::Once, "1", vec![Span::raw("Yes, once")]),
+            option(Choice::Always, "2", always),
+            option(
+                Choice::Deny,
+                "3",
+                vec![
+                    Span::raw("No"),
+                    Span::styled(
+                        "   (Esc: no, and cancel the turn)",
+                        Style::default().fg(Color::DarkGray),
+                    ),
+                ],
+            ),
+        ]
+    }
+
+    /// How to answer, as it works right now.
     fn keys_line(&self, now: Instant, typing: bool) -> Line<'static> {
         let dim = Style::default().fg(Color::DarkGray);
-        if typing && !self.focused {
-            return Line::from(vec![
-                Span::styled(" Tab ", Style::default().fg(Color::Black).bg(Color::Yellow)),
-                Span::raw(" to answer — y and n type into your message until then"),
-            ]);
+        if typing {
+            return Line::styled(
+                " Enter sends your message · empty the box to answer (↑↓ Enter or 1/2/3)",
+                dim,
+            );
         }
+        let mut spans = vec![Span::styled(
+            format!(" {HOW}"),
+            Style::default().fg(Color::Yellow),
+        )];
         if !self.armed(now) {
-            return Line::styled(" y approve   n deny   (wait…)", dim);
+            spans.push(Span::styled(" (wait…)", dim));
+        } else if !self.seen_end() {
+            spans.push(Span::styled(" · PgDn first", dim));
         }
-        let approve = if self.seen_end() {
-            Span::styled(" y ", Style::default().fg(Color::Black).bg(Color::Green))
-        } else {
-            Span::styled(" y ", Style::default().fg(Color::Black).bg(Color::DarkGray))
-        };
-        let back = if self.focused {
-            "   Tab/Esc back to your message   Ctrl+C cancels the turn"
-        } else {
-            "   Ctrl+C cancels the turn"
-        };
-        Line::from(vec![
-            approve,
-            Span::raw(" approve   "),
-            Span::styled(" n ", Style::default().fg(Color::Black).bg(Color::Red)),
-            Span::raw(" deny"),
-            Span::styled(back, dim),
-        ])
-    }
-}
-
-/// What `a` would do for this call: the rule it adds, or why none.
-fn rule_line(approval: &PendingApproval) -> Line<'static> {
-    match rules::propose(approval) {
-        Ok(rule) => Line::from(vec![
-            Span::styled(" a ", Style::default().fg(Color::Black).bg(Color::Cyan)),
-            Span::raw(" always allow "),
-            Span::styled(
-                visible(&rule.scope()).into_owned(),
-                Style::default().fg(Color::Cyan),
-            ),
-            Span::styled(" while scv runs", Style::default().fg(Color::DarkGray)),
-        ]),
-        Err(why) => Line::styled(
-            format!(" a  no rule: {}", visible(&why)),
-            Style::default().fg(Color::DarkGray),
-        ),
+        Line::from(spans)
     }
 }
 
@@ -429,5 +542,79 @@ mod tests {
             .map(|s| s.content.as_ref())
             .collect();
         assert_eq!(text, "Run shell command: touch PWNED␍␛[2Kecho ok");
+    }
+
+    fn ls_prompt(now: Instant) -> ApprovalPrompt {
+        let mut prompt = ApprovalPrompt::default();
+        prompt.resize(80, 24);
+        prompt.push(
+            PendingApproval {
+                approval_id: "a".into(),
+                call_id: "c".into(),
+                name: "bash".into(),
+                risk: "process".into(),
+                cwd: "/w".into(),
+                summary: "Run shell command: ls".into(),
+                arguments: serde_json::json!({"command": "ls"}),
+                sandboxed: None,
+                child_session: None,
+                subagent: None,
+            },
+            now,
+        );
+        prompt
+    }
+
+    fn press(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn letters_never_answer_and_digits_only_with_an_empty_box() {
+        let start = Instant::now();
+        let mut prompt = ls_prompt(start);
+        let later = start + Duration::from_secs(5);
+        for c in "yYnNaA".chars() {
+            assert!(matches!(
+                prompt.on_key(press(KeyCode::Char(c)), later, false),
+                PromptKey::Pass
+            ));
+        }
+        let later = later + Duration::from_secs(5);
+        for code in [KeyCode::Char('1'), KeyCode::Enter, KeyCode::Down] {
+            assert!(matches!(
+                prompt.on_key(press(code), later, true),
+                PromptKey::Pass
+            ));
+        }
+        let later = later + Duration::from_secs(5);
+        assert!(matches!(
+            prompt.on_key(press(KeyCode::Char('3')), later, false),
+            PromptKey::Resolve(_, false)
+        ));
+        assert!(prompt.is_empty());
+    }
+
+    #[test]
+    fn the_highlight_moves_within_the_options_and_resets_per_call() {
+        let start = Instant::now();
+        let mut prompt = ls_prompt(start);
+        let later = start + Duration::from_secs(1);
+        assert_eq!(prompt.selected(), Choice::Once);
+        prompt.on_key(press(KeyCode::Up), later, false);
+        assert_eq!(prompt.selected(), Choice::Once);
+        prompt.on_key(press(KeyCode::Down), later, false);
+        assert_eq!(prompt.selected(), Choice::Always);
+        for _ in 0..3 {
+            prompt.on_key(press(KeyCode::Down), later, false);
+        }
+        assert_eq!(prompt.selected(), Choice::Deny);
+        prompt.clear();
+        let mut prompt = ls_prompt(later);
+        assert_eq!(prompt.selected(), Choice::Once);
+        assert!(matches!(
+            prompt.on_key(press(KeyCode::Enter), later, false),
+            PromptKey::Taken
+        ));
     }
 }

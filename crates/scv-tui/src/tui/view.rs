@@ -25,7 +25,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         let typing = !app.input.is_empty();
         app.approval.draw(frame, layout.approval, app.now, typing);
     }
-    let input_focused = !app.approval.focused() && !app.queue.focused();
+    let input_focused = !app.queue.focused();
     app.input.draw(
         frame,
         layout.input,
@@ -92,10 +92,12 @@ fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
         input.width.saturating_sub(2).min(60),
         height,
     );
+    // The first match is highlighted: Enter runs it.
     let lines: Vec<Line<'_>> = matches
         .iter()
-        .map(|(command, what)| {
-            Line::from(vec![
+        .enumerate()
+        .map(|(i, (command, what))| {
+            let line = Line::from(vec![
                 Span::styled(
                     format!(" {command:<8}"),
                     Style::default()
@@ -103,7 +105,12 @@ fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
                         .add_modifier(Modifier::BOLD),
                 ),
                 Span::styled(format!(" {what}"), Style::default().fg(Color::Gray)),
-            ])
+            ]);
+            if i == 0 {
+                line.style(Style::default().bg(Color::DarkGray))
+            } else {
+                line
+            }
         })
         .collect();
     frame.render_widget(Clear, area);

@@ -115,6 +115,15 @@ impl App {
 
     fn approval_key(&mut self, key: KeyEvent) -> Option<Vec<Outgoing>> {
         let typing = !self.input.is_empty();
+        // Esc cancels the turn, as /help says; a call waiting is denied
+        // first (a queued prompt being edited is let go of first, as ever).
+        if key.code == KeyCode::Esc && self.input.editing().is_none() {
+            if let Some(PromptKey::Resolve(approval, approved)) = self.approval.deny(self.now) {
+                let mut out = self.resolve(*approval, approved);
+                out.extend(self.cancel_turn());
+                return Some(out);
+            }
+        }
         match self.approval.on_key(key, self.now, typing) {
             PromptKey::Pass => None,
             PromptKey::Taken => Some(Vec::new()),
@@ -253,11 +262,20 @@ impl App {
     }
 
     fn submit(&mut self) -> Vec<Outgoing> {
-        let text = self.input.text().trim().to_string();
+        let mut text = self.input.text().trim().to_string();
         if text.is_empty() {
             return Vec::new();
         }
-        let line = commands::classify(&text, self.custom_commands());
+        let mut line = commands::classify(&text, self.custom_commands());
+        // A partial name with the popup up: Enter runs its highlighted
+        // (first) match, as shown, rather than the partial name.
+        if line == Line::Unknown && text.len() > 1 {
+            if let Some((name, _)) = self.slash_matches().into_iter().next() {
+                self.input.set(&name);
+                line = commands::classify(&name, self.custom_commands());
+                text = name;
+            }
+        }
         if matches!(line, Line::Builtin | Line::Unknown) {
             self.input.take();
             return self.run_command(&text);

@@ -327,3 +327,34 @@ fn shift_tab_without_a_session_says_not_connected() {
     assert!(shift_tab(&mut app).is_empty());
     assert_eq!(app.hint.as_deref(), Some("not connected"));
 }
+
+#[test]
+fn enter_in_the_slash_popup_runs_the_highlighted_match() {
+    let mut app = app_with_commands();
+    type_text(&mut app, "/st");
+    let first = app.slash_matches().first().map(|(n, _)| n.clone());
+    assert_eq!(first.as_deref(), Some("/status"), "highlighted first");
+    key(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(&app.overlay, Some(o) if matches!(o.kind, crate::tui::overlays::OverlayKind::Status)),
+        "/status runs"
+    );
+    assert_eq!(app.hint, None, "not an unknown command");
+    assert_eq!(app.input.text(), "");
+    // A custom command's partial name runs it, as a command.
+    app.overlay = None;
+    let start = turn_start(&run(&mut app, "/rev"));
+    assert_eq!((start.prompt.as_str(), start.command), ("/review", true));
+    // Nothing matching: still unknown; an exact name runs as typed.
+    assert!(run(&mut app, "/zz").is_empty());
+    assert!(app
+        .hint
+        .as_deref()
+        .unwrap_or("")
+        .contains("unknown command /zz"));
+    app.input.set("");
+    assert!(run(&mut app, "/help").is_empty());
+    assert!(
+        matches!(&app.overlay, Some(o) if matches!(o.kind, crate::tui::overlays::OverlayKind::Help))
+    );
+}

@@ -11,6 +11,10 @@ const KEYS: &[(&str, &str)] = &[
     ("Shift+Enter, Ctrl+J", "new line"),
     ("↑ / ↓", "prompt history"),
     ("Esc", "cancel the turn (closes an overlay first)"),
+    (
+        "",
+        "an approval waiting: Esc denies it and cancels the turn",
+    ),
     ("Ctrl+C", "cancel the turn; twice quits"),
     ("Ctrl+D", "quit (empty input)"),
     (
@@ -33,7 +37,7 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "approval",
-        "y approve once · n deny · a approve + add a rule",
+        "empty box: ↑↓ Enter or 1 once · 2 always (rule) · 3 no",
     ),
     ("@path", "mention a file; Tab completes (.gitignore kept)"),
 ];
