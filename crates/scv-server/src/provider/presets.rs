@@ -326,17 +326,6 @@ pub(crate) fn check_url(url: &str) -> Result<(), String> {
 /// Whether `url` is served from the same origin (scheme, host, port) as
 /// `own`: a session's `base_url` elsewhere never carries the definition's
 /// key or headers, which the user configured for `own`.
-/// The variable a key must be in to use `base_url`, when it is a hosted
-/// preset's own server (`api_key_env` the definition's; else the
-/// preset's). A local or other server at a custom URL may need none.
-pub(crate) fn required_key(base_url: &str, api_key_env: Option<&str>) -> Option<String> {
-    let preset = PRESETS
-        .iter()
-        .filter(|preset| preset.api_key_env.is_some())
-        .find(|preset| same_origin(base_url, preset.base_url))?;
-    api_key_env.or(preset.api_key_env).map(str::to_string)
-}
-
 pub(crate) fn same_origin(url: &str, own: &str) -> bool {
     match (reqwest::Url::parse(url), reqwest::Url::parse(own)) {
         (Ok(url), Ok(own)) => url.origin() == own.origin(),

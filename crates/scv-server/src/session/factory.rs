@@ -5,7 +5,7 @@
 //! What the session host does with the result is its business.
 
 use crate::agent::SessionSettings;
-use crate::provider::presets::{check_url, required_key, same_origin, ProviderDef};
+use crate::provider::presets::{check_url, same_origin, ProviderDef};
 use crate::provider::Provider;
 use crate::server::Shared;
 use crate::session::reject::{invalid, Reject};
@@ -262,16 +262,6 @@ impl<'a> SessionFactory<'a> {
             );
         }
         let api_key = own.then(|| self.shared.api_key(def)).flatten();
-        if api_key.is_none() {
-            // A hosted provider refuses a request without its key: say
-            // which variable is missing now, not as a 401 after the prompt.
-            if let Some(var) = required_key(&base_url, def.api_key_env.as_deref()) {
-                return Err(invalid(format!(
-                    "provider `{}` needs an API key, and {var} is not set in the server's environment; set it where the server starts (for the daemon: `scv daemon stop`, then start `scv` again from a shell that has it)",
-                    def.name
-                )));
-            }
-        }
         Ok(Provider {
             http: self.shared.http(),
             name: def.name.clone(),
