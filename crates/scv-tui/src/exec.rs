@@ -1,8 +1,12 @@
 //! `scv exec "PROMPT"`: one turn, headless, in the current directory (or
 //! `--cwd DIR`). The prompt is read from stdin when it is `-`, or absent
 //! while stdin is not a terminal. The answer streams to stdout (or every
-//! protocol event as a JSON line with `--json`); tool activity goes to
-//! stderr. `--reasoning` asks for the model's thinking: `reasoning.delta`
+//! protocol event as a JSON line with `--json`), the text of successive
+//! steps a blank line apart; tool activity goes to stderr: each call with
+//! what it does (a shell command, a file's path, else its arguments cut
+//! short) and, when it ends, done / failed / denied with the last lines of
+//! its output. Errors and turn failures are said in words there (the
+//! protocol's codes are in the `--json` lines). `--reasoning` asks for the model's thinking: `reasoning.delta`
 //! events with `--json`, the thinking on stderr otherwise. Approvals are denied unless
 //! `--approve` names the risk class; either way the whole call is printed,
 //! every line. Text bound for a terminal has its control characters shown

@@ -154,7 +154,7 @@ async fn exec_exit_code_says_the_turn_failed() {
     let output = home.scv().args(["exec", "hi"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr(&output).contains("provider_error"),
+        stderr(&output).contains("the turn failed: the model provider returned an error"),
         "{}",
         stderr(&output)
     );

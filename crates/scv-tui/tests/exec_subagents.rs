@@ -121,28 +121,34 @@ async fn exec_text_shows_a_child_as_lines_on_stderr_and_only_the_parents_answer(
     assert_eq!(stdout(&output), "It is 42.\n", "never the child's text");
     let err = stderr(&output);
     let lines: Vec<&str> = err.lines().skip(1).collect(); // [session] ID
-    assert_eq!(lines[0], "[tool] task running", "{err}");
+    assert_eq!(lines[0], "[tool] task running: «find the answer»", "{err}");
     assert!(
         lines[1].starts_with("[subagent] «find the answer» (agent general-purpose, model ")
             && lines[1].ends_with(") started"),
         "{err}"
     );
+    let touch = format!("touch {}", marker.display());
     assert_eq!(
-        lines[2..6],
+        lines[2..8],
         [
-            "  [tool] read_file running",
-            "  [tool] read_file done",
-            &format!("  [denied] Run shell command: touch {}", marker.display()),
+            "  [tool] read_file running: a.txt",
+            "  [tool] read_file done: a.txt",
+            "    |      1\tforty-two",
+            &format!("  [denied] Run shell command: {touch}"),
             "  [denied: allow with --approve process]",
+            &format!("  [tool] bash denied, not run: {touch}"),
         ],
         "{err}"
     );
-    assert_eq!(lines[6], "  [tool] bash failed", "{err}");
     assert!(
-        lines[7].starts_with("[subagent] «find the answer» completed (2 steps, ")
-            && lines[7].ends_with(" tokens)"),
+        lines[8].starts_with("[subagent] «find the answer» completed (2 steps, ")
+            && lines[8].ends_with(" tokens)"),
         "{err}"
     );
-    assert_eq!(lines[8], "[tool] task done", "{err}");
+    assert_eq!(lines[9], "[tool] task done: «find the answer»", "{err}");
+    assert_eq!(
+        lines[10], "  | CHILD-ANSWER: a.txt says forty-two.",
+        "{err}"
+    );
     assert!(!marker.exists());
 }

@@ -3,6 +3,14 @@
 //! stderr, the approval answers and the exit code. No I/O but the two
 //! writers, so the routing can be tested with built events.
 //!
+//! A tool call on stderr: `[tool] NAME running: WHAT` when it starts,
+//! `[tool] NAME done: WHAT` or `… failed: WHAT` when it ends, then the
+//! last [`TAIL_LINES`] lines (at most [`TAIL_BYTES`]) of its output as
+//! `  | line`, after `  … N earlier lines left out`; a call denied by
+//! `--approve` ends as `[tool] NAME denied, not run: WHAT` after the
+//! approval lines saying how to allow it. Errors and turn failures are
+//! said in words, never as the protocol's codes.
+//!
 //! A subagent's events (capability `subagents`: they carry `parent`) are
 //! never the parent's: their text is not the answer and their turn's end
 //! does not end the run. In text mode a child is a line when it starts and
@@ -12,7 +20,7 @@
 
 use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
 use scv_client::text::visible;
-use scv_protocol::{Event, EventBody, Risk, SubagentStarted, Usage};
+use scv_protocol::{ErrorCode, Event, EventBody, FailureCode, Risk, SubagentStarted, Usage};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -20,6 +28,18 @@ use std::io::{self, Write};
 /// Most subagents followed at once (the server runs a few per turn); past
 /// it the oldest is forgotten and its end line names its session id.
 const MAX_CHILDREN: usize = 256;
+
+/// Most tool calls remembered at once between `tool.proposed` and
+/// `tool.completed`; past it the oldest is forgotten.
+const MAX_CALLS: usize = 1024;
+
+/// The one-line description of a call is cut to this many characters.
+const WHAT_CHARS: usize = 200;
+
+/// A completed call's output: at most this many of its last lines…
+const TAIL_LINES: usize = 10;
+/// …and at most this many bytes.
+const TAIL_BYTES: usize = 2048;
 
 /// How the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +103,225 @@ fn spent(n: u32, usage: Option<&Usage>) -> String {
     }
 }
 
+/// `text` cut to `max` characters, `…` marking the cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// What a call does, on one line: a shell command, a file tool's path,
+/// a subagent's description, else its arguments as compact JSON, cut to [`WHAT_CHARS`].
+pub(crate) fn what(name: &str, arguments: &serde_json::Value) -> String {
+    let field = |key: &str| arguments.get(key).and_then(|v| v.as_str());
+    let file_tool = matches!(name, "read_file" | "write_file" | "edit_file" | "list_dir");
+    let text = match (name, field("command"), field("path")) {
+        ("bash", Some(command), _) => {
+            let mut lines = command.lines();
+            let first = lines.next().unwrap_or_default();
+            match lines.count() {
+                0 => first.to_string(),
+                1 => format!("{first} (+1 more line)"),
+                n => format!("{first} (+{n} more lines)"),
+            }
+        }
+        (_, _, Some(path)) if file_tool => path.to_string(),
+        ("task", _, _) if field("description").is_some() => {
+            format!("«{}»", field("description").unwrap_or_default())
+        }
+        _ => serde_json::to_string(arguments).unwrap_or_default(),
+    };
+    cut(&text, WHAT_CHARS)
+}
+
+/// The last lines of a call's output, each `{inner}  | line`, at most
+/// [`TAIL_LINES`] lines and [`TAIL_BYTES`] bytes, after a line saying how
+/// many earlier ones were left out; empty for no output.
+pub(crate) fn tail(output: &str, inner: &str, tty: bool) -> String {
+    let all: Vec<&str> = output.trim_end_matches('\n').lines().collect();
+    let mut shown_lines: Vec<Cow<'_, str>> = Vec::new();
+    let mut bytes = 0;
+    for line in all.iter().rev().take(TAIL_LINES) {
+        if bytes + line.len() > TAIL_BYTES {
+            if shown_lines.is_empty() {
+                // One line longer than the bound: its end.
+                let mut from = line.len() - TAIL_BYTES;
+                while !line.is_char_boundary(from) {
+                    from += 1;
+                }
+                shown_lines.push(Cow::Owned(format!("…{}", &line[from..])));
+            }
+            break;
+        }
+        bytes += line.len();
+        shown_lines.push(Cow::Borrowed(line));
+    }
+    let mut text = String::new();
+    let left_out = all.len() - shown_lines.len();
+    if left_out > 0 {
+        let lines = if left_out == 1 { "line" } else { "lines" };
+        text.push_str(&format!("\n{inner}  … {left_out} earlier {lines} left out"));
+    }
+    for line in shown_lines.iter().rev() {
+        if line.is_empty() {
+            text.push_str(&format!("\n{inner}  |"));
+        } else {
+            text.push_str(&format!("\n{inner}  | {}", shown(line, tty)));
+        }
+    }
+    text
+}
+
+/// A turn failure in words.
+pub(crate) fn failure_words(code: FailureCode) -> &'static str {
+    match code {
+        FailureCode::ProviderError => "the model provider returned an error",
+        FailureCode::ContextLimit => "the conversation no longer fits the model's context window",
+        FailureCode::StepLimit => "the step limit was reached",
+        FailureCode::HistoryLimit => "the session's history is over its size limit",
+        FailureCode::ResponseLimit => "the model's response was over the size limit",
+        FailureCode::ToolLimit => "the model's tool calls were over the limit",
+        FailureCode::InternalError => "the server hit an internal error",
+    }
+}
+
+/// An `error` event's code in words.
+pub(crate) fn error_words(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::InvalidJson => "the server could not read a request",
+        ErrorCode::NotInitialized => "the connection was not initialized",
+        ErrorCode::VersionMismatch => "the server speaks another protocol version",
+        ErrorCode::InvalidRequest => "the server refused the request",
+        ErrorCode::SessionNotFound => "the server has no such session",
+        ErrorCode::TurnActive => "the session is already running a turn",
+        ErrorCode::TurnNotFound => "the server has no such turn",
+        ErrorCode::ApprovalNotFound => "the server has no such approval",
+        ErrorCode::QueueNotFound => "the server has no such queued prompt",
+        ErrorCode::QueueConflict => "the queue changed meanwhile",
+        ErrorCode::Unsupported => "the server does not support this",
+        ErrorCode::ComponentError => "a component failed",
+        ErrorCode::InternalError => "the server hit an internal error",
+    }
+}
+
+/// A tool call between its `tool.proposed` and its `tool.completed`.
+#[derive(Debug)]
+struct Call {
+    what: String,
+    started: bool,
+    denied: bool,
+    order: u64,
+}
+
+/// The calls of the run (own: `None`; a child's: its session id).
+#[derive(Debug, Default)]
+pub(crate) struct Calls {
+    live: HashMap<(Option<String>, String), Call>,
+    next: u64,
+}
+
+impl Calls {
+    fn proposed(
+        &mut self,
+        session: Option<&str>,
+        call: &str,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) {
+        let key = (session.map(str::to_string), call.to_string());
+        if self.live.len() >= MAX_CALLS && !self.live.contains_key(&key) {
+            let oldest = self
+                .live
+                .iter()
+                .min_by_key(|(_, c)| c.order)
+                .map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                self.live.remove(&oldest);
+            }
+        }
+        self.next += 1;
+        self.live.insert(
+            key,
+            Call {
+                what: what(name, arguments),
+                started: false,
+                denied: false,
+                order: self.next,
+            },
+        );
+    }
+
+    fn denied(&mut self, session: Option<&str>, call: &str) {
+        let key = (session.map(str::to_string), call.to_string());
+        if let Some(call) = self.live.get_mut(&key) {
+            call.denied = true;
+        }
+    }
+
+    /// `: what it does` (nothing for a call never proposed).
+    fn what(&self, session: Option<&str>, call: &str, tty: bool) -> String {
+        let key = (session.map(str::to_string), call.to_string());
+        match self.live.get(&key) {
+            Some(call) => format!(": {}", shown(&call.what, tty)),
+            None => String::new(),
+        }
+    }
+
+    /// The stderr lines of a call's `tool.started` or `tool.completed`
+    /// (other events: none), `inner` before each.
+    pub(crate) fn lines(
+        &mut self,
+        session: Option<&str>,
+        body: &EventBody,
+        inner: &str,
+        tty: bool,
+    ) -> Option<String> {
+        match body {
+            EventBody::ToolProposed {
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.proposed(session, call_id, name, arguments);
+                None
+            }
+            EventBody::ToolStarted { call_id, name } => {
+                let key = (session.map(str::to_string), call_id.clone());
+                if let Some(call) = self.live.get_mut(&key) {
+                    call.started = true;
+                }
+                Some(format!(
+                    "{inner}[tool] {} running{}",
+                    shown(name, tty),
+                    self.what(session, call_id, tty)
+                ))
+            }
+            EventBody::ToolCompleted {
+                call_id,
+                name,
+                success,
+                output,
+                ..
+            } => {
+                let what = self.what(session, call_id, tty);
+                let key = (session.map(str::to_string), call_id.clone());
+                let call = self.live.remove(&key);
+                let name = shown(name, tty);
+                if call.as_ref().is_some_and(|c| c.denied && !c.started) {
+                    return Some(format!("{inner}[tool] {name} denied, not run{what}"));
+                }
+                let verb = if *success { "done" } else { "failed" };
+                Some(format!(
+                    "{inner}[tool] {name} {verb}{what}{}",
+                    tail(output, inner, tty)
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Children {
     /// The child's description and depth (unknown: its session id, depth 1).
     fn of(&self, session: &str) -> (String, u32) {
@@ -122,7 +361,7 @@ impl Children {
     /// The stderr line a child's event makes, if any (text mode); `tty`:
     /// stderr is a terminal, so what the model or a tool wrote is shown
     /// with its control characters visible.
-    pub(crate) fn line(&mut self, event: &Event, tty: bool) -> Option<String> {
+    pub(crate) fn line(&mut self, event: &Event, calls: &mut Calls, tty: bool) -> Option<String> {
         let session = event.session_id.as_deref().unwrap_or_default();
         if let EventBody::SubagentStarted(started) = &event.body {
             self.start(session, started);
@@ -140,14 +379,11 @@ impl Children {
         let head = format!("{}[subagent] «{description}»", indent(depth - 1));
         let inner = indent(depth);
         let line = match &event.body {
-            EventBody::ToolStarted { name, .. } => {
-                format!("{inner}[tool] {} running", shown(name, tty))
+            EventBody::ToolProposed { .. }
+            | EventBody::ToolStarted { .. }
+            | EventBody::ToolCompleted { .. } => {
+                return calls.lines(Some(session), &event.body, &inner, tty)
             }
-            EventBody::ToolCompleted { name, success, .. } => format!(
-                "{inner}[tool] {} {}",
-                shown(name, tty),
-                if *success { "done" } else { "failed" }
-            ),
             EventBody::HookMessage(note) => format!(
                 "{inner}[hook] {} {}: {}",
                 shown(&note.hook, tty),
@@ -160,7 +396,11 @@ impl Children {
             }
             EventBody::TurnFailed { code, message } => {
                 self.live.remove(session);
-                format!("{head} failed: {code}: {}", shown(message, tty))
+                format!(
+                    "{head} failed: {} — {}",
+                    failure_words(*code),
+                    shown(message, tty)
+                )
             }
             EventBody::TurnCancelled {} => {
                 self.live.remove(session);
@@ -191,7 +431,11 @@ pub(crate) struct Printer<O: Write, E: Write> {
     streamed: bool,
     /// Thinking went to stderr without its final line break.
     thinking: bool,
+    /// Some step's text is on stdout already: the next one's goes after a
+    /// blank line.
+    answered: bool,
     children: Children,
+    calls: Calls,
 }
 
 impl<O: Write, E: Write> Printer<O, E> {
@@ -204,7 +448,9 @@ impl<O: Write, E: Write> Printer<O, E> {
             json,
             streamed: false,
             thinking: false,
+            answered: false,
             children: Children::default(),
+            calls: Calls::default(),
         }
     }
 
@@ -236,6 +482,10 @@ impl<O: Write, E: Write> Printer<O, E> {
             match update {
                 Update::ApprovalRequested(approval) => {
                     let approved = approved(&approval, approve);
+                    if !approved {
+                        self.calls
+                            .denied(approval.child_session.as_deref(), &approval.call_id);
+                    }
                     if !self.json {
                         self.approval(&approval, approved)?;
                     }
@@ -243,7 +493,7 @@ impl<O: Write, E: Write> Printer<O, E> {
                         .extend(client.resolve(&approval.approval_id, approved));
                 }
                 Update::Subagent(child) if !self.json => {
-                    if let Some(line) = self.children.line(&child, self.err_tty) {
+                    if let Some(line) = self.children.line(&child, &mut self.calls, self.err_tty) {
                         writeln!(self.err, "{line}")?;
                     }
                 }
@@ -265,7 +515,8 @@ impl<O: Write, E: Write> Printer<O, E> {
                             if !self.json {
                                 writeln!(
                                     self.err,
-                                    "scv: the turn failed: {code}: {}",
+                                    "scv: the turn failed: {} — {}",
+                                    failure_words(code),
                                     shown(&message, self.err_tty)
                                 )?;
                             }
@@ -287,16 +538,24 @@ impl<O: Write, E: Write> Printer<O, E> {
         let (out_tty, err_tty) = (self.out_tty, self.err_tty);
         match body {
             EventBody::AssistantDelta { content } => {
+                if !self.streamed && self.answered {
+                    // An earlier step's text ended with its line break.
+                    writeln!(self.out)?;
+                }
                 write!(self.out, "{}", shown(content, out_tty))?;
                 self.out.flush()?;
                 self.streamed = true;
             }
             EventBody::AssistantCompleted { content } => {
                 if !self.streamed && !content.is_empty() {
+                    if self.answered {
+                        writeln!(self.out)?;
+                    }
                     write!(self.out, "{}", shown(content, out_tty))?;
                 }
                 if self.streamed || !content.is_empty() {
                     writeln!(self.out)?;
+                    self.answered = true;
                 }
                 self.streamed = false;
             }
@@ -305,12 +564,13 @@ impl<O: Write, E: Write> Printer<O, E> {
                 self.err.flush()?;
                 self.thinking = true;
             }
-            EventBody::ToolStarted { name, .. } => writeln!(self.err, "[tool] {name} running")?,
-            EventBody::ToolCompleted { name, success, .. } => writeln!(
-                self.err,
-                "[tool] {name} {}",
-                if *success { "done" } else { "failed" }
-            )?,
+            EventBody::ToolProposed { .. }
+            | EventBody::ToolStarted { .. }
+            | EventBody::ToolCompleted { .. } => {
+                if let Some(lines) = self.calls.lines(None, body, "", err_tty) {
+                    writeln!(self.err, "{lines}")?;
+                }
+            }
             EventBody::HookMessage(note) => {
                 let verb = if note.blocked { "blocked" } else { "says" };
                 writeln!(
@@ -323,7 +583,7 @@ impl<O: Write, E: Write> Printer<O, E> {
             EventBody::Error(error) => writeln!(
                 self.err,
                 "scv: {}: {}",
-                error.code,
+                error_words(error.code),
                 shown(&error.message, err_tty)
             )?,
             _ => {}
@@ -550,16 +810,19 @@ mod tests {
         assert_eq!(run.out(), "The auth code is in auth.rs.\n");
         assert_eq!(
             run.err(),
-            "[tool] task running\n\
-             [tool] task running\n\
+            "[tool] task running: «find the auth code»\n\
+             [tool] task running: «count the tests»\n\
              [subagent] «find the auth code» (agent explore, model gpt-test) started\n\
              [subagent] «count the tests» (agent general-purpose, model gpt-test) started\n  \
              [tool] read_file running\n  \
-             [tool] read_file done\n\
+             [tool] read_file done\n    \
+             | out\n\
              [subagent] «find the auth code» completed (2 steps, 120 tokens)\n\
-             [subagent] «count the tests» failed: step_limit: 24 steps\n\
-             [tool] task done\n\
-             [tool] task failed\n"
+             [subagent] «count the tests» failed: the step limit was reached — 24 steps\n\
+             [tool] task done: «find the auth code»\n  \
+             | out\n\
+             [tool] task failed: «count the tests»\n  \
+             | out\n"
         );
         // Only the parent's own turn.completed ends the run.
         assert_eq!(run.exits, [(events.len() - 1, Exit::Completed)]);
@@ -641,12 +904,228 @@ mod tests {
     #[test]
     fn a_cancelled_child_and_an_unknown_one() {
         let mut children = Children::default();
-        let line = children.line(&child("C9", "t1", EventBody::TurnCancelled {}), false);
+        let calls = &mut Calls::default();
+        let line = children.line(
+            &child("C9", "t1", EventBody::TurnCancelled {}),
+            calls,
+            false,
+        );
         assert_eq!(line.as_deref(), Some("[subagent] «C9» cancelled"));
-        children.line(&child("C1", "t1", started("a\u{1b}[2Jb", None)), true);
-        let line = children.line(&child("C1", "t1", turn_completed(1)), true);
+        children.line(
+            &child("C1", "t1", started("a\u{1b}[2Jb", None)),
+            calls,
+            true,
+        );
+        let line = children.line(&child("C1", "t1", turn_completed(1)), calls, true);
         let line = line.unwrap();
         assert!(line.ends_with("completed (1 step, 120 tokens)"), "{line}");
         assert!(!line.contains('\u{1b}'), "control characters shown visibly");
+    }
+
+    fn proposed(call: &str, name: &str, arguments: serde_json::Value) -> EventBody {
+        EventBody::ToolProposed {
+            call_id: call.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    fn tool_output(call: &str, name: &str, success: bool, output: &str) -> EventBody {
+        EventBody::ToolCompleted {
+            call_id: call.into(),
+            name: name.into(),
+            success,
+            output: output.into(),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn a_call_names_what_it_does_and_ends_with_its_outputs_tail() {
+        let output: String = (1..=14).map(|n| format!("line {n}\n")).collect();
+        let events = [
+            own(EventBody::TurnStarted {}),
+            own(proposed("c1", "bash", json!({"command": "cargo test"}))),
+            own(approval(
+                "c1",
+                Risk::Process,
+                "Run shell command: cargo test",
+            )),
+            own(tool_started("c1", "bash")),
+            own(tool_output("c1", "bash", false, &output)),
+            own(proposed("c2", "read_file", json!({"path": "src/a.rs"}))),
+            own(tool_started("c2", "read_file")),
+            own(tool_output("c2", "read_file", true, "fn a() {}")),
+            own(proposed(
+                "c3",
+                "search",
+                json!({"pattern": "x".repeat(300)}),
+            )),
+            own(tool_started("c3", "search")),
+            own(tool_output("c3", "search", true, "")),
+        ];
+        let mut run = Run::new(false);
+        run.feed(&events, &[Risk::Process]);
+        let search = format!("{{\"pattern\":\"{}…", "x".repeat(200 - 12));
+        assert_eq!(
+            run.err(),
+            format!(
+                "[approved] Run shell command: cargo test\n\
+                 [tool] bash running: cargo test\n\
+                 [tool] bash failed: cargo test\n  \
+                 … 4 earlier lines left out\n  \
+                 | line 5\n  | line 6\n  | line 7\n  | line 8\n  | line 9\n  \
+                 | line 10\n  | line 11\n  | line 12\n  | line 13\n  | line 14\n\
+                 [tool] read_file running: src/a.rs\n\
+                 [tool] read_file done: src/a.rs\n  \
+                 | fn a() {{}}\n\
+                 [tool] search running: {search}\n\
+                 [tool] search done: {search}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_denied_call_says_so_and_how_to_allow_it() {
+        let events = [
+            own(EventBody::TurnStarted {}),
+            own(proposed(
+                "c1",
+                "bash",
+                json!({"command": "rm -rf x\necho gone"}),
+            )),
+            own(approval(
+                "c1",
+                Risk::Process,
+                "Run shell command: rm -rf x\necho gone",
+            )),
+            own(tool_output(
+                "c1",
+                "bash",
+                false,
+                "the user denied this call",
+            )),
+        ];
+        let mut run = Run::new(false);
+        run.feed(&events, &[]);
+        assert_eq!(
+            run.err(),
+            "[denied] Run shell command: rm -rf x\n\
+             echo gone\n\
+             [denied: allow with --approve process]\n\
+             [tool] bash denied, not run: rm -rf x (+1 more line)\n"
+        );
+    }
+
+    #[test]
+    fn the_tail_is_bounded_in_bytes_and_shown_visibly_on_a_terminal() {
+        let long = "y".repeat(5000);
+        let text = tail(&format!("a\n{long}\n"), "  ", false);
+        assert_eq!(
+            text,
+            format!(
+                "\n    … 1 earlier line left out\n    | …{}",
+                "y".repeat(2048)
+            )
+        );
+        let text = tail(&format!("{}\nlast\n", "z".repeat(2046)), "", false);
+        assert_eq!(text, "\n  … 1 earlier line left out\n  | last");
+        let text = tail("ok\u{1b}[2J", "", true);
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert_eq!(tail("a\n\nb", "", false), "\n  | a\n  |\n  | b");
+        assert_eq!(tail("", "", false), "");
+        assert_eq!(tail("\n", "", false), "");
+    }
+
+    #[test]
+    fn a_childs_calls_are_indented_with_their_output() {
+        let events = [
+            own(EventBody::TurnStarted {}),
+            own(tool_started("t1", "task")),
+            child("C1", "t1", started("look", None)),
+            child("C1", "t1", proposed("k1", "list_dir", json!({"path": "."}))),
+            child("C1", "t1", tool_started("k1", "list_dir")),
+            child(
+                "C1",
+                "t1",
+                tool_output("k1", "list_dir", true, "a.txt\nb.txt\n"),
+            ),
+        ];
+        let mut run = Run::new(false);
+        run.feed(&events, &[]);
+        assert_eq!(
+            run.err(),
+            "[tool] task running\n\
+             [subagent] «look» (agent general-purpose, model gpt-test) started\n  \
+             [tool] list_dir running: .\n  \
+             [tool] list_dir done: .\n    \
+             | a.txt\n    \
+             | b.txt\n"
+        );
+    }
+
+    #[test]
+    fn steps_text_is_separated_by_one_blank_line() {
+        let events = [
+            own(EventBody::TurnStarted {}),
+            own(delta("Let me look.")),
+            own(completed_text("Let me look.")),
+            own(proposed("c1", "read_file", json!({"path": "a"}))),
+            own(tool_started("c1", "read_file")),
+            own(tool_output("c1", "read_file", true, "")),
+            own(completed_text("")),
+            own(delta("It is ")),
+            own(delta("42.")),
+            own(completed_text("It is 42.")),
+            own(completed_text("Not streamed.")),
+            own(turn_completed(3)),
+        ];
+        let mut run = Run::new(false);
+        run.feed(&events, &[]);
+        assert_eq!(run.out(), "Let me look.\n\nIt is 42.\n\nNot streamed.\n");
+        let mut run = Run::new(false);
+        run.feed(&[own(delta("Just")), own(completed_text("Just"))], &[]);
+        assert_eq!(run.out(), "Just\n", "one step: as before");
+    }
+
+    #[test]
+    fn errors_and_failures_are_said_in_words() {
+        // The server refuses the prompt: an error answering it.
+        let mut run = Run::new(false);
+        run.feed(
+            &[own(EventBody::Error(scv_protocol::ErrorBody {
+                code: ErrorCode::TurnActive,
+                message: "a turn is running".into(),
+                fatal: false,
+                entry: None,
+                conflicts: None,
+            }))],
+            &[],
+        );
+        assert_eq!(
+            run.err(),
+            "scv: the session is already running a turn: a turn is running\n"
+        );
+        assert_eq!(run.exits, [(0, Exit::Failed)], "the exit code is as before");
+        let mut run = Run::new(false);
+        run.feed(
+            &[
+                own(EventBody::TurnStarted {}),
+                own(EventBody::TurnFailed {
+                    code: FailureCode::StepLimit,
+                    message: "24 steps".into(),
+                }),
+            ],
+            &[],
+        );
+        assert_eq!(
+            run.err(),
+            "scv: the turn failed: the step limit was reached — 24 steps\n"
+        );
+        assert_eq!(run.exits, [(1, Exit::Failed)], "the exit code is as before");
+        assert_eq!(
+            error_words(ErrorCode::InvalidRequest),
+            "the server refused the request"
+        );
     }
 }

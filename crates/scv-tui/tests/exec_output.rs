@@ -1,0 +1,85 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! What `scv exec` prints in text mode, against the real daemon and the
+//! mock provider: each tool call's command and the tail of its output on
+//! stderr, a denied call as denied, and the steps' text on stdout apart.
+
+mod common;
+use common::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_shows_each_calls_command_and_output_tail_and_separates_steps() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let marker = home.workspace().join("made-by-exec");
+    mock.push(Reply::response(
+        ["Let me count."],
+        &[("c1", "bash", json!({"command": "seq 1 15; exit 3"}))],
+        7,
+    ));
+    mock.push(Reply::response(
+        ["Now the file."],
+        &[(
+            "c2",
+            "write_file",
+            json!({"path": "made-by-exec", "content": "x"}),
+        )],
+        7,
+    ));
+    mock.push(Reply::text(["It counted to 15."]));
+    let output = home
+        .scv()
+        .args(["exec", "--approve", "process", "count"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "Let me count.\n\nNow the file.\n\nIt counted to 15.\n"
+    );
+    let err = stderr(&output);
+    let lines: Vec<&str> = err.lines().skip(1).collect(); // [session] ID
+    let bash = lines
+        .iter()
+        .position(|l| *l == "[tool] bash running: seq 1 15; exit 3")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        lines[bash + 1],
+        "[tool] bash failed: seq 1 15; exit 3",
+        "{err}"
+    );
+    let tail: Vec<&str> = lines[bash + 2..]
+        .iter()
+        .take_while(|l| l.starts_with("  "))
+        .copied()
+        .collect();
+    // The output's last lines, the exit status among them, at most 10,
+    // after how many were left out.
+    assert!(
+        tail[0].starts_with("  … ") && tail[0].ends_with(" left out"),
+        "{err}"
+    );
+    assert_eq!(tail.len(), 11, "{err}");
+    assert!(tail[1..].iter().all(|l| l.starts_with("  | ")), "{err}");
+    assert!(tail.contains(&"  | 15"), "{err}");
+    assert!(err.contains("[denied] Write file"), "{err}");
+    assert!(
+        err.contains("[denied: allow with --approve write]\n[tool] write_file denied, not run: made-by-exec\n"),
+        "{err}"
+    );
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_says_a_turn_failure_in_words() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "provider_max_retries = 0");
+    mock.push(Reply::error(400, "no such model"));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("scv: the turn failed: the model provider returned an error — "),
+        "{err}"
+    );
+    assert!(!err.contains("provider_error"), "{err}");
+}
