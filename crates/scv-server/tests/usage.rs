@@ -502,19 +502,10 @@ async fn rig_with_usage() -> Rig {
     rig("", usage_cap()).await
 }
 
-/// A resumed session is the same session: what it spent counts against
-/// its budget, and its sums go on.
-#[tokio::test]
-async fn a_resumed_session_keeps_what_it_spent() {
-    let extra = format!("{PRICEY}max_session_cost_usd = 0.5\n{PRICEY_TABLE}");
-    let mut rig = rig(&extra, Some(json!({"usage": true, "sessions": true}))).await;
-    let session = session_on(&mut rig, None).await;
-    rig.mock.push(costly_reply());
-    let events = rig.turn(&session, "spend").await;
-    assert_eq!(last(&events)["type"], "turn.completed");
-    drop(rig.server);
-
-    let mut server = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+/// A new server process on `home`, `session` resumed on it
+/// (capabilities `usage` and `sessions`; its replies consumed).
+async fn resumed(home: &TestHome, session: &str) -> TestServer {
+    let mut server = TestServer::spawn_with(BIN, home.path(), &[]);
     server
         .send(
             json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
@@ -528,6 +519,22 @@ async fn a_resumed_session_keeps_what_it_spent() {
     server.expect("session.started").await;
     server.expect("queue.snapshot").await;
     server.expect("session.transcript").await;
+    server
+}
+
+/// A resumed session is the same session: what it spent counts against
+/// its budget, and its sums go on.
+#[tokio::test]
+async fn a_resumed_session_keeps_what_it_spent() {
+    let extra = format!("{PRICEY}max_session_cost_usd = 0.5\n{PRICEY_TABLE}");
+    let mut rig = rig(&extra, Some(json!({"usage": true, "sessions": true}))).await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(costly_reply());
+    let events = rig.turn(&session, "spend").await;
+    assert_eq!(last(&events)["type"], "turn.completed");
+    drop(rig.server);
+
+    let mut server = resumed(&rig.home, &session).await;
     rig.mock.push(Reply::text(["never"]));
     server.start_turn(&session, "t", "more").await;
     let events = server.until_terminal().await;
@@ -561,20 +568,7 @@ async fn a_raised_budget_is_kept_across_a_resume() {
     rig.server.expect("session.configured").await;
     drop(rig.server);
 
-    let mut server = TestServer::spawn_with(BIN, rig.home.path(), &[]);
-    server
-        .send(
-            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
-            "capabilities": {"usage": true, "sessions": true}}),
-        )
-        .await;
-    server.expect("initialized").await;
-    server
-        .send(json!({"type": "session.resume", "request_id": "r", "session_id": session}))
-        .await;
-    server.expect("session.started").await;
-    server.expect("queue.snapshot").await;
-    server.expect("session.transcript").await;
+    let mut server = resumed(&rig.home, &session).await;
     // $0.45 spent + up to $0.10: over the configured $0.50, within $2.
     rig.mock.push(Reply::text(["sent"]));
     server.start_turn(&session, "t", "more").await;

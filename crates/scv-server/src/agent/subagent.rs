@@ -543,20 +543,7 @@ impl Child {
                 call_id: self.parent_call.clone(),
             }),
         };
-        let created =
-            crate::blocking::run(move || crate::journal::LiveJournal::create(&store, &header))
-                .await;
-        match created {
-            Ok(Ok(journal)) => Some(journal),
-            Ok(Err(err)) => {
-                tracing::warn!("subagent {} will not be kept: {err}", self.session_id);
-                None
-            }
-            Err(err) => {
-                tracing::warn!("subagent {} will not be kept: {err}", self.session_id);
-                None
-            }
-        }
+        crate::journal::LiveJournal::start(store, header).await
     }
 
     /// What the parent's model reads: the child's final answer (capped),

@@ -52,6 +52,23 @@ impl LiveJournal {
         Ok(live)
     }
 
+    /// A new session's journal, made off the async threads; `None` (said
+    /// in the log: the session runs, unjournaled) when the store refuses.
+    pub(crate) async fn start(store: Arc<Store>, header: Header) -> Option<LiveJournal> {
+        let session_id = header.session_id.clone();
+        match crate::blocking::run(move || LiveJournal::create(&store, &header)).await {
+            Ok(Ok(journal)) => Some(journal),
+            Ok(Err(err)) => {
+                tracing::warn!("session {session_id} will not be kept: {err}");
+                None
+            }
+            Err(err) => {
+                tracing::warn!("session {session_id} will not be kept: {err}");
+                None
+            }
+        }
+    }
+
     /// The journal of a resumed or forked session, `meta` its summary so far.
     pub(crate) fn new(
         store: &Arc<Store>,

@@ -43,18 +43,7 @@ impl SessionHost {
             forked_from: None,
             parent: None,
         };
-        let created = crate::blocking::run(move || LiveJournal::create(&store, &header)).await;
-        match created {
-            Ok(Ok(journal)) => Some(journal),
-            Ok(Err(err)) => {
-                tracing::warn!("session {session_id} will not be kept: {err}");
-                None
-            }
-            Err(err) => {
-                tracing::warn!("session {session_id} will not be kept: {err}");
-                None
-            }
-        }
+        LiveJournal::start(store, header).await
     }
 
     /// `session.list`: stored sessions, most recently updated first.
