@@ -74,11 +74,7 @@ impl Tmux {
 
     /// [`Tmux::start_scv`] with arguments (shell words) for `scv`.
     fn start_scv_with(&self, home: &Home, args: &str) {
-        let command = format!(
-            "env SCV_HOME={} SCV_SERVER_BIN={} {SCV} {args}; echo SCV-EXIT=$?; sleep 60",
-            home.path().display(),
-            server_bin().display()
-        );
+        let command = scv_command(home, args);
         let workspace = home.workspace();
         self.run(&[
             "new-session",
@@ -94,6 +90,35 @@ impl Tmux {
             &command,
         ]);
     }
+
+    /// Runs `scv` again in the same pane, killing what runs there. Killing
+    /// the session instead races the tmux server's own exit (the server
+    /// quits with its last session, and a `new-session` sent meanwhile
+    /// can land on the dying server and leave no pane at all).
+    fn restart_scv_with(&self, home: &Home, args: &str) {
+        let command = scv_command(home, args);
+        let workspace = home.workspace();
+        self.run(&[
+            "respawn-pane",
+            "-k",
+            "-t",
+            "e2e",
+            "-c",
+            workspace.to_str().unwrap(),
+            &command,
+        ]);
+        self.run(&["clear-history", "-t", "e2e"]);
+    }
+}
+
+/// The shell line that runs `scv` for `home`, prints its exit code and
+/// lingers so the screen can be read.
+fn scv_command(home: &Home, args: &str) -> String {
+    format!(
+        "env SCV_HOME={} SCV_SERVER_BIN={} {SCV} {args}; echo SCV-EXIT=$?; sleep 60",
+        home.path().display(),
+        server_bin().display()
+    )
 }
 
 impl Home {
@@ -279,11 +304,10 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     assert!(screen.contains("penguins live in the south"), "{screen}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
-    tmux.run(&["kill-session", "-t", "e2e"]);
 
     // The latest session of this directory is the fork, which holds the
     // penguins too.
-    tmux.start_scv_with(&home, "--continue");
+    tmux.restart_scv_with(&home, "--continue");
     let screen = tmux.wait_for("penguins live in the south").await;
     assert!(!screen.contains("camels"), "{screen}");
     tmux.keys(&["C-d"]);
