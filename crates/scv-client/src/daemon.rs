@@ -2,7 +2,9 @@
 //!
 //! `ensure_daemon` connects, or spawns `scv-server` detached (its own
 //! session, stdin and stdout closed, diagnostics to `$SCV_HOME/server.log`)
-//! and waits, bounded, for its socket to accept.
+//! and waits, bounded, for its socket to accept. Until it listens its
+//! stderr is a pipe read here, so a daemon that cannot start (a malformed
+//! `config.toml`) is reported at once in its own words.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -43,35 +45,82 @@ pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Re
     if let Ok(stream) = UnixStream::connect(socket).await {
         return Ok(stream);
     }
-    let mut running = start_daemon(binary, home, socket)?;
+    let mut started = start_daemon(binary, home, socket)?;
     let deadline = tokio::time::Instant::now() + START_TIMEOUT;
     loop {
         if let Ok(stream) = UnixStream::connect(socket).await {
             return Ok(stream);
         }
+        let exited = started.exited();
+        if let Some(Exited {
+            code: Some(CONFIG_EXIT),
+            said,
+        }) = &exited
+        {
+            // Its configuration or home is wrong: starting it again cannot
+            // help; say what it said.
+            bail!("{}", said.trim_end());
+        }
         if tokio::time::Instant::now() >= deadline {
+            let said = exited.map(|e| e.said).unwrap_or_default();
             bail!(
-                "started scv-server but {} did not accept within {}s; see {}",
+                "started scv-server but {} did not accept within {}s{}; see {}",
                 socket.display(),
                 START_TIMEOUT.as_secs(),
+                if said.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it said: {})", said.trim_end())
+                },
                 home.join("server.log").display()
             );
         }
-        if running.load(std::sync::atomic::Ordering::Acquire) {
+        if exited.is_none() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         } else {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            running = start_daemon(binary, home, socket)?;
+            started = start_daemon(binary, home, socket)?;
         }
     }
 }
 
-/// Starts a detached daemon; the flag turns false when it has exited.
-fn start_daemon(
-    binary: &Path,
-    home: &Path,
-    socket: &Path,
-) -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+/// `scv-server`'s exit code for a configuration or home it refuses.
+const CONFIG_EXIT: i32 = 2;
+
+/// What a daemon that exited before listening left.
+#[derive(Debug, Clone)]
+struct Exited {
+    code: Option<i32>,
+    /// Its stderr (bounded).
+    said: String,
+}
+
+/// A daemon being started: its stderr as read so far, and how it ended.
+#[derive(Default)]
+struct Starting {
+    said: String,
+    code: Option<Option<i32>>,
+}
+
+#[derive(Clone)]
+struct Started(std::sync::Arc<std::sync::Mutex<Starting>>);
+
+impl Started {
+    /// How it ended, if it has.
+    fn exited(&self) -> Option<Exited> {
+        let starting = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        starting.code.map(|code| Exited {
+            code,
+            said: starting.said.clone(),
+        })
+    }
+}
+
+/// What of a starting daemon's stderr is kept.
+const SAID_LIMIT: usize = 8 * 1024;
+
+/// Starts a detached daemon, reading its stderr until it lets go of it.
+fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<Started> {
     crate::home::create_private_dir(home)
         .with_context(|| format!("cannot create {}", home.display()))?;
     let log = home.join("server.log");
@@ -84,7 +133,7 @@ fn start_daemon(
         .env("SCV_HOME", home)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     // Its own session: no terminal signals reach it, and it outlives us.
     // It inherits no descriptor of ours beyond stdio (a `make` jobserver, a
     // shell's `exec 7>>file`): whatever it starts would hold them for good.
@@ -103,16 +152,27 @@ fn start_daemon(
             Ok(())
         });
     }
-    let child = command
+    let mut child = command
         .spawn()
         .with_context(|| format!("cannot start {}", binary.display()))?;
-    // Reap it in the background if it exits early (e.g. another daemon won).
-    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let flag = running.clone();
+    let started = Started(Default::default());
+    let state = started.clone();
+    // Read what it says until it listens (it then lets go of the pipe) or
+    // exits; reap it in the background if it exits early (e.g. another
+    // daemon won).
     std::thread::spawn(move || {
-        let mut child = child;
-        let _ = child.wait();
-        flag.store(false, std::sync::atomic::Ordering::Release);
+        use std::io::Read;
+        if let Some(mut stderr) = child.stderr.take() {
+            let mut buf = [0u8; 1024];
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                let mut starting = state.0.lock().unwrap_or_else(|e| e.into_inner());
+                if starting.said.len() < SAID_LIMIT {
+                    starting.said.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        }
+        let code = child.wait().ok().and_then(|status| status.code());
+        state.0.lock().unwrap_or_else(|e| e.into_inner()).code = Some(code);
     });
-    Ok(running)
+    Ok(started)
 }

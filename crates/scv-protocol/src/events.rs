@@ -349,6 +349,11 @@ pub struct SessionStarted {
     pub commands: Option<Vec<crate::customize::CommandInfo>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_diagnostics: Vec<String>,
+    /// Extension: what is wrong with the server's `config.toml`, in words
+    /// ("PATH: line N: what"): an edit that does not parse (the server
+    /// runs on with the configuration it had) and unknown keys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -450,6 +455,32 @@ pub struct DaemonStatus {
     pub version: String,
     pub pid: u32,
     pub components: Vec<ComponentStatus>,
+    /// Extension: the daemon's `config.toml` as last read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<ConfigState>,
+}
+
+/// Extension (`daemon.status.config`): the daemon's configuration file as
+/// last read. `changed` and `needs_restart` are filled on the answer to
+/// `reload` (and are empty when nothing changed since the last read).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigState {
+    /// The file (`$SCV_HOME/config.toml`).
+    pub path: String,
+    /// Keys whose new values sessions started from now on use.
+    #[serde(default)]
+    pub changed: Vec<String>,
+    /// Keys that changed but take effect only when the daemon starts
+    /// again (`scv daemon stop`).
+    #[serde(default)]
+    pub needs_restart: Vec<String>,
+    /// Why the file as it is now is not used ("PATH: line N: what"); the
+    /// daemon runs on with the configuration it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Unknown keys and the like, in words.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

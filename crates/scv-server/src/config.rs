@@ -153,6 +153,9 @@ pub struct Config {
     pub(crate) otel_endpoint: Option<String>,
     /// `otel_log_content`: export prompts, answers and tool contents.
     pub(crate) otel_log_content: bool,
+    /// What was wrong with the file but did not stop it (unknown keys),
+    /// in words with the file and line.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// What tokens cost and what may be spent.
@@ -332,9 +335,14 @@ impl Default for Config {
 impl Config {
     /// Reads `home/config.toml`; a missing file means the defaults.
     pub fn load(home: &Path) -> Result<Config> {
-        let path = home.join("config.toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Config::parse(&text, &path),
+        Config::load_from(&home.join("config.toml"))
+    }
+
+    /// Reads the configuration file at `path`; a missing file means the
+    /// defaults.
+    pub(crate) fn load_from(path: &Path) -> Result<Config> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
             Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
         }
@@ -344,12 +352,20 @@ impl Config {
         let table: toml::Table = text
             .parse()
             .map_err(|err| anyhow!("{}: {}", path.display(), located(text, &err)))?;
-        for key in table.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
-            tracing::warn!("{}: unknown key `{key}` ignored", path.display());
+        let warnings: Vec<String> = table
+            .keys()
+            .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
+            .map(|key| format!("{}: {}", path.display(), unknown_key(text, key)))
+            .collect();
+        for warning in &warnings {
+            tracing::warn!("{warning}");
         }
         let raw: Raw = toml::from_str(text)
             .map_err(|err| anyhow!("{}: {}", path.display(), located(text, &err)))?;
-        Config::resolve(raw, text).map_err(|err| anyhow!("{}: {err}", path.display()))
+        let mut config =
+            Config::resolve(raw, text).map_err(|err| anyhow!("{}: {err}", path.display()))?;
+        config.warnings = warnings;
+        Ok(config)
     }
 
     fn resolve(raw: Raw, text: &str) -> Result<Config> {
@@ -499,6 +515,7 @@ impl Config {
             cost,
             otel_endpoint: raw.otel_endpoint,
             otel_log_content: raw.otel_log_content,
+            warnings: Vec::new(),
         })
     }
 
@@ -596,6 +613,24 @@ fn cost_config(raw: &Raw, text: &str) -> Result<CostConfig> {
 }
 
 /// `line N: ` for the line where top-level `key` is set ("" if absent).
+/// An unknown top-level key in words, with the known key nearest to it
+/// when one is near ("line 3: unknown key `auto_aprove` ignored (did you
+/// mean `auto_approve`?)").
+fn unknown_key(text: &str, key: &str) -> String {
+    let nearest = KNOWN_KEYS
+        .iter()
+        .map(|known| (strsim::damerau_levenshtein(key, known), *known))
+        .min()
+        .filter(|(distance, known)| *distance <= (known.len() / 3).max(2));
+    let line = at(text, key);
+    match nearest {
+        Some((_, known)) => {
+            format!("{line}unknown key `{key}` ignored (did you mean `{known}`?)")
+        }
+        None => format!("{line}unknown key `{key}` ignored"),
+    }
+}
+
 fn at(text: &str, key: &str) -> String {
     let mut in_table = false;
     for (index, line) in text.lines().enumerate() {

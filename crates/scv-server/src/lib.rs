@@ -18,6 +18,7 @@ mod handles;
 mod hooks;
 mod hooks_component;
 mod journal;
+mod live;
 
 mod mcp_component;
 pub mod memory;

@@ -98,7 +98,16 @@ fn main() -> ExitCode {
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
         let shared = Arc::new(Shared::new(config, &home, &launch_env));
-        runtime.block_on(scv_server::daemon::run(shared, home, socket, workspace))
+        // A client starting us in the background reads a pipe on stderr
+        // until we listen (to show a start-up error at once).
+        let release_stderr = args.log_file.is_some() && scv_server::daemon::log::stderr_is_pipe();
+        runtime.block_on(scv_server::daemon::run(
+            shared,
+            home,
+            socket,
+            workspace,
+            release_stderr,
+        ))
     };
     // stdin's blocking reader may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));

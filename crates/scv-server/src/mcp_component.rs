@@ -1,6 +1,7 @@
 //! The daemon's MCP servers as a component: started with the daemon, made
-//! to match `[mcp_servers]` again on `reload` (a configuration that no
-//! longer parses changes nothing, and is logged), one status per server.
+//! to match `[mcp_servers]` again on `reload` and when `config.toml` was
+//! edited (a file that no longer parses changes nothing), one status per
+//! server.
 
 use crate::component::{BoxFuture, Component, Context};
 use crate::handles::ControlError;
@@ -23,17 +24,13 @@ impl Component for McpServers {
             if !reload {
                 return;
             }
-            let home = cx.home.clone();
-            match crate::blocking::run(move || crate::config::Config::load(&home)).await {
-                Ok(Ok(config)) => {
-                    cx.shared
-                        .mcp
-                        .reconcile(&config.mcp_servers, std::slice::from_ref(&cx.workspace))
-                        .await
-                }
-                Ok(Err(err)) => tracing::warn!("reload: MCP servers unchanged: {err:#}"),
-                Err(err) => tracing::warn!("reload: cannot read the configuration: {err}"),
-            }
+            // The supervisor read config.toml again just before (an
+            // edit that does not parse left the last good one current).
+            let config = cx.shared.config();
+            cx.shared
+                .mcp
+                .reconcile(&config.mcp_servers, std::slice::from_ref(&cx.workspace))
+                .await
         })
     }
 

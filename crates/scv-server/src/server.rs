@@ -1,10 +1,10 @@
-//! What every connection of one server process shares: the configuration,
-//! the turn limits read from it, the API keys, the sandbox, the session
-//! store, and the HTTP client (built on first use, so start-up stays fast).
+//! What every connection of one server process shares: the live
+//! configuration (with the turn limits, API keys and sandbox made from
+//! it), the MCP servers, the session and checkpoint stores, the exporter,
+//! and the HTTP client (built on first use, so start-up stays fast).
 
-use crate::agent::Limits;
 use crate::config::Config;
-use crate::provider::presets::ProviderDef;
+use crate::live::{Current, LiveConfig};
 use crate::sandbox::Sandbox;
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -13,15 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub struct Shared {
-    pub(crate) config: Arc<Config>,
-    pub(crate) limits: Arc<Limits>,
-    /// Provider keys by variable name, read once at start-up.
-    keys: HashMap<String, String>,
-    pub(crate) sandbox: Sandbox,
+    /// `config.toml` as it is now, and what is made from it (limits, keys,
+    /// sandbox): sessions take the current one when they start.
+    pub(crate) live: Arc<LiveConfig>,
     /// The MCP servers: started by the daemon at start-up, by `--stdio`
     /// at the first `session.start`; shared by every session.
     pub(crate) mcp: Arc<scv_mcp::Hub>,
-    /// Values of secret variables, for hubs made later (`session_hub`).
+    /// The launch environment's values by name, where MCP servers find
+    /// their bearer tokens (for hubs made later too: `session_hub`).
     mcp_secrets: HashMap<String, String>,
     mcp_started: AtomicBool,
     http: OnceLock<reqwest::Client>,
@@ -41,15 +40,14 @@ impl Shared {
     /// `launch_env` is the server's environment as it started (the live
     /// one no longer holds credentials: `scv_sandbox::env`).
     pub fn new(config: Config, scv_home: &Path, launch_env: &[(OsString, OsString)]) -> Self {
-        let keys = config.api_keys(launch_env);
-        let sandbox = Sandbox::new(&config, scv_home, launch_env);
+        // Every variable, not only those this configuration names: a
+        // server added by a later edit may name another (hubs look values
+        // up only by the names servers give).
         let secrets: HashMap<String, String> = launch_env
             .iter()
             .filter_map(|(name, value)| Some((name.to_str()?, value.to_str()?)))
-            .filter(|(name, _)| config.is_secret(name))
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect();
-        let mcp = Arc::new(new_hub(&sandbox, &secrets));
         let store = crate::journal::Store::open(&config.store, scv_home);
         let checkpoints = crate::checkpoint::Store::open(
             config.store.checkpoints,
@@ -60,41 +58,42 @@ impl Shared {
             config.otel_endpoint.as_deref(),
             config.otel_log_content,
         );
+        let live = Arc::new(LiveConfig::new(config, scv_home, launch_env));
+        let mcp = Arc::new(new_hub(&live.current().sandbox, &secrets));
         Shared {
             scv_home: scv_home.into(),
             telemetry,
             store,
             checkpoints,
-            sandbox,
+            live,
             mcp,
             mcp_secrets: secrets,
             mcp_started: AtomicBool::new(false),
-            limits: Arc::new(Limits::from_config(&config)),
-            config: Arc::new(config),
-            keys,
             http: OnceLock::new(),
         }
     }
 
-    /// The key for `def`, if its variable was set.
-    pub(crate) fn api_key(&self, def: &ProviderDef) -> Option<String> {
-        def.api_key_env
-            .as_ref()
-            .and_then(|var| self.keys.get(var))
-            .cloned()
+    /// The configuration new sessions use now.
+    pub(crate) fn current(&self) -> Arc<Current> {
+        self.live.current()
+    }
+
+    /// The configuration new sessions use now.
+    pub(crate) fn config(&self) -> Arc<Config> {
+        self.live.current().config.clone()
     }
 
     /// A hub of its own for a session that brings MCP servers (the
     /// configured ones run in it too, so its tools are a superset).
     pub(crate) fn session_hub(&self) -> scv_mcp::Hub {
-        new_hub(&self.sandbox, &self.mcp_secrets)
+        new_hub(&self.current().sandbox, &self.mcp_secrets)
     }
 
     /// Starts the configured MCP servers (in the background) unless they
     /// were; `roots` is what they are told the workspace is.
     pub(crate) async fn start_mcp(&self, roots: &[PathBuf]) {
         if !self.mcp_started.swap(true, Ordering::SeqCst) {
-            self.mcp.reconcile(&self.config.mcp_servers, roots).await;
+            self.mcp.reconcile(&self.config().mcp_servers, roots).await;
         }
     }
 

@@ -521,3 +521,134 @@ async fn connections_over_the_limit_get_a_clear_error() {
     daemon.sigterm();
     assert!(daemon.exit_status().await.success());
 }
+
+/// The daemon's `config.toml` is live: an edit reaches the next
+/// `session.start` (no reload needed), a running session keeps what it
+/// started with, `reload` says what changed and what waits for a restart,
+/// and an edit that does not parse keeps the last good configuration and
+/// is told to every client that starts a session, with file and line.
+#[tokio::test]
+async fn an_edited_config_reaches_new_sessions_and_running_ones_keep_theirs() {
+    let daemon = Daemon::start("").await;
+    let config = daemon.home.path().join("config.toml");
+    let workspace = daemon.home.workspace();
+    let mut old = daemon.client().await;
+    let before = old.start_session(&workspace).await;
+
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"edited-model\"\nbase_url = \"{}\"\nauto_aprove = [\"read\"]\n",
+            daemon.mock.base_url()
+        ),
+    )
+    .unwrap();
+    let mut new = daemon.client().await;
+    new.send(json!({"type":"session.start","request_id":"s","cwd": workspace}))
+        .await;
+    let started = new.expect("session.started").await;
+    new.expect("queue.snapshot").await;
+    assert_eq!(started["model"], "edited-model");
+    let warnings = started["config_warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "config.toml: line 3: unknown key `auto_aprove` ignored (did you mean `auto_approve`?)"
+        ),
+        "{warnings}"
+    );
+    let after = started["session_id"].as_str().unwrap().to_string();
+    daemon.mock.push(Reply::text(["new"]));
+    new.start_turn(&after, "t1", "hi").await;
+    new.until_terminal().await;
+    // The session started before the edit keeps its model.
+    daemon.mock.push(Reply::text(["old"]));
+    old.start_turn(&before, "t2", "hi").await;
+    old.until_terminal().await;
+    let models: Vec<Value> = daemon
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(models, [json!("edited-model"), json!("mock-model")]);
+
+    // Reload names what changed since the file was last read.
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"edited-model\"\nbase_url = \"{}\"\nmax_steps = 9\nworkspace = \"/\"\n",
+            daemon.mock.base_url()
+        ),
+    )
+    .unwrap();
+    new.send(json!({"type":"daemon.control","request_id":"r1","command":{"action":"reload"}}))
+        .await;
+    let status = new.expect("daemon.status").await;
+    let state = &status["status"]["config"];
+    assert_eq!(state["changed"], json!(["auto_aprove", "max_steps"]));
+    assert_eq!(state["needs_restart"], json!(["workspace"]));
+    assert!(state.get("error").is_none(), "{state}");
+    assert_eq!(state["warnings"], json!([]));
+
+    // A broken edit: the last good configuration runs on, and says why.
+    std::fs::write(&config, "model = \"broken\"\nmax_steps = [\n").unwrap();
+    new.send(json!({"type":"daemon.control","request_id":"r2","command":{"action":"reload"}}))
+        .await;
+    let status = new.expect("daemon.status").await;
+    let error = status["status"]["config"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("config.toml: line 3: invalid array"),
+        "{error}"
+    );
+    new.send(json!({"type":"daemon.control","request_id":"s1","command":{"action":"status"}}))
+        .await;
+    let status = new.expect("daemon.status").await;
+    assert!(status["status"]["config"]["error"].is_string(), "{status}");
+    let mut third = daemon.client().await;
+    third
+        .send(json!({"type":"session.start","request_id":"s","cwd": workspace}))
+        .await;
+    let started = third.expect("session.started").await;
+    assert_eq!(started["model"], "edited-model");
+    let warnings = started["config_warnings"][0].as_str().unwrap();
+    assert!(
+        warnings.contains("config.toml: line 3: invalid array"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("runs on with the configuration it had"),
+        "{warnings}"
+    );
+    // The old session is untouched by all of it.
+    daemon.mock.push(Reply::text(["still"]));
+    old.start_turn(&before, "t3", "hi").await;
+    assert_eq!(
+        old.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
+}
+
+/// `--stdio` reads an edited config.toml at its next `session.start` too.
+#[tokio::test]
+async fn a_stdio_server_takes_an_edit_at_its_next_session() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    server.start_session(&home.workspace()).await;
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"second-model\"\nbase_url = \"{}\"\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    server
+        .send(json!({"type":"session.start","request_id":"s2","cwd": home.workspace()}))
+        .await;
+    assert_eq!(
+        server.expect("session.started").await["model"],
+        "second-model"
+    );
+}

@@ -184,7 +184,10 @@ pub async fn login(
     }
     drop(scv_client::ensure_daemon(home, socket).await?);
     let status = control(socket, DaemonCommand::Reload).await?;
-    print!("{}", scv_client::text::visible(&describe(&status, socket)));
+    print!(
+        "{}",
+        scv_client::text::visible(&describe(&status, socket, true))
+    );
     Ok(ExitCode::SUCCESS)
 }
 

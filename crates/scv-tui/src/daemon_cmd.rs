@@ -9,19 +9,23 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub async fn status(socket: &Path, json: bool, command: DaemonCommand) -> Result<ExitCode> {
+    let reload = command == DaemonCommand::Reload;
     let status = control(socket, command).await?;
     if json {
         let event = Event::reply(None, EventBody::DaemonStatus { status });
         println!("{}", serde_json::to_string(&event)?);
     } else {
         // Component errors come from servers SCV talks to: shown, never obeyed.
-        print!("{}", scv_client::text::visible(&describe(&status, socket)));
+        print!(
+            "{}",
+            scv_client::text::visible(&describe(&status, socket, reload))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The status in words.
-pub fn describe(status: &DaemonStatus, socket: &Path) -> String {
+pub fn describe(status: &DaemonStatus, socket: &Path, reload: bool) -> String {
     let mut out = format!(
         "scv-server {} (pid {}) on {}\n",
         status.version,
@@ -47,7 +51,51 @@ pub fn describe(status: &DaemonStatus, socket: &Path) -> String {
                 .unwrap_or_default(),
         ));
     }
+    if let Some(config) = &status.config {
+        out.push_str(&describe_config(config, reload));
+    }
     out
+}
+
+/// The configuration file's part of a status; after `reload`, what
+/// changed, what waits for a restart, or that nothing changed.
+fn describe_config(config: &scv_protocol::ConfigState, reload: bool) -> String {
+    let mut out = String::new();
+    if !config.changed.is_empty() {
+        out.push_str(&format!(
+            "{}: changed {} (sessions started from now on use them; running ones keep theirs)\n",
+            config.path,
+            quoted(&config.changed)
+        ));
+    }
+    if !config.needs_restart.is_empty() {
+        out.push_str(&format!(
+            "{}: changed {} (read when the daemon starts: `scv daemon stop`, then start it again)\n",
+            config.path,
+            quoted(&config.needs_restart)
+        ));
+    }
+    if let Some(error) = &config.error {
+        out.push_str(&format!(
+            "{error}\n  not applied: the daemon runs on with the configuration it had\n"
+        ));
+    } else if reload && config.changed.is_empty() && config.needs_restart.is_empty() {
+        out.push_str(&format!(
+            "{}: unchanged since it was last read\n",
+            config.path
+        ));
+    }
+    for warning in &config.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+fn quoted(keys: &[String]) -> String {
+    keys.iter()
+        .map(|key| format!("`{key}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Starts the daemon when it is not running (as `scv` would), then says

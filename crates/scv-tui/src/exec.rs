@@ -28,7 +28,7 @@ mod show;
 use crate::session;
 use anyhow::Result;
 use scv_client::session::SessionClient;
-use scv_protocol::Risk;
+use scv_protocol::{EventBody, Risk};
 use show::{Exit, Printer};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -136,6 +136,15 @@ pub async fn run(
     let mut printer = Printer::new(stdout, std::io::stderr(), out_tty, err_tty, json);
     if !json {
         eprintln!("[session] {session_id}");
+    }
+    // config.toml's error (the server runs on the last good one) and
+    // unknown keys, on stderr whatever the output format.
+    for event in &events {
+        if let EventBody::SessionStarted(started) = &event.body {
+            for warning in &started.config_warnings {
+                eprintln!("[config] {}", scv_client::text::visible(warning));
+            }
+        }
     }
     let mut client = SessionClient::new("exec-");
     client.set_session(session_id.clone());

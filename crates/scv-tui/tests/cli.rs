@@ -717,3 +717,86 @@ async fn usage_tables_what_the_store_journaled() {
         stderr(&output)
     );
 }
+
+/// The newcomer's path: edit config.toml while the daemon runs and the
+/// next `scv exec` uses it; `scv daemon reload` says what changed, what
+/// waits for a restart, and what is wrong with a broken edit (which
+/// changes nothing); a daemon that cannot start says why at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
+    let first = MockProvider::start().await;
+    let second = MockProvider::start().await;
+    let home = Home::new(&first, "");
+    let config = home.path().join("config.toml");
+    first.push(Reply::text(["from the first"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert_eq!(stdout(&output), "from the first\n", "{}", stderr(&output));
+
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"edited-model\"\nbase_url = \"{}\"\nauto_aprove = [\"read\"]\n",
+            second.base_url()
+        ),
+    )
+    .unwrap();
+    second.push(Reply::text(["from the second"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert_eq!(stdout(&output), "from the second\n", "{}", stderr(&output));
+    assert_eq!(second.requests()[0].body["model"], "edited-model");
+    let err = stderr(&output);
+    assert!(
+        err.contains("[config]") && err.contains("did you mean `auto_approve`?"),
+        "{err}"
+    );
+
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"edited-model\"\nbase_url = \"{}\"\nworkspace = \"/\"\nmax_steps = 5\n",
+            second.base_url()
+        ),
+    )
+    .unwrap();
+    let output = home.scv().args(["daemon", "reload"]).output().unwrap();
+    let text = stdout(&output);
+    assert!(
+        text.contains("changed `auto_aprove`, `max_steps` (sessions started from now on use them"),
+        "{text}"
+    );
+    assert!(
+        text.contains("changed `workspace` (read when the daemon starts"),
+        "{text}"
+    );
+    let output = home.scv().args(["daemon", "reload"]).output().unwrap();
+    assert!(
+        stdout(&output).contains("unchanged since it was last read"),
+        "{}",
+        stdout(&output)
+    );
+
+    std::fs::write(&config, "model = [\n").unwrap();
+    let output = home.scv().args(["daemon", "reload"]).output().unwrap();
+    let text = stdout(&output);
+    assert!(text.contains("config.toml: line"), "{text}");
+    assert!(text.contains("not applied"), "{text}");
+    second.push(Reply::text(["the old one runs on"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert_eq!(stdout(&output), "the old one runs on\n");
+    assert!(stderr(&output).contains("[config]"), "{}", stderr(&output));
+
+    // Stopped, the daemon cannot start with that file: the client says
+    // the server's own words at once instead of waiting out its timeout.
+    assert!(home
+        .scv()
+        .args(["daemon", "stop"])
+        .status()
+        .unwrap()
+        .success());
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(err.contains("config.toml: line 2: invalid array"), "{err}");
+    assert!(!err.contains("did not accept"), "{err}");
+    assert!(home.daemon_pid().is_none() || !home.socket().exists());
+}

@@ -215,12 +215,12 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     let first = home.daemon_pid().expect("scv started the daemon");
 
     unsafe { libc::kill(first, libc::SIGTERM) };
-    tmux.wait_for("reconnecting").await;
     tmux.wait_for("went away").await;
 
-    // The daemon comes back (started by someone else).
-    let mut daemon = home.start_daemon();
+    // Nobody starts it: `scv` does, and says so.
     let screen = tmux.wait_for("a new session started").await;
+    let second = home.daemon_pid().expect("scv started the daemon again");
+    assert_ne!(first, second);
     // The session ran nothing, so nothing of it was kept to offer back.
     assert!(!screen.contains("Ctrl+R"), "{screen}");
     mock.push(Reply::text(["back in business"]));
@@ -228,7 +228,53 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     tmux.wait_for("back in business").await;
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
+}
+
+/// The daemon comes back started by someone else: `scv` takes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ui_reconnects_to_a_daemon_someone_else_started() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("reconnect-other");
+    let mut daemon = home.start_daemon();
+    while !home.socket().exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
     stop(&mut daemon);
+    tmux.wait_for("went away").await;
+    let mut daemon = home.start_daemon();
+    tmux.wait_for("a new session started").await;
+    mock.push(Reply::text(["back in business"]));
+    tmux.keys(&["hello again", "Enter"]);
+    tmux.wait_for("back in business").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    stop(&mut daemon);
+}
+
+/// A daemon that cannot start again (config.toml broken meanwhile) is
+/// reported in its own words, with the file and line, not "reconnecting"
+/// forever; fixing the file lets the next try through.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_that_cannot_start_again_says_why() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("reconnect-broken");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    let config = home.path().join("config.toml");
+    let good = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{good}\nmax_steps = [\n")).unwrap();
+    let first = home.daemon_pid().expect("scv started the daemon");
+    unsafe { libc::kill(first, libc::SIGTERM) };
+    let screen = tmux.wait_for("cannot start the SCV daemon again").await;
+    assert!(screen.contains("config.toml"), "{screen}");
+    std::fs::write(&config, good).unwrap();
+    tmux.wait_for("a new session started").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
 }
 
 /// A conversation outlives its daemon: after a restart the TUI offers it
@@ -247,9 +293,7 @@ async fn ctrl_r_resumes_the_conversation_a_restart_took_away() {
     tmux.wait_for("idle").await;
     let first = home.daemon_pid().expect("scv started the daemon");
     unsafe { libc::kill(first, libc::SIGKILL) };
-    tmux.wait_for("reconnecting").await;
-
-    let mut daemon = home.start_daemon();
+    // `scv` starts the daemon again itself.
     tmux.wait_for("Press Ctrl+R to resume").await;
     let requests = mock.request_count();
     tmux.keys(&["C-r"]);
@@ -266,7 +310,6 @@ async fn ctrl_r_resumes_the_conversation_a_restart_took_away() {
     assert!(body.contains("the answer is forty-two"), "{body}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
-    stop(&mut daemon);
 }
 
 /// `/resume` lists the directory's sessions; typing filters, Enter opens

@@ -108,6 +108,11 @@ pub(crate) struct SessionSettings {
     pub custom: Arc<crate::customize::Customization>,
     /// `$SCV_HOME` (hooks from there are the user's own).
     pub scv_home: Arc<std::path::Path>,
+    /// The configuration the session started (or last switched) with: a
+    /// later edit of `config.toml` reaches new sessions, not this one.
+    pub config: Arc<crate::config::Config>,
+    /// Its turn limits, made from `config`.
+    pub limits: Arc<Limits>,
 }
 
 impl SessionSettings {

@@ -366,6 +366,8 @@ impl Child {
             plan_sandbox: from.plan_sandbox.clone(),
             custom: from.custom.clone(),
             scv_home: from.scv_home.clone(),
+            config: from.config.clone(),
+            limits: from.limits.clone(),
         };
         Child {
             session_id,

@@ -359,7 +359,14 @@ impl Account {
             .iter()
             .filter(|(id, chat)| !self.is_owner(id) && chat.client.busy())
             .count();
-        let model = self.shared.config.provider.defs.default_def().model.clone();
+        let model = self
+            .shared
+            .config()
+            .provider
+            .defs
+            .default_def()
+            .model
+            .clone();
         let workspace = self.spec.workspace.display().to_string();
         // The workspace's custom commands and skills: the owner's, with tools.
         let commands = self.tools_for(&user);
@@ -770,7 +777,7 @@ impl Account {
                         ));
                     } else {
                         let timeout = Duration::from_millis(
-                            self.shared.config.daemon.clawbot_approval_timeout_ms,
+                            self.shared.config().daemon.clawbot_approval_timeout_ms,
                         );
                         chat.approvals
                             .push_back((approval.approval_id, Instant::now() + timeout));

@@ -89,6 +89,27 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RotatingLog {
     }
 }
 
+/// Whether stderr is a pipe: a client that starts the daemon in the
+/// background reads it to show a start-up error (a malformed config.toml)
+/// at once.
+pub fn stderr_is_pipe() -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata("/proc/self/fd/2").is_ok_and(|meta| meta.file_type().is_fifo())
+}
+
+/// Lets go of stderr once the daemon listens: the client that reads the
+/// pipe stops at its end, the log file has everything from now on, and a
+/// pipe whose reader is gone would fail every write.
+pub(crate) fn release_stderr() {
+    let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") else {
+        return;
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: dup2 onto descriptor 2 only replaces what stderr refers to;
+    // Rust's stderr handle writes to the descriptor number, so it follows.
+    unsafe { libc::dup2(null.as_raw_fd(), libc::STDERR_FILENO) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,14 +33,17 @@ use tokio_util::task::TaskTracker;
 const SHUTDOWN_JOIN: Duration = Duration::from_secs(8);
 
 /// Runs the daemon on `socket` until SIGTERM or Ctrl+C; `workspace` is
-/// the daemon workspace (ClawBot sessions without their own).
+/// the daemon workspace (ClawBot sessions without their own);
+/// `release_stderr`: stderr is a starting client's pipe, let go once the
+/// socket listens ([`log::release_stderr`]).
 pub async fn run(
     shared: Arc<Shared>,
     home: PathBuf,
     socket: PathBuf,
     workspace: PathBuf,
+    release_stderr: bool,
 ) -> ExitCode {
-    match serve_socket(shared, &home, &socket, workspace).await {
+    match serve_socket(shared, &home, &socket, workspace, release_stderr).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("scv-server: {err:#}");
@@ -54,6 +57,7 @@ async fn serve_socket(
     home: &Path,
     socket: &Path,
     workspace: PathBuf,
+    release_stderr: bool,
 ) -> anyhow::Result<()> {
     if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
         prepare_dir(dir)?;
@@ -76,16 +80,19 @@ async fn serve_socket(
         Err(err) => anyhow::bail!("cannot use {}: {err}", socket.display()),
     }
     let listener = bind_private(socket)?;
+    if release_stderr {
+        log::release_stderr();
+    }
     let descriptors = raise_fd_limit();
     // A quarter of the descriptors for connections: the rest stay for what
     // running sessions open (provider connections, tool pipes).
     let max_connections = shared
-        .config
+        .config()
         .daemon
         .max_connections
         .min((descriptors / 4) as usize)
         .max(1);
-    let init_deadline = Duration::from_millis(shared.config.daemon.initialize_timeout_ms.max(1));
+    let init_deadline = Duration::from_millis(shared.config().daemon.initialize_timeout_ms.max(1));
     tracing::info!(
         "scv-server {} listening on {}",
         crate::server::SERVER_VERSION,

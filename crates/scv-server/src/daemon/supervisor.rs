@@ -10,6 +10,7 @@
 
 use crate::component::{self, Component, Context};
 use crate::handles::{Connector, Control, ControlError, ControlFuture};
+use crate::live::Reread;
 use crate::server::Shared;
 use scv_protocol::{DaemonCommand, DaemonStatus};
 use std::path::{Path, PathBuf};
@@ -49,8 +50,9 @@ impl Supervisor {
         }
     }
 
-    /// Live status: version, pid and every component's.
-    async fn status(&self) -> DaemonStatus {
+    /// Live status: version, pid, every component's and the
+    /// configuration file's (with what `reread` found changed).
+    async fn status(&self, reread: Option<Reread>) -> DaemonStatus {
         let mut components = Vec::new();
         for component in &self.components {
             components.extend(component.status(&self.cx).await);
@@ -59,6 +61,7 @@ impl Supervisor {
             version: crate::server::SERVER_VERSION.into(),
             pid: std::process::id(),
             components,
+            config: self.cx.shared.live.state(reread),
         }
     }
 
@@ -81,7 +84,9 @@ impl Supervisor {
                 _ = shutdown.cancelled() => break,
                 _ = tick.tick() => {
                     let _held = self.lock.lock().await;
-                    self.reconcile(false).await;
+                    // An edited config.toml is taken as `reload` would.
+                    let edited = !self.cx.shared.live.refresh().await.is_empty();
+                    self.reconcile(edited).await;
                 }
             }
         }
@@ -105,9 +110,11 @@ impl Control for Supervisor {
     fn control(&self, command: DaemonCommand) -> ControlFuture<'_> {
         Box::pin(async move {
             let held = self.lock.lock().await;
+            let mut reread = None;
             match component::kind_of(&command) {
                 None if command == DaemonCommand::Status => {}
                 None => {
+                    reread = Some(self.cx.shared.live.refresh().await);
                     self.reconcile(true).await;
                     // What a leak would show: tasks that outlive what
                     // started them (tests compare two reloads).
@@ -134,7 +141,7 @@ impl Control for Supervisor {
                     }
                 }
             }
-            let status = self.status().await;
+            let status = self.status(reread).await;
             drop(held);
             Ok(status)
         })

@@ -5,8 +5,11 @@
 //! What the session host does with the result is its business.
 
 use crate::agent::SessionSettings;
+use crate::config::Config;
+use crate::live::Current;
 use crate::provider::presets::{check_url, same_origin, ProviderDef};
 use crate::provider::Provider;
+use crate::sandbox::Sandbox;
 use crate::server::Shared;
 use crate::session::reject::{invalid, Reject};
 use crate::tools::Registry;
@@ -62,14 +65,17 @@ impl<'a> SessionFactory<'a> {
                 })?
         };
         let mut custom = custom;
-        let config = &self.shared.config;
+        // What config.toml says now (read again if it was edited).
+        self.shared.live.refresh().await;
+        let current = self.shared.current();
+        let config = &current.config;
         custom.check_agents(|model| {
             config.cost.pricing.price(model).is_some() || config.provider.defs.has_model(model)
         });
-        let def = self.definition(start.provider.as_deref())?;
-        let provider = self.provider(def, start.model, start.base_url)?;
+        let def = definition(config, start.provider.as_deref())?;
+        let provider = self.provider(&current, def, start.model, start.base_url)?;
         let session_servers = match &start.mcp_servers {
-            Some(servers) if !servers.is_empty() => Some(self.session_servers(servers)?),
+            Some(servers) if !servers.is_empty() => Some(session_servers(config, servers)?),
             _ => None,
         };
         // `--stdio` starts its MCP servers with its first session.
@@ -83,11 +89,12 @@ impl<'a> SessionFactory<'a> {
             None => None,
         };
         let mode = start.mode.unwrap_or_default();
-        let mut started = self.started(&cwd, &provider.model, def);
+        let mut started = started(&current.sandbox, &cwd, &provider.model, def);
         started.mode = Some(mode);
         started.command_diagnostics = custom.diagnostics();
+        started.config_warnings = self.shared.live.warnings();
         let commands = custom.infos();
-        let sandbox = self.shared.sandbox.policy(&cwd).map(Arc::new);
+        let sandbox = current.sandbox.policy(&cwd).map(Arc::new);
         let settings = SessionSettings {
             plan_sandbox: sandbox.as_deref().map(|policy| {
                 Arc::new(scv_sandbox::Policy {
@@ -105,8 +112,10 @@ impl<'a> SessionFactory<'a> {
             tools: Registry::builtins(),
             no_tools: start.no_tools,
             submitter: "client".into(),
-            sandbox_trusted: self.shared.sandbox.trusted(),
-            tool_env: self.shared.sandbox.env(),
+            sandbox_trusted: current.sandbox.trusted(),
+            tool_env: current.sandbox.env(),
+            config: current.config.clone(),
+            limits: current.limits.clone(),
         };
         Ok(Made {
             settings,
@@ -114,45 +123,6 @@ impl<'a> SessionFactory<'a> {
             started,
             commands,
         })
-    }
-
-    /// `session.started` for a session in `cwd` with `model` of `def`.
-    fn started(&self, cwd: &Path, model: &str, def: &ProviderDef) -> SessionStarted {
-        let sandbox = &self.shared.sandbox;
-        SessionStarted {
-            cwd: cwd.display().to_string(),
-            model: model.to_string(),
-            context_max_tokens: def.context_max_tokens,
-            max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
-            max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
-            max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
-            max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
-            max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
-            provider: Some(def.name.clone()),
-            sandbox: Some(sandbox.status().to_string()),
-            sandbox_gaps: sandbox.gaps().to_vec(),
-            sandbox_warnings: sandbox.warnings(cwd),
-            resumed: false,
-            unsent_prompts: None,
-            forked_from: None,
-            mode: None,
-            commands: None,
-            command_diagnostics: Vec::new(),
-        }
-    }
-
-    /// The provider definition named `name` (the configured one without).
-    fn definition(&self, name: Option<&str>) -> Result<&'a ProviderDef, Reject> {
-        let defs = &self.shared.config.provider.defs;
-        match name {
-            None => Ok(defs.default_def()),
-            Some(name) => defs.get(name).ok_or_else(|| {
-                invalid(format!(
-                    "unknown provider `{name}` (known: {})",
-                    defs.names()
-                ))
-            }),
-        }
     }
 
     /// `session.configure` (extension): the settings of `current` with
@@ -165,9 +135,11 @@ impl<'a> SessionFactory<'a> {
         provider: Option<String>,
         model: Option<String>,
     ) -> Result<(SessionSettings, EventBody), Reject> {
-        let defs = &self.shared.config.provider.defs;
+        // A switch takes what config.toml says now.
+        let now = self.shared.current();
+        let defs = &now.config.provider.defs;
         let def = match provider.as_deref() {
-            Some(name) => self.definition(Some(name))?,
+            Some(name) => definition(&now.config, Some(name))?,
             None => defs
                 .get(&current.provider.name)
                 .unwrap_or_else(|| defs.default_def()),
@@ -176,7 +148,7 @@ impl<'a> SessionFactory<'a> {
             .is_none()
             .then(|| current.provider.base_url.clone());
         let model = model.or_else(|| provider.is_none().then(|| current.provider.model.clone()));
-        let next = self.provider(def, model, base_url)?;
+        let next = self.provider(&now, def, model, base_url)?;
         let configured = EventBody::SessionConfigured {
             provider: def.name.clone(),
             model: next.model.clone(),
@@ -198,47 +170,21 @@ impl<'a> SessionFactory<'a> {
             sandbox: current.sandbox.clone(),
             sandbox_trusted: current.sandbox_trusted,
             tool_env: current.tool_env.clone(),
+            config: now.config.clone(),
+            limits: now.limits.clone(),
         };
         Ok((settings, configured))
-    }
-
-    /// `session.start.mcp_servers` (extension), checked as config tables
-    /// are: the configured servers plus these, names unique, at most
-    /// `scv_mcp::MAX_SERVERS` in all.
-    fn session_servers(
-        &self,
-        servers: &std::collections::BTreeMap<String, serde_json::Value>,
-    ) -> Result<Vec<scv_mcp::ServerSpec>, Reject> {
-        let mut specs = self.shared.config.mcp_servers.clone();
-        if specs.len() + servers.len() > scv_mcp::MAX_SERVERS {
-            return Err(invalid(format!(
-                "at most {} MCP servers in all (the daemon's and the session's)",
-                scv_mcp::MAX_SERVERS
-            )));
-        }
-        for (name, value) in servers {
-            if specs.iter().any(|spec| spec.name == *name) {
-                return Err(invalid(format!(
-                    "mcp_servers.{name}: the daemon already has a server of that name"
-                )));
-            }
-            let raw: scv_mcp::RawServer = serde_json::from_value(value.clone())
-                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
-            let spec = scv_mcp::ServerSpec::new(name, raw)
-                .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
-            specs.push(spec);
-        }
-        Ok(specs)
     }
 
     /// A provider for `def`, with a session's `model` / `base_url` on top.
     fn provider(
         &self,
+        current: &Current,
         def: &ProviderDef,
         model: Option<String>,
         base_url: Option<String>,
     ) -> Result<Provider, Reject> {
-        let config = &self.shared.config;
+        let config = &current.config;
         let model = match model {
             Some(model) if model.trim().is_empty() => return Err(invalid("model is empty")),
             Some(model) => model,
@@ -261,7 +207,7 @@ impl<'a> SessionFactory<'a> {
                 def.name
             );
         }
-        let api_key = own.then(|| self.shared.api_key(def)).flatten();
+        let api_key = own.then(|| current.api_key(def)).flatten();
         Ok(Provider {
             http: self.shared.http(),
             name: def.name.clone(),
@@ -283,6 +229,74 @@ impl<'a> SessionFactory<'a> {
             max_retries: config.provider.max_retries,
         })
     }
+}
+
+/// `session.started` for a session in `cwd` with `model` of `def`.
+fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> SessionStarted {
+    SessionStarted {
+        cwd: cwd.display().to_string(),
+        model: model.to_string(),
+        context_max_tokens: def.context_max_tokens,
+        max_server_frame_bytes: MAX_SERVER_FRAME_BYTES as u64,
+        max_transcript_bytes: MAX_TRANSCRIPT_BYTES as u64,
+        max_transcript_items: MAX_TRANSCRIPT_ITEMS as u64,
+        max_prompt_history_bytes: MAX_PROMPT_HISTORY_BYTES as u64,
+        max_prompt_history_items: MAX_PROMPT_HISTORY_ITEMS as u64,
+        provider: Some(def.name.clone()),
+        sandbox: Some(sandbox.status().to_string()),
+        sandbox_gaps: sandbox.gaps().to_vec(),
+        sandbox_warnings: sandbox.warnings(cwd),
+        resumed: false,
+        unsent_prompts: None,
+        forked_from: None,
+        mode: None,
+        commands: None,
+        command_diagnostics: Vec::new(),
+        config_warnings: Vec::new(),
+    }
+}
+
+/// The provider definition named `name` (the configured one without).
+fn definition<'c>(config: &'c Config, name: Option<&str>) -> Result<&'c ProviderDef, Reject> {
+    let defs = &config.provider.defs;
+    match name {
+        None => Ok(defs.default_def()),
+        Some(name) => defs.get(name).ok_or_else(|| {
+            invalid(format!(
+                "unknown provider `{name}` (known: {})",
+                defs.names()
+            ))
+        }),
+    }
+}
+
+/// `session.start.mcp_servers` (extension), checked as config tables
+/// are: the configured servers plus these, names unique, at most
+/// `scv_mcp::MAX_SERVERS` in all.
+fn session_servers(
+    config: &Config,
+    servers: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Result<Vec<scv_mcp::ServerSpec>, Reject> {
+    let mut specs = config.mcp_servers.clone();
+    if specs.len() + servers.len() > scv_mcp::MAX_SERVERS {
+        return Err(invalid(format!(
+            "at most {} MCP servers in all (the daemon's and the session's)",
+            scv_mcp::MAX_SERVERS
+        )));
+    }
+    for (name, value) in servers {
+        if specs.iter().any(|spec| spec.name == *name) {
+            return Err(invalid(format!(
+                "mcp_servers.{name}: the daemon already has a server of that name"
+            )));
+        }
+        let raw: scv_mcp::RawServer = serde_json::from_value(value.clone())
+            .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
+        let spec = scv_mcp::ServerSpec::new(name, raw)
+            .map_err(|err| invalid(format!("mcp_servers.{name}: {err}")))?;
+        specs.push(spec);
+    }
+    Ok(specs)
 }
 
 /// The canonical workspace for `cwd`, or an `invalid_request` naming why not.

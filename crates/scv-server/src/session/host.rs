@@ -339,6 +339,7 @@ impl SessionHost {
             .out
             .send(crate::transport::encode(started.as_ref()))
             .await;
+        let max_session_cost_usd = made.settings.config.cost.budgets.max_session_cost_usd;
         let session = Session {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
@@ -351,7 +352,7 @@ impl SessionHost {
             detail: crate::model::Usage::default(),
             cost_usd: None,
             warned: Warned::default(),
-            max_session_cost_usd: self.shared.config.cost.budgets.max_session_cost_usd,
+            max_session_cost_usd,
             mcp: made.mcp,
             journal,
             checkpoints,
@@ -441,6 +442,8 @@ impl SessionHost {
             }
             session.settings.clone()
         };
+        // A switch takes what config.toml says now.
+        self.shared.live.refresh().await;
         let (settings, mut configured) =
             SessionFactory::new(&self.shared).configure(&current, provider, model)?;
         let session = self.session(session_id)?;
@@ -554,7 +557,7 @@ impl SessionHost {
             return;
         }
         let model = session.settings.provider.model.clone();
-        let cost = &self.shared.config.cost;
+        let cost = &session.settings.config.cost;
         let spending = Spending::new(
             model.clone(),
             cost.pricing.price(&model),
@@ -578,7 +581,7 @@ impl SessionHost {
         let turn = Turn {
             trace,
             spending,
-            limits: self.shared.limits.clone(),
+            limits: session.settings.limits.clone(),
             reasoning: self.reasoning,
             checkpoints: session.checkpoints.clone(),
             announce_checkpoints: self.checkpoint_requests,
@@ -593,8 +596,8 @@ impl SessionHost {
             subagents: (!session.settings.no_tools)
                 .then(|| {
                     let server = crate::agent::subagent::Server {
-                        limits: self.shared.limits.clone(),
-                        config: self.shared.config.clone(),
+                        limits: session.settings.limits.clone(),
+                        config: session.settings.config.clone(),
                         store: self.shared.store.clone(),
                     };
                     crate::agent::subagent::Subagents::for_turn(

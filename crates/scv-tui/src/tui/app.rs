@@ -95,6 +95,8 @@ pub struct App {
     /// The session the TUI had before the daemon went away: Ctrl+R
     /// resumes it.
     pub resume_offer: Option<String>,
+    /// Why the last reconnect failed, once said (not repeated each try).
+    pub reconnect_error: Option<String>,
     /// Checkpoint requests in flight and where turns begin ([`undo`]).
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
@@ -132,6 +134,7 @@ impl App {
             files: Default::default(),
             path_matches: Vec::new(),
             resume_offer: None,
+            reconnect_error: None,
             undo: Default::default(),
             plan: Default::default(),
             subagents: Default::default(),

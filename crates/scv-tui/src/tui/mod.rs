@@ -51,6 +51,9 @@ use tokio::sync::mpsc;
 /// At most one frame per this interval while events stream in.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+/// How long one reconnect may hold the screen (a daemon starts in tens of
+/// milliseconds; a slower one is found by the next try).
+const RECONNECT_WAIT: Duration = Duration::from_secs(3);
 /// `scv` shows the model's thinking (`reasoning.delta`), what turns
 /// cost (capability `usage`), and its subagents' work under their `task`
 /// calls (capability `subagents`).
@@ -266,15 +269,21 @@ async fn event_loop(
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {
                     next_reconnect = Instant::now() + RECONNECT_EVERY;
-                    let attempt = tokio::time::timeout(Duration::from_secs(2), session::open(endpoint, false, "scv-tui", REASONING, cwd, choice, &session::Which::New)).await;
-                    if let Ok(Ok(opened)) = attempt {
-                        app.reconnected();
-                        for event in opened.events {
-                            app.apply(event);
+                    // The daemon is started again when it is not running,
+                    // with the binary lookup `scv` started it with.
+                    let attempt = tokio::time::timeout(RECONNECT_WAIT, session::open(endpoint, true, "scv-tui", REASONING, cwd, choice, &session::Which::New)).await;
+                    match attempt {
+                        Ok(Ok(opened)) => {
+                            app.reconnected();
+                            for event in opened.events {
+                                app.apply(event);
+                            }
+                            *link = Some(Link::new(opened.conn));
                         }
-                        *link = Some(Link::new(opened.conn));
-                        dirty = true;
+                        Ok(Err(err)) => app.reconnect_failed(format!("{err:#}")),
+                        Err(_) => {}
                     }
+                    dirty = true;
                 }
             }
         }

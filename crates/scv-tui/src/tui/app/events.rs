@@ -337,6 +337,11 @@ impl App {
             mode: started.mode.unwrap_or_default(),
             commands: started.commands.unwrap_or_default(),
         });
+        // config.toml's error (the server runs on the last good one) and
+        // unknown keys.
+        for warning in started.config_warnings {
+            self.notice(format!("config: {warning}"));
+        }
         for warning in started.sandbox_warnings {
             self.notice(format!("sandbox: {warning}"));
         }
@@ -771,13 +776,26 @@ impl App {
         }
         self.transcript.push(ItemKind::Error {
             code: "disconnected".into(),
-            message: "the SCV daemon went away; reconnecting…".into(),
+            message: "the SCV daemon went away; starting it again and reconnecting…".into(),
         });
+    }
+
+    /// Reconnecting failed with `why` (the daemon cannot start: a
+    /// malformed config.toml); said once until it changes.
+    pub fn reconnect_failed(&mut self, why: String) {
+        if self.reconnect_error.as_ref() != Some(&why) {
+            self.transcript.push(ItemKind::Error {
+                code: "disconnected".into(),
+                message: format!("cannot start the SCV daemon again: {why} (retrying)"),
+            });
+            self.reconnect_error = Some(why);
+        }
     }
 
     /// Connected again with a fresh session (its events follow). The
     /// session it had is offered back: one key resumes it.
     pub fn reconnected(&mut self) {
+        self.reconnect_error = None;
         let previous = self.session_id().filter(|_| self.book.worked);
         self.link = LinkState::Connected;
         self.new_client();
