@@ -90,13 +90,18 @@ where
                 if init_by.is_some() && !conn.initialized =>
             {
                 let waited = init_deadline.unwrap_or_default().as_millis();
-                let event = Event::error(
-                    None,
-                    ErrorCode::NotInitialized,
-                    format!("no initialize within {waited} ms; closing the connection"),
-                    true,
-                );
-                Box::pin(conn.reply(&event)).await;
+                // The event is made inside the box too: held across the
+                // await, it would sit in every idle connection's state.
+                Box::pin(async {
+                    let event = Event::error(
+                        None,
+                        ErrorCode::NotInitialized,
+                        format!("no initialize within {waited} ms; closing the connection"),
+                        true,
+                    );
+                    conn.reply(&event).await
+                })
+                .await;
                 break Ending::NotInitialized;
             }
             Some(joined) = conn.host.next_finished(), if conn.host.has_turns() => {
