@@ -196,6 +196,10 @@ pub enum EventBody {
     /// session).
     #[serde(rename = "budget.warning")]
     BudgetWarning(BudgetWarning),
+    /// Capability `retries`: the provider refused for now (429, 5xx)
+    /// and the request goes again after a wait.
+    #[serde(rename = "provider.retrying")]
+    ProviderRetrying(ProviderRetrying),
     #[serde(rename = "turn.cancelled")]
     TurnCancelled {},
     #[serde(rename = "turn.failed")]
@@ -280,6 +284,7 @@ impl EventBody {
             EventBody::ContextCompacted { .. } => "context.compacted",
             EventBody::TurnCompleted { .. } => "turn.completed",
             EventBody::BudgetWarning(_) => "budget.warning",
+            EventBody::ProviderRetrying(_) => "provider.retrying",
             EventBody::TurnCancelled {} => "turn.cancelled",
             EventBody::TurnFailed { .. } => "turn.failed",
             EventBody::SessionTrimmed { .. } => "session.trimmed",
@@ -421,6 +426,22 @@ pub struct BudgetWarning {
     /// What is spent against it.
     pub spent: f64,
     pub message: String,
+}
+
+/// `provider.retrying` (capability `retries`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderRetrying {
+    /// Which retry this is, from 1.
+    pub attempt: u32,
+    /// Retries allowed (`provider_max_retries`).
+    pub max_retries: u32,
+    /// How long the server waits before sending again (the provider's
+    /// `Retry-After` when it gave one, at most 30 s).
+    pub wait_ms: u64,
+    /// The provider's HTTP status.
+    pub status: u16,
+    /// The status in words: `rate limited`, `overloaded`, `server error`.
+    pub reason: String,
 }
 
 /// Risk class of a tool call; `auto_approve` names the classes that run

@@ -245,6 +245,10 @@ pub struct Capabilities {
     /// `subagent.started`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub subagents: bool,
+    /// `provider.retrying` events: a transient provider refusal and the
+    /// wait before the request goes again.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub retries: bool,
 }
 
 /// Name and version of a client or server.

@@ -453,3 +453,118 @@ async fn a_refused_key_is_named_by_its_variable() {
     );
     assert!(!leaks_key(message));
 }
+
+/// A provider that needs a key whose variable is not set: every preset's
+/// session says so at `session.start` (naming the variable), its turns fail
+/// before anything is sent, and a switch to it is refused while the
+/// session keeps the provider that works. Local servers need none.
+#[tokio::test]
+async fn a_missing_key_is_named_at_start_and_switch_and_nothing_is_sent() {
+    let mut rig = Rig::new(
+        "[providers.remote]\nwire = \"chat\"\nbase_url = \"https://llm.example.invalid/v1\"\nmodel = \"m\"\napi_key_env = \"SCV_TEST_UNSET_KEY\"\n",
+    )
+    .await;
+    for (preset, var) in [
+        ("openai", "OPENAI_API_KEY"),
+        ("openai-responses", "OPENAI_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+        ("openrouter", "OPENROUTER_API_KEY"),
+        ("deepseek", "DEEPSEEK_API_KEY"),
+        ("gemini", "GEMINI_API_KEY"),
+        ("remote", "SCV_TEST_UNSET_KEY"),
+    ] {
+        // `openai` is configured at the mock (a local server): no warning.
+        let (started, _) = rig.start(json!({"provider": preset})).await;
+        let warnings = started["config_warnings"].to_string();
+        if preset == "openai" {
+            assert!(started.get("config_warnings").is_none(), "{warnings}");
+            continue;
+        }
+        assert!(
+            warnings.contains(&format!(
+                "provider `{preset}` needs a key: {var} is not set in the server's environment"
+            )),
+            "{preset}: {warnings}"
+        );
+        assert!(
+            warnings.contains("turns fail until it is set"),
+            "{warnings}"
+        );
+    }
+    let (_, remote) = rig.start(json!({"provider": "remote"})).await;
+    let events = rig.turn(&remote, "hi").await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "provider_error");
+    assert!(message.contains("SCV_TEST_UNSET_KEY"), "{message}");
+    assert!(message.ends_with("nothing was sent"), "{message}");
+
+    let session = rig.session().await;
+    rig.server
+        .send(json!({"type":"session.configure","request_id":"c","session_id":session,"provider":"remote"}))
+        .await;
+    let error = rig.server.expect_error("invalid_request", "c").await;
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("SCV_TEST_UNSET_KEY is not set"),
+        "{message}"
+    );
+    assert!(
+        message.contains("the session keeps its provider"),
+        "{message}"
+    );
+    still_works(&mut rig, &session).await;
+    assert_eq!(
+        rig.mock.request_count(),
+        1,
+        "only the working session's turn"
+    );
+}
+
+/// With capability `retries`, each wait is told before it starts: which
+/// retry, of how many, how long, and why; a client without it sees
+/// nothing new.
+#[tokio::test]
+async fn retries_are_told_to_a_client_that_asked() {
+    let mut rig =
+        Rig::with_capabilities("provider_max_retries = 3", json!({"retries": true})).await;
+    let session = rig.session().await;
+    rig.mock
+        .push(Reply::error(429, "slow down").header("retry-after", "0"));
+    rig.mock
+        .push(Reply::error(503, "busy").header("retry-after", "0"));
+    let events = turn_with(&mut rig, &session, Reply::text(["made it"])).await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    common::assert_seq_contiguous(&events);
+    let retrying: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "provider.retrying")
+        .collect();
+    assert_eq!(retrying.len(), 2, "{events:?}");
+    assert_eq!(
+        (
+            &retrying[0]["attempt"],
+            &retrying[0]["max_retries"],
+            &retrying[0]["wait_ms"],
+            &retrying[0]["status"],
+            &retrying[0]["reason"]
+        ),
+        (
+            &json!(1),
+            &json!(3),
+            &json!(0),
+            &json!(429),
+            &json!("rate limited")
+        )
+    );
+    assert_eq!(retrying[1]["attempt"], 2);
+    assert_eq!(retrying[1]["reason"], "overloaded");
+    assert_eq!(retrying[0]["turn_id"], events[0]["turn_id"]);
+
+    let mut old = Rig::new("").await;
+    let session = old.session().await;
+    old.mock
+        .push(Reply::error(429, "slow down").header("retry-after", "0"));
+    let events = turn_with(&mut old, &session, Reply::text(["made it"])).await;
+    assert!(events.iter().all(|e| e["type"] != "provider.retrying"));
+    common::assert_seq_contiguous(&events);
+}

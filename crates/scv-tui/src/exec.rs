@@ -109,6 +109,7 @@ pub async fn run(
         usage: true,
         hooks: true,
         subagents: true,
+        retries: true,
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {

@@ -668,3 +668,24 @@ async fn a_task_call_shows_its_subagents_card_and_ctrl_o_its_transcript() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+/// A provider's "not now" (429) shows on the status line as a countdown
+/// with the reason, and goes when the answer comes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_counts_down_on_the_status_line() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("retry");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::error(429, "slow down").header("retry-after", "3"));
+    mock.push(Reply::text(["after the wait"]));
+    tmux.keys(&["go", "Enter"]);
+    let screen = tmux.wait_for("(429 rate limited, 1 of 3)").await;
+    assert!(screen.contains("retrying in"), "{screen}");
+    tmux.wait_for("after the wait").await;
+    let screen = tmux.wait_for("idle").await;
+    assert!(!screen.contains("retrying"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

@@ -83,3 +83,26 @@ async fn exec_says_a_turn_failure_in_words() {
     );
     assert!(!err.contains("provider_error"), "{err}");
 }
+
+/// A provider that refuses for now is waited out, and `scv exec` says
+/// each wait on stderr; the answer still comes.
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_says_each_retry_and_its_wait() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::error(429, "slow down").header("retry-after", "1"));
+    mock.push(Reply::error(500, "boom").header("retry-after", "0"));
+    mock.push(Reply::text(["made it"]));
+    let output = home.scv().args(["exec", "go"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "made it\n");
+    let err = stderr(&output);
+    assert!(
+        err.contains("[retry] retrying in 1 s (429 rate limited, 1 of 3)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[retry] retrying in 0 s (500 server error, 2 of 3)"),
+        "{err}"
+    );
+}

@@ -26,10 +26,12 @@ use crate::context::compaction::{self, SUMMARY_SYSTEM_PROMPT};
 use crate::context::trim::{self, Trimmed};
 use crate::context::History;
 use crate::model::{Message, ToolCall, ToolSpec, Usage};
-use crate::provider::{Delta, End, Provider, ProviderError, Reply, Request};
+use crate::provider::{
+    Delta, End, Failure, Provider, ProviderError, Reply, Request, ResponseStream,
+};
 use crate::tools::{Registry, ToolContext, ToolError, ToolOutput};
 pub(crate) use approvals::Approvals;
-use scv_protocol::{EventBody, FailureCode};
+use scv_protocol::{EventBody, FailureCode, ProviderRetrying};
 use serde_json::Value;
 pub(crate) use sink::{EmitError, SessionSink};
 use std::future::Future;
@@ -171,6 +173,8 @@ pub(crate) struct Turn {
     pub trace: Option<crate::telemetry::TurnTrace>,
     /// The connection asked for capability `hooks` (`hook.message`).
     pub hook_events: bool,
+    /// The connection asked for capability `retries` (`provider.retrying`).
+    pub retries: bool,
     /// What it may start subagents with (`None`: no `task` tool).
     pub subagents: Option<Arc<subagent::Subagents>>,
     /// A subagent's turn: its tools, instructions and caps.
@@ -549,12 +553,12 @@ impl Turn {
             .map(|t| t.request(provider.max_output_tokens));
         let summary = async {
             let stream = self
-                .cancellable(provider.start(&Request {
+                .open(&Request {
                     system: SUMMARY_SYSTEM_PROMPT,
                     history: &request,
                     tools: &[],
-                }))
-                .await??;
+                })
+                .await?;
             Ok::<Reply, Stop>(self.cancellable(stream.finish()).await??)
         }
         .await;
@@ -609,8 +613,7 @@ impl Turn {
     }
 
     async fn stream_step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
-        let provider = &self.settings.provider;
-        let mut stream = self.cancellable(provider.start(request)).await??;
+        let mut stream = self.open(request).await?;
         let mut batch = Vec::new();
         while let Some(first) = self.cancellable(stream.next_delta()).await?? {
             // The deltas of the chunk just read go out together: one
@@ -873,6 +876,39 @@ impl Turn {
             .emit_all(Some(&self.request_id), Some(&self.turn_id), bodies);
         self.cancellable(emit).await??;
         Ok(())
+    }
+
+    /// Opens the provider's stream for `request`. A key the provider needs
+    /// and does not have fails the turn before anything is sent; a
+    /// transient refusal is waited out (cancellably), and told to a
+    /// connection that asked (`provider.retrying`), up to the provider's
+    /// `max_retries`.
+    async fn open(&self, request: &Request<'_>) -> Result<ResponseStream, Stop> {
+        let provider = &self.settings.provider;
+        if let Some(message) = provider.missing_key_message("nothing was sent") {
+            return Err(Stop::Failed(FailureCode::ProviderError, message));
+        }
+        let mut attempt = 0;
+        loop {
+            match self.cancellable(provider.start(request, attempt)).await? {
+                Ok(stream) => return Ok(stream),
+                Err(Failure::Failed(err)) => return Err(err.into()),
+                Err(Failure::Retry(retry)) => {
+                    attempt += 1;
+                    if self.retries {
+                        self.emit(EventBody::ProviderRetrying(ProviderRetrying {
+                            attempt,
+                            max_retries: provider.max_retries,
+                            wait_ms: retry.wait.as_millis() as u64,
+                            status: retry.status,
+                            reason: retry.reason.into(),
+                        }))
+                        .await?;
+                    }
+                    self.cancellable(tokio::time::sleep(retry.wait)).await?;
+                }
+            }
+        }
     }
 
     async fn emit(&self, body: EventBody) -> Result<(), Stop> {

@@ -446,6 +446,7 @@ impl Child {
             spending: parent.spending.child(model, price),
             trace: None,
             hook_events: parent.hook_events,
+            retries: parent.retries,
             subagents: Subagents::for_turn(
                 server,
                 subagents.depth + 1,

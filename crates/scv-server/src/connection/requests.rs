@@ -125,6 +125,7 @@ impl Connection {
             commands: asked.commands,
             hooks: asked.hooks,
             subagents: asked.subagents,
+            retries: asked.retries,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

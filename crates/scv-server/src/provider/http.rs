@@ -1,7 +1,9 @@
-//! Sending a provider request: POST with the wire's body, bounded retries
-//! of transient failures (429, 5xx, Anthropic's 529) before any output,
-//! honouring `Retry-After`. The caller cancels by dropping the future.
-//! Errors carry the status and the provider's own text, never the key.
+//! Sending a provider request: one POST with the wire's body. A transient
+//! failure (429, 5xx, Anthropic's 529) before any output, while retries
+//! are left, comes back as a [`Retry`] with the wait (`Retry-After`
+//! honoured): the turn waits, says so, and sends again. The caller cancels
+//! by dropping the future. Errors carry the status and the provider's own
+//! text, never the key.
 
 use super::errors::{self, ProviderError, Redactor};
 use super::settings::Provider;
@@ -28,22 +30,46 @@ pub(super) enum Auth {
 /// The Anthropic API version SCV speaks.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
+/// A transient refusal: send again after `wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Retry {
+    pub wait: Duration,
+    pub status: u16,
+    /// The status in words.
+    pub reason: &'static str,
+}
+
+/// Why a request did not open a stream.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Transient, and retries are left.
+    Retry(Retry),
+    Failed(ProviderError),
+}
+
+impl From<ProviderError> for Failure {
+    fn from(err: ProviderError) -> Failure {
+        Failure::Failed(err)
+    }
+}
+
+/// Sends attempt `attempt` (0: the first) of a request.
 pub(super) async fn send(
     provider: &Provider,
     url: &str,
     body: Vec<u8>,
     auth: Auth,
     redact: &Redactor,
-) -> Result<reqwest::Response, ProviderError> {
+    attempt: u32,
+) -> Result<reqwest::Response, Failure> {
     let key = provider.api_key.as_deref();
-    let mut attempt = 0;
-    loop {
+    {
         let mut request = provider
             .http
             .post(url)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
-            .body(body.clone());
+            .body(body);
         match (auth, key) {
             (Auth::Bearer, Some(key)) => request = request.bearer_auth(key),
             (Auth::Bearer, None) => {}
@@ -73,13 +99,18 @@ pub(super) async fn send(
         let transient = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
         if transient && attempt < provider.max_retries {
             let wait = retry_after(response.headers())
-                .unwrap_or_else(|| Duration::from_millis(500 << attempt))
+                .unwrap_or_else(|| Duration::from_millis(500 << attempt.min(16)))
                 .min(MAX_RETRY_WAIT);
             tracing::info!("provider answered {status}; retrying in {wait:?}");
-            drop(response);
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-            continue;
+            return Err(Failure::Retry(Retry {
+                wait,
+                status: status.as_u16(),
+                reason: match status.as_u16() {
+                    429 => "rate limited",
+                    529 | 503 => "overloaded",
+                    _ => "server error",
+                },
+            }));
         }
         let mut error = read_error(response, redact).await;
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
@@ -91,7 +122,7 @@ pub(super) async fn send(
                 format!(" (no key was sent: {var} is not set in the server's environment)")
             });
         }
-        return Err(error);
+        Err(Failure::Failed(error))
     }
 }
 

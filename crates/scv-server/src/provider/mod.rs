@@ -29,6 +29,7 @@ mod wire;
 
 pub(crate) use assemble::{Delta, End};
 pub(crate) use errors::ProviderError;
+pub(crate) use http::Failure;
 pub(crate) use settings::{Provider, Request};
 pub(crate) use stream::{Reply, ResponseStream};
 
@@ -67,18 +68,19 @@ fn spec(wire: Wire) -> &'static WireSpec {
 }
 
 impl Provider {
-    /// Sends the request and returns the open stream once the provider
-    /// answered 200.
+    /// Sends attempt `attempt` (0: the first) of the request and returns
+    /// the open stream once the provider answered 200.
     pub(crate) async fn start(
         &self,
         request: &Request<'_>,
-    ) -> Result<ResponseStream, ProviderError> {
+        attempt: u32,
+    ) -> Result<ResponseStream, Failure> {
         let spec = spec(self.wire);
         let redact = Redactor::new(self.api_key.as_deref());
         let url = format!("{}/{}", self.base_url.trim_end_matches('/'), spec.path);
         let body = (spec.body)(self, request)?;
         let parser = (spec.parser)();
-        let response = http::send(self, &url, body, spec.auth, &redact).await?;
+        let response = http::send(self, &url, body, spec.auth, &redact, attempt).await?;
         Ok(ResponseStream::new(
             response,
             self.idle_timeout,

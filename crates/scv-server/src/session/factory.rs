@@ -93,6 +93,11 @@ impl<'a> SessionFactory<'a> {
         started.mode = Some(mode);
         started.command_diagnostics = custom.diagnostics();
         started.config_warnings = self.shared.live.warnings();
+        // The session starts (a first-run client explains what to set),
+        // but its turns fail before sending until the key is there.
+        started
+            .config_warnings
+            .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
         let sandbox = current.sandbox.policy(&cwd).map(Arc::new);
         let settings = SessionSettings {
@@ -149,6 +154,11 @@ impl<'a> SessionFactory<'a> {
             .then(|| current.provider.base_url.clone());
         let model = model.or_else(|| provider.is_none().then(|| current.provider.model.clone()));
         let next = self.provider(&now, def, model, base_url)?;
+        // A switch to a provider whose key is missing is refused: the
+        // session keeps the one that works.
+        if let Some(message) = next.missing_key_message("the session keeps its provider") {
+            return Err(invalid(message));
+        }
         let configured = EventBody::SessionConfigured {
             provider: def.name.clone(),
             model: next.model.clone(),

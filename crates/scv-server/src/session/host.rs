@@ -102,6 +102,8 @@ pub(crate) struct SessionHost {
     commands: bool,
     /// The connection asked for capability `hooks` (`hook.message`).
     hook_events: bool,
+    /// The connection asked for capability `retries` (`provider.retrying`).
+    retries: bool,
     /// The connection asked for capability `subagents`.
     subagents: bool,
     /// Its sessions' live subagents, by session id.
@@ -122,6 +124,7 @@ impl SessionHost {
             usage: false,
             commands: false,
             hook_events: false,
+            retries: false,
             subagents: false,
             children: Arc::default(),
         }
@@ -372,6 +375,7 @@ impl SessionHost {
         self.usage = granted.usage;
         self.commands = granted.commands;
         self.hook_events = granted.hooks;
+        self.retries = granted.retries;
         self.subagents = granted.subagents;
     }
 
@@ -593,6 +597,7 @@ impl SessionHost {
             turn_id,
             token,
             hook_events: self.hook_events,
+            retries: self.retries,
             subagents: (!session.settings.no_tools)
                 .then(|| {
                     let server = crate::agent::subagent::Server {

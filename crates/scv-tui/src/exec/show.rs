@@ -580,6 +580,15 @@ impl<O: Write, E: Write> Printer<O, E> {
                     shown(&note.message, err_tty)
                 )?
             }
+            EventBody::ProviderRetrying(retry) => writeln!(
+                self.err,
+                "[retry] retrying in {} s ({} {}, {} of {})",
+                retry.wait_ms.div_ceil(1000),
+                retry.status,
+                shown(&retry.reason, err_tty),
+                retry.attempt,
+                retry.max_retries
+            )?,
             EventBody::Error(error) => writeln!(
                 self.err,
                 "scv: {}: {}",

@@ -65,6 +65,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     commands: true,
     hooks: true,
     subagents: true,
+    retries: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

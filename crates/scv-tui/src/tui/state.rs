@@ -63,6 +63,80 @@ pub struct SessionView {
 pub struct ActiveTurn {
     pub turn_id: String,
     pub started_at: Instant,
+    /// When the server last said anything of this turn.
+    pub last_heard: Instant,
+    /// Its tool calls running now (the provider is not what it waits for).
+    pub tools_running: usize,
+    /// A provider refusal being waited out (`provider.retrying`).
+    pub retry: Option<Retrying>,
+}
+
+/// A retry the server waits for: until when, and why in words.
+#[derive(Debug, Clone)]
+pub struct Retrying {
+    pub until: Instant,
+    pub why: String,
+}
+
+/// Silence from the provider this long is shown as waiting for it.
+pub const WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl ActiveTurn {
+    pub fn new(turn_id: String, now: Instant) -> ActiveTurn {
+        ActiveTurn {
+            turn_id,
+            started_at: now,
+            last_heard: now,
+            tools_running: 0,
+            retry: None,
+        }
+    }
+
+    /// An event of this turn arrived at `now`.
+    pub fn heard(&mut self, body: &scv_protocol::EventBody, now: Instant) {
+        use scv_protocol::EventBody;
+        self.last_heard = now;
+        self.retry = None;
+        match body {
+            EventBody::ProviderRetrying(retry) => {
+                self.retry = Some(Retrying {
+                    until: now + std::time::Duration::from_millis(retry.wait_ms),
+                    why: format!(
+                        "{} {}, {} of {}",
+                        retry.status, retry.reason, retry.attempt, retry.max_retries
+                    ),
+                });
+            }
+            EventBody::ToolStarted { .. } => self.tools_running += 1,
+            EventBody::ToolCompleted { .. } => {
+                self.tools_running = self.tools_running.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
+
+    /// What the status line says of it at `now`: a retry counting down,
+    /// a provider that has been silent, or how long it has worked.
+    pub fn status(&self, now: Instant, asking: bool) -> String {
+        if let Some(retry) = &self.retry {
+            let left = retry.until.saturating_duration_since(now);
+            // Whole seconds, rounded up: "in 0 s" would read as stuck.
+            let secs = left.as_millis().div_ceil(1000);
+            return if secs == 0 {
+                format!("retrying now ({})", retry.why)
+            } else {
+                format!("retrying in {secs} s ({})", retry.why)
+            };
+        }
+        let silent = now.saturating_duration_since(self.last_heard);
+        if self.tools_running == 0 && !asking && silent >= WAITING_AFTER {
+            return format!("waiting for the provider {} s", silent.as_secs());
+        }
+        format!(
+            "working {}s",
+            now.saturating_duration_since(self.started_at).as_secs()
+        )
+    }
 }
 
 /// The MCP servers as `/status` knows them.
@@ -137,5 +211,67 @@ impl Costs {
             (Some(usd_total), true, _) => Some(format!("{}+ (no price)", usd(usd_total))),
             (None, _, _) => Some("no price".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scv_protocol::{EventBody, ProviderRetrying};
+    use std::time::Duration;
+
+    #[test]
+    fn the_status_counts_a_retry_down_and_names_a_silent_provider() {
+        let start = Instant::now();
+        let mut turn = ActiveTurn::new("t".into(), start);
+        assert_eq!(
+            turn.status(start + Duration::from_secs(3), false),
+            "working 3s"
+        );
+        turn.heard(
+            &EventBody::ProviderRetrying(ProviderRetrying {
+                attempt: 2,
+                max_retries: 3,
+                wait_ms: 2_000,
+                status: 429,
+                reason: "rate limited".into(),
+            }),
+            start + Duration::from_secs(3),
+        );
+        let at = |ms: u64| start + Duration::from_secs(3) + Duration::from_millis(ms);
+        assert_eq!(
+            turn.status(at(0), false),
+            "retrying in 2 s (429 rate limited, 2 of 3)"
+        );
+        assert_eq!(
+            turn.status(at(1_500), false),
+            "retrying in 1 s (429 rate limited, 2 of 3)"
+        );
+        assert_eq!(
+            turn.status(at(2_000), false),
+            "retrying now (429 rate limited, 2 of 3)"
+        );
+        // Anything else of the turn ends the retry; then silence counts.
+        turn.heard(&EventBody::TurnStarted {}, at(2_100));
+        assert_eq!(turn.status(at(5_000), false), "working 8s");
+        assert_eq!(
+            turn.status(at(2_100) + WAITING_AFTER + Duration::from_secs(30), false),
+            "waiting for the provider 40 s"
+        );
+        // Not while a tool runs or an approval waits: that is not the
+        // provider's silence.
+        assert!(turn
+            .status(at(2_100) + Duration::from_secs(40), true)
+            .starts_with("working"));
+        turn.heard(
+            &EventBody::ToolStarted {
+                call_id: "c".into(),
+                name: "bash".into(),
+            },
+            at(2_100),
+        );
+        assert!(turn
+            .status(at(2_100) + Duration::from_secs(40), false)
+            .starts_with("working"));
     }
 }

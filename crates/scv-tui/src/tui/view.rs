@@ -217,9 +217,9 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             spans.push(sep());
         }
     }
-    match app.turn_elapsed() {
-        Some(elapsed) => spans.push(Span::styled(
-            format!("working {}s", elapsed.as_secs()),
+    match &app.turn {
+        Some(turn) => spans.push(Span::styled(
+            turn.status(app.now, !app.approval.is_empty()),
             Style::default().fg(Color::Yellow),
         )),
         None => spans.push(Span::styled("idle", dim)),

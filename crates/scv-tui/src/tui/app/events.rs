@@ -102,6 +102,13 @@ impl App {
             turn_id,
             ..
         } = event;
+        if let Some(turn) = self
+            .turn
+            .as_mut()
+            .filter(|t| turn_id.as_ref() == Some(&t.turn_id))
+        {
+            turn.heard(&body, self.now);
+        }
         match body {
             EventBody::SessionStarted(started) => self.session_started(started, session_id),
             body @ (EventBody::QueueSnapshot { .. }
@@ -203,6 +210,8 @@ impl App {
                 let verb = if note.blocked { "blocked" } else { "says" };
                 self.notice(format!("{} {verb}: {}", note.hook, note.message));
             }
+            // Shown on the status line, counting down (`ActiveTurn::heard`).
+            EventBody::ProviderRetrying(_) => {}
             EventBody::BudgetWarning(warning) => {
                 self.notice(format!("budget: {}", warning.message));
                 self.costs.warning = Some(warning.message);
@@ -450,10 +459,7 @@ impl App {
     /// A prompt is shown once its turn starts, not when it is sent: the
     /// server may queue it first.
     fn turn_started(&mut self, turn_id: Option<String>) {
-        self.turn = Some(ActiveTurn {
-            turn_id: turn_id.unwrap_or_default(),
-            started_at: self.now,
-        });
+        self.turn = Some(ActiveTurn::new(turn_id.unwrap_or_default(), self.now));
     }
 
     fn count_usage(&mut self, usage: Usage, steps: u32) {
