@@ -354,6 +354,11 @@ pub struct SessionStarted {
     pub commands: Option<Vec<crate::customize::CommandInfo>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_diagnostics: Vec<String>,
+    /// Extension: whether the session's sandboxed commands may open
+    /// network (IP) sockets (`sandbox_network`); absent when commands run
+    /// unconfined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_network: Option<bool>,
     /// Extension: what is wrong with the server's `config.toml`, in words
     /// ("PATH: line N: what"): an edit that does not parse (the server
     /// runs on with the configuration it had) and unknown keys.

@@ -83,6 +83,13 @@ async fn writing_outside_the_workspace_fails_and_creates_nothing_however_it_is_t
                 || output.contains("Read-only file system"),
             "{id}: {output}"
         );
+        // The model (and the card) are told it was the sandbox, and how
+        // to allow it.
+        assert!(
+            output.contains("[sandbox: this command ran in the sandbox, which refuses writes outside the workspace")
+                && output.contains("run it again with unsandboxed: true"),
+            "{id}: {output}"
+        );
     }
     assert!(place.outside_is_empty(), "something was written outside");
     let (_, success, output) = result(&results, "inside");
@@ -285,6 +292,8 @@ async fn with_the_network_off_no_ip_socket_opens_but_unix_sockets_work() {
     else {
         return;
     };
+    let (started, _) = rig.start(json!({})).await;
+    assert_eq!(started["sandbox_network"], false, "{started}");
     let results = run_all(&mut rig, &session, &network_commands(listener.port())).await;
     for id in ["bash-tcp", "python-tcp", "ipv6"] {
         let (_, success, output) = result(&results, id);
@@ -293,9 +302,15 @@ async fn with_the_network_off_no_ip_socket_opens_but_unix_sockets_work() {
             output.contains("Operation not permitted") || output.contains("PermissionError"),
             "{id}: {output}"
         );
+        assert!(
+            output.contains("and network connections (sandbox_network = false)")
+                && output.contains("or sets sandbox_network = true"),
+            "{id}: {output}"
+        );
     }
     let (_, success, output) = result(&results, "unix");
     assert!(*success && output.contains("unix b'x'"), "{output}");
+    assert!(!output.contains("[sandbox:"), "{output}");
     assert!(
         !listener.connected(),
         "a sandboxed command reached the listener"

@@ -15,18 +15,23 @@ async fn session_started_carries_every_field_and_a_canonical_cwd() {
         .await;
     let started = rig.server.expect("session.started").await;
     let id = started["session_id"].as_str().unwrap().to_string();
-    let sandbox = match scv_sandbox::probe() {
-        scv_sandbox::Support::Enforced { .. } => "workspace-write",
-        scv_sandbox::Support::Unavailable(_) => "unavailable",
+    let (sandbox, enforced) = match scv_sandbox::probe() {
+        scv_sandbox::Support::Enforced { .. } => ("workspace-write", true),
+        scv_sandbox::Support::Unavailable(_) => ("unavailable", false),
     };
+    let mut expected = json!({"type":"session.started","request_id":"2","session_id":id,
+           "cwd":workspace.join("sub").display().to_string(),"model":"mock-model",
+           "context_max_tokens":64000,"max_server_frame_bytes":8388608,
+           "max_transcript_bytes":8388608,"max_transcript_items":10000,
+           "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
+           "provider":"openai","sandbox":sandbox,"mode":"default"});
+    if enforced {
+        // Confined commands: whether they may use the network.
+        expected["sandbox_network"] = json!(true);
+    }
     assert_eq!(
         started,
-        json!({"type":"session.started","request_id":"2","session_id":id,
-               "cwd":workspace.join("sub").display().to_string(),"model":"mock-model",
-               "context_max_tokens":64000,"max_server_frame_bytes":8388608,
-               "max_transcript_bytes":8388608,"max_transcript_items":10000,
-               "max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
-               "provider":"openai","sandbox":sandbox,"mode":"default"}),
+        expected,
         "the document's fields, the provider, the sandbox and the mode (extensions an old client ignores)"
     );
     let snapshot = rig.server.expect("queue.snapshot").await;

@@ -689,3 +689,37 @@ async fn a_retry_counts_down_on_the_status_line() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+/// A command the sandbox refused says so on its card, with how to allow
+/// it; with the network off the status line and `/status` say that too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_refusal_is_named_on_the_card_and_the_network_state_is_shown() {
+    if !matches!(scv_sandbox::probe(), scv_sandbox::Support::Enforced { .. }) {
+        assert!(std::env::var_os("SCV_REQUIRE_LANDLOCK").is_none());
+        return;
+    }
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "sandbox_network = false\nauto_approve = [\"read\", \"sandboxed\"]",
+    );
+    let tmux = Tmux::new("refusal");
+    tmux.start_scv(&home);
+    let screen = tmux.wait_for("idle").await;
+    assert!(screen.contains("net off"), "{screen}");
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "touch /usr/scv-refused"}),
+    )]));
+    mock.push(Reply::text(["It was refused."]));
+    tmux.keys(&["make the file", "Enter"]);
+    tmux.wait_for("It was refused.").await;
+    let screen = tmux.wait_for("ran in the sandbox").await;
+    assert!(screen.contains("unsandboxed"), "{screen}");
+    tmux.keys(&["/status", "Enter"]);
+    tmux.wait_for("sandbox_network = false").await;
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

@@ -100,6 +100,7 @@ impl<'a> SessionFactory<'a> {
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
         let sandbox = current.sandbox.policy(&cwd).map(Arc::new);
+        started.sandbox_network = sandbox.as_ref().map(|policy| policy.network);
         let settings = SessionSettings {
             plan_sandbox: sandbox.as_deref().map(|policy| {
                 Arc::new(scv_sandbox::Policy {
@@ -263,6 +264,7 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         commands: None,
         command_diagnostics: Vec::new(),
         config_warnings: Vec::new(),
+        sandbox_network: None,
     }
 }
 

@@ -182,6 +182,13 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
             }
         }
     };
+    if let Some(note) = policy
+        .filter(|_| !success)
+        .and_then(|p| sandbox_note(p, &out))
+    {
+        out.push('\n');
+        out.push_str(&note);
+    }
     if let Some(killed) = report.map(|r| r.killed).filter(|k| *k > 0) {
         let noun = if killed == 1 { "process" } else { "processes" };
         out.push_str(&format!(
@@ -193,6 +200,36 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         output: out,
         truncated,
     })
+}
+
+/// What a sandboxed command that failed the way the sandbox makes
+/// commands fail is told (and the user sees on its card): that the sandbox
+/// most likely refused it, and how to allow it. `None` when its output
+/// shows no such refusal.
+fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<String> {
+    const REFUSALS: [&str; 3] = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ];
+    if !REFUSALS.iter().any(|refusal| out.contains(refusal)) {
+        return None;
+    }
+    let writes = match policy.mode {
+        scv_sandbox::Mode::ReadOnly => "every write (the sandbox is read-only)",
+        _ => "writes outside the workspace, the temp directory and sandbox_writable_roots",
+    };
+    let (network, allow_network) = if policy.network {
+        ("", "")
+    } else {
+        (
+            " and network connections (sandbox_network = false)",
+            ", or sets sandbox_network = true",
+        )
+    };
+    Some(format!(
+        "[sandbox: this command ran in the sandbox, which refuses {writes}{network}; the refusal above is most likely the sandbox's. To allow it, run it again with unsandboxed: true (the user is asked), or the user adds the path to sandbox_writable_roots{allow_network} in config.toml]"
+    ))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

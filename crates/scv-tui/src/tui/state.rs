@@ -48,6 +48,9 @@ pub struct SessionView {
     /// `session.started.sandbox_gaps`: what of the sandbox's second wall
     /// this machine lacks (commands then always ask).
     pub sandbox_gaps: Vec<String>,
+    /// `session.started.sandbox_network`: whether sandboxed commands may
+    /// use the network (`None`: not reported, or unconfined).
+    pub sandbox_network: Option<bool>,
     /// `session.started.provider` (newer servers).
     pub provider: Option<String>,
     /// The mode the server says the session is in (`session.started`,

@@ -205,6 +205,10 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             }
             _ => {}
         }
+        if session.sandbox_network == Some(false) {
+            spans.push(Span::styled("net off", Style::default().fg(Color::Yellow)));
+            spans.push(sep());
+        }
         // The server's word: shown once `session.configured` says so.
         if session.mode == scv_protocol::Mode::Plan {
             spans.push(Span::styled(

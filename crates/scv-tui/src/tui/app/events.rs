@@ -342,6 +342,7 @@ impl App {
             context_max_tokens: started.context_max_tokens,
             sandbox: started.sandbox,
             sandbox_gaps: started.sandbox_gaps,
+            sandbox_network: started.sandbox_network,
             provider: started.provider,
             mode: started.mode.unwrap_or_default(),
             commands: started.commands.unwrap_or_default(),

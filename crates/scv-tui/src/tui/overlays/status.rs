@@ -44,6 +44,14 @@ impl Overlay for Status {
                 for gap in &session.sandbox_gaps {
                     lines.push(pair("missing", gap, w));
                 }
+                if let Some(network) = session.sandbox_network {
+                    let network = if network {
+                        "on (sandboxed commands may connect out)"
+                    } else {
+                        "off (sandbox_network = false: sandboxed commands cannot open IP sockets)"
+                    };
+                    lines.push(pair("network", network, w));
+                }
                 lines.push(pair("workspace", &session.cwd, w));
             }
             None => lines.push(pair("session", "not connected", w)),
