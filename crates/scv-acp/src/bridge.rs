@@ -31,6 +31,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
+use scv_client::rules::{self, Call, Rule, Rules};
 use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
 use scv_protocol::{
     ClientMessage, Event, EventBody, FailureCode, SessionList, SessionResume, SessionStart,
@@ -46,6 +47,9 @@ use tokio::sync::mpsc;
 pub const ALLOW: &str = "allow_once";
 /// The permission option that denies it.
 pub const REJECT: &str = "reject_once";
+/// The permission option that approves it and adds the session rule the
+/// TUI's "always" would (`scv_client::rules`).
+pub const ALWAYS: &str = "allow_always";
 
 /// How long the end of stdin waits for the daemon to take the cancels.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -89,11 +93,19 @@ struct Session {
     cwd: PathBuf,
     tools: ToolCalls,
     /// Permission requests in flight, by SCV approval id.
-    approvals: HashMap<String, RequestCancellationHandle>,
+    approvals: HashMap<String, Asked>,
+    /// Rules "Always allow" added: they answer later calls themselves.
+    rules: Rules,
     /// Where each of its prompts is, and what cancelling means there.
     client: SessionClient,
     /// Its subagents, shown inside the `task` calls that started them.
     subagents: Subagents,
+}
+
+/// A permission request in flight, and the rule "Always allow" adds.
+struct Asked {
+    request: RequestCancellationHandle,
+    rule: Option<Rule>,
 }
 
 impl Session {
@@ -101,8 +113,8 @@ impl Session {
     fn turn_ended(&mut self) {
         self.tools.clear();
         self.subagents.clear();
-        for (_, request) in self.approvals.drain() {
-            let _ = request.cancel();
+        for (_, asked) in self.approvals.drain() {
+            let _ = asked.request.cancel();
         }
     }
 }
@@ -469,14 +481,21 @@ impl Bridge {
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return;
         };
-        if session.approvals.remove(&approval_id).is_none() {
+        let Some(asked) = session.approvals.remove(&approval_id) else {
             return; // the turn ended meanwhile
+        };
+        let chosen = match &answer {
+            Ok(response) => match &response.outcome {
+                RequestPermissionOutcome::Selected(selected) => Some(&*selected.option_id.0),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if let (Some(ALWAYS), Some(rule)) = (chosen, asked.rule) {
+            session.rules.add(rule);
         }
         let approved = match &answer {
-            Ok(response) => matches!(
-                &response.outcome,
-                RequestPermissionOutcome::Selected(selected) if &*selected.option_id.0 == ALLOW
-            ),
+            Ok(_) => matches!(chosen, Some(ALLOW | ALWAYS)),
             Err(err) => {
                 tracing::info!("permission request failed ({err}); denying the call");
                 false
@@ -633,6 +652,7 @@ impl Bridge {
                 cwd: PathBuf::from(started.cwd.clone()),
                 tools: ToolCalls::default(),
                 approvals: HashMap::new(),
+                rules: Rules::default(),
                 client,
                 subagents: Subagents::default(),
             },
@@ -739,8 +759,8 @@ impl Bridge {
             Update::ApprovalGone { approval_id } => {
                 // Answered elsewhere, or its (child's) turn ended.
                 if let Some(session) = self.sessions.get_mut(session_id) {
-                    if let Some(request) = session.approvals.remove(&approval_id) {
-                        let _ = request.cancel();
+                    if let Some(asked) = session.approvals.remove(&approval_id) {
+                        let _ = asked.request.cancel();
                     }
                 }
             }
@@ -806,6 +826,21 @@ impl Bridge {
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return;
         };
+        // A rule "Always allow" added answers by itself.
+        let call = Call {
+            name: &approval.name,
+            risk: approval.risk.as_str(),
+            cwd: &approval.cwd,
+            summary: &approval.summary,
+            arguments: &approval.arguments,
+        };
+        if session.rules.find(&call).is_some() {
+            if let Some(resolve) = session.client.resolve(&approval.approval_id, true) {
+                let _ = self.send_request(&resolve).await;
+            }
+            return;
+        }
+        let rule = rules::propose(&call).ok();
         let Approval {
             approval_id,
             call_id,
@@ -824,15 +859,32 @@ impl Bridge {
         let tool_call = child_session
             .and_then(|child| session.subagents.permission(&child, &summary))
             .unwrap_or_else(|| session.tools.permission(&call_id, &name, &summary));
-        let options = vec![
-            PermissionOption::new(ALLOW, "Allow", PermissionOptionKind::AllowOnce),
-            PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
-        ];
+        let mut options = vec![PermissionOption::new(
+            ALLOW,
+            "Allow",
+            PermissionOptionKind::AllowOnce,
+        )];
+        if let Some(rule) = &rule {
+            options.push(PermissionOption::new(
+                ALWAYS,
+                format!("Always allow {} in this session", rule.scope()),
+                PermissionOptionKind::AllowAlways,
+            ));
+        }
+        options.push(PermissionOption::new(
+            REJECT,
+            "Reject",
+            PermissionOptionKind::RejectOnce,
+        ));
         let request = RequestPermissionRequest::new(session_id.clone(), tool_call, options);
         let sent = self.cx.send_request(request);
-        session
-            .approvals
-            .insert(approval_id.clone(), sent.cancellation_handle());
+        session.approvals.insert(
+            approval_id.clone(),
+            Asked {
+                request: sent.cancellation_handle(),
+                rule,
+            },
+        );
         let commands = self.commands.clone();
         let task = async move {
             let answer = sent.block_task().await;

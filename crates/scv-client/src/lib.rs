@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod endpoint;
 pub mod home;
 mod remote;
+pub mod rules;
 pub mod session;
 pub mod text;
 pub mod time;

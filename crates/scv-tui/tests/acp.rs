@@ -464,6 +464,9 @@ async fn an_allowed_edit_shows_its_diff() {
         params["options"],
         json!([
             {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "allow_always",
+             "name": "Always allow edits to files in this workspace (write_file, edit_file) in this session",
+             "kind": "allow_always"},
             {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
         ])
     );
@@ -486,6 +489,56 @@ async fn an_allowed_edit_shows_its_diff() {
     assert_eq!(done["content"][0]["oldText"], "one\ntwo\nthree\n");
     assert_eq!(done["content"][0]["newText"], "one\n2\nthree\n");
     assert_eq!(done["content"][1]["type"], "content");
+}
+
+/// "Always allow" approves the call and adds the session rule the TUI
+/// would: the next edit in the workspace is approved without asking, a
+/// command still asks; another session asks again.
+#[tokio::test(flavor = "multi_thread")]
+async fn always_allow_answers_later_calls_of_its_kind_in_the_session() {
+    let (mock, home, mut acp, session) = opened("").await;
+    let file = home.workspace().join("f.txt");
+    std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
+    let (_, permission, id) = propose_edit(&mut acp, &mock, &session).await;
+    acp.respond(
+        &permission["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}),
+    )
+    .await;
+    let (_, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\n2\nthree\n");
+
+    mock.push(Reply::tool_calls(&[(
+        "call_w",
+        "write_file",
+        json!({"path": "g.txt", "content": "new\n"}),
+    )]));
+    mock.push(Reply::text(["Written."]));
+    let id = acp.prompt(&session, "Write g.txt").await;
+    let (seen, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert!(
+        !seen.iter().any(is_permission),
+        "the rule answered: {seen:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("g.txt")).unwrap(),
+        "new\n"
+    );
+
+    // A command is not an edit: it asks.
+    mock.push(Reply::tool_calls(&[(
+        "call_b",
+        "bash",
+        json!({"command": "echo hi"}),
+    )]));
+    mock.push(Reply::text(["Ran."]));
+    let id = acp.prompt(&session, "Run it").await;
+    let (_, permission) = acp.until(is_permission).await;
+    acp.respond(&permission["id"], allow()).await;
+    let (_, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
 }
 
 /// "Reject", and a permission request the editor cancelled (which counts
@@ -968,7 +1021,7 @@ async fn the_official_typescript_sdk_drives_scv_acp() {
     assert!(output.status.success(), "{stderr}");
     for check in [
         "ok: hello stopReason end_turn",
-        "ok: Allow / Reject options",
+        "ok: Allow / Always allow / Reject options",
         "ok: the file changed",
         "ok: cancel stopReason cancelled",
         "ok: scv acp exited 0",

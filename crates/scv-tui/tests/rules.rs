@@ -322,34 +322,58 @@ fn a_runners_rule_covers_only_the_program_it_ran() {
     }
 }
 
+/// Shells, interpreters and runners get no prefix rule (it would allow
+/// anything), but the exact command line can be allowed, labelled as
+/// exact: the same line again is answered, any other is asked.
 #[test]
-fn no_rule_for_shells_interpreters_runners_or_compound_commands() {
+fn shells_interpreters_and_runners_get_only_an_exact_rule() {
+    for (command, other) in [
+        ("python3 test_calc.py", "python3 test_other.py"),
+        ("bash -c 'cargo test'", "bash -c 'cargo test && rm -rf x'"),
+        ("sh build.sh", "sh build.sh --force"),
+        ("python3 -m pytest", "python3 -m pytest -x"),
+        ("/usr/bin/python3.12 x.py", "/usr/bin/python3.12 y.py"),
+        ("node script.js", "node other.js"),
+        ("env FOO=1 cargo test", "env FOO=2 cargo test"),
+        ("xargs rm", "xargs rm -rf"),
+        ("sudo cargo test", "sudo cargo build"),
+        ("uv run python x.py", "uv run python y.py"),
+        ("npx bash", "npx bash -c id"),
+        ("docker run --rm ubuntu sh", "docker run --rm alpine sh"),
+        ("go run /tmp/x.go", "go run /tmp/y.go"),
+        ("npm exec -- node x.js", "npm exec -- node y.js"),
+    ] {
+        let mut app = app();
+        ask_bash(&mut app, "q", command);
+        app.now += Duration::from_secs(1);
+        let screen = render(&app);
+        assert!(screen.contains("exactly"), "the prompt says so: {screen}");
+        assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("q")]);
+        assert_eq!(app.rules.list()[0].label(), format!("exactly `{command}`"));
+        ask_bash(&mut app, "again", &format!("  {command} "));
+        assert!(answered_by_rule(&mut app, "again"), "{command}");
+        ask_bash(&mut app, "other", other);
+        assert!(
+            !answered_by_rule(&mut app, "other"),
+            "{command} answered {other}"
+        );
+    }
+}
+
+/// What is more than one command, or would expand to something else
+/// another time, gets no rule at all.
+#[test]
+fn no_rule_for_compound_or_expanding_commands() {
     for (command, reason) in [
-        ("bash -c 'cargo test'", "`bash` is a shell"),
-        ("sh build.sh", "`sh` is a shell"),
-        ("python3 -m pytest", "`python3` is an interpreter"),
-        ("/usr/bin/python3.12 x.py", "is an interpreter"),
-        ("node script.js", "`node` is an interpreter"),
-        ("env FOO=1 cargo test", "`env` runs another program"),
-        ("xargs rm", "`xargs` runs another program"),
-        ("sudo cargo test", "`sudo` runs programs as another user"),
-        ("find . -name '*.rs'", "`find` runs other programs"),
         ("cargo test && rm -rf x", "more than one command"),
         ("cargo test > log", "redirection"),
         ("echo $(id)", "command substitution"),
         ("$TOOL test", "not a plain word"),
         ("cargo\u{202e} test", "reordering characters"),
-        // m05: program runners, their runner subcommands, and what runs
-        // anything it is given.
-        ("uv run sh -c 'id'", "`sh` is a shell"),
-        ("uv run python x.py", "`python` is an interpreter"),
-        ("npx bash", "`bash` is a shell"),
-        ("npm exec -- node x.js", "has options before its program"),
-        ("poetry run env X=1 pytest", "`env` runs another program"),
-        ("bundle exec ruby x.rb", "`ruby` is an interpreter"),
-        ("pnpm dlx", "names no program"),
-        ("docker run --rm ubuntu sh", "runs whatever it is given"),
-        ("go run /tmp/x.go", "runs whatever it is given"),
+        ("find . -name '*.rs'", "`find` runs other programs"),
+        ("python3 $SCRIPT", "`python3` is an interpreter"),
+        ("uv run sh -c 'echo ~'", "`sh` is a shell"),
+        ("pnpm dlx *", "not a plain word"),
     ] {
         let mut app = app();
         ask_bash(&mut app, "q", command);

@@ -273,7 +273,7 @@ impl ApprovalPrompt {
         let rule = self
             .pending
             .front()
-            .is_some_and(|front| rules::propose(front).is_ok());
+            .is_some_and(|front| rules::propose(&front.call()).is_ok());
         if rule {
             vec![Choice::Once, Choice::Always, Choice::Deny]
         } else {
@@ -311,7 +311,7 @@ impl ApprovalPrompt {
                 PromptKey::Resolve(approval, true)
             }
             Choice::Always => {
-                let rule = match rules::propose(front) {
+                let rule = match rules::propose(&front.call()) {
                     Ok(rule) => rule,
                     Err(why) => return PromptKey::Hint(format!("no rule: {why}")),
                 };
@@ -418,7 +418,7 @@ impl ApprovalPrompt {
         now: Instant,
         typing: bool,
     ) -> Vec<Line<'static>> {
-        let rule = rules::propose(approval);
+        let rule = rules::propose(&approval.call());
         let option = |choice: Choice, digit: &str, text: Vec<Span<'static>>| {
             let chosen = !typing && self.armed(now) && self.selected == choice;
             let (mark, style) = if chosen {

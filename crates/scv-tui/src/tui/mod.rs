@@ -15,7 +15,7 @@ pub mod markdown;
 pub mod overlays;
 mod panel;
 pub mod queue_panel;
-pub mod rules;
+pub use scv_client::rules;
 pub mod state;
 pub mod subagents;
 pub mod transcript;

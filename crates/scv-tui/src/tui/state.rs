@@ -28,6 +28,19 @@ pub struct PendingApproval {
     pub subagent: Option<String>,
 }
 
+impl PendingApproval {
+    /// What session rules look at.
+    pub fn call(&self) -> super::rules::Call<'_> {
+        super::rules::Call {
+            name: &self.name,
+            risk: &self.risk,
+            cwd: &self.cwd,
+            summary: &self.summary,
+            arguments: &self.arguments,
+        }
+    }
+}
+
 /// Whether the daemon is there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkState {

@@ -104,8 +104,12 @@ try {
     check(asked?.sessionId === sessionId, "permission for the session");
     check(
       JSON.stringify(asked?.options.map((o) => [o.optionId, o.name, o.kind])) ===
-        JSON.stringify([["allow_once", "Allow", "allow_once"], ["reject_once", "Reject", "reject_once"]]),
-      "Allow / Reject options",
+        JSON.stringify([
+          ["allow_once", "Allow", "allow_once"],
+          ["allow_always", "Always allow edits to files in this workspace (write_file, edit_file) in this session", "allow_always"],
+          ["reject_once", "Reject", "reject_once"],
+        ]),
+      "Allow / Always allow / Reject options",
     );
     const call = updates.find((u) => u.sessionUpdate === "tool_call");
     check(call?.kind === "edit" && asked?.toolCall.toolCallId === call?.toolCallId, "the edit's tool call was asked about");

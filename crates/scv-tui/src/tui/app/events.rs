@@ -508,7 +508,7 @@ impl App {
             card.state = ToolState::AwaitingApproval;
             approval.arguments = card.arguments.clone();
         });
-        if let Some(rule) = self.rules.find(&approval).cloned() {
+        if let Some(rule) = self.rules.find(&approval.call()).cloned() {
             let out = self.approve_by_rule(approval, &rule);
             self.book.outbox.extend(out);
             return;
@@ -648,7 +648,7 @@ impl App {
             child_session: Some(child),
             subagent: Some(description),
         };
-        if let Some(rule) = self.rules.find(&pending).cloned() {
+        if let Some(rule) = self.rules.find(&pending.call()).cloned() {
             let out = self.approve_by_rule(pending, &rule);
             self.book.outbox.extend(out);
             return;
@@ -691,7 +691,9 @@ impl App {
             "rule added: {} — /approvals lists and removes rules",
             rule.scope()
         ));
-        let waiting = self.approval.take_where(|a| rule.matches(a), self.now);
+        let waiting = self
+            .approval
+            .take_where(|a| rule.matches(&a.call()), self.now);
         self.rules.add(rule.clone());
         for approval in waiting {
             out.extend(self.approve_by_rule(approval, &rule));

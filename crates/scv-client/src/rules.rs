@@ -1,6 +1,7 @@
-//! Session approval rules: `a` in the approval prompt approves a call and
+//! Session approval rules: "always allow" in a client's approval prompt
+//! (the TUI's option 2, an ACP client's "Always allow") approves a call and
 //! adds a rule that answers later calls of the same kind, for as long as
-//! this `scv` runs. Rules are the client's alone: never written to disk,
+//! the client runs. Rules are the client's alone: never written to disk,
 //! never sent to the server (the protocol keeps approval per call; a rule
 //! only answers `approval.requested` with `approval.resolve` itself).
 //!
@@ -11,7 +12,9 @@
 //!   is its own rule: an assignment such as `RUSTC_WRAPPER=…` or
 //!   `LD_PRELOAD=…` changes what runs). Never a bare interpreter, shell or
 //!   program runner (`bash`, `python`, `env`, `sudo`, …): such a rule would
-//!   allow anything.
+//!   allow anything. For those, the rule is the exact command line and
+//!   nothing else (`python3 test_calc.py`), labelled as exact, and only
+//!   when its words expand to nothing else (no `$`, globs, `~`).
 //! - A command matches only when it is one simple command: the words are
 //!   split as a shell would (the `shlex` crate), and anything that makes it
 //!   more than one program — `&&`, `||`, `;`, `|`, `&`, backticks, `$(`,
@@ -22,8 +25,19 @@
 //!   server refuses paths outside it).
 //! - An MCP tool: that tool of that server.
 
-use super::state::PendingApproval;
 use serde_json::Value;
+
+/// What a rule looks at in a call asking for approval
+/// (`approval.requested` and its `tool.proposed` arguments).
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub name: &'a str,
+    /// The risk class as the protocol spells it (`process`, `write`, …).
+    pub risk: &'a str,
+    pub cwd: &'a str,
+    pub summary: &'a str,
+    pub arguments: &'a Value,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rule {
@@ -37,6 +51,9 @@ pub enum Rule {
     WorkspaceEdits { cwd: String },
     /// One MCP tool (`mcp__SERVER__TOOL`).
     McpTool { name: String },
+    /// Exactly this `bash` command line, nothing else (for a program no
+    /// prefix rule may cover: an interpreter, a shell, a runner).
+    Exact { command: String },
 }
 
 impl Rule {
@@ -53,6 +70,7 @@ impl Rule {
                 Some((server, tool)) => format!("MCP tool {tool} of {server}"),
                 None => name.clone(),
             },
+            Rule::Exact { command } => format!("exactly `{command}`"),
         }
     }
 
@@ -64,12 +82,25 @@ impl Rule {
                 "edits to files in this workspace (write_file, edit_file)".into()
             }
             Rule::McpTool { .. } => self.label(),
+            Rule::Exact { command } => {
+                format!("exactly `{command}` (this command line, nothing else)")
+            }
         }
     }
 
     /// Whether the rule answers this call.
-    pub fn matches(&self, call: &PendingApproval) -> bool {
+    pub fn matches(&self, call: &Call<'_>) -> bool {
         match self {
+            Rule::Exact { command } => {
+                call.name == "bash"
+                    && call.risk == "process"
+                    && !unsandboxed(call)
+                    && call
+                        .arguments
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| c.trim() == command)
+            }
             Rule::Command { env, words } => {
                 if call.name != "bash" || call.risk != "process" || unsandboxed(call) {
                     return false;
@@ -85,9 +116,9 @@ impl Rule {
                     && simple.words[..words.len()] == words[..]
             }
             Rule::WorkspaceEdits { cwd } => {
-                matches!(call.name.as_str(), "write_file" | "edit_file")
+                matches!(call.name, "write_file" | "edit_file")
                     && call.risk == "write"
-                    && call.cwd == *cwd
+                    && call.cwd == cwd
             }
             Rule::McpTool { name } => call.risk == "mcp" && call.name == *name,
         }
@@ -95,8 +126,8 @@ impl Rule {
 }
 
 /// The rule `a` would add for this call, or why there is none (one line).
-pub fn propose(call: &PendingApproval) -> Result<Rule, String> {
-    match (call.name.as_str(), call.risk.as_str()) {
+pub fn propose(call: &Call<'_>) -> Result<Rule, String> {
+    match (call.name, call.risk) {
         ("bash", "process") => {
             if unsandboxed(call) {
                 return Err("a command outside the sandbox is approved one at a time".into());
@@ -109,9 +140,12 @@ pub fn propose(call: &PendingApproval) -> Result<Rule, String> {
             let simple = simple_command(command).map_err(str::to_string)?;
             let program = simple.words.first().map(String::as_str).unwrap_or("");
             if let Some(why) = refused_program(program) {
-                return Err(format!("`{program}` {why}"));
+                return exact(command, &simple).map_err(|_| format!("`{program}` {why}"));
             }
-            let taken = runner_words(&simple.words)?.unwrap_or_else(|| rule_words(&simple.words));
+            let taken = match runner_words(&simple.words) {
+                Ok(taken) => taken.unwrap_or_else(|| rule_words(&simple.words)),
+                Err(why) => return exact(command, &simple).map_err(|_| why),
+            };
             if let Some(bad) = simple
                 .words
                 .iter()
@@ -127,16 +161,28 @@ pub fn propose(call: &PendingApproval) -> Result<Rule, String> {
             })
         }
         ("write_file" | "edit_file", "write") => Ok(Rule::WorkspaceEdits {
-            cwd: call.cwd.clone(),
+            cwd: call.cwd.to_string(),
         }),
         (name, "mcp") if mcp_parts(name).is_some() => Ok(Rule::McpTool { name: name.into() }),
         (name, _) => Err(format!("`{name}` calls are approved one at a time")),
     }
 }
 
+/// The exact rule for `command`, when its words are what runs (nothing a
+/// shell would expand differently another time).
+fn exact(command: &str, simple: &SimpleCommand) -> Result<Rule, ()> {
+    let expands = |w: &String| w.contains(['$', '*', '?', '[', '{', '~', '`', '\\']);
+    if simple.env.iter().chain(&simple.words).any(expands) {
+        return Err(());
+    }
+    Ok(Rule::Exact {
+        command: command.trim().to_string(),
+    })
+}
+
 /// `unsandboxed: true`, or a summary that says the command leaves the
 /// sandbox.
-fn unsandboxed(call: &PendingApproval) -> bool {
+fn unsandboxed(call: &Call<'_>) -> bool {
     call.arguments.get("unsandboxed").and_then(Value::as_bool) == Some(true)
         || call
             .summary
@@ -404,7 +450,7 @@ impl Rules {
     }
 
     /// The first rule that answers `call`.
-    pub fn find(&self, call: &PendingApproval) -> Option<&Rule> {
+    pub fn find(&self, call: &Call<'_>) -> Option<&Rule> {
         self.list.iter().find(|rule| rule.matches(call))
     }
 }
