@@ -148,12 +148,21 @@ impl ApprovalPrompt {
                     .add_modifier(Modifier::BOLD),
             ));
         }
-        lines.extend(
-            visible(&approval.summary).split('\n').map(|l| {
-                Line::styled(l.to_string(), Style::default().add_modifier(Modifier::BOLD))
-            }),
+        // A tool whose summary ends with its arguments in one line (MCP
+        // tools, for old clients) shows them once, laid out below.
+        let pretty_arguments = !known_tool(&approval.name) && !approval.arguments.is_null();
+        let compact = format!(
+            ": {}",
+            serde_json::to_string(&approval.arguments).unwrap_or_default()
         );
-        if !known_tool(&approval.name) && !approval.arguments.is_null() {
+        let summary = match approval.summary.strip_suffix(&compact) {
+            Some(head) if pretty_arguments => head,
+            _ => &approval.summary,
+        };
+        lines.extend(visible(summary).split('\n').map(|l| {
+            Line::styled(l.to_string(), Style::default().add_modifier(Modifier::BOLD))
+        }));
+        if pretty_arguments {
             let pretty = serde_json::to_string_pretty(&approval.arguments).unwrap_or_default();
             lines.extend(
                 visible(&pretty)
@@ -542,6 +551,37 @@ mod tests {
             .map(|s| s.content.as_ref())
             .collect();
         assert_eq!(text, "Run shell command: touch PWNED␍␛[2Kecho ok");
+    }
+
+    #[test]
+    fn an_mcp_calls_arguments_are_shown_once() {
+        let mut prompt = ApprovalPrompt::default();
+        prompt.resize(80, 24);
+        let arguments = serde_json::json!({"number": 7, "repo": "scv"});
+        prompt.push(
+            PendingApproval {
+                approval_id: "a".into(),
+                call_id: "c".into(),
+                name: "mcp__github__get_issue".into(),
+                risk: "mcp".into(),
+                cwd: "/w".into(),
+                summary: format!("Call MCP tool `get_issue` of server `github`: {arguments}"),
+                arguments,
+                sandboxed: None,
+                child_session: None,
+                subagent: None,
+            },
+            Instant::now(),
+        );
+        let text: Vec<String> = prompt
+            .body()
+            .iter()
+            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert_eq!(text[0], "Call MCP tool `get_issue` of server `github`");
+        let all = text.join("\n");
+        assert_eq!(all.matches("\"number\"").count(), 1, "{all}");
+        assert!(all.contains("\"number\": 7"), "{all}");
     }
 
     fn ls_prompt(now: Instant) -> ApprovalPrompt {
