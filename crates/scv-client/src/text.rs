@@ -4,6 +4,7 @@
 //! clipboard (OSC 52) or reorder text (bidi overrides) — what is shown is
 //! what will run.
 
+use scv_protocol::{ErrorCode, FailureCode};
 use std::borrow::Cow;
 
 /// `text` with every control character except newline and tab shown
@@ -47,9 +48,73 @@ fn needs_escape(c: char) -> bool {
     }
 }
 
+/// A turn failure in words.
+pub fn failure_words(code: FailureCode) -> &'static str {
+    match code {
+        FailureCode::ProviderError => "the model provider returned an error",
+        FailureCode::ContextLimit => "the conversation no longer fits the model's context window",
+        FailureCode::StepLimit => "the step limit was reached",
+        FailureCode::HistoryLimit => "the session's history is over its size limit",
+        FailureCode::ResponseLimit => "the model's response was over the size limit",
+        FailureCode::ToolLimit => "the model's tool calls were over the limit",
+        FailureCode::InternalError => "the server hit an internal error",
+    }
+}
+
+/// An `error` event's code in words.
+pub fn error_words(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::InvalidJson => "the server could not read a request",
+        ErrorCode::NotInitialized => "the connection was not initialized",
+        ErrorCode::VersionMismatch => "the server speaks another protocol version",
+        ErrorCode::InvalidRequest => "the server refused the request",
+        ErrorCode::SessionNotFound => "the server has no such session",
+        ErrorCode::TurnActive => "the session is already running a turn",
+        ErrorCode::TurnNotFound => "the server has no such turn",
+        ErrorCode::ApprovalNotFound => "the server has no such approval",
+        ErrorCode::QueueNotFound => "the server has no such queued prompt",
+        ErrorCode::QueueConflict => "the queue changed meanwhile",
+        ErrorCode::Unsupported => "the server does not support this",
+        ErrorCode::ComponentError => "a component failed",
+        ErrorCode::InternalError => "the server hit an internal error",
+    }
+}
+
+/// A code from an `error` event or a `turn.failed` (as a string) in
+/// words: the protocol's codes as above, any other with its underscores
+/// as spaces.
+pub fn code_words(code: &str) -> String {
+    let value = serde_json::Value::String(code.to_string());
+    if let Ok(code) = serde_json::from_value::<FailureCode>(value.clone()) {
+        return failure_words(code).to_string();
+    }
+    if let Ok(code) = serde_json::from_value::<ErrorCode>(value) {
+        return error_words(code).to_string();
+    }
+    code.replace('_', " ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_are_said_in_words() {
+        assert_eq!(
+            code_words("turn_active"),
+            "the session is already running a turn"
+        );
+        assert_eq!(
+            code_words("provider_error"),
+            "the model provider returned an error"
+        );
+        assert_eq!(
+            code_words("invalid_request"),
+            "the server refused the request"
+        );
+        assert_eq!(code_words("disconnected"), "disconnected");
+        assert_eq!(code_words("some_new_code"), "some new code");
+    }
 
     #[test]
     fn controls_become_visible_and_plain_text_is_borrowed() {

@@ -303,7 +303,7 @@ fn approval_with_a_rule_preview() {
 fn approval_with_a_refused_rule() {
     let mut app = started_app();
     start_turn(&mut app, "Run the script");
-    ask_bash(&mut app, "ap-1", "python3 scripts/gen.py");
+    ask_bash(&mut app, "ap-1", "python3 scripts/gen.py *.txt");
     app.now += Duration::from_secs(1);
     key(&mut app, KeyCode::Char('2'));
     let screen = render(&app);

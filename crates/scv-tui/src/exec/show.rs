@@ -20,7 +20,8 @@
 
 use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
 use scv_client::text::visible;
-use scv_protocol::{ErrorCode, Event, EventBody, FailureCode, Risk, SubagentStarted, Usage};
+use scv_client::text::{error_words, failure_words};
+use scv_protocol::{Event, EventBody, Risk, SubagentStarted, Usage};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -171,38 +172,6 @@ pub(crate) fn tail(output: &str, inner: &str, tty: bool) -> String {
         }
     }
     text
-}
-
-/// A turn failure in words.
-pub(crate) fn failure_words(code: FailureCode) -> &'static str {
-    match code {
-        FailureCode::ProviderError => "the model provider returned an error",
-        FailureCode::ContextLimit => "the conversation no longer fits the model's context window",
-        FailureCode::StepLimit => "the step limit was reached",
-        FailureCode::HistoryLimit => "the session's history is over its size limit",
-        FailureCode::ResponseLimit => "the model's response was over the size limit",
-        FailureCode::ToolLimit => "the model's tool calls were over the limit",
-        FailureCode::InternalError => "the server hit an internal error",
-    }
-}
-
-/// An `error` event's code in words.
-pub(crate) fn error_words(code: ErrorCode) -> &'static str {
-    match code {
-        ErrorCode::InvalidJson => "the server could not read a request",
-        ErrorCode::NotInitialized => "the connection was not initialized",
-        ErrorCode::VersionMismatch => "the server speaks another protocol version",
-        ErrorCode::InvalidRequest => "the server refused the request",
-        ErrorCode::SessionNotFound => "the server has no such session",
-        ErrorCode::TurnActive => "the session is already running a turn",
-        ErrorCode::TurnNotFound => "the server has no such turn",
-        ErrorCode::ApprovalNotFound => "the server has no such approval",
-        ErrorCode::QueueNotFound => "the server has no such queued prompt",
-        ErrorCode::QueueConflict => "the queue changed meanwhile",
-        ErrorCode::Unsupported => "the server does not support this",
-        ErrorCode::ComponentError => "a component failed",
-        ErrorCode::InternalError => "the server hit an internal error",
-    }
 }
 
 /// A tool call between its `tool.proposed` and its `tool.completed`.
@@ -629,7 +598,7 @@ impl<O: Write, E: Write> Printer<O, E> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use scv_protocol::{ClientMessage, FailureCode, Parent};
+    use scv_protocol::{ClientMessage, ErrorCode, FailureCode, Parent};
     use serde_json::json;
 
     const RID: &str = "exec-1";

@@ -159,9 +159,11 @@ impl ApprovalPrompt {
             Some(head) if pretty_arguments => head,
             _ => &approval.summary,
         };
-        lines.extend(visible(summary).split('\n').map(|l| {
-            Line::styled(l.to_string(), Style::default().add_modifier(Modifier::BOLD))
-        }));
+        lines.extend(
+            visible(summary).split('\n').map(|l| {
+                Line::styled(l.to_string(), Style::default().add_modifier(Modifier::BOLD))
+            }),
+        );
         if pretty_arguments {
             let pretty = serde_json::to_string_pretty(&approval.arguments).unwrap_or_default();
             lines.extend(

@@ -284,7 +284,8 @@ impl Item {
                 .collect(),
             ItemKind::Error { code, message } => vec![Line::from(vec![
                 Span::styled(
-                    format!("✗ {code}: "),
+                    // In words: raw codes mean nothing to a reader.
+                    format!("✗ {}: ", scv_client::text::code_words(code)),
                     Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
                 ),
                 Span::styled(message.clone(), Style::default().fg(Color::Red)),
