@@ -912,3 +912,46 @@ fn app_help(app: &mut App) -> String {
     type_text(app, &draft);
     help
 }
+
+/// A paste over the prompt limit is never sent (the frame would be
+/// refused and the text lost): it stays in the box with the limit in
+/// words, and Enter again saves it in the workspace and sends a message
+/// naming the file.
+#[test]
+fn a_paste_over_the_prompt_limit_stays_and_can_be_attached_as_a_file() {
+    let workspace = tempfile::tempdir().unwrap();
+    let cwd = workspace.path().display().to_string();
+    let mut app = App::new(Instant::now());
+    app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":cwd,"model":"m",
+        "context_max_tokens":1000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,
+        "max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200})));
+    let pasted = "a line of a long log\n".repeat(60_000); // 1.2 MiB
+    app.on_paste(&pasted);
+    assert!(key(&mut app, KeyCode::Enter).is_empty(), "nothing is sent");
+    let hint = app.hint.clone().unwrap();
+    assert!(
+        hint.contains("this message is 1.2 MiB; a prompt can be at most 256 KiB"),
+        "{hint}"
+    );
+    assert_eq!(app.input.text().len(), pasted.len(), "the text stays");
+
+    let out = sent(&key(&mut app, KeyCode::Enter));
+    let [ClientMessage::TurnStart(TurnStart { prompt, .. })] = &out[..] else {
+        panic!("{out:?}");
+    };
+    assert!(prompt.len() < 200, "{prompt}");
+    let name = prompt
+        .split('`')
+        .nth(1)
+        .expect("the message names the file");
+    assert!(name.starts_with(".scv/pastes/paste-"), "{prompt}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join(name)).unwrap(),
+        pasted
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join(".scv/pastes/.gitignore")).unwrap(),
+        "*\n"
+    );
+    assert!(app.input.text().is_empty());
+}

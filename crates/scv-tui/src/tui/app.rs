@@ -8,6 +8,7 @@
 //! overlays are components that each take their keys and draw from their
 //! own state; the App pumps each key through them in turn.
 
+mod attach;
 mod commands;
 mod events;
 mod keys;
@@ -97,6 +98,9 @@ pub struct App {
     pub resume_offer: Option<String>,
     /// Why the last reconnect failed, once said (not repeated each try).
     pub reconnect_error: Option<String>,
+    /// The over-long message the user was offered to attach as a file
+    /// (its fingerprint): Enter again on it attaches ([`attach`]).
+    attach_offer: Option<u64>,
     /// Checkpoint requests in flight and where turns begin ([`undo`]).
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
@@ -135,6 +139,7 @@ impl App {
             path_matches: Vec::new(),
             resume_offer: None,
             reconnect_error: None,
+            attach_offer: None,
             undo: Default::default(),
             plan: Default::default(),
             subagents: Default::default(),

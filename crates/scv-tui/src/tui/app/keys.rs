@@ -284,6 +284,15 @@ impl App {
             self.hint = Some("not connected".into());
             return Vec::new();
         };
+        // Refused here, not by the server: the text stays in the box.
+        if super::attach::over_limit(self.input.text()) {
+            if self.input.editing().is_some() {
+                self.hint = Some("a queued prompt can be at most 256 KiB; shorten it".into());
+                return Vec::new();
+            }
+            let text = self.input.text().to_string();
+            return self.offer_or_attach(session_id, &text);
+        }
         let prompt = self.input.take();
         // A queued prompt's text is edited as text: the server expands a
         // command only when it is sent as one.
