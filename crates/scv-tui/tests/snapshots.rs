@@ -587,3 +587,24 @@ fn status_shows_the_session_cost_or_no_price() {
         "{screen}"
     );
 }
+
+/// At 40 columns the welcome lines wrap at words; nothing is cut.
+#[test]
+fn the_welcome_wraps_on_a_narrow_screen() {
+    let mut app = started_app();
+    app.resize(40, 24);
+    let mut terminal = Terminal::new(TestBackend::new(40, 24)).unwrap();
+    terminal.draw(|frame| view::draw(frame, &app)).unwrap();
+    let screen = terminal.backend().to_string();
+    let text: String = screen
+        .lines()
+        .map(|line| line.trim_matches('"').trim_end())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for words in [
+        "/help lists keys and commands.",
+        "and plans, and changes nothing.",
+    ] {
+        assert!(text.contains(words), "{screen}");
+    }
+}

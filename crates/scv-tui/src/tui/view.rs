@@ -64,7 +64,11 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 Style::default().fg(Color::DarkGray),
             ),
         ];
-        frame.render_widget(Paragraph::new(welcome), area);
+        // Wrapped at words: a narrow terminal shows all of it.
+        frame.render_widget(
+            Paragraph::new(welcome).wrap(ratatui::widgets::Wrap { trim: false }),
+            area,
+        );
         return;
     }
     let view = app
@@ -86,12 +90,15 @@ fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
         return;
     }
     let height = matches.len() as u16;
-    let area = Rect::new(
-        input.x + 1,
-        input.y - height,
-        input.width.saturating_sub(2).min(60),
-        height,
-    );
+    // From the screen's first column (nothing of the transcript shows
+    // beside it), as wide as its longest line (the terminal's width at
+    // most): descriptions are not cut on a wide screen.
+    let widest = matches
+        .iter()
+        .map(|(command, what)| 1 + command.chars().count().max(8) + 1 + what.chars().count() + 1)
+        .max()
+        .unwrap_or(0);
+    let area = popup_area(input, widest, height);
     // The first match is highlighted: Enter runs it.
     let lines: Vec<Line<'_>> = matches
         .iter()
@@ -120,18 +127,26 @@ fn draw_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
     );
 }
 
+/// A popup of `height` rows above the input box, from its first column
+/// and `widest` columns wide (at least 40, at most the box's width).
+fn popup_area(input: Rect, widest: usize, height: u16) -> Rect {
+    let width = (widest as u16).max(40).min(input.width);
+    Rect::new(input.x, input.y - height, width, height)
+}
+
 /// The paths offered for an `@path` (Tab completes).
 fn draw_path_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
     let height = app.path_matches.len() as u16;
     if input.y < height {
         return;
     }
-    let area = Rect::new(
-        input.x + 1,
-        input.y - height,
-        input.width.saturating_sub(2).min(60),
-        height,
-    );
+    let widest = app
+        .path_matches
+        .iter()
+        .map(|path| path.chars().count() + 2)
+        .max()
+        .unwrap_or(0);
+    let area = popup_area(input, widest, height);
     let lines: Vec<Line<'_>> = app
         .path_matches
         .iter()
