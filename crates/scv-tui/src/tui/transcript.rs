@@ -13,6 +13,11 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// A user message longer than this many lines is folded to its first
+/// [`FOLD_USER_HEAD`] lines until expanded.
+const FOLD_USER_LINES: usize = 20;
+const FOLD_USER_HEAD: usize = 3;
+
 /// What an item shows before its cache is filled (never, in practice).
 static NO_LINES: Vec<Line<'static>> = Vec::new();
 
@@ -240,7 +245,17 @@ impl Item {
                 let style = Style::default()
                     .fg(Color::White)
                     .add_modifier(Modifier::BOLD);
-                text.lines()
+                // A long message (a paste) shows its first lines and how
+                // much more there is, until Ctrl+O expands it.
+                let total = text.lines().count();
+                let shown = if expanded || total <= FOLD_USER_LINES {
+                    total
+                } else {
+                    FOLD_USER_HEAD
+                };
+                let mut lines: Vec<Line<'static>> = text
+                    .lines()
+                    .take(shown)
                     .enumerate()
                     .map(|(i, l)| {
                         let mark = if i == 0 { "› " } else { "  " };
@@ -249,7 +264,14 @@ impl Item {
                             Span::styled(wrap::clean(l).into_owned(), style),
                         ])
                     })
-                    .collect()
+                    .collect();
+                if shown < total {
+                    lines.push(Line::styled(
+                        format!("  [pasted {total} lines — Ctrl+O shows them all]"),
+                        Style::default().fg(Color::DarkGray),
+                    ));
+                }
+                lines
             }
             ItemKind::Assistant { text, streaming } => {
                 let mut lines = markdown::render(text);
@@ -1019,6 +1041,32 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    #[test]
+    fn a_long_message_is_folded_until_expanded() {
+        let mut t = Transcript::default();
+        let pasted: Vec<String> = (0..200).map(|i| format!("log line {i}")).collect();
+        t.push(ItemKind::User(pasted.join("\n")));
+        let folded = text(&t.view(80, 50, Viewport::Bottom, false).lines);
+        assert!(folded.iter().any(|l| l == "› log line 0"), "{folded:?}");
+        assert!(
+            folded
+                .iter()
+                .any(|l| l == "  [pasted 200 lines — Ctrl+O shows them all]"),
+            "{folded:?}"
+        );
+        assert!(
+            !folded.iter().any(|l| l.contains("log line 3")),
+            "{folded:?}"
+        );
+        let open = text(&t.view(80, 250, Viewport::Bottom, true).lines);
+        assert!(open.iter().any(|l| l == "  log line 199"), "{open:?}");
+        // A short message is never folded.
+        let mut t = Transcript::default();
+        t.push(ItemKind::User("one\ntwo".into()));
+        let short = text(&t.view(80, 10, Viewport::Bottom, false).lines);
+        assert!(short.iter().any(|l| l == "  two"), "{short:?}");
     }
 
     #[test]
