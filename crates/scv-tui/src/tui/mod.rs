@@ -7,6 +7,7 @@
 pub mod app;
 pub mod approval;
 pub mod diff;
+pub mod edit_diff;
 pub mod files;
 pub mod highlight;
 pub mod input;

@@ -301,7 +301,13 @@ impl Child {
                 arguments,
             } => {
                 card.current = Some((title(name, arguments), false));
-                transcript.tool_proposed(call_id.clone(), name.clone(), arguments.clone(), now);
+                transcript.tool_proposed(
+                    call_id.clone(),
+                    name.clone(),
+                    arguments.clone(),
+                    None,
+                    now,
+                );
                 Change::Card
             }
             EventBody::ApprovalRequested { call_id, name, .. } => {

@@ -61,6 +61,8 @@ pub struct ToolCard {
     /// [`super::subagents`] last summed them up; at most
     /// [`MAX_CARDS_PER_CALL`].
     pub subagents: Vec<SubagentCard>,
+    /// A file edit's unified diff, made when it was proposed.
+    pub diff: Option<Vec<super::edit_diff::DiffLine>>,
 }
 
 impl ToolCard {
@@ -75,6 +77,7 @@ impl ToolCard {
             truncated: false,
             approved_by: None,
             subagents: Vec::new(),
+            diff: None,
         }
     }
 
@@ -207,6 +210,12 @@ impl Item {
             ItemKind::Tool(card) => {
                 card.output.len()
                     + card.arguments.to_string().len()
+                    + card
+                        .diff
+                        .iter()
+                        .flatten()
+                        .map(super::edit_diff::DiffLine::bytes)
+                        .sum::<usize>()
                     + card
                         .subagents
                         .iter()
@@ -495,13 +504,6 @@ fn first_line(text: &str) -> String {
 
 fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
     let (label, color) = card.state.label();
-    let arg = |key: &str| {
-        card.arguments
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
     // Every line of a command shows, as its own line: a second line is a
     // second command. Control characters show as symbols.
     let title = visible(&tool_title(&card.name, &card.arguments)).into_owned();
@@ -540,32 +542,25 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
         render_subagent(child, expanded, &mut lines);
     }
     let gutter = || Span::styled("  │ ", Style::default().fg(Color::DarkGray));
-    // File edits as a coloured diff.
-    let diff: Vec<(char, String)> = match card.name.as_str() {
-        "edit_file" => arg("old_string")
-            .lines()
-            .map(|l| ('-', l.to_string()))
-            .chain(arg("new_string").lines().map(|l| ('+', l.to_string())))
-            .collect(),
-        "write_file" => arg("content")
-            .lines()
-            .map(|l| ('+', l.to_string()))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let diff_limit = if expanded { usize::MAX } else { 8 };
-    for (sign, text) in diff.iter().take(diff_limit) {
-        let color = if *sign == '-' {
-            Color::Red
+    // File edits as a unified diff: numbers, context, the change.
+    let diff: &[super::edit_diff::DiffLine] = card.diff.as_deref().unwrap_or(&[]);
+    let diff_limit = if expanded { usize::MAX } else { 12 };
+    let number = |n: Option<usize>| n.map_or_else(|| "    ".to_string(), |n| format!("{n:>4}"));
+    for line in diff.iter().take(diff_limit) {
+        let style = match line.sign {
+            '-' => Style::default().fg(Color::Red),
+            '+' => Style::default().fg(Color::Green),
+            _ => Style::default().fg(Color::Gray),
+        };
+        let numbers = if line.old.is_some() || line.new.is_some() {
+            format!("{} {} ", number(line.old), number(line.new))
         } else {
-            Color::Green
+            String::new()
         };
         lines.push(Line::from(vec![
             gutter(),
-            Span::styled(
-                format!("{sign} {}", wrap::clean(text)),
-                Style::default().fg(color),
-            ),
+            Span::styled(numbers, Style::default().fg(Color::DarkGray)),
+            Span::styled(format!("{} {}", line.sign, wrap::clean(&line.text)), style),
         ]));
     }
     if diff.len() > diff_limit {
@@ -817,9 +812,23 @@ impl Transcript {
     }
 
     /// A call was proposed: its card.
-    pub fn tool_proposed(&mut self, call_id: String, name: String, arguments: Value, now: Instant) {
+    /// A call proposed in the session's workspace `cwd` (a file edit's
+    /// diff is made now, before anything changed).
+    pub fn tool_proposed(
+        &mut self,
+        call_id: String,
+        name: String,
+        arguments: Value,
+        cwd: Option<&str>,
+        now: Instant,
+    ) {
         self.end_reasoning(now);
-        self.push(ItemKind::Tool(ToolCard::proposed(call_id, name, arguments)));
+        let mut card = ToolCard::proposed(call_id, name, arguments);
+        card.diff = match cwd {
+            Some(cwd) => super::edit_diff::of_call(cwd, &card.name, &card.arguments),
+            None => super::edit_diff::without_file(&card.name, &card.arguments),
+        };
+        self.push(ItemKind::Tool(card));
     }
 
     /// A call ended; `denied`: the user denied it (the protocol says only
@@ -1041,6 +1050,32 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    #[test]
+    fn an_edit_card_shows_a_numbered_diff_with_context() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.rs"), "fn main() {\n    let x = 1;\n}\n").unwrap();
+        let mut t = Transcript::default();
+        t.tool_proposed(
+            "c".into(),
+            "edit_file".into(),
+            serde_json::json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"}),
+            Some(&dir.path().display().to_string()),
+            Instant::now(),
+        );
+        let lines = text(&t.view(80, 20, Viewport::Bottom, false).lines);
+        for expected in [
+            "  │    1    1   fn main() {",
+            "  │    2      -     let x = 1;",
+            "  │         2 +     let x = 2;",
+            "  │    3    3   }",
+        ] {
+            assert!(
+                lines.iter().any(|l| l == expected),
+                "{expected:?} in {lines:#?}"
+            );
+        }
     }
 
     #[test]

@@ -148,9 +148,11 @@ impl App {
                 call_id,
                 name,
                 arguments,
-            } => self
-                .transcript
-                .tool_proposed(call_id, name, arguments, self.now),
+            } => {
+                let cwd = self.session.as_ref().map(|s| s.cwd.clone());
+                self.transcript
+                    .tool_proposed(call_id, name, arguments, cwd.as_deref(), self.now)
+            }
             EventBody::ApprovalRequested {
                 approval_id,
                 call_id,
@@ -415,21 +417,27 @@ impl App {
                     success,
                     truncated,
                     ..
-                } => self.transcript.push(ItemKind::Tool(ToolCard {
-                    call_id,
-                    name,
-                    arguments: serde_json::from_str(&arguments)
-                        .unwrap_or(serde_json::Value::String(arguments)),
-                    state: if success {
-                        ToolState::Done
-                    } else {
-                        ToolState::Failed
-                    },
-                    output,
-                    truncated,
-                    approved_by: None,
-                    subagents: Vec::new(),
-                })),
+                } => {
+                    let arguments = serde_json::from_str(&arguments)
+                        .unwrap_or(serde_json::Value::String(arguments));
+                    // The file has changed since: the change alone.
+                    let diff = crate::tui::edit_diff::without_file(&name, &arguments);
+                    self.transcript.push(ItemKind::Tool(ToolCard {
+                        call_id,
+                        name,
+                        arguments,
+                        diff,
+                        state: if success {
+                            ToolState::Done
+                        } else {
+                            ToolState::Failed
+                        },
+                        output,
+                        truncated,
+                        approved_by: None,
+                        subagents: Vec::new(),
+                    }))
+                }
                 TranscriptItem::TurnEnded {
                     outcome, message, ..
                 } => match outcome {
