@@ -1,16 +1,29 @@
 //! Markdown to styled lines: headings, emphasis, lists, inline code,
 //! fenced code blocks (highlighted when the highlighter is ready), quotes,
-//! rules and links. Lines are logical (unwrapped); `wrap` fits them.
+//! rules, links and tables. Lines are logical (unwrapped); `wrap` fits
+//! them — except tables, which are laid out here for the width (columns
+//! aligned by display width, wide characters included; cells wrapped when
+//! the table is wider than the screen; the header bold and underlined).
 
 use super::highlight;
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthStr;
 
 pub const CODE_FG: Color = Color::Yellow;
 
 pub fn render(text: &str) -> Vec<Line<'static>> {
-    let mut r = Renderer::default();
+    render_for(text, 0)
+}
+
+/// [`render`] with tables laid out for `width` columns (0: as wide as
+/// they are).
+pub fn render_for(text: &str, width: u16) -> Vec<Line<'static>> {
+    let mut r = Renderer {
+        width: usize::from(width),
+        ..Renderer::default()
+    };
     let options =
         Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
     for event in Parser::new_ext(text, options) {
@@ -35,6 +48,17 @@ struct Renderer {
     link: Option<String>,
     /// The next text starts a list item and needs its marker.
     pending_marker: Option<String>,
+    /// The table being read: its rows of cells of spans.
+    table: Option<Table>,
+    /// Columns to lay tables out for (0: no bound).
+    width: usize,
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<Vec<Vec<Span<'static>>>>,
+    /// Rows of the header (they come first).
+    head: usize,
 }
 
 impl Renderer {
@@ -51,6 +75,12 @@ impl Renderer {
     }
 
     fn push_text(&mut self, text: &str, style: Style) {
+        if let Some(table) = &mut self.table {
+            if let Some(cell) = table.rows.last_mut().and_then(|row| row.last_mut()) {
+                cell.push(Span::styled(text.to_string(), style));
+            }
+            return;
+        }
         if self.current.is_empty() {
             let mut prefix = self.prefix();
             if let Some(marker) = self.pending_marker.take() {
@@ -199,11 +229,26 @@ impl Renderer {
                 );
                 self.link = Some(dest_url.to_string());
             }
-            Tag::Table(_) | Tag::TableHead | Tag::TableRow => self.flush(),
+            Tag::Table(_) => {
+                self.blank();
+                self.table = Some(Table::default());
+            }
+            Tag::TableHead => {
+                if let Some(table) = &mut self.table {
+                    table.rows.push(Vec::new());
+                    table.head = 1;
+                }
+                self.styles
+                    .push(Style::default().add_modifier(Modifier::BOLD));
+            }
+            Tag::TableRow => {
+                if let Some(table) = &mut self.table {
+                    table.rows.push(Vec::new());
+                }
+            }
             Tag::TableCell => {
-                let style = Style::default().fg(Color::DarkGray);
-                if !self.current.is_empty() {
-                    self.push_text(" │ ", style);
+                if let Some(row) = self.table.as_mut().and_then(|t| t.rows.last_mut()) {
+                    row.push(Vec::new());
                 }
             }
             _ => {}
@@ -237,8 +282,16 @@ impl Renderer {
                     self.push_text(&format!(" ({url})"), style);
                 }
             }
-            TagEnd::TableHead | TagEnd::TableRow => self.flush(),
-            TagEnd::Table => self.blank(),
+            TagEnd::TableHead => {
+                self.styles.pop();
+            }
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    let lines = lay_out(table, self.width);
+                    self.lines.extend(lines);
+                }
+                self.blank();
+            }
             _ => {}
         }
     }
@@ -271,9 +324,156 @@ impl Renderer {
     }
 }
 
+/// A cell's text and its display width.
+fn cell_width(cell: &[Span<'static>]) -> usize {
+    cell.iter().map(|s| s.content.width()).sum()
+}
+
+/// The table as lines: columns padded to their widest cell (by display
+/// width); when that is wider than `width`, the widest columns give up
+/// room and their cells wrap at words.
+fn lay_out(table: Table, width: usize) -> Vec<Line<'static>> {
+    let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
+    if columns == 0 {
+        return Vec::new();
+    }
+    let mut widths = vec![1usize; columns];
+    for row in &table.rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell_width(cell));
+        }
+    }
+    // Separators: " │ " between columns.
+    let room = |widths: &[usize]| widths.iter().sum::<usize>() + 3 * (columns - 1);
+    if width > 0 {
+        while room(&widths) > width {
+            let (widest, w) = widths
+                .iter()
+                .copied()
+                .enumerate()
+                .max_by_key(|(_, w)| *w)
+                .unwrap_or((0, 0));
+            if w <= 4 {
+                break;
+            }
+            widths[widest] = w - 1;
+        }
+    }
+    let rule = Style::default().fg(Color::DarkGray);
+    let mut out = Vec::new();
+    for (r, row) in table.rows.iter().enumerate() {
+        let cells: Vec<Vec<Vec<Span<'static>>>> = (0..columns)
+            .map(|i| wrap_cell(row.get(i).map(Vec::as_slice).unwrap_or(&[]), widths[i]))
+            .collect();
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        for line in 0..height {
+            let mut spans = Vec::new();
+            for (i, cell) in cells.iter().enumerate() {
+                if i > 0 {
+                    spans.push(Span::styled(" │ ", rule));
+                }
+                let part = cell.get(line).cloned().unwrap_or_default();
+                let used = cell_width(&part);
+                spans.extend(part);
+                spans.push(Span::raw(" ".repeat(widths[i].saturating_sub(used))));
+            }
+            out.push(Line::from(spans));
+        }
+        if r + 1 == table.head {
+            let line = widths
+                .iter()
+                .map(|w| "─".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("─┼─");
+            out.push(Line::styled(line, rule));
+        }
+    }
+    out
+}
+
+/// A cell's spans as lines of at most `width` columns, broken at spaces
+/// where it can (a word longer than the column is cut).
+fn wrap_cell(cell: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static>>> {
+    if cell_width(cell) <= width {
+        return vec![cell.to_vec()];
+    }
+    let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used = 0;
+    for span in cell {
+        for word in span.content.split_inclusive(' ') {
+            let mut word = word.to_string();
+            loop {
+                let w = word.width();
+                if used + w.min(width) > width && used > 0 {
+                    lines.push(Vec::new());
+                    used = 0;
+                    if word.trim().is_empty() {
+                        break;
+                    }
+                }
+                if w <= width - used {
+                    used += w;
+                    if let Some(line) = lines.last_mut() {
+                        line.push(Span::styled(word, span.style));
+                    }
+                    break;
+                }
+                // Longer than a whole line: cut it where the column ends.
+                let mut head = String::new();
+                let mut head_width = 0;
+                for c in word.chars() {
+                    let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                    if head_width + cw > width - used {
+                        break;
+                    }
+                    head.push(c);
+                    head_width += cw;
+                }
+                if head.is_empty() {
+                    break;
+                }
+                let rest = word[head.len()..].to_string();
+                if let Some(line) = lines.last_mut() {
+                    line.push(Span::styled(head, span.style));
+                }
+                used += head_width;
+                word = rest;
+            }
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_align_by_display_width_and_wrap_on_a_narrow_screen() {
+        let md = "| name | note |\n|---|---|\n| 中文 | wide |\n| a | a longer note here |\n";
+        let lines = plain(&render_for(md, 80));
+        assert_eq!(
+            lines,
+            [
+                "name │ note              ",
+                "─────┼───────────────────",
+                "中文 │ wide              ",
+                "a    │ a longer note here",
+            ]
+        );
+        let header = &render_for(md, 80)[0];
+        assert!(header.spans[0].style.add_modifier.contains(Modifier::BOLD));
+        let narrow = plain(&render_for(md, 16));
+        assert!(narrow.iter().all(|l| l.width() <= 16), "{narrow:#?}");
+        assert!(
+            narrow.iter().any(|l| l.starts_with("a    │ a longer")),
+            "{narrow:#?}"
+        );
+        assert!(
+            narrow.iter().any(|l| l.contains("note here")),
+            "{narrow:#?}"
+        );
+    }
 
     fn plain(lines: &[Line<'static>]) -> Vec<String> {
         lines

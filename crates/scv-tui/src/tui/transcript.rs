@@ -233,7 +233,7 @@ impl Item {
         let valid = matches!(&*self.cache.borrow(), Some(c) if c.width == width
             && c.version == self.version && c.generation == generation && c.expanded == expanded);
         if !valid {
-            let lines = wrap::wrap_lines(&self.render(expanded), width);
+            let lines = wrap::wrap_lines(&self.render(width, expanded), width);
             *self.cache.borrow_mut() = Some(Cached {
                 width,
                 version: self.version,
@@ -248,7 +248,7 @@ impl Item {
         })
     }
 
-    fn render(&self, expanded: bool) -> Vec<Line<'static>> {
+    fn render(&self, width: u16, expanded: bool) -> Vec<Line<'static>> {
         let mut lines = match &self.kind {
             ItemKind::User(text) => {
                 let style = Style::default()
@@ -283,7 +283,7 @@ impl Item {
                 lines
             }
             ItemKind::Assistant { text, streaming } => {
-                let mut lines = markdown::render(text);
+                let mut lines = markdown::render_for(text, width);
                 if *streaming {
                     lines.push(Line::styled("▍", Style::default().fg(Color::DarkGray)));
                 }
