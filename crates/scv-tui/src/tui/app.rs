@@ -98,6 +98,8 @@ pub struct App {
     pub resume_offer: Option<String>,
     /// Why the last reconnect failed, once said (not repeated each try).
     pub reconnect_error: Option<String>,
+    /// Ctrl+L asked for the whole screen to be painted again.
+    pub redraw: bool,
     /// The over-long message the user was offered to attach as a file
     /// (its fingerprint): Enter again on it attaches ([`attach`]).
     attach_offer: Option<u64>,
@@ -140,6 +142,7 @@ impl App {
             resume_offer: None,
             reconnect_error: None,
             attach_offer: None,
+            redraw: false,
             undo: Default::default(),
             plan: Default::default(),
             subagents: Default::default(),

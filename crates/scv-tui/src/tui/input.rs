@@ -1,6 +1,7 @@
 //! The multi-line input box and the prompt history behind Up/Down.
 
 use std::collections::VecDeque;
+use unicode_segmentation::UnicodeSegmentation;
 
 #[derive(Default)]
 pub struct Input {
@@ -99,28 +100,34 @@ impl Input {
         self.cursor += s.len();
     }
 
+    // The cursor moves, and deletes, by grapheme cluster (what shows as
+    // one character: a flag, an emoji with a skin tone, a letter with its
+    // accents), never into the middle of one.
+
     pub fn backspace(&mut self) {
-        if let Some(c) = self.text[..self.cursor].chars().next_back() {
-            self.cursor -= c.len_utf8();
-            self.text.remove(self.cursor);
+        if let Some(g) = self.text[..self.cursor].graphemes(true).next_back() {
+            let start = self.cursor - g.len();
+            self.text.replace_range(start..self.cursor, "");
+            self.cursor = start;
         }
     }
 
     pub fn delete(&mut self) {
-        if self.cursor < self.text.len() {
-            self.text.remove(self.cursor);
+        if let Some(g) = self.text[self.cursor..].graphemes(true).next() {
+            let end = self.cursor + g.len();
+            self.text.replace_range(self.cursor..end, "");
         }
     }
 
     pub fn left(&mut self) {
-        if let Some(c) = self.text[..self.cursor].chars().next_back() {
-            self.cursor -= c.len_utf8();
+        if let Some(g) = self.text[..self.cursor].graphemes(true).next_back() {
+            self.cursor -= g.len();
         }
     }
 
     pub fn right(&mut self) {
-        if let Some(c) = self.text[self.cursor..].chars().next() {
-            self.cursor += c.len_utf8();
+        if let Some(g) = self.text[self.cursor..].graphemes(true).next() {
+            self.cursor += g.len();
         }
     }
 
@@ -192,7 +199,7 @@ impl Input {
 
     fn vertical(&mut self, direction: i32) {
         let line_start = self.text[..self.cursor].rfind('\n').map_or(0, |i| i + 1);
-        let column = self.text[line_start..self.cursor].chars().count();
+        let column = self.text[line_start..self.cursor].graphemes(true).count();
         let target_start = if direction < 0 {
             let prev_end = line_start - 1;
             self.text[..prev_end].rfind('\n').map_or(0, |i| i + 1)
@@ -210,7 +217,7 @@ impl Input {
         let line = &self.text[target_start..target_end];
         self.cursor = target_start
             + line
-                .char_indices()
+                .grapheme_indices(true)
                 .nth(column)
                 .map_or(line.len(), |(i, _)| i);
     }
@@ -229,6 +236,33 @@ impl Input {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cursor_moves_and_deletes_by_grapheme_cluster() {
+        let mut input = Input::new(200, 1 << 20);
+        // A flag (two code points), a thumbs-up with a skin tone (two),
+        // an e with a combining accent (two), a family (seven).
+        input.set("a🇫🇷👍🏽e\u{301}👨\u{200d}👩\u{200d}👧\u{200d}👦b");
+        input.left();
+        input.left();
+        input.backspace();
+        assert_eq!(input.text(), "a🇫🇷👍🏽👨\u{200d}👩\u{200d}👧\u{200d}👦b");
+        input.left();
+        input.delete();
+        assert_eq!(input.text(), "a🇫🇷👨\u{200d}👩\u{200d}👧\u{200d}👦b");
+        input.home();
+        input.right();
+        input.right();
+        assert_eq!(&input.text()[..input.cursor()], "a🇫🇷");
+        // Up/Down keep the column in clusters.
+        input.set("🇫🇷🇫🇷x\nabcd");
+        input.up();
+        input.end();
+        input.left();
+        input.down();
+        input.up();
+        assert!(input.text().is_char_boundary(input.cursor()));
+    }
 
     #[test]
     fn history_browses_and_restores_the_draft() {

@@ -221,6 +221,9 @@ async fn event_loop(
                 if let Some(text) = app.take_clipboard() {
                     copy_to_clipboard(terminal, &text);
                 }
+                if std::mem::take(&mut app.redraw) {
+                    terminal.clear()?;
+                }
                 if app.should_quit {
                     return Ok(());
                 }

@@ -164,6 +164,12 @@ impl App {
                 self.ctrl_o();
                 Vec::new()
             }
+            // What the terminal and the view disagree on (a glyph whose
+            // width they count apart) is painted again whole.
+            KeyCode::Char('l') if ctrl => {
+                self.redraw = true;
+                Vec::new()
+            }
             // After a restart: the session this view had, back.
             KeyCode::Char('r') if ctrl && self.resume_offer.is_some() => {
                 let id = self.resume_offer.take().unwrap_or_default();

@@ -17,6 +17,7 @@ const KEYS: &[(&str, &str)] = &[
     ),
     ("Ctrl+C", "cancel the turn; twice quits"),
     ("Ctrl+D", "quit (empty input)"),
+    ("Ctrl+L", "redraw the screen"),
     (
         "Ctrl+O",
         "subagent transcripts (←/→ others, Ctrl+X cancels)",
