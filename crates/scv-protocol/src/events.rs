@@ -200,6 +200,17 @@ pub enum EventBody {
     /// and the request goes again after a wait.
     #[serde(rename = "provider.retrying")]
     ProviderRetrying(ProviderRetrying),
+    /// Capability `step_usage`: a provider step of the turn reported its
+    /// usage (the turn's totals so far, as `turn.completed` will count).
+    #[serde(rename = "usage.updated")]
+    UsageUpdated {
+        /// This step's tokens.
+        step: Usage,
+        /// The turn's tokens so far.
+        turn: Usage,
+        /// Steps so far.
+        steps: u32,
+    },
     #[serde(rename = "turn.cancelled")]
     TurnCancelled {},
     #[serde(rename = "turn.failed")]
@@ -285,6 +296,7 @@ impl EventBody {
             EventBody::TurnCompleted { .. } => "turn.completed",
             EventBody::BudgetWarning(_) => "budget.warning",
             EventBody::ProviderRetrying(_) => "provider.retrying",
+            EventBody::UsageUpdated { .. } => "usage.updated",
             EventBody::TurnCancelled {} => "turn.cancelled",
             EventBody::TurnFailed { .. } => "turn.failed",
             EventBody::SessionTrimmed { .. } => "session.trimmed",

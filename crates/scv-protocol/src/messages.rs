@@ -249,6 +249,9 @@ pub struct Capabilities {
     /// wait before the request goes again.
     #[serde(default, skip_serializing_if = "is_false")]
     pub retries: bool,
+    /// `usage.updated` events: each provider step's usage as it arrives.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub step_usage: bool,
 }
 
 /// Name and version of a client or server.

@@ -610,3 +610,49 @@ async fn repeated_cumulative_message_deltas_are_not_added() {
         json!({"input_tokens": 1025, "output_tokens": 15})
     );
 }
+
+/// With capability `step_usage` each step's usage comes as it arrives
+/// (`usage.updated`: the step's, the turn's so far, steps so far), in
+/// order with the turn's events; without it, nothing new.
+#[tokio::test]
+async fn each_steps_usage_is_told_as_it_arrives_to_a_client_that_asked() {
+    let mut new = rig("", Some(json!({"step_usage": true}))).await;
+    let session = session_on(&mut new, None).await;
+    new.mock.push(Reply::tool_calls(&[(
+        "call_1",
+        "list_dir",
+        json!({"path": "."}),
+    )]));
+    new.mock.push(Reply::text(["done"]));
+    let events = new.turn(&session, "look").await;
+    common::assert_seq_contiguous(&events);
+    let updates: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "usage.updated")
+        .collect();
+    assert_eq!(updates.len(), 2, "{events:?}");
+    assert_eq!(
+        updates[0]["step"],
+        json!({"input_tokens": 20, "output_tokens": 5})
+    );
+    assert_eq!(
+        updates[0]["turn"],
+        json!({"input_tokens": 20, "output_tokens": 5})
+    );
+    assert_eq!(updates[0]["steps"], 1);
+    assert_eq!(
+        updates[1]["turn"],
+        json!({"input_tokens": 31, "output_tokens": 12})
+    );
+    assert_eq!(updates[1]["steps"], 2);
+    // The first comes before the tool runs.
+    let at = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
+    assert!(at("usage.updated") < at("tool.started"));
+    assert_eq!(last(&events)["usage"], updates[1]["turn"]);
+
+    let mut old = rig("", None).await;
+    let session = session_on(&mut old, None).await;
+    old.mock.push(Reply::text(["done"]));
+    let events = old.turn(&session, "look").await;
+    assert!(events.iter().all(|e| e["type"] != "usage.updated"));
+}

@@ -608,3 +608,18 @@ fn the_welcome_wraps_on_a_narrow_screen() {
         assert!(text.contains(words), "{screen}");
     }
 }
+
+/// The status line's counters move with each step's usage, before the
+/// turn ends (`usage.updated`).
+#[test]
+fn the_counters_move_while_the_turn_runs() {
+    let mut app = started_app();
+    start_turn(&mut app, "Look around");
+    assert!(render(&app).contains("0↑ 0↓"));
+    app.apply(turn_event(json!({"type":"usage.updated","seq":2,
+        "step":{"input_tokens":1500,"output_tokens":40},
+        "turn":{"input_tokens":1500,"output_tokens":40},"steps":1})));
+    let screen = render(&app);
+    assert!(screen.contains("1.5k↑ 40↓"), "{screen}");
+    assert!(screen.contains("ctx 1.5k/"), "{screen}");
+}

@@ -175,6 +175,8 @@ pub(crate) struct Turn {
     pub hook_events: bool,
     /// The connection asked for capability `retries` (`provider.retrying`).
     pub retries: bool,
+    /// The connection asked for capability `step_usage` (`usage.updated`).
+    pub step_usage: bool,
     /// What it may start subagents with (`None`: no `task` tool).
     pub subagents: Option<Arc<subagent::Subagents>>,
     /// A subagent's turn: its tools, instructions and caps.
@@ -370,6 +372,14 @@ impl Turn {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
                 self.spent(step_usage).await?;
+                if self.step_usage {
+                    self.emit(EventBody::UsageUpdated {
+                        step: step_usage.into(),
+                        turn: usage.unwrap_or_default().into(),
+                        steps,
+                    })
+                    .await?;
+                }
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and

@@ -447,6 +447,7 @@ impl Child {
             trace: None,
             hook_events: parent.hook_events,
             retries: parent.retries,
+            step_usage: parent.step_usage,
             subagents: Subagents::for_turn(
                 server,
                 subagents.depth + 1,

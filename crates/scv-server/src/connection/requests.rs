@@ -126,6 +126,7 @@ impl Connection {
             hooks: asked.hooks,
             subagents: asked.subagents,
             retries: asked.retries,
+            step_usage: asked.step_usage,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

@@ -104,6 +104,8 @@ pub(crate) struct SessionHost {
     hook_events: bool,
     /// The connection asked for capability `retries` (`provider.retrying`).
     retries: bool,
+    /// The connection asked for capability `step_usage` (`usage.updated`).
+    step_usage: bool,
     /// The connection asked for capability `subagents`.
     subagents: bool,
     /// Its sessions' live subagents, by session id.
@@ -125,6 +127,7 @@ impl SessionHost {
             commands: false,
             hook_events: false,
             retries: false,
+            step_usage: false,
             subagents: false,
             children: Arc::default(),
         }
@@ -376,6 +379,7 @@ impl SessionHost {
         self.commands = granted.commands;
         self.hook_events = granted.hooks;
         self.retries = granted.retries;
+        self.step_usage = granted.step_usage;
         self.subagents = granted.subagents;
     }
 
@@ -598,6 +602,7 @@ impl SessionHost {
             token,
             hook_events: self.hook_events,
             retries: self.retries,
+            step_usage: self.step_usage,
             subagents: (!session.settings.no_tools)
                 .then(|| {
                     let server = crate::agent::subagent::Server {

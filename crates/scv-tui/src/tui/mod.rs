@@ -67,6 +67,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     hooks: true,
     subagents: true,
     retries: true,
+    step_usage: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

@@ -85,6 +85,9 @@ pub struct ActiveTurn {
     pub tools_running: usize,
     /// A provider refusal being waited out (`provider.retrying`).
     pub retry: Option<Retrying>,
+    /// Its tokens so far (`usage.updated`), until `turn.completed` counts
+    /// them into the session's.
+    pub usage: scv_protocol::Usage,
 }
 
 /// A retry the server waits for: until when, and why in words.
@@ -105,6 +108,7 @@ impl ActiveTurn {
             last_heard: now,
             tools_running: 0,
             retry: None,
+            usage: scv_protocol::Usage::default(),
         }
     }
 

@@ -269,10 +269,12 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )));
     }
     spans.push(sep());
+    // The running turn's tokens so far count too (`usage.updated`).
+    let live = app.turn.as_ref().map(|t| t.usage).unwrap_or_default();
     spans.push(Span::raw(format!(
         "{}↑ {}↓",
-        short(app.usage.input_tokens),
-        short(app.usage.output_tokens)
+        short(app.usage.input_tokens + live.input_tokens),
+        short(app.usage.output_tokens + live.output_tokens)
     )));
     if let Some(cost) = app.costs.compact() {
         spans.push(sep());

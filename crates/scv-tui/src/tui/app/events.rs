@@ -214,6 +214,14 @@ impl App {
             }
             // Shown on the status line, counting down (`ActiveTurn::heard`).
             EventBody::ProviderRetrying(_) => {}
+            // The counters move while the turn runs; `turn.completed`
+            // counts the turn into the session's.
+            EventBody::UsageUpdated { step, turn, .. } => {
+                self.context_used = step.input_tokens;
+                if let Some(active) = self.turn.as_mut() {
+                    active.usage = turn;
+                }
+            }
             EventBody::BudgetWarning(warning) => {
                 self.notice(format!("budget: {}", warning.message));
                 self.costs.warning = Some(warning.message);
