@@ -202,6 +202,13 @@ pub enum EventBody {
     ProviderRetrying(ProviderRetrying),
     /// Capability `step_usage`: a provider step of the turn reported its
     /// usage (the turn's totals so far, as `turn.completed` will count).
+    /// The answer to `models.list`: the provider and the ids it lists
+    /// (sorted, at most 500).
+    #[serde(rename = "models.listed")]
+    ModelsListed {
+        provider: String,
+        models: Vec<String>,
+    },
     #[serde(rename = "usage.updated")]
     UsageUpdated {
         /// This step's tokens.
@@ -297,6 +304,7 @@ impl EventBody {
             EventBody::BudgetWarning(_) => "budget.warning",
             EventBody::ProviderRetrying(_) => "provider.retrying",
             EventBody::UsageUpdated { .. } => "usage.updated",
+            EventBody::ModelsListed { .. } => "models.listed",
             EventBody::TurnCancelled {} => "turn.cancelled",
             EventBody::TurnFailed { .. } => "turn.failed",
             EventBody::SessionTrimmed { .. } => "session.trimmed",

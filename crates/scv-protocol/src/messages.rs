@@ -63,6 +63,15 @@ pub enum ClientMessage {
     CheckpointDiff(CheckpointDiff),
     #[serde(rename = "checkpoint.restore")]
     CheckpointRestore(CheckpointRestore),
+    /// Extension: the models the session's provider lists.
+    #[serde(rename = "models.list")]
+    ModelsList(ModelsList),
+}
+
+/// `models.list` (extension): what the session's provider offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelsList {
+    pub session_id: String,
 }
 
 /// `daemon.control`.
@@ -179,6 +188,7 @@ impl ClientMessage {
             ClientMessage::CheckpointList(_) => "checkpoint.list",
             ClientMessage::CheckpointDiff(_) => "checkpoint.diff",
             ClientMessage::CheckpointRestore(_) => "checkpoint.restore",
+            ClientMessage::ModelsList(_) => "models.list",
         }
     }
 }
@@ -204,6 +214,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "checkpoint.list",
     "checkpoint.diff",
     "checkpoint.restore",
+    "models.list",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -568,3 +568,44 @@ async fn retries_are_told_to_a_client_that_asked() {
     assert!(events.iter().all(|e| e["type"] != "provider.retrying"));
     common::assert_seq_contiguous(&events);
 }
+
+/// `models.list` asks the session's provider what it offers, with the
+/// key the session's requests carry; an unknown session is
+/// `session_not_found`, a provider that cannot answer an
+/// `invalid_request` saying why, and the session goes on.
+#[tokio::test]
+async fn models_are_listed_from_the_sessions_provider() {
+    let mut rig = Rig::with_env("", &[("OPENAI_API_KEY", KEY)]).await;
+    rig.mock.set_models(&["gpt-b", "gpt-a"]);
+    let session = rig.session().await;
+    rig.server
+        .send(json!({"type":"models.list","request_id":"m","session_id":session}))
+        .await;
+    let listed = rig.server.expect("models.listed").await;
+    assert_eq!(listed["request_id"], "m");
+    assert_eq!(listed["session_id"], session.as_str());
+    assert_eq!(listed["provider"], "openai");
+    assert_eq!(listed["models"], json!(["gpt-a", "gpt-b"]));
+    let asked = rig.mock.model_requests();
+    assert_eq!(asked[0]["authorization"], format!("Bearer {KEY}"));
+
+    rig.server
+        .send(json!({"type":"models.list","request_id":"u","session_id":"nope"}))
+        .await;
+    rig.server.expect_error("session_not_found", "u").await;
+
+    let mut dead = Rig::new(
+        "[providers.dead]\nwire = \"chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+    )
+    .await;
+    let (_, session) = dead.start(json!({"provider": "dead"})).await;
+    dead.server
+        .send(json!({"type":"models.list","request_id":"d","session_id":session}))
+        .await;
+    let error = dead.server.expect_error("invalid_request", "d").await;
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("cannot list the models: cannot reach http://127.0.0.1:9/v1/models"),
+        "{message}"
+    );
+}

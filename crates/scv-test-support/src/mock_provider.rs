@@ -77,6 +77,9 @@ struct State {
     requests: Vec<Recorded>,
     /// Streams whose body the client dropped before it ended.
     dropped: usize,
+    /// What `GET …/models` lists, and the headers each such request had.
+    models: Vec<String>,
+    model_requests: Vec<std::collections::HashMap<String, String>>,
 }
 
 pub struct MockProvider {
@@ -142,6 +145,18 @@ impl MockProvider {
             .into_iter()
             .filter(|r| r.wire() == Some(wire))
             .collect()
+    }
+
+    /// The ids `GET …/models` lists (OpenAI's "List models" shape:
+    /// `{"object":"list","data":[{"id","object":"model","created","owned_by"}]}`,
+    /// which Anthropic's `GET /v1/models` shares for `data[].id`).
+    pub fn set_models(&self, ids: &[&str]) {
+        self.state.lock().unwrap().models = ids.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// The headers of each `GET …/models` request (names lower-cased).
+    pub fn model_requests(&self) -> Vec<std::collections::HashMap<String, String>> {
+        self.state.lock().unwrap().model_requests.clone()
     }
 
     pub fn request_count(&self) -> usize {
@@ -218,6 +233,19 @@ async fn handle(
     let arrived = std::time::Instant::now();
     let path = req.uri().path().to_string();
     let headers = crate::http::headers_of(&req);
+    if req.method() == hyper::Method::GET && path.ends_with("/models") {
+        let mut state = state.lock().unwrap();
+        state.model_requests.push(headers);
+        let data: Vec<Value> = state
+            .models
+            .iter()
+            .map(|id| serde_json::json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "mock"}))
+            .collect();
+        return Ok(plain(
+            200,
+            &serde_json::json!({"object": "list", "data": data}).to_string(),
+        ));
+    }
     let bytes = req
         .into_body()
         .collect()

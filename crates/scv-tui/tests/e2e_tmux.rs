@@ -723,3 +723,30 @@ async fn a_sandbox_refusal_is_named_on_the_card_and_the_network_state_is_shown()
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+/// `/model` alone lists the provider's models as a picker: typing
+/// filters, Enter switches, and the next request uses the new model.
+#[tokio::test(flavor = "multi_thread")]
+async fn model_without_a_name_picks_from_the_providers_list() {
+    let mock = MockProvider::start().await;
+    mock.set_models(&["alpha-model", "beta-model", "mock-model"]);
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("models");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    tmux.keys(&["/model", "Enter"]);
+    let screen = tmux.wait_for("Switch model").await;
+    assert!(screen.contains("alpha-model"), "{screen}");
+    assert!(screen.contains("(current)"), "{screen}");
+    tmux.keys(&["beta"]);
+    let screen = tmux.wait_for("filter: beta").await;
+    assert!(!screen.contains("alpha-model"), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("now using openai/beta-model").await;
+    mock.push(Reply::text(["hi from beta"]));
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("hi from beta").await;
+    assert_eq!(mock.requests().pop().unwrap().body["model"], "beta-model");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

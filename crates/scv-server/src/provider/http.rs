@@ -28,7 +28,7 @@ pub(super) enum Auth {
 }
 
 /// The Anthropic API version SCV speaks.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(super) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A transient refusal: send again after `wait`.
 #[derive(Debug, Clone, PartialEq)]

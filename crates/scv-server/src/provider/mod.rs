@@ -20,6 +20,7 @@ mod chat;
 mod errors;
 pub(crate) mod fuzzing;
 mod http;
+mod models;
 pub(crate) mod presets;
 mod responses;
 mod settings;

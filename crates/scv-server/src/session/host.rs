@@ -240,6 +240,7 @@ impl SessionHost {
             ClientMessage::CheckpointRestore(restore) => {
                 self.checkpoint_restore(rid, restore).await
             }
+            ClientMessage::ModelsList(list) => self.models(rid, &list.session_id).await,
             ClientMessage::SessionList(list) => self.list(rid, list).await,
             ClientMessage::SessionResume(resume) => self.resume(rid, resume).await,
             ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
@@ -249,6 +250,23 @@ impl SessionHost {
                 "not a session message",
             )),
         }
+    }
+
+    /// `models.list`: the session's provider's models, or a
+    /// `provider_error`-worded `invalid_request` saying why not. Bounded
+    /// (5 s) so the connection is held no longer.
+    async fn models(&mut self, rid: &str, session_id: &str) -> Result<(), Reject> {
+        let provider = self.session(session_id)?.settings.provider.clone();
+        let models = provider
+            .list_models()
+            .await
+            .map_err(|why| invalid(format!("cannot list the models: {why}")))?;
+        let listed = EventBody::ModelsListed {
+            provider: provider.name.clone(),
+            models,
+        };
+        self.reply(rid, Some(session_id.to_string()), listed).await;
+        Ok(())
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut Session, Reject> {

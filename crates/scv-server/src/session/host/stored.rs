@@ -251,7 +251,7 @@ impl SessionHost {
     }
 
     /// A reply carrying `rid` (and the session it is about), no `seq`.
-    async fn reply(&self, rid: &str, session_id: Option<String>, body: EventBody) {
+    pub(super) async fn reply(&self, rid: &str, session_id: Option<String>, body: EventBody) {
         let event = Event {
             session_id,
             ..Event::reply(Some(rid.to_string()), body)

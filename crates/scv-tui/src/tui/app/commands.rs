@@ -70,7 +70,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     },
     SlashCommand {
         name: "/model",
-        help: "/model M or /model PROVIDER/M: switch model (idle)",
+        help: "/model: pick from the provider's models; /model M or /model PROVIDER/M: switch (idle)",
         takes_arg: true,
         run: Run::WithSession(App::switch_model),
     },
@@ -408,11 +408,17 @@ impl App {
     fn switch_model(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
         let current = session.model;
         if arg.is_empty() {
+            // The provider's list; its answer opens the picker.
             self.hint = Some(format!(
-                "usage: /model MODEL or /model PROVIDER/MODEL (now {})",
+                "asking {} for its models… (now {})",
+                session.provider.as_deref().unwrap_or("the provider"),
                 self.model_label()
             ));
-            return Vec::new();
+            return vec![
+                self.send(ClientMessage::ModelsList(scv_protocol::ModelsList {
+                    session_id: session.session_id,
+                })),
+            ];
         }
         if self.turn.is_some() {
             self.hint = Some("the model switches only while idle (Esc cancels the turn)".into());

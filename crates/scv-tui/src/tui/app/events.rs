@@ -214,6 +214,28 @@ impl App {
             }
             // Shown on the status line, counting down (`ActiveTurn::heard`).
             EventBody::ProviderRetrying(_) => {}
+            EventBody::ModelsListed { provider, models } => {
+                self.hint = None;
+                let current = self
+                    .session
+                    .as_ref()
+                    .map(|s| s.model.clone())
+                    .unwrap_or_default();
+                // The current model first selected when the list has it.
+                let selected = models.iter().position(|m| *m == current).unwrap_or(0);
+                let mut open = crate::tui::overlays::OpenOverlay::new(
+                    crate::tui::overlays::OverlayKind::Models(Box::new(
+                        crate::tui::overlays::models::ModelPicker {
+                            provider,
+                            models,
+                            current,
+                            filter: String::new(),
+                        },
+                    )),
+                );
+                open.selected = selected;
+                self.overlay = Some(open);
+            }
             // The counters move while the turn runs; `turn.completed`
             // counts the turn into the session's.
             EventBody::UsageUpdated { step, turn, .. } => {

@@ -97,6 +97,22 @@ impl App {
                 return Some(self.rewind_selected(checkpoint_id))
             }
             OverlayKey::Subagent(session_id) => self.open_subagent(session_id),
+            OverlayKey::Model(model) => {
+                self.overlay = None;
+                let session = self.session.clone()?;
+                // As `/model M`: the session keeps its provider.
+                let configure = ClientMessage::SessionConfigure(scv_protocol::SessionConfigure {
+                    session_id: session.session_id,
+                    model: Some(model),
+                    ..scv_protocol::SessionConfigure::default()
+                });
+                if self.turn.is_some() {
+                    self.hint =
+                        Some("the model switches only while idle (Esc cancels the turn)".into());
+                    return Some(Vec::new());
+                }
+                return Some(vec![self.send(configure)]);
+            }
             OverlayKey::CancelSubagent(session_id) => {
                 return Some(self.cancel_subagent(&session_id))
             }

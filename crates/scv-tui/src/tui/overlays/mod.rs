@@ -14,6 +14,7 @@ mod approvals;
 mod cost;
 mod diff;
 mod help;
+pub mod models;
 mod rewind;
 mod sessions;
 mod status;
@@ -52,6 +53,8 @@ pub enum OverlayKind {
     Rewind(Box<Rewind>),
     /// A subagent's transcript, by its session id (`Ctrl+O`).
     Subagent(String),
+    /// The provider's models to switch to (`/model`).
+    Models(Box<models::ModelPicker>),
 }
 
 impl OverlayKind {
@@ -66,6 +69,7 @@ impl OverlayKind {
             OverlayKind::Sessions(picker) => Box::new(sessions::Sessions(picker.as_ref())),
             OverlayKind::Rewind(rewind) => Box::new(rewind::Checkpoints(rewind.as_ref())),
             OverlayKind::Subagent(session_id) => Box::new(subagent::Subagent(session_id)),
+            OverlayKind::Models(picker) => Box::new(models::Models(picker.as_ref())),
         }
     }
 
@@ -73,6 +77,7 @@ impl OverlayKind {
     fn filter_mut(&mut self) -> Option<&mut String> {
         match self {
             OverlayKind::Sessions(picker) => Some(&mut picker.filter),
+            OverlayKind::Models(picker) => Some(&mut picker.filter),
             _ => None,
         }
     }
@@ -164,6 +169,8 @@ pub enum OverlayKey {
     SelectCheckpoint(String),
     /// Show this subagent's transcript instead.
     Subagent(String),
+    /// Switch the session to this model (`/model`'s picker).
+    Model(String),
     /// Cancel this subagent alone (`turn.cancel` of its session).
     CancelSubagent(String),
     /// Tool output and thinking in full, or not (`Ctrl+O` in an overlay
