@@ -659,8 +659,15 @@ fn model_switches_through_session_configure_while_idle() {
         run(&mut app, "/model ollama/"),
         [configure(Some("ollama"), None)]
     );
-    assert!(run(&mut app, "/model").is_empty());
-    assert!(app.hint.as_deref().unwrap().contains("usage: /model"));
+    // Alone, it asks the provider for its list (the picker opens on the
+    // answer).
+    assert_eq!(
+        run(&mut app, "/model"),
+        [ClientMessage::ModelsList(scv_protocol::ModelsList {
+            session_id: S.into()
+        })]
+    );
+    assert!(app.hint.as_deref().unwrap().contains("for its models"));
     app.apply(event(
         json!({"type":"session.configured","request_id":"x","session_id":S,"seq":4,
         "provider":"openrouter","model":"anthropic/claude-3.5-sonnet","context_max_tokens":200000}),
