@@ -39,6 +39,10 @@ struct Cli {
     /// Continue the last session of this directory (the terminal UI).
     #[arg(long = "continue", short = 'c')]
     continue_last: bool,
+    /// Open the terminal UI and send this as the first message (a word
+    /// that names a subcommand is that subcommand).
+    #[arg(value_name = "PROMPT")]
+    prompt: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -361,7 +365,7 @@ fn main() -> ExitCode {
                 } else {
                     Which::New
                 };
-                tui::run(endpoint, launched, choice, which, false)
+                tui::run(endpoint, launched, choice, which, false, cli.prompt)
                     .await
                     .map(|()| ExitCode::SUCCESS)
             }
@@ -371,7 +375,7 @@ fn main() -> ExitCode {
                     (None, true) => (Which::Latest, false),
                     (None, false) => (Which::New, true),
                 };
-                tui::run(endpoint, launched, choice, which, pick)
+                tui::run(endpoint, launched, choice, which, pick, None)
                     .await
                     .map(|()| ExitCode::SUCCESS)
             }

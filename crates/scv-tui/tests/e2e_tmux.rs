@@ -750,3 +750,21 @@ async fn model_without_a_name_picks_from_the_providers_list() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+/// `scv "PROMPT"` opens the TUI and sends it as the first message, as
+/// `claude "…"` and `codex "…"` do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_on_the_command_line_is_the_first_message() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["answered from the command line"]));
+    let tmux = Tmux::new("argprompt");
+    tmux.start_scv_with(&home, "'what is in here?'");
+    let screen = tmux.wait_for("answered from the command line").await;
+    assert!(screen.contains("› what is in here?"), "{screen}");
+    let body = &mock.requests()[0].body;
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"], "what is in here?");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

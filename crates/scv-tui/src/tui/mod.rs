@@ -109,13 +109,15 @@ impl Link {
 /// `launched`: when `main` started, for the first-frame figure that
 /// `SCV_FIRST_FRAME_FILE` asks for (the render benchmark uses it).
 /// `which` session opens; with `pick`, the session picker opens over it
-/// (`scv resume` without an id).
+/// (`scv resume` without an id); `prompt` (`scv "PROMPT"`) is sent as the
+/// first message, as if typed.
 pub async fn run(
     endpoint: Endpoint,
     launched: Instant,
     choice: session::Choice,
     which: session::Which,
     pick: bool,
+    prompt: Option<String>,
 ) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         bail!("stdout is not a terminal; use `scv exec \"PROMPT\"` in scripts");
@@ -152,6 +154,10 @@ pub async fn run(
     if pick {
         let ask = app.pick_session("");
         send_all(ask, &mut link, &mut app).await;
+    }
+    if let Some(prompt) = prompt.filter(|p| !p.trim().is_empty()) {
+        let typed = app.type_and_enter(&prompt);
+        send_all(typed, &mut link, &mut app).await;
     }
     let mut terminal = enter_terminal()?;
     if let Ok(size) = terminal.size() {

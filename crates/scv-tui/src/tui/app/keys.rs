@@ -343,6 +343,12 @@ impl App {
         }
     }
 
+    /// `text` in the box and Enter, as a user would (`scv "PROMPT"`).
+    pub fn type_and_enter(&mut self, text: &str) -> Vec<Outgoing> {
+        self.input.set(text);
+        self.submit()
+    }
+
     pub fn on_paste(&mut self, text: &str) {
         self.input.paste(text);
         self.offer_paths();
