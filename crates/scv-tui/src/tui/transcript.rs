@@ -847,8 +847,14 @@ impl Transcript {
                 (false, true) => ToolState::Denied,
                 (false, false) => ToolState::Failed,
             };
-            card.output = output;
-            card.truncated = truncated;
+            // A denied call's result is written for the model ("do not
+            // retry it unchanged"); the card says what happened instead.
+            card.output = if denied && !success {
+                "you denied it".into()
+            } else {
+                output
+            };
+            card.truncated = truncated && !denied;
         });
     }
 
@@ -1076,6 +1082,28 @@ mod tests {
                 "{expected:?} in {lines:#?}"
             );
         }
+    }
+
+    #[test]
+    fn a_denied_card_says_so_in_words_for_the_user() {
+        let mut t = Transcript::default();
+        t.tool_proposed(
+            "c".into(),
+            "bash".into(),
+            serde_json::json!({"command": "rm -rf build"}),
+            None,
+            Instant::now(),
+        );
+        t.tool_completed(
+            "c",
+            false,
+            true,
+            "The user denied this tool call. Do not retry it unchanged.".into(),
+            false,
+        );
+        let lines = text(&t.view(80, 20, Viewport::Bottom, false).lines).join("\n");
+        assert!(lines.contains("you denied it"), "{lines}");
+        assert!(!lines.contains("Do not retry"), "{lines}");
     }
 
     #[test]
