@@ -962,3 +962,30 @@ fn a_paste_over_the_prompt_limit_stays_and_can_be_attached_as_a_file() {
     );
     assert!(app.input.text().is_empty());
 }
+
+/// Hints end with what they are about: "press Ctrl+C again" with its
+/// window, "no rule: …" with the turn.
+#[test]
+fn hints_end_with_their_reason() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(app.hint.as_deref(), Some("press Ctrl+C again to quit"));
+    assert!(!app.expire_hint(app.now + Duration::from_millis(500)));
+    assert!(app.expire_hint(app.now + Duration::from_secs(2)));
+    assert_eq!(app.hint, None);
+
+    start_turn(&mut app);
+    app.apply(event(json!({"type":"tool.proposed","request_id":"r","session_id":S,"turn_id":"t1","seq":2,"call_id":"c","name":"bash","arguments":{"command":"make && rm -rf x"}})));
+    app.apply(event(json!({"type":"approval.requested","request_id":"r","session_id":S,"turn_id":"t1","seq":3,"approval_id":"a1","call_id":"c","name":"bash","risk":"process","cwd":"/w","summary":"Run shell command: make && rm -rf x"})));
+    app.now += Duration::from_secs(1);
+    key(&mut app, KeyCode::Char('2'));
+    assert!(
+        app.hint.as_deref().unwrap().starts_with("no rule"),
+        "{:?}",
+        app.hint
+    );
+    // Time alone does not take it; the turn's end does.
+    assert!(!app.expire_hint(app.now + Duration::from_secs(60)));
+    app.apply(event(json!({"type":"turn.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"steps":1})));
+    assert_eq!(app.hint, None);
+}

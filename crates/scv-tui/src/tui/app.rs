@@ -98,6 +98,9 @@ pub struct App {
     pub resume_offer: Option<String>,
     /// Why the last reconnect failed, once said (not repeated each try).
     pub reconnect_error: Option<String>,
+    /// A hint that ends by itself: this text goes at this time (the Ctrl+C
+    /// window), or with the turn (`None` time: an approval's "no rule").
+    hint_ends: Option<(Option<Instant>, String)>,
     /// Ctrl+L asked for the whole screen to be painted again.
     pub redraw: bool,
     /// The over-long message the user was offered to attach as a file
@@ -143,6 +146,7 @@ impl App {
             reconnect_error: None,
             attach_offer: None,
             redraw: false,
+            hint_ends: None,
             undo: Default::default(),
             plan: Default::default(),
             subagents: Default::default(),
@@ -223,6 +227,35 @@ impl App {
     }
 
     /// Elapsed time of the active turn.
+    /// Shows `text` as the hint until `until` (`None`: until the turn
+    /// ends) or until another hint replaces it.
+    pub(super) fn hint_ending(&mut self, text: String, until: Option<Instant>) {
+        self.hint_ends = Some((until, text.clone()));
+        self.hint = Some(text);
+    }
+
+    /// Takes away a hint whose time is over (the event loop asks each
+    /// tick); whether the screen changed.
+    pub fn expire_hint(&mut self, now: Instant) -> bool {
+        let over = matches!(&self.hint_ends, Some((Some(at), text))
+            if now >= *at && self.hint.as_ref() == Some(text));
+        if over {
+            self.hint = None;
+            self.hint_ends = None;
+        }
+        over
+    }
+
+    /// The turn ended: a hint about it goes with it.
+    pub(super) fn end_turn_hint(&mut self) {
+        if let Some((None, text)) = &self.hint_ends {
+            if self.hint.as_ref() == Some(text) {
+                self.hint = None;
+            }
+            self.hint_ends = None;
+        }
+    }
+
     pub fn turn_elapsed(&self) -> Option<Duration> {
         self.turn
             .as_ref()

@@ -279,6 +279,9 @@ async fn event_loop(
                 if app.turn.is_some() {
                     dirty = true;
                 }
+                if app.expire_hint(Instant::now()) {
+                    dirty = true;
+                }
                 if link.is_none() && Instant::now() >= next_reconnect {
                     next_reconnect = Instant::now() + RECONNECT_EVERY;
                     // The daemon is started again when it is not running,

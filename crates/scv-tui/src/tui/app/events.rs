@@ -522,6 +522,7 @@ impl App {
 
     fn end_turn(&mut self) {
         self.turn = None;
+        self.end_turn_hint();
         self.approval.clear();
         self.transcript.end_streaming(self.now);
     }

@@ -144,7 +144,7 @@ impl App {
             PromptKey::Pass => None,
             PromptKey::Taken => Some(Vec::new()),
             PromptKey::Hint(hint) => {
-                self.hint = Some(hint);
+                self.hint_ending(hint, None);
                 Some(Vec::new())
             }
             PromptKey::Resolve(approval, approved) => Some(self.resolve(*approval, approved)),
@@ -274,7 +274,10 @@ impl App {
             return vec![Outgoing::Quit];
         }
         self.ctrl_c_at = Some(now);
-        self.hint = Some("press Ctrl+C again to quit".into());
+        self.hint_ending(
+            "press Ctrl+C again to quit".into(),
+            Some(now + DOUBLE_PRESS),
+        );
         if self.turn.is_some() {
             return self.cancel_turn();
         }
