@@ -563,9 +563,13 @@ fn esc_cancels_editing_a_queued_prompt_before_it_cancels_the_turn() {
     assert_eq!(app.input.text(), "later");
     assert!(key(&mut app, KeyCode::Esc).is_empty(), "only the edit ends");
     assert!(app.input.is_empty());
+    // The queue is paused first, then the turn cancelled.
     assert!(matches!(
         &sent(&key(&mut app, KeyCode::Esc))[..],
-        [ClientMessage::TurnCancel(TurnCancel { .. })]
+        [
+            ClientMessage::SessionPause(SessionPause { paused: true, .. }),
+            ClientMessage::TurnCancel(TurnCancel { .. })
+        ]
     ));
 }
 
@@ -988,4 +992,55 @@ fn hints_end_with_their_reason() {
     assert!(!app.expire_hint(app.now + Duration::from_secs(60)));
     app.apply(event(json!({"type":"turn.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"steps":1})));
     assert_eq!(app.hint, None);
+}
+
+/// Esc during a turn with prompts queued pauses the queue before the
+/// cancel goes (they would start at once otherwise), says so, and Enter
+/// on an empty box resumes it.
+#[test]
+fn a_cancel_pauses_the_queue_and_enter_resumes_it() {
+    let mut app = app();
+    start_turn(&mut app);
+    app.apply(event(
+        json!({"type":"queue.enqueued","request_id":"q","session_id":S,"seq":2,
+        "entry":{"queue_id":"q1","revision":1,"prompt":"next","submitter":"client"},"position":0}),
+    ));
+    let out = sent(&key(&mut app, KeyCode::Esc));
+    assert_eq!(
+        out[0],
+        ClientMessage::SessionPause(SessionPause {
+            session_id: S.into(),
+            paused: true
+        })
+    );
+    assert!(
+        matches!(out[1], ClientMessage::TurnCancel(_)),
+        "then the cancel: {out:?}"
+    );
+    assert!(app.queue.paused());
+    let notice = app
+        .transcript
+        .items()
+        .iter()
+        .any(|item| matches!(&item.kind, ItemKind::Notice(n) if n.starts_with("queue paused after the cancel")));
+    assert!(notice);
+    app.apply(event(
+        json!({"type":"turn.cancelled","request_id":"r","session_id":S,"turn_id":"t1","seq":3}),
+    ));
+    assert_eq!(
+        sent(&key(&mut app, KeyCode::Enter)),
+        [ClientMessage::SessionPause(SessionPause {
+            session_id: S.into(),
+            paused: false
+        })]
+    );
+    assert!(!app.queue.paused());
+    // Without a queue, a cancel is only a cancel.
+    let mut app = self::app();
+    start_turn(&mut app);
+    let out = sent(&key(&mut app, KeyCode::Esc));
+    assert!(
+        matches!(&out[..], [ClientMessage::TurnCancel(_)]),
+        "{out:?}"
+    );
 }

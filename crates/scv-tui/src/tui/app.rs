@@ -101,6 +101,9 @@ pub struct App {
     /// A hint that ends by itself: this text goes at this time (the Ctrl+C
     /// window), or with the turn (`None` time: an approval's "no rule").
     hint_ends: Option<(Option<Instant>, String)>,
+    /// The queue is paused because the user cancelled a turn (Enter on an
+    /// empty box resumes it).
+    queue_paused_by_cancel: bool,
     /// Ctrl+L asked for the whole screen to be painted again.
     pub redraw: bool,
     /// The over-long message the user was offered to attach as a file
@@ -146,6 +149,7 @@ impl App {
             reconnect_error: None,
             attach_offer: None,
             redraw: false,
+            queue_paused_by_cancel: false,
             hint_ends: None,
             undo: Default::default(),
             plan: Default::default(),

@@ -942,7 +942,7 @@ impl App {
             .into_iter()
             .map(outgoing)
             .collect();
-        match (out.is_empty(), self.turn.clone(), self.session_id()) {
+        let out = match (out.is_empty(), self.turn.clone(), self.session_id()) {
             // Asked again while its cancel is on its way: say it again.
             (true, Some(turn), Some(session_id)) => {
                 vec![
@@ -953,7 +953,36 @@ impl App {
                 ]
             }
             _ => out,
+        };
+        self.pause_after_cancel(out)
+    }
+
+    /// A user's cancel pauses the queue first (its prompts would start at
+    /// once otherwise, which a user who pressed Esc does not expect); the
+    /// screen says so, and Enter on an empty box resumes it.
+    fn pause_after_cancel(&mut self, cancel: Vec<Outgoing>) -> Vec<Outgoing> {
+        let Some(session_id) = self.session_id() else {
+            return cancel;
+        };
+        if cancel.is_empty() || self.turn.is_none() || self.queue.is_empty() || self.queue.paused()
+        {
+            return cancel;
         }
+        self.queue.set_paused(true);
+        self.queue_paused_by_cancel = true;
+        let waiting = self.queue.len();
+        self.notice(format!(
+            "queue paused after the cancel: {waiting} prompt{} wait — Enter on an empty box resumes it (or /unpause)",
+            if waiting == 1 { "" } else { "s" }
+        ));
+        let mut out = vec![
+            self.send(ClientMessage::SessionPause(scv_protocol::SessionPause {
+                session_id,
+                paused: true,
+            })),
+        ];
+        out.extend(cancel);
+        out
     }
 
     /// `turn.start` for `prompt`, which is shown once its turn starts.

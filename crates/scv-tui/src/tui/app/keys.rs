@@ -289,6 +289,20 @@ impl App {
     fn submit(&mut self) -> Vec<Outgoing> {
         let mut text = self.input.text().trim().to_string();
         if text.is_empty() {
+            // The queue a cancel paused goes on.
+            if self.queue_paused_by_cancel && self.queue.paused() {
+                if let Some(session_id) = self.session_id() {
+                    self.queue_paused_by_cancel = false;
+                    self.queue.set_paused(false);
+                    self.notice("queue resumed".into());
+                    return vec![self.send(ClientMessage::SessionPause(
+                        scv_protocol::SessionPause {
+                            session_id,
+                            paused: false,
+                        },
+                    ))];
+                }
+            }
             return Vec::new();
         }
         let mut line = commands::classify(&text, self.custom_commands());
