@@ -768,3 +768,24 @@ async fn a_prompt_on_the_command_line_is_the_first_message() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+/// Quitting leaves a summary on the normal screen: the session, how to
+/// resume it, what it used (the transcript left with the alternate
+/// screen).
+#[tokio::test(flavor = "multi_thread")]
+async fn quitting_prints_how_to_resume_the_session() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("summary");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::text(["noted"]));
+    tmux.keys(&["remember this", "Enter"]);
+    tmux.wait_for("noted").await;
+    tmux.wait_for("idle").await;
+    tmux.keys(&["C-d"]);
+    let screen = tmux.wait_for("SCV-EXIT=0").await;
+    let text = screen.replace('\n', "");
+    assert!(text.contains("resume it with `scv resume "), "{screen}");
+    assert!(text.contains("input and "), "{screen}");
+}

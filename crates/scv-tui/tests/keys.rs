@@ -1044,3 +1044,18 @@ fn a_cancel_pauses_the_queue_and_enter_resumes_it() {
         "{out:?}"
     );
 }
+
+/// Mouse capture is off by default (text selects as in any terminal);
+/// Ctrl+T turns it on and off, and says what each means.
+#[test]
+fn ctrl_t_toggles_mouse_capture() {
+    let mut app = app();
+    assert!(!app.mouse);
+    press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert!(app.mouse && app.mouse_changed);
+    assert!(app.hint.as_deref().unwrap().starts_with("mouse capture on"));
+    app.mouse_changed = false;
+    press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert!(!app.mouse && app.mouse_changed);
+    assert!(app.hint.as_deref().unwrap().contains("select text freely"));
+}

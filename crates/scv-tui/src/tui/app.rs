@@ -104,6 +104,12 @@ pub struct App {
     /// The queue is paused because the user cancelled a turn (Enter on an
     /// empty box resumes it).
     queue_paused_by_cancel: bool,
+    /// The terminal reports the mouse to us (the wheel scrolls; selecting
+    /// text needs Shift). Off by default; Ctrl+T toggles, `SCV_MOUSE=1`
+    /// starts with it on.
+    pub mouse: bool,
+    /// Ctrl+T changed [`App::mouse`]; the event loop tells the terminal.
+    pub mouse_changed: bool,
     /// Ctrl+L asked for the whole screen to be painted again.
     pub redraw: bool,
     /// The over-long message the user was offered to attach as a file
@@ -149,6 +155,8 @@ impl App {
             reconnect_error: None,
             attach_offer: None,
             redraw: false,
+            mouse: false,
+            mouse_changed: false,
             queue_paused_by_cancel: false,
             hint_ends: None,
             undo: Default::default(),
@@ -231,6 +239,30 @@ impl App {
     }
 
     /// Elapsed time of the active turn.
+    /// What `scv` prints when it exits (the transcript goes with the
+    /// screen): the session, how to come back to it, what it used.
+    pub fn exit_summary(&self) -> Option<String> {
+        let session = self.session.as_ref()?;
+        let id = &session.session_id;
+        if id.is_empty() {
+            return None;
+        }
+        let mut out = format!(
+            "scv: session {id} · resume it with `scv resume {id}` (or `scv --continue` in {})",
+            session.cwd
+        );
+        if self.usage.input_tokens + self.usage.output_tokens > 0 {
+            out.push_str(&format!(
+                "\nused {} input and {} output tokens",
+                self.usage.input_tokens, self.usage.output_tokens
+            ));
+            if let Some(cost) = self.costs.compact() {
+                out.push_str(&format!(" · {cost}"));
+            }
+        }
+        Some(out)
+    }
+
     /// Shows `text` as the hint until `until` (`None`: until the turn
     /// ends) or until another hint replaces it.
     pub(super) fn hint_ending(&mut self, text: String, until: Option<Instant>) {

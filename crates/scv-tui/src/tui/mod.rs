@@ -159,7 +159,8 @@ pub async fn run(
         let typed = app.type_and_enter(&prompt);
         send_all(typed, &mut link, &mut app).await;
     }
-    let mut terminal = enter_terminal()?;
+    app.mouse = std::env::var_os("SCV_MOUSE").is_some_and(|v| v == "1");
+    let mut terminal = enter_terminal(app.mouse)?;
     if let Ok(size) = terminal.size() {
         app.resize(size.width, size.height);
     }
@@ -170,6 +171,10 @@ pub async fn run(
     let result = event_loop(&mut terminal, &mut app, &mut link, &endpoint, &cwd, &choice).await;
     drop(terminal);
     restore_terminal();
+    // The transcript left with the screen; what to come back to stays.
+    if let Some(summary) = app.exit_summary() {
+        println!("{}", scv_client::text::visible(&summary));
+    }
     result
 }
 
@@ -230,6 +235,14 @@ async fn event_loop(
                 }
                 if std::mem::take(&mut app.redraw) {
                     terminal.clear()?;
+                }
+                if std::mem::take(&mut app.mouse_changed) {
+                    let mut stdout = std::io::stdout();
+                    let _ = if app.mouse {
+                        crossterm::execute!(stdout, EnableMouseCapture)
+                    } else {
+                        crossterm::execute!(stdout, DisableMouseCapture)
+                    };
                 }
                 if app.should_quit {
                     return Ok(());
@@ -375,7 +388,9 @@ fn copy_to_clipboard(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
     let _ = std::io::Write::flush(backend);
 }
 
-fn enter_terminal() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
+/// Raw mode, the alternate screen, bracketed paste, and the mouse when
+/// `mouse` (off by default: the terminal's own selection works).
+fn enter_terminal(mouse: bool) -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore_terminal();
@@ -383,12 +398,10 @@ fn enter_terminal() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
     }));
     enable_raw_mode()?;
     let mut stdout = std::io::stdout();
-    crossterm::execute!(
-        stdout,
-        EnterAlternateScreen,
-        EnableMouseCapture,
-        EnableBracketedPaste
-    )?;
+    crossterm::execute!(stdout, EnterAlternateScreen, EnableBracketedPaste)?;
+    if mouse {
+        crossterm::execute!(stdout, EnableMouseCapture)?;
+    }
     if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
         // Lets Shift+Enter arrive as itself in terminals that support it.
         let _ = crossterm::execute!(

@@ -186,6 +186,17 @@ impl App {
                 self.redraw = true;
                 Vec::new()
             }
+            KeyCode::Char('t') if ctrl => {
+                self.mouse = !self.mouse;
+                self.mouse_changed = true;
+                self.hint = Some(if self.mouse {
+                    "mouse capture on: the wheel scrolls; hold Shift to select text (Ctrl+T turns it off)".into()
+                } else {
+                    "mouse capture off: select text freely; PgUp/PgDn scroll (Ctrl+T turns it on)"
+                        .into()
+                });
+                Vec::new()
+            }
             // After a restart: the session this view had, back.
             KeyCode::Char('r') if ctrl && self.resume_offer.is_some() => {
                 let id = self.resume_offer.take().unwrap_or_default();

@@ -19,6 +19,10 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+D", "quit (empty input)"),
     ("Ctrl+L", "redraw the screen"),
     (
+        "Ctrl+T",
+        "mouse capture on/off (off: select text; on: wheel scrolls)",
+    ),
+    (
         "Ctrl+O",
         "subagent transcripts (←/→ others, Ctrl+X cancels)",
     ),
