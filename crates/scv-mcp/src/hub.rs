@@ -119,6 +119,7 @@ impl Hub {
                     error: None,
                     restarts: 0,
                     tools: 0,
+                    tool_names: Vec::new(),
                 }),
                 connection: Mutex::new(Live::default()),
                 names: Mutex::new(BTreeMap::new()),

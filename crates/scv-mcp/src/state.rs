@@ -83,6 +83,9 @@ pub struct ServerStatus {
     pub error: Option<String>,
     pub restarts: u32,
     pub tools: usize,
+    /// The tools' names as the server knows them (at most
+    /// [`crate::limits::MAX_TOOLS_PER_SERVER`]).
+    pub tool_names: Vec<String>,
 }
 
 /// One connection of a server, as calls see it.
@@ -122,8 +125,12 @@ impl Shared {
 
     pub(crate) fn set_connection(&self, live: Live) {
         let count = live.tools.len();
+        let names: Vec<String> = live.tools.iter().map(|t| t.tool.clone()).collect();
         *lock(&self.connection) = live;
-        self.update(|s| s.tools = count);
+        self.update(|s| {
+            s.tools = count;
+            s.tool_names = names;
+        });
     }
 }
 

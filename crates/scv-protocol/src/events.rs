@@ -548,6 +548,10 @@ pub struct ComponentStatus {
     /// Extension, on MCP servers: how many tools it offers now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<u64>,
+    /// Extension, on MCP servers: those tools' names as the server knows
+    /// them (at most 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_names: Option<Vec<String>>,
 }
 
 /// What kind of daemon component a status is about. On the wire the kind

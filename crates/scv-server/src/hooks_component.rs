@@ -76,6 +76,7 @@ impl Component for UserHooks {
                 restarts: 0,
                 remote_tools: None,
                 tools: None,
+                tool_names: None,
             }]
         })
     }

@@ -81,5 +81,6 @@ fn status(server: scv_mcp::ServerStatus) -> ComponentStatus {
         restarts: server.restarts,
         remote_tools: None,
         tools: Some(server.tools as u64),
+        tool_names: Some(server.tool_names),
     }
 }

@@ -541,6 +541,15 @@ async fn the_daemon_lists_servers_reloads_them_and_leaves_nothing_behind() {
     assert_eq!(fake["restarts"], 0);
     assert!(fake["last_success_unix_seconds"].as_u64().unwrap() > 0);
     assert_eq!(fake["tools"], 13);
+    // Their names too, as the server gives them.
+    let names = fake["tool_names"].as_array().unwrap();
+    assert_eq!(names.len(), 13, "{fake}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.as_str().is_some_and(|n| !n.is_empty())),
+        "{fake}"
+    );
     let never = rig.wait_state("never", "failed").await;
     assert_eq!(never["error"], "did not finish starting within 300 ms");
     let off = rig.mcp("off").await;

@@ -386,10 +386,15 @@ fn status_overlay() {
     };
     app.apply(event(json!({"type":"daemon.status","request_id":request_id,"status":{"version":"0.1.0","pid":1,"components":[
         {"id":"clawbot:default","account":"default","bot_id":null,"user_id":null,"enabled":false,"state":"disabled","last_success_unix_seconds":null,"error":null,"restarts":0},
-        {"id":"mcp:github","account":null,"bot_id":null,"user_id":null,"enabled":true,"state":"connected","last_success_unix_seconds":1764590000,"error":null,"restarts":0,"tools":12}
+        {"id":"mcp:github","account":null,"bot_id":null,"user_id":null,"enabled":true,"state":"connected","last_success_unix_seconds":1764590000,"error":null,"restarts":0,"tools":3,
+         "tool_names":["get_issue","list_issues","create_issue"]}
     ]}})));
     let screen = render(&app);
-    assert!(screen.contains("github: connected · 12 tools"), "{screen}");
+    assert!(screen.contains("github: connected · 3 tools"), "{screen}");
+    assert!(
+        screen.contains("get_issue, list_issues, create_issue"),
+        "{screen}"
+    );
     assert!(!screen.contains("clawbot"), "{screen}");
     insta::assert_snapshot!(screen);
 }

@@ -130,6 +130,7 @@ pub(crate) fn idle_status(
         restarts,
         remote_tools: Some(effective_remote_tools(settings, credentials)),
         tools: None,
+        tool_names: None,
     }
 }
 

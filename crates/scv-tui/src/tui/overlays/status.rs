@@ -126,6 +126,11 @@ impl Overlay for Status {
                         text.push_str(&format!(" · {error}"));
                     }
                     lines.push(pair(if i == 0 { "MCP" } else { "" }, &text, w));
+                    // Each server's tools, by the names it gives them.
+                    if let Some(names) = server.tool_names.as_ref().filter(|n| !n.is_empty()) {
+                        let names = scv_client::text::visible(&names.join(", ")).into_owned();
+                        lines.push(pair("", &format!("  {names}"), w));
+                    }
                 }
             }
         }
