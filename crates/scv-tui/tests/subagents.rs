@@ -233,7 +233,7 @@ fn two_children_run_at_once_under_their_task_calls() {
         "{screen}"
     );
     assert!(
-        screen.contains("✗ subagent «run the auth tests»  failed (provider_error)"),
+        screen.contains("✗ subagent «run the auth tests»  failed (the model provider returned an"),
         "{screen}"
     );
     insta::assert_snapshot!("two_children_ended", screen);
@@ -525,7 +525,10 @@ fn ctrl_o_opens_the_latest_subagent_and_esc_closes_it() {
         "{screen}"
     );
     assert!(screen.contains("$ cargo test auth  [done]"), "{screen}");
-    assert!(screen.contains("provider_error"), "{screen}");
+    assert!(
+        screen.contains("the model provider returned an error"),
+        "{screen}"
+    );
     insta::assert_snapshot!("subagent_overlay", screen);
 
     // ← goes to the other one, drawn as the session's transcript is.

@@ -471,7 +471,11 @@ pub fn subagent_line(card: &SubagentCard, lead: &'static str) -> Line<'static> {
     let (mark, label, color) = match &card.status {
         SubagentStatus::Running => ("◐", "running".to_string(), Color::Cyan),
         SubagentStatus::Completed => ("✓", "completed".to_string(), Color::Green),
-        SubagentStatus::Failed { code, .. } => ("✗", format!("failed ({code})"), Color::Red),
+        SubagentStatus::Failed { code, .. } => (
+            "✗",
+            format!("failed ({})", scv_client::text::code_words(code)),
+            Color::Red,
+        ),
         SubagentStatus::Cancelled => ("◌", "cancelled".to_string(), Color::Yellow),
     };
     let plural = if card.steps == 1 { "step" } else { "steps" };
