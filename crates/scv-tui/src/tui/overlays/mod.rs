@@ -15,6 +15,7 @@ mod cost;
 mod diff;
 mod help;
 pub mod models;
+mod picker;
 mod rewind;
 mod sessions;
 mod status;

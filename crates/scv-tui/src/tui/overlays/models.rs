@@ -2,7 +2,7 @@
 //! session's provider lists (`models.list`), the current one marked;
 //! typing filters, ↑/↓ select, Enter switches to it (as `/model M`).
 
-use super::{Overlay, OverlayData, OverlayKey};
+use super::{picker, Overlay, OverlayData, OverlayKey};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -43,11 +43,8 @@ impl Overlay for Models<'_> {
 
     fn lines(&self, _data: &OverlayData<'_>, selected: usize) -> Vec<Line<'static>> {
         let dim = Style::default().fg(Color::DarkGray);
-        let mut lines = vec![Line::from(vec![
-            Span::styled(format!("{} · filter: ", self.0.provider), dim),
-            Span::raw(self.0.filter.clone()),
-            Span::styled("▏", dim),
-        ])];
+        let label = format!("{} · ", self.0.provider);
+        let mut lines = vec![picker::filter_line(&label, &self.0.filter)];
         let shown = self.0.shown();
         if shown.is_empty() {
             lines.push(Line::styled(
@@ -62,11 +59,7 @@ impl Overlay for Models<'_> {
         }
         for (i, model) in shown.iter().enumerate() {
             let marked = i == selected.min(shown.len() - 1);
-            let style = if marked {
-                Style::default().fg(Color::Black).bg(Color::Cyan)
-            } else {
-                Style::default()
-            };
+            let style = picker::row_style(marked);
             let mut spans = vec![
                 Span::styled(if marked { " › " } else { "   " }, style),
                 Span::styled(model.to_string(), style.add_modifier(Modifier::BOLD)),
@@ -81,17 +74,15 @@ impl Overlay for Models<'_> {
 
     fn on_key(&self, key: KeyEvent, _data: &OverlayData<'_>, selected: &mut usize) -> OverlayKey {
         let shown = self.0.shown();
-        match key.code {
-            KeyCode::Up => *selected = selected.saturating_sub(1),
-            KeyCode::Down => *selected = (*selected + 1).min(shown.len().saturating_sub(1)),
-            KeyCode::Enter => {
-                return match shown.get((*selected).min(shown.len().saturating_sub(1))) {
-                    Some(model) => OverlayKey::Model((*model).clone()),
-                    None => OverlayKey::Taken,
-                }
-            }
-            _ => return OverlayKey::Pass,
+        if picker::move_selection(key.code, selected, shown.len()) {
+            return OverlayKey::Taken;
         }
-        OverlayKey::Taken
+        match key.code {
+            KeyCode::Enter => match shown.get((*selected).min(shown.len().saturating_sub(1))) {
+                Some(model) => OverlayKey::Model((*model).clone()),
+                None => OverlayKey::Taken,
+            },
+            _ => OverlayKey::Pass,
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! them, ↑/↓ select, Enter resumes one — or forks it when it is open on
 //! another connection, which a resume would be refused.
 
-use super::{Overlay, OverlayData, OverlayKey};
+use super::{picker, Overlay, OverlayData, OverlayKey};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -46,11 +46,7 @@ impl Overlay for Sessions<'_> {
 
     fn lines(&self, _data: &OverlayData<'_>, selected: usize) -> Vec<Line<'static>> {
         let dim = Style::default().fg(Color::DarkGray);
-        let mut lines = vec![Line::from(vec![
-            Span::styled("filter: ", dim),
-            Span::raw(self.0.filter.clone()),
-            Span::styled("▏", dim),
-        ])];
+        let mut lines = vec![picker::filter_line("", &self.0.filter)];
         let shown = self.0.shown();
         if shown.is_empty() {
             lines.push(Line::styled(
@@ -65,11 +61,7 @@ impl Overlay for Sessions<'_> {
         }
         for (i, s) in shown.iter().enumerate() {
             let marked = i == selected.min(shown.len() - 1);
-            let style = if marked {
-                Style::default().fg(Color::Black).bg(Color::Cyan)
-            } else {
-                Style::default()
-            };
+            let style = picker::row_style(marked);
             let title = match (&s.damaged, s.title.is_empty()) {
                 (Some(_), _) => "(cannot be read)".to_string(),
                 (None, true) => "(no prompt yet)".to_string(),
@@ -104,20 +96,18 @@ impl Overlay for Sessions<'_> {
 
     fn on_key(&self, key: KeyEvent, _data: &OverlayData<'_>, selected: &mut usize) -> OverlayKey {
         let shown = self.0.shown();
-        match key.code {
-            KeyCode::Up => *selected = selected.saturating_sub(1),
-            KeyCode::Down => *selected = (*selected + 1).min(shown.len().saturating_sub(1)),
-            KeyCode::Enter => {
-                return match shown.get((*selected).min(shown.len().saturating_sub(1))) {
-                    Some(s) if s.damaged.is_none() => OverlayKey::Pick {
-                        session_id: s.session_id.clone(),
-                        fork: s.open,
-                    },
-                    _ => OverlayKey::Taken,
-                }
-            }
-            _ => return OverlayKey::Pass,
+        if picker::move_selection(key.code, selected, shown.len()) {
+            return OverlayKey::Taken;
         }
-        OverlayKey::Taken
+        match key.code {
+            KeyCode::Enter => match shown.get((*selected).min(shown.len().saturating_sub(1))) {
+                Some(s) if s.damaged.is_none() => OverlayKey::Pick {
+                    session_id: s.session_id.clone(),
+                    fork: s.open,
+                },
+                _ => OverlayKey::Taken,
+            },
+            _ => OverlayKey::Pass,
+        }
     }
 }
