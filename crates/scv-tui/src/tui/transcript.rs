@@ -550,7 +550,24 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
     let diff: &[super::edit_diff::DiffLine] = card.diff.as_deref().unwrap_or(&[]);
     let diff_limit = if expanded { usize::MAX } else { 12 };
     let number = |n: Option<usize>| n.map_or_else(|| "    ".to_string(), |n| format!("{n:>4}"));
-    for line in diff.iter().take(diff_limit) {
+    let shown_diff: Vec<&super::edit_diff::DiffLine> = diff.iter().take(diff_limit).collect();
+    // Coloured as the file's language (by its extension) once the
+    // highlighter is ready; the sign column keeps red and green.
+    let syntax: Option<Vec<Line<'static>>> = card
+        .arguments
+        .get("path")
+        .and_then(Value::as_str)
+        .and_then(|path| std::path::Path::new(path).extension()?.to_str())
+        .filter(|_| !shown_diff.is_empty())
+        .and_then(|ext| {
+            let code: Vec<String> = shown_diff
+                .iter()
+                .map(|l| wrap::clean(&l.text).into_owned())
+                .collect();
+            highlight::highlight(&(code.join("\n") + "\n"), ext)
+        })
+        .filter(|h| h.len() >= shown_diff.len());
+    for (i, line) in shown_diff.iter().enumerate() {
         let style = match line.sign {
             '-' => Style::default().fg(Color::Red),
             '+' => Style::default().fg(Color::Green),
@@ -561,11 +578,21 @@ fn render_tool(card: &ToolCard, expanded: bool) -> Vec<Line<'static>> {
         } else {
             String::new()
         };
-        lines.push(Line::from(vec![
+        let mut spans = vec![
             gutter(),
             Span::styled(numbers, Style::default().fg(Color::DarkGray)),
-            Span::styled(format!("{} {}", line.sign, wrap::clean(&line.text)), style),
-        ]));
+        ];
+        match syntax.as_ref().map(|h| &h[i]) {
+            Some(coloured) => {
+                spans.push(Span::styled(format!("{} ", line.sign), style));
+                spans.extend(coloured.spans.iter().cloned());
+            }
+            None => spans.push(Span::styled(
+                format!("{} {}", line.sign, wrap::clean(&line.text)),
+                style,
+            )),
+        }
+        lines.push(Line::from(spans));
     }
     if diff.len() > diff_limit {
         lines.push(Line::from(vec![
@@ -1086,6 +1113,32 @@ mod tests {
                 "{expected:?} in {lines:#?}"
             );
         }
+    }
+
+    #[test]
+    fn an_edit_diff_is_coloured_as_its_language() {
+        highlight::load();
+        let mut t = Transcript::default();
+        t.tool_proposed(
+            "c".into(),
+            "edit_file".into(),
+            serde_json::json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"}),
+            None,
+            Instant::now(),
+        );
+        let view = t.view(80, 20, Viewport::Bottom, false);
+        let added = view
+            .lines
+            .iter()
+            .find(|l| l.spans.iter().any(|s| s.content == "+ "))
+            .expect("the added line");
+        assert!(
+            added
+                .spans
+                .iter()
+                .any(|s| matches!(s.style.fg, Some(Color::Rgb(..)))),
+            "{added:?}"
+        );
     }
 
     #[test]
