@@ -508,7 +508,8 @@ pub struct DaemonStatus {
 
 /// Extension (`daemon.status.config`): the daemon's configuration file as
 /// last read. `changed` and `needs_restart` are filled on the answer to
-/// `reload` (and are empty when nothing changed since the last read).
+/// `reload`: the keys changed since the previous `reload` (or the start),
+/// however they were applied meanwhile.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigState {
     /// The file (`$SCV_HOME/config.toml`).

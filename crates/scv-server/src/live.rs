@@ -106,6 +106,10 @@ struct State {
     stamp: Option<Stamp>,
     /// What the current configuration was read from, for diffs.
     table: toml::Table,
+    /// What the last `reload` answer was about (at first: the file as the
+    /// server started with it), so a reload names what changed since the
+    /// previous one even when a tick already applied it.
+    reported: toml::Table,
     /// Why the file as it is now is not used.
     problem: Option<String>,
 }
@@ -131,6 +135,7 @@ impl LiveConfig {
             state: Mutex::new(State {
                 current: Arc::new(Current::new(config, scv_home, launch_env)),
                 stamp,
+                reported: table.clone(),
                 table,
                 problem: None,
             }),
@@ -227,6 +232,16 @@ impl LiveConfig {
         }
     }
 
+    /// For a `reload` answer: the keys changed since the previous reload
+    /// (or the start), however they were applied; the next reload counts
+    /// from here.
+    pub(crate) fn since_reload(&self) -> Reread {
+        let mut state = self.lock();
+        let reread = diff(&state.reported, &state.table);
+        state.reported = state.table.clone();
+        reread
+    }
+
     /// [`LiveConfig::reread`] on the blocking pool (a refused thread
     /// leaves the configuration as it was).
     pub(crate) async fn refresh(self: &Arc<Self>) -> Reread {
@@ -300,6 +315,10 @@ mod tests {
         assert_eq!(reread.changed, ["auto_aprove", "max_steps"]);
         assert_eq!(live.current().limits.max_steps, 7);
         assert!(live.warnings()[0].contains("did you mean `auto_approve`?"));
+        // A reload names what changed since the start, although the edit
+        // was applied already; the next one, nothing.
+        assert_eq!(live.since_reload().changed, ["auto_aprove", "max_steps"]);
+        assert!(live.since_reload().is_empty());
         std::fs::write(&path, "max_steps = [\n").unwrap();
         assert!(live.reread().is_empty());
         assert_eq!(live.current().limits.max_steps, 7, "the old one runs on");

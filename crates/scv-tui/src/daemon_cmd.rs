@@ -81,7 +81,7 @@ fn describe_config(config: &scv_protocol::ConfigState, reload: bool) -> String {
         ));
     } else if reload && config.changed.is_empty() && config.needs_restart.is_empty() {
         out.push_str(&format!(
-            "{}: unchanged since it was last read\n",
+            "{}: unchanged since the last reload\n",
             config.path
         ));
     }

@@ -761,7 +761,9 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
     let output = home.scv().args(["daemon", "reload"]).output().unwrap();
     let text = stdout(&output);
     assert!(
-        text.contains("changed `auto_aprove`, `max_steps` (sessions started from now on use them"),
+        text.contains(
+            "changed `base_url`, `max_steps`, `model` (sessions started from now on use them"
+        ),
         "{text}"
     );
     assert!(
@@ -770,7 +772,7 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
     );
     let output = home.scv().args(["daemon", "reload"]).output().unwrap();
     assert!(
-        stdout(&output).contains("unchanged since it was last read"),
+        stdout(&output).contains("unchanged since the last reload"),
         "{}",
         stdout(&output)
     );

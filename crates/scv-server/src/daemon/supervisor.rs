@@ -114,7 +114,8 @@ impl Control for Supervisor {
             match component::kind_of(&command) {
                 None if command == DaemonCommand::Status => {}
                 None => {
-                    reread = Some(self.cx.shared.live.refresh().await);
+                    self.cx.shared.live.refresh().await;
+                    reread = Some(self.cx.shared.live.since_reload());
                     self.reconcile(true).await;
                     // What a leak would show: tasks that outlive what
                     // started them (tests compare two reloads).
