@@ -106,6 +106,39 @@ struct Session {
 struct Asked {
     request: RequestCancellationHandle,
     rule: Option<Rule>,
+    /// The call, as rules see it: a rule added meanwhile may answer it.
+    call: OwnedCall,
+}
+
+/// A [`Call`]'s fields, kept while its permission request is open.
+struct OwnedCall {
+    name: String,
+    risk: &'static str,
+    cwd: String,
+    summary: String,
+    arguments: serde_json::Value,
+}
+
+impl OwnedCall {
+    fn of(approval: &Approval) -> OwnedCall {
+        OwnedCall {
+            name: approval.name.clone(),
+            risk: approval.risk.as_str(),
+            cwd: approval.cwd.clone(),
+            summary: approval.summary.clone(),
+            arguments: approval.arguments.clone(),
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        Call {
+            name: &self.name,
+            risk: self.risk,
+            cwd: &self.cwd,
+            summary: &self.summary,
+            arguments: &self.arguments,
+        }
+    }
 }
 
 impl Session {
@@ -491,7 +524,22 @@ impl Bridge {
             },
             Err(_) => None,
         };
+        // The rule also answers the calls of this session still asking
+        // (their requests are withdrawn).
+        let mut answered_too = Vec::new();
         if let (Some(ALWAYS), Some(rule)) = (chosen, asked.rule) {
+            let matching: Vec<String> = session
+                .approvals
+                .iter()
+                .filter(|(_, other)| rule.matches(&other.call.call()))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in matching {
+                if let Some(other) = session.approvals.remove(&id) {
+                    let _ = other.request.cancel();
+                    answered_too.extend(session.client.resolve(&id, true));
+                }
+            }
             session.rules.add(rule);
         }
         let approved = match &answer {
@@ -502,6 +550,9 @@ impl Bridge {
             }
         };
         if let Some(resolve) = session.client.resolve(&approval_id, approved) {
+            let _ = self.send_request(&resolve).await;
+        }
+        for resolve in answered_too {
             let _ = self.send_request(&resolve).await;
         }
     }
@@ -841,6 +892,7 @@ impl Bridge {
             return;
         }
         let rule = rules::propose(&call).ok();
+        let owned = OwnedCall::of(&approval);
         let Approval {
             approval_id,
             call_id,
@@ -883,6 +935,7 @@ impl Bridge {
             Asked {
                 request: sent.cancellation_handle(),
                 rule,
+                call: owned,
             },
         );
         let commands = self.commands.clone();

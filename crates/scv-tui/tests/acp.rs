@@ -1293,3 +1293,52 @@ async fn a_subagent_shows_inside_its_task_call_and_asks_as_its_parent_does() {
         .unwrap();
     assert!(output.contains("CHILD-ANSWER: forty-two."), "{output}");
 }
+
+/// Two subagents ask at once; "Always allow" on one adds the rule, which
+/// answers the other's open request too (withdrawn from the editor).
+#[tokio::test(flavor = "multi_thread")]
+async fn always_allow_also_answers_a_request_still_open() {
+    let (mock, _home, mut acp, session) = opened("").await;
+    mock.push(Reply::tool_calls(&[
+        (
+            "t1",
+            "task",
+            json!({"description": "one", "prompt": "CHILD-ONE"}),
+        ),
+        (
+            "t2",
+            "task",
+            json!({"description": "two", "prompt": "CHILD-TWO"}),
+        ),
+    ]));
+    mock.push(Reply::tool_calls(&[(
+        "k1",
+        "bash",
+        json!({"command": "true"}),
+    )]));
+    mock.push(Reply::tool_calls(&[(
+        "k2",
+        "bash",
+        json!({"command": "true"}),
+    )]));
+    mock.push(Reply::text(["child done"]));
+    mock.push(Reply::text(["child done"]));
+    mock.push(Reply::text(["Both done."]));
+    let id = acp.prompt(&session, "Two subagents").await;
+    let (_, first) = acp.until(is_permission).await;
+    let (_, second) = acp.until(is_permission).await;
+    assert_ne!(first["id"], second["id"]);
+    acp.respond(
+        &first["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}),
+    )
+    .await;
+    // No answer to the second: the rule gave it.
+    let (rest, response) = acp.answer(id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert!(
+        rest.iter()
+            .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == second["id"]),
+        "the second request is withdrawn: {rest:?}"
+    );
+}
