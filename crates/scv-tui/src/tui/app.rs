@@ -244,7 +244,8 @@ impl App {
     pub fn exit_summary(&self) -> Option<String> {
         let session = self.session.as_ref()?;
         let id = &session.session_id;
-        if id.is_empty() {
+        // A session that ran nothing was not kept: nothing to come back to.
+        if id.is_empty() || !self.worked() {
             return None;
         }
         let mut out = format!(

@@ -828,6 +828,12 @@ impl App {
         });
     }
 
+    /// Whether this session ran a turn (or was resumed with some): only
+    /// then is it stored, to be offered back.
+    pub(super) fn worked(&self) -> bool {
+        self.book.worked
+    }
+
     /// Reconnecting failed with `why` (the daemon cannot start: a
     /// malformed config.toml); said once until it changes.
     pub fn reconnect_failed(&mut self, why: String) {
