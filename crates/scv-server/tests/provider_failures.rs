@@ -457,11 +457,14 @@ async fn a_refused_key_is_named_by_its_variable() {
 /// A provider that needs a key whose variable is not set: every preset's
 /// session says so at `session.start` (naming the variable), its turns fail
 /// before anything is sent, and a switch to it is refused while the
-/// session keeps the provider that works. Local servers need none.
+/// session keeps the provider that works. Only a preset's public API is
+/// known to need one: a local server or any other URL gets the request
+/// without a key, as ARCHITECTURE.md's fixed interface says.
 #[tokio::test]
 async fn a_missing_key_is_named_at_start_and_switch_and_nothing_is_sent() {
     let mut rig = Rig::new(
-        "[providers.remote]\nwire = \"chat\"\nbase_url = \"https://llm.example.invalid/v1\"\nmodel = \"m\"\napi_key_env = \"SCV_TEST_UNSET_KEY\"\n",
+        "[providers.remote]\nwire = \"chat\"\nbase_url = \"https://api.openai.com/v1\"\nmodel = \"m\"\napi_key_env = \"SCV_TEST_UNSET_KEY\"\n\
+         [providers.proxy]\nwire = \"chat\"\nbase_url = \"https://llm.example.invalid/v1\"\nmodel = \"m\"\napi_key_env = \"SCV_TEST_UNSET_KEY\"\n",
     )
     .await;
     for (preset, var) in [
@@ -472,11 +475,12 @@ async fn a_missing_key_is_named_at_start_and_switch_and_nothing_is_sent() {
         ("deepseek", "DEEPSEEK_API_KEY"),
         ("gemini", "GEMINI_API_KEY"),
         ("remote", "SCV_TEST_UNSET_KEY"),
+        ("proxy", "SCV_TEST_UNSET_KEY"),
     ] {
         // `openai` is configured at the mock (a local server): no warning.
         let (started, _) = rig.start(json!({"provider": preset})).await;
         let warnings = started["config_warnings"].to_string();
-        if preset == "openai" {
+        if preset == "openai" || preset == "proxy" {
             assert!(started.get("config_warnings").is_none(), "{warnings}");
             continue;
         }
@@ -593,6 +597,7 @@ async fn models_are_listed_from_the_sessions_provider() {
         .send(json!({"type":"models.list","request_id":"u","session_id":"nope"}))
         .await;
     rig.server.expect_error("session_not_found", "u").await;
+    still_works(&mut rig, &session).await;
 
     let mut dead = Rig::new(
         "[providers.dead]\nwire = \"chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",

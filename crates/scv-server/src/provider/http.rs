@@ -28,7 +28,7 @@ pub(super) enum Auth {
 }
 
 /// The Anthropic API version SCV speaks.
-pub(super) const ANTHROPIC_VERSION: &str = "2023-06-01";
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A transient refusal: send again after `wait`.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +53,31 @@ impl From<ProviderError> for Failure {
     }
 }
 
+/// `request` with the provider's proof of who it is (its key, as `auth`
+/// says to carry it) and its definition's headers: the same for every
+/// request to the provider (streams, the model list).
+pub(super) fn authorized(
+    provider: &Provider,
+    mut request: reqwest::RequestBuilder,
+    auth: Auth,
+) -> reqwest::RequestBuilder {
+    let key = provider.api_key.as_deref();
+    match (auth, key) {
+        (Auth::Bearer, Some(key)) => request = request.bearer_auth(key),
+        (Auth::Bearer, None) => {}
+        (Auth::Anthropic, key) => {
+            request = request.header("anthropic-version", ANTHROPIC_VERSION);
+            if let Some(key) = key {
+                request = request.header("x-api-key", key);
+            }
+        }
+    }
+    for (name, value) in &provider.headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    request
+}
+
 /// Sends attempt `attempt` (0: the first) of a request.
 pub(super) async fn send(
     provider: &Provider,
@@ -62,68 +87,53 @@ pub(super) async fn send(
     redact: &Redactor,
     attempt: u32,
 ) -> Result<reqwest::Response, Failure> {
-    let key = provider.api_key.as_deref();
-    {
-        let mut request = provider
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .body(body);
-        match (auth, key) {
-            (Auth::Bearer, Some(key)) => request = request.bearer_auth(key),
-            (Auth::Bearer, None) => {}
-            (Auth::Anthropic, key) => {
-                request = request.header("anthropic-version", ANTHROPIC_VERSION);
-                if let Some(key) = key {
-                    request = request.header("x-api-key", key);
-                }
-            }
-        }
-        for (name, value) in &provider.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        let response = tokio::time::timeout(provider.idle_timeout, request.send())
-            .await
-            .map_err(|_| {
-                ProviderError::provider(format!(
-                    "provider did not answer within {} ms",
-                    provider.idle_timeout.as_millis()
-                ))
-            })?
-            .map_err(|err| redact.error(ProviderError::provider(describe(&err))))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let transient = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
-        if transient && attempt < provider.max_retries {
-            let wait = retry_after(response.headers())
-                .unwrap_or_else(|| Duration::from_millis(500 << attempt.min(16)))
-                .min(MAX_RETRY_WAIT);
-            tracing::info!("provider answered {status}; retrying in {wait:?}");
-            return Err(Failure::Retry(Retry {
-                wait,
-                status: status.as_u16(),
-                reason: match status.as_u16() {
-                    429 => "rate limited",
-                    529 | 503 => "overloaded",
-                    _ => "server error",
-                },
-            }));
-        }
-        let mut error = read_error(response, redact).await;
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            // Which key it was, by its variable's name (never its value).
-            let var = provider.api_key_env.as_deref().unwrap_or("api_key_env");
-            error.message.push_str(&if provider.api_key.is_some() {
-                format!(" (the key from {var} was refused)")
-            } else {
-                format!(" (no key was sent: {var} is not set in the server's environment)")
-            });
-        }
-        Err(Failure::Failed(error))
+    let request = provider
+        .http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(body);
+    let request = authorized(provider, request, auth);
+    let response = tokio::time::timeout(provider.idle_timeout, request.send())
+        .await
+        .map_err(|_| {
+            ProviderError::provider(format!(
+                "provider did not answer within {} ms",
+                provider.idle_timeout.as_millis()
+            ))
+        })?
+        .map_err(|err| redact.error(ProviderError::provider(describe(&err))))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
     }
+    let transient = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+    if transient && attempt < provider.max_retries {
+        let wait = retry_after(response.headers())
+            .unwrap_or_else(|| Duration::from_millis(500 << attempt.min(16)))
+            .min(MAX_RETRY_WAIT);
+        tracing::info!("provider answered {status}; retrying in {wait:?}");
+        return Err(Failure::Retry(Retry {
+            wait,
+            status: status.as_u16(),
+            reason: match status.as_u16() {
+                429 => "rate limited",
+                529 | 503 => "overloaded",
+                _ => "server error",
+            },
+        }));
+    }
+    let mut error = read_error(response, redact).await;
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        // Which key it was, by its variable's name (never its value).
+        let var = provider.api_key_env.as_deref().unwrap_or("api_key_env");
+        error.message.push_str(&if provider.api_key.is_some() {
+            format!(" (the key from {var} was refused)")
+        } else {
+            format!(" (no key was sent: {var} is not set in the server's environment)")
+        });
+    }
+    Err(Failure::Failed(error))
 }
 
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {

@@ -4,7 +4,6 @@
 //! `{"data": [{"id": …}, …]}`). Bounded in time, body and count.
 
 use super::settings::Provider;
-use reqwest::header::HeaderMap;
 use std::time::Duration;
 
 /// How long the list may take.
@@ -22,10 +21,8 @@ impl Provider {
             return Err(message);
         }
         let url = format!("{}/models", self.base_url.trim_end_matches('/'));
-        let mut request = self.http.get(&url).headers(self.auth_headers());
-        for (name, value) in &self.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
+        let request =
+            super::http::authorized(self, self.http.get(&url), super::spec(self.wire).auth);
         let answer = async {
             let mut response = request
                 .send()
@@ -48,25 +45,6 @@ impl Provider {
             .await
             .map_err(|_| format!("{url} did not answer within {} s", MODELS_TIMEOUT.as_secs()))??;
         parse(&body).ok_or_else(|| format!("{url} did not answer with a model list"))
-    }
-
-    /// The headers that prove who the request is, as streaming requests
-    /// send them.
-    fn auth_headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        let key = self.api_key.as_deref();
-        let value = |v: &str| reqwest::header::HeaderValue::from_str(v).ok();
-        if self.wire == crate::model::Wire::Anthropic {
-            if let Some(v) = value(super::http::ANTHROPIC_VERSION) {
-                headers.insert("anthropic-version", v);
-            }
-            if let Some(v) = key.and_then(value) {
-                headers.insert("x-api-key", v);
-            }
-        } else if let Some(v) = key.and_then(|k| value(&format!("Bearer {k}"))) {
-            headers.insert(reqwest::header::AUTHORIZATION, v);
-        }
-        headers
     }
 }
 

@@ -41,6 +41,16 @@ struct Preset {
     reasoning_replay: bool,
 }
 
+/// Whether `url` is served by one of the presets' public APIs that take a
+/// key (`api.openai.com`, `api.anthropic.com`, …): a request there without
+/// one is certain to be refused.
+pub(crate) fn is_keyed_public_api(url: &str) -> bool {
+    PRESETS
+        .iter()
+        .filter(|preset| preset.api_key_env.is_some())
+        .any(|preset| same_origin(url, preset.base_url))
+}
+
 /// The built-in presets (ARCHITECTURE.md's fixed interface).
 const PRESETS: &[Preset] = &[
     Preset {

@@ -44,11 +44,13 @@ pub(crate) struct Provider {
 
 impl Provider {
     /// The variable of a key this provider needs and does not have: its
-    /// definition names one, it was not set, and its server is not on this
-    /// machine or the local network (where servers often take none).
+    /// definition names one, it was not set, and the URL is a preset's
+    /// public API, which refuses every request without one. Anywhere else
+    /// (a local server, a proxy) the request goes without a key, as the
+    /// fixed interface says.
     pub(crate) fn missing_key(&self) -> Option<&str> {
         let var = self.api_key_env.as_deref()?;
-        if self.api_key.is_some() || is_local(&self.base_url) {
+        if self.api_key.is_some() || !super::presets::is_keyed_public_api(&self.base_url) {
             return None;
         }
         Some(var)
@@ -59,30 +61,9 @@ impl Provider {
     pub(crate) fn missing_key_message(&self, then: &str) -> Option<String> {
         let var = self.missing_key()?;
         Some(format!(
-            "provider `{}` needs a key: {var} is not set in the server's environment (set it where the server starts; for the daemon, `scv daemon stop` and start it again with {var} set), or set `api_key_env = \"\"` for a server that takes none; {then}",
+            "provider `{}` needs a key: {var} is not set in the server's environment (set it where the server starts; for the daemon, `scv daemon stop` and start it again with {var} set); {then}",
             self.name
         ))
-    }
-}
-
-/// Whether `url`'s host is this machine or a private network address.
-fn is_local(url: &str) -> bool {
-    let Ok(url) = reqwest::Url::parse(url) else {
-        return false;
-    };
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    match host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<std::net::IpAddr>()
-    {
-        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Ok(std::net::IpAddr::V6(ip)) => {
-            ip.is_loopback() || ip.is_unique_local() || ip.is_unicast_link_local()
-        }
-        Err(_) => host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local"),
     }
 }
 
