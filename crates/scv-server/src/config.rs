@@ -156,6 +156,9 @@ pub struct Config {
     /// What was wrong with the file but did not stop it (unknown keys),
     /// in words with the file and line.
     pub(crate) warnings: Vec<String>,
+    /// The file's top-level table as read (empty for the defaults), so a
+    /// later reading can say which keys changed.
+    pub(crate) table: toml::Table,
 }
 
 /// What tokens cost and what may be spent.
@@ -365,6 +368,7 @@ impl Config {
         let mut config =
             Config::resolve(raw, text).map_err(|err| anyhow!("{}: {err}", path.display()))?;
         config.warnings = warnings;
+        config.table = table;
         Ok(config)
     }
 
@@ -516,6 +520,7 @@ impl Config {
             otel_endpoint: raw.otel_endpoint,
             otel_log_content: raw.otel_log_content,
             warnings: Vec::new(),
+            table: toml::Table::new(),
         })
     }
 

@@ -130,7 +130,7 @@ impl LiveConfig {
     ) -> LiveConfig {
         let path = scv_home.join("config.toml");
         let stamp = stamp(&path).ok().flatten();
-        let table = read_table(&path);
+        let table = config.table.clone();
         LiveConfig {
             state: Mutex::new(State {
                 current: Arc::new(Current::new(config, scv_home, launch_env)),
@@ -197,12 +197,13 @@ impl LiveConfig {
         if self.lock().stamp == now {
             return Reread::default();
         }
-        let (loaded, table) = match now {
-            None => (Ok(Config::default()), toml::Table::new()),
-            Some(_) => (Config::load_from(&self.path), read_table(&self.path)),
+        let loaded = match now {
+            None => Ok(Config::default()),
+            Some(_) => Config::load_from(&self.path),
         };
         match loaded {
             Ok(config) => {
+                let table = config.table.clone();
                 let current = Arc::new(Current::new(config, &self.scv_home, &self.launch_env));
                 let mut state = self.lock();
                 let reread = diff(&state.table, &table);
@@ -256,15 +257,6 @@ impl LiveConfig {
         // half-written.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// The file's top-level table (empty when it is missing or does not
-/// parse: a diff against it then names every key).
-fn read_table(path: &Path) -> toml::Table {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or_default()
 }
 
 /// The top-level keys whose values differ between `old` and `new`.
