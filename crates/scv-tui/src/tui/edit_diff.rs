@@ -32,12 +32,14 @@ impl DiffLine {
     }
 }
 
-/// The diff of a proposed `edit_file` or `write_file` call in `cwd`;
-/// `None` for other tools.
-pub fn of_call(cwd: &str, name: &str, arguments: &Value) -> Option<Vec<DiffLine>> {
+/// The diff of a proposed `edit_file` or `write_file` call in the
+/// workspace `cwd` (`None`: the file is not to be read — a replayed call,
+/// whose file has changed since — so the change alone); `None` for other
+/// tools.
+pub fn of_call(cwd: Option<&str>, name: &str, arguments: &Value) -> Option<Vec<DiffLine>> {
     let arg = |key: &str| arguments.get(key).and_then(Value::as_str);
-    let path = Path::new(cwd).join(arg("path")?);
-    let current = read_bounded(&path);
+    let path = arg("path")?;
+    let current = cwd.and_then(|cwd| read_bounded(&Path::new(cwd).join(path)));
     let mut lines = match name {
         "edit_file" => edit(current.as_deref(), arg("old_string")?, arg("new_string")?),
         "write_file" => whole(current.as_deref().unwrap_or(""), arg("content")?),
@@ -45,12 +47,6 @@ pub fn of_call(cwd: &str, name: &str, arguments: &Value) -> Option<Vec<DiffLine>
     };
     lines.truncate(MAX_DIFF_LINES);
     Some(lines)
-}
-
-/// The diff of an edit or write whose file is not to be read (a replayed
-/// call: the file has changed since): the change alone.
-pub fn without_file(name: &str, arguments: &Value) -> Option<Vec<DiffLine>> {
-    of_call("/nonexistent-scv-replay", name, arguments)
 }
 
 fn read_bounded(path: &Path) -> Option<String> {
@@ -168,7 +164,7 @@ mod tests {
         std::fs::write(dir.path().join("m.rs"), text).unwrap();
         let cwd = dir.path().display().to_string();
         let diff = of_call(
-            &cwd,
+            Some(&cwd),
             "edit_file",
             &json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;\n    let y = 3;"}),
         )
@@ -192,19 +188,19 @@ mod tests {
     #[test]
     fn without_the_file_the_change_alone_and_new_files_whole() {
         let diff = of_call(
-            "/nonexistent-scv",
+            None,
             "edit_file",
             &json!({"path": "x", "old_string": "a\nb", "new_string": "a\nc"}),
         )
         .unwrap();
         assert_eq!(shown(&diff), ["- -  a", "- - -b", "- - +c"]);
         let diff = of_call(
-            "/nonexistent-scv",
+            None,
             "write_file",
             &json!({"path": "x", "content": "one\ntwo\n"}),
         )
         .unwrap();
         assert_eq!(shown(&diff), ["- 1 +one", "- 2 +two"]);
-        assert!(of_call("/", "bash", &json!({"command": "ls"})).is_none());
+        assert!(of_call(Some("/"), "bash", &json!({"command": "ls"})).is_none());
     }
 }

@@ -855,10 +855,7 @@ impl Transcript {
     ) {
         self.end_reasoning(now);
         let mut card = ToolCard::proposed(call_id, name, arguments);
-        card.diff = match cwd {
-            Some(cwd) => super::edit_diff::of_call(cwd, &card.name, &card.arguments),
-            None => super::edit_diff::without_file(&card.name, &card.arguments),
-        };
+        card.diff = super::edit_diff::of_call(cwd, &card.name, &card.arguments);
         self.push(ItemKind::Tool(card));
     }
 

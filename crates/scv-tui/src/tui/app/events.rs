@@ -451,7 +451,7 @@ impl App {
                     let arguments = serde_json::from_str(&arguments)
                         .unwrap_or(serde_json::Value::String(arguments));
                     // The file has changed since: the change alone.
-                    let diff = crate::tui::edit_diff::without_file(&name, &arguments);
+                    let diff = crate::tui::edit_diff::of_call(None, &name, &arguments);
                     self.transcript.push(ItemKind::Tool(ToolCard {
                         call_id,
                         name,

@@ -19,17 +19,9 @@ impl ModelPicker {
     /// The models the filter keeps: every word of it in the id, case
     /// aside.
     pub fn shown(&self) -> Vec<&String> {
-        let words: Vec<String> = self
-            .filter
-            .split_whitespace()
-            .map(str::to_lowercase)
-            .collect();
         self.models
             .iter()
-            .filter(|m| {
-                let id = m.to_lowercase();
-                words.iter().all(|w| id.contains(w))
-            })
+            .filter(|m| picker::keeps(&self.filter, m))
             .collect()
     }
 }

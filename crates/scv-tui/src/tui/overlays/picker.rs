@@ -5,6 +5,15 @@ use crossterm::event::KeyCode;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
+/// Whether `hay` holds every word of `filter`, case aside (an empty filter
+/// keeps everything).
+pub(super) fn keeps(filter: &str, hay: &str) -> bool {
+    let hay = hay.to_lowercase();
+    filter
+        .split_whitespace()
+        .all(|word| hay.contains(&word.to_lowercase()))
+}
+
 /// `LABEL filter: TEXT▏`, the first line of a picker.
 pub(super) fn filter_line(label: &str, filter: &str) -> Line<'static> {
     let dim = Style::default().fg(Color::DarkGray);

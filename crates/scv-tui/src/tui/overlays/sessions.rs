@@ -22,17 +22,9 @@ impl Picker {
     /// The sessions the filter keeps: every word of it in the title or
     /// the directory, case aside.
     pub fn shown(&self) -> Vec<&StoredSession> {
-        let words: Vec<String> = self
-            .filter
-            .split_whitespace()
-            .map(str::to_lowercase)
-            .collect();
         self.sessions
             .iter()
-            .filter(|s| {
-                let hay = format!("{} {}", s.title, s.cwd).to_lowercase();
-                words.iter().all(|w| hay.contains(w))
-            })
+            .filter(|s| picker::keeps(&self.filter, &format!("{} {}", s.title, s.cwd)))
             .collect()
     }
 }
