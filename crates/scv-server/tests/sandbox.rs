@@ -608,3 +608,61 @@ async fn cancel_and_timeout_kill_every_process_of_a_sandboxed_command() {
     );
     all_gone(&pids).await;
 }
+
+/// The configuration is live, and an edit is no way around the sandbox:
+/// a session started after `sandbox_network = false` was written cannot
+/// open an IP socket, and a variable an edit names as a key (which does
+/// not look like a credential by its name) never reaches a tool, while
+/// the server sends it to the provider.
+#[tokio::test]
+async fn a_live_edit_tightens_new_sessions_and_keeps_new_keys_from_tools() {
+    if !enforced() {
+        assert!(std::env::var_os("SCV_REQUIRE_LANDLOCK").is_none());
+        return;
+    }
+    let listener = Listener::new();
+    let place = Place::new();
+    let mut rig = rig_in(&place, AUTO_SANDBOXED, &[("PLAIN_NAME", "live-secret-7")]).await;
+    let before = rig.session().await;
+    let config = rig.home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}\nsandbox_network = false\napi_key_env = \"PLAIN_NAME\"\n"),
+    )
+    .unwrap();
+    let after = rig.session().await;
+    let port = listener.port();
+    let commands = [
+        ("tcp", format!("echo hi > /dev/tcp/127.0.0.1/{port}")),
+        ("env", "env".to_string()),
+    ];
+    let results = run_all(&mut rig, &after, &commands).await;
+    let (_, success, output) = result(&results, "tcp");
+    assert!(
+        !success,
+        "the edited sandbox let a socket through: {output}"
+    );
+    assert!(output.contains("sandbox_network = false"), "{output}");
+    let (_, _, env) = result(&results, "env");
+    assert!(
+        !env.contains("live-secret-7"),
+        "the new key reached a tool: {env}"
+    );
+    assert!(
+        !listener.connected(),
+        "a sandboxed command reached the listener"
+    );
+    let last = rig.mock.requests().pop().unwrap();
+    assert_eq!(last.headers["authorization"], "Bearer live-secret-7");
+    // The session from before the edit keeps the sandbox it started with.
+    let results = run_all(
+        &mut rig,
+        &before,
+        &[("tcp", format!("echo hi > /dev/tcp/127.0.0.1/{port}"))],
+    )
+    .await;
+    let (_, success, output) = result(&results, "tcp");
+    assert!(*success, "the earlier session kept its network: {output}");
+    assert!(listener.connected());
+}
