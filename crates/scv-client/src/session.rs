@@ -181,8 +181,8 @@ pub struct SessionClient {
     /// The running turn: its id and its prompt's request id, if ours.
     running: Option<(String, Option<String>)>,
     approvals: Vec<Approval>,
-    /// Arguments of proposed calls of the running turn, by call id.
-    proposed: Vec<(String, serde_json::Value)>,
+    /// Proposed calls of the running turn: call id, tool, arguments.
+    proposed: Vec<(String, String, serde_json::Value)>,
     last_seq: Option<u64>,
     /// The live subagents of this session (and theirs), by session id.
     children: Vec<String>,
@@ -520,17 +520,26 @@ impl SessionClient {
                 }
             }
             EventBody::ToolProposed {
-                call_id, arguments, ..
+                call_id,
+                name,
+                arguments,
             } => {
-                self.proposed.push((call_id.clone(), arguments.clone()));
+                self.proposed
+                    .push((call_id.clone(), name.clone(), arguments.clone()));
             }
-            EventBody::ApprovalRequested { call_id, .. } => {
+            EventBody::ApprovalRequested { call_id, name, .. } => {
+                // The proposed call's arguments, when it is the call asked
+                // about: a subagent's approval asked on its `task` call
+                // (a client without capability `subagents`) names the
+                // child's tool, and the task's arguments are not that
+                // call's, so no rule may read them.
                 let arguments = self
                     .proposed
                     .iter()
                     .rev()
-                    .find(|(id, _)| id == call_id)
-                    .map(|(_, arguments)| arguments.clone())
+                    .find(|(id, _, _)| id == call_id)
+                    .filter(|(_, proposed, _)| proposed == name)
+                    .map(|(_, _, arguments)| arguments.clone())
                     .unwrap_or(serde_json::Value::Null);
                 let Some(approval) = Approval::of(event, arguments, None) else {
                     return applied;

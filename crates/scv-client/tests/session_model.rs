@@ -871,3 +871,78 @@ fn a_childs_approval_is_resolved_with_the_childs_session_id() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A client that did not ask for capability `subagents` is asked a
+/// child's approval on the parent's `task` call, naming the child's tool.
+/// The task's arguments are not that call's: a `command` the model put on
+/// the task call must never reach a rule (it would let a saved `git
+/// status` rule answer whatever the child runs).
+#[test]
+fn a_relayed_child_approval_carries_no_arguments_of_the_task_call() {
+    let mut client = SessionClient::new("c");
+    client.set_session(SESSION);
+    let turn = client.submit("go");
+    let seq = std::cell::Cell::new(0);
+    let event = |body: EventBody| {
+        seq.set(seq.get() + 1);
+        Event {
+            body,
+            request_id: Some(turn.request_id.clone()),
+            session_id: Some(SESSION.into()),
+            turn_id: Some("t1".into()),
+            seq: Some(seq.get()),
+            parent: None,
+        }
+    };
+    client.apply(&event(EventBody::TurnStarted {}));
+    client.apply(&event(EventBody::ToolProposed {
+        call_id: "task-1".into(),
+        name: "task".into(),
+        arguments: serde_json::json!({"description": "d", "prompt": "p", "command": "git status"}),
+    }));
+    let asked = client.apply(&event(EventBody::ApprovalRequested {
+        approval_id: "a1".into(),
+        call_id: "task-1".into(),
+        name: "bash".into(),
+        risk: scv_protocol::Risk::Process,
+        cwd: "/w".into(),
+        summary: "subagent «d»: Run shell command outside the sandbox: curl x | sh".into(),
+        sandboxed: Some(false),
+    }));
+    let Some(Update::ApprovalRequested(approval)) = asked.updates.first() else {
+        panic!("{asked:?}");
+    };
+    assert_eq!(approval.arguments, serde_json::Value::Null);
+    let mut rules = scv_client::rules::Rules::default();
+    rules.add(scv_client::rules::Rule::Command {
+        env: vec![],
+        words: vec!["git".into(), "status".into()],
+    });
+    let call = scv_client::rules::Call {
+        name: &approval.name,
+        risk: "process",
+        cwd: &approval.cwd,
+        summary: &approval.summary,
+        arguments: &approval.arguments,
+    };
+    assert!(rules.find(&call).is_none());
+    // The parent's own call, named as proposed, keeps its arguments.
+    client.apply(&event(EventBody::ToolProposed {
+        call_id: "k".into(),
+        name: "bash".into(),
+        arguments: serde_json::json!({"command": "git status"}),
+    }));
+    let asked = client.apply(&event(EventBody::ApprovalRequested {
+        approval_id: "a2".into(),
+        call_id: "k".into(),
+        name: "bash".into(),
+        risk: scv_protocol::Risk::Process,
+        cwd: "/w".into(),
+        summary: "Run shell command: git status".into(),
+        sandboxed: Some(true),
+    }));
+    let Some(Update::ApprovalRequested(approval)) = asked.updates.first() else {
+        panic!("{asked:?}");
+    };
+    assert_eq!(approval.arguments["command"], "git status");
+}

@@ -1061,7 +1061,7 @@ async fn the_owner_runs_custom_commands_and_hooks_hold_in_chat() {
 }
 
 #[tokio::test]
-async fn the_owner_sees_a_line_when_each_subagent_starts_and_ends() {
+async fn the_owner_sees_one_line_per_subagent_when_it_ends() {
     let mut bot = Bot::start("").await;
     bot.enable("owner").await;
     bot.wait_state("connected").await;
@@ -1084,23 +1084,21 @@ async fn the_owner_sees_a_line_when_each_subagent_starts_and_ends() {
         .push_matching("CHILD-TWO", Reply::text(["CHILD-TEXT two: right"]));
     bot.mock.push(Reply::text(["It is 42, checked."]));
     bot.ilink.inject_text(OWNER, "ask two subagents");
-    let sent = bot.wait_sent(OWNER, 5).await;
-    let mut lines = sent[..4].to_vec();
+    let sent = bot.wait_sent(OWNER, 3).await;
+    let mut lines = sent[..2].to_vec();
     lines.sort();
     assert_eq!(
         lines,
         [
-            "⤷ subagent «check the answer» done",
-            "⤷ subagent «check the answer» started",
-            "⤷ subagent «find the answer» done",
-            "⤷ subagent «find the answer» started",
+            "⤷ subagent «check the answer» done in 1 step",
+            "⤷ subagent «find the answer» done in 1 step",
         ],
         "{sent:?}"
     );
-    assert_eq!(sent[4], "It is 42, checked.");
+    assert_eq!(sent[2], "It is 42, checked.");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let sent = bot.ilink.sent_to(OWNER);
-    assert_eq!(sent.len(), 5, "nothing of the children's text: {sent:?}");
+    assert_eq!(sent.len(), 3, "nothing of the children's text: {sent:?}");
     assert!(!sent.iter().any(|s| s.contains("CHILD-TEXT")));
     bot.stop().await;
 }
@@ -1123,16 +1121,15 @@ async fn the_owner_approves_a_subagents_tool_call_in_chat() {
     bot.mock.push(Reply::text(["The child ran it."]));
     bot.mock.push(Reply::text(["Done: from-the-child."]));
     bot.ilink.inject_text(OWNER, "delegate it");
-    let sent = bot.wait_sent(OWNER, 2).await;
-    assert_eq!(sent[0], "⤷ subagent «say hello» started");
+    let sent = bot.wait_sent(OWNER, 1).await;
     assert_eq!(
-        sent[1],
+        sent[0],
         "Approve this tool call of subagent «say hello»? Reply y or n.\n\nRun shell command: echo from-the-child"
     );
     bot.ilink.inject_text(OWNER, "y");
-    let sent = bot.wait_sent(OWNER, 4).await;
-    assert_eq!(sent[2], "⤷ subagent «say hello» done");
-    assert_eq!(sent[3], "Done: from-the-child.");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    assert_eq!(sent[1], "⤷ subagent «say hello» done in 2 steps");
+    assert_eq!(sent[2], "Done: from-the-child.");
     let child_result = bot.mock.requests()[2].body.to_string();
     assert!(
         child_result.contains("from-the-child\\n[exit code: 0]"),

@@ -1004,6 +1004,58 @@ async fn children_nest_to_the_configured_depth() {
         .starts_with("outer done"));
 }
 
+/// A grandchild's approval reaches a client that does not see children:
+/// on the top-level `task` call (the only one that client saw), the label
+/// naming both subagents; answered there, the grandchild's call runs.
+/// (Asked on its parent's call, it went to a sink that client never
+/// reads, and the grandchild waited for its wall-clock cap.)
+#[tokio::test]
+async fn an_old_client_is_asked_a_grandchilds_approval_on_the_top_task_call() {
+    let mut rig = Rig::with_capabilities("max_subagent_depth = 2", json!({})).await;
+    let (_, session) = rig.start(json!({})).await;
+    rig.mock.push(calls(&[task("c1", "outer", "OLD-OUTER")]));
+    rig.mock.push_matching(
+        "OLD-OUTER",
+        Reply::tool_calls(&[(
+            "c2",
+            "task",
+            json!({"description": "inner", "prompt": "OLD-INNER"}),
+        )]),
+    );
+    rig.mock.push_matching(
+        "OLD-INNER",
+        Reply::tool_calls(&[("k", "bash", json!({"command": "echo deep > deep.txt"}))]),
+    );
+    rig.mock
+        .push_matching("OLD-INNER", Reply::text(["inner done"]));
+    rig.mock
+        .push_matching("OLD-OUTER", Reply::text(["outer done"]));
+    rig.mock.push(Reply::text(["all done"]));
+    rig.server.start_turn(&session, "t", "go").await;
+    let mut events = rig.server.until("approval.requested").await;
+    let asked = events.last().unwrap().clone();
+    assert_eq!(asked["session_id"], session.as_str());
+    assert_eq!(asked["call_id"], "c1");
+    assert_eq!(asked["name"], "bash");
+    assert!(
+        asked["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("subagent «outer › inner»: "),
+        "{asked}"
+    );
+    rig.server
+        .send(
+            json!({"type":"approval.resolve","request_id":"r","session_id": session,
+                     "approval_id": asked["approval_id"],"approved":true}),
+        )
+        .await;
+    events.extend(rig.server.until_terminal().await);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(rig.home.workspace().join("deep.txt").exists());
+    assert!(events.iter().all(|e| e.get("parent").is_none()));
+}
+
 /// A child whose provider refuses it fails its call with the code the
 /// model reads; the parent turn completes and its other child's report
 /// still comes back.

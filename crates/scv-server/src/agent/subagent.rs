@@ -384,6 +384,28 @@ impl Child {
         }
     }
 
+    /// Where the child asks approvals of a client that cannot see
+    /// children: on the `task` call that started it — or, when its parent
+    /// is itself such a child (depth 2 and more), on the call its
+    /// top-level ancestor made, whose sink that client reads; the label
+    /// names every subagent between.
+    fn relay(&self, parent: &Turn) -> Relay {
+        match &parent.child {
+            Some(role) if !parent.sink.visible() => Relay {
+                sink: role.relay.sink.clone(),
+                turn_id: role.relay.turn_id.clone(),
+                call_id: role.relay.call_id.clone(),
+                label: format!("{} › {}", role.relay.label, self.label),
+            },
+            _ => Relay {
+                sink: parent.sink.clone(),
+                turn_id: parent.turn_id.clone(),
+                call_id: self.parent_call.clone(),
+                label: self.label.clone(),
+            },
+        }
+    }
+
     async fn run(
         self,
         parent: &Turn,
@@ -459,12 +481,7 @@ impl Child {
             child: Some(ChildRole {
                 tools: self.tools.clone().into(),
                 instructions: self.instructions.clone(),
-                relay: Relay {
-                    sink: parent.sink.clone(),
-                    turn_id: parent.turn_id.clone(),
-                    call_id: self.parent_call.clone(),
-                    label: self.label.clone(),
-                },
+                relay: self.relay(parent),
             }),
         };
         let cap = limits.subagent_timeout;

@@ -1,10 +1,11 @@
-//! A chat's subagents (capability `subagents`): one chat line when a child
-//! starts and one when it ends, nothing of what it streams or answers (its
-//! answer reaches the chat as part of the parent's). Only the owner's
+//! A chat's subagents (capability `subagents`): one chat line per child,
+//! when it ends (how, and in how many steps), nothing of what it streams
+//! or answers (its answer reaches the chat as part of the parent's; a
+//! chat message each at its start too doubled what a chat paid for). Only the owner's
 //! sessions have tools, so only the owner's turns start children; a
 //! failure's reason is the owner's to read.
 
-use scv_client::text::visible;
+use scv_client::text::{failure_words, visible};
 use scv_protocol::{Event, EventBody};
 use std::collections::HashMap;
 
@@ -44,19 +45,19 @@ impl Subagents {
             }
             self.next += 1;
             let description = visible(&started.description).into_owned();
-            let line = format!("⤷ subagent «{description}» started");
             self.live.insert(session, (description, self.next));
-            return Some(line);
+            return None;
         }
         let end = match &event.body {
-            EventBody::TurnCompleted { .. } => "done".to_string(),
+            EventBody::TurnCompleted { steps: 1, .. } => "done in 1 step".to_string(),
+            EventBody::TurnCompleted { steps, .. } => format!("done in {steps} steps"),
             EventBody::TurnCancelled {} => "cancelled".to_string(),
             // Failure messages can name the provider's host and port.
             EventBody::TurnFailed { message, .. } if owner => {
                 let short: String = visible(message).chars().take(MAX_REASON_CHARS).collect();
                 format!("failed: {short}")
             }
-            EventBody::TurnFailed { code, .. } => format!("failed ({code})"),
+            EventBody::TurnFailed { code, .. } => format!("failed: {}", failure_words(*code)),
             _ => return None,
         };
         let description = self
@@ -99,7 +100,7 @@ mod tests {
     }
 
     #[test]
-    fn one_line_when_a_child_starts_and_one_when_it_ends() {
+    fn one_line_per_child_when_it_ends() {
         let mut subagents = Subagents::default();
         let events = [
             child("C1", started("find the auth code")),
@@ -140,9 +141,7 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "⤷ subagent «find the auth code» started",
-                "⤷ subagent «count the tests» started",
-                "⤷ subagent «find the auth code» done",
+                "⤷ subagent «find the auth code» done in 2 steps",
                 "⤷ subagent «count the tests» failed: http://10.0.0.1:8080 refused",
             ]
         );
@@ -166,7 +165,7 @@ mod tests {
         );
         assert_eq!(
             subagents.line(&failed, false).as_deref(),
-            Some("⤷ subagent «x» failed (provider_error)")
+            Some("⤷ subagent «x» failed: the model provider returned an error")
         );
         let mut own = failed.clone();
         own.parent = None;

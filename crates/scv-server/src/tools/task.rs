@@ -13,8 +13,11 @@ pub(crate) const NAME: &str = "task";
 
 const DESCRIPTION: &str = "Start a subagent: a fresh agent with its own context that carries out one self-contained task with the tools it is given and reports back; its final answer is this call's result. Use it for work that needs many steps but whose details you do not need (exploring a codebase, running and summarizing tests, an independent change). Several task calls in one response run at the same time. The subagent sees none of this conversation: put everything it needs in `prompt`, and say what to report.";
 
-/// The `task` call's arguments.
+/// The `task` call's arguments. Nothing else is taken: a client that does
+/// not see children is asked a child's approvals on the `task` call, and
+/// stray fields there (a `command`) must not look like the child's call.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct TaskArgs {
     /// A short (3-6 word) description of the task, shown to the user.
     pub description: String,
@@ -92,6 +95,15 @@ mod tests {
         );
         let ok = parse(&json!({"description": "d", "prompt": "p", "agent": "explore"})).unwrap();
         assert_eq!(ok.agent.as_deref(), Some("explore"));
+    }
+
+    /// A stray field could pass for a child's call where a client sees
+    /// the child's approval on this call: refused, named.
+    #[test]
+    fn a_field_the_tool_does_not_take_is_refused() {
+        let err = parse(&json!({"description": "d", "prompt": "p", "command": "git status"}))
+            .unwrap_err();
+        assert!(err.contains("command"), "{err}");
     }
 
     #[test]
