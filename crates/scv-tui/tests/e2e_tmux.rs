@@ -177,9 +177,10 @@ async fn type_answer_approve_cancel_quit() {
         "{screen}"
     );
     // The prompt takes an answer once it has been up for half a second;
-    // then the highlight shows what Enter would choose. `1` is "Yes, once".
+    // then the highlight shows what Enter would choose. `1` picks "Yes,
+    // once" and Enter answers with it.
     tmux.wait_for("❯ 1 Yes, once").await;
-    tmux.keys(&["1"]);
+    tmux.keys(&["1", "Enter"]);
     let screen = tmux.wait_for("The command printed 42.").await;
     assert!(screen.contains("tmux-e2e-42"), "{screen}");
     assert!(screen.contains("[done]"), "{screen}");
@@ -446,7 +447,7 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         "the typed text is intact:\n{screen}"
     );
     assert!(
-        screen.contains("empty the box to answer (↑↓ Enter or 1/2/3)"),
+        screen.contains("empty the box to answer (↑↓ or 1/2/3, then Enter)"),
         "the prompt says how to answer:\n{screen}"
     );
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -493,7 +494,7 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
         "{screen}"
     );
     tmux.wait_for("❯ 1 Yes, once").await;
-    tmux.keys(&["2"]);
+    tmux.keys(&["2", "Enter"]);
     let screen = tmux.wait_for("first done").await;
     assert!(screen.contains("hello rule-2"), "{screen}");
     assert!(screen.contains("rule added: `echo hello …`"), "{screen}");

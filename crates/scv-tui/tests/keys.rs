@@ -40,6 +40,14 @@ fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
     press(app, code, KeyModifiers::NONE)
 }
 
+/// Picks option `digit` of the approval prompt and answers with Enter (a
+/// digit alone only picks).
+fn answer(app: &mut App, digit: char) -> Vec<Outgoing> {
+    let mut out = key(app, KeyCode::Char(digit));
+    out.extend(key(app, KeyCode::Enter));
+    out
+}
+
 fn type_text(app: &mut App, text: &str) {
     for c in text.chars() {
         key(app, KeyCode::Char(c));
@@ -391,7 +399,7 @@ fn with_an_empty_box_arrows_and_enter_answer() {
     app.now += Duration::from_secs(1);
     let screen = app_screen(&app);
     assert!(
-        screen.contains("↑↓ Enter or 1/2/3 to answer · type to write a message"),
+        screen.contains("↑↓ or 1/2/3 to pick, Enter to answer · type to write a message"),
         "{screen}"
     );
     // `ls` makes a rule: 1 once, 2 always, 3 no. ↓↓ is No; ↑ back, ↓ again.
@@ -421,7 +429,7 @@ fn enter_with_text_sends_the_message_and_leaves_the_approval_waiting() {
     assert!(key(&mut app, KeyCode::Enter).is_empty());
     assert_eq!(app.approval.len(), 1, "still waiting");
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('3'))), resolved(false));
+    assert_eq!(sent(&answer(&mut app, '3')), resolved(false));
 }
 
 #[test]
@@ -455,7 +463,7 @@ fn with_an_empty_input_the_armed_prompt_takes_3_for_no() {
     assert_eq!(app.input.text(), "3", "too early: typed, not answered");
     key(&mut app, KeyCode::Backspace);
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('3'))), resolved(false));
+    assert_eq!(sent(&answer(&mut app, '3')), resolved(false));
     app.apply(event(json!({"type":"tool.completed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"call_id":"c","name":"bash","success":false,"output":"denied","truncated":false})));
     let card = app
         .transcript
@@ -479,7 +487,7 @@ fn a_call_longer_than_the_prompt_is_approved_only_once_its_end_was_shown() {
         &format!("Run shell command: {}", command.join("\n")),
     );
     app.now += Duration::from_secs(1);
-    assert!(key(&mut app, KeyCode::Char('1')).is_empty());
+    assert!(answer(&mut app, '1').is_empty());
     assert_eq!(
         app.hint.as_deref(),
         Some("scroll to the end of the call to approve it (PgDn)")
@@ -492,7 +500,7 @@ fn a_call_longer_than_the_prompt_is_approved_only_once_its_end_was_shown() {
         "not at the end yet"
     );
     key(&mut app, KeyCode::PageDown);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('1'))), resolved(true));
+    assert_eq!(sent(&answer(&mut app, '1')), resolved(true));
 }
 
 /// The text of the first transcript row in view.
@@ -1058,4 +1066,35 @@ fn ctrl_t_toggles_mouse_capture() {
     press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
     assert!(!app.mouse && app.mouse_changed);
     assert!(app.hint.as_deref().unwrap().contains("select text freely"));
+}
+
+/// A message that starts with a digit, typed while a call waits with the
+/// box empty and the prompt armed: the digit only picks an option, and the
+/// next character shows it was prose — both go into the box, and nothing
+/// is answered ("3 tests fail" once denied the call, "1. also…" approved).
+#[test]
+fn a_message_that_starts_with_a_digit_answers_nothing() {
+    for text in [
+        "3 tests fail, fix them",
+        "1. also add a docstring",
+        "2x faster",
+    ] {
+        let mut app = app();
+        start_turn(&mut app);
+        request_approval(&mut app, "Run shell command: ls");
+        app.now += Duration::from_secs(2);
+        for c in text.chars() {
+            assert!(key(&mut app, KeyCode::Char(c)).is_empty(), "{text}");
+            app.now += Duration::from_millis(150);
+        }
+        assert_eq!(app.input.text(), text, "the text lands in the box");
+        assert_eq!(app.approval.len(), 1, "{text}: still waiting");
+    }
+    // A digit, then Enter: that is a choice.
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    app.now += Duration::from_secs(2);
+    assert!(key(&mut app, KeyCode::Char('3')).is_empty());
+    assert_eq!(sent(&key(&mut app, KeyCode::Enter)), resolved(false));
 }

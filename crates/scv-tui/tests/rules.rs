@@ -35,6 +35,14 @@ fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
+/// Picks option `digit` of the approval prompt and answers with Enter (a
+/// digit alone only picks).
+fn answer(app: &mut App, digit: char) -> Vec<Outgoing> {
+    let mut out = key(app, KeyCode::Char(digit));
+    out.extend(key(app, KeyCode::Enter));
+    out
+}
+
 fn sent(out: &[Outgoing]) -> Vec<ClientMessage> {
     out.iter()
         .filter_map(|o| match o {
@@ -89,7 +97,7 @@ fn answered_by_rule(app: &mut App, id: &str) -> bool {
     if !answered {
         // Leave the prompt empty for the next call: deny this one.
         app.now += Duration::from_secs(1);
-        let out = sent(&key(app, KeyCode::Char('3')));
+        let out = sent(&answer(app, '3'));
         assert!(
             matches!(
                 &out[..],
@@ -109,7 +117,7 @@ fn add_rule_from(app: &mut App, command: &str) -> Vec<ClientMessage> {
     ask_bash(app, "first", command);
     assert!(app.take_outgoing().is_empty(), "no rule yet");
     app.now += Duration::from_secs(1);
-    sent(&key(app, KeyCode::Char('2')))
+    sent(&answer(app, '2'))
 }
 
 #[test]
@@ -348,7 +356,7 @@ fn shells_interpreters_and_runners_get_only_an_exact_rule() {
         app.now += Duration::from_secs(1);
         let screen = render(&app);
         assert!(screen.contains("exactly"), "the prompt says so: {screen}");
-        assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("q")]);
+        assert_eq!(sent(&answer(&mut app, '2')), [approved("q")]);
         assert_eq!(app.rules.list()[0].label(), format!("exactly `{command}`"));
         ask_bash(&mut app, "again", &format!("  {command} "));
         assert!(answered_by_rule(&mut app, "again"), "{command}");
@@ -413,7 +421,7 @@ fn edits_and_mcp_tools_get_their_own_rules() {
         "Edit src/lib.rs",
     );
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("w1")]);
+    assert_eq!(sent(&answer(&mut app, '2')), [approved("w1")]);
     assert_eq!(
         app.rules.list()[0].label(),
         "edits to files in this workspace"
@@ -443,7 +451,7 @@ fn edits_and_mcp_tools_get_their_own_rules() {
         "Call MCP tool `get_issue` of server `github`",
     );
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("m1")]);
+    assert_eq!(sent(&answer(&mut app, '2')), [approved("m1")]);
     assert_eq!(app.rules.list()[1].label(), "MCP tool get_issue of github");
     ask(
         &mut app,
@@ -489,7 +497,7 @@ fn two_keeps_the_type_ahead_rules_of_the_prompt() {
     assert_eq!(app.input.text(), "2", "just after typing: typed");
     key(&mut app, KeyCode::Backspace);
     app.now += Duration::from_secs(1);
-    assert_eq!(sent(&key(&mut app, KeyCode::Char('2'))), [approved("t1")]);
+    assert_eq!(sent(&answer(&mut app, '2')), [approved("t1")]);
     assert_eq!(app.rules.len(), 1);
     assert_eq!(app.input.text(), "");
 }
@@ -520,7 +528,7 @@ fn a_new_rule_answers_the_calls_already_waiting() {
     assert_eq!(app.approval.len(), 3);
     app.now += Duration::from_secs(1);
     assert_eq!(
-        sent(&key(&mut app, KeyCode::Char('2'))),
+        sent(&answer(&mut app, '2')),
         [approved("p1"), approved("p2")]
     );
     assert_eq!(app.approval.len(), 1);
@@ -535,7 +543,7 @@ fn approvals_lists_the_rules_and_removes_them() {
     add_rule_from(&mut app, "cargo test");
     ask_bash(&mut app, "g", "git status");
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('2'));
+    answer(&mut app, '2');
     assert_eq!(app.rules.len(), 2);
     for c in "/approvals".chars() {
         key(&mut app, KeyCode::Char(c));

@@ -35,6 +35,14 @@ fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
+/// Picks option `digit` of the approval prompt and answers with Enter (a
+/// digit alone only picks).
+fn answer(app: &mut App, digit: char) -> Vec<Outgoing> {
+    let mut out = key(app, KeyCode::Char(digit));
+    out.extend(key(app, KeyCode::Enter));
+    out
+}
+
 fn type_text(app: &mut App, text: &str) {
     for c in text.chars() {
         key(app, KeyCode::Char(c));
@@ -319,7 +327,7 @@ fn with_a_rule(app: &mut App) {
     start_turn(app, "Run the tests twice");
     ask_bash(app, "ap-1", "cargo test");
     app.now += Duration::from_secs(1);
-    key(app, KeyCode::Char('2'));
+    answer(app, '2');
     app.apply(turn_event(
         json!({"type":"tool.started","seq":4,"call_id":"c-ap-1","name":"bash"}),
     ));
@@ -350,7 +358,7 @@ fn approvals_overlay() {
     with_a_rule(&mut app);
     ask_bash(&mut app, "ap-3", "git status");
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('2'));
+    answer(&mut app, '2');
     type_text(&mut app, "/approvals");
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Down);

@@ -41,6 +41,14 @@ fn key(app: &mut App, code: KeyCode) -> Vec<Outgoing> {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
+/// Picks option `digit` of the approval prompt and answers with Enter (a
+/// digit alone only picks).
+fn answer(app: &mut App, digit: char) -> Vec<Outgoing> {
+    let mut out = key(app, KeyCode::Char(digit));
+    out.extend(key(app, KeyCode::Enter));
+    out
+}
+
 fn ctrl(app: &mut App, c: char) -> Vec<Outgoing> {
     app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
 }
@@ -213,7 +221,7 @@ fn two_children_run_at_once_under_their_task_calls() {
     assert!(screen.contains("2 subagents"), "{screen}");
     insta::assert_snapshot!("two_children_running", screen);
 
-    key(&mut app, KeyCode::Char('1'));
+    answer(&mut app, '1');
     children_end(&mut app);
     assert_eq!(card_status(&app, A), SubagentStatus::Completed);
     assert!(matches!(
@@ -255,7 +263,7 @@ fn a_childs_approval_is_labelled_and_answered_with_its_session() {
     );
     let front = app.approval.front().expect("waiting");
     assert_eq!(front.child_session.as_deref(), Some(B));
-    let out = key(&mut app, KeyCode::Char('1'));
+    let out = answer(&mut app, '1');
     match only(&out) {
         ClientMessage::ApprovalResolve(ApprovalResolve {
             session_id,
@@ -276,7 +284,7 @@ fn a_denied_child_call_shows_denied_in_its_transcript_only() {
     let mut app = started_app();
     two_children(&mut app);
     app.now += Duration::from_secs(1);
-    let out = key(&mut app, KeyCode::Char('3'));
+    let out = answer(&mut app, '3');
     assert!(matches!(
         only(&out),
         ClientMessage::ApprovalResolve(ApprovalResolve { ref session_id, approved: false, .. }) if session_id == B
@@ -406,7 +414,7 @@ fn session_rules_answer_a_childs_calls_as_the_parents() {
         "risk":"process","cwd":"/work/project","summary":"Run shell command: cargo test"}),
     ));
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('2'));
+    answer(&mut app, '2');
     assert_eq!(app.rules.len(), 1);
     app.apply(turn_event(
         4,
@@ -478,7 +486,7 @@ fn a_rule_made_on_a_childs_call_answers_the_other_childs() {
     two_children(&mut app);
     app.now += Duration::from_secs(1);
     // B asks for `cargo test auth`; `a` makes the rule `cargo test`.
-    key(&mut app, KeyCode::Char('2'));
+    answer(&mut app, '2');
     assert_eq!(app.rules.len(), 1);
     app.apply(child(A, "t1", 6, json!({"type":"tool.proposed","call_id":"call_2","name":"bash","arguments":{"command":"cargo test login"}})));
     app.apply(child(
@@ -512,7 +520,7 @@ fn ctrl_o_opens_the_latest_subagent_and_esc_closes_it() {
     let mut app = started_app();
     two_children(&mut app);
     app.now += Duration::from_secs(1);
-    key(&mut app, KeyCode::Char('1'));
+    answer(&mut app, '1');
     children_end(&mut app);
     assert!(ctrl(&mut app, 'o').is_empty());
     assert!(matches!(

@@ -5,10 +5,11 @@
 //! - the prompt shows numbered options — `1 Yes, once`, `2 Yes, and always
 //!   allow <rule>` (a session rule, [`super::rules`], previewed before it
 //!   is chosen, or why there is none), `3 No` — one highlighted;
-//! - only while the message box is empty do ↑/↓ move the highlight, Enter
-//!   choose it and the digits 1/2/3 choose directly; with text in the box
-//!   those keys are the box's (Enter sends the message), and letters always
-//!   are;
+//! - only while the message box is empty do ↑/↓ and the digits 1/2/3 move
+//!   the highlight and Enter choose it; a digit followed by anything but
+//!   Enter goes into the box with it (a message that starts with a number);
+//!   with text in the box those keys are the box's (Enter sends the
+//!   message), and letters always are;
 //! - it answers nothing until it has been on screen, and the box left
 //!   alone, for [`ARM_DELAY`] (a digit typed before that goes into the box);
 //! - a call longer than the prompt scrolls (PgUp/PgDn), and is approved
@@ -37,7 +38,7 @@ use std::time::{Duration, Instant};
 pub const ARM_DELAY: Duration = Duration::from_millis(500);
 const SCROLL_FIRST: &str = "scroll to the end of the call to approve it (PgDn)";
 /// How the prompt is answered, on its last line.
-pub const HOW: &str = "↑↓ Enter or 1/2/3 to answer · type to write a message";
+pub const HOW: &str = "↑↓ or 1/2/3 to pick, Enter to answer · type to write a message";
 
 /// Rows of the call shown at once (fewer on a short terminal: the prompt
 /// takes at most half of it); longer calls scroll.
@@ -52,6 +53,10 @@ pub enum PromptKey {
     Taken,
     /// Taken, with a hint to show.
     Hint(String),
+    /// Not an answer after all: the digit that picked an option goes into
+    /// the message box, and the key (which showed it was the start of a
+    /// message) goes on to the box as any key does.
+    Typed(char),
     /// The call is answered.
     Resolve(Box<PendingApproval>, bool),
     /// The call is approved, and its rule (as [`rules::propose`] makes
@@ -81,6 +86,10 @@ pub struct ApprovalPrompt {
     /// When a key last went past the prompt (to the message box): a key
     /// just after it is not an answer either.
     typed_at: Option<Instant>,
+    /// The digit that picked `selected`, until Enter answers with it: if
+    /// a character follows instead, the digit was the start of a message
+    /// ("1. also add a docstring") and goes into the box with it.
+    picked: Option<char>,
     /// Rows of the call scrolled past.
     scroll: usize,
     /// Width the call is wrapped to (the prompt's inner width).
@@ -95,6 +104,7 @@ impl ApprovalPrompt {
             self.shown_at = Some(now);
             self.scroll = 0;
             self.selected = Choice::Once;
+            self.picked = None;
         }
         self.pending.push_back(approval);
     }
@@ -212,6 +222,7 @@ impl ApprovalPrompt {
         if self.pending.front().map(|a| a.approval_id.clone()) != front {
             self.scroll = 0;
             self.selected = Choice::Once;
+            self.picked = None;
             self.shown_at = (!self.pending.is_empty()).then_some(now);
         }
         taken
@@ -219,8 +230,10 @@ impl ApprovalPrompt {
 
     /// A key while a call waits. `typing`: the message box holds text.
     ///
-    /// Only a choice prose cannot make answers: ↑/↓ and Enter, or a digit,
-    /// and only while the box is empty. Letters always type.
+    /// Only a choice prose cannot make answers: Enter on an option picked
+    /// with ↑/↓ or a digit, and only while the box is empty. A digit only
+    /// picks: if a character follows instead of Enter, both go into the
+    /// box (a message that starts with a digit). Letters always type.
     pub fn on_key(&mut self, key: KeyEvent, now: Instant, typing: bool) -> PromptKey {
         if self.pending.is_empty() {
             return PromptKey::Pass;
@@ -228,6 +241,27 @@ impl ApprovalPrompt {
         let plain = !key
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        if let Some(digit) = self.picked.take() {
+            match key.code {
+                KeyCode::Enter | KeyCode::Up | KeyCode::Down | KeyCode::Char('1'..='3')
+                    if plain => {}
+                KeyCode::Char(_)
+                    if !key
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                {
+                    self.typed_at = Some(now);
+                    self.selected = Choice::Once;
+                    return PromptKey::Typed(digit);
+                }
+                // Backspace takes the pick back.
+                KeyCode::Backspace => {
+                    self.selected = Choice::Once;
+                    return PromptKey::Taken;
+                }
+                _ => {}
+            }
+        }
         let answer_key = plain
             && matches!(
                 key.code,
@@ -273,7 +307,15 @@ impl ApprovalPrompt {
                     '2' => Choice::Always,
                     _ => Choice::Deny,
                 };
-                self.choose(choice, now)
+                if !self.choices().contains(&choice) {
+                    return PromptKey::Hint(match rules::propose(&self.pending[0].call()) {
+                        Err(why) => format!("no rule: {why}"),
+                        Ok(_) => "no such option".into(),
+                    });
+                }
+                self.selected = choice;
+                self.picked = Some(c);
+                PromptKey::Taken
             }
             _ => PromptKey::Pass,
         }
@@ -350,6 +392,7 @@ impl ApprovalPrompt {
         self.pending.pop_front();
         self.scroll = 0;
         self.selected = Choice::Once;
+        self.picked = None;
         self.shown_at = (!self.pending.is_empty()).then_some(now);
     }
 
@@ -491,7 +534,7 @@ impl ApprovalPrompt {
         let dim = Style::default().fg(Color::DarkGray);
         if typing {
             return Line::styled(
-                " Enter sends your message · empty the box to answer (↑↓ Enter or 1/2/3)",
+                " Enter sends your message · empty the box to answer (↑↓ or 1/2/3, then Enter)",
                 dim,
             );
         }

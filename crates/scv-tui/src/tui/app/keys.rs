@@ -147,6 +147,10 @@ impl App {
                 self.hint_ending(hint, None);
                 Some(Vec::new())
             }
+            PromptKey::Typed(digit) => {
+                self.input.paste(&digit.to_string());
+                None
+            }
             PromptKey::Resolve(approval, approved) => Some(self.resolve(*approval, approved)),
             PromptKey::Always(approval, rule) => Some(self.approve_always(*approval, rule)),
         }
