@@ -224,8 +224,11 @@ impl LiveJournal {
         self.append(&Record::Queue { prompts, seq });
     }
 
-    /// Makes what was written durable and rewrites the summary, off the
-    /// async threads; true when the store's bounds are due.
+    /// Makes what was written durable, off the async threads, then
+    /// rewrites the summary on the same thread; returns once the journal
+    /// is durable (the summary, a cache, is not waited for: it cost every
+    /// turn's end a file write and a rename). True when the store's
+    /// bounds are due.
     async fn flush(&mut self) -> bool {
         if self.broken {
             return false;
@@ -234,15 +237,24 @@ impl LiveJournal {
         let store = self.store.clone();
         let meta = self.meta.clone();
         let session_id = self.session_id.clone();
-        let flushed = crate::blocking::run(move || {
-            sync.sync()?;
+        let (durable, synced) = tokio::sync::oneshot::channel();
+        let work = crate::blocking::run(move || {
+            let _ = durable.send(sync.sync());
             if let Err(err) = store.sessions.write_meta(&session_id, &meta) {
                 // The summary is a cache: a stale one is recomputed.
                 tracing::warn!("{err}");
             }
-            std::io::Result::Ok(())
-        })
-        .await;
+        });
+        let mut work = std::pin::pin!(work);
+        // The blocking work runs whether or not its handle is polled; it
+        // is polled here so a refused thread (no sync at all) is seen.
+        let mut synced = synced;
+        let stopped = || crate::blocking::Failed("the journal sync stopped".into());
+        let flushed = tokio::select! {
+            biased;
+            synced = &mut synced => synced.map_err(|_| stopped()),
+            ran = &mut work => ran.and_then(|()| synced.try_recv().map_err(|_| stopped())),
+        };
         match flushed {
             Ok(Ok(())) => self.store.grew(0),
             Ok(Err(err)) => {

@@ -61,7 +61,7 @@ pub fn response_body<'a>(wire: Wire, chunks: impl IntoIterator<Item = &'a [u8]>)
             if received > MAX_RESPONSE_BYTES {
                 return Err(None);
             }
-            sse.push(chunk);
+            sse.push(bytes::Bytes::copy_from_slice(chunk));
             while let Some(data) = sse.next_event().map_err(|EventTooLarge| None)? {
                 assert!(data.len() <= MAX_SSE_EVENT_BYTES, "SSE event over the cap");
                 let flow = parser.read(&data, &mut asm, &redact)?;
@@ -117,7 +117,7 @@ pub fn sse_events<'a>(
     let mut sse = SseReader::new(max);
     let mut out = Vec::new();
     for chunk in chunks {
-        sse.push(chunk);
+        sse.push(bytes::Bytes::copy_from_slice(chunk));
         while let Some(data) = sse.next_event().ok()? {
             assert!(data.len() <= max, "SSE event over the cap");
             out.push(data.to_vec());

@@ -162,7 +162,7 @@ impl ResponseStream {
                         format!("provider response exceeded {MAX_RESPONSE_BYTES} bytes"),
                     ));
                 }
-                self.sse.push(&bytes);
+                self.sse.push(bytes);
             }
             None if self.asm.finish_reason().is_some() => self.done = true,
             None => {

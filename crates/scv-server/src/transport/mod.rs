@@ -36,37 +36,67 @@ fn encode_delta(buf: &mut Vec<u8>, event: &EventRef<'_>) -> Option<()> {
         // A subagent's: rarer, and serde writes its `parent` object.
         return None;
     }
-    let (kind, content) = match event.body {
-        EventBody::AssistantDelta { content } => ("assistant.delta", content),
-        EventBody::ReasoningDelta { content } => ("reasoning.delta", content),
-        _ => return None,
-    };
-    let string = |buf: &mut Vec<u8>, text: &str| {
-        #[allow(clippy::expect_used)] // a string always serializes
-        serde_json::to_writer(&mut *buf, text).expect("strings serialize");
-    };
-    buf.extend_from_slice(b"{\"type\":\"");
-    buf.extend_from_slice(kind.as_bytes());
-    buf.extend_from_slice(b"\",\"content\":");
-    string(buf, content);
-    for (key, value) in [
-        ("request_id", event.request_id),
-        ("session_id", event.session_id),
-        ("turn_id", event.turn_id),
-    ] {
-        if let Some(value) = value {
-            buf.extend_from_slice(b",\"");
-            buf.extend_from_slice(key.as_bytes());
-            buf.extend_from_slice(b"\":");
-            string(buf, value);
+    DeltaEnvelope::new(event.request_id, event.session_id, event.turn_id)
+        .encode(buf, event.body, event.seq)
+        .then_some(())
+}
+
+/// What the deltas of one turn share: the keys and escaped ids after
+/// their content, encoded once and copied for each delta of a batch
+/// (escaping three ids per delta was a tenth of the stream's work).
+pub(crate) struct DeltaEnvelope {
+    /// `,"request_id":…,"session_id":…,"turn_id":…` (those present).
+    ids: Vec<u8>,
+}
+
+impl DeltaEnvelope {
+    pub(crate) fn new(
+        request_id: Option<&str>,
+        session_id: Option<&str>,
+        turn_id: Option<&str>,
+    ) -> Self {
+        let mut ids = Vec::with_capacity(128);
+        for (key, value) in [
+            ("request_id", request_id),
+            ("session_id", session_id),
+            ("turn_id", turn_id),
+        ] {
+            if let Some(value) = value {
+                ids.extend_from_slice(b",\"");
+                ids.extend_from_slice(key.as_bytes());
+                ids.extend_from_slice(b"\":");
+                string(&mut ids, value);
+            }
         }
+        DeltaEnvelope { ids }
     }
-    if let Some(seq) = event.seq {
-        buf.extend_from_slice(b",\"seq\":");
-        let _ = std::io::Write::write_fmt(buf, format_args!("{seq}"));
+
+    /// Writes `body` with `seq` at the end of `buf` when it is a delta
+    /// (true); anything else is left to serde (false, nothing written).
+    pub(crate) fn encode(&self, buf: &mut Vec<u8>, body: &EventBody, seq: Option<u64>) -> bool {
+        let (kind, content) = match body {
+            EventBody::AssistantDelta { content } => (&b"assistant.delta"[..], content),
+            EventBody::ReasoningDelta { content } => (&b"reasoning.delta"[..], content),
+            _ => return false,
+        };
+        buf.extend_from_slice(b"{\"type\":\"");
+        buf.extend_from_slice(kind);
+        buf.extend_from_slice(b"\",\"content\":");
+        string(buf, content);
+        buf.extend_from_slice(&self.ids);
+        if let Some(seq) = seq {
+            buf.extend_from_slice(b",\"seq\":");
+            buf.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+        }
+        buf.push(b'}');
+        true
     }
-    buf.push(b'}');
-    Some(())
+}
+
+/// `text` as a JSON string, as serde writes it.
+fn string(buf: &mut Vec<u8>, text: &str) {
+    #[allow(clippy::expect_used)] // a string always serializes
+    serde_json::to_writer(&mut *buf, text).expect("strings serialize");
 }
 
 #[cfg(test)]

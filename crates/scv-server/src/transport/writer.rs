@@ -1,12 +1,13 @@
 //! The per-connection writer: one task drains a queue bounded by 256 frames
-//! and by bytes, writing through a buffer that is flushed and freed whenever
-//! the queue runs dry. Producers wait for capacity (nothing is dropped); a wait longer
+//! and by bytes, writing what is queued in vectored writes straight from
+//! the frames. Producers wait for capacity (nothing is dropped); a wait longer
 //! than three seconds, or a failed write, trips the connection's `failed`
 //! token so the connection enters cleanup.
 
 use bytes::Bytes;
 use scv_protocol::limits::{WRITER_QUEUE_BYTES, WRITER_QUEUE_FRAMES};
 use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -14,13 +15,6 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// The writer's buffer. Small, because a daemon holds one per connection;
-/// bursts are still batched into one write per buffer-full.
-const WRITE_BUFFER_BYTES: usize = 64 * 1024;
-
-/// The buffer a burst starts with (one allocation for the usual burst).
-const BURST_BUFFER_BYTES: usize = 4 * 1024;
 
 /// How long a send may wait for queue capacity before the connection is
 /// considered stuck.
@@ -220,7 +214,15 @@ where
     }
     let queue = CloseOnDrop(queue);
     let task = tokio::spawn(async move {
-        if let Err(err) = drain(sink, &queue.0).await {
+        // A sink without vectored writes (tokio's stdout on a terminal or
+        // a file) would take one write per slice: frames are gathered in
+        // a buffer for it instead.
+        let drained = if sink.is_write_vectored() {
+            drain(sink, &queue.0).await
+        } else {
+            drain(tokio::io::BufWriter::new(sink), &queue.0).await
+        };
+        if let Err(err) = drained {
             tracing::debug!("connection writer stopped: {err}");
             failed.cancel();
         }
@@ -228,15 +230,14 @@ where
     (outbound, task)
 }
 
-/// Writes queued frames until every sender is gone. Frames that queue up
-/// while a write is under way go out together, one write per
-/// [`WRITE_BUFFER_BYTES`]; a frame that size or larger is written as it
-/// is. The buffer is freed whenever the queue runs dry, so an idle
-/// connection holds none of it (1,000 connections that had streamed kept
-/// 64 KiB each resident while they stayed open).
+/// Writes queued frames until every sender is gone. Whatever is queued
+/// when the writer wakes goes out in vectored writes straight from the
+/// frames (no copy into a buffer of its own), up to [`FRAMES_PER_WRITE`]
+/// frames each: a stream's batches cost one write per wake-up, not one
+/// per frame. The queue's memory is freed whenever it runs dry, so an
+/// idle connection holds none.
 async fn drain<W: AsyncWrite + Unpin>(mut sink: W, queue: &Queue) -> std::io::Result<()> {
     let mut batch: VecDeque<Queued> = VecDeque::new();
-    let mut buffer: Vec<u8> = Vec::new();
     loop {
         // Read before taking: a sender gone then has queued its last.
         let senders_gone = queue.senders_gone.load(Ordering::Acquire);
@@ -248,33 +249,13 @@ async fn drain<W: AsyncWrite + Unpin>(mut sink: W, queue: &Queue) -> std::io::Re
             queue.ready.notified().await;
             continue;
         }
-        buffer.reserve(BURST_BUFFER_BYTES.max(batch[0].data.len() + 1));
-        // One yield lets producers woken by the last write queue more.
-        let mut yielded = false;
-        loop {
-            while let Some(frame) = batch.pop_front() {
-                if frame.data.len() + 1 >= WRITE_BUFFER_BYTES {
-                    write_out(&mut sink, &mut buffer).await?;
-                    sink.write_all(&frame.data).await?;
-                    sink.write_all(b"\n").await?;
-                    continue;
-                }
-                if buffer.len() + frame.data.len() + 1 > WRITE_BUFFER_BYTES {
-                    write_out(&mut sink, &mut buffer).await?;
-                }
-                buffer.extend_from_slice(&frame.data);
-                buffer.push(b'\n');
-            }
-            if yielded {
-                break;
-            }
-            yielded = true;
-            tokio::task::yield_now().await;
-            queue.take_all(&mut batch);
-        }
-        write_out(&mut sink, &mut buffer).await?;
+        write_frames(&mut sink, &mut batch).await?;
+        // One yield lets producers woken by the last write queue more,
+        // which go out before the flush.
+        tokio::task::yield_now().await;
+        queue.take_all(&mut batch);
+        write_frames(&mut sink, &mut batch).await?;
         sink.flush().await?;
-        buffer = Vec::new();
     }
     sink.shutdown().await.or_else(|err| match err.kind() {
         std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::NotConnected => Ok(()),
@@ -282,13 +263,33 @@ async fn drain<W: AsyncWrite + Unpin>(mut sink: W, queue: &Queue) -> std::io::Re
     })
 }
 
-async fn write_out<W: AsyncWrite + Unpin>(
+/// Frames in one vectored write, at most (two slices each, within the
+/// kernel's 1,024).
+const FRAMES_PER_WRITE: usize = 256;
+
+/// Writes `frames`, each followed by a newline, and lets them go (their
+/// queue room with them) as each write completes.
+async fn write_frames<W: AsyncWrite + Unpin>(
     sink: &mut W,
-    buffer: &mut Vec<u8>,
+    frames: &mut VecDeque<Queued>,
 ) -> std::io::Result<()> {
-    if !buffer.is_empty() {
-        sink.write_all(buffer).await?;
-        buffer.clear();
+    while !frames.is_empty() {
+        let count = frames.len().min(FRAMES_PER_WRITE);
+        let mut slices: Vec<IoSlice<'_>> = frames
+            .iter()
+            .take(count)
+            .flat_map(|frame| [IoSlice::new(&frame.data), IoSlice::new(b"\n")])
+            .collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            let written = sink.write_vectored(rest).await?;
+            if written == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            IoSlice::advance_slices(&mut rest, written);
+        }
+        drop(slices);
+        frames.drain(..count);
     }
     Ok(())
 }
@@ -313,6 +314,36 @@ mod tests {
         client.read_to_string(&mut text).await.unwrap();
         task.await.unwrap();
         assert_eq!(text, "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
+        assert!(!failed.is_cancelled());
+    }
+
+    /// Large frames go out from where they lie, small ones through the
+    /// buffer, in order, whole, however little each write takes.
+    #[tokio::test]
+    async fn large_and_small_frames_keep_their_order_through_partial_writes() {
+        let (client, server) = tokio::io::duplex(1000);
+        let failed = CancellationToken::new();
+        let (out, task) = spawn_writer(server, failed.clone());
+        let reader = tokio::spawn(async move {
+            let mut text = String::new();
+            let mut client = client;
+            client.read_to_string(&mut text).await.unwrap();
+            text
+        });
+        let mut expected = String::new();
+        for i in 0..40 {
+            let frame = if i % 3 == 0 {
+                format!("{{\"big\":\"{}\"}}", "x".repeat(8 * 1024 + i))
+            } else {
+                format!("{{\"n\":{i}}}")
+            };
+            expected.push_str(&frame);
+            expected.push('\n');
+            out.send(Bytes::from(frame)).await.unwrap();
+        }
+        drop(out);
+        task.await.unwrap();
+        assert_eq!(reader.await.unwrap(), expected);
         assert!(!failed.is_cancelled());
     }
 
