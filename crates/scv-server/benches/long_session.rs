@@ -7,11 +7,11 @@
 //! the history reaches the default 16 MiB bound near the end and trimming
 //! runs from there (the context window is set large enough that
 //! compaction does not). Every 100th turn: the time from `turn.start`
-//! written to the turn's first provider request arriving at the mock (the
-//! server's work before the request: the turn's start, trimming, the
-//! request's encoding — reqwest sends the head once the body is built),
-//! the size of that request, the whole turn, and the server's resident
-//! memory. Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
+//! written to the turn's first provider request arriving at the mock
+//! (its head: the server's work before the request — the turn's start,
+//! trimming, the body's parts), and to its whole body received (encoding
+//! what is new, and sending all of it), the size of that request, the
+//! whole turn, and the server's resident memory. Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
 use scv_test_support::client::{TestHome, TestServer};
 use scv_test_support::mock_provider::{MockProvider, Reply};
@@ -39,7 +39,7 @@ async fn main() {
     let session = server.start_session(&home.workspace()).await;
     let pid = server.pid();
     let mut trimmed = 0usize;
-    println!("turn  to-request  request-bytes  whole-turn  server-RSS");
+    println!("turn  to-request  request-received  request-bytes  whole-turn  server-RSS");
     for n in 1..=TURNS {
         mock.push(Reply::tool_calls(&[(
             &format!("c{n}"),
@@ -68,9 +68,11 @@ async fn main() {
         if n == 1 || n % SAMPLE_EVERY == 0 {
             let first = &requests[0];
             let to_request = first.arrived.duration_since(start);
+            let received = first.received.duration_since(start);
             println!(
-                "{n:>4}  {:>8.2} ms  {:>10.1} KiB  {:>7.1} ms  {:>7.1} MiB",
+                "{n:>4}  {:>8.2} ms  {:>12.2} ms  {:>10.1} KiB  {:>7.1} ms  {:>7.1} MiB",
                 to_request.as_secs_f64() * 1e3,
+                received.as_secs_f64() * 1e3,
                 first.body_bytes as f64 / 1024.0,
                 whole.as_secs_f64() * 1e3,
                 status_field(pid, "VmRSS:") as f64 / 1024.0

@@ -41,8 +41,11 @@ pub struct Recorded {
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
     pub body: Value,
-    /// When its head arrived (the client had encoded the body by then).
+    /// When its head arrived (a client that streams its body sends the
+    /// head before the body is all there).
     pub arrived: std::time::Instant,
+    /// When the whole body had arrived.
+    pub received: std::time::Instant,
     /// The body's length in bytes.
     pub body_bytes: usize,
 }
@@ -252,6 +255,7 @@ async fn handle(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    let received = std::time::Instant::now();
     let raw = String::from_utf8_lossy(&bytes).into_owned();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let Some(wire) = Wire::from_path(&path) else {
@@ -264,6 +268,7 @@ async fn handle(
             headers,
             body,
             arrived,
+            received,
             body_bytes: bytes.len(),
         });
         take_reply(&mut state, wire, &raw)

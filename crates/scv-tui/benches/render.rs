@@ -3,6 +3,7 @@
 //!
 //! - one frame with 10,000 transcript items (user prompts, markdown answers
 //!   with code, tool cards), first frame (cold caches) and steady frames;
+//!   and with 30,000 items (over 100,000 lines), steady;
 //! - frames while streaming: 1,000 deltas into one answer, a frame after
 //!   every delta (worse than the real loop, which draws at most every 16 ms);
 //! - launch → first frame with the daemon up: `scv` runs in tmux and writes
@@ -87,6 +88,31 @@ fn main() {
         median(warm.clone()).as_secs_f64() * 1e3,
         p99(warm).as_secs_f64() * 1e3
     );
+
+    // A long day: 100,000 transcript lines or more (as wrapped at 120
+    // columns), a frame at the bottom and one scrolled to the middle.
+    let mut big = app_with(30_000);
+    big.resize(120, 40);
+    let lines: usize = big
+        .transcript
+        .items()
+        .iter()
+        .map(|item| item.lines(118, false).len())
+        .sum();
+    terminal.draw(|f| view::draw(f, &big)).unwrap();
+    let mut frames = Vec::new();
+    for _ in 0..200 {
+        let start = Instant::now();
+        terminal.draw(|f| view::draw(f, &big)).unwrap();
+        frames.push(start.elapsed());
+    }
+    println!(
+        "frame with {} transcript items, {lines} lines (120x40): median {:.3} ms, p99 {:.3} ms",
+        big.transcript.len(),
+        median(frames.clone()).as_secs_f64() * 1e3,
+        p99(frames).as_secs_f64() * 1e3
+    );
+    drop(big);
 
     // Scrolled up 200 rows: the view is held there (and counts the rows
     // below it for its marker).

@@ -223,6 +223,7 @@ fn request<'a>(system: &'a str, history: &'a History, tools: &'a [ToolSpec]) -> 
     Request {
         system,
         history: history.messages(),
+        rendered: Some(history.rendered()),
         tools,
     }
 }
@@ -567,6 +568,7 @@ impl Turn {
                 .open(&Request {
                     system: SUMMARY_SYSTEM_PROMPT,
                     history: &request,
+                    rendered: None,
                     tools: &[],
                 })
                 .await?;

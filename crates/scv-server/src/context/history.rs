@@ -2,7 +2,7 @@
 //! rebuilt for every request), its size in bytes, and the calibration of
 //! token estimates against what the provider reported.
 
-use crate::model::{Message, Wire};
+use crate::model::{Message, Rendered, Wire};
 
 /// Tokens per byte before any calibration (about four bytes per token).
 const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
@@ -13,6 +13,9 @@ const PLAUSIBLE_TOKENS_PER_BYTE: std::ops::RangeInclusive<f64> = 0.1..=1.0;
 #[derive(Debug, Clone)]
 pub(crate) struct History {
     messages: Vec<Message>,
+    /// The messages as the session's wire renders them, kept in step
+    /// with `messages` by every change below.
+    rendered: Rendered,
     bytes: usize,
     tokens_per_byte: f64,
     since: Since,
@@ -37,6 +40,7 @@ impl Default for History {
     fn default() -> Self {
         History {
             messages: Vec::new(),
+            rendered: Rendered::default(),
             bytes: 0,
             tokens_per_byte: DEFAULT_TOKENS_PER_BYTE,
             since: Since::default(),
@@ -76,13 +80,19 @@ impl History {
         self.tokens_per_byte
     }
 
-    pub(crate) fn push(&mut self, message: Message) {
+    pub(crate) fn push(&mut self, mut message: Message) {
+        message.shrink_to_fit();
         self.bytes += message.weight();
         self.messages.push(message);
     }
 
     pub(crate) fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// The messages' renderings kept for the next request.
+    pub(crate) fn rendered(&self) -> &Rendered {
+        &self.rendered
     }
 
     pub(crate) fn bytes(&self) -> usize {
@@ -111,6 +121,7 @@ impl History {
     pub(crate) fn replace(&mut self, messages: Vec<Message>) {
         self.bytes = messages.iter().map(Message::weight).sum();
         self.messages = messages;
+        self.rendered.clear();
         self.since.rewritten = true;
     }
 
@@ -122,6 +133,7 @@ impl History {
             .map(Message::weight)
             .sum::<usize>();
         self.messages.drain(..count);
+        self.rendered.drop_front(count);
         if count <= self.since.kept {
             self.since.kept -= count;
             self.since.dropped += count;
@@ -133,6 +145,7 @@ impl History {
     /// Removes and returns the messages from `index` on.
     pub(crate) fn split_off(&mut self, index: usize) -> Vec<Message> {
         let tail = self.messages.split_off(index);
+        self.rendered.truncate(index);
         self.bytes -= tail.iter().map(Message::weight).sum::<usize>();
         self.since.kept = self.since.kept.min(index);
         tail
@@ -184,6 +197,7 @@ impl History {
         }
         if dropped {
             self.since.rewritten = true;
+            self.rendered.clear();
         }
         dropped
     }

@@ -1,11 +1,12 @@
 //! Trimming and compaction on random histories (proptest): a tool call
 //! always keeps its result, the latest prompt always survives, and the
-//! bound always holds.
+//! bound always holds; and the renderings a history keeps are always its
+//! messages' own, whatever changed it.
 
 use super::compaction::{apply, plan};
 use super::trim::{trim, Trimmed};
 use super::History;
-use crate::model::{AssistantMessage, Message, ToolCall};
+use crate::model::{AssistantMessage, Message, ProviderData, RenderKey, ToolCall, Wire};
 use proptest::prelude::*;
 
 /// One exchange as sessions record it: a prompt, or an assistant message
@@ -92,8 +93,85 @@ fn latest_user(messages: &[Message]) -> Option<Message> {
     messages.iter().rev().find(|m| m.is_user()).cloned()
 }
 
+/// What may happen to a session's history between two requests.
+#[derive(Debug, Clone)]
+enum Change {
+    Push(Vec<Group>),
+    DropFront(usize),
+    SplitOff(usize),
+    /// Compaction: the messages from this one on, after a summary.
+    Replace(usize),
+    /// A switch of provider (its data kept only for `Wire`).
+    Switch(u8),
+    Clear,
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        4 => prop::collection::vec(group(), 1..4).prop_map(Change::Push),
+        1 => (0usize..6).prop_map(Change::DropFront),
+        1 => (0usize..20).prop_map(Change::SplitOff),
+        1 => (0usize..20).prop_map(Change::Replace),
+        1 => (0u8..3).prop_map(Change::Switch),
+        1 => Just(Change::Clear),
+    ]
+}
+
+fn wire(n: u8) -> Wire {
+    [Wire::Chat, Wire::Responses, Wire::Anthropic][usize::from(n % 3)]
+}
+
+/// A rendering that shows which message and wire it is of.
+fn render(key: RenderKey) -> impl Fn(&Message) -> bytes::Bytes {
+    move |m| format!("{:?}:{}", key.wire, serde_json::to_string(m).unwrap()).into()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn kept_renderings_are_always_the_messages_own(
+        changes in prop::collection::vec(change(), 1..40),
+    ) {
+        let mut history = History::default();
+        let mut key = RenderKey { wire: Wire::Chat, reasoning_replay: false };
+        let mut n = 0;
+        for change in changes {
+            match change {
+                Change::Push(groups) => {
+                    for mut message in messages(&groups) {
+                        // Some carry a wire's data, which a switch drops.
+                        if let Message::Assistant(a) = &mut message {
+                            n += 1;
+                            a.provider_data = Some(ProviderData {
+                                wire: wire(n),
+                                value: serde_json::json!([n]),
+                            });
+                        }
+                        history.push(message);
+                    }
+                }
+                Change::DropFront(count) => history.drop_front(count),
+                Change::SplitOff(index) => {
+                    history.split_off(index.min(history.messages().len()));
+                }
+                Change::Replace(from) => {
+                    let from = from.min(history.messages().len());
+                    let mut kept = vec![Message::user("summary")];
+                    kept.extend_from_slice(&history.messages()[from..]);
+                    history.replace(kept);
+                }
+                Change::Switch(w) => {
+                    key.wire = wire(w);
+                    history.keep_provider_data_of(key.wire);
+                }
+                Change::Clear => history.clear(),
+            }
+            let kept = history.rendered().of(key, history.messages(), render(key));
+            let fresh: Vec<bytes::Bytes> = history.messages().iter().map(render(key)).collect();
+            prop_assert_eq!(kept, fresh);
+        }
+    }
 
     #[test]
     fn trimming_keeps_calls_the_prompt_and_the_bound(

@@ -91,6 +91,33 @@ impl Message {
             }
     }
 
+    /// Gives back the room its strings grew beyond their text (an answer
+    /// assembled delta by delta holds up to twice its size): a history
+    /// keeps its messages for the whole session.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        match self {
+            Message::User { content } => content.shrink_to_fit(),
+            Message::Tool {
+                call_id, content, ..
+            } => {
+                call_id.shrink_to_fit();
+                content.shrink_to_fit();
+            }
+            Message::Assistant(assistant) => {
+                for text in [&mut assistant.text, &mut assistant.reasoning]
+                    .into_iter()
+                    .flatten()
+                {
+                    text.shrink_to_fit();
+                }
+                assistant.tool_calls.shrink_to_fit();
+                for call in &mut assistant.tool_calls {
+                    call.arguments.shrink_to_fit();
+                }
+            }
+        }
+    }
+
     pub(crate) fn user(content: impl Into<String>) -> Message {
         Message::User {
             content: content.into(),

@@ -10,12 +10,14 @@
 
 mod effort;
 mod message;
+mod rendered;
 mod tool;
 mod usage;
 mod wire;
 
 pub(crate) use effort::Effort;
 pub(crate) use message::{AssistantMessage, Message, ProviderData, ToolCall};
+pub(crate) use rendered::{RenderKey, Rendered};
 pub(crate) use tool::ToolSpec;
 pub(crate) use usage::Usage;
 pub use wire::Wire;

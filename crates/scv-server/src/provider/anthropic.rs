@@ -21,12 +21,14 @@
 //! read.
 
 use super::assemble::{Assembler, End};
+use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
-use super::settings::{encode, Provider, Request};
+use super::settings::{to_json, Provider, Request};
 use super::wire::{Flow, WireParser};
 use crate::model::{Effort, Message, ProviderData, ToolSpec, Usage, Wire};
+use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -53,81 +55,76 @@ fn thinking_budget(provider: &Provider) -> Option<u64> {
     (budget >= MIN_THINKING_BUDGET).then_some(budget)
 }
 
-/// The conversation as Anthropic messages: alternating roles, tool results
-/// first in their user message.
-fn messages(history: &[Message]) -> Vec<Value> {
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in history {
-        let (role, blocks) = match message {
-            Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
-            Message::Tool {
-                call_id,
-                content,
-                success,
-            } => {
-                let mut result =
-                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
-                if !success {
-                    // `ToolResultBlockParam.is_error`: "Set to true if the
-                    // tool execution resulted in an error"; omitted otherwise.
-                    result["is_error"] = json!(true);
-                }
-                ("user", vec![result])
+/// One history message's role and content blocks (none: an empty
+/// assistant message, which the API refuses and is not sent).
+fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
+    match message {
+        Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+        Message::Tool {
+            call_id,
+            content,
+            success,
+        } => {
+            let mut result =
+                json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+            if !success {
+                // `ToolResultBlockParam.is_error`: "Set to true if the
+                // tool execution resulted in an error"; omitted otherwise.
+                result["is_error"] = json!(true);
             }
-            Message::Assistant(assistant) => {
-                let mut blocks = Vec::new();
-                if let Some(Value::Array(thinking)) = assistant
-                    .provider_data
-                    .as_ref()
-                    .filter(|d| d.wire == Wire::Anthropic)
-                    .map(|d| &d.value)
-                {
-                    blocks.extend(thinking.iter().cloned());
-                }
-                if let Some(text) = assistant.text.as_deref().filter(|t| !t.trim().is_empty()) {
-                    blocks.push(json!({"type": "text", "text": text}));
-                }
-                for call in &assistant.tool_calls {
-                    let input: Value = serde_json::from_str(&call.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
-                }
-                ("assistant", blocks)
-            }
-        };
-        if blocks.is_empty() {
-            continue; // an empty assistant message: the API refuses those
+            ("user", vec![result])
         }
-        match out.last_mut() {
-            Some((last, existing)) if *last == role => {
-                existing.extend(blocks);
-                // Tool results must lead their user message.
-                existing
-                    .sort_by_key(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
+        Message::Assistant(assistant) => {
+            let mut blocks = Vec::new();
+            if let Some(Value::Array(thinking)) = assistant
+                .provider_data
+                .as_ref()
+                .filter(|d| d.wire == Wire::Anthropic)
+                .map(|d| &d.value)
+            {
+                blocks.extend(thinking.iter().cloned());
             }
-            _ => out.push((role, blocks)),
+            if let Some(text) = assistant.text.as_deref().filter(|t| !t.trim().is_empty()) {
+                blocks.push(json!({"type": "text", "text": text}));
+            }
+            for call in &assistant.tool_calls {
+                let input: Value = serde_json::from_str(&call.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                blocks.push(
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                );
+            }
+            ("assistant", blocks)
         }
     }
-    out.into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
+}
+
+/// Blocks as the entries of a `content` array, comma-joined.
+fn joined(blocks: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, block) in blocks.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&to_json(block));
+    }
+    out
+}
+
+/// One history message's content blocks, comma-joined (empty when it has
+/// none).
+pub(super) fn fragment(_: &Provider, message: &Message) -> Vec<u8> {
+    joined(&blocks(message).1)
 }
 
 /// A request that ends with the assistant's message (a paused turn sent
 /// back to continue) must not end in whitespace: the API answers 400
 /// "final assistant content cannot end with trailing whitespace". Only
 /// that last text is trimmed; whitespace-only text never gets this far.
-fn trim_final_assistant_text(messages: &mut [Value]) {
-    let Some(last) = messages.last_mut().filter(|m| m["role"] == "assistant") else {
-        return;
-    };
-    let Some(block) = last["content"]
-        .as_array_mut()
-        .and_then(|blocks| blocks.last_mut())
-        .filter(|b| b["type"] == "text")
-    else {
+fn trim_final_text(blocks: &mut [Value]) {
+    let Some(block) = blocks.last_mut().filter(|b| b["type"] == "text") else {
         return;
     };
     if let Some(text) = block["text"].as_str() {
@@ -138,41 +135,92 @@ fn trim_final_assistant_text(messages: &mut [Value]) {
     }
 }
 
-pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-    let cache = || json!({"type": "ephemeral"});
-    let mut system = json!({"type": "text", "text": request.system});
-    let mut messages = messages(request.history);
-    trim_final_assistant_text(&mut messages);
-    if provider.prompt_cache {
-        system["cache_control"] = cache();
-        if let Some(last) = messages
-            .last_mut()
-            .and_then(|m| m.get_mut("content"))
-            .and_then(Value::as_array_mut)
-            .and_then(|blocks| blocks.last_mut())
-        {
-            last["cache_control"] = cache();
+/// The conversation as Anthropic messages: alternating roles (consecutive
+/// messages of one role merged), tool results first in their user
+/// message; each message's blocks as `fragments` holds them, but for the
+/// very last block's message, rendered here with what only the last block
+/// gets (the cache mark, a paused turn's trimmed text). Keys in the order
+/// serde_json's map writes them, as the whole body once was one `Value`.
+pub(super) fn body(
+    provider: &Provider,
+    request: &Request<'_>,
+    fragments: &[Bytes],
+) -> Result<Body, ProviderError> {
+    let history = request.history;
+    let mut groups: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    for (index, message) in history.iter().enumerate() {
+        if fragments.get(index).is_none_or(Bytes::is_empty) {
+            continue;
+        }
+        let role = match message {
+            Message::Assistant(_) => "assistant",
+            Message::User { .. } | Message::Tool { .. } => "user",
+        };
+        match groups.last_mut() {
+            Some((last, members)) if *last == role => members.push(index),
+            _ => groups.push((role, vec![index])),
         }
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(provider.model));
-    body.insert("max_tokens".into(), json!(provider.max_output_tokens));
-    body.insert("stream".into(), json!(true));
-    body.insert("system".into(), json!([system]));
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(request.tools.iter().map(tool).collect()),
-        );
+    for (_, members) in &mut groups {
+        // Tool results must lead their user message.
+        members.sort_by_key(|&i| !matches!(history[i], Message::Tool { .. }));
     }
+    let last = groups
+        .last()
+        .and_then(|(_, members)| members.last().copied());
+    let last_fragment = last.map(|index| {
+        let (role, mut blocks) = blocks(&history[index]);
+        if role == "assistant" {
+            trim_final_text(&mut blocks);
+        }
+        if provider.prompt_cache {
+            if let Some(block) = blocks.last_mut() {
+                block["cache_control"] = json!({"type": "ephemeral"});
+            }
+        }
+        Bytes::from(joined(&blocks))
+    });
+    let mut body = Body::default();
+    body.push(&b"{\"max_tokens\":"[..]);
+    body.push_json(&provider.max_output_tokens)?;
+    body.push(&b",\"messages\":["[..]);
+    for (n, (role, members)) in groups.iter().enumerate() {
+        body.push(&b"{\"content\":["[..]);
+        for (k, &index) in members.iter().enumerate() {
+            if k > 0 {
+                body.push(&b","[..]);
+            }
+            match (&last_fragment, last == Some(index)) {
+                (Some(fresh), true) => body.push(fresh.clone()),
+                _ => body.push(fragments[index].clone()),
+            }
+        }
+        body.push(&b"],\"role\":"[..]);
+        body.push_json(role)?;
+        body.push(if n + 1 < groups.len() {
+            &b"},"[..]
+        } else {
+            &b"}"[..]
+        });
+    }
+    body.push(&b"],\"model\":"[..]);
+    body.push_json(&provider.model)?;
+    body.push(&b",\"stream\":true,\"system\":"[..]);
+    let mut system = json!({"type": "text", "text": request.system});
+    if provider.prompt_cache {
+        system["cache_control"] = json!({"type": "ephemeral"});
+    }
+    body.push_json(&[system])?;
     if let Some(budget) = thinking_budget(provider) {
-        body.insert(
-            "thinking".into(),
-            json!({"type": "enabled", "budget_tokens": budget}),
-        );
+        body.push(&b",\"thinking\":"[..]);
+        body.push_json(&json!({"type": "enabled", "budget_tokens": budget}))?;
     }
-    encode(&Value::Object(body))
+    if !request.tools.is_empty() {
+        body.push(&b",\"tools\":"[..]);
+        body.push_json(&request.tools.iter().map(tool).collect::<Vec<_>>())?;
+    }
+    body.push(&b"}"[..]);
+    Ok(body)
 }
 
 #[derive(Deserialize)]
@@ -404,6 +452,24 @@ mod tests {
     use super::*;
     use crate::model::{AssistantMessage, ToolCall};
 
+    /// The `messages` a request of `history` sends.
+    fn sent(history: &[Message]) -> Vec<Value> {
+        let provider = Provider::for_tests(Wire::Anthropic);
+        let fragments: Vec<Bytes> = history
+            .iter()
+            .map(|m| Bytes::from(fragment(&provider, m)))
+            .collect();
+        let request = Request {
+            system: "s",
+            history,
+            rendered: None,
+            tools: &[],
+        };
+        let body = body(&provider, &request, &fragments).unwrap();
+        let body: Value = serde_json::from_slice(&body.to_vec()).unwrap();
+        body["messages"].as_array().unwrap().clone()
+    }
+
     fn assistant_with_call(thinking: Option<Value>) -> Message {
         Message::Assistant(AssistantMessage {
             text: Some("Let me look.".into()),
@@ -447,7 +513,7 @@ mod tests {
             },
             Message::user("and then?"),
         ];
-        let messages = messages(&history);
+        let messages = sent(&history);
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[1]["content"][0], thinking[0]);
         assert_eq!(messages[1]["content"][2]["input"], json!({"path": "a"}));
@@ -471,7 +537,7 @@ mod tests {
                 value: json!([{"type": "reasoning", "encrypted_content": "x"}]),
             });
         }
-        let messages = messages(&[Message::user("hi"), message]);
+        let messages = sent(&[Message::user("hi"), message]);
         assert_eq!(messages[1]["content"][0]["type"], "text");
     }
 
@@ -530,19 +596,17 @@ mod tests {
                 ..Default::default()
             })
         };
-        let mut rendered = messages(&[Message::user("search"), paused("Looking. \n")]);
-        trim_final_assistant_text(&mut rendered);
+        let rendered = sent(&[Message::user("search"), paused("Looking. \n")]);
         assert_eq!(rendered[1]["content"][0]["text"], "Looking.");
         // Earlier assistant text is sent as it came.
-        let mut rendered = messages(&[
+        let rendered = sent(&[
             Message::user("search"),
             paused("Looking. "),
             Message::user("and?"),
         ]);
-        trim_final_assistant_text(&mut rendered);
         assert_eq!(rendered[1]["content"][0]["text"], "Looking. ");
         // A paused message and its continuation are one assistant turn.
-        let rendered = messages(&[Message::user("search"), paused("A "), paused("B")]);
+        let rendered = sent(&[Message::user("search"), paused("A "), paused("B")]);
         assert_eq!(rendered.len(), 2);
         assert_eq!(rendered[1]["content"].as_array().unwrap().len(), 2);
     }

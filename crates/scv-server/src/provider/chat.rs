@@ -21,32 +21,17 @@
 //!   and sent back with that call.
 
 use super::assemble::Assembler;
+use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
-use super::settings::{encode, Provider, Request};
+use super::settings::{to_json, Provider, Request};
 use super::wire::{Flow, WireParser};
 use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
+use bytes::Bytes;
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    stream: bool,
-    stream_options: StreamOptions,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_effort: Option<&'static str>,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
 
 #[derive(Serialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -133,23 +118,41 @@ pub(super) fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-    let replay = provider.reasoning_replay;
-    let messages = std::iter::once(WireMessage::System {
+/// One history message as a `messages` entry.
+pub(super) fn fragment(provider: &Provider, m: &Message) -> Vec<u8> {
+    to_json(&message(m, provider.reasoning_replay))
+}
+
+/// `{"model", "messages": [system, …history], "stream", "stream_options",
+/// "tools", "reasoning_effort"}`, the history's entries as `fragments`
+/// holds them.
+pub(super) fn body(
+    provider: &Provider,
+    request: &Request<'_>,
+    fragments: &[Bytes],
+) -> Result<Body, ProviderError> {
+    let mut body = Body::default();
+    body.push(&b"{\"model\":"[..]);
+    body.push_json(&provider.model)?;
+    body.push(&b",\"messages\":["[..]);
+    body.push_json(&WireMessage::System {
         content: request.system,
-    })
-    .chain(request.history.iter().map(|m| message(m, replay)))
-    .collect();
-    encode(&Body {
-        model: &provider.model,
-        messages,
-        stream: true,
-        stream_options: StreamOptions {
-            include_usage: true,
-        },
-        tools: request.tools.iter().map(tool).collect(),
-        reasoning_effort: provider.reasoning_effort.map(|e| e.as_str()),
-    })
+    })?;
+    for part in fragments {
+        body.push(&b","[..]);
+        body.push(part.clone());
+    }
+    body.push(&b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}"[..]);
+    if !request.tools.is_empty() {
+        body.push(&b",\"tools\":"[..]);
+        body.push_json(&request.tools.iter().map(tool).collect::<Vec<_>>())?;
+    }
+    if let Some(effort) = provider.reasoning_effort {
+        body.push(&b",\"reasoning_effort\":"[..]);
+        body.push_json(effort.as_str())?;
+    }
+    body.push(&b"}"[..]);
+    Ok(body)
 }
 
 #[derive(Deserialize)]

@@ -82,7 +82,7 @@ pub(super) fn authorized(
 pub(super) async fn send(
     provider: &Provider,
     url: &str,
-    body: Vec<u8>,
+    body: super::body::Body,
     auth: Auth,
     redact: &Redactor,
     attempt: u32,
@@ -92,7 +92,8 @@ pub(super) async fn send(
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "text/event-stream")
-        .body(body);
+        .header("content-length", body.len())
+        .body(reqwest::Body::wrap(body));
     let request = authorized(provider, request, auth);
     let response = tokio::time::timeout(provider.idle_timeout, request.send())
         .await

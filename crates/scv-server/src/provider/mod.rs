@@ -16,6 +16,7 @@
 
 mod anthropic;
 mod assemble;
+mod body;
 mod chat;
 mod errors;
 pub(crate) mod fuzzing;
@@ -34,7 +35,8 @@ pub(crate) use http::Failure;
 pub(crate) use settings::{Provider, Request};
 pub(crate) use stream::{Reply, ResponseStream};
 
-use crate::model::{ToolSpec, Wire};
+use crate::model::{Message, ToolSpec, Wire};
+use bytes::Bytes;
 use errors::Redactor;
 use http::Auth;
 use serde_json::Value;
@@ -47,6 +49,7 @@ fn spec(wire: Wire) -> &'static WireSpec {
         Wire::Chat => &WireSpec {
             path: "chat/completions",
             auth: Auth::Bearer,
+            fragment: chat::fragment,
             body: chat::body,
             tool: chat::tool,
             parser: parser::<chat::Parser>,
@@ -54,6 +57,7 @@ fn spec(wire: Wire) -> &'static WireSpec {
         Wire::Responses => &WireSpec {
             path: "responses",
             auth: Auth::Bearer,
+            fragment: responses::fragment,
             body: responses::body,
             tool: responses::tool,
             parser: parser::<responses::Parser>,
@@ -61,6 +65,7 @@ fn spec(wire: Wire) -> &'static WireSpec {
         Wire::Anthropic => &WireSpec {
             path: "messages",
             auth: Auth::Anthropic,
+            fragment: anthropic::fragment,
             body: anthropic::body,
             tool: anthropic::tool,
             parser: parser::<anthropic::Parser>,
@@ -79,7 +84,13 @@ impl Provider {
         let spec = spec(self.wire);
         let redact = Redactor::new(self.api_key.as_deref());
         let url = format!("{}/{}", self.base_url.trim_end_matches('/'), spec.path);
-        let body = (spec.body)(self, request)?;
+        // Exactly its size: a kept rendering lives as long as its message.
+        let render = |m: &Message| Bytes::from((spec.fragment)(self, m).into_boxed_slice());
+        let fragments: Vec<Bytes> = match request.rendered {
+            Some(kept) => kept.of(self.render_key(), request.history, render),
+            None => request.history.iter().map(render).collect(),
+        };
+        let body = (spec.body)(self, request, &fragments)?;
         let parser = (spec.parser)();
         let response = http::send(self, &url, body, spec.auth, &redact, attempt).await?;
         Ok(ResponseStream::new(

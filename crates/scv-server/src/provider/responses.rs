@@ -19,30 +19,16 @@
 //! openai-python's types and a real gpt-5-mini capture (see the tests).
 
 use super::assemble::{Assembler, End};
+use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
-use super::settings::{encode, Provider, Request};
+use super::settings::{to_json, Provider, Request};
 use super::wire::{Flow, WireParser};
 use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
-use serde::{Deserialize, Serialize};
+use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    instructions: &'a str,
-    input: Vec<Value>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
-    store: bool,
-    stream: bool,
-    include: [&'static str; 1],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning: Option<Value>,
-}
 
 pub(super) fn tool(spec: &ToolSpec) -> Value {
     json!({
@@ -54,80 +40,109 @@ pub(super) fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-fn input(history: &[Message]) -> Vec<Value> {
-    let mut items = Vec::with_capacity(history.len());
-    for message in history {
-        match message {
-            Message::User { content } => items.push(json!({
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": content}],
-            })),
-            Message::Assistant(assistant) => {
-                // The kept reasoning and message items, in the order they
-                // came; another wire's data is never sent here.
-                let kept: &[Value] = match assistant
-                    .provider_data
-                    .as_ref()
-                    .filter(|d| d.wire == Wire::Responses)
-                    .map(|d| &d.value)
-                {
-                    Some(Value::Array(kept)) => kept,
-                    _ => &[],
-                };
-                let text = assistant.text.as_deref().unwrap_or("");
-                // The kept messages carry their phase; they stand for the
-                // text when they hold all of it (else a stream ended
-                // without some item's `output_item.done`, and the text
-                // goes as one message).
-                let whole = kept.iter().any(is_message) && kept_text(kept) == text;
-                items.extend(
-                    kept.iter()
-                        .filter(|item| whole || !is_message(item))
-                        .cloned(),
-                );
-                if !whole && !text.is_empty() {
-                    items.push(json!({
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": text}],
-                    }));
-                }
-                for call in &assistant.tool_calls {
-                    items.push(json!({
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments,
-                    }));
-                }
+/// One history message's input items (none, one, or several: kept
+/// reasoning and message items, then its calls).
+fn items(message: &Message) -> Vec<Value> {
+    let mut items = Vec::new();
+    match message {
+        Message::User { content } => items.push(json!({
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": content}],
+        })),
+        Message::Assistant(assistant) => {
+            // The kept reasoning and message items, in the order they
+            // came; another wire's data is never sent here.
+            let kept: &[Value] = match assistant
+                .provider_data
+                .as_ref()
+                .filter(|d| d.wire == Wire::Responses)
+                .map(|d| &d.value)
+            {
+                Some(Value::Array(kept)) => kept,
+                _ => &[],
+            };
+            let text = assistant.text.as_deref().unwrap_or("");
+            // The kept messages carry their phase; they stand for the
+            // text when they hold all of it (else a stream ended
+            // without some item's `output_item.done`, and the text
+            // goes as one message).
+            let whole = kept.iter().any(is_message) && kept_text(kept) == text;
+            items.extend(
+                kept.iter()
+                    .filter(|item| whole || !is_message(item))
+                    .cloned(),
+            );
+            if !whole && !text.is_empty() {
+                items.push(json!({
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}],
+                }));
             }
-            Message::Tool {
-                call_id, content, ..
-            } => items.push(json!({
-                "type": "function_call_output",
-                "call_id": call_id,
-                "output": content,
-            })),
+            for call in &assistant.tool_calls {
+                items.push(json!({
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }));
+            }
         }
+        Message::Tool {
+            call_id, content, ..
+        } => items.push(json!({
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": content,
+        })),
     }
     items
 }
 
-pub(super) fn body(provider: &Provider, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-    encode(&Body {
-        model: &provider.model,
-        instructions: request.system,
-        input: input(request.history),
-        tools: request.tools.iter().map(tool).collect(),
-        tool_choice: (!request.tools.is_empty()).then_some("auto"),
-        store: false,
-        stream: true,
-        include: ["reasoning.encrypted_content"],
-        reasoning: provider
-            .reasoning_effort
-            .map(|effort| json!({"effort": effort.as_str(), "summary": "auto"})),
-    })
+/// One history message as `input` items, comma-joined (empty when it has
+/// none).
+pub(super) fn fragment(_: &Provider, message: &Message) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, item) in items(message).iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&to_json(item));
+    }
+    out
+}
+
+/// `{"model", "instructions", "input": […history], "tools", "tool_choice",
+/// "store", "stream", "include", "reasoning"}`, the history's items as
+/// `fragments` holds them.
+pub(super) fn body(
+    provider: &Provider,
+    request: &Request<'_>,
+    fragments: &[Bytes],
+) -> Result<Body, ProviderError> {
+    let mut body = Body::default();
+    body.push(&b"{\"model\":"[..]);
+    body.push_json(&provider.model)?;
+    body.push(&b",\"instructions\":"[..]);
+    body.push_json(request.system)?;
+    body.push(&b",\"input\":["[..]);
+    body.push_joined(fragments);
+    body.push(&b"]"[..]);
+    if !request.tools.is_empty() {
+        body.push(&b",\"tools\":"[..]);
+        body.push_json(&request.tools.iter().map(tool).collect::<Vec<_>>())?;
+        body.push(&b",\"tool_choice\":\"auto\""[..]);
+    }
+    body.push(
+        &b",\"store\":false,\"stream\":true,\"include\":[\"reasoning.encrypted_content\"]"[..],
+    );
+    if let Some(effort) = provider.reasoning_effort {
+        body.push(&b",\"reasoning\":"[..]);
+        body.push_json(&json!({"effort": effort.as_str(), "summary": "auto"}))?;
+    }
+    body.push(&b"}"[..]);
+    Ok(body)
 }
 
 /// The fields of a Responses event SCV reads.
@@ -543,7 +558,7 @@ mod tests {
         let (message, _, _) = asm.into_parts();
         assert_eq!(message.text.as_deref(), Some("Checking. Done."));
         let mut assistant = message.clone();
-        let sent = input(&[Message::Assistant(message)]);
+        let sent = items(&Message::Assistant(message));
         assert_eq!(
             sent,
             [
@@ -555,7 +570,7 @@ mod tests {
         // Kept items that do not hold all the text (a stream that ended
         // before an item was done): the text goes as one message.
         assistant.text = Some("Checking. Done. And more".into());
-        let sent = input(&[Message::Assistant(assistant)]);
+        let sent = items(&Message::Assistant(assistant));
         assert_eq!(
             sent,
             [

@@ -6,13 +6,16 @@
 //! imported its parent would be imported back by it.
 
 use super::errors::ProviderError;
-use crate::model::{Effort, Message, ToolSpec, Wire};
+use crate::model::{Effort, Message, RenderKey, Rendered, ToolSpec, Wire};
 use std::time::Duration;
 
 /// One request, as every wire needs it.
 pub(crate) struct Request<'a> {
     pub system: &'a str,
     pub history: &'a [Message],
+    /// Where `history`'s renderings are kept between requests (a
+    /// session's history); `None` renders every message anew.
+    pub rendered: Option<&'a Rendered>,
     pub tools: &'a [ToolSpec],
 }
 
@@ -43,6 +46,36 @@ pub(crate) struct Provider {
 }
 
 impl Provider {
+    /// A provider of `wire` at an address nothing listens on, for the
+    /// wires' unit tests.
+    #[cfg(test)]
+    pub(super) fn for_tests(wire: Wire) -> Provider {
+        Provider {
+            http: reqwest::Client::new(),
+            name: "test".into(),
+            wire,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            api_key_env: None,
+            headers: Vec::new(),
+            max_output_tokens: 4096,
+            reasoning_effort: None,
+            prompt_cache: false,
+            reasoning_replay: false,
+            idle_timeout: Duration::from_secs(1),
+            max_retries: 0,
+        }
+    }
+
+    /// What renderings of its messages this provider's requests need.
+    pub(crate) fn render_key(&self) -> RenderKey {
+        RenderKey {
+            wire: self.wire,
+            reasoning_replay: self.reasoning_replay,
+        }
+    }
+
     /// The variable of a key this provider needs and does not have: its
     /// definition names one, it was not set, and the URL is a preset's
     /// public API, which refuses every request without one. Anywhere else
@@ -68,7 +101,14 @@ impl Provider {
 }
 
 /// Serializes a request body; our own types always serialize.
-pub(super) fn encode<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {
+pub(super) fn encode<T: serde::Serialize + ?Sized>(body: &T) -> Result<Vec<u8>, ProviderError> {
     serde_json::to_vec(body)
         .map_err(|err| ProviderError::provider(format!("cannot encode request: {err}")))
+}
+
+/// A history message's JSON, as a wire renders it: strings, flags and the
+/// provider's own JSON, which always serialize.
+pub(super) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    #[allow(clippy::expect_used)] // plain data with string keys always serializes
+    serde_json::to_vec(value).expect("messages always serialize")
 }

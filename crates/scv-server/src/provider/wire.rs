@@ -7,10 +7,12 @@
 //! cycle.
 
 use super::assemble::Assembler;
+use super::body::Body;
 use super::errors::{ProviderError, Redactor};
 use super::http::Auth;
 use super::settings::{Provider, Request};
-use crate::model::ToolSpec;
+use crate::model::{Message, ToolSpec};
+use bytes::Bytes;
 use serde_json::Value;
 
 /// One wire, as the provider layer drives it.
@@ -19,8 +21,13 @@ pub(super) struct WireSpec {
     pub path: &'static str,
     /// How a request proves who it is.
     pub auth: Auth,
-    /// The request body: model, system prompt, history, tools, options.
-    pub body: fn(&Provider, &Request<'_>) -> Result<Vec<u8>, ProviderError>,
+    /// One history message as this wire sends it (the entries it makes
+    /// in the body's message array, comma-joined; empty: none). Made once
+    /// per message and kept with a session's history.
+    pub fragment: fn(&Provider, &Message) -> Vec<u8>,
+    /// The request body: model, system prompt, the history (as its
+    /// messages' fragments), tools, options.
+    pub body: fn(&Provider, &Request<'_>, &[Bytes]) -> Result<Body, ProviderError>,
     /// One tool definition as this wire sends it (also for size estimates).
     pub tool: fn(&ToolSpec) -> Value,
     /// A parser for one response's events.
