@@ -5,6 +5,7 @@
 //! out at once and a long history costs what its new messages cost to
 //! encode.
 
+use super::errors::ProviderError;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use std::collections::VecDeque;
@@ -32,7 +33,7 @@ impl Body {
     pub(super) fn push_json<T: serde::Serialize + ?Sized>(
         &mut self,
         value: &T,
-    ) -> Result<(), super::ProviderError> {
+    ) -> Result<(), ProviderError> {
         self.push(super::settings::encode(value)?);
         Ok(())
     }
