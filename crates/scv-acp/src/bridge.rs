@@ -717,6 +717,17 @@ impl Bridge {
             self.replaying
                 .insert(session_id.clone(), (responder, modes));
         }
+        // What is wrong with the configuration (a broken edit of
+        // config.toml, an unknown key, a provider without its key): the
+        // editor's user is told as the session opens, as the TUI's is.
+        let warnings = &started.config_warnings;
+        if !warnings.is_empty() {
+            let text: String = warnings
+                .iter()
+                .map(|w| format!("⚠ {}\n", scv_client::text::visible(w)))
+                .collect();
+            self.notify(&session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
+        }
         // The session's custom commands and skills, after its answer.
         let commands = crate::modes::commands(started.commands.as_deref().unwrap_or_default());
         if !commands.is_empty() {

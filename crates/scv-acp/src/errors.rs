@@ -27,8 +27,11 @@ pub fn refused(code: ErrorCode, message: &str) -> Error {
 
 /// A `turn.failed` other than `step_limit`: the prompt's error.
 pub fn turn_failed(code: FailureCode, message: &str) -> Error {
-    Error::new(INTERNAL_ERROR, format!("{code}: {message}"))
-        .data(json!({ "scvCode": code.as_str() }))
+    Error::new(
+        INTERNAL_ERROR,
+        format!("{}: {message}", scv_client::text::failure_words(code)),
+    )
+    .data(json!({ "scvCode": code.as_str() }))
 }
 
 /// A session id this process does not hold.
@@ -73,7 +76,7 @@ mod tests {
         assert_eq!(e.data.unwrap()["scvCode"], "invalid_request");
         let e = turn_failed(FailureCode::ProviderError, "HTTP 500");
         assert_eq!(i32::from(e.code), INTERNAL_ERROR);
-        assert_eq!(e.message, "provider_error: HTTP 500");
+        assert_eq!(e.message, "the model provider returned an error: HTTP 500");
         assert_eq!(e.data.unwrap()["scvCode"], "provider_error");
         let e = unknown_session("s1");
         assert_eq!(i32::from(e.code), RESOURCE_NOT_FOUND);

@@ -208,7 +208,10 @@ impl Subagents {
                         format!("subagent completed {}", spent(*steps, usage.as_ref()))
                     }
                     EventBody::TurnFailed { code, message } => {
-                        format!("subagent failed: {code}: {message}")
+                        format!(
+                            "subagent failed: {}: {message}",
+                            scv_client::text::failure_words(*code)
+                        )
                     }
                     _ => "subagent cancelled".to_string(),
                 });
@@ -531,7 +534,7 @@ mod tests {
                     "2-t2".to_string(),
                     vec![
                         format!("{about}\n\n- Search for: #[test] (failed)"),
-                        "subagent failed: provider_error: 503".to_string()
+                        "subagent failed: the model provider returned an error: 503".to_string()
                     ]
                 ),
             ]

@@ -227,7 +227,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
                 if error.code == ErrorCode::VersionMismatch {
                     bail!("the SCV daemon speaks another protocol version ({}); restart it with `scv daemon stop`", error.message);
                 }
-                bail!("the SCV daemon refused: {}: {}", error.code, error.message);
+                bail!(
+                    "the SCV daemon refused: {}: {}",
+                    crate::text::error_words(error.code),
+                    error.message
+                );
             }
             return Ok(event);
         }

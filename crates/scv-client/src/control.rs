@@ -22,7 +22,7 @@ pub enum ControlError {
     NotRunning(String),
     #[error("no answer within {}s: unknown outcome — query status before retrying", .0.as_secs())]
     UnknownOutcome(Duration),
-    #[error("the daemon refused: {code}: {message}")]
+    #[error("the daemon refused: {}: {message}", crate::text::error_words(*.code))]
     Refused { code: ErrorCode, message: String },
     #[error("control exchange failed: {0}")]
     Protocol(String),

@@ -50,7 +50,11 @@ pub async fn run(endpoint: &Endpoint, cwd: &Path, force: bool) -> Result<ExitCod
         .await?;
     let checkpoints = match answer(&mut conn, &rid).await? {
         EventBody::CheckpointListed { checkpoints } => checkpoints,
-        EventBody::Error(error) => bail!("{}: {}", error.code, error.message),
+        EventBody::Error(error) => bail!(
+            "{}: {}",
+            scv_client::text::error_words(error.code),
+            error.message
+        ),
         other => bail!("unexpected answer {}", other.type_name()),
     };
     let Some(last) = checkpoints.last() else {
@@ -91,7 +95,11 @@ pub async fn run(endpoint: &Endpoint, cwd: &Path, force: bool) -> Result<ExitCod
                 }
                 Ok(ExitCode::FAILURE)
             }
-            None => bail!("{}: {}", error.code, error.message),
+            None => bail!(
+                "{}: {}",
+                scv_client::text::error_words(error.code),
+                error.message
+            ),
         },
         other => bail!("unexpected answer {}", other.type_name()),
     }

@@ -875,7 +875,10 @@ async fn turn_failures_become_stop_reasons_or_errors() {
     assert_eq!(response["error"]["code"], -32603, "{response}");
     assert_eq!(response["error"]["data"]["scvCode"], "provider_error");
     let message = response["error"]["message"].as_str().unwrap();
-    assert!(message.starts_with("provider_error: "), "{message}");
+    assert!(
+        message.starts_with("the model provider returned an error: "),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1341,4 +1344,35 @@ async fn always_allow_also_answers_a_request_still_open() {
             .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == second["id"]),
         "the second request is withdrawn: {rest:?}"
     );
+}
+
+/// What is wrong with config.toml reaches the editor's user as the session
+/// opens (a key SCV does not know, with the nearest it does), as it
+/// reaches the TUI's, and the session works.
+#[tokio::test(flavor = "multi_thread")]
+async fn config_warnings_reach_the_editor() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "auto_aprove = true\n");
+    let mut acp = Acp::spawn(&home);
+    acp.initialize().await;
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_string();
+    let (_, told) = acp
+        .until(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .await;
+    let text = told["params"]["update"]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("auto_aprove"), "{told}");
+    assert!(text.contains("auto_approve"), "did you mean: {told}");
+    assert_eq!(told["params"]["sessionId"], session.as_str());
+    mock.push(Reply::text(["fine"]));
+    let id = acp.prompt(&session, "hello").await;
+    let (_, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn");
 }

@@ -14,7 +14,8 @@ pub(crate) struct EventTooLarge;
 /// inside the chunk it started in is a slice of that chunk, not a copy
 /// (the provider's chunks run to 400 KiB; copying each into a buffer was
 /// the stream path's largest `memmove`). Only a line split across chunks
-/// is copied, and only the data of an event of several `data:` lines.
+/// is copied, and only the data of an event of several `data:` lines; and
+/// nothing of a chunk is held once its complete events are read.
 pub(crate) struct SseReader {
     /// What is left of the last chunk, not yet read.
     chunk: Bytes,
@@ -62,9 +63,7 @@ impl SseReader {
     /// has taken every event of the one before (it then holds at most an
     /// unfinished line, which moves aside).
     pub(crate) fn push(&mut self, bytes: Bytes) {
-        if !self.chunk.is_empty() {
-            self.partial.extend_from_slice(&self.chunk);
-        }
+        debug_assert!(self.chunk.is_empty(), "push before the last chunk was read");
         self.chunk = bytes;
     }
 
@@ -102,9 +101,17 @@ impl SseReader {
         loop {
             let Some(mut line) = self.next_line() else {
                 // The rest is the start of a line: it waits for the next
-                // chunk, counted against the cap now.
+                // chunk, counted against the cap now, copied aside so the
+                // HTTP client's read buffer is not held (it reuses it for
+                // the next read only when nothing else refers to it).
                 if self.data.len() + self.partial.len() + self.chunk.len() > self.max_event_bytes {
                     return Err(EventTooLarge);
+                }
+                let rest = std::mem::take(&mut self.chunk);
+                self.partial.extend_from_slice(&rest);
+                if let Data::One(line) = &self.data {
+                    // An event's first line, waiting for the rest.
+                    self.data = Data::Joined(BytesMut::from(&line[..]));
                 }
                 return Ok(None);
             };
