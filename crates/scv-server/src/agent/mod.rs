@@ -635,17 +635,11 @@ impl Turn {
             let mut next = Some(first);
             let mut bytes = 0;
             while let Some(delta) = next {
-                match delta {
-                    Delta::Text(content) => {
-                        bytes += content.len();
-                        batch.push(EventBody::AssistantDelta { content });
-                    }
-                    // Only to a connection that opted in; never in the answer.
-                    Delta::Reasoning(content) if self.reasoning => {
-                        bytes += content.len();
-                        batch.push(EventBody::ReasoningDelta { content });
-                    }
-                    Delta::Reasoning(_) => {}
+                // Reasoning only to a connection that opted in; never in
+                // the answer.
+                if matches!(delta, Delta::Text(_)) || self.reasoning {
+                    bytes += delta.text().len();
+                    batch.push(delta);
                 }
                 next = if batch.len() < MAX_BATCH_EVENTS && bytes < MAX_BATCH_BYTES {
                     stream.next_buffered()?
@@ -654,7 +648,7 @@ impl Turn {
                 };
             }
             if !batch.is_empty() {
-                self.emit_all(&batch).await?;
+                self.emit_deltas(&batch).await?;
                 batch.clear();
             }
         }
@@ -881,12 +875,12 @@ impl Turn {
         Ok((content, success))
     }
 
-    /// Emits a turn event; a cancel interrupts the wait for writer room.
-    /// Consecutive events of the turn, queued as one batch.
-    async fn emit_all(&self, bodies: &[EventBody]) -> Result<(), Stop> {
+    /// The stream's deltas, queued as one batch; a cancel interrupts the
+    /// wait for writer room.
+    async fn emit_deltas(&self, deltas: &[Delta]) -> Result<(), Stop> {
         let emit = self
             .sink
-            .emit_all(Some(&self.request_id), Some(&self.turn_id), bodies);
+            .emit_deltas(Some(&self.request_id), Some(&self.turn_id), deltas);
         self.cancellable(emit).await??;
         Ok(())
     }

@@ -5,7 +5,8 @@
 //! and seq order agree. The counter only moves once the frame is queued, so
 //! an emit abandoned by cancellation leaves no gap.
 
-use crate::transport::{encode, encode_into, DeltaEnvelope, Outbound, SendError};
+use crate::provider::Delta;
+use crate::transport::{encode, DeltaEnvelope, DeltaKind, Outbound, SendError};
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
 use scv_protocol::{EventBody, EventRef, Parent};
 use std::sync::Arc;
@@ -98,76 +99,51 @@ impl SessionSink {
         Ok(seq)
     }
 
-    /// Emits `bodies` (at most [`WRITER_QUEUE_FRAMES`]) as consecutive
-    /// session events with consecutive `seq`s, queued as one batch: the
-    /// same frames, in the same order, for one reservation and one
-    /// wake-up of the writer.
-    pub(crate) async fn emit_all(
+    /// Emits `deltas` (at most [`WRITER_QUEUE_FRAMES`]) as consecutive
+    /// `assistant.delta` / `reasoning.delta` events with consecutive
+    /// `seq`s, queued as one batch: the same frames, in the same order, for
+    /// one reservation and one wake-up of the writer. Encoded from the
+    /// deltas' own text (no event built per delta: a batch of events held
+    /// 32 KiB per streaming turn).
+    pub(crate) async fn emit_deltas(
         &self,
         request_id: Option<&str>,
         turn_id: Option<&str>,
-        bodies: &[EventBody],
+        deltas: &[Delta],
     ) -> Result<(), EmitError> {
         let mut next_seq = self.next_seq.lock().await;
         if self.silent {
-            *next_seq += bodies.len() as u64;
+            *next_seq += deltas.len() as u64;
             return Ok(());
         }
+        let envelope = DeltaEnvelope::new(
+            request_id,
+            Some(&self.session_id),
+            turn_id,
+            self.parent.as_ref(),
+        );
         // Room for the lot at once: a batch that outgrew a guess was
         // copied again at each doubling (a tenth of the stream path's
-        // `memmove`). Each frame is its body's text (escaping aside) and
-        // the envelope: ids, seq and keys.
-        let envelope = 104
-            + request_id.map_or(0, str::len)
-            + turn_id.map_or(0, str::len)
-            + self.session_id.len();
-        let text: usize = bodies.iter().map(text_len).sum();
-        let mut buf = Vec::with_capacity(bodies.len() * envelope + text + text / 8);
-        // A subagent's events carry `parent`, which serde writes.
-        let deltas = self
-            .parent
-            .is_none()
-            .then(|| DeltaEnvelope::new(request_id, Some(&self.session_id), turn_id));
-        for (n, body) in bodies.iter().enumerate() {
+        // `memmove`).
+        let text: usize = deltas.iter().map(|d| d.text().len()).sum();
+        let mut buf = Vec::with_capacity(deltas.len() * envelope.overhead() + text + text / 8);
+        for (n, delta) in deltas.iter().enumerate() {
             let start = buf.len();
             if n > 0 {
                 buf.push(b'\n');
             }
-            let seq = Some(*next_seq + n as u64);
-            let fast = deltas
-                .as_ref()
-                .is_some_and(|envelope| envelope.encode(&mut buf, body, seq));
-            if !fast {
-                encode_into(
-                    &mut buf,
-                    EventRef {
-                        body,
-                        request_id,
-                        session_id: Some(&self.session_id),
-                        turn_id,
-                        seq,
-                        parent: self.parent.as_ref(),
-                    },
-                );
-            }
+            let (kind, content) = match delta {
+                Delta::Text(text) => (DeltaKind::Answer, text),
+                Delta::Reasoning(text) => (DeltaKind::Reasoning, text),
+            };
+            envelope.encode(&mut buf, kind, content, Some(*next_seq + n as u64));
             let len = buf.len() - start - usize::from(n > 0);
             if len > MAX_SERVER_FRAME_BYTES {
                 return Err(EmitError::TooLarge(len));
             }
         }
-        self.out.send_frames(buf.into(), bodies.len()).await?;
-        *next_seq += bodies.len() as u64;
+        self.out.send_frames(buf.into(), deltas.len()).await?;
+        *next_seq += deltas.len() as u64;
         Ok(())
-    }
-}
-
-/// The text a streamed body carries (a delta's content); other events
-/// are counted as a typical small one.
-fn text_len(body: &EventBody) -> usize {
-    match body {
-        EventBody::AssistantDelta { content } | EventBody::ReasoningDelta { content } => {
-            content.len()
-        }
-        _ => 128,
     }
 }

@@ -19,6 +19,14 @@ pub(crate) enum Delta {
     Reasoning(String),
 }
 
+impl Delta {
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            Delta::Text(text) | Delta::Reasoning(text) => text,
+        }
+    }
+}
+
 /// How a response ended, as far as the turn acts on it; each wire maps
 /// its own stop reasons here (most end [`End::Finished`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

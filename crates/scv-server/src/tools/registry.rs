@@ -160,7 +160,7 @@ impl Registry {
             .iter()
             .filter(|(_, tool)| !(offer.plan && tool.risk == Risk::Write))
             .map(|(_, tool)| match &tool.kind {
-                Kind::Builtin(builtin) => spec_of(builtin),
+                Kind::Builtin(builtin) => builtin_spec(builtin),
                 Kind::Mcp(tool) => ToolSpec {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
@@ -227,6 +227,19 @@ fn builtin_tool(builtin: &'static Builtin) -> (String, Tool) {
         kind: Kind::Builtin(builtin),
     };
     (builtin.name.to_string(), tool)
+}
+
+/// A built-in tool's spec as built once ([`Registry::builtins`]): its
+/// schema derived anew for every session's registry cost each idle
+/// session ~13 KiB.
+fn builtin_spec(builtin: &Builtin) -> ToolSpec {
+    let built = Registry::builtins();
+    built
+        .specs
+        .iter()
+        .find(|spec| spec.name == builtin.name)
+        .cloned()
+        .unwrap_or_else(|| spec_of(builtin))
 }
 
 fn spec_of(builtin: &Builtin) -> ToolSpec {

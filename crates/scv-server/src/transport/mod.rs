@@ -9,7 +9,7 @@ pub(crate) use reader::FrameReader;
 pub(crate) use writer::{spawn_writer, Outbound, SendError};
 
 use bytes::Bytes;
-use scv_protocol::{EventBody, EventRef};
+use scv_protocol::{EventBody, EventRef, Parent};
 
 /// Serializes one event into one frame (no newline). Events are plain data,
 /// so serialization cannot fail.
@@ -32,21 +32,39 @@ pub(crate) fn encode_into(buf: &mut Vec<u8>, event: EventRef<'_>) {
 /// writes for them (the tests compare), without the map serializer the
 /// flattened body costs — the one event sent thousands of times a turn.
 fn encode_delta(buf: &mut Vec<u8>, event: &EventRef<'_>) -> Option<()> {
-    if event.parent.is_some() {
-        // A subagent's: rarer, and serde writes its `parent` object.
-        return None;
-    }
-    DeltaEnvelope::new(event.request_id, event.session_id, event.turn_id)
-        .encode(buf, event.body, event.seq)
-        .then_some(())
+    let (kind, content) = match event.body {
+        EventBody::AssistantDelta { content } => (DeltaKind::Answer, content),
+        EventBody::ReasoningDelta { content } => (DeltaKind::Reasoning, content),
+        _ => return None,
+    };
+    DeltaEnvelope::new(
+        event.request_id,
+        event.session_id,
+        event.turn_id,
+        event.parent,
+    )
+    .encode(buf, kind, content, event.seq);
+    Some(())
+}
+
+/// Which delta event a streamed piece of text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeltaKind {
+    /// `assistant.delta`
+    Answer,
+    /// `reasoning.delta`
+    Reasoning,
 }
 
 /// What the deltas of one turn share: the keys and escaped ids after
-/// their content, encoded once and copied for each delta of a batch
-/// (escaping three ids per delta was a tenth of the stream's work).
+/// their content (and a subagent's `parent` after their `seq`), encoded
+/// once and copied for each delta of a batch (escaping three ids per
+/// delta was a tenth of the stream's work).
 pub(crate) struct DeltaEnvelope {
     /// `,"request_id":…,"session_id":…,"turn_id":…` (those present).
     ids: Vec<u8>,
+    /// `,"parent":{…}` for a subagent's events, else empty.
+    parent: Vec<u8>,
 }
 
 impl DeltaEnvelope {
@@ -54,6 +72,7 @@ impl DeltaEnvelope {
         request_id: Option<&str>,
         session_id: Option<&str>,
         turn_id: Option<&str>,
+        parent: Option<&Parent>,
     ) -> Self {
         let mut ids = Vec::with_capacity(128);
         for (key, value) in [
@@ -68,28 +87,41 @@ impl DeltaEnvelope {
                 string(&mut ids, value);
             }
         }
-        DeltaEnvelope { ids }
+        let mut tail = Vec::new();
+        if let Some(parent) = parent {
+            tail.extend_from_slice(b",\"parent\":");
+            #[allow(clippy::expect_used)] // three strings always serialize
+            serde_json::to_writer(&mut tail, parent).expect("a parent serializes");
+        }
+        DeltaEnvelope { ids, parent: tail }
     }
 
-    /// Writes `body` with `seq` at the end of `buf` when it is a delta
-    /// (true); anything else is left to serde (false, nothing written).
-    pub(crate) fn encode(&self, buf: &mut Vec<u8>, body: &EventBody, seq: Option<u64>) -> bool {
-        let (kind, content) = match body {
-            EventBody::AssistantDelta { content } => (&b"assistant.delta"[..], content),
-            EventBody::ReasoningDelta { content } => (&b"reasoning.delta"[..], content),
-            _ => return false,
-        };
-        buf.extend_from_slice(b"{\"type\":\"");
-        buf.extend_from_slice(kind);
-        buf.extend_from_slice(b"\",\"content\":");
+    /// Bytes a delta's frame takes besides its content's.
+    pub(crate) fn overhead(&self) -> usize {
+        // `{"type":"reasoning.delta","content":""` + `,"seq":` + 20 digits + `}`
+        64 + self.ids.len() + self.parent.len()
+    }
+
+    /// Writes one delta with `seq` at the end of `buf`.
+    pub(crate) fn encode(
+        &self,
+        buf: &mut Vec<u8>,
+        kind: DeltaKind,
+        content: &str,
+        seq: Option<u64>,
+    ) {
+        buf.extend_from_slice(match kind {
+            DeltaKind::Answer => b"{\"type\":\"assistant.delta\",\"content\":",
+            DeltaKind::Reasoning => b"{\"type\":\"reasoning.delta\",\"content\":",
+        });
         string(buf, content);
         buf.extend_from_slice(&self.ids);
         if let Some(seq) = seq {
             buf.extend_from_slice(b",\"seq\":");
             buf.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
         }
+        buf.extend_from_slice(&self.parent);
         buf.push(b'}');
-        true
     }
 }
 
@@ -116,7 +148,9 @@ mod tests {
             turn in proptest::option::of("[a-f0-9-]{0,36}"),
             seq in proptest::option::of(any::<u64>()),
             reasoning in any::<bool>(),
+            parent in proptest::option::of(("[a-f0-9-]{0,36}", "[a-z0-9\"\\\\]{0,8}", any::<String>())),
         ) {
+            let parent = parent.map(|(session_id, turn_id, call_id)| Parent { session_id, turn_id, call_id });
             let body = if reasoning {
                 EventBody::ReasoningDelta { content }
             } else {
@@ -128,7 +162,7 @@ mod tests {
                 session_id: Some("5f0c-\u{1b}\"quoted\""),
                 turn_id: turn.as_deref(),
                 seq,
-                parent: None,
+                parent: parent.as_ref(),
             };
             let mut fast = Vec::new();
             encode_into(&mut fast, event);
