@@ -722,6 +722,96 @@ async fn a_child_is_never_more_than_its_parent() {
     assert_eq!(rig.mock.request_count(), before + 2, "no child ran");
 }
 
+/// A child under a parent that auto-approves everything it may: a call
+/// that leaves the sandbox is still asked (and denied here, nothing runs),
+/// a tool the parent does not have (an MCP name) is unknown to it, and a
+/// definition naming one fails the call by name.
+#[tokio::test]
+async fn a_child_cannot_leave_the_sandbox_or_reach_tools_the_parent_lacks() {
+    let mut rig = Rig::with_capabilities(
+        "auto_approve = [\"read\", \"write\", \"process\"]",
+        json!({"subagents": true}),
+    )
+    .await;
+    let agents = rig.home.workspace().join(".scv/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("fetcher.md"),
+        "---\nname: fetcher\ndescription: fetches\ntools: mcp__ghost__fetch, Read\n---\nFetch.\n",
+    )
+    .unwrap();
+    let (_, session) = rig.start(json!({})).await;
+    rig.mock
+        .push(calls(&[task("c1", "escape", "CHILD-ESCAPE")]));
+    rig.mock.push_matching(
+        "CHILD-ESCAPE",
+        Reply::tool_calls(&[
+            (
+                "out",
+                "bash",
+                json!({"command": "echo x > escaped.txt", "unsandboxed": true}),
+            ),
+            ("ghost", "mcp__ghost__fetch", json!({"url": "http://x"})),
+        ]),
+    );
+    rig.mock
+        .push_matching("CHILD-ESCAPE", Reply::text(["stopped"]));
+    rig.mock.push(calls(&[(
+        "c2".to_string(),
+        "task".to_string(),
+        json!({"description": "f", "prompt": "CHILD-FETCH", "agent": "fetcher"}),
+    )]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.server.start_turn(&session, "t", "go").await;
+    let mut events = rig.server.until("approval.requested").await;
+    let asked = events.last().unwrap().clone();
+    assert_eq!(asked["call_id"], "out", "{asked}");
+    assert_eq!(asked["sandboxed"], false, "{asked}");
+    rig.server
+        .send(
+            json!({"type":"approval.resolve","request_id":"r","session_id": asked["session_id"],
+                     "approval_id": asked["approval_id"],"approved":false}),
+        )
+        .await;
+    events.extend(rig.server.until_terminal().await);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(!rig.home.workspace().join("escaped.txt").exists());
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "approval.requested")
+            .count(),
+        1,
+        "only the call leaving the sandbox asked"
+    );
+    let ghost = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed" && e["call_id"] == "ghost")
+        .unwrap();
+    assert_eq!(ghost["success"], false);
+    assert!(
+        ghost["output"].as_str().unwrap().contains("unknown tool"),
+        "{ghost}"
+    );
+    // The definition's MCP tool is not the parent's: the call fails,
+    // naming it, and no child starts.
+    let fetched = completed(&events, "c2");
+    assert_eq!(fetched["success"], false, "{fetched}");
+    let output = fetched["output"].as_str().unwrap();
+    assert!(
+        output.contains("`mcp__ghost__fetch`")
+            && output.contains("never gets more than its parent"),
+        "{output}"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "subagent.started")
+            .count(),
+        1
+    );
+}
+
 /// A child's commands run under the parent's sandbox, or the read-only
 /// one when its definition says so: the kernel holds it.
 #[tokio::test]
