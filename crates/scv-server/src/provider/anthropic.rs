@@ -23,7 +23,7 @@
 use super::assemble::{Assembler, End};
 use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
-use super::settings::{to_json, Provider, Request};
+use super::settings::{to_json_joined, Provider, Request};
 use super::wire::{Flow, WireParser};
 use crate::model::{Effort, Message, ProviderData, ToolSpec, Usage, Wire};
 use bytes::Bytes;
@@ -101,22 +101,10 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
     }
 }
 
-/// Blocks as the entries of a `content` array, comma-joined.
-fn joined(blocks: &[Value]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (n, block) in blocks.iter().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&to_json(block));
-    }
-    out
-}
-
 /// One history message's content blocks, comma-joined (empty when it has
 /// none).
 pub(super) fn fragment(_: &Provider, message: &Message) -> Vec<u8> {
-    joined(&blocks(message).1)
+    to_json_joined(&blocks(message).1)
 }
 
 /// A request that ends with the assistant's message (a paused turn sent
@@ -178,7 +166,7 @@ pub(super) fn body(
                 block["cache_control"] = json!({"type": "ephemeral"});
             }
         }
-        Bytes::from(joined(&blocks))
+        Bytes::from(to_json_joined(&blocks))
     });
     let mut body = Body::default();
     body.push(&b"{\"max_tokens\":"[..]);

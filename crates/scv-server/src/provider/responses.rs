@@ -21,7 +21,7 @@
 use super::assemble::{Assembler, End};
 use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
-use super::settings::{to_json, Provider, Request};
+use super::settings::{to_json_joined, Provider, Request};
 use super::wire::{Flow, WireParser};
 use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
 use bytes::Bytes;
@@ -103,14 +103,7 @@ fn items(message: &Message) -> Vec<Value> {
 /// One history message as `input` items, comma-joined (empty when it has
 /// none).
 pub(super) fn fragment(_: &Provider, message: &Message) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (n, item) in items(message).iter().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&to_json(item));
-    }
-    out
+    to_json_joined(&items(message))
 }
 
 /// `{"model", "instructions", "input": […history], "tools", "tool_choice",

@@ -106,6 +106,19 @@ pub(super) fn encode<T: serde::Serialize + ?Sized>(body: &T) -> Result<Vec<u8>, 
         .map_err(|err| ProviderError::provider(format!("cannot encode request: {err}")))
 }
 
+/// `values` as the entries of a JSON array, comma-joined (no brackets):
+/// a message that makes several entries (blocks, items).
+pub(super) fn to_json_joined(values: &[serde_json::Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, value) in values.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&to_json(value));
+    }
+    out
+}
+
 /// A history message's JSON, as a wire renders it: strings, flags and the
 /// provider's own JSON, which always serialize.
 pub(super) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
