@@ -87,7 +87,7 @@ async fn exec_refuses_an_unknown_session_and_a_directory_with_none() {
         .unwrap();
     assert!(!unknown.status.success());
     let err = stderr(&unknown);
-    assert!(err.contains("session_not_found"), "{err}");
+    assert!(err.contains("the server has no such session"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 
     let none = home

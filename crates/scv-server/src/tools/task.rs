@@ -24,7 +24,7 @@ pub(crate) struct TaskArgs {
     /// The whole task for the subagent: what to do, what it needs to know, what to report.
     pub prompt: String,
     /// Optional: the name of a subagent definition to run (see the list above); without it, a general-purpose subagent.
-    #[serde(default)]
+    #[serde(default, alias = "subagent_type")]
     pub agent: Option<String>,
 }
 
@@ -61,7 +61,13 @@ pub(crate) fn summary(arguments: &Value) -> String {
 
 /// The arguments, checked: what the model reads when they are wrong.
 pub(crate) fn parse(arguments: &Value) -> Result<TaskArgs, String> {
-    let args: TaskArgs = super::builtin::parse(arguments).map_err(|err| format!("error: {err}"))?;
+    let mut args: TaskArgs =
+        super::builtin::parse(arguments).map_err(|err| format!("error: {err}"))?;
+    // Claude Code's name for its built-in agent, which models trained on
+    // it send (as `subagent_type`): SCV's general-purpose subagent.
+    if args.agent.as_deref() == Some("general-purpose") {
+        args.agent = None;
+    }
     for (field, value) in [("description", &args.description), ("prompt", &args.prompt)] {
         if value.trim().is_empty() {
             return Err(format!(
@@ -98,12 +104,20 @@ mod tests {
     }
 
     /// A stray field could pass for a child's call where a client sees
-    /// the child's approval on this call: refused, named.
+    /// the child's approval on this call: refused, named. Claude Code's
+    /// `subagent_type` is understood as `agent`.
     #[test]
     fn a_field_the_tool_does_not_take_is_refused() {
         let err = parse(&json!({"description": "d", "prompt": "p", "command": "git status"}))
             .unwrap_err();
         assert!(err.contains("command"), "{err}");
+        let cc =
+            parse(&json!({"description": "d", "prompt": "p", "subagent_type": "explore"})).unwrap();
+        assert_eq!(cc.agent.as_deref(), Some("explore"));
+        let general =
+            parse(&json!({"description": "d", "prompt": "p", "subagent_type": "general-purpose"}))
+                .unwrap();
+        assert_eq!(general.agent, None);
     }
 
     #[test]

@@ -673,11 +673,35 @@ mod tests {
             ));
         }
         let later = later + Duration::from_secs(5);
+        // A digit picks; Enter answers with it.
         assert!(matches!(
             prompt.on_key(press(KeyCode::Char('3')), later, false),
+            PromptKey::Taken
+        ));
+        assert_eq!(prompt.selected(), Choice::Deny);
+        assert!(matches!(
+            prompt.on_key(press(KeyCode::Enter), later, false),
             PromptKey::Resolve(_, false)
         ));
         assert!(prompt.is_empty());
+    }
+
+    /// A digit then a character: the start of a message, not a choice.
+    #[test]
+    fn a_digit_then_text_is_typed_not_chosen() {
+        let start = Instant::now();
+        let mut prompt = ls_prompt(start);
+        let later = start + Duration::from_secs(5);
+        assert!(matches!(
+            prompt.on_key(press(KeyCode::Char('1')), later, false),
+            PromptKey::Taken
+        ));
+        assert!(matches!(
+            prompt.on_key(press(KeyCode::Char('.')), later, false),
+            PromptKey::Typed('1')
+        ));
+        assert_eq!(prompt.selected(), Choice::Once);
+        assert!(!prompt.is_empty());
     }
 
     #[test]
