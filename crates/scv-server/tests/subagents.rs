@@ -31,6 +31,28 @@ fn calls(calls: &[(String, String, Value)]) -> Reply {
     Reply::tool_calls(&borrowed)
 }
 
+/// A parent whose `task` call (`c1`, prompt `outer`) starts a child whose
+/// own `task` call (`c2`, prompt `inner`) starts a grandchild that runs
+/// one `bash` (`k`, writing `deep.txt`); then each ends in words.
+fn script_nested(mock: &MockProvider, outer: &str, inner: &str) {
+    mock.push(calls(&[task("c1", "outer", outer)]));
+    mock.push_matching(
+        outer,
+        Reply::tool_calls(&[(
+            "c2",
+            "task",
+            json!({"description": "inner", "prompt": inner}),
+        )]),
+    );
+    mock.push_matching(
+        inner,
+        Reply::tool_calls(&[("k", "bash", json!({"command": "echo deep > deep.txt"}))]),
+    );
+    mock.push_matching(inner, Reply::text(["inner done"]));
+    mock.push_matching(outer, Reply::text(["outer done"]));
+    mock.push(Reply::text(["all done"]));
+}
+
 fn of_session<'a>(events: &'a [Value], session: &str) -> Vec<&'a Value> {
     events
         .iter()
@@ -1040,24 +1062,7 @@ async fn children_nest_to_the_configured_depth() {
     let mut rig =
         Rig::with_capabilities("max_subagent_depth = 2", json!({"subagents": true})).await;
     let (_, session) = rig.start(json!({})).await;
-    rig.mock.push(calls(&[task("c1", "outer", "CHILD-OUTER")]));
-    rig.mock.push_matching(
-        "CHILD-OUTER",
-        Reply::tool_calls(&[(
-            "c2",
-            "task",
-            json!({"description": "inner", "prompt": "CHILD-INNER"}),
-        )]),
-    );
-    rig.mock.push_matching(
-        "CHILD-INNER",
-        Reply::tool_calls(&[("k", "bash", json!({"command": "echo deep > deep.txt"}))]),
-    );
-    rig.mock
-        .push_matching("CHILD-INNER", Reply::text(["inner done"]));
-    rig.mock
-        .push_matching("CHILD-OUTER", Reply::text(["outer done"]));
-    rig.mock.push(Reply::text(["all done"]));
+    script_nested(&rig.mock, "CHILD-OUTER", "CHILD-INNER");
     rig.server.start_turn(&session, "t", "go").await;
     let mut events = rig.server.until("approval.requested").await;
     let asked = events.last().unwrap().clone();
@@ -1103,24 +1108,7 @@ async fn children_nest_to_the_configured_depth() {
 async fn an_old_client_is_asked_a_grandchilds_approval_on_the_top_task_call() {
     let mut rig = Rig::with_capabilities("max_subagent_depth = 2", json!({})).await;
     let (_, session) = rig.start(json!({})).await;
-    rig.mock.push(calls(&[task("c1", "outer", "OLD-OUTER")]));
-    rig.mock.push_matching(
-        "OLD-OUTER",
-        Reply::tool_calls(&[(
-            "c2",
-            "task",
-            json!({"description": "inner", "prompt": "OLD-INNER"}),
-        )]),
-    );
-    rig.mock.push_matching(
-        "OLD-INNER",
-        Reply::tool_calls(&[("k", "bash", json!({"command": "echo deep > deep.txt"}))]),
-    );
-    rig.mock
-        .push_matching("OLD-INNER", Reply::text(["inner done"]));
-    rig.mock
-        .push_matching("OLD-OUTER", Reply::text(["outer done"]));
-    rig.mock.push(Reply::text(["all done"]));
+    script_nested(&rig.mock, "OLD-OUTER", "OLD-INNER");
     rig.server.start_turn(&session, "t", "go").await;
     let mut events = rig.server.until("approval.requested").await;
     let asked = events.last().unwrap().clone();
