@@ -6,6 +6,7 @@
 
 use super::errors::ProviderError;
 use crate::model::{AssistantMessage, ProviderData, ToolCall, Usage};
+use compact_str::CompactString;
 use scv_protocol::limits::{
     MAX_ASSISTANT_TEXT_BYTES, MAX_TOOL_ARGUMENT_BYTES, MAX_TOOL_CALLS_PER_RESPONSE,
 };
@@ -15,8 +16,8 @@ use std::collections::VecDeque;
 /// What a response streams to the client as it comes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Delta {
-    Text(String),
-    Reasoning(String),
+    Text(CompactString),
+    Reasoning(CompactString),
 }
 
 impl Delta {
@@ -81,7 +82,7 @@ impl Assembler {
         }
         self.text.push_str(text);
         self.progress = true;
-        self.pending.push_back(Delta::Text(text.to_string()));
+        self.pending.push_back(Delta::Text(text.into()));
         Ok(())
     }
 
@@ -97,7 +98,7 @@ impl Assembler {
         }
         self.reasoning.push_str(text);
         self.progress = true;
-        self.pending.push_back(Delta::Reasoning(text.to_string()));
+        self.pending.push_back(Delta::Reasoning(text.into()));
         Ok(())
     }
 
