@@ -204,7 +204,8 @@ async fn main() {
     let home = TestHome::new(&mock.base_url(), "");
     let workspace = home.workspace();
     let socket = home.path().join("server.sock");
-    let mut daemon = spawn_daemon(BIN, home.path(), &socket, &DaemonLog::default());
+    let log = DaemonLog::default();
+    let mut daemon = spawn_daemon(BIN, home.path(), &socket, &log);
     let pid = daemon.id().unwrap();
     wait_for_socket(&socket).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -264,6 +265,10 @@ async fn main() {
         "  after they close, 1 s … 10 s later: {} MiB",
         rss_each_second(pid, 10).await
     );
+    // With SCV_LOG=scv_server::memory=debug: live and free heap every 3 s.
+    for line in log.lines().iter().filter(|l| l.contains("allocator:")) {
+        println!("daemon: {line}");
+    }
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = daemon.wait().await.unwrap();
     println!("daemon exit after SIGTERM: {status}");

@@ -28,7 +28,12 @@ pub async fn keep_trimmed(shutdown: CancellationToken) {
             _ = shutdown.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        if held_free() > TRIM_ABOVE {
+        let (live, free) = held();
+        // What a burst left live and what it left free between live
+        // chunks (`SCV_LOG=scv_server::memory=debug`; the load bench
+        // prints these lines).
+        tracing::debug!("allocator: {live} bytes live, {free} bytes free");
+        if free > TRIM_ABOVE {
             // A trim of ~100 MiB takes a few milliseconds: off the runtime.
             let released = crate::blocking::run(trim).await.unwrap_or(false);
             tracing::debug!("returned freed memory to the system: {released}");
@@ -64,17 +69,18 @@ pub fn limit_arenas() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn limit_arenas() {}
 
-/// Bytes the allocator holds free (in chunks it could give back).
+/// Bytes the allocator's arenas hold in use, and free (in chunks it
+/// could give back).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub fn held_free() -> usize {
+pub fn held() -> (usize, usize) {
     // SAFETY: mallinfo2 only reads the allocator's own statistics.
     let info = unsafe { libc::mallinfo2() };
-    info.fordblks
+    (info.uordblks, info.fordblks)
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub fn held_free() -> usize {
-    0
+pub fn held() -> (usize, usize) {
+    (0, 0)
 }
 
 /// Returns free pages of every arena to the system; true when any were.

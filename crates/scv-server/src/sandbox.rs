@@ -8,7 +8,7 @@ use crate::config::Config;
 use scv_sandbox::{Mode, Policy, Settings, Support};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 pub(crate) struct Sandbox {
     configured: Mode,
@@ -21,6 +21,8 @@ pub(crate) struct Sandbox {
     /// What every tool process sees: the server's environment at start
     /// minus credentials and doors (`scv_sandbox::env`).
     env: Arc<[(OsString, OsString)]>,
+    /// The policies live sessions hold, one copy of each (`shared`).
+    held: Mutex<Vec<Weak<Policy>>>,
 }
 
 impl Sandbox {
@@ -79,6 +81,7 @@ impl Sandbox {
                 user_home,
             },
             env: env.into(),
+            held: Mutex::new(Vec::new()),
         }
     }
 
@@ -132,6 +135,28 @@ impl Sandbox {
         Some(policy)
     }
 
+    /// `policy`, shared with the live sessions that hold an equal one. A
+    /// session's two policies (its own and plan mode's, ~3 KiB each) were
+    /// half of what an idle session kept, and sessions in one workspace
+    /// hold equal ones. Each is still built anew at its session's start
+    /// (the repository around the workspace may have changed since), so
+    /// sharing never hands out a stale one. Bounded by the distinct
+    /// policies live sessions hold: the dead are dropped at each call.
+    pub(crate) fn shared(&self, policy: Policy) -> Arc<Policy> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.retain(|weak| weak.strong_count() > 0);
+        if let Some(same) = held
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|held| **held == policy)
+        {
+            return same;
+        }
+        let policy = Arc::new(policy);
+        held.push(Arc::downgrade(&policy));
+        policy
+    }
+
     pub(crate) fn env(&self) -> Arc<[(OsString, OsString)]> {
         self.env.clone()
     }
@@ -141,4 +166,38 @@ impl Sandbox {
 /// started).
 fn scv_sandbox_home(home: &Path) -> PathBuf {
     std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions in one workspace hold one copy of their policy; another
+    /// workspace or mode gets its own; a policy no session holds is
+    /// forgotten.
+    #[test]
+    fn equal_policies_are_held_once() {
+        let home = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(&Config::default(), home.path(), &[]);
+        let (one, two) = (home.path().join("one"), home.path().join("two"));
+        let policy = |ws: &Path| Policy::new(&sandbox.settings, ws);
+        let first = sandbox.shared(policy(&one));
+        let again = sandbox.shared(policy(&one));
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = sandbox.shared(policy(&two));
+        assert!(!Arc::ptr_eq(&first, &other));
+        let read_only = sandbox.shared(Policy {
+            mode: Mode::ReadOnly,
+            ..policy(&one)
+        });
+        assert!(!Arc::ptr_eq(&first, &read_only));
+        assert_eq!(sandbox.held.lock().unwrap().len(), 3);
+        drop((first, again, other));
+        let _kept = sandbox.shared(policy(&two));
+        assert_eq!(
+            sandbox.held.lock().unwrap().len(),
+            2,
+            "the dead are dropped"
+        );
+    }
 }

@@ -99,11 +99,14 @@ impl<'a> SessionFactory<'a> {
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
-        let sandbox = current.sandbox.policy(&cwd).map(Arc::new);
+        let sandbox = current
+            .sandbox
+            .policy(&cwd)
+            .map(|policy| current.sandbox.shared(policy));
         started.sandbox_network = sandbox.as_ref().map(|policy| policy.network);
         let settings = SessionSettings {
             plan_sandbox: sandbox.as_deref().map(|policy| {
-                Arc::new(scv_sandbox::Policy {
+                current.sandbox.shared(scv_sandbox::Policy {
                     mode: scv_sandbox::Mode::ReadOnly,
                     ..policy.clone()
                 })
