@@ -45,6 +45,9 @@ pub async fn run(shared: Arc<Shared>) -> ExitCode {
     let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();
     tasks.spawn(shutdown_on_signal(shutdown.clone()));
+    // A long session frees what each turn's request and stream used: given
+    // back as in the daemon.
+    tasks.spawn(crate::memory::keep_trimmed(shutdown.clone()));
     // A person may type into stdio: no initialize deadline, and no daemon
     // management.
     let options = Options::default();
