@@ -352,26 +352,8 @@ impl<'de> Visitor<'de> for DeltaOf<'_, 'de> {
 }
 
 /// A string, borrowed from the chunk when it has no escapes.
-struct Str<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor;
-        impl<'de> Visitor<'de> for StrVisitor {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_string())))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor)
-    }
-}
+#[derive(Deserialize)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// A content field: a string (the usual), an array of typed parts
 /// (Mistral), or anything else (ignored).
