@@ -468,6 +468,10 @@ async fn cancelling_one_child_fails_its_call_and_the_parent_goes_on() {
     let child_turn = rig.server.until("turn.started").await;
     let child_turn = child_turn.last().unwrap().clone();
     assert_eq!(child_turn["session_id"], child.as_str());
+    // Its stream has begun: cancelled before its request went out, the
+    // child would leave its reply queued for the parent's next request
+    // (which names CHILD-ALONE too), and that would stall.
+    rig.server.until("assistant.delta").await;
     rig.server
         .send(json!({"type":"turn.cancel","request_id":"x","session_id": child,"turn_id":"other"}))
         .await;
