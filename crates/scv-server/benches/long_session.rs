@@ -11,7 +11,8 @@
 //! (its head: the server's work before the request — the turn's start,
 //! trimming, the body's parts), and to its whole body received (encoding
 //! what is new, and sending all of it), the size of that request, the
-//! whole turn, and the server's resident memory. Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
+//! whole turn, and the server's resident memory (anonymous and file-backed:
+//! the binary's code pages are the second). Figures go to docs/BENCHMARKS.md; nothing here asserts a time.
 
 use scv_test_support::client::{TestHome, TestServer};
 use scv_test_support::mock_provider::{MockProvider, Reply};
@@ -39,7 +40,9 @@ async fn main() {
     let session = server.start_session(&home.workspace()).await;
     let pid = server.pid();
     let mut trimmed = 0usize;
-    println!("turn  to-request  request-received  request-bytes  whole-turn  server-RSS");
+    println!(
+        "turn  to-request  request-received  request-bytes  whole-turn  server-RSS  (anonymous, file)"
+    );
     for n in 1..=TURNS {
         mock.push(Reply::tool_calls(&[(
             &format!("c{n}"),
@@ -70,12 +73,14 @@ async fn main() {
             let to_request = first.arrived.duration_since(start);
             let received = first.received.duration_since(start);
             println!(
-                "{n:>4}  {:>8.2} ms  {:>12.2} ms  {:>10.1} KiB  {:>7.1} ms  {:>7.1} MiB",
+                "{n:>4}  {:>8.2} ms  {:>12.2} ms  {:>10.1} KiB  {:>7.1} ms  {:>7.1} MiB  ({:.1}, {:.1})",
                 to_request.as_secs_f64() * 1e3,
                 received.as_secs_f64() * 1e3,
                 first.body_bytes as f64 / 1024.0,
                 whole.as_secs_f64() * 1e3,
-                status_field(pid, "VmRSS:") as f64 / 1024.0
+                status_field(pid, "VmRSS:") as f64 / 1024.0,
+                status_field(pid, "RssAnon:") as f64 / 1024.0,
+                status_field(pid, "RssFile:") as f64 / 1024.0
             );
         }
     }

@@ -391,7 +391,11 @@ impl Turn {
             let paused = reply.end == End::Paused;
             let message = reply.message;
             self.emit(EventBody::AssistantCompleted {
-                content: message.text.clone().unwrap_or_default(),
+                content: message
+                    .text
+                    .as_ref()
+                    .map(|t| t.as_str().into_owned())
+                    .unwrap_or_default(),
             })
             .await?;
             let tool_calls = message.tool_calls.clone();
@@ -441,7 +445,7 @@ impl Turn {
                     let (content, success) = result?;
                     history.push(Message::Tool {
                         call_id: call.id.clone(),
-                        content,
+                        content: content.into(),
                         success,
                     });
                 }
@@ -587,7 +591,13 @@ impl Turn {
                 "the model declined to write the summary for compaction".into(),
             ));
         }
-        let summary = reply.message.text.unwrap_or_default().trim().to_string();
+        let summary = reply
+            .message
+            .text
+            .unwrap_or_default()
+            .as_str()
+            .trim()
+            .to_string();
         if summary.is_empty() {
             return Err(Stop::Failed(
                 FailureCode::ProviderError,
@@ -664,7 +674,8 @@ impl Turn {
         registry: &Registry,
     ) -> Result<(String, bool), Stop> {
         let name = call.name.as_str();
-        let parsed: Result<Value, String> = match call.arguments.trim() {
+        let arguments = call.arguments.as_str();
+        let parsed: Result<Value, String> = match arguments.trim() {
             "" => Ok(Value::Object(Default::default())),
             raw => serde_json::from_str::<Value>(raw)
                 .map_err(|err| format!("error: the arguments are not valid JSON ({err})"))
@@ -678,7 +689,7 @@ impl Turn {
         };
         let shown_arguments = match &parsed {
             Ok(value) => value.clone(),
-            Err(_) => Value::String(call.arguments.clone()),
+            Err(_) => Value::String(arguments.clone().into_owned()),
         };
         self.emit(EventBody::ToolProposed {
             call_id: call.id.clone(),
@@ -754,7 +765,7 @@ impl Turn {
         let span = self
             .trace
             .as_ref()
-            .map(|t| t.tool(name, &call.id, &call.arguments));
+            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let result = if tool.is_task() {
             Ok(self.run_task(call, &arguments, registry).await?)
         } else {
@@ -966,7 +977,7 @@ fn traced(
             reply.usage.as_ref(),
             spending.cost(reply.usage.as_ref()),
             reply.finish_reason.as_deref(),
-            reply.message.text.as_deref(),
+            reply.message.text.as_ref().map(|t| t.as_str()).as_deref(),
         ),
         Err(stop) => span.failed(match stop {
             Stop::Cancelled => "cancelled",

@@ -591,7 +591,11 @@ impl Child {
                     .iter()
                     .rev()
                     .find_map(|m| match m {
-                        Message::Assistant(a) => a.text.clone().filter(|t| !t.trim().is_empty()),
+                        Message::Assistant(a) => a
+                            .text
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .filter(|t| !t.trim().is_empty()),
                         _ => None,
                     })
                     .unwrap_or_else(|| "(the subagent ended without a report)".into());

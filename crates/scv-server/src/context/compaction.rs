@@ -61,15 +61,19 @@ pub(crate) fn transcript(messages: &[Message], per_message: usize, total: usize)
     let mut out = String::new();
     for message in messages {
         let (role, text) = match message {
-            Message::User { content } => ("user", content.clone()),
+            Message::User { content } => ("user", content.to_string()),
             Message::Assistant(assistant) => {
-                let mut text = assistant.text.clone().unwrap_or_default();
+                let mut text = assistant
+                    .text
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
                 for call in &assistant.tool_calls {
                     let _ = write!(text, "\n[calls {} with {}]", call.name, call.arguments);
                 }
                 ("assistant", text)
             }
-            Message::Tool { content, .. } => ("tool result", content.clone()),
+            Message::Tool { content, .. } => ("tool result", content.to_string()),
         };
         let _ = writeln!(out, "## {role}\n{}\n", cut(&text, per_message));
         if out.len() > total {
@@ -147,7 +151,7 @@ mod tests {
         ];
         let (kept, removed) = apply(messages, 3, "S".into());
         assert_eq!(removed, 2);
-        assert!(matches!(&kept[0], Message::User { content } if content.ends_with("\nS")));
+        assert!(matches!(&kept[0], Message::User { content } if content.as_str().ends_with("\nS")));
         assert_eq!(kept[1], user("latest"));
         assert!(matches!(kept[2], Message::Assistant(_)));
         assert_eq!(kept.len(), 4);

@@ -232,7 +232,7 @@ impl History {
         for id in missing {
             self.push(Message::Tool {
                 call_id: id,
-                content: note.to_string(),
+                content: note.into(),
                 success: false,
             });
         }

@@ -6,7 +6,9 @@
 use super::compaction::{apply, plan};
 use super::trim::{trim, Trimmed};
 use super::History;
-use crate::model::{AssistantMessage, Message, ProviderData, RenderKey, ToolCall, Wire};
+use crate::model::{
+    share, AssistantMessage, Message, Parts, ProviderData, RenderKey, ToolCall, Wire,
+};
 use proptest::prelude::*;
 
 /// One exchange as sessions record it: a prompt, or an assistant message
@@ -33,7 +35,7 @@ fn messages(groups: &[Group]) -> Vec<Message> {
             Group::Assistant { text, results } => {
                 let id = |k: usize| format!("call-{g}-{k}");
                 out.push(Message::Assistant(AssistantMessage {
-                    text: (*text > 0).then(|| "a".repeat(*text)),
+                    text: (*text > 0).then(|| "a".repeat(*text).into()),
                     tool_calls: (0..results.len())
                         .map(|k| ToolCall {
                             id: id(k),
@@ -47,7 +49,7 @@ fn messages(groups: &[Group]) -> Vec<Message> {
                 for (k, n) in results.iter().enumerate() {
                     out.push(Message::Tool {
                         call_id: id(k),
-                        content: "r".repeat(*n),
+                        content: "r".repeat(*n).into(),
                         success: true,
                     });
                 }
@@ -121,9 +123,21 @@ fn wire(n: u8) -> Wire {
     [Wire::Chat, Wire::Responses, Wire::Anthropic][usize::from(n % 3)]
 }
 
-/// A rendering that shows which message and wire it is of.
-fn render(key: RenderKey) -> impl Fn(&Message) -> bytes::Bytes {
-    move |m| format!("{:?}:{}", key.wire, serde_json::to_string(m).unwrap()).into()
+/// A rendering that shows which message and wire it is of, sharing the
+/// message's texts as the provider layer's renderings do.
+fn render(key: RenderKey) -> impl Fn(&Message) -> Parts {
+    move |m| {
+        let rendering = format!("{:?}:{}", key.wire, serde_json::to_string(m).unwrap());
+        share(rendering.into_bytes(), m.texts())
+    }
+}
+
+/// Each rendering's bytes, whatever parts it is held in.
+fn bytes_of(renderings: &[Parts]) -> Vec<Vec<u8>> {
+    renderings
+        .iter()
+        .map(|parts| parts.iter().flat_map(|p| p.iter().copied()).collect())
+        .collect()
 }
 
 proptest! {
@@ -168,8 +182,8 @@ proptest! {
                 Change::Clear => history.clear(),
             }
             let kept = history.rendered().of(key, history.messages(), render(key));
-            let fresh: Vec<bytes::Bytes> = history.messages().iter().map(render(key)).collect();
-            prop_assert_eq!(kept, fresh);
+            let fresh: Vec<Parts> = history.messages().iter().map(render(key)).collect();
+            prop_assert_eq!(bytes_of(&kept), bytes_of(&fresh));
         }
     }
 

@@ -67,7 +67,7 @@ mod tests {
         }));
         history.push(Message::Tool {
             call_id: "a".into(),
-            content: "r".repeat(100),
+            content: "r".repeat(100).into(),
             success: true,
         });
         history.push(user(100));

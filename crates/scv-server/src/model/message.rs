@@ -6,7 +6,7 @@
 //! kept as opaque [`ProviderData`] tagged with the wire it came from, so it
 //! is never sent to another wire's API.
 
-use super::Wire;
+use super::{Text, Wire};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,13 +25,13 @@ pub(crate) struct ProviderData {
 #[serde(tag = "role", rename_all = "snake_case")]
 pub(crate) enum Message {
     User {
-        content: String,
+        content: Text,
     },
     Assistant(AssistantMessage),
     /// The result of one tool call.
     Tool {
         call_id: String,
-        content: String,
+        content: Text,
         /// What its `tool.completed` said: false when the call was denied,
         /// failed, named an unknown tool, or never finished (interrupted,
         /// cancelled). Anthropic marks such a result `is_error`; the
@@ -43,12 +43,12 @@ pub(crate) enum Message {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AssistantMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub text: Option<Text>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     /// What the model reasoned, as far as the provider showed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning: Option<String>,
+    pub reasoning: Option<Text>,
     /// Reasoning state the wire needs back (Anthropic thinking blocks with
     /// signatures, Responses reasoning items, a chat `reasoning_content`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,7 +60,7 @@ pub(crate) struct ToolCall {
     pub id: String,
     pub name: String,
     /// The JSON arguments exactly as the model wrote them.
-    pub arguments: String,
+    pub arguments: Text,
     /// Extra fields the provider put on the call (Gemini's
     /// `extra_content` with its thought signature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,8 +77,8 @@ impl Message {
             + match self {
                 Message::User { content } => content.len(),
                 Message::Assistant(message) => {
-                    message.text.as_ref().map_or(0, String::len)
-                        + message.reasoning.as_ref().map_or(0, String::len)
+                    message.text.as_ref().map_or(0, Text::len)
+                        + message.reasoning.as_ref().map_or(0, Text::len)
                         + message
                             .tool_calls
                             .iter()
@@ -91,34 +91,36 @@ impl Message {
             }
     }
 
-    /// Gives back the room its strings grew beyond their text (an answer
-    /// assembled delta by delta holds up to twice its size): a history
-    /// keeps its messages for the whole session.
+    /// Gives back the room its strings grew beyond their text: a history
+    /// keeps its messages for the whole session. (Its [`Text`]s are held
+    /// at their exact size already.)
     pub(crate) fn shrink_to_fit(&mut self) {
         match self {
-            Message::User { content } => content.shrink_to_fit(),
-            Message::Tool {
-                call_id, content, ..
-            } => {
-                call_id.shrink_to_fit();
-                content.shrink_to_fit();
-            }
-            Message::Assistant(assistant) => {
-                for text in [&mut assistant.text, &mut assistant.reasoning]
-                    .into_iter()
-                    .flatten()
-                {
-                    text.shrink_to_fit();
-                }
-                assistant.tool_calls.shrink_to_fit();
-                for call in &mut assistant.tool_calls {
-                    call.arguments.shrink_to_fit();
-                }
-            }
+            Message::User { .. } => {}
+            Message::Tool { call_id, .. } => call_id.shrink_to_fit(),
+            Message::Assistant(assistant) => assistant.tool_calls.shrink_to_fit(),
         }
     }
 
-    pub(crate) fn user(content: impl Into<String>) -> Message {
+    /// Its texts, for a rendering to share ([`super::text::share`]).
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &Text> {
+        let (first, second, calls) = match self {
+            Message::User { content } | Message::Tool { content, .. } => {
+                (Some(content), None, &[][..])
+            }
+            Message::Assistant(assistant) => (
+                assistant.text.as_ref(),
+                assistant.reasoning.as_ref(),
+                &assistant.tool_calls[..],
+            ),
+        };
+        first
+            .into_iter()
+            .chain(second)
+            .chain(calls.iter().map(|call| &call.arguments))
+    }
+
+    pub(crate) fn user(content: impl Into<Text>) -> Message {
         Message::User {
             content: content.into(),
         }

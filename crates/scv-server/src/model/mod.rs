@@ -11,6 +11,7 @@
 mod effort;
 mod message;
 mod rendered;
+mod text;
 mod tool;
 mod usage;
 mod wire;
@@ -18,6 +19,7 @@ mod wire;
 pub(crate) use effort::Effort;
 pub(crate) use message::{AssistantMessage, Message, ProviderData, ToolCall};
 pub(crate) use rendered::{RenderKey, Rendered};
+pub(crate) use text::{share, Parts, Text, EMPTY as EMPTY_TEXT};
 pub(crate) use tool::ToolSpec;
 pub(crate) use usage::Usage;
 pub use wire::Wire;

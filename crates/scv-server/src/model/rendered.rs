@@ -6,8 +6,7 @@
 //! rewritten); a request's body is then the kept renderings, sent from
 //! where they lie.
 
-use super::{Message, Wire};
-use bytes::Bytes;
+use super::{Message, Parts, Wire};
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
@@ -30,7 +29,7 @@ pub(crate) struct Rendered {
 #[derive(Debug, Default, Clone)]
 struct State {
     key: Option<RenderKey>,
-    parts: VecDeque<Bytes>,
+    parts: VecDeque<Parts>,
 }
 
 impl Clone for Rendered {
@@ -53,8 +52,8 @@ impl Rendered {
         &self,
         key: RenderKey,
         messages: &[Message],
-        mut render: impl FnMut(&Message) -> Bytes,
-    ) -> Vec<Bytes> {
+        mut render: impl FnMut(&Message) -> Parts,
+    ) -> Vec<Parts> {
         let mut state = self.lock();
         if state.key != Some(key) {
             state.parts.clear();
@@ -95,7 +94,7 @@ impl Rendered {
     /// Bytes kept.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
-        self.lock().parts.iter().map(Bytes::len).sum()
+        self.lock().parts.iter().map(Parts::len).sum()
     }
 }
 
@@ -108,14 +107,21 @@ mod tests {
         reasoning_replay: false,
     };
 
-    fn render_counting(count: &mut usize) -> impl FnMut(&Message) -> Bytes + '_ {
+    fn render_counting(count: &mut usize) -> impl FnMut(&Message) -> Parts + '_ {
         move |m| {
             *count += 1;
             match m {
-                Message::User { content } => Bytes::from(content.clone()),
-                _ => Bytes::new(),
+                Message::User { content } => Parts::from(content.as_str().as_bytes().to_vec()),
+                _ => Parts::default(),
             }
         }
+    }
+
+    fn texts(parts: Vec<Parts>) -> Vec<String> {
+        parts
+            .iter()
+            .map(|p| String::from_utf8(p.iter().flat_map(|b| b.to_vec()).collect()).unwrap())
+            .collect()
     }
 
     #[test]
@@ -124,7 +130,7 @@ mod tests {
         let mut history: Vec<Message> = (0..4).map(|i| Message::user(format!("m{i}"))).collect();
         let mut count = 0;
         let parts = rendered.of(CHAT, &history, render_counting(&mut count));
-        assert_eq!(parts, ["m0", "m1", "m2", "m3"]);
+        assert_eq!(texts(parts), ["m0", "m1", "m2", "m3"]);
         history.push(Message::user("m4"));
         rendered.of(CHAT, &history, render_counting(&mut count));
         assert_eq!(count, 5, "only the new message was rendered");
@@ -133,7 +139,7 @@ mod tests {
         history.truncate(2);
         rendered.truncate(2);
         let parts = rendered.of(CHAT, &history, render_counting(&mut count));
-        assert_eq!(parts, ["m2", "m3"]);
+        assert_eq!(texts(parts), ["m2", "m3"]);
         assert_eq!(count, 5);
         // Another wire renders anew.
         let responses = RenderKey {

@@ -25,7 +25,7 @@ use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
 use super::settings::{to_json_joined, Provider, Request};
 use super::wire::{Flow, WireParser};
-use crate::model::{Effort, Message, ProviderData, ToolSpec, Usage, Wire};
+use crate::model::{Effort, Message, Parts, ProviderData, ToolSpec, Usage, Wire};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -84,11 +84,15 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             {
                 blocks.extend(thinking.iter().cloned());
             }
-            if let Some(text) = assistant.text.as_deref().filter(|t| !t.trim().is_empty()) {
+            if let Some(text) = assistant
+                .text
+                .as_ref()
+                .filter(|t| !t.as_str().trim().is_empty())
+            {
                 blocks.push(json!({"type": "text", "text": text}));
             }
             for call in &assistant.tool_calls {
-                let input: Value = serde_json::from_str(&call.arguments)
+                let input: Value = serde_json::from_str(&call.arguments.as_str())
                     .ok()
                     .filter(Value::is_object)
                     .unwrap_or_else(|| json!({}));
@@ -132,12 +136,12 @@ fn trim_final_text(blocks: &mut [Value]) {
 pub(super) fn body(
     provider: &Provider,
     request: &Request<'_>,
-    fragments: &[Bytes],
+    fragments: &[Parts],
 ) -> Result<Body, ProviderError> {
     let history = request.history;
     let mut groups: Vec<(&'static str, Vec<usize>)> = Vec::new();
     for (index, message) in history.iter().enumerate() {
-        if fragments.get(index).is_none_or(Bytes::is_empty) {
+        if fragments.get(index).is_none_or(Parts::is_empty) {
             continue;
         }
         let role = match message {
@@ -180,7 +184,7 @@ pub(super) fn body(
             }
             match (&last_fragment, last == Some(index)) {
                 (Some(fresh), true) => body.push(fresh.clone()),
-                _ => body.push(fragments[index].clone()),
+                _ => body.push_parts(&fragments[index]),
             }
         }
         body.push(&b"],\"role\":"[..]);
@@ -438,14 +442,14 @@ fn number(value: &Value, key: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{AssistantMessage, ToolCall};
+    use crate::model::{share, AssistantMessage, Text, ToolCall};
 
     /// The `messages` a request of `history` sends.
     fn sent(history: &[Message]) -> Vec<Value> {
         let provider = Provider::for_tests(Wire::Anthropic);
-        let fragments: Vec<Bytes> = history
+        let fragments: Vec<Parts> = history
             .iter()
-            .map(|m| Bytes::from(fragment(&provider, m)))
+            .map(|m| share(fragment(&provider, m), m.texts()))
             .collect();
         let request = Request {
             system: "s",
@@ -471,7 +475,7 @@ mod tests {
                 ToolCall {
                     id: "toolu_2".into(),
                     name: "list_dir".into(),
-                    arguments: String::new(),
+                    arguments: Text::default(),
                     provider_data: None,
                 },
             ],
@@ -560,8 +564,14 @@ mod tests {
             .unwrap();
         assert_eq!(flow, Flow::Done);
         let (message, usage, finish) = asm.into_parts();
-        assert_eq!(message.text.as_deref(), Some("27 * 453 = 12,231"));
-        assert_eq!(message.reasoning.as_deref(), Some("Let me solve"));
+        assert_eq!(
+            message.text.as_ref().map(Text::as_str).as_deref(),
+            Some("27 * 453 = 12,231")
+        );
+        assert_eq!(
+            message.reasoning.as_ref().map(Text::as_str).as_deref(),
+            Some("Let me solve")
+        );
         assert_eq!(
             message.provider_data.unwrap().value,
             json!([{"type":"thinking","thinking":"Let me solve","signature":"EqQB"}])
@@ -618,7 +628,10 @@ mod tests {
         }
         assert_eq!(asm.ending(), End::Refused);
         let (message, _, finish) = asm.into_parts();
-        assert_eq!(message.text.as_deref(), Some("Hello.."));
+        assert_eq!(
+            message.text.as_ref().map(Text::as_str).as_deref(),
+            Some("Hello..")
+        );
         assert_eq!(finish.as_deref(), Some("refusal"));
     }
 

@@ -5,7 +5,7 @@
 //! (`tool_limit`). Reasoning text is capped like assistant text.
 
 use super::errors::ProviderError;
-use crate::model::{AssistantMessage, ProviderData, ToolCall, Usage};
+use crate::model::{AssistantMessage, ProviderData, Text, ToolCall, Usage};
 use compact_str::CompactString;
 use scv_protocol::limits::{
     MAX_ASSISTANT_TEXT_BYTES, MAX_TOOL_ARGUMENT_BYTES, MAX_TOOL_CALLS_PER_RESPONSE,
@@ -229,19 +229,17 @@ impl Assembler {
                     c.id
                 },
                 name: c.name,
-                arguments: c.arguments,
+                arguments: Text::new(&c.arguments),
                 provider_data: c.provider_data,
             })
             .collect();
-        // The history keeps these for the session's life: give back the
-        // room the streaming growth reserved (up to half of it).
-        let (mut text, mut reasoning) = (self.text, self.reasoning);
-        text.shrink_to_fit();
-        reasoning.shrink_to_fit();
+        // The history keeps these for the session's life, as `Text`s of
+        // exactly their size (not with the room streaming grew them).
+        let held = |text: String| (!text.is_empty()).then(|| Text::new(&text));
         let message = AssistantMessage {
-            text: (!text.is_empty()).then_some(text),
+            text: held(self.text),
             tool_calls,
-            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+            reasoning: held(self.reasoning),
             provider_data: self.provider_data,
         };
         (message, self.usage, self.finish_reason)

@@ -25,8 +25,7 @@ use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
 use super::settings::{to_json, Provider, Request};
 use super::wire::{Flow, WireParser};
-use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
-use bytes::Bytes;
+use crate::model::{Message, Parts, ProviderData, Text, ToolSpec, Usage, Wire, EMPTY_TEXT};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -40,18 +39,18 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: &'a Text,
     },
     Assistant {
-        content: Option<&'a str>,
+        content: Option<&'a Text>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireCall<'a>>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        reasoning_content: Option<&'a str>,
+        reasoning_content: Option<&'a Text>,
     },
     Tool {
         tool_call_id: &'a str,
-        content: &'a str,
+        content: &'a Text,
     },
 }
 
@@ -68,14 +67,14 @@ struct WireCall<'a> {
 #[derive(Serialize)]
 struct WireFunction<'a> {
     name: &'a str,
-    arguments: &'a str,
+    arguments: &'a Text,
 }
 
 fn message(message: &Message, replay: bool) -> WireMessage<'_> {
     match message {
         Message::User { content } => WireMessage::User { content },
         Message::Assistant(assistant) => WireMessage::Assistant {
-            content: assistant.text.as_deref(),
+            content: assistant.text.as_ref(),
             tool_calls: assistant
                 .tool_calls
                 .iter()
@@ -96,7 +95,7 @@ fn message(message: &Message, replay: bool) -> WireMessage<'_> {
             // Every tool-calling turn carries its reasoning back ("" when
             // there was none), as DeepSeek's thinking mode requires.
             reasoning_content: (replay && !assistant.tool_calls.is_empty())
-                .then(|| assistant.reasoning.as_deref().unwrap_or("")),
+                .then(|| assistant.reasoning.as_ref().unwrap_or(&EMPTY_TEXT)),
         },
         Message::Tool {
             call_id, content, ..
@@ -129,7 +128,7 @@ pub(super) fn fragment(provider: &Provider, m: &Message) -> Vec<u8> {
 pub(super) fn body(
     provider: &Provider,
     request: &Request<'_>,
-    fragments: &[Bytes],
+    fragments: &[Parts],
 ) -> Result<Body, ProviderError> {
     let mut body = Body::default();
     body.push(&b"{\"model\":"[..]);
@@ -138,9 +137,9 @@ pub(super) fn body(
     body.push_json(&WireMessage::System {
         content: request.system,
     })?;
-    for part in fragments {
+    for fragment in fragments {
         body.push(&b","[..]);
-        body.push(part.clone());
+        body.push_parts(fragment);
     }
     body.push(&b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}"[..]);
     if !request.tools.is_empty() {
@@ -778,7 +777,7 @@ mod tests {
             .0
             .tool_calls
             .into_iter()
-            .map(|c| (c.id, c.name, c.arguments))
+            .map(|c| (c.id, c.name, c.arguments.to_string()))
             .collect()
     }
 
@@ -799,7 +798,10 @@ mod tests {
         ]);
         assert_eq!(asm.finish_reason(), Some("stop"));
         let (message, usage, _) = asm.into_parts();
-        assert_eq!(message.text.as_deref(), Some("a\"b\u{e9} first last"));
+        assert_eq!(
+            message.text.as_ref().map(Text::as_str).as_deref(),
+            Some("a\"b\u{e9} first last")
+        );
         assert_eq!(usage.map(|u| (u.input, u.output)), Some((7, 3)));
         for malformed in [
             r#"{"choices":{"delta":{}}}"#,

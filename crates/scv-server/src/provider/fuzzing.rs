@@ -142,8 +142,8 @@ fn check(mut asm: Assembler, mut shown: Shown) {
     // fails), so some may still be queued: they count too.
     shown.drain(&mut asm);
     let (message, _usage, _finish) = asm.into_parts();
-    let text = message.text.unwrap_or_default();
-    let reasoning = message.reasoning.unwrap_or_default();
+    let text = message.text.unwrap_or_default().to_string();
+    let reasoning = message.reasoning.unwrap_or_default().to_string();
     assert!(
         text.len() <= MAX_ASSISTANT_TEXT_BYTES,
         "assistant text over the cap"

@@ -35,8 +35,7 @@ pub(crate) use http::Failure;
 pub(crate) use settings::{Provider, Request};
 pub(crate) use stream::{Reply, ResponseStream};
 
-use crate::model::{Message, ToolSpec, Wire};
-use bytes::Bytes;
+use crate::model::{share, Message, Parts, ToolSpec, Wire};
 use errors::Redactor;
 use http::Auth;
 use serde_json::Value;
@@ -84,9 +83,10 @@ impl Provider {
         let spec = spec(self.wire);
         let redact = Redactor::new(self.api_key.as_deref());
         let url = format!("{}/{}", self.base_url.trim_end_matches('/'), spec.path);
-        // Exactly its size: a kept rendering lives as long as its message.
-        let render = |m: &Message| Bytes::from((spec.fragment)(self, m).into_boxed_slice());
-        let fragments: Vec<Bytes> = match request.rendered {
+        // A kept rendering lives as long as its message: it points at the
+        // message's texts rather than holding them twice.
+        let render = |m: &Message| share((spec.fragment)(self, m), m.texts());
+        let fragments: Vec<Parts> = match request.rendered {
             Some(kept) => kept.of(self.render_key(), request.history, render),
             None => request.history.iter().map(render).collect(),
         };

@@ -23,8 +23,7 @@ use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
 use super::settings::{to_json_joined, Provider, Request};
 use super::wire::{Flow, WireParser};
-use crate::model::{Message, ProviderData, ToolSpec, Usage, Wire};
-use bytes::Bytes;
+use crate::model::{Message, Parts, ProviderData, Text, ToolSpec, Usage, Wire};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -62,7 +61,11 @@ fn items(message: &Message) -> Vec<Value> {
                 Some(Value::Array(kept)) => kept,
                 _ => &[],
             };
-            let text = assistant.text.as_deref().unwrap_or("");
+            let text = assistant
+                .text
+                .as_ref()
+                .map(Text::as_str)
+                .unwrap_or_default();
             // The kept messages carry their phase; they stand for the
             // text when they hold all of it (else a stream ended
             // without some item's `output_item.done`, and the text
@@ -112,7 +115,7 @@ pub(super) fn fragment(_: &Provider, message: &Message) -> Vec<u8> {
 pub(super) fn body(
     provider: &Provider,
     request: &Request<'_>,
-    fragments: &[Bytes],
+    fragments: &[Parts],
 ) -> Result<Body, ProviderError> {
     let mut body = Body::default();
     body.push(&b"{\"model\":"[..]);
@@ -499,7 +502,10 @@ mod tests {
             ]
         );
         let (message, usage, finish) = asm.into_parts();
-        assert_eq!(message.text.as_deref(), Some("Let me read."));
+        assert_eq!(
+            message.text.as_ref().map(Text::as_str).as_deref(),
+            Some("Let me read.")
+        );
         assert_eq!(message.tool_calls[0].id, "call_abc123");
         assert_eq!(message.tool_calls[0].arguments, "{\"path\":\"a\"}");
         let data = message.provider_data.unwrap();
@@ -549,7 +555,10 @@ mod tests {
             json!({"type":"response.completed","response":{"status":"completed"}}),
         ]);
         let (message, _, _) = asm.into_parts();
-        assert_eq!(message.text.as_deref(), Some("Checking. Done."));
+        assert_eq!(
+            message.text.as_ref().map(Text::as_str).as_deref(),
+            Some("Checking. Done.")
+        );
         let mut assistant = message.clone();
         let sent = items(&Message::Assistant(message));
         assert_eq!(

@@ -11,8 +11,7 @@ use super::body::Body;
 use super::errors::{ProviderError, Redactor};
 use super::http::Auth;
 use super::settings::{Provider, Request};
-use crate::model::{Message, ToolSpec};
-use bytes::Bytes;
+use crate::model::{Message, Parts, ToolSpec};
 use serde_json::Value;
 
 /// One wire, as the provider layer drives it.
@@ -27,7 +26,7 @@ pub(super) struct WireSpec {
     pub fragment: fn(&Provider, &Message) -> Vec<u8>,
     /// The request body: model, system prompt, the history (as its
     /// messages' fragments), tools, options.
-    pub body: fn(&Provider, &Request<'_>, &[Bytes]) -> Result<Body, ProviderError>,
+    pub body: fn(&Provider, &Request<'_>, &[Parts]) -> Result<Body, ProviderError>,
     /// One tool definition as this wire sends it (also for size estimates).
     pub tool: fn(&ToolSpec) -> Value,
     /// A parser for one response's events.
