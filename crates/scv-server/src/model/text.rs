@@ -184,9 +184,8 @@ impl Parts {
         self.parts.iter()
     }
 
-    /// Part `index`.
-    pub(crate) fn get(&self, index: usize) -> Option<&Bytes> {
-        self.parts.get(index)
+    pub(crate) fn as_slice(&self) -> &[Bytes] {
+        &self.parts
     }
 
     /// True when the message renders to nothing on this wire.

@@ -87,8 +87,21 @@ impl Body {
     fn front(&self) -> Option<&Bytes> {
         match self.pieces.front()? {
             Piece::Own(bytes) => Some(bytes),
-            Piece::Rendering(parts) => parts.get(self.cursor),
+            Piece::Rendering(parts) => parts.as_slice().get(self.cursor),
         }
+    }
+
+    /// The parts still to send, in order.
+    fn upcoming(&self) -> impl Iterator<Item = &Bytes> {
+        self.pieces
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, piece)| match piece {
+                Piece::Own(bytes) => std::slice::from_ref(bytes),
+                Piece::Rendering(parts) => {
+                    &parts.as_slice()[if i == 0 { self.cursor } else { 0 }..]
+                }
+            })
     }
 
     /// Moves past the part [`Body::front`] gave.
@@ -128,24 +141,32 @@ impl http_body::Body for Body {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let Some(first) = self.front().cloned() else {
-            return Poll::Ready(None);
-        };
-        self.advance();
-        let small = |part: &Bytes| part.len() < COPY_BELOW;
-        let frame = if small(&first) && self.front().is_some_and(small) {
-            let mut run = BytesMut::with_capacity(RUN_MAX);
-            run.extend_from_slice(&first);
-            while let Some(next) = self
-                .front()
-                .filter(|p| small(p) && run.len() + p.len() <= RUN_MAX)
-            {
-                run.extend_from_slice(next);
+        // The run of small parts ahead, measured first so its frame is
+        // allocated at its size (a 64 KiB buffer per run was 41 MB of
+        // allocations in the load bench's burst).
+        let (mut run, mut count) = (0, 0);
+        for part in self.upcoming() {
+            if part.len() >= COPY_BELOW || run + part.len() > RUN_MAX {
+                break;
+            }
+            run += part.len();
+            count += 1;
+        }
+        let frame = if count >= 2 {
+            let mut frame = BytesMut::with_capacity(run);
+            for _ in 0..count {
+                if let Some(part) = self.front() {
+                    frame.extend_from_slice(part);
+                }
                 self.advance();
             }
-            run.freeze()
+            frame.freeze()
         } else {
-            first
+            let Some(part) = self.front().cloned() else {
+                return Poll::Ready(None);
+            };
+            self.advance();
+            part
         };
         self.len -= frame.len() as u64;
         Poll::Ready(Some(Ok(Frame::data(frame))))
