@@ -122,7 +122,7 @@ impl Serialize for Text {
 
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
-        Cow::<'de, str>::deserialize(deserializer).map(|text| Text::new(&text))
+        String::deserialize(deserializer).map(|text| Text::new(&text))
     }
 }
 
@@ -166,8 +166,9 @@ pub(crate) fn share<'a>(rendering: Vec<u8>, texts: impl IntoIterator<Item = &'a 
 pub(crate) const MIN_SHARED: usize = 256;
 
 /// One message's rendering, as the parts it is sent in (none empty),
-/// shared: every request takes the history's renderings again.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// shared: every request takes the history's renderings again. (No
+/// equality: two splits of the same bytes are the same rendering.)
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Parts {
     parts: Arc<[Bytes]>,
     len: usize,

@@ -119,17 +119,10 @@ impl Body {
         }
     }
 
-    /// The whole body in one buffer (tests and the fuzz targets).
+    /// What is left to send, in one buffer (tests and the fuzz targets).
     #[cfg(test)]
     pub(super) fn to_vec(&self) -> Vec<u8> {
-        let mut whole = Vec::new();
-        for piece in &self.pieces {
-            match piece {
-                Piece::Own(bytes) => whole.extend_from_slice(bytes),
-                Piece::Rendering(parts) => parts.iter().for_each(|p| whole.extend_from_slice(p)),
-            }
-        }
-        whole
+        self.upcoming().flat_map(|p| p.iter().copied()).collect()
     }
 }
 
