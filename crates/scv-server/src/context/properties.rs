@@ -136,7 +136,13 @@ fn render(key: RenderKey) -> impl Fn(&Message) -> Parts {
 fn bytes_of(renderings: &[Parts]) -> Vec<Vec<u8>> {
     renderings
         .iter()
-        .map(|parts| parts.iter().flat_map(|p| p.iter().copied()).collect())
+        .map(|parts| {
+            parts
+                .as_slice()
+                .iter()
+                .flat_map(|p| p.iter().copied())
+                .collect()
+        })
         .collect()
 }
 

@@ -120,7 +120,9 @@ mod tests {
     fn texts(parts: Vec<Parts>) -> Vec<String> {
         parts
             .iter()
-            .map(|p| String::from_utf8(p.iter().flat_map(|b| b.to_vec()).collect()).unwrap())
+            .map(|p| {
+                String::from_utf8(p.as_slice().iter().flat_map(|b| b.to_vec()).collect()).unwrap()
+            })
             .collect()
     }
 

@@ -25,7 +25,7 @@ use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
 use super::settings::{to_json_joined, Provider, Request};
 use super::wire::{Flow, WireParser};
-use crate::model::{Effort, Message, Parts, ProviderData, ToolSpec, Usage, Wire};
+use crate::model::{Effort, Message, Parts, ProviderData, Text, ToolSpec, Usage, Wire};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -84,10 +84,12 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             {
                 blocks.extend(thinking.iter().cloned());
             }
+            // Read back once (a text with escapes is unescaped to a copy).
             if let Some(text) = assistant
                 .text
                 .as_ref()
-                .filter(|t| !t.as_str().trim().is_empty())
+                .map(Text::as_str)
+                .filter(|t| !t.trim().is_empty())
             {
                 blocks.push(json!({"type": "text", "text": text}));
             }

@@ -109,7 +109,7 @@ impl Body {
         let done = match self.pieces.front() {
             Some(Piece::Rendering(parts)) => {
                 self.cursor += 1;
-                self.cursor == parts.iter().len()
+                self.cursor == parts.as_slice().len()
             }
             _ => true,
         };
