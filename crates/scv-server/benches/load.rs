@@ -136,6 +136,33 @@ async fn read_turn(client: &mut Client) -> (usize, usize) {
     }
 }
 
+/// How many of the functions `layout/hot-functions.txt` lists the daemon's
+/// binary has: the share its release link could lay out together (a list
+/// gone stale with the toolchain or the dependencies lays out less;
+/// `scripts/code-layout.sh` renews it). `None` when `nm` cannot read it.
+fn layout_coverage() -> Option<(usize, usize)> {
+    let list = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/layout/hot-functions.txt"
+    ))
+    .ok()?;
+    let listed: std::collections::HashSet<&str> = list
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let symbols = std::process::Command::new("nm").arg(BIN).output().ok()?;
+    if !symbols.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&symbols.stdout);
+    let found: std::collections::HashSet<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|name| listed.contains(name))
+        .collect();
+    Some((found.len(), listed.len()))
+}
+
 /// Resident memory once a second for `seconds` seconds, as "a b c …" MiB.
 async fn rss_each_second(pid: u32, seconds: usize) -> String {
     let mut figures = Vec::with_capacity(seconds);
@@ -147,6 +174,17 @@ async fn rss_each_second(pid: u32, seconds: usize) -> String {
         ));
     }
     figures.join(" ")
+}
+
+/// The resident memory's split: what the daemon allocated, and the
+/// pages of its binary and libraries.
+fn rss_split(pid: u32) -> String {
+    let mib = |field| status_field(pid, field) as f64 / 1024.0;
+    format!(
+        "{:.1} MiB anonymous, {:.1} MiB file-backed",
+        mib("RssAnon:"),
+        mib("RssFile:")
+    )
 }
 
 /// One round: every connection streams a turn at once; prints the events
@@ -210,7 +248,14 @@ async fn main() {
     wait_for_socket(&socket).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = status_field(pid, "VmRSS:");
-    println!("idle daemon RSS: {:.1} MiB", idle_rss as f64 / 1024.0);
+    println!(
+        "idle daemon RSS: {:.1} MiB ({})",
+        idle_rss as f64 / 1024.0,
+        rss_split(pid)
+    );
+    if let Some((found, listed)) = layout_coverage() {
+        println!("code layout: the binary has {found} of the {listed} hot functions listed");
+    }
     idle_profile(pid, "daemon, no clients").await;
 
     // One connection holding 1,000 sessions.
@@ -256,8 +301,10 @@ async fn main() {
     for round in 1..=rounds {
         clients = streaming_round(&mock, &fragments, clients, pid).await;
         println!(
-            "  round {round}: with the 1,000 connections still open, 1 s … 10 s later: {} MiB",
-            rss_each_second(pid, 10).await
+            "  round {round}: with the 1,000 connections still open, 1 s … 10 s later: {} MiB \
+             (at 10 s: {})",
+            rss_each_second(pid, 10).await,
+            rss_split(pid)
         );
     }
     drop(clients);
