@@ -325,11 +325,13 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     mock.push(Reply::text(["penguins live in the south"]));
     tmux.keys(&["tell me about penguins", "Enter"]);
     tmux.wait_for("penguins live in the south").await;
+    tmux.wait_for("│ idle │").await; // /new waits for the turn's end
     tmux.keys(&["/new", "Enter"]);
     tmux.wait_for("new session started").await;
     mock.push(Reply::text(["camels store fat"]));
     tmux.keys(&["tell me about camels", "Enter"]);
     tmux.wait_for("camels store fat").await;
+    tmux.wait_for("│ idle │").await; // /new waits for the turn's end
     tmux.keys(&["/new", "Enter"]);
     tmux.wait_without("camels store fat").await;
 
@@ -601,6 +603,9 @@ async fn model_switches_the_running_session_and_copy_sets_the_clipboard() {
     mock.push(Reply::text(["first answer"]));
     tmux.keys(&["hello", "Enter"]);
     tmux.wait_for("first answer").await;
+    // The answer shows before the turn ends, and the model switches only
+    // while idle.
+    tmux.wait_for("│ idle │").await;
 
     tmux.keys(&["/model other-model", "Enter"]);
     let screen = tmux.wait_for("now using").await;
