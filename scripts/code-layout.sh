@@ -6,15 +6,15 @@
 # Runs the release `scv-server` under valgrind's callgrind through the
 # benches that drive it the way users do (the daemon: start, idle, 1,000
 # sessions and a burst of turns; stdio: the three wires, sessions resumed
-# and forked) and lists every function of the
-# binary that ran, the load bench's first (so what a daemon runs is
-# packed tightest), each bench's in the order callgrind reports them.
-# Twice: the binary `cargo build --release` makes (the one users run) and
-# the one `cargo bench` makes (with the dev-dependencies' features, so its
-# dependencies' symbols carry other hashes).
+# and forked) and lists every function of the binary that ran, the load
+# bench's first (so what a daemon runs is packed tightest), each bench's
+# in the order callgrind reports them. Twice: the binary `cargo build
+# --release` makes (the one users run) and the one `cargo bench` makes
+# (with the dev-dependencies' features, so its dependencies' symbols carry
+# other hashes).
 #
 # Run it after a toolchain or dependency update (a stale list is harmless
-# but lays out less). Needs valgrind; ~20 minutes on two cores.
+# but lays out less). Needs valgrind; ~15 minutes on two cores.
 #   bash scripts/code-layout.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,32 +26,46 @@ BIN=target/release/scv-server
 # tools open with, so their calls fail under it.
 BENCHES=(load wires sessions)
 work=$(mktemp -d)
-trap 'if [ -f "$work/bench-bin" ]; then cp "$work/bench-bin" "$BIN"; fi; rm -rf "$work"' EXIT
+# The benches run `target/release/scv-server`; while they are profiled
+# that path is a wrapper, a file of its own (cargo's artifact in deps/ is
+# never written), and the bench build's binary goes back when this ends.
+restore() {
+  if [ -f "$work/bench-bin" ]; then rm -f "$BIN"; cp "$work/bench-bin" "$BIN"; fi
+  rm -rf "$work"
+}
+trap restore EXIT
 
 cargo build --release -p scv-server
 cp "$BIN" "$work/release-bin"
-cargo bench -p scv-server "${BENCHES[@]/#/--bench=}" --no-run
+# The bench executables, run directly (`cargo bench` would put its own
+# binary back over the wrapper).
+cargo bench -p scv-server "${BENCHES[@]/#/--bench=}" --no-run --message-format=json \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and "bench" in m["target"]["kind"]:
+        print(m["target"]["name"], m["executable"])' >"$work/executables"
 cp "$BIN" "$work/bench-bin"
 
-# Each bench runs `target/release/scv-server`; for the profile that path
-# is a wrapper running the real binary under callgrind. Cargo does not
-# rebuild over it (its inputs did not change); the trap puts it back.
 for build in bench release; do
   for bench in "${BENCHES[@]}"; do
-    mkdir -p "$work/$build/$bench"
-    cat >"$BIN" <<EOF
-#!/bin/sh
-exec valgrind -q --tool=callgrind --demangle=no --dump-instr=no \
-  --compress-strings=no --callgrind-out-file=$work/$build/$bench/%p \
-  $work/$build-bin "\$@"
-EOF
-    chmod +x "$BIN"
+    exe=$(sed -n "s/^$bench //p" "$work/executables")
+    [ -n "$exe" ] || { echo "no executable for bench $bench" >&2; exit 1; }
+    out="$work/$build/$bench"
+    mkdir -p "$out"
+    printf '#!/bin/sh\nexec valgrind -q --tool=callgrind --demangle=no --dump-instr=no --compress-strings=no --callgrind-out-file=%q/%%p %q "$@"\n' \
+      "$out" "$work/$build-bin" >"$work/wrapper"
+    chmod +x "$work/wrapper"
+    rm -f "$BIN"
+    cp "$work/wrapper" "$BIN"
     echo "== $build binary, bench $bench" >&2
-    SCV_LOAD_ROUNDS=1 cargo bench -p scv-server --bench "$bench" >"$work/$build-$bench.log" 2>&1 \
+    (cd crates/scv-server && SCV_LOAD_ROUNDS=1 "$exe" --bench) >"$work/$build-$bench.log" 2>&1 \
       || { echo "bench $bench failed:" >&2; tail -20 "$work/$build-$bench.log" >&2; exit 1; }
+    [ -n "$(ls -A "$out")" ] || { echo "bench $bench ran no profiled server" >&2; exit 1; }
   done
 done
-cp "$work/bench-bin" "$BIN"
 
 python3 - "$work" "$LIST" "${BENCHES[@]}" <<'EOF'
 import os, re, subprocess, sys, datetime

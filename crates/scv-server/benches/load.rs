@@ -136,11 +136,14 @@ async fn read_turn(client: &mut Client) -> (usize, usize) {
     }
 }
 
-/// How many of the functions `layout/hot-functions.txt` lists the daemon's
-/// binary has: the share its release link could lay out together (a list
-/// gone stale with the toolchain or the dependencies lays out less;
-/// `scripts/code-layout.sh` renews it). `None` when `nm` cannot read it.
-fn layout_coverage() -> Option<(usize, usize)> {
+/// Whether the daemon's binary was laid out (docs/DESIGN.md, "Code
+/// layout"): how many of the functions `layout/hot-functions.txt` lists
+/// it has (the list holds two builds' names, so each has about half; a
+/// list gone stale with the toolchain or the dependencies matches fewer,
+/// and `scripts/code-layout.sh` renews it) and how far apart they lie
+/// (laid out: ~2.5 MB; not: anywhere in the 13 MB of code). `None` when
+/// `nm` cannot read the binary.
+fn layout_coverage() -> Option<(usize, usize, f64)> {
     let list = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/layout/hot-functions.txt"
@@ -155,12 +158,22 @@ fn layout_coverage() -> Option<(usize, usize)> {
         return None;
     }
     let text = String::from_utf8_lossy(&symbols.stdout);
-    let found: std::collections::HashSet<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .filter(|name| listed.contains(name))
-        .collect();
-    Some((found.len(), listed.len()))
+    let mut found = std::collections::HashSet::new();
+    let (mut low, mut high) = (u64::MAX, 0);
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(address), Some(_), Some(name)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if let (true, Ok(address)) = (listed.contains(name), u64::from_str_radix(address, 16)) {
+            found.insert(name);
+            low = low.min(address);
+            high = high.max(address);
+        }
+    }
+    let span = high.saturating_sub(low) as f64 / 1e6;
+    Some((found.len(), listed.len(), span))
 }
 
 /// Resident memory once a second for `seconds` seconds, as "a b c …" MiB.
@@ -253,8 +266,11 @@ async fn main() {
         idle_rss as f64 / 1024.0,
         rss_split(pid)
     );
-    if let Some((found, listed)) = layout_coverage() {
-        println!("code layout: the binary has {found} of the {listed} hot functions listed");
+    if let Some((found, listed, span)) = layout_coverage() {
+        println!(
+            "code layout: the binary has {found} of the {listed} functions listed (two \
+             builds' names), within {span:.1} MB of each other"
+        );
     }
     idle_profile(pid, "daemon, no clients").await;
 
