@@ -19,7 +19,7 @@
 
 use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::mock_provider::{MockProvider, Reply};
-use scv_test_support::procfs::{context_switches, cpu_seconds, status_field, Switches};
+use scv_test_support::procfs::{context_switches, cpu_seconds, resident, status_field, Switches};
 use scv_test_support::TestHome;
 use serde::Deserialize;
 use serde_json::json;
@@ -192,11 +192,10 @@ async fn rss_each_second(pid: u32, seconds: usize) -> String {
 /// The resident memory's split: what the daemon allocated, and the
 /// pages of its binary and libraries.
 fn rss_split(pid: u32) -> String {
-    let mib = |field| status_field(pid, field) as f64 / 1024.0;
+    let resident = resident(pid);
     format!(
         "{:.1} MiB anonymous, {:.1} MiB file-backed",
-        mib("RssAnon:"),
-        mib("RssFile:")
+        resident.anonymous, resident.file
     )
 }
 

@@ -16,7 +16,7 @@
 
 use scv_test_support::client::{TestHome, TestServer};
 use scv_test_support::mock_provider::{MockProvider, Reply};
-use scv_test_support::procfs::status_field;
+use scv_test_support::procfs::resident;
 use serde_json::json;
 use std::time::Instant;
 
@@ -71,6 +71,7 @@ async fn main() {
         if n == 1 || n % SAMPLE_EVERY == 0 {
             let first = &requests[0];
             let to_request = first.arrived.duration_since(start);
+            let resident = resident(pid);
             let received = first.received.duration_since(start);
             println!(
                 "{n:>4}  {:>8.2} ms  {:>12.2} ms  {:>10.1} KiB  {:>7.1} ms  {:>7.1} MiB  ({:.1}, {:.1})",
@@ -78,9 +79,9 @@ async fn main() {
                 received.as_secs_f64() * 1e3,
                 first.body_bytes as f64 / 1024.0,
                 whole.as_secs_f64() * 1e3,
-                status_field(pid, "VmRSS:") as f64 / 1024.0,
-                status_field(pid, "RssAnon:") as f64 / 1024.0,
-                status_field(pid, "RssFile:") as f64 / 1024.0
+                resident.total,
+                resident.anonymous,
+                resident.file
             );
         }
     }

@@ -12,6 +12,34 @@ pub fn status_field(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Resident memory in MiB: the whole, what the process allocated
+/// (anonymous) and the pages of its files (its binary, its libraries).
+#[derive(Debug, Clone, Copy)]
+pub struct Resident {
+    pub total: f64,
+    pub anonymous: f64,
+    pub file: f64,
+}
+
+/// The process's [`Resident`] memory, from one read of its status.
+pub fn resident(pid: u32) -> Resident {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mib = |field: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0) as f64
+            / 1024.0
+    };
+    Resident {
+        total: mib("VmRSS:"),
+        anonymous: mib("RssAnon:"),
+        file: mib("RssFile:"),
+    }
+}
+
 /// Fields of `/proc/<pid>/stat` after the command name.
 fn stat_fields(pid: u32) -> Vec<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
