@@ -13,6 +13,7 @@ pub mod rules;
 pub mod session;
 pub mod text;
 pub mod time;
+pub mod trust;
 
 pub use connection::{frame_line, Connection, Open, Opened};
 pub use control::{control, ControlError};

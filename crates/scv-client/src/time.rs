@@ -18,6 +18,14 @@ fn civil(seconds: u64) -> (i64, i64, i64, u64, u64, u64) {
     (year, month, day, rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
+/// Seconds since the epoch now (0 if the clock is before it).
+pub fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 /// `YYYY-MM-DD HH:MM UTC`.
 pub fn utc(seconds: u64) -> String {
     let (year, month, day, hour, minute, _) = civil(seconds);

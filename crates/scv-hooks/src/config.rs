@@ -43,6 +43,18 @@ pub struct HookCommand {
     pub timeout: Duration,
     /// The hooks.json it came from.
     pub source: PathBuf,
+    /// Whose file that is.
+    pub origin: Origin,
+}
+
+/// Whose hooks file a hook came from: the user's own, or a repository's
+/// (which the model may have written, and which runs only in a trusted
+/// workspace). A repository hook's `allow` never skips an approval.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Origin {
+    #[default]
+    User,
+    Repository,
 }
 
 impl HookCommand {
@@ -124,9 +136,14 @@ impl LoadError {
 }
 
 impl Hooks {
-    /// Parses one hooks.json (`path` names it in errors and in each
-    /// [`HookCommand::source`]).
+    /// Parses one hooks.json of the user's (`path` names it in errors and
+    /// in each [`HookCommand::source`]).
     pub fn parse(path: &Path, text: &str) -> Result<Hooks, LoadError> {
+        Hooks::parse_from(path, text, Origin::User)
+    }
+
+    /// Parses one hooks.json whose hooks are `origin`'s.
+    pub fn parse_from(path: &Path, text: &str, origin: Origin) -> Result<Hooks, LoadError> {
         if text.len() as u64 > MAX_FILE_BYTES {
             return Err(LoadError::new(
                 path,
@@ -141,7 +158,7 @@ impl Hooks {
             let at = (e.line() > 0).then(|| (e.line(), e.column()));
             LoadError::new(path, at, format!("not valid JSON: {}", strip_position(&e)))
         })?;
-        Parser { path, text }.root(&root)
+        Parser { path, text, origin }.root(&root)
     }
 
     /// Reads and merges these files in order. A file that does not exist is
@@ -279,6 +296,7 @@ fn strip_position(e: &serde_json::Error) -> String {
 struct Parser<'a> {
     path: &'a Path,
     text: &'a str,
+    origin: Origin,
 }
 
 impl Parser<'_> {
@@ -428,6 +446,7 @@ impl Parser<'_> {
             command,
             timeout,
             source: self.path.to_path_buf(),
+            origin: self.origin,
         })
     }
 }
@@ -689,6 +708,7 @@ mod tests {
             command: "./x.sh".into(),
             timeout: DEFAULT_TIMEOUT,
             source: "/p/.scv/hooks.json".into(),
+            origin: Origin::User,
         };
         assert_eq!(hook.label(), "hook `./x.sh` (/p/.scv/hooks.json)");
         let long = HookCommand {

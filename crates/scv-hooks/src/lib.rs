@@ -26,7 +26,8 @@ mod span;
 mod tools;
 
 pub use config::{
-    HookCommand, Hooks, LoadError, DEFAULT_TIMEOUT, MAX_FILE_BYTES, MAX_HOOKS, MAX_TIMEOUT_SECS,
+    HookCommand, Hooks, LoadError, Origin, DEFAULT_TIMEOUT, MAX_FILE_BYTES, MAX_HOOKS,
+    MAX_TIMEOUT_SECS,
 };
 pub use event::Event;
 pub use input::{input_json, Common, Input};

@@ -545,6 +545,7 @@ fn seconds(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Origin;
     use std::path::PathBuf;
 
     const ALL: [Event; 8] = Event::ALL;
@@ -554,6 +555,7 @@ mod tests {
             command: "./x.sh".into(),
             timeout: Duration::from_secs(60),
             source: PathBuf::from("/p/.scv/hooks.json"),
+            origin: Origin::User,
         }
     }
 

@@ -274,6 +274,9 @@ pub enum EventBody {
     /// Extension (capability `subagents`): a child session began.
     #[serde(rename = "subagent.started")]
     SubagentStarted(SubagentStarted),
+    /// Extension (capability `trust`): the answer to `workspace.trust`.
+    #[serde(rename = "workspace.trusted")]
+    WorkspaceTrusted(crate::trust::WorkspaceTrust),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -318,6 +321,7 @@ impl EventBody {
             EventBody::CheckpointRestored { .. } => "checkpoint.restored",
             EventBody::HookMessage(_) => "hook.message",
             EventBody::SubagentStarted(_) => "subagent.started",
+            EventBody::WorkspaceTrusted(_) => "workspace.trusted",
             EventBody::Error(_) => "error",
         }
     }
@@ -384,6 +388,11 @@ pub struct SessionStarted {
     /// runs on with the configuration it had) and unknown keys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_warnings: Vec<String>,
+    /// Extension (capability `trust`): the workspace's repository
+    /// configuration and whether it may run or apply; absent when the
+    /// workspace carries none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<Box<crate::trust::WorkspaceTrust>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod messages;
 pub mod sessions;
 pub mod subagents;
+pub mod trust;
 
 pub use checkpoints::*;
 pub use codec::{Frame, FrameCodec};
@@ -24,6 +25,7 @@ pub use events::*;
 pub use messages::*;
 pub use sessions::*;
 pub use subagents::*;
+pub use trust::*;
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 2;

@@ -66,6 +66,9 @@ pub enum ClientMessage {
     /// Extension: the models the session's provider lists.
     #[serde(rename = "models.list")]
     ModelsList(ModelsList),
+    /// Extension (capability `trust`): trust the session's workspace.
+    #[serde(rename = "workspace.trust")]
+    WorkspaceTrust(crate::trust::WorkspaceTrustRequest),
 }
 
 /// `models.list` (extension): what the session's provider offers.
@@ -189,6 +192,7 @@ impl ClientMessage {
             ClientMessage::CheckpointDiff(_) => "checkpoint.diff",
             ClientMessage::CheckpointRestore(_) => "checkpoint.restore",
             ClientMessage::ModelsList(_) => "models.list",
+            ClientMessage::WorkspaceTrust(_) => "workspace.trust",
         }
     }
 }
@@ -215,6 +219,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "checkpoint.diff",
     "checkpoint.restore",
     "models.list",
+    "workspace.trust",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +268,9 @@ pub struct Capabilities {
     /// `usage.updated` events: each provider step's usage as it arrives.
     #[serde(default, skip_serializing_if = "is_false")]
     pub step_usage: bool,
+    /// Workspace trust: `session.started.trust` and `workspace.trust`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trust: bool,
 }
 
 /// Name and version of a client or server.

@@ -1,23 +1,219 @@
 //! Which environment variables a tool process sees, and keeping secrets
 //! out of the server's own environment block.
 //!
-//! A tool (every sandbox mode, `off` included) never sees a provider's API
+//! A tool's environment (every sandbox mode, `off` included) is built up
+//! from an allow-list ([`is_allowed_name`]): what shells and builds need —
+//! `PATH`, `HOME`, the locale, the terminal, toolchain variables such as
+//! `CARGO_HOME` or `JAVA_HOME` — and nothing else, unless
+//! `tool_env_passthrough` names it. A credential's name cannot be
+//! predicted (`TF_TOKEN_app_terraform_io`, `BUNDLE_GEMS__EXAMPLE__COM`,
+//! `OTEL_EXPORTER_OTLP_HEADERS`), so a deny-list of names would always miss
+//! one. Within the allow-list a tool still never sees a provider's API
 //! key, a variable named like a credential, a value that is one (a URL with
 //! a password, a known token format, a private key), or a variable that
 //! leads to a local agent or multiplexer (`SSH_AUTH_SOCK`, `TMUX`, the
-//! D-Bus bus, an editor's IPC socket) — unless the configuration passes it
-//! through. Scrubbing the tool's environment is not enough: a tool could
+//! D-Bus bus, an editor's IPC socket). Scrubbing the tool's environment is not enough: a tool could
 //! read the server's `/proc/<pid>/environ`, which shows the block the
 //! kernel placed at `exec`, so the server moves its environment out of
 //! that block and wipes it ([`seal_own_environment`]).
 
 use std::ffi::{CStr, OsStr, OsString};
 
+/// Variables a tool process may get, by exact name: what a shell, a
+/// terminal program and the common toolchains read.
+const ALLOWED_NAMES: &[&str] = &[
+    // Shell and terminal.
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "TERMINFO",
+    "TERMINFO_DIRS",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "LESS",
+    "CI",
+    "DEBIAN_FRONTEND",
+    "HOSTNAME",
+    // Certificates (a company's TLS-inspecting proxy, a test CA).
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    // Proxies (a value with a password is withheld all the same).
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    // Git's identity.
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    // C and C++ builds.
+    "CC",
+    "CXX",
+    "AR",
+    "LD",
+    "CPP",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "MAKEFLAGS",
+    "PKG_CONFIG_PATH",
+    "LD_LIBRARY_PATH",
+    "LIBRARY_PATH",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    // Python.
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "PYTHONIOENCODING",
+    "VIRTUAL_ENV",
+    // JavaScript.
+    "NODE_PATH",
+    "NODE_OPTIONS",
+    "NODE_ENV",
+    "PNPM_HOME",
+    "VOLTA_HOME",
+    "BUN_INSTALL",
+    "DENO_DIR",
+    "DENO_INSTALL",
+    // Ruby.
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_PATH",
+    "BUNDLE_GEMFILE",
+    "BUNDLE_WITHOUT",
+    "BUNDLE_FROZEN",
+    "BUNDLE_DEPLOYMENT",
+    // Go.
+    "GOPATH",
+    "GOROOT",
+    "GOBIN",
+    "GOFLAGS",
+    "GOPROXY",
+    "GOPRIVATE",
+    "GONOPROXY",
+    "GONOSUMDB",
+    "GONOSUMCHECK",
+    "GOSUMDB",
+    "GOMODCACHE",
+    "GOCACHE",
+    "GOTOOLCHAIN",
+    "GO111MODULE",
+    "CGO_ENABLED",
+    "GOOS",
+    "GOARCH",
+    // JVM and .NET.
+    "JAVA_HOME",
+    "JDK_HOME",
+    "JAVA_TOOL_OPTIONS",
+    "MAVEN_HOME",
+    "M2_HOME",
+    "MAVEN_OPTS",
+    "GRADLE_HOME",
+    "GRADLE_USER_HOME",
+    "GRADLE_OPTS",
+    "ANDROID_HOME",
+    "ANDROID_SDK_ROOT",
+    "ANDROID_NDK_HOME",
+    "KOTLIN_HOME",
+    "SCALA_HOME",
+    "SBT_OPTS",
+    "DOTNET_ROOT",
+    "NUGET_PACKAGES",
+    // Others.
+    "CABAL_DIR",
+    "STACK_ROOT",
+    "GHCUP_INSTALL_BASE_PREFIX",
+    "ELAN_HOME",
+    "OPAMROOT",
+    "OPAM_SWITCH_PREFIX",
+    "JULIA_DEPOT_PATH",
+    "JULIA_PROJECT",
+    "JULIAUP_DEPOT_PATH",
+    "SWIFTLY_HOME_DIR",
+    "ZIG_GLOBAL_CACHE_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_DIRS",
+];
+
+/// Variables a tool process may get, by prefix: families whose members a
+/// toolchain documents (`LC_ALL`, `CARGO_TARGET_DIR`, `PYENV_VERSION`, …).
+/// A member named like a credential (`CARGO_REGISTRIES_X_TOKEN`,
+/// `npm_config__authToken`) is withheld all the same.
+const ALLOWED_PREFIXES: &[&str] = &[
+    "LC_",
+    "CARGO_",
+    "RUSTUP_",
+    "RUST_",
+    "RUSTC",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "PYENV_",
+    "CONDA_",
+    "PIP_",
+    "PIPX_",
+    "UV_",
+    "POETRY_",
+    "NVM_",
+    "NPM_CONFIG_",
+    "npm_config_",
+    "COREPACK_",
+    "YARN_",
+    "RBENV_",
+    "RUBY",
+    "SDKMAN_",
+    "ASDF_",
+    "MISE_",
+    "CMAKE_",
+    "DOTNET_",
+];
+
+/// Whether a tool process may get a variable of this name (before the
+/// credential checks and `tool_env_passthrough`).
+pub fn is_allowed_name(name: &str) -> bool {
+    ALLOWED_NAMES.contains(&name)
+        || ALLOWED_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+}
+
 /// Suffixes of credential names (any case).
 const SECRET_SUFFIXES: &[&str] = &[
     "_KEY",
     "_APIKEY",
     "_TOKEN",
+    "AUTHTOKEN",
     "_SECRET",
     "_CREDENTIALS",
     "_CREDENTIAL",
@@ -174,8 +370,9 @@ pub fn withheld(name: &str, value: &OsStr, keys: &[String]) -> bool {
         || value.to_str().is_some_and(is_secret_value)
 }
 
-/// The variables of `vars` a tool process gets: all but what
-/// [`withheld`] names, except those listed in `passthrough`.
+/// The variables of `vars` a tool process gets: those the allow-list
+/// names ([`is_allowed_name`]) but what [`withheld`] names, and those
+/// listed in `passthrough` whatever they are.
 pub fn tool_environment(
     vars: &[(OsString, OsString)],
     keys: &[String],
@@ -184,7 +381,8 @@ pub fn tool_environment(
     vars.iter()
         .filter(|(name, value)| {
             let name = name.to_string_lossy();
-            passthrough.iter().any(|p| *p == name) || !withheld(&name, value, keys)
+            passthrough.iter().any(|p| *p == name)
+                || (is_allowed_name(&name) && !withheld(&name, value, keys))
         })
         .cloned()
         .collect()
@@ -347,5 +545,43 @@ mod tests {
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["PATH", "NPM_TOKEN"]);
+    }
+
+    /// Credentials under names no deny-list knows stay out: only the
+    /// allow-list's names (and what passes through) reach a tool.
+    #[test]
+    fn only_the_allow_list_reaches_a_tool() {
+        let vars: Vec<(OsString, OsString)> = [
+            ("PATH", "/bin"),
+            ("LC_ALL", "C.UTF-8"),
+            ("CARGO_TARGET_DIR", "/t"),
+            ("JAVA_HOME", "/opt/jdk"),
+            ("TF_TOKEN_app_terraform_io", "x"),
+            ("DENO_AUTH_TOKENS", "a@deno.land"),
+            ("BUNDLE_GEMS__EXAMPLE__COM", "user:pass"),
+            ("BW_SESSION", "abc"),
+            ("npm_config__authToken", "t"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer x"),
+            ("CARGO_REGISTRIES_CORP_TOKEN", "t"),
+            ("RANDOM_APP_SETTING", "1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let env = tool_environment(&vars, &[], &["RANDOM_APP_SETTING".into()]);
+        let names: Vec<_> = env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "PATH",
+                "LC_ALL",
+                "CARGO_TARGET_DIR",
+                "JAVA_HOME",
+                "RANDOM_APP_SETTING"
+            ]
+        );
     }
 }

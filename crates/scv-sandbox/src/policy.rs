@@ -29,10 +29,11 @@ impl Mode {
     }
 }
 
-/// Entries of the user's home a sandboxed command may read: toolchains,
-/// package caches and the configuration builds read. Everything else in
-/// the home is denied (its names stay listable); `sandbox_readable_roots`
-/// adds more.
+/// Entries of the user's home a sandboxed command is shown (read-only):
+/// toolchains, package caches and the configuration builds read. Nothing
+/// else of the home exists for it (on the made-up machine not even its
+/// names); `sandbox_readable_roots` adds more. Credential files inside
+/// these are shown empty or filtered (`credentials`).
 pub const HOME_READABLE: &[&str] = &[
     // Toolchains and version managers.
     ".cargo",
@@ -92,21 +93,6 @@ pub const HOME_READABLE: &[&str] = &[
     ".terminfo",
 ];
 
-/// Credential files inside the readable entries above, denied all the same.
-pub const HOME_DENIED: &[&str] = &[
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".gradle/gradle.properties",
-    ".m2/settings.xml",
-    ".m2/settings-security.xml",
-    ".gem/credentials",
-    ".cache/huggingface/token",
-    ".config/git/credentials",
-    ".pub-cache/credentials.json",
-    ".local/share/pnpm/.npmrc",
-    ".yarn/berry/.yarnrc.yml",
-];
-
 /// What the server's configuration says about every command's sandbox;
 /// [`Policy::new`] adds the workspace of one call.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -121,13 +107,14 @@ pub struct Settings {
     /// Config `sandbox_unix_sockets`: socket paths (or directories of
     /// them) a command may connect to, where the kernel can say so.
     pub unix_sockets: Vec<PathBuf>,
-    /// Config `sandbox_protect_git`: a repository's `.git/config`, hooks
-    /// and info stay read-only.
+    /// Config `sandbox_protect_git`: every git directory under a writable
+    /// root stays read-only.
     pub protect_git: bool,
-    /// Config `sandbox_max_processes`: tasks one call may have at once.
+    /// Config `sandbox_max_processes`: tasks a session's commands and
+    /// hooks may have at once.
     pub max_processes: u32,
-    /// The probe found user namespaces usable: commands get the read-only
-    /// mount layer (`namespace.rs`).
+    /// The probe found user namespaces usable: commands run on the
+    /// made-up machine (`machine`).
     pub mount_namespace: bool,
     pub scv_home: PathBuf,
     pub user_home: Option<PathBuf>,
@@ -140,64 +127,74 @@ pub struct Policy {
     pub mode: Mode,
     /// The session workspace (canonical).
     pub workspace: PathBuf,
-    /// The system temp directories: `$TMPDIR`, `/tmp`, `/var/tmp`.
+    /// The repository around the workspace that lies outside it (git
+    /// reads a `.git` above a subdirectory, or a worktree's): readable.
+    pub repository: Vec<PathBuf>,
+    /// The system temp directories: `$TMPDIR`, `/tmp`, `/var/tmp` (the
+    /// shared ones a command never sees).
     pub temp_dirs: Vec<PathBuf>,
     /// Config `sandbox_writable_roots` (absolute).
     pub writable_roots: Vec<PathBuf>,
-    /// Trees nothing may read or write.
+    /// Config `sandbox_readable_roots` (absolute): more to read.
+    pub readable_roots: Vec<PathBuf>,
+    /// Trees nothing may read or write (`$SCV_HOME`).
     pub denied: Vec<PathBuf>,
-    /// The user's home: nothing in it may be read but `readable` (and the
-    /// writable roots inside it).
+    /// The user's home: nothing in it is shown but its toolchain and cache
+    /// trees ([`HOME_READABLE`]), the readable roots and the writable
+    /// roots inside it.
     pub home: Option<PathBuf>,
-    /// Trees that may be read although the home holds them.
-    pub readable: Vec<PathBuf>,
     /// Config `sandbox_network`: false forbids IPv4 and IPv6 sockets.
     pub network: bool,
     /// Unix sockets a command may connect to (Landlock ABI 9 only; below
     /// that no Unix socket can be opened at all).
     pub unix_sockets: Vec<PathBuf>,
-    /// `.git/config`, `.git/hooks`, `.git/info` (and the like) of the
-    /// writable roots are mounted read-only.
+    /// Every git directory under a writable root is read-only.
     pub protect_git: bool,
-    /// Tasks (processes and threads) the call may have at once; 0: no bound.
+    /// Tasks (processes and threads) a session's commands may have at
+    /// once; 0: no bound.
     pub max_processes: u32,
-    /// The command runs in a user and mount namespace of its own where
-    /// all but the writable roots is mounted read-only.
+    /// The command runs in a user and mount namespace of its own, on the
+    /// made-up machine (`machine`).
     pub mount_namespace: bool,
+    /// The session's own directory: `tmp/` is its `/tmp` and `/var/tmp`,
+    /// `shm/` its `/dev/shm`. `None`: fresh, empty ones per call.
+    #[serde(default)]
+    pub session_dir: Option<PathBuf>,
+    /// Every git directory, `.git` file and bare repository under the
+    /// writable roots (found once per session, [`crate::repositories`]).
+    #[serde(default)]
+    pub git: Vec<PathBuf>,
+    /// The session's pids cgroup (a directory) every command joins; `None`:
+    /// `RLIMIT_NPROC` in the command's own user namespace.
+    #[serde(default)]
+    pub pids_cgroup: Option<PathBuf>,
 }
 
 impl Policy {
     pub fn new(settings: &Settings, workspace: &Path) -> Policy {
-        let mut denied = vec![settings.scv_home.clone()];
-        let mut readable = Vec::new();
         // A workspace that holds the home (the home itself, `/`) leaves
-        // nothing to deny there: the server refuses to make it writable.
+        // nothing to hide there: the server refuses to make it writable.
         let home = settings
             .user_home
             .clone()
             .filter(|home| home.parent().is_some());
-        if let Some(home) = &home {
-            readable.extend(HOME_READABLE.iter().map(|name| home.join(name)));
-            denied.extend(HOME_DENIED.iter().map(|name| home.join(name)));
-        }
-        readable.extend(settings.readable_roots.iter().cloned());
-        // The workspace is always readable, and so is the repository it is
-        // in (git reads `.git` above a subdirectory, or a worktree's).
-        readable.push(workspace.to_path_buf());
-        readable.extend(repository_of(workspace));
         Policy {
             mode: settings.mode,
             workspace: workspace.to_path_buf(),
+            repository: repository_of(workspace),
             temp_dirs: system_temp_dirs(),
             writable_roots: settings.writable_roots.clone(),
-            denied,
+            readable_roots: settings.readable_roots.clone(),
+            denied: vec![settings.scv_home.clone()],
             home,
-            readable,
             network: settings.network,
             unix_sockets: settings.unix_sockets.clone(),
             protect_git: settings.protect_git,
             max_processes: settings.max_processes,
             mount_namespace: settings.mount_namespace,
+            session_dir: None,
+            git: Vec::new(),
+            pids_cgroup: None,
         }
     }
 
@@ -206,20 +203,60 @@ impl Policy {
         Ok(serde_json::to_string(self)?)
     }
 
+    /// The policy from the tool process's argument: its JSON, or `@PATH`
+    /// of a file holding it (a session's policies are written once, to
+    /// its private directory).
     pub fn from_arg(arg: &str) -> Result<Policy, crate::Error> {
-        Ok(serde_json::from_str(arg)?)
+        match arg.strip_prefix('@') {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    crate::Error::io(format!("cannot read the sandbox policy {path}"), e)
+                })?;
+                Ok(serde_json::from_str(&text)?)
+            }
+            None => Ok(serde_json::from_str(arg)?),
+        }
     }
 
-    /// Every root a command may write, canonical and without repeats:
-    /// the workspace (workspace-write), the temp directories, `/dev/shm`
-    /// and the configured roots — or only `private_tmp` (read-only).
+    /// The trees of the home a command is shown (read-only).
+    pub fn home_trees(&self) -> Vec<PathBuf> {
+        match &self.home {
+            Some(home) => {
+                let home = crate::paths::canonical(home);
+                HOME_READABLE.iter().map(|name| home.join(name)).collect()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Every tree a command may read beside the system's: the home's
+    /// allow-listed trees, the readable roots, the workspace and the
+    /// repository around it.
+    pub fn readable(&self) -> Vec<PathBuf> {
+        let mut readable = self.home_trees();
+        readable.extend(self.readable_roots.iter().cloned());
+        readable.push(self.workspace.clone());
+        readable.extend(self.repository.iter().cloned());
+        readable
+    }
+
+    /// The session's temp directory (its `/tmp`), on the host.
+    pub fn session_tmp(&self) -> Option<PathBuf> {
+        self.session_dir.as_ref().map(|dir| dir.join("tmp"))
+    }
+
+    /// Every root a command may write, on the host, canonical and without
+    /// repeats: the workspace and the configured roots (workspace-write),
+    /// and the session's temp directories — or `private_tmp`.
     pub(crate) fn writable(&self, private_tmp: Option<&Path>) -> Vec<PathBuf> {
         let mut roots: Vec<PathBuf> = Vec::new();
         if self.mode == Mode::WorkspaceWrite {
             roots.push(self.workspace.clone());
-            roots.extend(self.temp_dirs.iter().cloned());
             roots.extend(self.writable_roots.iter().cloned());
-            roots.push(PathBuf::from("/dev/shm"));
+        }
+        if let Some(session) = &self.session_dir {
+            roots.push(session.join("tmp"));
+            roots.push(session.join("shm"));
         }
         roots.extend(private_tmp.map(Path::to_path_buf));
         let mut seen = Vec::new();
@@ -310,11 +347,8 @@ mod tests {
         let policy = Policy::new(&settings(), Path::new("/w"));
         assert_eq!(Policy::from_arg(&policy.to_arg().unwrap()).unwrap(), policy);
         assert!(policy.denied.contains(&PathBuf::from("/h/.scv")));
-        assert!(policy
-            .denied
-            .contains(&PathBuf::from("/h/.cargo/credentials.toml")));
-        assert!(policy.readable.contains(&PathBuf::from("/h/.cargo")));
-        assert!(policy.readable.contains(&PathBuf::from("/h/tools")));
+        assert!(policy.readable().contains(&PathBuf::from("/h/.cargo")));
+        assert!(policy.readable().contains(&PathBuf::from("/h/tools")));
         assert_eq!(policy.home, Some(PathBuf::from("/h")));
         assert_eq!(Mode::WorkspaceWrite.as_str(), "workspace-write");
     }
@@ -327,10 +361,10 @@ mod tests {
         std::fs::create_dir_all(root.join("sub/dir")).unwrap();
         let ws = root.join("sub/dir");
         let policy = Policy::new(&settings(), &ws);
-        assert!(policy.readable.contains(&ws));
-        assert!(policy.readable.contains(&root));
+        assert!(policy.readable().contains(&ws));
+        assert!(policy.readable().contains(&root));
         let at_root = Policy::new(&settings(), &root);
-        assert_eq!(at_root.readable.iter().filter(|p| **p == root).count(), 1);
+        assert_eq!(at_root.readable().iter().filter(|p| **p == root).count(), 1);
     }
 
     #[test]
@@ -339,7 +373,7 @@ mod tests {
         settings.user_home = Some(PathBuf::from("/"));
         let policy = Policy::new(&settings, Path::new("/w"));
         assert_eq!(policy.home, None);
-        assert!(!policy.readable.iter().any(|p| p.starts_with("/.cargo")));
+        assert!(!policy.readable().iter().any(|p| p.starts_with("/.cargo")));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Can this kernel enforce a sandbox? Asked once by the server, without
 //! confining it: creating (not applying) a ruleset that insists on the
-//! needed rights tells for Landlock; a child that enters a user and mount
-//! namespace and makes read-only mounts tells for the mount layer; making
-//! (and removing) a pids cgroup tells for the process bound of root.
+//! needed rights tells for Landlock; a child that builds the made-up
+//! machine for real tells for the mount namespace. (The process bound is
+//! the server's to make: `pids::CgroupTree`.)
 
 use landlock::{
     Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetError, Scope, ABI,
@@ -65,13 +65,10 @@ pub fn probe() -> Support {
     let mount_namespace = match namespace {
         Ok(()) => true,
         Err(why) => {
-            gaps.push(format!("user namespaces are unavailable ({why}): commands can change file modes outside the workspace and rewrite .git/config and hooks"));
+            gaps.push(format!("user namespaces are unavailable ({why}): commands see the real machine cut down by Landlock instead of a made-up one (the names in your home are listable, file modes outside the workspace can change, and git directories in the workspace are writable)"));
             false
         }
     };
-    if let Err(why) = crate::pids::bound_available() {
-        gaps.push(format!("a command's processes are not bounded: {why}"));
-    }
     Support::Enforced {
         scoped,
         mount_namespace,

@@ -1,4 +1,7 @@
-//! The Landlock ruleset of a [`Policy`].
+//! The Landlock ruleset of a [`Policy`]: on the made-up machine
+//! ([`for_machine`]) a handful of rules, the machine itself holding only
+//! what may be read; without a mount namespace ([`build`], the fallback)
+//! "everything but these trees", cut out of the host as below.
 //!
 //! Landlock only grants, and a grant covers everything below a directory,
 //! so "read everything except these trees" is built from grants on the
@@ -36,7 +39,7 @@ const TARGET: ABI = ABI::V7;
 /// neither `/dev/tty` nor another terminal (`/dev/pts/N`, `/dev/ptmx`, the
 /// consoles), so it can neither type into the user's shell nor read what is
 /// typed elsewhere; nor `/dev/input` (keyboards).
-const DEVICES: &[&str] = &[
+pub(crate) const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
@@ -46,7 +49,7 @@ const DEVICES: &[&str] = &[
 
 /// Compute devices (GPUs) by name prefix in `/dev`, for test suites that
 /// use them.
-const GPU_DEVICES: &[&str] = &["nvidia", "dri", "kfd"];
+pub(crate) const GPU_DEVICES: &[&str] = &["nvidia", "dri", "kfd"];
 
 /// Whether this kernel's Landlock rules `connect()` on pathname Unix
 /// sockets (`ResolveUnix`, ABI 9).
@@ -82,14 +85,31 @@ pub(crate) fn build(
     };
     let all = AccessFs::from_all(TARGET);
     let read = AccessFs::from_read(TARGET);
-    let denied: Vec<PathBuf> = policy.denied.iter().map(|p| canonical(p)).collect();
+    let mut denied: Vec<PathBuf> = policy.denied.iter().map(|p| canonical(p)).collect();
     let home = policy.home.as_deref().map(canonical);
+    if let Some(home) = &home {
+        for name in crate::credentials::MASKED
+            .iter()
+            .chain(crate::credentials::FILTERED)
+        {
+            denied.extend(crate::credentials::expand(&home.join(name)));
+        }
+    }
+    for pattern in crate::credentials::MASKED_SYSTEM {
+        denied.extend(crate::credentials::expand(Path::new(pattern)));
+    }
     let mut rules = Rules::default();
     // The home is cut out of the read grant whole: nothing in it is
-    // readable (not even its names) but what is granted below.
+    // readable (not even its names) but what is granted below. So are the
+    // shared temp directories (another program's files, a Kerberos ticket
+    // cache): a command gets its session's own.
     let mut cut = denied.clone();
     cut.extend(home.iter().cloned());
     cut.push(PathBuf::from("/dev"));
+    cut.extend(policy.temp_dirs.iter().map(|p| canonical(p)));
+    if let Some(session) = &policy.session_dir {
+        cut.push(canonical(session));
+    }
     rules.grant(Path::new("/"), read, &cut)?;
     // Any other grant above the home (a repository whose tree holds the
     // home, as a dotfiles repository does; a workspace of `/home`) cuts the
@@ -100,7 +120,7 @@ pub(crate) fn build(
         Some(home) if home.starts_with(root) && home != root => &home_cut,
         _ => &denied,
     };
-    for path in &policy.readable {
+    for path in &policy.readable() {
         let path = canonical(path);
         rules.grant(&path, read, cut_for(&path))?;
     }
@@ -112,17 +132,7 @@ pub(crate) fn build(
             rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
         }
     }
-    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
-    for path in DEVICES {
-        rules.add_existing(Path::new(path), device)?;
-    }
-    for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if GPU_DEVICES.iter().any(|prefix| name.starts_with(prefix)) {
-            rules.add_existing(&entry.path(), device | AccessFs::ReadDir)?;
-        }
-    }
+    add_devices(&mut rules)?;
 
     let mut ruleset = Ruleset::default()
         .handle_access(handled)?
@@ -135,6 +145,68 @@ pub(crate) fn build(
         .create()?
         .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
     Ok(created)
+}
+
+/// The ruleset of a command on the made-up machine (`machine`), with the
+/// rules that name host trees: writing the writable roots and the
+/// session's temp directories, the devices, the listed Unix sockets. The
+/// child adds reading `/` (the machine holds nothing else) and writing its
+/// tmpfs home once they exist ([`Rights`]).
+pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), crate::Error> {
+    let unix = rules_unix_sockets();
+    let handled = if unix {
+        AccessFs::from_all(ABI::V9)
+    } else {
+        AccessFs::from_all(TARGET)
+    };
+    let all = AccessFs::from_all(TARGET);
+    let mut rules = Rules::default();
+    for root in policy.writable(None) {
+        rules.add_existing(&root, all)?;
+    }
+    if unix {
+        for socket in &policy.unix_sockets {
+            rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
+        }
+    }
+    add_devices(&mut rules)?;
+    let mut ruleset = Ruleset::default()
+        .handle_access(handled)?
+        .scope(Scope::from_all(TARGET))?;
+    if !policy.network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
+    }
+    let created = ruleset
+        .create()?
+        .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
+    let rights = Rights {
+        read: (AccessFs::from_read(TARGET) & handled).bits(),
+        all: (all & handled).bits(),
+    };
+    Ok((created, rights))
+}
+
+/// Rights as the kernel's bit sets, for the rules the child adds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rights {
+    pub read: u64,
+    pub all: u64,
+}
+
+/// Reading, writing and driving the allowed device files.
+fn add_devices(rules: &mut Rules) -> Result<(), crate::Error> {
+    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
+    for path in DEVICES {
+        rules.add_existing(Path::new(path), device)?;
+    }
+    for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if GPU_DEVICES.iter().any(|prefix| name.starts_with(prefix)) {
+            rules.add_existing(&entry.path(), device | AccessFs::ReadDir)?;
+        }
+    }
+    Ok(())
 }
 
 /// The rules by path, so a path reached twice (a temp directory cut for

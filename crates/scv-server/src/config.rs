@@ -49,6 +49,7 @@ struct Raw {
     sandbox_protect_git: bool,
     sandbox_max_processes: u32,
     tool_env_passthrough: Vec<String>,
+    trusted_workspaces: Vec<PathBuf>,
     session_store: bool,
     session_retention_days: u64,
     max_session_store_bytes: u64,
@@ -115,6 +116,7 @@ impl Default for Raw {
             sandbox_protect_git: true,
             sandbox_max_processes: 1024,
             tool_env_passthrough: Vec::new(),
+            trusted_workspaces: Vec::new(),
             session_store: true,
             session_retention_days: 30,
             max_session_store_bytes: 1 << 30,
@@ -143,6 +145,9 @@ pub struct Config {
     pub(crate) provider: ProviderConfig,
     pub(crate) limits: TurnLimits,
     pub(crate) sandbox: SandboxConfig,
+    /// `trusted_workspaces`: directories whose repository configuration
+    /// (hooks, MCP servers, rules) may run or apply (`scv_client::trust`).
+    pub(crate) trusted_workspaces: Vec<PathBuf>,
     pub daemon: DaemonConfig,
     pub(crate) store: StoreConfig,
     /// `[mcp_servers.NAME]`, checked.
@@ -309,6 +314,7 @@ const KNOWN_KEYS: &[&str] = &[
     "sandbox_protect_git",
     "sandbox_max_processes",
     "tool_env_passthrough",
+    "trusted_workspaces",
     "session_store",
     "session_retention_days",
     "max_session_store_bytes",
@@ -415,6 +421,7 @@ impl Config {
             ("sandbox_writable_roots", &raw.sandbox_writable_roots),
             ("sandbox_readable_roots", &raw.sandbox_readable_roots),
             ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
+            ("trusted_workspaces", &raw.trusted_workspaces),
         ] {
             if let Some(root) = paths.iter().find(|r| !r.is_absolute()) {
                 return Err(anyhow!(
@@ -502,6 +509,7 @@ impl Config {
                 max_processes: raw.sandbox_max_processes,
                 tool_env_passthrough: raw.tool_env_passthrough,
             },
+            trusted_workspaces: raw.trusted_workspaces,
             daemon: DaemonConfig {
                 workspace: raw.workspace,
                 clawbot_approval_timeout_ms: raw.clawbot_approval_timeout_ms,

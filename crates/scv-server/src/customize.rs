@@ -1,11 +1,14 @@
-//! What the user's files add to a session: hooks (`$SCV_HOME/hooks.json`
-//! and `WORKSPACE/.scv/hooks.json`), custom commands and skills
-//! (`scv_commands`). Read when the session starts — a session never runs
-//! without the hooks the user wrote, so a malformed hooks file refuses the
-//! session with the file and line — and kept for its life.
+//! What the user's files add to a session: hooks (`$SCV_HOME/hooks.json`,
+//! and the repository's `WORKSPACE/.scv/hooks.json` in a trusted
+//! workspace: `trust`), custom commands and skills (`scv_commands`). Read
+//! when the session starts — a session never runs without the hooks the
+//! user wrote, so a malformed hooks file of theirs (or of a repository
+//! they trusted) refuses the session with the file and line — and kept for
+//! its life.
 
+use scv_client::trust::Decision;
 use scv_commands::{Catalog, Roots};
-use scv_hooks::Hooks;
+use scv_hooks::{Hooks, Origin};
 use scv_protocol::{CommandInfo, CommandKind};
 use std::path::{Path, PathBuf};
 
@@ -23,24 +26,44 @@ pub(crate) struct Customization {
     pub started: tokio::sync::OnceCell<Vec<String>>,
     /// `SessionStart`'s `source`: `startup` or `resume`.
     pub source: &'static str,
+    /// The workspace's trust as it was decided when this was loaded.
+    pub trust: Option<Decision>,
 }
 
-/// The hooks files, in the order they apply.
-pub(crate) fn hook_files(scv_home: &Path, workspace: &Path) -> [PathBuf; 2] {
-    [
-        scv_home.join("hooks.json"),
-        workspace.join(".scv").join("hooks.json"),
-    ]
-}
+/// The repository's hooks file, relative to the workspace.
+const REPOSITORY_HOOKS: &str = ".scv/hooks.json";
 
-/// Reads a session's hooks, commands and skills (blocking). The error is
-/// a malformed or unreadable hooks file: "FILE:LINE:COL: what".
+/// Reads a session's hooks, commands and skills (blocking); `trusted` is
+/// `trusted_workspaces`. The error is a malformed or unreadable hooks
+/// file: "FILE:LINE:COL: what".
 pub(crate) fn load(
     scv_home: &Path,
     workspace: &Path,
+    trusted: &[PathBuf],
     source: &'static str,
 ) -> Result<Customization, String> {
-    let hooks = Hooks::load(&hook_files(scv_home, workspace)).map_err(|err| err.to_string())?;
+    let user = Hooks::load(&[scv_home.join("hooks.json")]).map_err(|err| err.to_string())?;
+    let trust = crate::trust::decide(scv_home, trusted, workspace);
+    let hooks = match trust.usable(REPOSITORY_HOOKS) {
+        Some(bytes) => {
+            let path = workspace.join(REPOSITORY_HOOKS);
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| format!("{}: not valid UTF-8", path.display()))?;
+            let repository =
+                Hooks::parse_from(&path, text, Origin::Repository).map_err(|e| e.to_string())?;
+            let hooks = user.merge(repository);
+            if hooks.len() > scv_hooks::MAX_HOOKS {
+                return Err(format!(
+                    "{}: brings the hook commands to {}; at most {} are allowed in all",
+                    path.display(),
+                    hooks.len(),
+                    scv_hooks::MAX_HOOKS
+                ));
+            }
+            hooks
+        }
+        None => user,
+    };
     let catalog = Catalog::load(&Roots {
         workspace: workspace.to_path_buf(),
         scv_home: scv_home.to_path_buf(),
@@ -55,6 +78,7 @@ pub(crate) fn load(
         agent_diagnostics: Vec::new(),
         started: tokio::sync::OnceCell::new(),
         source,
+        trust: Some(trust),
     })
 }
 

@@ -29,10 +29,7 @@ pub(crate) struct HookContext<'a> {
     pub plan: bool,
     /// The session's sandbox (read-only in plan mode); `None`: unconfined,
     /// as the session's commands are.
-    pub sandbox: Option<&'a scv_sandbox::Policy>,
-    /// `$SCV_HOME`: hooks from there are the user's own; a workspace's
-    /// may have been written by the model (see [`Hooked::workspace_allow`]).
-    pub scv_home: &'a Path,
+    pub sandbox: Option<crate::sandbox::SandboxView>,
 }
 
 /// What the hooks of one event decided.
@@ -41,10 +38,9 @@ pub(crate) struct Hooked {
     pub outcome: Outcome,
     /// What each said that the user should see.
     pub notes: Vec<Note>,
-    /// A hook of the workspace (not `$SCV_HOME`) said `allow`. Such an
-    /// `allow` never skips the approval of a call that leaves the
-    /// sandbox: the model can write a workspace's hooks.json.
-    pub workspace_allow: bool,
+    /// A hook of the repository's said `allow`. Such an `allow` never
+    /// skips an approval: the model can write a repository's hooks file.
+    pub repository_allow: bool,
 }
 
 /// One thing a hook said that the user should see (`hook.message`).
@@ -87,14 +83,14 @@ pub(crate) async fn run(
         async move {
             let run = cx.run_one(hook, &stdin).await;
             let outcome = scv_hooks::interpret(event, hook, run);
-            let workspace_allow = outcome.decision == scv_hooks::Decision::Allow
-                && !hook.source.starts_with(cx.scv_home);
-            (hook, outcome, workspace_allow)
+            let repository_allow = outcome.decision == scv_hooks::Decision::Allow
+                && hook.origin == scv_hooks::Origin::Repository;
+            (hook, outcome, repository_allow)
         }
     });
     let ran = futures_util::future::join_all(runs).await;
     let mut notes = Vec::new();
-    let mut workspace_allow = false;
+    let mut repository_allow = false;
     let mut outcomes = Vec::with_capacity(ran.len());
     for (hook, outcome, allow) in ran {
         let label = hook.label();
@@ -115,13 +111,13 @@ pub(crate) async fn run(
                 blocked: true,
             });
         }
-        workspace_allow |= allow;
+        repository_allow |= allow;
         outcomes.push(outcome);
     }
     Some(Hooked {
         outcome: scv_hooks::combine(event, outcomes),
         notes,
-        workspace_allow,
+        repository_allow,
     })
 }
 
@@ -139,16 +135,19 @@ impl HookContext<'_> {
         let (out_read, out_write) = std::io::pipe().map_err(pipe("stdout"))?;
         let (err_read, err_write) = std::io::pipe().map_err(pipe("stderr"))?;
         let (mut report_read, report_write) = std::io::pipe().map_err(pipe("report"))?;
-        // The session's sandbox, plus the folders user hooks' scripts live
-        // in (the home and `$SCV_HOME` are closed to tools).
-        let policy = self.sandbox.map(|policy| {
-            let mut policy = policy.clone();
-            policy.readable.push(self.scv_home.join("hooks"));
-            if let Some(home) = &policy.home {
-                policy.readable.push(home.join(".claude").join("hooks"));
-            }
-            policy
-        });
+        // The session's sandbox; a hook of the user's own also sees the
+        // folders its scripts live in (the home and `$SCV_HOME` are closed
+        // to tools), a repository's hook nothing more than `bash` does.
+        let runs = match hook.origin {
+            scv_hooks::Origin::User => crate::sandbox::Runs::UserHook,
+            scv_hooks::Origin::Repository => crate::sandbox::Runs::Command,
+        };
+        let policy = match &self.sandbox {
+            Some(view) => Some(view.policy(runs).await.map_err(|err| {
+                format!("the sandbox could not be set up, so it did not run: {err}")
+            })?),
+            None => None,
+        };
         let report_fd = report_write.as_raw_fd();
         let mut command = crate::reaper::bash(
             report_fd,
@@ -230,6 +229,19 @@ impl HookContext<'_> {
             }) => Exit::Signal(signal),
             _ => Exit::FailedToStart("its status is unknown (the reaper sent no report)".into()),
         };
+        // A hook the sandbox refused says so, as `bash` does.
+        let mut stderr = stderr;
+        if !matches!(exit, Exit::Code(0)) {
+            let text = String::from_utf8_lossy(&stderr).into_owned();
+            if let Some(note) = policy
+                .as_ref()
+                .and_then(|p| crate::tools::bash::sandbox_note(&p.policy, &text))
+            {
+                stderr.extend_from_slice(
+                    format!("\n{}", note.replace("this command ran", "this hook ran")).as_bytes(),
+                );
+            }
+        }
         Ok(Run {
             exit,
             stdout,

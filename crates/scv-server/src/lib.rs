@@ -40,3 +40,4 @@ mod telemetry;
 mod text;
 pub mod tools;
 mod transport;
+mod trust;

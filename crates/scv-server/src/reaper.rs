@@ -159,9 +159,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     if let Some(policy) = &policy {
         match scv_sandbox::Prepared::new(policy) {
             Ok(mut ready) => {
-                if let Some(tmp) = ready.tmpdir() {
-                    command.env("TMPDIR", tmp);
-                }
+                command.env("TMPDIR", ready.tmpdir());
                 if let Some(mut confinement) = ready.take_confinement() {
                     // SAFETY: `apply` only makes the kernel calls that
                     // apply the sandbox (no allocation, no lock).
@@ -278,17 +276,14 @@ impl Drop for Reaper {
 /// its own. The caller sets stdin, stdout and stderr.
 pub(crate) fn bash(
     report_fd: i32,
-    policy: Option<&scv_sandbox::Policy>,
+    policy: Option<&crate::sandbox::CallPolicy>,
     line: &str,
     cwd: &std::path::Path,
     env: &[(OsString, OsString)],
 ) -> Result<tokio::process::Command, String> {
     let mut command = self::command(Some(report_fd));
     if let Some(policy) = policy {
-        let policy = policy
-            .to_arg()
-            .map_err(|err| format!("cannot pass the sandbox policy: {err}"))?;
-        command.arg(SANDBOX_FLAG).arg(policy);
+        command.arg(SANDBOX_FLAG).arg(&*policy.arg);
     }
     command
         .arg("--")

@@ -36,9 +36,14 @@ impl Sandbox {
             mode => match scv_sandbox::probe() {
                 Support::Enforced {
                     mount_namespace,
-                    gaps,
+                    mut gaps,
                     ..
                 } => {
+                    if config.sandbox.max_processes > 0 {
+                        if let Err(why) = cgroups() {
+                            gaps.push(format!("a session's processes are not bounded: {why}"));
+                        }
+                    }
                     for gap in &gaps {
                         tracing::warn!("sandbox: {gap}; `sandboxed` calls are not auto-approved");
                     }
@@ -135,6 +140,22 @@ impl Sandbox {
         Some(policy)
     }
 
+    /// The sandbox of a session in `workspace`; `None` when its commands
+    /// run unconfined. What it needs of its own (its temp directories,
+    /// the repositories under its writable roots, its pids cgroup) is made
+    /// at its first sandboxed command ([`SessionSandbox::policy`]).
+    pub(crate) fn session(&self, workspace: &Path) -> Option<SandboxView> {
+        let policy = self.policy(workspace)?;
+        Some(SandboxView {
+            session: Arc::new(SessionSandbox {
+                base: self.shared(policy),
+                scv_home: self.settings.scv_home.clone(),
+                ready: tokio::sync::OnceCell::new(),
+            }),
+            read_only: false,
+        })
+    }
+
     /// `policy`, shared with the live sessions that hold an equal one. A
     /// session's two policies (its own and plan mode's, ~3 KiB each) were
     /// half of what an idle session kept, and sessions in one workspace
@@ -166,6 +187,199 @@ impl Sandbox {
 /// started).
 fn scv_sandbox_home(home: &Path) -> PathBuf {
     std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf())
+}
+
+/// A session's sandbox as its turns, subagents and hooks use it: the
+/// session's own, or its read-only form (plan mode, read-only subagents).
+#[derive(Clone)]
+pub(crate) struct SandboxView {
+    session: Arc<SessionSandbox>,
+    read_only: bool,
+}
+
+/// Which policy a process of the session gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runs {
+    /// A tool command (`bash`) or a hook of the repository's.
+    Command,
+    /// A hook of the user's own: the folders their scripts live in
+    /// (`$SCV_HOME/hooks/`, `~/.claude/hooks/`) are shown too, read-only.
+    UserHook,
+}
+
+impl SandboxView {
+    /// The same session's read-only form.
+    pub(crate) fn read_only(&self) -> SandboxView {
+        SandboxView {
+            session: self.session.clone(),
+            read_only: true,
+        }
+    }
+
+    /// This view, or its read-only form when `read_only`.
+    pub(crate) fn with_read_only(&self, read_only: bool) -> SandboxView {
+        if read_only {
+            self.read_only()
+        } else {
+            self.clone()
+        }
+    }
+
+    /// Whether its commands may use the network.
+    pub(crate) fn network(&self) -> bool {
+        self.session.base.network
+    }
+
+    /// The policy a process of this session runs under, made ready at the
+    /// session's first one (off the async threads).
+    pub(crate) async fn policy(&self, runs: Runs) -> Result<CallPolicy, String> {
+        let ready = self
+            .session
+            .ready
+            .get_or_init(|| {
+                let session = self.session.clone();
+                async move {
+                    crate::blocking::run(move || Ready::make(&session))
+                        .await
+                        .map_err(|err| err.to_string())
+                        .and_then(|made| made)
+                }
+            })
+            .await;
+        let ready = ready.as_ref().map_err(Clone::clone)?;
+        Ok(
+            ready.policies[usize::from(self.read_only) * 2 + usize::from(runs == Runs::UserHook)]
+                .clone(),
+        )
+    }
+}
+
+/// The policy of one process, and the tool process's argument naming it.
+#[derive(Clone)]
+pub(crate) struct CallPolicy {
+    pub policy: Arc<Policy>,
+    /// `@PATH` of the session's policy file.
+    pub arg: Arc<str>,
+}
+
+/// One session's sandbox.
+pub(crate) struct SessionSandbox {
+    /// What its configuration says (shared with equal sessions).
+    base: Arc<Policy>,
+    scv_home: PathBuf,
+    ready: tokio::sync::OnceCell<Result<Ready, String>>,
+}
+
+/// What a session's sandbox makes of its own at its first command.
+struct Ready {
+    /// Command, user hook; then their read-only forms.
+    policies: [CallPolicy; 4],
+    /// Its folder (temp directories, policy files), removed when the
+    /// session ends.
+    dir: Option<tempfile::TempDir>,
+    /// Its pids cgroup; what is left in it is killed when it ends.
+    _cgroup: Option<scv_sandbox::SessionCgroup>,
+}
+
+impl Ready {
+    fn make(session: &SessionSandbox) -> Result<Ready, String> {
+        let base = &session.base;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("scv-{}-", std::process::id()))
+            .tempdir()
+            .map_err(|err| format!("cannot make the session's temp directory: {err}"))?;
+        for sub in ["tmp", "shm"] {
+            std::fs::create_dir(dir.path().join(sub))
+                .map_err(|err| format!("cannot make the session's temp directory: {err}"))?;
+        }
+        let mut policy = Policy::clone(base);
+        policy.session_dir = Some(dir.path().to_path_buf());
+        if policy.protect_git {
+            let mut roots = vec![policy.workspace.clone()];
+            roots.extend(policy.writable_roots.iter().cloned());
+            let found = scv_sandbox::repositories(&roots);
+            for root in &found.cut_short {
+                tracing::warn!(
+                    "sandbox: {} holds more than {} entries; repositories below that were not looked for",
+                    root.display(),
+                    scv_sandbox::MAX_ENTRIES
+                );
+            }
+            policy.git = found.git;
+        }
+        let cgroup = match (cgroups(), policy.max_processes) {
+            (Ok(Some(tree)), max) if max > 0 => {
+                let name = uuid::Uuid::new_v4().simple().to_string();
+                let cgroup = tree
+                    .session(&name, max)
+                    .map_err(|err| format!("cannot make the session's pids cgroup: {err}"))?;
+                policy.pids_cgroup = Some(cgroup.path().to_path_buf());
+                Some(cgroup)
+            }
+            _ => None,
+        };
+        let user_hook = |mut policy: Policy| {
+            policy.readable_roots.push(session.scv_home.join("hooks"));
+            if let Some(home) = &policy.home {
+                policy
+                    .readable_roots
+                    .push(home.join(".claude").join("hooks"));
+            }
+            policy
+        };
+        let read_only = |mut policy: Policy| {
+            policy.mode = Mode::ReadOnly;
+            policy
+        };
+        let forms = [
+            policy.clone(),
+            user_hook(policy.clone()),
+            read_only(policy.clone()),
+            read_only(user_hook(policy)),
+        ];
+        let mut policies = Vec::with_capacity(4);
+        for (i, form) in forms.into_iter().enumerate() {
+            // Written once; each process reads its file (`--sandbox @PATH`).
+            let path = dir.path().join(format!("policy-{i}.json"));
+            let json = form
+                .to_arg()
+                .map_err(|err| format!("cannot write the sandbox policy: {err}"))?;
+            std::fs::write(&path, json)
+                .map_err(|err| format!("cannot write the sandbox policy: {err}"))?;
+            policies.push(CallPolicy {
+                policy: Arc::new(form),
+                arg: format!("@{}", path.display()).into(),
+            });
+        }
+        let policies: [CallPolicy; 4] = policies
+            .try_into()
+            .map_err(|_| "the sandbox policies were not made".to_string())?;
+        Ok(Ready {
+            policies,
+            dir: Some(dir),
+            _cgroup: cgroup,
+        })
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        // A session's /tmp may hold a build tree: removed off the async
+        // threads where there are some.
+        if let Some(dir) = self.dir.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => drop(handle.spawn_blocking(move || drop(dir))),
+                Err(_) => drop(dir),
+            }
+        }
+    }
+}
+
+/// The server's pids subtree (made once per process, kept for its life).
+fn cgroups() -> &'static Result<Option<scv_sandbox::CgroupTree>, String> {
+    static TREE: std::sync::OnceLock<Result<Option<scv_sandbox::CgroupTree>, String>> =
+        std::sync::OnceLock::new();
+    TREE.get_or_init(scv_sandbox::CgroupTree::open)
 }
 
 #[cfg(test)]

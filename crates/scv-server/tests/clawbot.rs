@@ -897,7 +897,7 @@ async fn the_owners_commands_run_in_the_same_sandbox_under_the_same_rules() {
     bot.mock.push(Reply::text(["It was refused."]));
     bot.ilink.inject_text(OWNER, "write outside");
     // No approval asked: the command is sandboxed and `sandboxed` is
-    // auto-approved — and the kernel refused the write.
+    // auto-approved — and the path is not even there for it.
     let sent = bot.wait_sent(OWNER, 1).await;
     assert_eq!(sent[0], "It was refused.");
     // The tool message itself (the whole body also holds the bash tool's
@@ -913,8 +913,8 @@ async fn the_owners_commands_run_in_the_same_sandbox_under_the_same_rules() {
         .to_string();
     assert!(
         tool_result.contains("[exit code: 1]")
-            && (tool_result.contains("Read-only file system")
-                || tool_result.contains("ermission denied")),
+            && tool_result.contains("No such file or directory")
+            && tool_result.contains("[sandbox: "),
         "{tool_result}"
     );
     assert!(!target.exists());

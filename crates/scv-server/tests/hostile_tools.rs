@@ -350,7 +350,9 @@ async fn reading_a_fifo_is_refused_at_once() {
 #[tokio::test]
 async fn processes_that_leave_the_group_are_killed_when_the_command_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]").await;
+    // The pid files are outside the workspace: a writable root (the
+    // shared /tmp is not the sandbox's).
+    let mut rig = Rig::new(&writable_root(dir.path())).await;
     let session = rig.session().await;
     // `setsid sleep &` keeps the output pipe open: the call must still end
     // when bash does, not wait out its timeout.
@@ -375,7 +377,9 @@ async fn processes_that_leave_the_group_are_killed_when_the_command_ends() {
 #[tokio::test]
 async fn escaped_processes_die_on_cancel() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]").await;
+    // The pid files are outside the workspace: a writable root (the
+    // shared /tmp is not the sandbox's).
+    let mut rig = Rig::new(&writable_root(dir.path())).await;
     let session = rig.session().await;
     rig.mock.push(Reply::tool_calls(&[(
         "b",
@@ -398,7 +402,9 @@ async fn escaped_processes_die_on_cancel() {
 #[tokio::test]
 async fn escaped_processes_die_on_timeout_and_the_output_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]").await;
+    // The pid files are outside the workspace: a writable root (the
+    // shared /tmp is not the sandbox's).
+    let mut rig = Rig::new(&writable_root(dir.path())).await;
     let session = rig.session().await;
     rig.mock.push(Reply::tool_calls(&[(
         "b",
@@ -419,7 +425,9 @@ async fn escaped_processes_die_on_timeout_and_the_output_says_so() {
 #[tokio::test]
 async fn escaped_processes_die_when_the_client_disconnects() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]").await;
+    // The pid files are outside the workspace: a writable root (the
+    // shared /tmp is not the sandbox's).
+    let mut rig = Rig::new(&writable_root(dir.path())).await;
     let session = rig.session().await;
     rig.mock.push(Reply::tool_calls(&[(
         "b",
@@ -437,7 +445,9 @@ async fn escaped_processes_die_when_the_client_disconnects() {
 async fn escaped_processes_die_on_sigterm_and_on_sigkill_of_the_server() {
     for signal in [libc::SIGTERM, libc::SIGKILL] {
         let dir = tempfile::tempdir().unwrap();
-        let mut rig = Rig::new("auto_approve = [\"read\", \"process\"]").await;
+        // The pid files are outside the workspace: a writable root (the
+        // shared /tmp is not the sandbox's).
+        let mut rig = Rig::new(&writable_root(dir.path())).await;
         let session = rig.session().await;
         rig.mock.push(Reply::tool_calls(&[(
             "b",
@@ -606,4 +616,12 @@ async fn an_agents_md_linked_to_a_device_or_outside_is_not_read() {
             .to_string();
         assert!(!system.contains("AGENTS.md says"), "{system}");
     }
+}
+
+/// Config that auto-approves commands and lets them write `dir`.
+fn writable_root(dir: &std::path::Path) -> String {
+    format!(
+        "auto_approve = [\"read\", \"process\"]\nsandbox_writable_roots = [\"{}\"]",
+        dir.canonicalize().unwrap().display()
+    )
 }

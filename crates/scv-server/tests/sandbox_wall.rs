@@ -281,6 +281,7 @@ async fn file_modes_outside_the_writable_roots_cannot_change() {
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
     let notes = place.user_home.join("notes.txt");
     let before = mode(&notes);
+    let modified = std::fs::metadata(&notes).unwrap().modified().unwrap();
     std::fs::write(rig.home.workspace().join("run.sh"), "echo ran\n").unwrap();
     let results = run_all(
         &mut rig,
@@ -294,10 +295,16 @@ async fn file_modes_outside_the_writable_roots_cannot_change() {
         ],
     )
     .await;
-    for id in ["key", "config", "notes", "touch"] {
+    for id in ["key", "config", "notes"] {
         let (_, success, output) = result(&results, id);
         assert!(!success, "{id} succeeded: {output}");
     }
+    // The home a command sees is a scratch one: `touch` there makes a file
+    // that is gone when the command ends, and the real one keeps its time.
+    assert_eq!(
+        std::fs::metadata(&notes).unwrap().modified().unwrap(),
+        modified
+    );
     assert_eq!(mode(&key), 0o600);
     assert_eq!(mode(&config), 0o600);
     assert_eq!(mode(&notes), before);
@@ -315,9 +322,14 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// What a sandboxed command plants in `.git` must never run when the user
-/// (or SCV) later runs plain git outside the sandbox.
+/// (or SCV) later runs plain git outside the sandbox: every git directory
+/// under a writable root — the workspace's, a nested repository's, a
+/// submodule's pointer — is read-only, so nothing in it can be changed or
+/// created (`commondir`, hooks, `objects/info/alternates`, `worktrees/`).
+/// Git commands that only read work in the sandbox; those that write say
+/// why they cannot.
 #[tokio::test]
-async fn nothing_planted_in_git_runs_later_and_commits_still_work() {
+async fn nothing_planted_in_any_git_directory_runs_later() {
     let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
         return;
     };
@@ -326,8 +338,16 @@ async fn nothing_planted_in_git_runs_later_and_commits_still_work() {
     std::fs::write(ws.join("a.txt"), "one\n").unwrap();
     assert!(git(&ws, &["add", "a.txt"]).status.success());
     assert!(git(&ws, &["commit", "-qm", "first"]).status.success());
+    // A nested repository (m02) and a submodule-style pointer.
+    let nested = ws.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    assert!(git(&nested, &["init", "-q"]).status.success());
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::fs::create_dir_all(ws.join(".git/modules/sub")).unwrap();
+    std::fs::write(ws.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
     let pwned = place.outside.join("pwned");
     let touch = format!("touch {}", pwned.display());
+    let plant = ws.join("planted");
     let results = run_all(
         &mut rig,
         &session,
@@ -340,10 +360,18 @@ async fn nothing_planted_in_git_runs_later_and_commits_still_work() {
             ("info", "echo '* filter=f' > .git/info/attributes".into()),
             ("move", "mv .git .git-old && mkdir .git && echo planted > .git/config".into()),
             ("remove-hooks", "rm -rf .git/hooks".into()),
+            // h01: a commondir pointing at a planted copy.
             (
-                "commit",
-                "echo two >> a.txt && git -c user.name=t -c user.email=t@example.com commit -qam second && git log --oneline | wc -l".into(),
+                "commondir",
+                format!("mkdir -p {p}/hooks && cp .git/HEAD {p}/ && printf '[core]\\n\\tfsmonitor = {touch}\\n' > {p}/config && echo {p} > .git/commondir", p = plant.display()),
             ),
+            ("alternates", "echo /tmp > .git/objects/info/alternates".into()),
+            ("worktrees", "mkdir -p .git/worktrees/x".into()),
+            ("nested", format!("git -C vendor/lib config core.fsmonitor '{touch}'")),
+            ("nested-hook", format!("printf '#!/bin/sh\\n{touch}\\n' > vendor/lib/.git/hooks/post-checkout")),
+            ("repoint", format!("echo 'gitdir: {}' > sub/.git", plant.display())),
+            ("commit", "echo two >> a.txt && git -c user.name=t -c user.email=t@example.com commit -qam second".into()),
+            ("read", "git status --short && git log --oneline | wc -l".into()),
         ],
     )
     .await;
@@ -356,19 +384,34 @@ async fn nothing_planted_in_git_runs_later_and_commits_still_work() {
         "info",
         "move",
         "remove-hooks",
+        "commondir",
+        "alternates",
+        "worktrees",
+        "nested",
+        "nested-hook",
+        "repoint",
     ] {
         let (_, success, output) = result(&results, id);
         assert!(!success, "{id} succeeded: {output}");
     }
+    // A commit writes .git: refused, and the result says why and how.
     let (_, success, output) = result(&results, "commit");
-    assert!(*success && output.starts_with("2\n"), "{output}");
+    assert!(!success && output.contains(".git is read-only"), "{output}");
+    let (_, success, output) = result(&results, "read");
+    assert!(*success && output.contains("\n1\n"), "{output}");
     assert!(ws.join(".git/hooks").is_dir());
     assert!(!ws.join(".git-old").exists());
+    assert!(!ws.join(".git/commondir").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/.git")).unwrap(),
+        "gitdir: ../.git/modules/sub\n"
+    );
     // The user's plain git outside the sandbox.
     std::fs::write(ws.join("a.txt"), "three\n").unwrap();
     for args in [&["status"][..], &["diff"], &["commit", "-qam", "third"]] {
         assert!(git(&ws, args).status.success(), "git {args:?}");
     }
+    assert!(git(&nested, &["status"]).status.success());
     assert!(
         !pwned.exists(),
         "planted git configuration ran outside the sandbox"
@@ -458,13 +501,13 @@ async fn descriptors_the_server_inherited_reach_no_command() {
 }
 
 #[tokio::test]
-async fn the_home_is_denied_but_its_toolchains_and_caches() {
+async fn the_home_holds_only_its_toolchains_and_caches_without_their_credentials() {
     let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
         return;
     };
     let home = &place.user_home;
     let files = [
-        (".npmrc", "//registry.npmjs.org/:_authToken=npm_secret"),
+        (".m2/settings.xml", "<password>m2-secret</password>"),
         (
             ".docker/config.json",
             "{\"auths\":{\"x\":{\"auth\":\"c2VjcmV0\"}}}",
@@ -479,7 +522,14 @@ async fn the_home_is_denied_but_its_toolchains_and_caches() {
         (".pypirc", "password = pypi-secret"),
         ("other-project/.env", "API=other-secret"),
         (".cargo/config.toml", "[build]\njobs = 2 # readable"),
-        (".gitconfig", "[user]\nname = readable"),
+        (
+            ".gitconfig",
+            "[user]\nname = readable\n[http]\nextraHeader = Authorization: Bearer git-secret",
+        ),
+        (
+            ".npmrc",
+            "registry=https://readable.example/\n//registry.npmjs.org/:_authToken=npm_secret",
+        ),
         (".cache/tool/data", "cache readable"),
     ];
     for (path, text) in files {
@@ -492,13 +542,17 @@ async fn the_home_is_denied_but_its_toolchains_and_caches() {
         .map(|(path, _)| (*path, format!("cat ~/{path}")))
         .collect();
     let results = run_all(&mut rig, &session, &commands).await;
+    // Not there at all, or (a credential file inside a toolchain tree)
+    // shown empty.
     for (path, _) in &files[..8] {
-        let (_, success, output) = result(&results, path);
-        assert!(!success && !output.contains("secret"), "{path}: {output}");
+        let (_, _, output) = result(&results, path);
+        assert!(!output.contains("secret"), "{path}: {output}");
     }
+    // Configuration builds read is shown with its credentials taken out.
     for (path, _) in &files[8..] {
         let (_, success, output) = result(&results, path);
         assert!(*success && output.contains("readable"), "{path}: {output}");
+        assert!(!output.contains("secret"), "{path}: {output}");
     }
 }
 
@@ -539,7 +593,10 @@ async fn secrets_by_name_or_value_and_doors_out_stay_out_of_the_environment() {
         assert!(!output.contains(value), "{value}: {output}");
     }
     assert!(output.contains("KEPT_TOKEN=passed-through"), "{output}");
-    assert!(output.contains("HARMLESS=kept"), "{output}");
+    // The environment is built from an allow-list: what it does not name
+    // stays out, harmless or not.
+    assert!(!output.contains("HARMLESS"), "{output}");
+    assert!(output.contains("PATH="), "{output}");
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ pub mod first_run;
 pub mod mcp_cmd;
 pub mod session;
 pub mod sessions_cmd;
+pub mod trust_cmd;
 pub mod tui;
 pub mod undo_cmd;
 pub mod usage_cmd;

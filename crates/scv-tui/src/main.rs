@@ -128,6 +128,21 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// Trust a workspace: its repository configuration (hooks in
+    /// .scv/hooks.json and .claude/settings.json, MCP servers in .mcp.json,
+    /// permission rules) runs and applies, as it is now.
+    Trust {
+        /// The directory (default: the current one); it covers everything
+        /// beneath it.
+        #[arg(conflicts_with_all = ["list", "revoke"])]
+        dir: Option<PathBuf>,
+        /// The trusted directories, and whether their files changed since.
+        #[arg(long)]
+        list: bool,
+        /// No longer trust this directory.
+        #[arg(long, value_name = "DIR")]
+        revoke: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -290,6 +305,7 @@ fn local_only(command: &Command) -> Option<&'static str> {
         Command::Daemon { .. } => Some("daemon"),
         Command::Clawbot { .. } => Some("clawbot"),
         Command::Mcp { .. } => Some("mcp"),
+        Command::Trust { .. } => Some("trust"),
         Command::Bridge => Some("bridge"),
         Command::Exec { .. } | Command::Resume { .. } | Command::Acp | Command::Undo { .. } => None,
     }
@@ -393,6 +409,14 @@ fn main() -> ExitCode {
                 };
                 usage(&home, since, by, scv_store::now_unix())
             }
+            Some(Command::Trust { dir, list, revoke }) => match (list, revoke) {
+                (true, _) => scv_tui::trust_cmd::list(&home),
+                (false, Some(dir)) => scv_tui::trust_cmd::revoke(&home, &dir),
+                (false, None) => match dir.map(Ok).unwrap_or_else(std::env::current_dir) {
+                    Ok(dir) => scv_tui::trust_cmd::trust(&home, &dir),
+                    Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
+                },
+            },
             Some(Command::Sessions { action }) => match action {
                 SessionsAction::List { json } => sessions_cmd::list(&home, json),
                 SessionsAction::Delete { id } => sessions_cmd::delete(&home, &id),

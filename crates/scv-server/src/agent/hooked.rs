@@ -152,14 +152,15 @@ impl Turn {
                 gate.reason = reason;
             }
             Decision::Allow => {
-                // What the call can reach is what the sandbox (or the
-                // workspace-bound file tools) allow: an `allow` from a
-                // workspace's hooks — which the model could have written —
-                // never skips the approval of a call beyond that.
+                // No hook's `allow` skips the approval of a call that runs
+                // unconfined (`unsandboxed: true`, an MCP tool, any command
+                // with the sandbox off): a hook of the user's may run a
+                // script the model can rewrite. A repository hook's
+                // `allow` skips nothing the user's `auto_approve` asks.
                 let enforced = self.settings.sandbox.is_some();
                 let contained = matches!(tool.risk(), Risk::Read | Risk::Write)
                     || tool.sandboxed(arguments, enforced) == Some(true);
-                gate.allowed = !hooked.workspace_allow || contained;
+                gate.allowed = contained && !hooked.repository_allow;
                 gate.reason = reason;
             }
             Decision::None => {}

@@ -87,6 +87,7 @@ const NO_TOOLS: &str = "Tools are disabled in this session; answer without them.
 const REFUSED: &str = "the model declined to answer for safety reasons (the provider reported a refusal); this turn was removed from the conversation, so rephrase the request or ask something else";
 
 /// What a session was started with; fixed for its life.
+#[derive(Clone)]
 pub(crate) struct SessionSettings {
     pub cwd: PathBuf,
     pub provider: Provider,
@@ -96,8 +97,9 @@ pub(crate) struct SessionSettings {
     pub no_tools: bool,
     /// The label queue entries carry as `submitter`.
     pub submitter: String,
-    /// The sandbox of the session's commands; `None`: they run unconfined.
-    pub sandbox: Option<Arc<scv_sandbox::Policy>>,
+    /// The sandbox of the session's commands (its read-only form for a
+    /// read-only subagent); `None`: they run unconfined.
+    pub sandbox: Option<crate::sandbox::SandboxView>,
     /// The sandbox's second wall is whole here, so `sandboxed` may
     /// auto-approve (`Sandbox::trusted`).
     pub sandbox_trusted: bool,
@@ -105,8 +107,6 @@ pub(crate) struct SessionSettings {
     pub tool_env: Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
     /// `default` or `plan`; shared with the running turn.
     pub mode: Arc<plan::ModeCell>,
-    /// The sandbox's `read-only` form, for plan mode.
-    pub plan_sandbox: Option<Arc<scv_sandbox::Policy>>,
     /// Its hooks, custom commands and skills.
     pub custom: Arc<crate::customize::Customization>,
     /// `$SCV_HOME` (hooks from there are the user's own).
@@ -132,17 +132,12 @@ impl SessionSettings {
             env: &self.tool_env,
             plan,
             sandbox: self.sandbox_now(plan),
-            scv_home: &self.scv_home,
         }
     }
 
     /// The sandbox of its commands now (read-only in plan mode).
-    pub(crate) fn sandbox_now(&self, plan: bool) -> Option<&scv_sandbox::Policy> {
-        if plan {
-            self.plan_sandbox.as_deref()
-        } else {
-            self.sandbox.as_deref()
-        }
+    pub(crate) fn sandbox_now(&self, plan: bool) -> Option<crate::sandbox::SandboxView> {
+        self.sandbox.as_ref().map(|view| view.with_read_only(plan))
     }
 }
 

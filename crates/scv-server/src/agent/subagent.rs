@@ -355,15 +355,13 @@ impl Child {
             tools: from.tools.clone(),
             no_tools: false,
             submitter: "subagent".into(),
-            sandbox: if read_only {
-                from.plan_sandbox.clone()
-            } else {
-                from.sandbox.clone()
-            },
+            sandbox: from
+                .sandbox
+                .as_ref()
+                .map(|view| view.with_read_only(read_only)),
             sandbox_trusted: from.sandbox_trusted,
             tool_env: from.tool_env.clone(),
             mode: from.mode.clone(),
-            plan_sandbox: from.plan_sandbox.clone(),
             custom: from.custom.clone(),
             scv_home: from.scv_home.clone(),
             config: from.config.clone(),

@@ -85,6 +85,8 @@ impl Connection {
             {
                 Err(from_tool("checkpoints"))
             }
+            // A process SCV runs must never trust its own workspace.
+            ClientMessage::WorkspaceTrust(_) if self.tool_peer => Err(from_tool("workspace trust")),
             ClientMessage::SessionStart(mut start) => {
                 // A tool process talking to the daemon gets an answer,
                 // never a hand: its sessions run no tools.
@@ -127,6 +129,7 @@ impl Connection {
             subagents: asked.subagents,
             retries: asked.retries,
             step_usage: asked.step_usage,
+            trust: asked.trust,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

@@ -53,25 +53,11 @@ impl<'a> SessionFactory<'a> {
         let cwd = crate::blocking::run(move || canonical_workspace(&cwd))
             .await
             .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))??;
-        let custom = {
-            let (home, cwd) = (self.shared.scv_home.clone(), cwd.clone());
-            crate::blocking::run(move || crate::customize::load(&home, &cwd, source))
-                .await
-                .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
-                .map_err(|err| {
-                    invalid(format!(
-                        "hooks: {err} (the session does not start without the hooks you wrote; fix the file or move it away)"
-                    ))
-                })?
-        };
-        let mut custom = custom;
         // What config.toml says now (read again if it was edited).
         self.shared.live.refresh().await;
         let current = self.shared.current();
+        let custom = self.customization(&current, &cwd, source).await?;
         let config = &current.config;
-        custom.check_agents(|model| {
-            config.cost.pricing.price(model).is_some() || config.provider.defs.has_model(model)
-        });
         let def = definition(config, start.provider.as_deref())?;
         let provider = self.provider(&current, def, start.model, start.base_url)?;
         let session_servers = match &start.mcp_servers {
@@ -93,24 +79,21 @@ impl<'a> SessionFactory<'a> {
         started.mode = Some(mode);
         started.command_diagnostics = custom.diagnostics();
         started.config_warnings = self.shared.live.warnings();
+        if let Some(decision) = &custom.trust {
+            started
+                .config_warnings
+                .extend(crate::trust::warnings(decision));
+            started.trust = crate::trust::info(decision).map(Box::new);
+        }
         // The session starts (a first-run client explains what to set),
         // but its turns fail before sending until the key is there.
         started
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
-        let sandbox = current
-            .sandbox
-            .policy(&cwd)
-            .map(|policy| current.sandbox.shared(policy));
-        started.sandbox_network = sandbox.as_ref().map(|policy| policy.network);
+        let sandbox = current.sandbox.session(&cwd);
+        started.sandbox_network = sandbox.as_ref().map(|view| view.network());
         let settings = SessionSettings {
-            plan_sandbox: sandbox.as_deref().map(|policy| {
-                current.sandbox.shared(scv_sandbox::Policy {
-                    mode: scv_sandbox::Mode::ReadOnly,
-                    ..policy.clone()
-                })
-            }),
             sandbox,
             mode: Arc::new(crate::agent::plan::ModeCell::new(mode)),
             custom: Arc::new(custom),
@@ -132,6 +115,33 @@ impl<'a> SessionFactory<'a> {
             started,
             commands,
         })
+    }
+
+    /// What the user's files, and the repository's where it is trusted,
+    /// add to a session in `cwd` (read off the async threads), its
+    /// subagent definitions checked against `current`'s models.
+    pub(super) async fn customization(
+        &self,
+        current: &Current,
+        cwd: &Path,
+        source: &'static str,
+    ) -> Result<crate::customize::Customization, Reject> {
+        let (home, cwd) = (self.shared.scv_home.clone(), cwd.to_path_buf());
+        let trusted = current.config.trusted_workspaces.clone();
+        let mut custom =
+            crate::blocking::run(move || crate::customize::load(&home, &cwd, &trusted, source))
+                .await
+                .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
+                .map_err(|err| {
+                    invalid(format!(
+                        "hooks: {err} (the session does not start without the hooks you wrote or trusted; fix the file or move it away)"
+                    ))
+                })?;
+        let config = &current.config;
+        custom.check_agents(|model| {
+            config.cost.pricing.price(model).is_some() || config.provider.defs.has_model(model)
+        });
+        Ok(custom)
     }
 
     /// `session.configure` (extension): the settings of `current` with
@@ -172,7 +182,6 @@ impl<'a> SessionFactory<'a> {
         };
         let settings = SessionSettings {
             mode: current.mode.clone(),
-            plan_sandbox: current.plan_sandbox.clone(),
             custom: current.custom.clone(),
             scv_home: current.scv_home.clone(),
             cwd: current.cwd.clone(),
@@ -268,6 +277,7 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         command_diagnostics: Vec::new(),
         config_warnings: Vec::new(),
         sandbox_network: None,
+        trust: None,
     }
 }
 

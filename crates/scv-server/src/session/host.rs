@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
 mod stored;
+mod trust;
 
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
@@ -90,24 +91,9 @@ pub(crate) struct SessionHost {
     turns: JoinSet<TurnOutcome>,
     /// Which session each running turn task belongs to.
     turn_sessions: HashMap<TaskId, Arc<str>>,
-    /// The connection asked for `reasoning.delta` events.
-    reasoning: bool,
-    /// The connection asked for capability `sessions`.
-    stored_sessions: bool,
-    /// The connection asked for capability `checkpoints`.
-    checkpoint_requests: bool,
-    /// The connection asked for capability `usage`.
-    usage: bool,
-    /// The connection asked for capability `commands`.
-    commands: bool,
-    /// The connection asked for capability `hooks` (`hook.message`).
-    hook_events: bool,
-    /// The connection asked for capability `retries` (`provider.retrying`).
-    retries: bool,
-    /// The connection asked for capability `step_usage` (`usage.updated`).
-    step_usage: bool,
-    /// The connection asked for capability `subagents`.
-    subagents: bool,
+    /// What the connection opted into (`initialize.capabilities`); every
+    /// extension event and field is gated on it.
+    caps: scv_protocol::Capabilities,
     /// Its sessions' live subagents, by session id.
     children: Arc<crate::agent::subagent::ChildIndex>,
 }
@@ -120,15 +106,7 @@ impl SessionHost {
             sessions: HashMap::new(),
             turns: JoinSet::new(),
             turn_sessions: HashMap::new(),
-            reasoning: false,
-            stored_sessions: false,
-            checkpoint_requests: false,
-            usage: false,
-            commands: false,
-            hook_events: false,
-            retries: false,
-            step_usage: false,
-            subagents: false,
+            caps: scv_protocol::Capabilities::default(),
             children: Arc::default(),
         }
     }
@@ -218,7 +196,7 @@ impl SessionHost {
             | ClientMessage::SessionResume(_)
             | ClientMessage::SessionFork(_)
             | ClientMessage::SessionDelete(_)
-                if !self.stored_sessions =>
+                if !self.caps.sessions =>
             {
                 Err(invalid(format!(
                     "{} needs capability `sessions` (ask for it in initialize)",
@@ -228,7 +206,7 @@ impl SessionHost {
             ClientMessage::CheckpointList(_)
             | ClientMessage::CheckpointDiff(_)
             | ClientMessage::CheckpointRestore(_)
-                if !self.checkpoint_requests =>
+                if !self.caps.checkpoints =>
             {
                 Err(invalid(format!(
                     "{} needs capability `checkpoints` (ask for it in initialize)",
@@ -245,6 +223,12 @@ impl SessionHost {
             ClientMessage::SessionResume(resume) => self.resume(rid, resume).await,
             ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
             ClientMessage::SessionDelete(delete) => self.delete(rid, delete).await,
+            ClientMessage::WorkspaceTrust(_) if !self.caps.trust => Err(invalid(
+                "workspace.trust needs capability `trust` (ask for it in initialize)",
+            )),
+            ClientMessage::WorkspaceTrust(request) => {
+                self.trust_workspace(rid, &request.session_id).await
+            }
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",
@@ -328,10 +312,13 @@ impl SessionHost {
             first_seq,
             stored,
         } = opened;
-        if self.commands {
+        if self.caps.commands {
             made.started.commands = Some(std::mem::take(&mut made.commands));
         } else {
             made.started.command_diagnostics.clear();
+        }
+        if !self.caps.trust {
+            made.started.trust = None;
         }
         let checkpoints = match &self.shared.checkpoints {
             Some(store) => Some(
@@ -390,15 +377,7 @@ impl SessionHost {
 
     /// What the connection opted into (`initialize.capabilities`).
     pub(crate) fn grant(&mut self, granted: scv_protocol::Capabilities) {
-        self.reasoning = granted.reasoning;
-        self.stored_sessions = granted.sessions;
-        self.checkpoint_requests = granted.checkpoints;
-        self.usage = granted.usage;
-        self.commands = granted.commands;
-        self.hook_events = granted.hooks;
-        self.retries = granted.retries;
-        self.step_usage = granted.step_usage;
-        self.subagents = granted.subagents;
+        self.caps = granted;
     }
 
     /// `session.configure` (extension): another provider and/or model for
@@ -414,7 +393,7 @@ impl SessionHost {
         mode: Option<scv_protocol::Mode>,
     ) -> Handled {
         if let Some(max) = max_session_cost_usd {
-            if !self.usage {
+            if !self.caps.usage {
                 return Err(invalid(
                     "max_session_cost_usd needs capability `usage` (ask for it in initialize)",
                 ));
@@ -593,7 +572,7 @@ impl SessionHost {
             },
             session.cost_usd.unwrap_or(0.0),
             session.warned,
-            self.usage,
+            self.caps.usage,
         );
         let trace = self.shared.telemetry.as_ref().map(|t| {
             t.turn(
@@ -608,9 +587,9 @@ impl SessionHost {
             trace,
             spending,
             limits: session.settings.limits.clone(),
-            reasoning: self.reasoning,
+            reasoning: self.caps.reasoning,
             checkpoints: session.checkpoints.clone(),
-            announce_checkpoints: self.checkpoint_requests,
+            announce_checkpoints: self.caps.checkpoints,
             prompt: prompt.as_str().into(),
             settings: session.settings.clone(),
             sink,
@@ -618,9 +597,9 @@ impl SessionHost {
             request_id,
             turn_id,
             token,
-            hook_events: self.hook_events,
-            retries: self.retries,
-            step_usage: self.step_usage,
+            hook_events: self.caps.hooks,
+            retries: self.caps.retries,
+            step_usage: self.caps.step_usage,
             subagents: (!session.settings.no_tools)
                 .then(|| {
                     let server = crate::agent::subagent::Server {
@@ -632,7 +611,7 @@ impl SessionHost {
                         &server,
                         0,
                         session_id.clone(),
-                        self.subagents,
+                        self.caps.subagents,
                         self.children.clone(),
                         session.settings.custom.agents.clone(),
                     )
@@ -750,7 +729,7 @@ impl SessionHost {
                 .await;
         }
         if let Some(mut terminal) = terminal {
-            if !self.usage {
+            if !self.caps.usage {
                 if let EventBody::TurnCompleted { cost, .. } = &mut terminal {
                     *cost = None;
                 }

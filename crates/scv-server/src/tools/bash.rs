@@ -88,9 +88,26 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let (mut report_read, report_write) =
         std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
     let report_fd = report_write.as_raw_fd();
-    let policy = ctx.sandbox.filter(|_| !args.unsandboxed);
-    let mut command = crate::reaper::bash(report_fd, policy, &args.command, ctx.workspace, ctx.env)
-        .map_err(ToolError::Internal)?;
+    let policy = match &ctx.sandbox {
+        Some(view) if !args.unsandboxed => Some(
+            view.policy(crate::sandbox::Runs::Command)
+                .await
+                .map_err(|err| {
+                    ToolError::Model(format!(
+                        "the sandbox could not be set up, so the command did not run: {err}"
+                    ))
+                })?,
+        ),
+        _ => None,
+    };
+    let mut command = crate::reaper::bash(
+        report_fd,
+        policy.as_ref(),
+        &args.command,
+        ctx.workspace,
+        ctx.env,
+    )
+    .map_err(ToolError::Internal)?;
     command
         .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
@@ -183,8 +200,9 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         }
     };
     if let Some(note) = policy
+        .as_ref()
         .filter(|_| !success)
-        .and_then(|p| sandbox_note(p, &out))
+        .and_then(|p| sandbox_note(&p.policy, &out))
     {
         out.push('\n');
         out.push_str(&note);
@@ -206,14 +224,24 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
 /// commands fail is told (and the user sees on its card): that the sandbox
 /// most likely refused it, and how to allow it. `None` when its output
 /// shows no such refusal.
-fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<String> {
+pub(crate) fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<String> {
     const REFUSALS: [&str; 3] = [
         "Permission denied",
         "Operation not permitted",
         "Read-only file system",
     ];
     if !REFUSALS.iter().any(|refusal| out.contains(refusal)) {
+        if out.contains("No such file or directory") && names_hidden_path(policy, out) {
+            return Some(
+                "[sandbox: this command ran in the sandbox, which shows commands a made-up machine — the workspace, the system's software, the toolchains and caches of the home, a /tmp of the session's own — so a path outside those does not exist for it. If the command needs one, run it again with unsandboxed: true (the user is asked), or the user adds it to sandbox_readable_roots or sandbox_writable_roots in config.toml]".into(),
+            );
+        }
         return None;
+    }
+    if policy.protect_git && (out.contains(".git/") || out.contains(".git'")) {
+        return Some(
+            "[sandbox: this command ran in the sandbox, where every repository's .git is read-only (a command that could write it could make your next plain `git` run its code); git commands that write — commit, add, fetch, checkout, stash — need unsandboxed: true (the user is asked), or the user sets sandbox_protect_git = false in config.toml]".into(),
+        );
     }
     let writes = match policy.mode {
         scv_sandbox::Mode::ReadOnly => "every write (the sandbox is read-only)",
@@ -230,6 +258,23 @@ fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<String> {
     Some(format!(
         "[sandbox: this command ran in the sandbox, which refuses {writes}{network}; the refusal above is most likely the sandbox's. To allow it, run it again with unsandboxed: true (the user is asked), or the user adds the path to sandbox_writable_roots{allow_network} in config.toml]"
     ))
+}
+
+/// Whether `out` names an absolute path the sandbox does not show: not in
+/// the workspace, the roots it was given or the system's software.
+fn names_hidden_path(policy: &scv_sandbox::Policy, out: &str) -> bool {
+    out.split(|c: char| c.is_whitespace() || matches!(c, ':' | '\'' | '"' | '`'))
+        .filter(|word| word.starts_with('/') && word.len() > 1)
+        .map(std::path::Path::new)
+        .any(|path| {
+            !path.starts_with(&policy.workspace)
+                && !path.starts_with("/tmp")
+                && !policy.writable_roots.iter().any(|r| path.starts_with(r))
+                && !policy.readable_roots.iter().any(|r| path.starts_with(r))
+                && !scv_sandbox::SYSTEM.iter().any(|s| path.starts_with(s))
+                && !path.starts_with("/proc")
+                && !path.starts_with("/dev")
+        })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

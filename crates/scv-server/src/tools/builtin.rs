@@ -24,7 +24,7 @@ pub(crate) struct ToolContext<'a> {
     /// before returning).
     pub cancel: &'a CancellationToken,
     /// The sandbox commands run in; `None`: unconfined.
-    pub sandbox: Option<&'a scv_sandbox::Policy>,
+    pub sandbox: Option<crate::sandbox::SandboxView>,
     /// The environment of tool processes (no credentials).
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
     /// The MCP servers, for calls of their tools.

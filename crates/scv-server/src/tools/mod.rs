@@ -9,7 +9,7 @@
 //! tool imports that vocabulary, so neither may live where the other is
 //! imported from.
 
-mod bash;
+pub(crate) mod bash;
 pub(crate) mod beneath;
 mod builtin;
 mod edit_file;

@@ -68,6 +68,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     subagents: true,
     retries: true,
     step_usage: true,
+    trust: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

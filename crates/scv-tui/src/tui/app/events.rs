@@ -277,6 +277,18 @@ impl App {
             }
             // Answers to requests this view does not send.
             EventBody::SessionListed { .. } | EventBody::SessionDeleted {} => {}
+            EventBody::WorkspaceTrusted(trust) => {
+                let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
+                self.notice(if files.is_empty() {
+                    format!("trusted {}", trust.workspace)
+                } else {
+                    format!(
+                        "trusted {}: {} run and apply from the next turn",
+                        trust.workspace,
+                        files.join(", ")
+                    )
+                });
+            }
             EventBody::CheckpointCreated { .. } => self.checkpoint_created(),
             EventBody::CheckpointListed { checkpoints } => {
                 self.checkpoints_listed(request_id.as_deref().unwrap_or_default(), checkpoints)
@@ -379,8 +391,15 @@ impl App {
             mode: started.mode.unwrap_or_default(),
             commands: started.commands.unwrap_or_default(),
         });
-        // config.toml's error (the server runs on the last good one) and
-        // unknown keys.
+        // A repository's configuration that does not run until the user
+        // trusts the workspace: asked once, as the session opens.
+        if let Some(trust) = started.trust.filter(|t| t.asks()) {
+            self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
+                crate::tui::overlays::OverlayKind::Trust(trust),
+            ));
+        }
+        // config.toml's error (the server runs on the last good one),
+        // unknown keys, and what the workspace's trust skipped.
         for warning in started.config_warnings {
             self.notice(format!("config: {warning}"));
         }

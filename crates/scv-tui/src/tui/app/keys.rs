@@ -117,6 +117,14 @@ impl App {
                 return Some(self.cancel_subagent(&session_id))
             }
             OverlayKey::ToggleExpanded => self.expanded = !self.expanded,
+            OverlayKey::TrustWorkspace => {
+                self.overlay = None;
+                let session = self.session.clone()?;
+                let trust = ClientMessage::WorkspaceTrust(scv_protocol::WorkspaceTrustRequest {
+                    session_id: session.session_id,
+                });
+                return Some(vec![self.send(trust)]);
+            }
             OverlayKey::RemoveRule(index) => {
                 if let Some(rule) = self.rules.remove(index) {
                     self.notice(format!("rule removed: {}", rule.scope()));

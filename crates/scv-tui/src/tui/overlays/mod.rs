@@ -20,6 +20,7 @@ mod rewind;
 mod sessions;
 mod status;
 mod subagent;
+mod trust;
 
 pub use rewind::Rewind;
 pub use sessions::Picker;
@@ -56,6 +57,8 @@ pub enum OverlayKind {
     Subagent(String),
     /// The provider's models to switch to (`/model`).
     Models(Box<models::ModelPicker>),
+    /// The workspace's repository configuration, to trust or not.
+    Trust(Box<scv_protocol::WorkspaceTrust>),
 }
 
 impl OverlayKind {
@@ -71,6 +74,7 @@ impl OverlayKind {
             OverlayKind::Rewind(rewind) => Box::new(rewind::Checkpoints(rewind.as_ref())),
             OverlayKind::Subagent(session_id) => Box::new(subagent::Subagent(session_id)),
             OverlayKind::Models(picker) => Box::new(models::Models(picker.as_ref())),
+            OverlayKind::Trust(trust) => Box::new(trust::Trust(trust.as_ref())),
         }
     }
 
@@ -177,6 +181,8 @@ pub enum OverlayKey {
     /// Tool output and thinking in full, or not (`Ctrl+O` in an overlay
     /// where it does not open one).
     ToggleExpanded,
+    /// Trust the session's workspace (`workspace.trust`).
+    TrustWorkspace,
 }
 
 /// A key while `open` is up, in a transcript area `width` × `height`:

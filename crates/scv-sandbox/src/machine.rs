@@ -1,0 +1,684 @@
+//! The made-up machine a sandboxed command sees: a root built up from an
+//! empty tmpfs, with only what the policy lists bound into it.
+//!
+//! - The system's software, read-only: `/usr`, `/bin`, `/lib*`, `/etc`,
+//!   `/opt`, `/nix`, … ([`SYSTEM`]), with the host's secrets under `/etc`
+//!   shown empty (`credentials::MASKED_SYSTEM`). `/proc` and `/sys`
+//!   (read-only) as they are; a `/dev` of its own holding `null`, `zero`,
+//!   `full`, `random`, `urandom` (and GPUs), no terminal.
+//! - A home that is an empty tmpfs (writable, gone when the call ends) with
+//!   only the toolchain and cache trees of the allow-list bound into it,
+//!   read-only; credential files inside them shown empty and configuration
+//!   files shown with their credential lines taken out (`credentials`).
+//!   Nothing else of the home exists, not even its names.
+//! - The session's own `/tmp`, `/var/tmp` and `/dev/shm` (kept between the
+//!   calls of a session, so builds sharing `/tmp` keep working; never the
+//!   shared ones another user or program writes).
+//! - The workspace (writable in `workspace-write`), the repository around
+//!   it, `sandbox_writable_roots` and `sandbox_readable_roots`; every git
+//!   directory under a writable root read-only (`policy::Policy::git`).
+//!
+//! Everything is planned before `fork` ([`Machine::plan`]); the child runs
+//! only system calls ([`Machine::apply`]): it enters a user and mount
+//! namespace, clones each source tree (`open_tree`, so every source is
+//! taken before anything is hidden), mounts a tmpfs on `/tmp` as the new
+//! root, builds the skeleton, attaches the clones (`move_mount`), masks,
+//! makes the root read-only and pivots into it. The old root is detached,
+//! so nothing that was not placed can be reached by any path.
+
+use crate::credentials;
+use crate::policy::{Mode, Policy};
+use crate::ruleset::{DEVICES, GPU_DEVICES};
+use crate::sys;
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// The system's software, shown read-only where it exists. A top-level
+/// link (`/bin -> usr/bin` on merged systems) is made as the same link.
+pub const SYSTEM: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix",
+    "/snap",
+    "/gnu",
+    "/var/cache",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/lib/rpm",
+    "/var/lib/alternatives",
+    "/var/lib/dbus",
+    "/var/run",
+    "/var/lock",
+];
+
+/// Where the new root is built, inside the command's own namespace (the
+/// host's `/tmp` is never seen again once the root is pivoted).
+const STAGE: &str = "/tmp";
+
+/// How one source tree is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    ReadOnly,
+    Writable,
+    /// As it is on the host (`/proc`).
+    AsIs,
+}
+
+/// One thing placed in the new root, at a path of the command's view.
+#[derive(Debug)]
+enum Place {
+    /// A host tree or file bound at `at`.
+    Bind {
+        source: PathBuf,
+        access: Access,
+        /// A missing source is skipped (it may vanish before the fork).
+        optional: bool,
+        /// A folder of the session's own: mount points below it may be
+        /// made in it (a workspace under `/tmp`).
+        own: bool,
+    },
+    /// A fresh tmpfs (the home, `/dev`).
+    Tmpfs,
+    /// A link, as on the host.
+    Link(PathBuf),
+    /// An empty read-only file or folder over what is there.
+    Mask { dir: bool },
+    /// A file with these contents (a configuration file, filtered).
+    Contents(Vec<u8>),
+}
+
+/// What is below a placed path: a tmpfs of the machine's, a host tree,
+/// or a host folder of the session's own (its temp directories), where a
+/// missing mount point may be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    Ours,
+    Host,
+    Own,
+}
+
+/// One step of the child's work.
+#[derive(Debug)]
+enum Op {
+    Clone {
+        slot: usize,
+        source: CString,
+        access: Access,
+        optional: bool,
+    },
+    Mkdir(CString),
+    Touch(CString),
+    Link {
+        target: CString,
+        link: CString,
+    },
+    Tmpfs {
+        target: CString,
+        read_only: bool,
+    },
+    Attach {
+        slot: usize,
+        target: CString,
+    },
+    Write {
+        path: CString,
+        bytes: Vec<u8>,
+    },
+    Bind {
+        source: CString,
+        target: CString,
+    },
+    ReadOnly(CString),
+    Detach(CString),
+    Rmdir(CString),
+}
+
+/// The machine of one call, ready for [`Machine::apply`] in its child.
+pub(crate) struct Machine {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    ops: Vec<Op>,
+    /// The clones' descriptors, by slot (filled in the child).
+    slots: Vec<RawFd>,
+    stage: CString,
+    cwd: CString,
+    /// The tmpfs folders the command may write (its home, and fresh temp
+    /// directories when the session has none), as it sees them: they get
+    /// their Landlock rules in the child, once they exist.
+    pub(crate) writable_tmpfs: Vec<CString>,
+}
+
+impl Machine {
+    /// Plans the machine of `policy` for a command whose working directory
+    /// is `cwd`. `tmp`: the session's `/tmp` (else a fresh tmpfs per call);
+    /// `shm`: its `/dev/shm`.
+    pub(crate) fn plan(policy: &Policy, cwd: &Path) -> Machine {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let mut places: BTreeMap<PathBuf, Place> = BTreeMap::new();
+        let ro = |source: &Path| Place::Bind {
+            source: source.to_path_buf(),
+            access: Access::ReadOnly,
+            optional: true,
+            own: false,
+        };
+        for path in SYSTEM {
+            add_host_path(&mut places, Path::new(path));
+        }
+        // /etc/resolv.conf often leads into /run.
+        if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf") {
+            if !target.starts_with("/etc") {
+                places.insert(target.clone(), ro(&target));
+            }
+        }
+        places.insert(
+            PathBuf::from("/proc"),
+            Place::Bind {
+                source: PathBuf::from("/proc"),
+                access: Access::AsIs,
+                optional: false,
+                own: false,
+            },
+        );
+        places.insert(PathBuf::from("/sys"), ro(Path::new("/sys")));
+        // A /dev of its own.
+        places.insert(PathBuf::from("/dev"), Place::Tmpfs);
+        for device in DEVICES {
+            places.insert(
+                PathBuf::from(device),
+                Place::Bind {
+                    source: PathBuf::from(device),
+                    access: Access::AsIs,
+                    optional: true,
+                    own: false,
+                },
+            );
+        }
+        for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if GPU_DEVICES
+                .iter()
+                .any(|prefix| name.to_string_lossy().starts_with(prefix))
+            {
+                places.insert(
+                    entry.path(),
+                    Place::Bind {
+                        source: entry.path(),
+                        access: Access::AsIs,
+                        optional: true,
+                        own: false,
+                    },
+                );
+            }
+        }
+        for (name, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            places.insert(
+                Path::new("/dev").join(name),
+                Place::Link(PathBuf::from(target)),
+            );
+        }
+        // The session's temp directories, or fresh ones.
+        let writable_tmp = |dir: &Path| Place::Bind {
+            source: dir.to_path_buf(),
+            access: Access::Writable,
+            optional: false,
+            own: true,
+        };
+        match &policy.session_dir {
+            Some(session) => {
+                places.insert(PathBuf::from("/tmp"), writable_tmp(&session.join("tmp")));
+                places.insert(
+                    PathBuf::from("/var/tmp"),
+                    writable_tmp(&session.join("tmp")),
+                );
+                places.insert(
+                    PathBuf::from("/dev/shm"),
+                    writable_tmp(&session.join("shm")),
+                );
+            }
+            None => {
+                places.insert(PathBuf::from("/tmp"), Place::Tmpfs);
+                places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs);
+                places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs);
+            }
+        }
+        // The home: an empty tmpfs with the allow-listed trees in it.
+        let home = policy.home.as_deref().map(crate::paths::canonical);
+        if let Some(home) = &home {
+            places.insert(home.clone(), Place::Tmpfs);
+            for tree in policy.home_trees() {
+                places.insert(tree.clone(), ro(&tree));
+            }
+            for name in credentials::MASKED {
+                for path in credentials::expand(&home.join(name)) {
+                    let dir = path.is_dir();
+                    places.insert(path, Place::Mask { dir });
+                }
+            }
+            for name in credentials::FILTERED {
+                let path = home.join(name);
+                if let Some(text) = read_config(&path) {
+                    places.insert(
+                        path,
+                        Place::Contents(credentials::filter(&text).into_bytes()),
+                    );
+                }
+            }
+        }
+        for pattern in credentials::MASKED_SYSTEM {
+            for path in credentials::expand(Path::new(pattern)) {
+                let dir = path.is_dir();
+                places.insert(path, Place::Mask { dir });
+            }
+        }
+        for root in &policy.readable_roots {
+            let root = crate::paths::canonical(root);
+            places.insert(root.clone(), ro(&root));
+        }
+        for repo in &policy.repository {
+            places.insert(repo.clone(), ro(repo));
+        }
+        let write = if policy.mode == Mode::WorkspaceWrite {
+            Access::Writable
+        } else {
+            Access::ReadOnly
+        };
+        for root in std::iter::once(&policy.workspace).chain(&policy.writable_roots) {
+            let root = crate::paths::canonical(root);
+            places.insert(
+                root.clone(),
+                Place::Bind {
+                    source: root,
+                    access: write,
+                    optional: true,
+                    own: false,
+                },
+            );
+        }
+        for socket in &policy.unix_sockets {
+            let socket = crate::paths::canonical(socket);
+            places.insert(
+                socket.clone(),
+                Place::Bind {
+                    source: socket,
+                    access: Access::AsIs,
+                    optional: true,
+                    own: false,
+                },
+            );
+        }
+        if policy.protect_git {
+            for git in &policy.git {
+                places.insert(git.clone(), ro(git));
+            }
+        }
+        // Trees nothing may read ($SCV_HOME) where a bound tree holds one.
+        for denied in &policy.denied {
+            let denied = crate::paths::canonical(denied);
+            if std::fs::symlink_metadata(&denied).is_ok() {
+                let dir = denied.is_dir();
+                places.insert(denied, Place::Mask { dir });
+            }
+        }
+        places.remove(Path::new("/"));
+        let cwd = c_path(cwd).unwrap_or_else(|| c"/".to_owned());
+        let mut machine = Machine {
+            uid_map: format!("{uid} {uid} 1").into_bytes(),
+            gid_map: format!("{gid} {gid} 1").into_bytes(),
+            ops: Vec::new(),
+            slots: Vec::new(),
+            stage: c_path(Path::new(STAGE)).unwrap_or_else(|| c"/tmp".to_owned()),
+            cwd,
+            writable_tmpfs: home.as_deref().and_then(c_path).into_iter().collect(),
+        };
+        if policy.session_dir.is_none() {
+            machine.writable_tmpfs.extend([
+                c"/tmp".to_owned(),
+                c"/var/tmp".to_owned(),
+                c"/dev/shm".to_owned(),
+            ]);
+        }
+        machine.build(places);
+        machine
+    }
+
+    /// Turns the places into the child's steps: clones first (while every
+    /// source can still be reached), then the scratch files, then the
+    /// skeleton, attachments and masks from the top down.
+    fn build(&mut self, places: BTreeMap<PathBuf, Place>) {
+        let stage = PathBuf::from(STAGE);
+        let staged = |path: &Path| -> Option<CString> {
+            c_path(&stage.join(path.strip_prefix("/").unwrap_or(path)))
+        };
+        // Parents before children.
+        let mut order: Vec<(&PathBuf, &Place)> = places.iter().collect();
+        order.sort_by_key(|(path, _)| path.components().count());
+        let mut clones = Vec::new();
+        let mut body = Vec::new();
+        let mut scratch = Vec::new();
+        // What each placed path is: ours (a tmpfs or a folder made in
+        // one, where missing parents are made) or an attached host tree
+        // (where they exist already).
+        let mut placed: BTreeMap<PathBuf, Context> = BTreeMap::new();
+        placed.insert(PathBuf::from("/"), Context::Ours);
+        let scratch_dir = stage.join(".scv-scratch");
+        for (path, place) in order {
+            let Some(target) = staged(path) else {
+                continue;
+            };
+            // A source that is not there is not placed.
+            let meta = match place {
+                Place::Bind { source, .. } => match std::fs::metadata(source) {
+                    Ok(meta) => Some(meta),
+                    Err(_) => continue,
+                },
+                _ => None,
+            };
+            // The nearest placed ancestor decides.
+            let (above, context) = placed
+                .iter()
+                .filter(|(p, _)| path.starts_with(p) && *p != path)
+                .max_by_key(|(p, _)| p.components().count())
+                .map(|(p, context)| (p.clone(), *context))
+                .unwrap_or((PathBuf::from("/"), Context::Ours));
+            let ours = context != Context::Host;
+            if ours {
+                for parent in ancestors(path)
+                    .into_iter()
+                    .filter(|p| p.starts_with(&above) && *p != above)
+                {
+                    if let std::collections::btree_map::Entry::Vacant(entry) = placed.entry(parent)
+                    {
+                        body.extend(staged(entry.key()).map(Op::Mkdir));
+                        entry.insert(context);
+                    }
+                }
+            }
+            match place {
+                Place::Bind {
+                    source,
+                    access,
+                    optional,
+                    own,
+                } => {
+                    let Some(meta) = &meta else {
+                        continue;
+                    };
+                    let Some(source) = c_path(source) else {
+                        continue;
+                    };
+                    let slot = clones.len();
+                    clones.push(Op::Clone {
+                        slot,
+                        source,
+                        access: *access,
+                        optional: *optional,
+                    });
+                    if ours {
+                        body.push(if meta.is_dir() {
+                            Op::Mkdir(target.clone())
+                        } else {
+                            Op::Touch(target.clone())
+                        });
+                    }
+                    body.push(Op::Attach { slot, target });
+                    let inside = if *own { Context::Own } else { Context::Host };
+                    placed.insert(path.clone(), inside);
+                }
+                Place::Tmpfs => {
+                    if ours {
+                        body.push(Op::Mkdir(target.clone()));
+                    }
+                    body.push(Op::Tmpfs {
+                        target,
+                        read_only: false,
+                    });
+                    placed.insert(path.clone(), Context::Ours);
+                }
+                Place::Link(to) => {
+                    if let (true, Some(to)) = (ours, c_path(to)) {
+                        body.push(Op::Link {
+                            target: to,
+                            link: target,
+                        });
+                        placed.insert(path.clone(), Context::Ours);
+                    }
+                }
+                // Nothing of a host tree is there to hide.
+                Place::Mask { .. } if ours => {}
+                Place::Mask { dir: true } => {
+                    body.push(Op::Tmpfs {
+                        target,
+                        read_only: true,
+                    });
+                    placed.insert(path.clone(), Context::Ours);
+                }
+                Place::Mask { dir: false } | Place::Contents(_) => {
+                    let bytes = match place {
+                        Place::Contents(bytes) => bytes.clone(),
+                        _ => Vec::new(),
+                    };
+                    let Some(source) = c_path(&scratch_dir.join(scratch.len().to_string())) else {
+                        continue;
+                    };
+                    scratch.push(Op::Write {
+                        path: source.clone(),
+                        bytes,
+                    });
+                    if ours {
+                        body.push(Op::Touch(target.clone()));
+                    }
+                    body.push(Op::Bind {
+                        source,
+                        target: target.clone(),
+                    });
+                    body.push(Op::ReadOnly(target));
+                    placed.insert(path.clone(), Context::Host);
+                }
+            }
+        }
+        self.slots = vec![-1; clones.len()];
+        self.ops = clones;
+        let scratch_dir = c_path(&scratch_dir);
+        let has_scratch = !scratch.is_empty();
+        if let (true, Some(dir)) = (has_scratch, &scratch_dir) {
+            self.ops.push(Op::Mkdir(dir.clone()));
+            self.ops.push(Op::Tmpfs {
+                target: dir.clone(),
+                read_only: false,
+            });
+            self.ops.extend(scratch);
+        }
+        self.ops.extend(body);
+        if let (true, Some(dir)) = (has_scratch, scratch_dir) {
+            self.ops.push(Op::Detach(dir.clone()));
+            self.ops.push(Op::Rmdir(dir));
+        }
+        if let Some(dev) = staged(Path::new("/dev")) {
+            self.ops.push(Op::ReadOnly(dev));
+        }
+    }
+
+    /// Enters a new user and mount namespace, builds the machine and pivots
+    /// into it. For the child between `fork` and `exec`: system calls only.
+    pub(crate) fn apply(&mut self) -> io::Result<()> {
+        // SAFETY: plain system calls on this process.
+        sys::check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })?;
+        // Without "deny" an unprivileged process may not write its gid map.
+        sys::write_file(c"/proc/self/setgroups", b"deny", false)?;
+        sys::write_file(c"/proc/self/uid_map", &self.uid_map, false)?;
+        sys::write_file(c"/proc/self/gid_map", &self.gid_map, false)?;
+        // Nothing done here may reach the parent namespace.
+        sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+        let result = self.run_ops();
+        for fd in &mut self.slots {
+            if *fd >= 0 {
+                sys::close(*fd);
+                *fd = -1;
+            }
+        }
+        result?;
+        sys::set_read_only(None, &self.stage, true, false)?;
+        sys::pivot_here(&self.stage)?;
+        sys::chdir(&self.cwd)
+    }
+
+    fn run_ops(&mut self) -> io::Result<()> {
+        let mut staged = false;
+        for op in &self.ops {
+            if !staged && !matches!(op, Op::Clone { .. }) {
+                // Every source is cloned: the stage may now cover /tmp.
+                sys::mount(
+                    Some(c"tmpfs"),
+                    &self.stage,
+                    Some(c"tmpfs"),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    Some(c"mode=0755"),
+                )?;
+                staged = true;
+            }
+            match op {
+                Op::Clone {
+                    slot,
+                    source,
+                    access,
+                    optional,
+                } => match sys::open_tree_clone(source) {
+                    Ok(fd) => {
+                        self.slots[*slot] = fd;
+                        match access {
+                            Access::ReadOnly => sys::set_read_only(Some(fd), c"", true, true)?,
+                            Access::Writable => sys::set_read_only(Some(fd), c"", false, true)?,
+                            Access::AsIs => {}
+                        }
+                    }
+                    Err(err)
+                        if *optional
+                            && matches!(err.raw_os_error(), Some(libc::ENOENT | libc::EACCES)) => {}
+                    Err(err) => return Err(err),
+                },
+                Op::Mkdir(path) => sys::mkdir(path, 0o755)?,
+                Op::Touch(path) => match sys::write_file(path, b"", true) {
+                    // A mount point that is there already (a device node).
+                    Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+                    other => other?,
+                },
+                Op::Link { target, link } => sys::symlink(target, link)?,
+                Op::Tmpfs { target, read_only } => {
+                    let flags = libc::MS_NOSUID
+                        | libc::MS_NODEV
+                        | if *read_only { libc::MS_RDONLY } else { 0 };
+                    sys::mount(
+                        Some(c"tmpfs"),
+                        target,
+                        Some(c"tmpfs"),
+                        flags,
+                        Some(c"mode=0755"),
+                    )?;
+                }
+                Op::Attach { slot, target } => {
+                    let fd = self.slots[*slot];
+                    if fd >= 0 {
+                        sys::move_mount(fd, target)?;
+                    }
+                }
+                Op::Write { path, bytes } => sys::write_file(path, bytes, true)?,
+                Op::Bind { source, target } => {
+                    sys::mount(Some(source), target, None, libc::MS_BIND, None)?
+                }
+                Op::ReadOnly(path) => sys::set_read_only(None, path, true, false)?,
+                Op::Detach(path) => sys::detach(path)?,
+                Op::Rmdir(path) => sys::rmdir(path)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Places a host path of the system list: a link as the same link (and
+/// what it leads to, where that is elsewhere), a tree read-only.
+fn add_host_path(places: &mut BTreeMap<PathBuf, Place>, path: &Path) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.is_symlink() {
+        let Ok(to) = std::fs::read_link(path) else {
+            return;
+        };
+        // Only the link: what it leads to is shown where it is listed
+        // (`/var/run -> /run` must not bring the whole of /run).
+        places.insert(path.to_path_buf(), Place::Link(to));
+        return;
+    }
+    places.insert(
+        path.to_path_buf(),
+        Place::Bind {
+            source: path.to_path_buf(),
+            access: Access::ReadOnly,
+            optional: true,
+            own: false,
+        },
+    );
+}
+
+/// A configuration file of the user's to show filtered: regular, at most
+/// `MAX_FILTERED_BYTES`, text. One that is bigger or not text is shown
+/// empty (`Some("")`); one that is not there, not at all.
+fn read_config(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    if meta.len() > credentials::MAX_FILTERED_BYTES {
+        return Some(String::new());
+    }
+    let bytes = std::fs::read(path).ok()?;
+    Some(String::from_utf8(bytes).unwrap_or_default())
+}
+
+/// The ancestors of `path` below `/`, from the top down (not `path`).
+fn ancestors(path: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut at = PathBuf::from("/");
+    let parts: Vec<Component> = path.components().skip(1).collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(part.as_os_str());
+        out.push(at.clone());
+    }
+    out
+}
+
+fn c_path(path: &Path) -> Option<CString> {
+    CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn ancestors_are_listed_from_the_top() {
+        assert_eq!(
+            ancestors(Path::new("/a/b/c")),
+            [PathBuf::from("/a"), PathBuf::from("/a/b")]
+        );
+        assert!(ancestors(Path::new("/a")).is_empty());
+    }
+}

@@ -1,0 +1,141 @@
+//! Finding every repository under a writable root, so that none of them
+//! can be turned into a launcher: a `.git` directory (its config, hooks,
+//! `commondir`, `info/`, `objects/info/alternates`, `worktrees/`,
+//! `modules/` — everything git follows to find code), a `.git` file (a
+//! worktree's or submodule's `gitdir:` pointer) and the git directory it
+//! names when that lies under a writable root too, and a bare repository
+//! (a folder holding `HEAD`, `objects/` and `refs/`: `cd` into it and git
+//! reads its config). Each is mounted read-only for sandboxed commands
+//! (`machine`), so nothing in it can be changed or created.
+
+use std::path::{Path, PathBuf};
+
+/// The most directory entries looked at under one root; past it the
+/// search stops and says so (a repository below the cut is not protected).
+pub const MAX_ENTRIES: usize = 500_000;
+
+/// What [`repositories`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The git directories, `.git` files and bare repositories, sorted.
+    pub git: Vec<PathBuf>,
+    /// Roots whose search stopped at [`MAX_ENTRIES`].
+    pub cut_short: Vec<PathBuf>,
+}
+
+/// Every repository under `roots` (canonical directories). Links are not
+/// followed; a git directory is not entered.
+pub fn repositories(roots: &[PathBuf]) -> Found {
+    let mut found = Found::default();
+    for root in roots {
+        let mut entries = 0usize;
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(list) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            if looks_bare(&dir) && &dir != root {
+                found.git.push(dir);
+                continue;
+            }
+            for entry in list.flatten() {
+                entries += 1;
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if entry.file_name() == ".git" {
+                    if kind.is_file() {
+                        found.git.extend(gitdir_of(&path, roots));
+                    }
+                    if kind.is_dir() || kind.is_file() {
+                        found.git.push(path);
+                    }
+                    continue;
+                }
+                if kind.is_dir() {
+                    stack.push(path);
+                }
+            }
+            if entries > MAX_ENTRIES {
+                found.cut_short.push(root.clone());
+                break;
+            }
+        }
+        if looks_bare(root) {
+            found.git.push(root.clone());
+        }
+    }
+    found.git.sort();
+    found.git.dedup();
+    found
+}
+
+/// A bare repository: `HEAD`, `objects/` and `refs/` side by side.
+fn looks_bare(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
+/// The git directory a `.git` file names (`gitdir: PATH`), when it lies
+/// under one of `roots` (elsewhere it is not writable anyway), and that
+/// one's `commondir` target likewise.
+fn gitdir_of(file: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let Some(target) = text.trim().strip_prefix("gitdir:") else {
+        return Vec::new();
+    };
+    let base = file.parent().unwrap_or(Path::new("/"));
+    let Ok(gitdir) = base.join(target.trim()).canonicalize() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        if let Ok(common) = gitdir.join(common.trim()).canonicalize() {
+            out.push(common);
+        }
+    }
+    out.push(gitdir);
+    out.retain(|dir| roots.iter().any(|root| dir.starts_with(root)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn nested_repositories_submodules_and_bare_ones_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(ws.join("vendor/lib/.git")).unwrap();
+        std::fs::create_dir_all(ws.join("node_modules/x/.git")).unwrap();
+        std::fs::create_dir_all(ws.join("elsewhere-gitdir")).unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("sub/.git"), "gitdir: ../elsewhere-gitdir\n").unwrap();
+        std::fs::create_dir_all(ws.join("mirror.git/objects")).unwrap();
+        std::fs::create_dir_all(ws.join("mirror.git/refs")).unwrap();
+        std::fs::write(ws.join("mirror.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let found = repositories(std::slice::from_ref(&ws));
+        let rel: Vec<String> = found
+            .git
+            .iter()
+            .map(|p| p.strip_prefix(&ws).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                ".git",
+                "elsewhere-gitdir",
+                "mirror.git",
+                "node_modules/x/.git",
+                "sub/.git",
+                "vendor/lib/.git"
+            ]
+        );
+        assert!(found.cut_short.is_empty());
+    }
+}
