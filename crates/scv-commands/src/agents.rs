@@ -30,14 +30,17 @@
 //!
 //! Only `AGENTS_ROOT/*.md` is looked at: subfolders are not entered, other
 //! files are ignored. A file that is a symlink is read (inside the
-//! workspace, for a workspace root).
+//! workspace, for a workspace root); each file is opened once and read from
+//! that descriptor (see [`crate::open`]).
 
 use std::collections::HashMap;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::frontmatter::{self, Value};
+use crate::open::Opened;
 use crate::shared::{self, Diagnostic, EntryKind, Scope};
 use crate::skills;
 
@@ -74,7 +77,15 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
     let mut agents: Vec<Agent> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     for (root, scope) in roots {
-        let entries = match shared::list_dir(root) {
+        let base = match shared::open_root(root, *scope) {
+            Ok(Some(base)) => base,
+            Ok(None) => continue,
+            Err(d) => {
+                diagnostics.push(d);
+                continue;
+            }
+        };
+        let entries = match shared::list_dir(&base, root) {
             Ok(Some(entries)) => entries,
             Ok(None) => continue,
             Err(d) => {
@@ -82,7 +93,6 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 continue;
             }
         };
-        let confine = shared::confine_of(root, *scope);
         for (i, entry) in entries.into_iter().enumerate() {
             if i >= MAX_ENTRIES_PER_ROOT {
                 diagnostics.push(Diagnostic::new(
@@ -97,9 +107,14 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
             let Some(stem) = entry.name.strip_suffix(".md") else {
                 continue;
             };
-            if entry.kind != EntryKind::File {
+            if !matches!(entry.kind, EntryKind::File | EntryKind::Link) {
                 continue;
             }
+            let opened = match base.open_file(&entry.path) {
+                Ok(Opened::Dir) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                opened => opened,
+            };
             if agents.len() >= MAX_AGENTS {
                 diagnostics.push(Diagnostic::new(
                     &entry.path,
@@ -108,7 +123,10 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 ));
                 return agents;
             }
-            let text = match shared::read_text(&entry.path, confine.as_deref()) {
+            let text = match opened
+                .map_err(|e| shared::unopened(&entry.path, &e))
+                .and_then(|opened| shared::read_opened(opened, &entry.path))
+            {
                 Ok(text) => text,
                 Err(d) => {
                     diagnostics.push(d);

@@ -64,8 +64,9 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Reads the command, skill and agent folders (blocking `std::fs`; call
-    /// it off an async runtime). Never fails: an unreadable or malformed file is
+    /// Reads the command, skill and agent folders (blocking system calls;
+    /// call it off an async runtime), each file opened once (see
+    /// [the crate docs](crate#how-files-are-opened)). Never fails: an unreadable or malformed file is
     /// skipped with a [`Diagnostic`]. A folder that does not exist is
     /// silently empty.
     ///

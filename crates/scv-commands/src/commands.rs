@@ -8,14 +8,17 @@
 //! the root, a folder's own files before its subfolders, names in byte
 //! order, so on a name clash inside one root the shallowest, then first,
 //! file wins. Symlinked files are read; symlinked folders are not entered
-//! (a link back up would loop).
+//! (a link back up would loop). Folders are listed from a descriptor and
+//! each file is opened once and read from it (see [`crate::open`]).
 
 use std::collections::{HashMap, VecDeque};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::frontmatter::{self, Value};
+use crate::open::{self, Base, Opened};
 use crate::shared::{self, Diagnostic, EntryKind, Scope};
 
 /// At most this many commands are loaded; past it, a [`Diagnostic`] and the
@@ -60,14 +63,16 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
         by_name: HashMap::new(),
         diagnostics,
         full: false,
-        confine: None,
     };
     for (root, scope) in roots {
         if loader.full {
             break;
         }
-        loader.confine = shared::confine_of(root, *scope);
-        loader.root(root, *scope);
+        match shared::open_root(root, *scope) {
+            Ok(Some(base)) => loader.root(&base, root, *scope),
+            Ok(None) => {}
+            Err(d) => loader.diagnostics.push(d),
+        }
     }
     loader.commands
 }
@@ -77,17 +82,16 @@ struct Loader<'a> {
     by_name: HashMap<String, usize>,
     diagnostics: &'a mut Vec<Diagnostic>,
     full: bool,
-    /// The workspace this root's files must stay inside.
-    confine: Option<PathBuf>,
 }
 
 impl Loader<'_> {
-    fn root(&mut self, root: &Path, scope: Scope) {
+    /// Every folder is listed, and every file opened, with `base`.
+    fn root(&mut self, base: &Base, root: &Path, scope: Scope) {
         let mut queue: VecDeque<(PathBuf, Vec<String>)> = VecDeque::new();
         queue.push_back((root.to_path_buf(), Vec::new()));
         let mut seen_entries = 0;
         while let Some((dir, namespace)) = queue.pop_front() {
-            let entries = match shared::list_dir(&dir) {
+            let entries = match shared::list_dir(base, &dir) {
                 Ok(Some(entries)) => entries,
                 Ok(None) => continue,
                 Err(d) => {
@@ -105,9 +109,11 @@ impl Loader<'_> {
                     ));
                     return;
                 }
+                let markdown = entry.name.ends_with(".md");
                 match entry.kind {
-                    EntryKind::File if entry.name.ends_with(".md") => {
-                        self.file(&entry.path, &entry.name, &namespace, scope);
+                    EntryKind::File if markdown => {
+                        let opened = base.open_file(&entry.path);
+                        self.file(&entry.path, &entry.name, &namespace, scope, opened);
                         if self.full {
                             return;
                         }
@@ -122,18 +128,42 @@ impl Loader<'_> {
                         None,
                         format!("more than {MAX_DEPTH} folder levels deep; not read"),
                     )),
-                    EntryKind::LinkedDir => self.diagnostics.push(Diagnostic::new(
-                        &entry.path,
-                        None,
-                        "a symlink to a folder; not followed",
-                    )),
+                    // Opened once: a folder is not followed, a file is read
+                    // from what was opened.
+                    EntryKind::Link => match base.open_file(&entry.path) {
+                        Ok(Opened::Dir) => self.diagnostics.push(Diagnostic::new(
+                            &entry.path,
+                            None,
+                            "a symlink to a folder; not followed",
+                        )),
+                        // Dangling: nothing to read.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) if !markdown && open::is_outside(&e) => self.diagnostics.push(
+                            Diagnostic::new(&entry.path, None, format!("{e}; not followed")),
+                        ),
+                        opened if markdown => {
+                            self.file(&entry.path, &entry.name, &namespace, scope, opened);
+                            if self.full {
+                                return;
+                            }
+                        }
+                        _ => {}
+                    },
                     EntryKind::File | EntryKind::Other => {}
                 }
             }
         }
     }
 
-    fn file(&mut self, path: &Path, file_name: &str, namespace: &[String], scope: Scope) {
+    /// A command file, already opened (`opened`).
+    fn file(
+        &mut self,
+        path: &Path,
+        file_name: &str,
+        namespace: &[String],
+        scope: Scope,
+        opened: io::Result<Opened>,
+    ) {
         let name = file_name.strip_suffix(".md").unwrap_or(file_name);
         if !is_command_name(name) {
             self.diagnostics.push(Diagnostic::new(
@@ -166,7 +196,10 @@ impl Loader<'_> {
             self.full = true;
             return;
         }
-        let text = match shared::read_text(path, self.confine.as_deref()) {
+        let text = match opened
+            .map_err(|e| shared::unopened(path, &e))
+            .and_then(|opened| shared::read_opened(opened, path))
+        {
             Ok(text) => text,
             Err(d) => return self.diagnostics.push(d),
         };

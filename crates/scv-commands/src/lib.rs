@@ -1,7 +1,7 @@
 //! Custom slash commands, Agent Skills and subagent definitions for one
 //! workspace: finding them, reading them, and expanding `/NAME args` into a
 //! prompt. A pure library:
-//! [`Catalog::load`] reads folders with blocking `std::fs`, and nothing
+//! [`Catalog::load`] reads folders with blocking system calls, and nothing
 //! here runs anything.
 //!
 //! # Where they are found
@@ -31,11 +31,34 @@
 //!
 //! Files must be valid UTF-8 and at most [`MAX_FILE_BYTES`]; symlinked
 //! files are read, symlinked folders inside a commands tree are not
-//! entered. The frontmatter is a strict YAML subset (one-line scalars,
+//! entered (see below for where a link may lead). The frontmatter is a strict YAML subset (one-line scalars,
 //! quoted or not, lists, one level of map, `|`/`>` blocks); anything else is
 //! a [`Diagnostic`] with its line and the file is skipped. At most
 //! [`MAX_COMMANDS`] commands, [`MAX_SKILLS`] skills and [`MAX_AGENTS`]
 //! agents are loaded.
+//!
+//! # How files are opened
+//!
+//! Every file is opened once and read from that descriptor: it is
+//! `fstat`ed there (only a regular file is read; the open is non-blocking,
+//! so a FIFO is refused rather than waited on) and read to at most
+//! [`MAX_FILE_BYTES`] plus one byte. Nothing is checked by name and then
+//! opened by name again, so swapping a file for a link between the two has
+//! no window: a `SKILL.md` is opened this way when the catalog is loaded and
+//! again each time its body is read ([`Skill::load_body`], `/NAME`).
+//!
+//! A workspace's files and folders (`.scv/…`, `.claude/…`) are opened
+//! beneath the workspace directory with `openat2(2)` and `RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS`: the kernel resolves the path and refuses `..` or
+//! a link that leads outside the workspace at the open itself (a
+//! [`Diagnostic`] says "it leads outside the workspace"). Relative links
+//! that stay inside are followed; so is a link to an absolute path inside
+//! the workspace, whose target is opened beneath the workspace again.
+//! Folders are listed from a descriptor opened the same way. Reading
+//! `~/.aws/credentials` into a prompt because a repository linked to it
+//! would leak it to the model. The user's own files (`SCV_HOME`) are opened
+//! by path and may link anywhere (dotfiles are often links), but are opened
+//! and read the same once-only way. Linux only (`openat2` needs 5.6).
 //!
 //! # Expansion
 //!
@@ -58,6 +81,7 @@ mod catalog;
 mod commands;
 mod expand;
 mod frontmatter;
+mod open;
 mod shared;
 mod skills;
 

@@ -1,17 +1,18 @@
 //! What the command, skill and agent loaders share: where a definition came
 //! from ([`Scope`]), what is reported about a file that was skipped or
-//! shadowed ([`Diagnostic`]), reading one file under the size cap, listing a
-//! folder, a required frontmatter field, and cutting text at a char
-//! boundary.
+//! shadowed ([`Diagnostic`]), reading one file under the size cap and
+//! listing a folder (both opened once, see [`crate::open`]), a required
+//! frontmatter field, and cutting text at a char boundary.
 
 use std::fmt;
-use std::fs;
-use std::io::Read;
+use std::io;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{AtFlags, FileType};
 use serde::Serialize;
 
 use crate::frontmatter::{Parsed, Value};
+use crate::open::{self, Base, Opened, ReadError};
 
 /// A file larger than this is not read (a [`Diagnostic`] says so).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
@@ -63,62 +64,76 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// The workspace a root of `scope` belongs to (`WORKSPACE/.scv/commands`
-/// → `WORKSPACE`): what its files must stay inside.
-pub(crate) fn confine_of(root: &Path, scope: Scope) -> Option<PathBuf> {
-    match scope {
-        Scope::Workspace => root.parent()?.parent().map(Path::to_path_buf),
+/// How the files of `root` (a root of `scope`) are opened: beneath its
+/// workspace (`WORKSPACE/.scv/commands` → `WORKSPACE`) for a workspace
+/// root, anywhere for the user's. `Ok(None)`: the workspace does not exist.
+pub(crate) fn open_root(root: &Path, scope: Scope) -> Result<Option<Base>, Diagnostic> {
+    let workspace = match scope {
+        Scope::Workspace => match workspace_of(root) {
+            Some(workspace) => Some(workspace),
+            None => {
+                return Err(Diagnostic::new(
+                    root,
+                    None,
+                    "no workspace above it; ignored",
+                ))
+            }
+        },
         Scope::User => None,
-    }
-}
-
-/// Whether `path`, links resolved, is inside `confine`. A repository's
-/// command, skill or agent may link anywhere; reading `~/.aws/credentials`
-/// into a prompt because a repository said so would leak it to the model.
-pub(crate) fn check_inside(path: &Path, confine: Option<&Path>) -> std::io::Result<()> {
-    let Some(confine) = confine else {
-        return Ok(());
     };
-    let (real, root) = (fs::canonicalize(path)?, fs::canonicalize(confine)?);
-    if real.starts_with(&root) {
-        return Ok(());
+    match Base::new(workspace.as_deref()) {
+        Ok(base) => Ok(Some(base)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Diagnostic::new(
+            root,
+            None,
+            format!("cannot open the workspace: {e}"),
+        )),
     }
-    Err(std::io::Error::new(
-        std::io::ErrorKind::PermissionDenied,
-        format!(
-            "it leads outside the workspace (to {}); a workspace's commands, skills and agents are read only from inside it",
-            real.display()
-        ),
-    ))
 }
 
-/// Reads a regular file (a symlink to one is fine, inside `confine` when
-/// given) of at most [`MAX_FILE_BYTES`] that is valid UTF-8.
-pub(crate) fn read_text(path: &Path, confine: Option<&Path>) -> Result<String, Diagnostic> {
-    let unreadable = |e: std::io::Error| Diagnostic::new(path, None, format!("cannot read: {e}"));
-    check_inside(path, confine)
-        .map_err(|e| Diagnostic::new(path, None, format!("{e}; skipped")))?;
-    let meta = fs::metadata(path).map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(Diagnostic::new(path, None, "not a regular file; skipped"));
+/// The workspace of a workspace root: what its files must stay inside.
+pub(crate) fn workspace_of(root: &Path) -> Option<PathBuf> {
+    root.parent()?.parent().map(Path::to_path_buf)
+}
+
+/// Why `path` could not be opened, as the [`Diagnostic`] that skips it.
+pub(crate) fn unopened(path: &Path, e: &io::Error) -> Diagnostic {
+    if open::is_outside(e) {
+        Diagnostic::new(path, None, format!("{e}; skipped"))
+    } else {
+        Diagnostic::new(path, None, format!("cannot read: {e}"))
     }
-    let too_big = |len: u64| {
-        Diagnostic::new(
+}
+
+/// The text of what was opened at `path`: a regular file of at most
+/// [`MAX_FILE_BYTES`] that is valid UTF-8, read from its descriptor.
+pub(crate) fn read_opened(opened: Opened, path: &Path) -> Result<String, Diagnostic> {
+    let (file, size) = match opened {
+        Opened::File(file, size) => (file, size),
+        Opened::Dir => {
+            return Err(Diagnostic::new(
+                path,
+                None,
+                "not a regular file (a folder); skipped",
+            ))
+        }
+        Opened::Other(kind) => {
+            return Err(Diagnostic::new(
+                path,
+                None,
+                format!("not a regular file ({kind}); skipped"),
+            ))
+        }
+    };
+    let bytes = open::read_capped(file, size, MAX_FILE_BYTES).map_err(|e| match e {
+        ReadError::TooBig(len) => Diagnostic::new(
             path,
             None,
             format!("{len} bytes, over the {MAX_FILE_BYTES}-byte limit; skipped"),
-        )
-    };
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(too_big(meta.len()));
-    }
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_big(bytes.len() as u64));
-    }
+        ),
+        ReadError::Io(e) => Diagnostic::new(path, None, format!("cannot read: {e}")),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..valid]
@@ -173,24 +188,29 @@ pub(crate) struct Entry {
     pub(crate) kind: EntryKind,
 }
 
+/// What an entry is, as its folder says (a link is not followed here).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EntryKind {
     File,
     Dir,
-    /// A symlink to a folder.
-    LinkedDir,
-    /// Anything else: a dangling link, a FIFO, a socket, ...
+    /// A symbolic link: what it leads to is known once it is opened.
+    Link,
+    /// Anything else: a FIFO, a socket, ...
     Other,
 }
 
-/// The entries of `dir` sorted by name, without hidden ones (`.git`, ...)
-/// and names that are not UTF-8. `Ok(None)`: `dir` does not exist.
-pub(crate) fn list_dir(dir: &Path) -> Result<Option<Vec<Entry>>, Diagnostic> {
-    let read = match fs::read_dir(dir) {
-        Ok(read) => read,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+/// The entries of `dir` (opened with `base`, listed from that descriptor)
+/// sorted by name, without hidden ones (`.git`, ...) and names that are not
+/// UTF-8. `Ok(None)`: `dir` does not exist.
+pub(crate) fn list_dir(base: &Base, dir: &Path) -> Result<Option<Vec<Entry>>, Diagnostic> {
+    let fd = match base.open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
             return Err(Diagnostic::new(dir, None, "not a folder; ignored"));
+        }
+        Err(e) if open::is_outside(&e) => {
+            return Err(Diagnostic::new(dir, None, format!("{e}; ignored")));
         }
         Err(e) => {
             return Err(Diagnostic::new(
@@ -200,26 +220,48 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Option<Vec<Entry>>, Diagnostic> {
             ))
         }
     };
+    let mut read = match rustix::fs::Dir::new(fd) {
+        Ok(read) => read,
+        Err(e) => {
+            return Err(Diagnostic::new(
+                dir,
+                None,
+                format!("cannot read folder: {e}"),
+            ))
+        }
+    };
     let mut entries = Vec::new();
-    for entry in read.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
+    // An error ends the listing (what was read so far is kept).
+    while let Some(Ok(entry)) = read.read() {
+        let Ok(name) = entry.file_name().to_str() else {
             continue;
         };
         if name.starts_with('.') {
             continue;
         }
-        let path = entry.path();
-        let kind = match entry.file_type() {
-            Ok(t) if t.is_dir() => EntryKind::Dir,
-            Ok(t) if t.is_file() => EntryKind::File,
-            Ok(t) if t.is_symlink() => match fs::metadata(&path) {
-                Ok(m) if m.is_dir() => EntryKind::LinkedDir,
-                Ok(m) if m.is_file() => EntryKind::File,
-                _ => EntryKind::Other,
+        let file_type = match entry.file_type() {
+            // Not every filesystem fills in the type: ask the folder (the
+            // name alone, the link itself).
+            FileType::Unknown => match read
+                .fd()
+                .and_then(|fd| rustix::fs::statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW))
+            {
+                Ok(stat) => FileType::from_raw_mode(stat.st_mode),
+                Err(_) => continue,
             },
+            known => known,
+        };
+        let kind = match file_type {
+            FileType::Directory => EntryKind::Dir,
+            FileType::RegularFile => EntryKind::File,
+            FileType::Symlink => EntryKind::Link,
             _ => EntryKind::Other,
         };
-        entries.push(Entry { path, name, kind });
+        entries.push(Entry {
+            path: dir.join(name),
+            name: name.to_owned(),
+            kind,
+        });
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Some(entries))

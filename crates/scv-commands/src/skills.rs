@@ -20,17 +20,19 @@
 //!   `name`; the index cuts long descriptions anyway).
 //!
 //! Only `SKILLS_ROOT/*/SKILL.md` is looked at. A skill folder that is a
-//! symlink is read (there is no recursion below it, so no loop).
+//! symlink is read (there is no recursion below it, so no loop; inside the
+//! workspace, for a workspace root). The `SKILL.md` is opened once and read
+//! from that descriptor, at load time and again when the body is read (see
+//! [`crate::open`]).
 
 use std::collections::HashMap;
-use std::fs;
 use std::io;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::frontmatter;
+use crate::open::{self, Base, Opened, ReadError};
 use crate::shared::{self, Diagnostic, EntryKind, Scope, MAX_FILE_BYTES};
 
 /// At most this many skills are loaded; past it, a [`Diagnostic`] and the
@@ -53,8 +55,8 @@ pub struct Skill {
     /// The `SKILL.md`.
     pub path: PathBuf,
     pub scope: Scope,
-    /// The workspace a workspace skill's file must stay inside (checked
-    /// again when its body is read).
+    /// The workspace a workspace skill's file is opened beneath (again
+    /// when its body is read).
     #[serde(skip)]
     pub confine: Option<PathBuf>,
 }
@@ -76,20 +78,33 @@ impl Skill {
         )
     }
 
-    /// The body as it is in the file now.
+    /// The body as it is in the file now: the file opened once (beneath
+    /// the workspace for a workspace skill) and read from that descriptor.
     pub(crate) fn read_body(&self) -> io::Result<String> {
         let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidData, message);
-        shared::check_inside(&self.path, self.confine.as_deref())?;
-        let mut bytes = Vec::new();
-        fs::File::open(&self.path)?
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(invalid(format!(
+        if self.scope == Scope::Workspace && self.confine.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a workspace skill without its workspace is not read",
+            ));
+        }
+        let (file, size) = match Base::new(self.confine.as_deref())?.open_file(&self.path)? {
+            Opened::File(file, size) => (file, size),
+            Opened::Dir => return Err(invalid(format!("{} is a folder", self.path.display()))),
+            Opened::Other(kind) => {
+                return Err(invalid(format!(
+                    "{} is not a regular file ({kind})",
+                    self.path.display()
+                )))
+            }
+        };
+        let bytes = open::read_capped(file, size, MAX_FILE_BYTES).map_err(|e| match e {
+            ReadError::TooBig(_) => invalid(format!(
                 "{} is over the {MAX_FILE_BYTES}-byte limit",
                 self.path.display()
-            )));
-        }
+            )),
+            ReadError::Io(e) => e,
+        })?;
         let text = String::from_utf8(bytes)
             .map_err(|_| invalid(format!("{} is not valid UTF-8", self.path.display())))?;
         let parsed = frontmatter::parse(&text)
@@ -134,13 +149,25 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
     let mut skills: Vec<Skill> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     for (root, scope) in roots {
-        let entries = match shared::list_dir(root) {
+        let base = match shared::open_root(root, *scope) {
+            Ok(Some(base)) => base,
+            Ok(None) => continue,
+            Err(d) => {
+                diagnostics.push(d);
+                continue;
+            }
+        };
+        let entries = match shared::list_dir(&base, root) {
             Ok(Some(entries)) => entries,
             Ok(None) => continue,
             Err(d) => {
                 diagnostics.push(d);
                 continue;
             }
+        };
+        let confine = match scope {
+            Scope::Workspace => shared::workspace_of(root),
+            Scope::User => None,
         };
         for (i, entry) in entries.into_iter().enumerate() {
             if i >= MAX_ENTRIES_PER_ROOT {
@@ -151,13 +178,22 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 ));
                 break;
             }
-            if !matches!(entry.kind, EntryKind::Dir | EntryKind::LinkedDir) {
+            // A folder, or a link that may lead to one.
+            if !matches!(entry.kind, EntryKind::Dir | EntryKind::Link) {
                 continue;
             }
             let path = entry.path.join("SKILL.md");
-            if fs::symlink_metadata(&path).is_err() {
-                continue; // not a skill folder
-            }
+            let opened = match base.open_file(&path) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    continue; // not a skill folder
+                }
+                opened => opened,
+            };
             if skills.len() >= MAX_SKILLS {
                 diagnostics.push(Diagnostic::new(
                     &path,
@@ -166,8 +202,10 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 ));
                 return skills;
             }
-            let confine = shared::confine_of(root, *scope);
-            let text = match shared::read_text(&path, confine.as_deref()) {
+            let text = match opened
+                .map_err(|e| shared::unopened(&path, &e))
+                .and_then(|opened| shared::read_opened(opened, &path))
+            {
                 Ok(text) => text,
                 Err(d) => {
                     diagnostics.push(d);
@@ -175,7 +213,10 @@ pub(crate) fn load(roots: &[(PathBuf, Scope)], diagnostics: &mut Vec<Diagnostic>
                 }
             };
             let skill = match parse(&text, &entry.path, &entry.name, &path, *scope, diagnostics) {
-                Ok(skill) => Skill { confine, ..skill },
+                Ok(skill) => Skill {
+                    confine: confine.clone(),
+                    ..skill
+                },
                 Err(d) => {
                     diagnostics.push(d);
                     continue;

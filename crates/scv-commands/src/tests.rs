@@ -866,3 +866,298 @@ proptest! {
         let _ = crate::frontmatter::parse(&text);
     }
 }
+
+/// A FIFO at `path` (no writer: opening it to read would wait forever).
+fn mkfifo(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
+/// Runs `f` on a thread and fails the test if it has not returned within
+/// a minute (a blocking open would never return).
+fn without_blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(f());
+    });
+    receive
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("blocked (a FIFO was opened and waited on?)")
+}
+
+/// A workspace's skill, command or agent whose file is a link leading
+/// outside (absolute, or climbing out with `..`, or through a linked
+/// folder) is refused at the open; links that stay inside work, relative or
+/// absolute.
+#[test]
+fn links_leading_outside_are_refused_at_the_open_and_inside_ones_work() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new();
+    let secret = f._dir.path().join("secret.md");
+    write(&secret, skill_md("leak", "AKIA-SECRET"));
+    let outside_dir = f._dir.path().join("outside");
+    write(
+        &outside_dir.join("SKILL.md"),
+        skill_md("far", "AKIA-SECRET"),
+    );
+    // Skills: absolute and `..` links out, a linked folder out; a relative
+    // and an absolute link inside.
+    symlink(&secret, f.ws(".scv/skills/abs/SKILL.md").tap_parent()).unwrap();
+    symlink(
+        "../../../../secret.md",
+        f.ws(".scv/skills/dotdot/SKILL.md").tap_parent(),
+    )
+    .unwrap();
+    symlink(&outside_dir, f.ws(".scv/skills/far")).unwrap();
+    write(&f.ws("docs/rel.md"), skill_md("rel", "Relative inside."));
+    write(
+        &f.ws("docs/abs-in.md"),
+        skill_md("abs-in", "Absolute inside."),
+    );
+    symlink(
+        "../../../docs/rel.md",
+        f.ws(".scv/skills/rel/SKILL.md").tap_parent(),
+    )
+    .unwrap();
+    symlink(
+        f.ws("docs/abs-in.md"),
+        f.ws(".scv/skills/abs-in/SKILL.md").tap_parent(),
+    )
+    .unwrap();
+    // A command linking out with `..`, and one inside with `..`.
+    symlink(
+        "../../../secret.md",
+        f.ws(".scv/commands/out.md").tap_parent(),
+    )
+    .unwrap();
+    write(&f.ws("docs/cmd.md"), "Inside command.");
+    symlink("../../docs/cmd.md", f.ws(".scv/commands/in.md")).unwrap();
+    // A commands folder that is itself a link out.
+    symlink(&outside_dir, f.ws(".claude/commands").tap_parent()).unwrap();
+    let c = f.load();
+    let mut skills: Vec<&str> = c.skills.iter().map(|s| s.name.as_str()).collect();
+    skills.sort();
+    assert_eq!(skills, ["abs-in", "rel"], "{:?}", c.diagnostics);
+    let commands: Vec<&str> = c.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(commands, ["in"], "{:?}", c.diagnostics);
+    assert_eq!(c.command("in").unwrap().body, "Inside command.");
+    for path in [
+        f.ws(".scv/skills/abs/SKILL.md"),
+        f.ws(".scv/skills/dotdot/SKILL.md"),
+        f.ws(".scv/skills/far/SKILL.md"),
+        f.ws(".scv/commands/out.md"),
+        f.ws(".claude/commands"),
+    ] {
+        let d = diagnostics_for(&c, &path);
+        assert_eq!(d.len(), 1, "{}: {:?}", path.display(), c.diagnostics);
+        assert!(
+            d[0].message.starts_with("it leads outside the workspace"),
+            "{}",
+            d[0]
+        );
+    }
+    assert_eq!(c.diagnostics.len(), 5, "{:?}", c.diagnostics);
+    assert!(!format!("{c:?}").contains("AKIA-SECRET"));
+
+    let rel = c.skill("rel").unwrap();
+    assert!(rel
+        .load_body()
+        .unwrap()
+        .ends_with("Do the rel thing with $ARGUMENTS."));
+    // Turned into a link out after loading: refused when its body is read.
+    fs::remove_file(&rel.path).unwrap();
+    symlink(&secret, &rel.path).unwrap();
+    let err = rel.load_body().unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("it leads outside the workspace"),
+        "{err}"
+    );
+    match c.expand("/rel") {
+        Err(ExpandError::Unreadable { error, .. }) => {
+            assert!(error.to_string().contains("leads outside"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A FIFO, direct or through a link, in place of a file: refused without
+/// waiting for a writer, at load time and when a skill's body is read.
+#[test]
+fn fifos_are_refused_without_blocking() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new();
+    mkfifo(&f.ws(".scv/skills/pipe/SKILL.md"));
+    mkfifo(&f.ws("fifo"));
+    symlink("../../fifo", f.ws(".scv/commands/pipe.md").tap_parent()).unwrap();
+    symlink("../../fifo", f.ws(".scv/agents/pipe.md").tap_parent()).unwrap();
+    mkfifo(&f.home("skills/pipe/SKILL.md"));
+    write(
+        &f.ws(".scv/skills/notes/SKILL.md"),
+        skill_md("notes", "Notes."),
+    );
+    let roots = f.roots.clone();
+    let c = without_blocking(move || Catalog::load(&roots));
+    let names: Vec<&str> = c.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["notes"], "{:?}", c.diagnostics);
+    assert!(c.commands.is_empty() && c.agents.is_empty());
+    for path in [
+        f.ws(".scv/skills/pipe/SKILL.md"),
+        f.ws(".scv/commands/pipe.md"),
+        f.ws(".scv/agents/pipe.md"),
+        f.home("skills/pipe/SKILL.md"),
+    ] {
+        let d = diagnostics_for(&c, &path);
+        assert_eq!(d.len(), 1, "{}: {:?}", path.display(), c.diagnostics);
+        assert_eq!(d[0].message, "not a regular file (a FIFO); skipped");
+    }
+    assert_eq!(c.diagnostics.len(), 4, "{:?}", c.diagnostics);
+
+    let skill = c.skill("notes").unwrap().clone();
+    fs::remove_file(&skill.path).unwrap();
+    mkfifo(&skill.path);
+    let err = without_blocking(move || skill.load_body()).unwrap_err();
+    assert!(
+        err.to_string().ends_with("is not a regular file (a FIFO)"),
+        "{err}"
+    );
+}
+
+/// The size cap holds on what is read from the descriptor, at load time
+/// and when a skill's body is read after it grew.
+#[test]
+fn over_size_files_are_refused() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new();
+    let big = "x".repeat(MAX_FILE_BYTES as usize + 1);
+    write(&f.ws("docs/big.md"), &big);
+    symlink(
+        "../../docs/big.md",
+        f.ws(".scv/commands/big.md").tap_parent(),
+    )
+    .unwrap();
+    write(&f.home("agents/big.md"), agent_md("big", "d", &big));
+    write(
+        &f.ws(".scv/skills/notes/SKILL.md"),
+        skill_md("notes", "Notes."),
+    );
+    let c = f.load();
+    assert!(c.commands.is_empty() && c.agents.is_empty());
+    for path in [f.ws(".scv/commands/big.md"), f.home("agents/big.md")] {
+        let d = diagnostics_for(&c, &path);
+        assert!(
+            d[0].message
+                .ends_with("over the 262144-byte limit; skipped"),
+            "{}",
+            d[0]
+        );
+    }
+    let skill = c.skill("notes").unwrap();
+    write(&skill.path, format!("{}{big}", skill_md("notes", "Notes.")));
+    let err = skill.load_body().unwrap_err();
+    assert!(
+        err.to_string().ends_with("is over the 262144-byte limit"),
+        "{err}"
+    );
+}
+
+/// Finding c02: a sandboxed command flips `SKILL.md` (and a command file)
+/// between a regular file and a link to a key outside the workspace, each
+/// flip one atomic rename (`renameat2` exchanging the name with a prepared
+/// link, so the loop is as tight as it gets), while the skill's body is read
+/// and the catalog loaded over and over. A check of the path followed by an
+/// open of the path by name reads the key whenever a flip lands in between;
+/// opening once beneath the workspace never does.
+#[test]
+fn a_skill_flipped_to_a_link_outside_never_leaks() {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const KEY: &str = "OPENSSH-PRIVATE-KEY-c02";
+    let f = Fixture::new();
+    let key = f._dir.path().join("id_ed25519");
+    write(
+        &key,
+        format!("---\nname: notes\ndescription: {KEY}\n---\n{KEY}\n"),
+    );
+    let skill_file = f.ws(".scv/skills/notes/SKILL.md");
+    write(&skill_file, skill_md("notes", "Take notes."));
+    let command_file = f.ws(".scv/commands/memo.md");
+    write(&command_file, "Write a memo.");
+    let c = f.load();
+    let skill = c.skill("notes").unwrap().clone();
+
+    // Beside each file, a prepared link to the key (a hidden name: not
+    // listed as a command or a skill); each exchange flips the name.
+    let pairs: Vec<(PathBuf, PathBuf)> = [&skill_file, &command_file]
+        .into_iter()
+        .map(|target| {
+            let file = target.file_name().unwrap().to_str().unwrap();
+            let link = target.with_file_name(format!(".{file}.link"));
+            symlink(&key, &link).unwrap();
+            (target.clone(), link)
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let flip = |(target, link): &(PathBuf, PathBuf)| {
+                renameat_with(CWD, target, CWD, link, RenameFlags::EXCHANGE)
+            };
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for pair in &pairs {
+                    if flip(pair).is_err() {
+                        return flips; // the test is over (failed)
+                    }
+                }
+                flips += 1;
+            }
+            // End on the regular files.
+            for pair in &pairs {
+                if fs::symlink_metadata(&pair.0).unwrap().is_symlink() {
+                    flip(pair).unwrap();
+                }
+            }
+            flips
+        })
+    };
+
+    let (mut read, mut refused) = (0, 0);
+    for i in 0..5_000 {
+        match skill.load_body() {
+            Ok(body) => {
+                assert!(!body.contains(KEY), "call {i} read the key: {body}");
+                read += 1;
+            }
+            Err(err) => {
+                assert!(!err.to_string().contains(KEY), "call {i}: {err}");
+                refused += 1;
+            }
+        }
+        if i % 10 == 0 {
+            let loaded = Catalog::load(&f.roots);
+            assert!(
+                !format!("{loaded:?}").contains(KEY),
+                "load {i} read the key: {loaded:?}"
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    eprintln!("{flips} flips; {read} bodies read, {refused} refused");
+    assert!(flips > 0);
+    // The flipper ends on the regular file: it reads as before.
+    assert!(skill
+        .load_body()
+        .unwrap()
+        .ends_with("Do the notes thing with $ARGUMENTS."));
+    assert_eq!(f.load().command("memo").unwrap().body, "Write a memo.");
+}

@@ -4,7 +4,8 @@
 //! command to read-only), switching it while a turn runs, `/NAME args`
 //! expanded from `.scv/commands/`, an unknown one refused before any
 //! provider call, skills indexed in the system prompt and loaded by the
-//! `skill` tool, and malformed files named with their line.
+//! `skill` tool, malformed files named with their line, and a `SKILL.md`
+//! flipped to a link outside the workspace never reaching the model.
 
 mod common;
 use common::*;
@@ -276,6 +277,137 @@ async fn skills_are_indexed_loaded_by_the_tool_and_by_slash_name() {
     let user = last_message(&rig.mock, 2);
     assert!(user.contains("Past tense"), "{user}");
     assert!(user.contains("v0.2"), "{user}");
+}
+
+/// Finding c02 through the real daemon: while a thread flips
+/// `.scv/skills/notes/SKILL.md` between the skill and a link to a key
+/// outside the workspace (each flip one atomic `renameat2` exchange), the
+/// model calls `skill {name: "notes"}` 320 times over two turns and the
+/// user types `/notes` 20 times. The key is in no tool result, no
+/// expansion and no request to the provider; the session carries on.
+#[tokio::test]
+async fn a_skill_flipped_to_a_link_outside_never_reaches_the_model() {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const KEY: &str = "c02-PRIVATE-KEY-MATERIAL";
+    let mut rig = rig("").await;
+    let outside = tempfile::tempdir().unwrap();
+    let key = outside.path().join("id_ed25519");
+    std::fs::write(
+        &key,
+        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{KEY}\n-----END OPENSSH PRIVATE KEY-----\n"),
+    )
+    .unwrap();
+    let skill = rig.home.workspace().join(".scv/skills/notes/SKILL.md");
+    write(
+        &skill,
+        "---\nname: notes\ndescription: Take notes\n---\nWrite notes in NOTES.md.\n",
+    );
+    let link = skill.with_file_name(".SKILL.md.link");
+    std::os::unix::fs::symlink(&key, &link).unwrap();
+    let (_, session) = rig.start(json!({})).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (stop, skill, link) = (Arc::clone(&stop), skill.clone(), link.clone());
+        std::thread::spawn(move || {
+            let flip = || renameat_with(CWD, &skill, CWD, &link, RenameFlags::EXCHANGE);
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                flip().unwrap();
+                flips += 1;
+            }
+            if flips % 2 == 1 {
+                flip().unwrap(); // back to the skill
+            }
+            flips
+        })
+    };
+
+    let (mut loaded, mut refused) = (0, 0);
+    for turn in 0..2 {
+        for response in 0..5 {
+            let calls: Vec<(String, &str, Value)> = (0..32)
+                .map(|i| {
+                    let id = format!("s{turn}-{response}-{i}");
+                    (id, "skill", json!({"name": "notes"}))
+                })
+                .collect();
+            let calls: Vec<(&str, &str, Value)> = calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), *name, args.clone()))
+                .collect();
+            rig.mock.push(Reply::tool_calls(&calls));
+        }
+        rig.mock.push(Reply::text(["noted"]));
+        let events = rig.turn(&session, "take notes").await;
+        assert_eq!(events.last().unwrap()["type"], "turn.completed");
+        for (id, success, output) in common::completed(&events) {
+            assert!(!output.contains(KEY), "{id} read the key: {output}");
+            if success {
+                assert!(output.contains("Write notes in NOTES.md."), "{output}");
+                loaded += 1;
+            } else {
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(loaded + refused, 320);
+    // `/notes`, expanded by the server from the file as it is now.
+    let mut pending = false;
+    for i in 0..20 {
+        if !pending {
+            rig.mock.push(Reply::text(["ok"]));
+            pending = true;
+        }
+        let id = format!("n{i}");
+        rig.server
+            .send(
+                json!({"type":"turn.start","request_id":id,"session_id":session,
+                         "prompt":"/notes","command":true}),
+            )
+            .await;
+        let first = rig.server.next().await;
+        if first["type"] == "error" {
+            let message = first["message"].as_str().unwrap();
+            assert!(!message.contains(KEY), "{message}");
+            continue;
+        }
+        pending = false;
+        let mut events = vec![first.clone()];
+        if !matches!(
+            first["type"].as_str(),
+            Some("turn.completed" | "turn.failed")
+        ) {
+            events.extend(rig.server.until_terminal().await);
+        }
+        assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    }
+    if pending {
+        rig.turn(&session, "nothing").await; // takes the reply left queued
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    eprintln!("{flips} flips; {loaded} loaded, {refused} refused");
+    for request in rig.mock.requests() {
+        assert!(!request.body.to_string().contains(KEY), "sent to the model");
+    }
+
+    // The flipping over, the skill loads as before.
+    rig.mock.push(Reply::tool_calls(&[(
+        "last",
+        "skill",
+        json!({"name": "notes"}),
+    )]));
+    rig.mock.push(Reply::text(["done"]));
+    let events = rig.turn(&session, "once more").await;
+    let last = completed(&events, "last");
+    assert_eq!(last["success"], true, "{last}");
+    assert!(last["output"]
+        .as_str()
+        .unwrap()
+        .contains("Write notes in NOTES.md."));
 }
 
 /// A session without skills is offered exactly the built-in tools (and
