@@ -934,6 +934,135 @@ async fn budgets_count_what_children_spend() {
     assert_eq!(rig.mock.request_count(), 2);
 }
 
+/// What a provider writes when nothing caps it (the model's own limit).
+const UNCAPPED: u64 = 40_000;
+/// The prompt tokens the mock reports for a child's request: below the
+/// server's estimate of it (system prompt and tools), so the sum below
+/// measures what the budget held.
+const CHILD_PROMPT: u64 = 500;
+
+/// A provider that uses all the output a request allows (`UNCAPPED`
+/// when the request sets no cap), slowly enough that the children of one
+/// response are all in flight together.
+fn spends_all() -> Reply {
+    Reply::from_request(|body| {
+        let out = Reply::requested_output_cap(body).unwrap_or(UNCAPPED);
+        Reply::text(["spent ", "all"])
+            .with_usage(CHILD_PROMPT, out)
+            .drip(std::time::Duration::from_millis(200))
+    })
+}
+
+/// Six children started by one response, each writing all it may, under
+/// `max_turn_tokens = 150000`: they reserve before they send, so what the
+/// turn uses never passes the budget — the children that no longer fit
+/// are refused before their request is sent (a failed `task` call, not a
+/// failed turn). Checking without reserving let all six pass the check
+/// before any had spent: 243,025 tokens. The session and the connection
+/// go on afterwards.
+#[tokio::test]
+async fn children_at_once_never_overrun_the_turn_token_budget() {
+    let budget = 150_000;
+    let mut rig = Rig::with_capabilities(
+        &format!("max_subagents = 6\nmax_output_tokens = {UNCAPPED}\nmax_turn_tokens = {budget}"),
+        json!({"subagents": true}),
+    )
+    .await;
+    let (_, session) = rig.start(json!({})).await;
+    let names = ["A", "B", "C", "D", "E", "F"];
+    let tasks: Vec<_> = names
+        .iter()
+        .map(|n| task(n, n, &format!("CHILD-{n}: spend")))
+        .collect();
+    rig.mock.push(calls(&tasks));
+    for n in names {
+        rig.mock.push_matching(&format!("CHILD-{n}"), spends_all());
+    }
+    rig.mock.push(spends_all());
+    let events = rig.turn(&session, "six at once").await;
+    let last = events.last().unwrap();
+    assert_eq!(last["parent"], Value::Null, "{last}");
+    assert!(
+        last["type"] == "turn.completed"
+            || (last["type"] == "turn.failed" && last["code"] == "step_limit"),
+        "{events:#?}"
+    );
+
+    // What the provider was asked and reported: the parent's first
+    // request (Reply::tool_calls reports 20 in, 5 out), then each sent
+    // request used all its cap.
+    let requests = rig.mock.requests();
+    let mut used = 25;
+    for request in &requests[1..] {
+        used += CHILD_PROMPT + Reply::requested_output_cap(&request.body).unwrap_or(UNCAPPED);
+    }
+    assert!(used <= budget, "the turn used {used} tokens of {budget}");
+
+    // The children that did not fit were refused before sending.
+    let refused: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| {
+            let call = completed(&events, n);
+            call["success"] == false
+                && call["output"]
+                    .as_str()
+                    .unwrap()
+                    .contains("(step_limit): budget max_turn_tokens (150000) reached")
+        })
+        .collect();
+    let sent: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| {
+            requests
+                .iter()
+                .any(|r| r.body["messages"][1]["content"] == format!("CHILD-{n}: spend"))
+        })
+        .collect();
+    assert!(
+        !refused.is_empty(),
+        "some children were refused: {events:#?}"
+    );
+    assert_eq!(
+        refused.len() + sent.len(),
+        names.len(),
+        "{refused:?} {sent:?}"
+    );
+    // The turn's own figures agree: its usage (children's summed in) is
+    // what the provider reported, when the parent's last request fit.
+    let sum = |e: &Value| {
+        e["usage"]["input_tokens"].as_u64().unwrap() + e["usage"]["output_tokens"].as_u64().unwrap()
+    };
+    let children: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "turn.completed" && !e["parent"].is_null())
+        .collect();
+    assert_eq!(children.len(), sent.len());
+    assert!(children.iter().map(|e| sum(e)).sum::<u64>() <= used);
+    if last["type"] == "turn.completed" {
+        assert_eq!(sum(last), used, "{last}");
+    }
+
+    // The refusal was this turn's: the next turn, and another session,
+    // are served.
+    rig.mock.push(Reply::text(["next"]));
+    let events = rig.turn(&session, "and now?").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:#?}"
+    );
+    let (_, other) = rig.start(json!({})).await;
+    rig.mock.push(Reply::text(["hello"]));
+    let events = rig.turn(&other, "hi").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:#?}"
+    );
+}
+
 /// A child is a stored session of its own: resumable by its id, its
 /// header naming its parent call.
 #[tokio::test]

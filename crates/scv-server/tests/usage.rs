@@ -458,6 +458,118 @@ async fn the_turn_token_budget_counts_the_worst_case_before_the_first_request() 
     assert_eq!(rig.mock.request_count(), 0);
 }
 
+/// The working day's case: $10 a million output tokens (free input),
+/// `max_output_tokens` worth $0.064, answers of $0.04. A session budget
+/// of $0.12 pays for exactly three: the third request goes with its cap
+/// lowered to what is left (4,000 tokens) rather than being refused at
+/// $0.08 because it "could cost up to $0.064"; the fourth is refused at
+/// the budget, nothing sent. The connection and another session go on.
+#[tokio::test]
+async fn a_session_budget_that_pays_for_three_requests_stops_after_the_third() {
+    let extra = "max_output_tokens = 6400\nmax_session_cost_usd = 0.12\n\
+                 [pricing.\"mock-model\"]\ninput = 0\noutput = 10\n";
+    let mut rig = rig(extra, usage_cap()).await;
+    let session = session_on(&mut rig, None).await;
+    for n in 1..=3 {
+        rig.mock.push(chat_with_usage(
+            "four cents",
+            &[json!({"prompt_tokens": 900, "completion_tokens": 4000})],
+        ));
+        let events = rig.turn(&session, &format!("request {n}")).await;
+        let done = last(&events);
+        assert_eq!(done["type"], "turn.completed", "request {n}: {events:?}");
+        assert!(close(&done["cost_usd"], 0.04), "{done}");
+    }
+    // The cap each request asked the provider for (the mock's address is
+    // not OpenAI's: `max_tokens`).
+    let caps: Vec<Value> = rig
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.body["max_tokens"].clone())
+        .collect();
+    assert_eq!(caps, [json!(6400), json!(6400), json!(4000)]);
+
+    rig.mock.push(Reply::text(["never"]));
+    let events = rig.turn(&session, "request 4").await;
+    let failed = last(&events);
+    assert_eq!(failed["type"], "turn.failed", "{failed}");
+    assert_eq!(failed["code"], "step_limit");
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("budget max_session_cost_usd ($0.1200) reached: this session spent $0.1200 and the next request could cost up to $0.0102; it was not sent (spent $0.1200 of $0.1200; even with its output cut to 1024 tokens it does not fit what is left;"),
+        "{message}"
+    );
+    assert_eq!(rig.mock.request_count(), 3, "nothing was sent");
+
+    // The refusal is the turn's: the connection goes on, and another
+    // session (a budget of its own) is served in full.
+    let other = session_on(&mut rig, None).await;
+    rig.mock.push(Reply::text(["still here"]));
+    let events = rig.turn(&other, "hello").await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    assert_eq!(rig.mock.requests()[3].body["max_tokens"], 6400);
+}
+
+/// A budget's cap goes out on every wire, under the wire's own name:
+/// with `max_turn_tokens` below `max_output_tokens`, the first request
+/// asks for what the budget leaves after its prompt.
+#[tokio::test]
+async fn a_budgets_lowered_cap_reaches_the_request_on_every_wire() {
+    let mut rig = rig(
+        "max_output_tokens = 100000\nmax_turn_tokens = 60000\n",
+        None,
+    )
+    .await;
+    let wires: [(Option<&str>, Reply, &str); 3] = [
+        (None, Reply::text(["chat"]), "max_tokens"),
+        (
+            Some("anthropic"),
+            anthropic::Message::new(vec![Block::text(["anthropic"])]).reply(),
+            "max_tokens",
+        ),
+        (
+            Some("openai-responses"),
+            Response::new(vec![Item::message(["responses"])]).reply(),
+            "max_output_tokens",
+        ),
+    ];
+    for (provider, reply, field) in wires {
+        let session = session_on(&mut rig, provider).await;
+        rig.mock.push(reply);
+        let events = rig.turn(&session, "hi").await;
+        assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+        let body = rig.mock.requests().last().unwrap().body.clone();
+        let cap = body[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{field}: {body}"));
+        assert!((1024..60_000).contains(&cap), "{provider:?}: {cap}");
+    }
+    assert!(
+        rig.mock.violations().is_empty(),
+        "{:?}",
+        rig.mock.violations()
+    );
+}
+
+/// The cap a budget sends never asks for more than the context leaves
+/// after the prompt (a local server refuses that), and is reserved as
+/// such.
+#[tokio::test]
+async fn the_cap_sent_leaves_the_prompt_its_room_in_the_context() {
+    let mut rig = rig(
+        "context_max_tokens = 8000\nmax_output_tokens = 32000\nmax_turn_tokens = 100000\n",
+        None,
+    )
+    .await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(Reply::text(["fits"]));
+    let events = rig.turn(&session, "hi").await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    let cap = rig.mock.requests()[0].body["max_tokens"].as_u64().unwrap();
+    assert!((1024..8000).contains(&cap), "{cap}");
+}
+
 #[tokio::test]
 async fn a_cost_budget_on_a_model_without_a_price_sends_nothing() {
     let mut rig = rig("max_session_cost_usd = 5\n", None).await;

@@ -274,6 +274,10 @@ async fn handle(
         take_reply(&mut state, wire, &raw)
     };
     let reply = match reply {
+        Ok(Reply::FromRequest(make)) => {
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            (make.0)(&body)
+        }
         Ok(reply) => reply,
         Err(body) => return Ok(plain(500, &body)),
     };
@@ -316,6 +320,7 @@ async fn handle(
             ending,
         } => stream_response(state, frames, delay, ending, None),
         Reply::Repeat { frame, every } => repeat_response(state, frame, every),
+        Reply::FromRequest(_) => plain(500, "mock provider: a reply made a reply-maker"),
     })
 }
 

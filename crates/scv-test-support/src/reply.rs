@@ -159,6 +159,19 @@ pub enum Reply {
     /// Sends `frame` every `every`, forever, until the client goes away
     /// (SSE comments or empty deltas that carry no model output).
     Repeat { frame: Vec<u8>, every: Duration },
+    /// Made from the request's JSON body when it arrives (a provider that
+    /// answers what was asked: writes up to the request's output cap).
+    FromRequest(Responder),
+}
+
+/// Makes a reply from a request's JSON body ([`Reply::from_request`]).
+#[derive(Clone)]
+pub struct Responder(pub std::sync::Arc<dyn Fn(&Value) -> Reply + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
 }
 
 fn chunk(delta: Value, finish_reason: Option<&str>) -> String {
@@ -333,8 +346,41 @@ impl Reply {
     pub fn wire(&self) -> Option<Wire> {
         match self {
             Reply::Stream { wire, .. } | Reply::Status { wire, .. } => *wire,
-            Reply::Bytes { .. } | Reply::Repeat { .. } => None,
+            Reply::Bytes { .. } | Reply::Repeat { .. } | Reply::FromRequest(_) => None,
         }
+    }
+
+    /// A reply made by `make` from the request's JSON body when the
+    /// request arrives.
+    pub fn from_request(make: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> Reply {
+        Reply::FromRequest(Responder(std::sync::Arc::new(make)))
+    }
+
+    /// A chat stream's usage chunk replaced by one reporting `input`
+    /// prompt and `output` completion tokens.
+    pub fn with_usage(mut self, input: u64, output: u64) -> Reply {
+        if let Reply::Stream {
+            wire: Some(Wire::Chat),
+            events,
+            ..
+        } = &mut self
+        {
+            for event in events.iter_mut() {
+                if event.data.contains("\"usage\"") {
+                    event.data = usage_chunk(input, output);
+                }
+            }
+        }
+        self
+    }
+
+    /// The output cap a request body asks for, on any wire (Chat
+    /// `max_completion_tokens` or `max_tokens`, Responses
+    /// `max_output_tokens`, Anthropic `max_tokens`); `None`: it set none.
+    pub fn requested_output_cap(body: &Value) -> Option<u64> {
+        ["max_completion_tokens", "max_tokens", "max_output_tokens"]
+            .iter()
+            .find_map(|key| body[key].as_u64())
     }
 
     /// Restricts a stream or status reply to `wire`'s path (`None`: any).

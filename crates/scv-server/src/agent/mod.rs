@@ -214,12 +214,18 @@ fn last_user(history: &History) -> usize {
         .unwrap_or(0)
 }
 
-fn request<'a>(system: &'a str, history: &'a History, tools: &'a [ToolSpec]) -> Request<'a> {
+fn request<'a>(
+    system: &'a str,
+    history: &'a History,
+    tools: &'a [ToolSpec],
+    max_output_tokens: Option<u64>,
+) -> Request<'a> {
     Request {
         system,
         history: history.messages(),
         rendered: Some(history.rendered()),
         tools,
+        max_output_tokens,
     }
 }
 
@@ -342,33 +348,39 @@ impl Turn {
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
             let request_bytes = fixed_bytes + history.bytes();
-            self.within_budget(history.estimate_tokens(request_bytes))
-                .await?;
-            let reply = match self.step(&request(&system, history, tools)).await {
-                Err(Stop::Overflow(message)) => {
-                    // One compaction, one retry.
-                    tracing::info!("provider context overflow: {message}; compacting once");
-                    self.compact(fixed_bytes, history, usage, true).await?;
-                    let request_bytes = fixed_bytes + history.bytes();
-                    self.within_budget(history.estimate_tokens(request_bytes))
-                        .await?;
-                    match self.step(&request(&system, history, tools)).await {
-                        Err(Stop::Overflow(message)) => {
-                            return Err(Stop::Failed(
-                                FailureCode::ContextLimit,
-                                format!("the conversation does not fit the model's context even after compaction: {message}"),
-                            ))
-                        }
-                        other => other?,
+            // Held until the request ends: settled below, released when
+            // it fails or the turn is cancelled (dropped with `?`).
+            let mut held = self.reserve(history.estimate_tokens(request_bytes))?;
+            let mut reply = self
+                .step(&request(&system, history, tools, held.max_output_tokens))
+                .await;
+            if let Err(Stop::Overflow(message)) = &reply {
+                // One compaction, one retry; the refused request spent
+                // nothing.
+                tracing::info!("provider context overflow: {message}; compacting once");
+                drop(held);
+                self.compact(fixed_bytes, history, usage, true).await?;
+                let request_bytes = fixed_bytes + history.bytes();
+                held = self.reserve(history.estimate_tokens(request_bytes))?;
+                reply = match self
+                    .step(&request(&system, history, tools, held.max_output_tokens))
+                    .await
+                {
+                    Err(Stop::Overflow(message)) => {
+                        return Err(Stop::Failed(
+                            FailureCode::ContextLimit,
+                            format!("the conversation does not fit the model's context even after compaction: {message}"),
+                        ))
                     }
-                }
-                other => other?,
-            };
+                    other => other,
+                };
+            }
+            let reply = reply?;
             steps += 1;
+            self.spent(held, reply.usage).await?;
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
-                self.spent(step_usage).await?;
                 if self.step_usage {
                     self.emit(EventBody::UsageUpdated {
                         step: step_usage.into(),
@@ -555,13 +567,12 @@ impl Turn {
             "Summarize this transcript:\n\n{transcript}"
         ))];
         let summary_bytes = Message::user(SUMMARY_SYSTEM_PROMPT).weight() + request[0].weight();
-        self.within_budget(history.estimate_tokens(summary_bytes))
-            .await?;
+        let held = self.reserve(history.estimate_tokens(summary_bytes))?;
         let provider = &self.settings.provider;
         let span = self
             .trace
             .as_ref()
-            .map(|t| t.request(provider.max_output_tokens));
+            .map(|t| t.request(held.max_output_tokens.unwrap_or(provider.max_output_tokens)));
         let summary = async {
             let stream = self
                 .open(&Request {
@@ -569,6 +580,7 @@ impl Turn {
                     history: &request,
                     rendered: None,
                     tools: &[],
+                    max_output_tokens: held.max_output_tokens,
                 })
                 .await?;
             Ok::<Reply, Stop>(self.cancellable(stream.finish()).await??)
@@ -576,9 +588,9 @@ impl Turn {
         .await;
         traced(span, &summary, &self.spending);
         let reply = summary?;
+        self.spent(held, reply.usage).await?;
         if let Some(step_usage) = reply.usage {
             add_step_usage(usage, step_usage);
-            self.spent(step_usage).await?;
         }
         if reply.end == End::Refused {
             return Err(Stop::Failed(
@@ -621,10 +633,10 @@ impl Turn {
     /// One provider request, streaming its text as `assistant.delta`
     /// (its span, when traced).
     async fn step(&self, request: &Request<'_>) -> Result<Reply, Stop> {
-        let span = self
-            .trace
-            .as_ref()
-            .map(|t| t.request(self.settings.provider.max_output_tokens));
+        let max_tokens = request
+            .max_output_tokens
+            .unwrap_or(self.settings.provider.max_output_tokens);
+        let span = self.trace.as_ref().map(|t| t.request(max_tokens));
         let result = self.stream_step(request).await;
         traced(span, &result, &self.spending);
         result

@@ -1,4 +1,4 @@
-//! What tokens cost, and the budgets checked before each request.
+//! What tokens cost, and the budgets each request reserves against.
 //!
 //! Prices are USD per million tokens ([`prices`] holds the built-in,
 //! dated table; `[pricing."MODEL"]` adds or overrides). Costs are `f64`
@@ -43,6 +43,22 @@ impl Price {
         (input_tokens as f64 * self.input.max(self.cache_write)
             + max_output_tokens as f64 * self.output)
             / MILLION
+    }
+
+    /// The most output tokens `usd` pays for after `input_tokens` at their
+    /// worst case: 0 when it does not even pay for the input, `u64::MAX`
+    /// when output is free. A millionth of a token of slack, so that
+    /// $0.12 − $0.08 at $10 a million buys 4,000 tokens, not 3,999.
+    pub(crate) fn affordable_output(&self, usd: f64, input_tokens: u64) -> u64 {
+        let left = usd - self.worst_case(input_tokens, 0);
+        if left.is_nan() || left < 0.0 {
+            return 0;
+        }
+        if self.output <= 0.0 {
+            return u64::MAX;
+        }
+        // `as` saturates: a huge budget is u64::MAX tokens.
+        (left * MILLION / self.output + 1e-6).floor() as u64
     }
 }
 
@@ -102,21 +118,38 @@ pub(crate) struct Budgets {
     pub max_turn_tokens: Option<u64>,
 }
 
-/// What this process spent today (UTC), over all its sessions and
-/// connections (a reload keeps it: it is the process's).
+/// What this process spent today (UTC) and what its requests in flight
+/// hold, over all its sessions and connections (a reload keeps it: it is
+/// the process's).
 pub(crate) static DAILY_SPEND: DailySpend = DailySpend::new();
 
-/// What one process spent on one UTC day.
+/// What one process spent on one UTC day, and holds for requests in
+/// flight.
 #[derive(Debug, Default)]
 pub(crate) struct DailySpend {
-    /// (days since the epoch, USD spent that day).
-    spent: Mutex<(u64, f64)>,
+    day: Mutex<Day>,
+}
+
+/// The books of one UTC day.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Day {
+    /// Days since the epoch.
+    day: u64,
+    /// USD requests reported that day.
+    spent: f64,
+    /// USD held by requests still in flight (their worst case): not tied
+    /// to a day, as a request sent before midnight may end after it.
+    held: f64,
 }
 
 impl DailySpend {
     pub(crate) const fn new() -> DailySpend {
         DailySpend {
-            spent: Mutex::new((0, 0.0)),
+            day: Mutex::new(Day {
+                day: 0,
+                spent: 0.0,
+                held: 0.0,
+            }),
         }
     }
 
@@ -126,28 +159,57 @@ impl DailySpend {
             .map_or(0, |d| d.as_secs() / 86_400)
     }
 
-    /// Spent today so far, USD.
-    pub(crate) fn spent(&self) -> f64 {
+    /// Today's books, locked (a new day starts from nothing spent). Lock
+    /// order: a turn's ledger first, then this.
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Day> {
         let today = Self::today();
-        let spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
-        if spent.0 == today {
-            spent.1
-        } else {
-            0.0
+        let mut day = self.day.lock().unwrap_or_else(|e| e.into_inner());
+        if day.day != today {
+            day.day = today;
+            day.spent = 0.0;
         }
+        day
     }
 
-    /// Adds `usd` to today's spend.
-    pub(crate) fn add(&self, usd: f64) {
-        let today = Self::today();
-        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
-        if spent.0 != today {
-            *spent = (today, 0.0);
-        }
-        spent.1 += usd;
+    /// Spent today so far, USD.
+    pub(crate) fn spent(&self) -> f64 {
+        self.lock().spent
     }
 }
 
+impl Day {
+    /// Spent today, USD.
+    pub(crate) fn spent(&self) -> f64 {
+        self.spent
+    }
+
+    /// Held by requests in flight, USD.
+    pub(crate) fn held(&self) -> f64 {
+        self.held
+    }
+
+    /// Holds `usd` for a request about to be sent.
+    pub(crate) fn hold(&mut self, usd: f64) {
+        self.held += usd;
+    }
+
+    /// A request that held `held` ended having cost `cost`.
+    pub(crate) fn settle(&mut self, held: f64, cost: f64) {
+        self.held = release(self.held, held);
+        self.spent += cost;
+    }
+}
+
+/// `held` less `usd`, what sums of floats leave behind (never below
+/// nothing, no trillionth of a cent) cleared.
+pub(crate) fn release(held: f64, usd: f64) -> f64 {
+    let left = held - usd;
+    if left < 1e-12 {
+        0.0
+    } else {
+        left
+    }
+}
 /// `$1.23`, `$0.0042`: cents for a dollar or more, else four significant
 /// places, so a cheap turn never reads `$0.00`.
 pub(crate) fn usd(amount: f64) -> String {
@@ -221,12 +283,43 @@ mod tests {
     }
 
     #[test]
-    fn daily_spend_adds_up() {
+    fn daily_spend_adds_up_and_releases_what_it_held() {
         let spend = DailySpend::default();
-        spend.add(0.25);
-        spend.add(0.5);
+        spend.lock().hold(0.4);
+        spend.lock().settle(0.4, 0.25);
+        spend.lock().hold(0.1);
+        assert!((spend.lock().held() - 0.1).abs() < 1e-12);
+        spend.lock().settle(0.1, 0.5);
         assert!((spend.spent() - 0.75).abs() < 1e-12);
+        assert_eq!(spend.lock().held(), 0.0);
         assert_eq!(usd(0.000_42), "$0.0004");
         assert_eq!(usd(1.234), "$1.23");
+    }
+
+    #[test]
+    fn affordable_output_is_what_is_left_at_the_output_price() {
+        let price = Price {
+            input: 1.0,
+            cached_input: 0.1,
+            cache_write: 2.0,
+            output: 10.0,
+        };
+        // $0.12 − $0.08 at $10 a million: 4,000 tokens, float error aside.
+        let free_input = Price {
+            input: 0.0,
+            cache_write: 0.0,
+            ..price
+        };
+        assert_eq!(free_input.affordable_output(0.12 - 0.08, 0), 4_000);
+        // 1,000 tokens in at the cache-write price ($0.002) come first.
+        assert_eq!(price.affordable_output(0.012, 1_000), 1_000);
+        assert_eq!(price.affordable_output(0.001, 1_000), 0);
+        assert_eq!(price.affordable_output(-1.0, 0), 0);
+        let free = Price {
+            output: 0.0,
+            ..price
+        };
+        assert_eq!(free.affordable_output(1.0, 0), u64::MAX);
+        assert_eq!(free_input.affordable_output(1e300, 0), u64::MAX);
     }
 }

@@ -45,13 +45,13 @@ const MIN_THINKING_BUDGET: u64 = 1024;
 
 /// A thinking budget for the effort, below `max_tokens` (none when
 /// `max_tokens` leaves no room).
-fn thinking_budget(provider: &Provider) -> Option<u64> {
+fn thinking_budget(provider: &Provider, max_tokens: u64) -> Option<u64> {
     let wanted = match provider.reasoning_effort? {
         Effort::Low => 2_048,
         Effort::Medium => 8_192,
         Effort::High => 24_576,
     };
-    let budget = wanted.min(provider.max_output_tokens.saturating_sub(1));
+    let budget = wanted.min(max_tokens.saturating_sub(1));
     (budget >= MIN_THINKING_BUDGET).then_some(budget)
 }
 
@@ -174,9 +174,13 @@ pub(super) fn body(
         }
         Bytes::from(to_json_joined(&blocks))
     });
+    // A budget's lower cap, or the provider's.
+    let max_tokens = request
+        .max_output_tokens
+        .unwrap_or(provider.max_output_tokens);
     let mut body = Body::default();
     body.push(&b"{\"max_tokens\":"[..]);
-    body.push_json(&provider.max_output_tokens)?;
+    body.push_json(&max_tokens)?;
     body.push(&b",\"messages\":["[..]);
     for (n, (role, members)) in groups.iter().enumerate() {
         body.push(&b"{\"content\":["[..]);
@@ -205,7 +209,7 @@ pub(super) fn body(
         system["cache_control"] = json!({"type": "ephemeral"});
     }
     body.push_json(&[system])?;
-    if let Some(budget) = thinking_budget(provider) {
+    if let Some(budget) = thinking_budget(provider, max_tokens) {
         body.push(&b",\"thinking\":"[..]);
         body.push_json(&json!({"type": "enabled", "budget_tokens": budget}))?;
     }
@@ -458,10 +462,45 @@ mod tests {
             history,
             rendered: None,
             tools: &[],
+            max_output_tokens: None,
         };
         let body = body(&provider, &request, &fragments).unwrap();
         let body: Value = serde_json::from_slice(&body.to_vec()).unwrap();
         body["messages"].as_array().unwrap().clone()
+    }
+
+    /// The body of a one-message request with output cap `cap`.
+    fn capped(provider: &Provider, cap: Option<u64>) -> Value {
+        let history = [Message::user("hi")];
+        let fragments: Vec<Parts> = history
+            .iter()
+            .map(|m| crate::model::share(fragment(provider, m), m.texts()))
+            .collect();
+        let request = Request {
+            system: "s",
+            history: &history,
+            rendered: None,
+            tools: &[],
+            max_output_tokens: cap,
+        };
+        serde_json::from_slice(&body(provider, &request, &fragments).unwrap().to_vec()).unwrap()
+    }
+
+    /// `max_tokens` is a budget's lower cap when there is one (and the
+    /// thinking budget stays below it, or goes), else the provider's.
+    #[test]
+    fn a_budget_cap_replaces_max_tokens_and_bounds_thinking() {
+        let mut provider = Provider::for_tests(Wire::Anthropic);
+        provider.reasoning_effort = Some(Effort::Medium);
+        let plain = capped(&provider, None);
+        assert_eq!(plain["max_tokens"], 4096);
+        assert_eq!(plain["thinking"]["budget_tokens"], 4095);
+        let low = capped(&provider, Some(3000));
+        assert_eq!(low["max_tokens"], 3000);
+        assert_eq!(low["thinking"]["budget_tokens"], 2999);
+        let least = capped(&provider, Some(1024));
+        assert_eq!(least["max_tokens"], 1024);
+        assert!(least.get("thinking").is_none(), "{least}");
     }
 
     fn assistant_with_call(thinking: Option<Value>) -> Message {

@@ -142,6 +142,14 @@ pub(super) fn body(
         body.push_parts(fragment);
     }
     body.push(&b"],\"stream\":true,\"stream_options\":{\"include_usage\":true}"[..]);
+    if let Some(cap) = request.max_output_tokens {
+        // Only when a budget holds it: without one, the server's default,
+        // as before (a local server may refuse a cap above its context).
+        body.push(&b","[..]);
+        body.push_json(provider.chat_cap_field())?;
+        body.push(&b":"[..]);
+        body.push_json(&cap)?;
+    }
     if !request.tools.is_empty() {
         body.push(&b",\"tools\":"[..]);
         body.push_json(&request.tools.iter().map(tool).collect::<Vec<_>>())?;
@@ -757,6 +765,38 @@ impl Parser {
 mod tests {
     use super::*;
     use scv_protocol::FailureCode;
+
+    /// The body of a one-message request with output cap `cap`.
+    fn capped(provider: &Provider, cap: Option<u64>) -> Value {
+        let history = [Message::user("hi")];
+        let fragments: Vec<Parts> = history
+            .iter()
+            .map(|m| crate::model::share(fragment(provider, m), m.texts()))
+            .collect();
+        let request = Request {
+            system: "s",
+            history: &history,
+            rendered: None,
+            tools: &[],
+            max_output_tokens: cap,
+        };
+        serde_json::from_slice(&body(provider, &request, &fragments).unwrap().to_vec()).unwrap()
+    }
+
+    /// A budget's output cap goes in the body under the name the server
+    /// takes (OpenAI's own at OpenAI); without one, no cap, as before.
+    #[test]
+    fn a_budget_cap_goes_in_the_body_under_the_servers_name() {
+        let mut provider = Provider::for_tests(Wire::Chat);
+        let plain = capped(&provider, None);
+        assert!(plain.get("max_tokens").is_none(), "{plain}");
+        assert!(plain.get("max_completion_tokens").is_none(), "{plain}");
+        assert_eq!(capped(&provider, Some(1500))["max_tokens"], 1500);
+        provider.base_url = "https://api.openai.com/v1".into();
+        let openai = capped(&provider, Some(1500));
+        assert_eq!(openai["max_completion_tokens"], 1500, "{openai}");
+        assert!(openai.get("max_tokens").is_none(), "{openai}");
+    }
 
     fn parse(chunks: &[&str]) -> Assembler {
         let mut parser = Parser::default();

@@ -51,6 +51,16 @@ pub(crate) fn is_keyed_public_api(url: &str) -> bool {
         .any(|preset| same_origin(url, preset.base_url))
 }
 
+/// Whether `url` is OpenAI's own API, where Chat Completions take an
+/// output cap as `max_completion_tokens` (its `max_tokens` is deprecated
+/// and refused by its reasoning models).
+pub(crate) fn is_openai(url: &str) -> bool {
+    PRESETS
+        .iter()
+        .filter(|preset| preset.name == "openai")
+        .any(|preset| same_origin(url, preset.base_url))
+}
+
 /// The built-in presets (ARCHITECTURE.md's fixed interface).
 const PRESETS: &[Preset] = &[
     Preset {

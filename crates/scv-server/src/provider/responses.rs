@@ -133,6 +133,11 @@ pub(super) fn body(
     body.push(
         &b",\"store\":false,\"stream\":true,\"include\":[\"reasoning.encrypted_content\"]"[..],
     );
+    if let Some(cap) = request.max_output_tokens {
+        // Only when a budget holds it (reasoning tokens count).
+        body.push(&b",\"max_output_tokens\":"[..]);
+        body.push_json(&cap)?;
+    }
     if let Some(effort) = provider.reasoning_effort {
         body.push(&b",\"reasoning\":"[..]);
         body.push_json(&json!({"effort": effort.as_str(), "summary": "auto"}))?;
@@ -455,6 +460,32 @@ fn number(value: &Value, key: &str) -> u64 {
 mod tests {
     use super::*;
     use crate::provider::assemble::Delta;
+
+    /// The body of a one-message request with output cap `cap`.
+    fn capped(provider: &Provider, cap: Option<u64>) -> Value {
+        let history = [Message::user("hi")];
+        let fragments: Vec<Parts> = history
+            .iter()
+            .map(|m| crate::model::share(fragment(provider, m), m.texts()))
+            .collect();
+        let request = Request {
+            system: "s",
+            history: &history,
+            rendered: None,
+            tools: &[],
+            max_output_tokens: cap,
+        };
+        serde_json::from_slice(&body(provider, &request, &fragments).unwrap().to_vec()).unwrap()
+    }
+
+    /// A budget's output cap is `max_output_tokens`; without one, none.
+    #[test]
+    fn a_budget_cap_goes_in_the_body() {
+        let provider = Provider::for_tests(Wire::Responses);
+        let plain = capped(&provider, None);
+        assert!(plain.get("max_output_tokens").is_none(), "{plain}");
+        assert_eq!(capped(&provider, Some(1500))["max_output_tokens"], 1500);
+    }
 
     fn parse(events: &[Value]) -> (Assembler, Vec<Delta>) {
         let mut parser = Parser::default();

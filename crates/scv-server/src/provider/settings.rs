@@ -17,6 +17,12 @@ pub(crate) struct Request<'a> {
     /// session's history); `None` renders every message anew.
     pub rendered: Option<&'a Rendered>,
     pub tools: &'a [ToolSpec],
+    /// The output cap of this request: `Some` when a budget lowered or
+    /// holds it (sent on every wire: Anthropic `max_tokens`, Chat
+    /// `max_completion_tokens` at OpenAI and `max_tokens` elsewhere,
+    /// Responses `max_output_tokens`); `None`: Anthropic sends the
+    /// provider's `max_output_tokens`, the other wires no cap.
+    pub max_output_tokens: Option<u64>,
 }
 
 /// Everything a session needs to reach its model.
@@ -87,6 +93,18 @@ impl Provider {
             return None;
         }
         Some(var)
+    }
+
+    /// The Chat Completions field of an output cap: OpenAI's
+    /// `max_completion_tokens`, or `max_tokens`, which every other
+    /// OpenAI-compatible server (DeepSeek, OpenRouter, Gemini, Ollama,
+    /// LM Studio, vLLM) takes.
+    pub(super) fn chat_cap_field(&self) -> &'static str {
+        if super::presets::is_openai(&self.base_url) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        }
     }
 
     /// The missing key in words, ending with what follows from it
