@@ -53,10 +53,21 @@
 //! until the end (a crash mid-restore leaves it there, with the old
 //! files). Directory modes are applied only to directories it makes.
 //!
-//! **Bounds.** [`CheckpointStore::enforce`] evicts the oldest checkpoints
-//! across sessions until the store fits, never one the caller keeps, then
-//! sweeps every object no indexed snapshot reaches. Objects of a snapshot
-//! not yet in an index are not protected: save the index first.
+//! **Bounds.** The store's size is what it takes on disk
+//! ([`CheckpointStore::bytes`]: every file and directory under it, each
+//! the larger of its length and its allocated blocks — at least what
+//! `du -s` and `du -sb` say), indexes, trees and fan-out directories
+//! included. [`CheckpointStore::over`] says cheaply whether it may be past
+//! a bound (its last count plus what this handle wrote since; counted
+//! again when that passes the bound, and every 16th call for what other
+//! processes wrote). [`CheckpointStore::enforce`] sweeps every object no
+//! indexed checkpoint needs — a `before` snapshot whole, an `after`
+//! snapshot's trees only (a restore never writes an `after`, it compares
+//! it) — counts the store, and while it is past the bound evicts the
+//! oldest checkpoints across sessions, never one the caller keeps, and
+//! sweeps and counts again. When what is kept alone is past the bound it
+//! is kept and [`Enforced::over`] says so. Objects of a snapshot not yet
+//! in an index are not protected: save the index first.
 
 mod checkpoint;
 mod diff;
@@ -218,9 +229,13 @@ impl CheckpointStore {
         Ok(paths.into_iter().collect())
     }
 
-    /// Evicts the oldest checkpoints (across every session's index) until
-    /// the store holds at most `max_bytes`, never one whose id is in
-    /// `keep`, then deletes every object no remaining snapshot reaches.
+    /// Deletes every object no indexed checkpoint needs (a `before`
+    /// snapshot whole, an `after` one's trees), counts the store on disk
+    /// ([`CheckpointStore::bytes`]), and while that is over `max_bytes`
+    /// evicts the oldest checkpoints (across every session's index),
+    /// never one whose id is in `keep`, and sweeps again. When only kept
+    /// checkpoints are left and the store is still over, it says so
+    /// ([`Enforced::over`]) and keeps them.
     pub fn enforce(&self, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
         enforce::enforce(self, max_bytes, keep)
     }

@@ -229,8 +229,11 @@ fn the_same_tree_twice_adds_nothing_and_ten_changes_add_little() {
     common::sh(copy.path(), &format!("cp -r {}/src .", f.path().display()));
     f.store.snapshot(copy.path(), None).unwrap();
     let blobs_added = f.store.bytes() - bytes;
+    // The store counts what its files take on disk: the copy's 42 trees
+    // are a block each, with their fan-out directories; its 1,000 blobs
+    // would be 4 MB.
     assert!(
-        blobs_added < 200 * 1024,
+        blobs_added < 400 * 1024,
         "a copy added {blobs_added} bytes (only trees should be new)"
     );
     let bytes = f.store.bytes();
@@ -243,8 +246,10 @@ fn the_same_tree_twice_adds_nothing_and_ten_changes_add_little() {
     f.store.snapshot(f.path(), Some(&first)).unwrap();
     let growth = f.store.bytes() - bytes;
     eprintln!("10 changed files ({changed} bytes) grew the store by {growth} bytes");
+    // The blobs, and the 22 trees on their paths (each a block on disk,
+    // perhaps with a new fan-out directory): never the unchanged files.
     assert!(
-        growth as usize <= 2 * changed + 64 * 1024,
+        growth as usize <= changed + 22 * 8 * 1024,
         "grew {growth} for {changed} changed"
     );
 }
