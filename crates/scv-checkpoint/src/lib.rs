@@ -11,14 +11,20 @@
 //! FIFOs, sockets, devices, and what cannot be read are listed in the
 //! snapshot's `skipped` with why; they are opened (if at all) with
 //! `O_NONBLOCK|O_NOFOLLOW` and read only if `fstat` says regular file.
-//! Files over [`MAX_CONTENT_BYTES`] are recorded by metadata only. The walk
+//! A file with holes (fewer blocks than its length, and `SEEK_HOLE` finds
+//! one) is read by its data only and stored in the sparse form
+//! (`sparse.rs`: its non-zero pages and where they go), so it costs the
+//! store what it holds, not its length, and is restored with its holes.
+//! Files with more than [`MAX_CONTENT_BYTES`] to store (their length, or
+//! for one with holes its data) are recorded by metadata only. The walk
 //! goes through directory fds opened with `O_NOFOLLOW`, so nothing outside
 //! the workspace is read even if a directory is swapped for a link during
 //! it. Names or link targets that are not UTF-8 are skipped.
 //!
 //! **The store.** `$SCV_HOME/checkpoints/` (0700, ours, not a link; files
 //! 0600), content-addressed by SHA-256 and shared by every session:
-//! `objects/ab/cdef…` holds file contents as they are; `trees/ab/cdef…`
+//! `objects/ab/cdef…` holds file contents as they are (a file with holes:
+//! its sparse form, named by that form's hash); `trees/ab/cdef…`
 //! holds one directory each, zlib-compressed, named by the hash of its
 //! uncompressed form (`tree.rs`: the sorted entries with name, kind, hash or
 //! link target, mode, and for files and links the size, mtime, ctime,
@@ -76,6 +82,7 @@ mod error;
 mod hash;
 mod restore;
 mod snapshot;
+mod sparse;
 mod store;
 mod tree;
 mod walk;

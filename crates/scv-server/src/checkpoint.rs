@@ -520,7 +520,7 @@ fn position(state: &State, id: &str) -> Result<usize, Refusal> {
 fn restore_reject(err: RestoreError) -> Refusal {
     match err {
         RestoreError::NeedsContent(paths) => invalid(format!(
-            "the checkpoint recorded only the size of {} (larger than {} MiB), so it cannot put back: {}",
+            "the checkpoint recorded only the size of {} (more than {} MiB of content), so it cannot put back: {}",
             if paths.len() == 1 { "this file" } else { "these files" },
             scv_checkpoint::MAX_CONTENT_BYTES >> 20,
             paths.join(", ")
