@@ -4,7 +4,8 @@
 use crate::snapshot::SnapshotId;
 use serde::{Deserialize, Serialize};
 
-/// Files bigger than this are recorded by metadata only (no content).
+/// Files with more than this to store are recorded by metadata only (no
+/// content): their length, or for a file with holes, its data.
 pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One agent turn's checkpoint: the workspace before it and after it.

@@ -184,6 +184,8 @@ fn text_of(store: &CheckpointStore, e: Option<&Entry>) -> Result<Text, Checkpoin
     };
     Ok(match &e.node {
         Node::File { hash: None, .. } => Text::NoContent,
+        // Holes read as zeros: not text.
+        Node::File { sparse: true, .. } => Text::Binary,
         Node::File { hash: Some(h), .. } => {
             if e.stat.size > MAX_DIFF_FILE {
                 Text::Big
@@ -244,7 +246,7 @@ fn file_diff(
     for (t, side) in [(&ta, &left), (&tb, &right)] {
         match t {
             Text::NoContent => out.push_str(&format!(
-                "{side}: over 64 MiB, recorded without its content\n"
+                "{side}: over 64 MiB of content, recorded without it\n"
             )),
             Text::Big => out.push_str(&format!("{side}: too big to diff\n")),
             Text::Binary => {}

@@ -1,16 +1,30 @@
-//! The store's bound: evict the oldest checkpoints, then sweep what no
-//! remaining snapshot reaches.
+//! The store's bound: sweep what no indexed snapshot reaches, count the
+//! store on disk, and while it is past the bound evict the oldest
+//! checkpoints and sweep again.
+//!
+//! What a checkpoint needs: its `before` snapshot whole (a restore writes
+//! it: trees and file contents), its `after` snapshot's trees only (a
+//! restore compares it by hashes with the next checkpoint or the
+//! workspace, and never reads its contents). So contents only an `after`
+//! names — what the last turn wrote, until the next turn's `before`
+//! records it again — are swept like any unreferenced object, and the
+//! newest checkpoint of a session costs one copy of what its turn
+//! changed, not two.
 //!
 //! Reachability is counted, not recomputed: each tree is read once (its
-//! children listed, not loaded recursively), each object's references
-//! counted (roots from every index, children from every tree), and
-//! evicting a checkpoint drops its roots' counts, cascading down; the
-//! bytes freed are known before anything is deleted.
+//! children listed, not loaded recursively), references counted twice —
+//! per tree from every snapshot's root and every kept parent, and per
+//! tree and blob from what needs contents (`before` roots and their
+//! trees) — and evicting a checkpoint drops its roots' counts, cascading
+//! down. The bytes it frees are estimated before anything is deleted
+//! (what objects take on disk), and the store is counted again after each
+//! sweep, so what the estimate misses (fan-out directories, index files)
+//! is caught by the next round rather than left past the bound.
 
 use crate::checkpoint::Checkpoint;
 use crate::error::CheckpointError;
 use crate::hash::Hash;
-use crate::store::{dir_flags, CheckpointStore, Kind};
+use crate::store::{cost, dir_flags, CheckpointStore, Kind};
 use crate::tree::{Node, Tree};
 use rustix::fs::{AtFlags, FileType, Mode};
 use std::collections::{HashMap, HashSet};
@@ -20,10 +34,15 @@ use std::sync::Arc;
 /// What [`CheckpointStore::enforce`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Enforced {
-    /// The checkpoints evicted (their ids), oldest first.
-    pub evicted: Vec<String>,
-    /// The store's bytes after.
+    /// The checkpoints evicted, oldest first: (session id, checkpoint id).
+    pub evicted: Vec<(String, String)>,
+    /// The store's bytes after (a count on disk, as
+    /// [`CheckpointStore::bytes`]).
     pub bytes: u64,
+    /// Still past the bound with nothing left to evict: the checkpoints
+    /// kept (the newest of each open session) alone exceed it, or nothing
+    /// could be swept.
+    pub over: bool,
     /// Objects (blobs and trees) deleted by the sweep, and their bytes.
     pub swept: u64,
     pub swept_bytes: u64,
@@ -34,8 +53,16 @@ pub struct Enforced {
 
 type Key = (Kind, Hash);
 
+#[derive(Default)]
 struct Graph {
-    refs: HashMap<Key, u32>,
+    /// Per tree: references from snapshots' roots and from kept trees.
+    trees: HashMap<Hash, u32>,
+    /// Per tree: references from `before` roots and from trees whose
+    /// contents are needed.
+    full: HashMap<Hash, u32>,
+    /// Per blob: references from trees whose contents are needed.
+    blobs: HashMap<Hash, u32>,
+    /// Each tree read: its child trees and blobs.
     children: HashMap<Hash, Vec<Key>>,
     sizes: HashMap<Key, u64>,
 }
@@ -48,22 +75,69 @@ impl Graph {
             .or_insert_with(|| object_size(store, key).unwrap_or(0))
     }
 
-    /// Drops one reference to `key`; the bytes that become unreachable.
-    fn release(&mut self, store: &CheckpointStore, key: Key) -> u64 {
-        let mut freed = 0;
-        let mut stack = vec![key];
-        while let Some(key) = stack.pop() {
-            let Some(count) = self.refs.get_mut(&key) else {
-                continue;
-            };
-            *count = count.saturating_sub(1);
-            if *count > 0 {
+    fn reachable(&self, (kind, hash): &Key) -> bool {
+        let counts = match kind {
+            Kind::Tree => &self.trees,
+            Kind::Blob => &self.blobs,
+        };
+        counts.get(hash).is_some_and(|&n| n > 0)
+    }
+
+    /// Counts the contents under every tree `roots` reach (each tree's
+    /// children once, however many reach it).
+    fn need_contents(&mut self, roots: Vec<Hash>) {
+        let mut seen: HashSet<Hash> = HashSet::new();
+        let mut stack = roots;
+        while let Some(tree) = stack.pop() {
+            if !seen.insert(tree) {
                 continue;
             }
-            freed += self.size(store, key);
-            if key.0 == Kind::Tree {
-                if let Some(kids) = self.children.get(&key.1) {
-                    stack.extend(kids.iter().copied());
+            for &(kind, hash) in self.children.get(&tree).into_iter().flatten() {
+                match kind {
+                    Kind::Tree => {
+                        *self.full.entry(hash).or_insert(0) += 1;
+                        stack.push(hash);
+                    }
+                    Kind::Blob => *self.blobs.entry(hash).or_insert(0) += 1,
+                }
+            }
+        }
+    }
+
+    /// Drops one reference to the tree `root` from a snapshot; with
+    /// `contents`, one to its contents too (a `before`). The bytes that
+    /// become unreachable.
+    fn release(&mut self, store: &CheckpointStore, root: Hash, contents: bool) -> u64 {
+        let mut freed = 0;
+        let mut stack = vec![root];
+        while let Some(tree) = stack.pop() {
+            if !drop_one(&mut self.trees, &tree) {
+                continue;
+            }
+            freed += self.size(store, (Kind::Tree, tree));
+            for &(kind, hash) in self.children.get(&tree).into_iter().flatten() {
+                if kind == Kind::Tree {
+                    stack.push(hash);
+                }
+            }
+        }
+        if !contents {
+            return freed;
+        }
+        let mut stack = vec![root];
+        while let Some(tree) = stack.pop() {
+            if !drop_one(&mut self.full, &tree) {
+                continue;
+            }
+            let kids = self.children.get(&tree).cloned().unwrap_or_default();
+            for (kind, hash) in kids {
+                match kind {
+                    Kind::Tree => stack.push(hash),
+                    Kind::Blob => {
+                        if drop_one(&mut self.blobs, &hash) {
+                            freed += self.size(store, (Kind::Blob, hash));
+                        }
+                    }
                 }
             }
         }
@@ -71,11 +145,22 @@ impl Graph {
     }
 }
 
+/// Drops one count of `key`: whether that was its last.
+fn drop_one(counts: &mut HashMap<Hash, u32>, key: &Hash) -> bool {
+    match counts.get_mut(key) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            *n == 0
+        }
+        _ => false,
+    }
+}
+
 fn object_size(store: &CheckpointStore, (kind, hash): Key) -> Option<u64> {
     let hex = hash.hex();
     let fan = rustix::fs::openat(store.base(kind), &hex[..2], dir_flags(), Mode::empty()).ok()?;
     let st = rustix::fs::statat(&fan, &hex[2..], AtFlags::SYMLINK_NOFOLLOW).ok()?;
-    (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then_some(st.st_size as u64)
+    (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then(|| cost(&st))
 }
 
 pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
@@ -107,25 +192,21 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
             }
         }
     }
-    let mut graph = Graph {
-        refs: HashMap::new(),
-        children: HashMap::new(),
-        sizes: HashMap::new(),
-    };
-    let root_of = |id: &crate::snapshot::SnapshotId| id.hash().ok().map(|h| (Kind::Tree, h));
+    let mut graph = Graph::default();
+    let root = |id: &crate::snapshot::SnapshotId| id.hash().ok();
     let mut pending: Vec<Hash> = Vec::new();
+    let mut befores: Vec<Hash> = Vec::new();
     for (_, list) in &sessions {
         for c in list {
-            for key in std::iter::once(root_of(&c.before))
-                .chain(c.after.as_ref().map(root_of))
-                .flatten()
-            {
-                *graph.refs.entry(key).or_insert(0) += 1;
-                pending.push(key.1);
+            let before = root(&c.before);
+            befores.extend(before);
+            for hash in before.into_iter().chain(c.after.as_ref().and_then(root)) {
+                *graph.trees.entry(hash).or_insert(0) += 1;
+                pending.push(hash);
             }
         }
     }
-    // Each tree read once; its children counted once per reference.
+    // Each tree read once; its child trees counted once per tree.
     let mut seen: HashSet<Hash> = HashSet::new();
     let empty = Arc::new(Tree::default());
     while let Some(hash) = pending.pop() {
@@ -134,10 +215,10 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         }
         match children_of(store, &hash, &empty) {
             Ok(kids) => {
-                for &key in &kids {
-                    *graph.refs.entry(key).or_insert(0) += 1;
-                    if key.0 == Kind::Tree {
-                        pending.push(key.1);
+                for &(kind, child) in &kids {
+                    if kind == Kind::Tree {
+                        *graph.trees.entry(child).or_insert(0) += 1;
+                        pending.push(child);
                     }
                 }
                 graph.children.insert(hash, kids);
@@ -153,8 +234,10 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
             }
         }
     }
-    let keys: Vec<Key> = graph.refs.keys().copied().collect();
-    let mut live: u64 = keys.iter().map(|&k| graph.size(store, k)).sum();
+    for &hash in &befores {
+        *graph.full.entry(hash).or_insert(0) += 1;
+    }
+    graph.need_contents(befores);
     // Oldest first across sessions; ties by session then position.
     let mut order: Vec<(u64, usize, usize)> = Vec::new();
     for (s, (_, list)) in sessions.iter().enumerate() {
@@ -163,53 +246,82 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         }
     }
     order.sort();
+    let mut next = 0;
     let mut evicted: HashSet<(usize, usize)> = HashSet::new();
-    for &(_, s, i) in &order {
-        if live <= max_bytes {
+    loop {
+        if sweepable {
+            let swept = report.swept;
+            let reachable = |key: &Key| graph.reachable(key);
+            for kind in [Kind::Blob, Kind::Tree] {
+                sweep(store, kind, &reachable, &mut report);
+            }
+            sweep_tmp(store);
+            // Before the count: the file is part of the store.
+            if report.swept > swept {
+                if let Err(e) = store.bump_generation() {
+                    report.errors.push(e.to_string());
+                }
+            }
+        }
+        report.bytes = store.recount();
+        if report.bytes <= max_bytes {
             break;
         }
-        let c = &sessions[s].1[i];
-        if keep.contains(&c.checkpoint_id) {
-            continue;
+        if !sweepable {
+            // Evicting would free nothing on disk: the checkpoints stay.
+            report.over = true;
+            break;
         }
-        for key in std::iter::once(root_of(&c.before))
-            .chain(c.after.as_ref().map(root_of))
-            .flatten()
-        {
-            live = live.saturating_sub(graph.release(store, key));
+        // Enough checkpoints to cover the excess by what their objects
+        // take; the count after the sweep says whether it did.
+        let excess = report.bytes - max_bytes;
+        let mut freed = 0u64;
+        let mut touched: Vec<usize> = Vec::new();
+        while freed < excess && next < order.len() {
+            let (_, s, i) = order[next];
+            next += 1;
+            let c = &sessions[s].1[i];
+            if keep.contains(&c.checkpoint_id) {
+                continue;
+            }
+            if let Some(hash) = root(&c.before) {
+                freed = freed.saturating_add(graph.release(store, hash, true));
+            }
+            if let Some(hash) = c.after.as_ref().and_then(root) {
+                freed = freed.saturating_add(graph.release(store, hash, false));
+            }
+            evicted.insert((s, i));
+            report
+                .evicted
+                .push((sessions[s].0.clone(), c.checkpoint_id.clone()));
+            if !touched.contains(&s) {
+                touched.push(s);
+            }
         }
-        evicted.insert((s, i));
-        report.evicted.push(c.checkpoint_id.clone());
-    }
-    for (s, (id, list)) in sessions.iter().enumerate() {
-        if !(0..list.len()).any(|i| evicted.contains(&(s, i))) {
-            continue;
+        if touched.is_empty() {
+            report.over = true;
+            break;
         }
-        let left: Vec<Checkpoint> = list
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !evicted.contains(&(s, *i)))
-            .map(|(_, c)| c.clone())
-            .collect();
-        if let Err(e) = store.save_index(id, &left) {
-            // Not saved: its objects must stay.
-            sweepable = false;
-            report.errors.push(e.to_string());
-        }
-    }
-    if sweepable {
-        let reachable = |key: &Key| graph.refs.get(key).is_some_and(|&n| n > 0);
-        for kind in [Kind::Blob, Kind::Tree] {
-            sweep(store, kind, &reachable, &mut report);
-        }
-        sweep_tmp(store);
-        if report.swept > 0 {
-            if let Err(e) = store.bump_generation() {
+        for s in touched {
+            let (id, list) = &sessions[s];
+            let left: Vec<Checkpoint> = list
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !evicted.contains(&(s, *i)))
+                .map(|(_, c)| c.clone())
+                .collect();
+            let saved = if left.is_empty() {
+                store.delete_session(id)
+            } else {
+                store.save_index(id, &left)
+            };
+            if let Err(e) = saved {
+                // Not saved: its objects must stay.
+                sweepable = false;
                 report.errors.push(e.to_string());
             }
         }
     }
-    report.bytes = store.bytes();
     report
 }
 
@@ -289,7 +401,7 @@ fn sweep(
             if rustix::fs::unlinkat(&fan_fd, name.as_str(), flags).is_ok() {
                 report.swept += 1;
                 if regular {
-                    report.swept_bytes += st.st_size as u64;
+                    report.swept_bytes += cost(&st);
                 }
             }
         }

@@ -62,9 +62,10 @@ impl CheckpointError {
 /// Why a restore did not happen or did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
-    /// It would need the content of files recorded by metadata only (over
-    /// [`crate::checkpoint::MAX_CONTENT_BYTES`]); nothing was changed.
-    #[error("cannot restore: these files were recorded without their content (over 64 MiB): {}", .0.join(", "))]
+    /// It would need the content of files recorded by metadata only (more
+    /// than [`crate::checkpoint::MAX_CONTENT_BYTES`] to store); nothing
+    /// was changed.
+    #[error("cannot restore: these files were recorded without their content (over 64 MiB of it): {}", .0.join(", "))]
     NeedsContent(Vec<String>),
     /// It failed part-way; what it had changed was put back if
     /// `rolled_back`.

@@ -11,14 +11,20 @@
 //! FIFOs, sockets, devices, and what cannot be read are listed in the
 //! snapshot's `skipped` with why; they are opened (if at all) with
 //! `O_NONBLOCK|O_NOFOLLOW` and read only if `fstat` says regular file.
-//! Files over [`MAX_CONTENT_BYTES`] are recorded by metadata only. The walk
+//! A file with holes (fewer blocks than its length, and `SEEK_HOLE` finds
+//! one) is read by its data only and stored in the sparse form
+//! (`sparse.rs`: its non-zero pages and where they go), so it costs the
+//! store what it holds, not its length, and is restored with its holes.
+//! Files with more than [`MAX_CONTENT_BYTES`] to store (their length, or
+//! for one with holes its data) are recorded by metadata only. The walk
 //! goes through directory fds opened with `O_NOFOLLOW`, so nothing outside
 //! the workspace is read even if a directory is swapped for a link during
 //! it. Names or link targets that are not UTF-8 are skipped.
 //!
 //! **The store.** `$SCV_HOME/checkpoints/` (0700, ours, not a link; files
 //! 0600), content-addressed by SHA-256 and shared by every session:
-//! `objects/ab/cdef…` holds file contents as they are; `trees/ab/cdef…`
+//! `objects/ab/cdef…` holds file contents as they are (a file with holes:
+//! its sparse form, named by that form's hash); `trees/ab/cdef…`
 //! holds one directory each, zlib-compressed, named by the hash of its
 //! uncompressed form (`tree.rs`: the sorted entries with name, kind, hash or
 //! link target, mode, and for files and links the size, mtime, ctime,
@@ -53,10 +59,21 @@
 //! until the end (a crash mid-restore leaves it there, with the old
 //! files). Directory modes are applied only to directories it makes.
 //!
-//! **Bounds.** [`CheckpointStore::enforce`] evicts the oldest checkpoints
-//! across sessions until the store fits, never one the caller keeps, then
-//! sweeps every object no indexed snapshot reaches. Objects of a snapshot
-//! not yet in an index are not protected: save the index first.
+//! **Bounds.** The store's size is what it takes on disk
+//! ([`CheckpointStore::bytes`]: every file and directory under it, each
+//! the larger of its length and its allocated blocks — at least what
+//! `du -s` and `du -sb` say), indexes, trees and fan-out directories
+//! included. [`CheckpointStore::over`] says cheaply whether it may be past
+//! a bound (its last count plus what this handle wrote since; counted
+//! again when that passes the bound, and every 16th call for what other
+//! processes wrote). [`CheckpointStore::enforce`] sweeps every object no
+//! indexed checkpoint needs — a `before` snapshot whole, an `after`
+//! snapshot's trees only (a restore never writes an `after`, it compares
+//! it) — counts the store, and while it is past the bound evicts the
+//! oldest checkpoints across sessions, never one the caller keeps, and
+//! sweeps and counts again. When what is kept alone is past the bound it
+//! is kept and [`Enforced::over`] says so. Objects of a snapshot not yet
+//! in an index are not protected: save the index first.
 
 mod checkpoint;
 mod diff;
@@ -65,6 +82,7 @@ mod error;
 mod hash;
 mod restore;
 mod snapshot;
+mod sparse;
 mod store;
 mod tree;
 mod walk;
@@ -218,9 +236,13 @@ impl CheckpointStore {
         Ok(paths.into_iter().collect())
     }
 
-    /// Evicts the oldest checkpoints (across every session's index) until
-    /// the store holds at most `max_bytes`, never one whose id is in
-    /// `keep`, then deletes every object no remaining snapshot reaches.
+    /// Deletes every object no indexed checkpoint needs (a `before`
+    /// snapshot whole, an `after` one's trees), counts the store on disk
+    /// ([`CheckpointStore::bytes`]), and while that is over `max_bytes`
+    /// evicts the oldest checkpoints (across every session's index),
+    /// never one whose id is in `keep`, and sweeps again. When only kept
+    /// checkpoints are left and the store is still over, it says so
+    /// ([`Enforced::over`]) and keeps them.
     pub fn enforce(&self, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
         enforce::enforce(self, max_bytes, keep)
     }

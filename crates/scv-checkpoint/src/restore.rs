@@ -101,12 +101,14 @@ fn plan<'a>(
                     Node::File {
                         hash: Some(a),
                         mode: m,
+                        sparse: s,
                     },
                     Node::File {
                         hash: Some(b),
                         mode: n,
+                        sparse: t,
                     },
-                ) if a == b && m != n => out.push(Step::Chmod {
+                ) if a == b && s == t && m != n => out.push(Step::Chmod {
                     path,
                     mode: *n,
                     was: x,
@@ -512,6 +514,7 @@ impl Apply<'_> {
             Node::File {
                 hash: Some(hash),
                 mode,
+                sparse,
             } => {
                 let fd = rustix::fs::openat(
                     here,
@@ -525,7 +528,15 @@ impl Apply<'_> {
                 )
                 .map_err(|e| format!("cannot write {path}: {e}"))?;
                 let mut file = File::from(fd);
-                let written = copy_blob(self.store, hash, &mut file).and_then(|()| {
+                let copied = if *sparse {
+                    self.store
+                        .open_object(Kind::Blob, hash)
+                        .map_err(|e| e.to_string())
+                        .and_then(|blob| crate::sparse::decode(blob, hash, &file))
+                } else {
+                    copy_blob(self.store, hash, &mut file)
+                };
+                let written = copied.and_then(|()| {
                     rustix::fs::fchmod(&file, Mode::from_raw_mode(*mode))
                         .map_err(|e| format!("cannot set its mode: {e}"))
                 });

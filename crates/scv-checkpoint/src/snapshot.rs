@@ -45,7 +45,8 @@ pub struct Snapshot {
     pub id: SnapshotId,
     /// Paths not recorded and why (FIFOs, sockets, devices, unreadable).
     pub skipped: Vec<(String, String)>,
-    /// Files over [`crate::checkpoint::MAX_CONTENT_BYTES`], recorded without content.
+    /// Files with more than [`crate::checkpoint::MAX_CONTENT_BYTES`] to
+    /// store, recorded without content.
     pub metadata_only: Vec<String>,
     /// What this snapshot cost to take (zeros for one loaded).
     pub stats: SnapshotStats,
@@ -166,7 +167,7 @@ fn count(tree: &Tree) -> usize {
 
 fn public(e: &crate::tree::Entry, path: String) -> Option<FileEntry> {
     Some(match &e.node {
-        Node::File { hash, mode } => FileEntry {
+        Node::File { hash, mode, .. } => FileEntry {
             path,
             kind: EntryKind::File,
             size: e.stat.size,

@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// An index bigger than this is refused (a planted file).
 const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
@@ -51,7 +51,20 @@ pub struct CheckpointStore {
     /// store does not record it.
     pub(crate) ident: (u64, u64),
     counter: AtomicU64,
+    /// The store's bytes at its last count (a walk of all of it), None
+    /// before the first; held while counting.
+    counted: Mutex<Option<u64>>,
+    /// Bytes this handle wrote since that count (objects, fan-out
+    /// directories, indexes): the count plus these is an upper bound of
+    /// the store's bytes, unless another process wrote too.
+    added: AtomicU64,
+    /// Calls of [`CheckpointStore::over`], for its periodic recount.
+    checks: AtomicU64,
 }
+
+/// [`CheckpointStore::over`] counts the store again every this many calls
+/// whatever its estimate says: what other processes wrote is seen then.
+const RECOUNT_EVERY: u64 = 16;
 
 /// A session's index as stored.
 #[derive(Serialize, Deserialize)]
@@ -118,6 +131,9 @@ impl CheckpointStore {
             tmp,
             ident,
             counter: AtomicU64::new(0),
+            counted: Mutex::new(None),
+            added: AtomicU64::new(0),
+            checks: AtomicU64::new(0),
         })
     }
 
@@ -163,7 +179,15 @@ impl CheckpointStore {
                 Ok(fd) => return Ok(Some(fd)),
                 Err(Errno::NOENT) if create => {
                     match rustix::fs::mkdirat(base, name, Mode::from_raw_mode(0o700)) {
-                        Ok(()) | Err(Errno::EXIST) => continue,
+                        Ok(()) => {
+                            if let Ok(st) =
+                                rustix::fs::statat(base, name, AtFlags::SYMLINK_NOFOLLOW)
+                            {
+                                self.wrote(cost(&st));
+                            }
+                            continue;
+                        }
+                        Err(Errno::EXIST) => continue,
                         Err(e) => {
                             return Err(self.io_err(
                                 "cannot create",
@@ -242,10 +266,20 @@ impl CheckpointStore {
             .fan(kind, hash, true)?
             .ok_or_else(|| CheckpointError::Missing(kind.dir().to_string()))?;
         let hex = hash.hex();
+        let size = rustix::fs::statat(&self.tmp, temp, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|st| cost(&st))
+            .unwrap_or(0);
         rustix::fs::renameat(&self.tmp, temp, &fan, &hex[2..]).map_err(|e| {
             let _ = rustix::fs::unlinkat(&self.tmp, temp, AtFlags::empty());
             self.io_err("cannot store", &self.display(kind, hash), e)
-        })
+        })?;
+        self.wrote(size);
+        Ok(())
+    }
+
+    /// Counts `bytes` this handle added to the store.
+    fn wrote(&self, bytes: u64) {
+        self.added.fetch_add(bytes, Ordering::Relaxed);
     }
 
     pub(crate) fn discard(&self, temp: &str) {
@@ -488,11 +522,17 @@ impl CheckpointStore {
         let written = (|| {
             file.write_all(bytes).map_err(errno)?;
             file.sync_all().map_err(errno)?;
-            rustix::fs::renameat(dir, temp.as_str(), dir, name)
+            let size = rustix::fs::fstat(&file).map(|st| cost(&st))?;
+            rustix::fs::renameat(dir, temp.as_str(), dir, name)?;
+            Ok(size)
         })();
-        if let Err(e) = written {
-            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
-            return Err(self.io_err("cannot write", shown, e));
+        match written {
+            // What it replaced is not subtracted: an upper bound.
+            Ok(size) => self.wrote(size),
+            Err(e) => {
+                let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+                return Err(self.io_err("cannot write", shown, e));
+            }
         }
         let _ = rustix::fs::fsync(dir);
         Ok(())
@@ -596,11 +636,63 @@ impl CheckpointStore {
         Ok((ids, strays))
     }
 
-    /// Bytes the store holds now (every regular file under it).
+    /// Bytes the store takes on disk now: every file, directory and
+    /// anything else under it (objects, trees, indexes, the fan-out
+    /// directories, temp files), each the larger of its length and its
+    /// allocated blocks — at least what `du -s` and `du -sb` say. A walk
+    /// of the whole store.
     pub fn bytes(&self) -> u64 {
-        du(self.fd.as_fd(), 0)
+        du(self.fd.as_fd(), 0) + rustix::fs::fstat(&self.fd).map_or(0, |st| cost(&st))
+    }
+
+    /// Counts the store again (see [`CheckpointStore::bytes`]) and keeps
+    /// the count for [`CheckpointStore::over`].
+    pub(crate) fn recount(&self) -> u64 {
+        let mut counted = self
+            .counted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Reset first: what is written during the walk is then counted
+        // once or twice, never not at all.
+        self.added.store(0, Ordering::Relaxed);
+        let total = self.bytes();
+        *counted = Some(total);
+        total
+    }
+
+    /// Whether the store may hold more than `max_bytes`, cheaply: its
+    /// last count plus what this handle wrote since. When that passes
+    /// `max_bytes`, on the first call and every 16th (other processes
+    /// sharing the store write too) the store is counted again, so a
+    /// `true` is always a fresh count past the bound.
+    pub fn over(&self, max_bytes: u64) -> bool {
+        let call = self.checks.fetch_add(1, Ordering::Relaxed);
+        let known = *self
+            .counted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(known) = known {
+            let estimate = known.saturating_add(self.added.load(Ordering::Relaxed));
+            if estimate <= max_bytes && !call.is_multiple_of(RECOUNT_EVERY) {
+                return false;
+            }
+        }
+        self.recount() > max_bytes
     }
 }
+
+/// What a file or directory takes on disk: the larger of its length and
+/// its allocated blocks (a directory's blocks, a small file's block
+/// rounding; a sparse file's length, though the store writes none).
+// The field types differ between architectures.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) fn cost(st: &rustix::fs::Stat) -> u64 {
+    (st.st_size as u64).max((st.st_blocks as u64).saturating_mul(512))
+}
+
+/// The store is three levels deep; anything planted deeper is counted to
+/// this depth.
+const MAX_DU_DEPTH: usize = 8;
 
 fn du(dir: BorrowedFd<'_>, depth: usize) -> u64 {
     let Ok(mut list) = rustix::fs::Dir::read_from(dir) else {
@@ -615,14 +707,11 @@ fn du(dir: BorrowedFd<'_>, depth: usize) -> u64 {
         let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => total += st.st_size as u64,
-            FileType::Directory if depth < 4 => {
-                if let Ok(sub) = rustix::fs::openat(dir, name, dir_flags(), Mode::empty()) {
-                    total += du(sub.as_fd(), depth + 1);
-                }
+        total += cost(&st);
+        if FileType::from_raw_mode(st.st_mode) == FileType::Directory && depth < MAX_DU_DEPTH {
+            if let Ok(sub) = rustix::fs::openat(dir, name, dir_flags(), Mode::empty()) {
+                total += du(sub.as_fd(), depth + 1);
             }
-            _ => {}
         }
     }
     total

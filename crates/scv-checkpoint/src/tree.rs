@@ -5,7 +5,10 @@
 //! name (varint length, UTF-8), a tag and the tag's fields:
 //! 1 file: sha256, mode, stat, flags; 2 file recorded by metadata only:
 //! mode, stat, flags; 3 link: target (varint length, UTF-8), stat, flags;
-//! 4 directory: its tree's sha256, mode; 5 skipped: reason. A stat is size,
+//! 4 directory: its tree's sha256, mode; 5 skipped: reason; 6 file with
+//! holes, stored in the sparse form (`sparse.rs`): that object's sha256,
+//! mode, stat, flags (a reader without tag 6 refuses the tree, never
+//! misreads it). A stat is size,
 //! mtime ns, ctime ns (zigzag), inode, device, all varints. Names are
 //! strictly increasing byte-wise, so one directory has one form.
 
@@ -49,10 +52,12 @@ impl Stat {
 
 #[derive(Clone, Debug)]
 pub(crate) enum Node {
-    /// `hash` is None for a file recorded by metadata only.
+    /// `hash` is None for a file recorded by metadata only; `sparse`: its
+    /// object holds the sparse form (the file has holes), not the content.
     File {
         hash: Option<Hash>,
         mode: u32,
+        sparse: bool,
     },
     Link {
         target: String,
@@ -83,7 +88,18 @@ pub(crate) struct Entry {
 impl PartialEq for Entry {
     fn eq(&self, other: &Entry) -> bool {
         let node = match (&self.node, &other.node) {
-            (Node::File { hash: a, mode: m }, Node::File { hash: b, mode: n }) => a == b && m == n,
+            (
+                Node::File {
+                    hash: a,
+                    mode: m,
+                    sparse: x,
+                },
+                Node::File {
+                    hash: b,
+                    mode: n,
+                    sparse: y,
+                },
+            ) => a == b && m == n && x == y,
             (Node::Link { target: a }, Node::Link { target: b }) => a == b,
             (
                 Node::Dir {
@@ -125,20 +141,24 @@ impl Entry {
                 Node::File {
                     hash: Some(a),
                     mode: m,
+                    sparse: x,
                 },
                 Node::File {
                     hash: Some(b),
                     mode: n,
+                    sparse: y,
                 },
-            ) => a == b && m == n,
+            ) => a == b && m == n && x == y,
             (
                 Node::File {
                     hash: None,
                     mode: m,
+                    ..
                 },
                 Node::File {
                     hash: None,
                     mode: n,
+                    ..
                 },
             ) => {
                 m == n
@@ -177,14 +197,17 @@ impl Tree {
                 Node::File {
                     hash: Some(hash),
                     mode,
+                    sparse,
                 } => {
-                    out.push(1);
+                    out.push(if *sparse { 6 } else { 1 });
                     out.extend_from_slice(&hash.0);
                     varint(&mut out, u64::from(*mode));
                     stat(&mut out, &e.stat);
                     out.push(flags);
                 }
-                Node::File { hash: None, mode } => {
+                Node::File {
+                    hash: None, mode, ..
+                } => {
                     out.push(2);
                     varint(&mut out, u64::from(*mode));
                     stat(&mut out, &e.stat);
@@ -238,7 +261,7 @@ impl Tree {
             }
             let tag = r.byte()?;
             let (node, stat, racy) = match tag {
-                1 => {
+                1 | 6 => {
                     let hash = r.hash()?;
                     let mode = r.mode()?;
                     let stat = r.stat()?;
@@ -247,6 +270,7 @@ impl Tree {
                         Node::File {
                             hash: Some(hash),
                             mode,
+                            sparse: tag == 6,
                         },
                         stat,
                         racy,
@@ -256,7 +280,15 @@ impl Tree {
                     let mode = r.mode()?;
                     let stat = r.stat()?;
                     let racy = r.flags()?;
-                    (Node::File { hash: None, mode }, stat, racy)
+                    (
+                        Node::File {
+                            hash: None,
+                            mode,
+                            sparse: false,
+                        },
+                        stat,
+                        racy,
+                    )
                 }
                 3 => {
                     let target = r.string()?;
@@ -422,6 +454,7 @@ mod tests {
             node: Node::File {
                 hash: Some(Hash([n; 32])),
                 mode: 0o644,
+                sparse: n == 3,
             },
             stat: Stat {
                 size: 5,
@@ -440,6 +473,7 @@ mod tests {
         let tree = Tree {
             entries: vec![
                 file("a", 1),
+                file("aa", 3),
                 Entry {
                     name: "b".into(),
                     node: Node::Link {
@@ -463,6 +497,7 @@ mod tests {
                     node: Node::File {
                         hash: None,
                         mode: 0o600,
+                        sparse: false,
                     },
                     stat: Stat::default(),
                     racy: true,

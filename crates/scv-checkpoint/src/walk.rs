@@ -610,11 +610,18 @@ impl Walk<'_> {
         let stat = Stat::of(st);
         let mode = st.st_mode & 0o777;
         if let Some(prev) = prev {
-            if let Node::File { hash, mode: m } = &prev.node {
+            if let Node::File {
+                hash,
+                mode: m,
+                sparse,
+            } = &prev.node
+            {
                 if !prev.racy && prev.stat == stat && *m == mode {
                     let still_there = match hash {
+                        // A sparse object's length is not the file's.
                         Some(h) if self.check_reused => {
-                            self.store.has(Kind::Blob, h, Some(stat.size))?
+                            self.store
+                                .has(Kind::Blob, h, (!sparse).then_some(stat.size))?
                         }
                         _ => true,
                     };
@@ -624,13 +631,20 @@ impl Walk<'_> {
                 }
             }
         }
-        if stat.size > MAX_CONTENT_BYTES {
-            return Ok(Ok(Entry {
-                name: name.to_string(),
-                node: Node::File { hash: None, mode },
-                stat,
-                racy: self.racy(&stat),
-            }));
+        let metadata_only = |stat: Stat| Entry {
+            name: name.to_string(),
+            node: Node::File {
+                hash: None,
+                mode,
+                sparse: false,
+            },
+            stat,
+            racy: self.racy(&stat),
+        };
+        // What is to be stored: its length, or for a file with holes its
+        // allocated blocks at most.
+        if stat.size.min(allocated(st)) > MAX_CONTENT_BYTES {
+            return Ok(Ok(metadata_only(stat)));
         }
         let fd = match rustix::fs::openat(
             dir,
@@ -650,23 +664,36 @@ impl Walk<'_> {
         }
         let stat = Stat::of(&st);
         let mode = st.st_mode & 0o777;
-        if stat.size > MAX_CONTENT_BYTES {
-            return Ok(Ok(Entry {
-                name: name.to_string(),
-                node: Node::File { hash: None, mode },
-                stat,
-                racy: self.racy(&stat),
-            }));
+        let mut file = File::from(fd);
+        // Fewer blocks than its length: maybe holes, then only its data is
+        // read and stored.
+        let ranges = if allocated(&st) < stat.size {
+            match crate::sparse::data_ranges(&file, stat.size) {
+                Ok(ranges) => ranges,
+                Err(e) => return Ok(Err(format!("cannot read: {e}"))),
+            }
+        } else {
+            None
+        };
+        let to_read = match &ranges {
+            Some(ranges) => ranges.iter().map(|(start, end)| end - start).sum(),
+            None => stat.size,
+        };
+        if to_read > MAX_CONTENT_BYTES {
+            return Ok(Ok(metadata_only(stat)));
         }
         let read = self.bytes_read.load(Ordering::Relaxed);
-        if read.saturating_add(stat.size) > self.limits.max_bytes_read {
+        if read.saturating_add(to_read) > self.limits.max_bytes_read {
             return Err(CheckpointError::TooLarge(format!(
                 "more than {} MiB of files to read",
                 self.limits.max_bytes_read >> 20
             )));
         }
-        let mut file = File::from(fd);
-        let hash = match self.store_content(&mut file, stat.size)? {
+        let stored = match &ranges {
+            Some(ranges) => self.store_sparse(&file, stat.size, ranges)?,
+            None => self.store_content(&mut file, stat.size)?,
+        };
+        let hash = match stored {
             Ok(hash) => hash,
             Err(why) => return Ok(Err(why)),
         };
@@ -680,10 +707,45 @@ impl Walk<'_> {
             node: Node::File {
                 hash: Some(hash),
                 mode,
+                sparse: ranges.is_some(),
             },
             stat,
             racy,
         }))
+    }
+
+    /// Stores a file with holes in the sparse form (`sparse.rs`): only
+    /// its data ranges are read.
+    fn store_sparse(
+        &self,
+        file: &File,
+        size: u64,
+        ranges: &[(u64, u64)],
+    ) -> Result<Result<Hash, String>, CheckpointError> {
+        let (mut temp, temp_name) = self.store.temp_file()?;
+        let (hash, written, read) = match crate::sparse::encode(file, size, ranges, &mut temp) {
+            Ok(done) => done,
+            Err(e) => {
+                self.store.discard(&temp_name);
+                // The store's side (its disk full) is not the file's.
+                return match Errno::from_io_error(&e) {
+                    Some(Errno::NOSPC) | Some(Errno::DQUOT) => Err(CheckpointError::io(
+                        "cannot write",
+                        &self.store.dir.join("tmp").join(&temp_name),
+                        e,
+                    )),
+                    _ => Ok(Err(format!("cannot read: {e}"))),
+                };
+            }
+        };
+        drop(temp);
+        self.bytes_read.fetch_add(read, Ordering::Relaxed);
+        if self.store.has(Kind::Blob, &hash, Some(written))? {
+            self.store.discard(&temp_name);
+        } else {
+            self.store.adopt(Kind::Blob, &hash, &temp_name)?;
+        }
+        Ok(Ok(hash))
     }
 
     /// Reads a file into the store: whole when small, else streamed to a
@@ -850,6 +912,13 @@ fn build_rules(text: &str) -> Option<Gitignore> {
 fn read_text(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
     let bytes = crate::store::read_regular(dir, name, MAX_IGNORE_FILE)?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// What a file's blocks take (its data, for a file with holes).
+// The field types differ between architectures.
+#[allow(clippy::unnecessary_cast)]
+fn allocated(st: &rustix::fs::Stat) -> u64 {
+    (st.st_blocks as u64).saturating_mul(512)
 }
 
 pub(crate) fn now_ns() -> i64 {

@@ -229,8 +229,11 @@ fn the_same_tree_twice_adds_nothing_and_ten_changes_add_little() {
     common::sh(copy.path(), &format!("cp -r {}/src .", f.path().display()));
     f.store.snapshot(copy.path(), None).unwrap();
     let blobs_added = f.store.bytes() - bytes;
+    // The store counts what its files take on disk: the copy's 42 trees
+    // are a block each, with their fan-out directories; its 1,000 blobs
+    // would be 4 MB.
     assert!(
-        blobs_added < 200 * 1024,
+        blobs_added < 400 * 1024,
         "a copy added {blobs_added} bytes (only trees should be new)"
     );
     let bytes = f.store.bytes();
@@ -243,10 +246,16 @@ fn the_same_tree_twice_adds_nothing_and_ten_changes_add_little() {
     f.store.snapshot(f.path(), Some(&first)).unwrap();
     let growth = f.store.bytes() - bytes;
     eprintln!("10 changed files ({changed} bytes) grew the store by {growth} bytes");
+    // The blobs, and the 22 trees on their paths (each a block on disk,
+    // perhaps with a new fan-out directory): never the unchanged files.
     assert!(
-        growth as usize <= 2 * changed + 64 * 1024,
+        growth as usize <= changed + 22 * 8 * 1024,
         "grew {growth} for {changed} changed"
     );
+}
+
+fn allocate(file: &std::fs::File, len: u64) {
+    rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len).unwrap();
 }
 
 #[test]
@@ -255,7 +264,8 @@ fn a_big_file_is_recorded_by_metadata_only_and_a_restore_needing_it_refuses() {
     f.sh("echo small > small.txt");
     let big = f.path().join("big.bin");
     let file = std::fs::File::create(&big).unwrap();
-    file.set_len(MAX_CONTENT_BYTES + 1).unwrap();
+    // Allocated, not sparse: 64 MiB and a byte to store.
+    allocate(&file, MAX_CONTENT_BYTES + 1);
     drop(file);
     let before = f.store.snapshot(f.path(), None).unwrap();
     assert_eq!(before.metadata_only, vec!["big.bin"]);
@@ -271,7 +281,7 @@ fn a_big_file_is_recorded_by_metadata_only_and_a_restore_needing_it_refuses() {
     }
     assert_eq!(common::disk(f.path()), disk_now);
     let (diff, _) = f.store.unified_diff(&before, &now, 10_000).unwrap();
-    assert!(diff.contains("recorded without its content"), "{diff}");
+    assert!(diff.contains("recorded without it"), "{diff}");
 }
 
 #[test]
@@ -280,7 +290,8 @@ fn a_big_file_the_agent_made_can_still_be_undone() {
     f.sh("echo small > small.txt");
     let before = f.store.snapshot(f.path(), None).unwrap();
     let file = std::fs::File::create(f.path().join("big.bin")).unwrap();
-    file.set_len(MAX_CONTENT_BYTES + 1).unwrap();
+    // Allocated, not sparse: 64 MiB and a byte to store.
+    allocate(&file, MAX_CONTENT_BYTES + 1);
     drop(file);
     let now = f.store.snapshot(f.path(), Some(&before)).unwrap();
     assert_eq!(now.metadata_only, vec!["big.bin"]);

@@ -7,7 +7,7 @@ mod common;
 
 use common::{disk, settle, Fixture};
 use scv_checkpoint::{
-    Checkpoint, CheckpointError, CheckpointStore, RestoreError, Snapshot, SnapshotId,
+    Checkpoint, CheckpointError, CheckpointStore, Enforced, RestoreError, Snapshot, SnapshotId,
 };
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -289,6 +289,13 @@ fn unique_snapshot(f: &Fixture, n: usize, kib: usize) -> Snapshot {
     f.store.snapshot(f.path(), None).unwrap()
 }
 
+fn evicted(out: &Enforced) -> Vec<String> {
+    out.evicted
+        .iter()
+        .map(|(s, c)| format!("{s}/{c}"))
+        .collect()
+}
+
 /// Materializes `snap` in a fresh directory (a restore over an empty
 /// workspace): whether every object it needs is there.
 fn whole(store: &CheckpointStore, snap: &Snapshot) -> bool {
@@ -318,22 +325,33 @@ fn enforce_evicts_the_oldest_never_what_is_kept_and_sweeps() {
     ];
     f.store.save_index(a, &a_list).unwrap();
     f.store.save_index(b, &b_list).unwrap();
-    // snaps[9] is in no index: swept by any enforce.
+    // snaps[9] is in no index: swept by any enforce. The contents only
+    // an `after` names (snaps 1, 3, 6, 8) go too: a restore never writes
+    // an `after`, it only compares its trees.
     let keep: HashSet<String> = ["a3".to_string(), "b2".to_string()].into();
     let total = f.store.bytes();
     let out = f.store.enforce(u64::MAX, &keep);
     assert!(out.evicted.is_empty(), "{out:?}");
     assert!(out.errors.is_empty(), "{out:?}");
-    assert_eq!(out.swept, 2, "snaps[9]'s tree and its unique blob");
-    assert!(out.swept_bytes > 100 * 1024);
+    assert!(!out.over);
+    assert_eq!(
+        out.swept, 6,
+        "snaps[9]'s tree, its blob and 4 after-only blobs"
+    );
+    assert!(out.swept_bytes > 500 * 1024);
     assert_eq!(out.bytes, f.store.bytes());
     assert!(out.bytes < total);
     assert!(f.store.load(&snaps[9].id).is_err());
-    // Room for about two checkpoints less: the two oldest go (a1 at 10,
-    // b1 at 20), not a3 or b2.
-    let out = f.store.enforce(out.bytes - 300 * 1024, &keep);
-    assert_eq!(out.evicted, vec!["a1", "b1"], "{out:?}");
+    for after in [1, 3, 6, 8] {
+        assert!(f.store.load(&snaps[after].id).is_ok(), "snapshot {after}");
+        assert!(!whole(&f.store, &snaps[after]), "snapshot {after}");
+    }
+    // Room for about one checkpoint and a half less: the two oldest go
+    // (a1 at 10, b1 at 20), not a3 or b2.
+    let out = f.store.enforce(out.bytes - 150 * 1024, &keep);
+    assert_eq!(evicted(&out), vec!["aaaa/a1", "bbbb/b1"], "{out:?}");
     assert!(out.errors.is_empty(), "{out:?}");
+    assert!(!out.over);
     assert!(out.swept >= 6);
     let ids = |s: &str| -> Vec<String> {
         f.store
@@ -351,18 +369,26 @@ fn enforce_evicts_the_oldest_never_what_is_kept_and_sweeps() {
             Err(CheckpointError::Missing(_))
         ));
     }
-    for left in [2, 3, 4, 7, 8] {
+    for left in [2, 4, 7] {
         assert!(whole(&f.store, &snaps[left]), "snapshot {left}");
     }
-    // Nothing fits: all but what is kept goes, and what is kept is whole.
+    // Nothing fits: all but what is kept goes, what is kept is whole, and
+    // the store says it is still past its bound.
     let out = f.store.enforce(0, &keep);
-    assert_eq!(out.evicted, vec!["a2"]);
+    assert_eq!(evicted(&out), vec!["aaaa/a2"]);
+    assert!(out.over);
     assert_eq!(ids(a), vec!["a3"]);
     assert_eq!(ids(b), vec!["b2"]);
-    for left in [4, 7, 8] {
+    for left in [4, 7] {
         assert!(whole(&f.store, &snaps[left]), "snapshot {left}");
     }
+    assert!(f.store.load(&snaps[8].id).is_ok());
     assert!(f.store.load(&snaps[2].id).is_err());
+    // A session with nothing left loses its index file.
+    let out = f.store.enforce(0, &HashSet::new());
+    assert_eq!(evicted(&out), vec!["bbbb/b2", "aaaa/a3"]);
+    assert!(!f.store.dir().join("sessions/aaaa.json").exists());
+    assert!(!f.store.dir().join("sessions/bbbb.json").exists());
 }
 
 #[test]

@@ -23,17 +23,23 @@ pub(crate) struct Store {
     store: Arc<CheckpointStore>,
     max_bytes: u64,
     newest: Mutex<HashMap<Arc<str>, String>>,
-    /// Checkpoints taken by this process; the bound is checked every
-    /// [`ENFORCE_EVERY`] (counting the store's bytes lists all of it).
-    taken: std::sync::atomic::AtomicU64,
+    /// What the bound evicted from sessions open here, by session: their
+    /// lists drop it before they are next used or saved.
+    evicted: Mutex<HashMap<String, HashSet<String>>>,
+    /// The store was left past its bound by the last enforcement (said
+    /// once in the log, until it is within again).
+    over: std::sync::atomic::AtomicBool,
     /// Held (shared) from a snapshot until its index is saved, and
     /// (alone) by a sweep: a sweep deletes objects no index reaches, so it
     /// must not run between the two.
     sweep: Arc<tokio::sync::RwLock<()>>,
 }
 
-/// How often (in checkpoints) the store's bound is checked.
-const ENFORCE_EVERY: u64 = 16;
+/// Past its bound, the store is brought down to this fraction of it
+/// (15/16), so the next checkpoint does not evict again at once.
+fn low_water(max_bytes: u64) -> u64 {
+    max_bytes - max_bytes / 16
+}
 
 /// What one snapshot may take on. A workspace past it (a home directory,
 /// a disk of datasets) gets no checkpoints rather than being copied into
@@ -55,7 +61,8 @@ impl Store {
                 store: Arc::new(store),
                 max_bytes,
                 newest: Mutex::new(HashMap::new()),
-                taken: std::sync::atomic::AtomicU64::new(0),
+                evicted: Mutex::new(HashMap::new()),
+                over: std::sync::atomic::AtomicBool::new(false),
                 sweep: Arc::new(tokio::sync::RwLock::new(())),
             })),
             Err(err) => {
@@ -71,15 +78,20 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Keeps the store within its bound: on the first checkpoint of this
-    /// process and every [`ENFORCE_EVERY`] after, with no snapshot between
-    /// its taking and its index.
+    /// Keeps the store within its bound after a checkpoint's index was
+    /// saved: a cheap check (the store's last count plus what this
+    /// process wrote since; counted again when that passes the bound and
+    /// every 16th check), and past the bound, eviction down to
+    /// [`low_water`] with no snapshot between its taking and its index.
     async fn enforce(self: &Arc<Self>) {
-        let taken = self
-            .taken
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if !taken.is_multiple_of(ENFORCE_EVERY) {
-            return;
+        let store = self.clone();
+        match crate::blocking::run(move || store.store.over(store.max_bytes)).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(err) => {
+                tracing::warn!("checkpoint store bound not checked: {err}");
+                return;
+            }
         }
         let _alone = self.sweep.clone().write_owned().await;
         let store = self.clone();
@@ -89,17 +101,60 @@ impl Store {
     }
 
     fn enforce_now(&self) {
-        if self.store.bytes() <= self.max_bytes {
-            return;
-        }
-        let keep: HashSet<String> = self.newest().values().cloned().collect();
-        let enforced = self.store.enforce(self.max_bytes, &keep);
+        let (keep, open): (HashSet<String>, HashSet<Arc<str>>) = {
+            let newest = self.newest();
+            (
+                newest.values().cloned().collect(),
+                newest.keys().cloned().collect(),
+            )
+        };
+        let enforced = self.store.enforce(low_water(self.max_bytes), &keep);
         if !enforced.evicted.is_empty() {
+            let mut evicted = self.evicted();
+            for (session, id) in &enforced.evicted {
+                if open.contains(session.as_str()) {
+                    evicted
+                        .entry(session.clone())
+                        .or_default()
+                        .insert(id.clone());
+                }
+            }
             tracing::info!(
-                "checkpoint store: evicted {} checkpoint(s) past its bound of {} bytes",
+                "checkpoint store: evicted {} checkpoint(s) past its bound of {} bytes; it takes {} bytes",
                 enforced.evicted.len(),
-                self.max_bytes
+                self.max_bytes,
+                enforced.bytes
             );
+        }
+        for err in &enforced.errors {
+            tracing::warn!("checkpoint store: {err}");
+        }
+        let over = enforced.over && enforced.bytes > self.max_bytes;
+        let was = self.over.swap(over, std::sync::atomic::Ordering::Relaxed);
+        if over && !was {
+            tracing::warn!(
+                "checkpoint store: {} bytes, past its bound of {}: {}",
+                enforced.bytes,
+                self.max_bytes,
+                if enforced.errors.is_empty() {
+                    "the newest checkpoint of each open session (never evicted: it is what undoes the last turn) is larger alone"
+                } else {
+                    "what it keeps, or what cannot be read (said above), is larger"
+                }
+            );
+        }
+    }
+
+    fn evicted(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
+        self.evicted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Drops from a session's list what the bound evicted from its index.
+    fn forget_evicted(&self, session_id: &str, list: &mut Vec<Checkpoint>) {
+        if let Some(gone) = self.evicted().remove(session_id) {
+            list.retain(|c| !gone.contains(&c.checkpoint_id));
         }
     }
 
@@ -137,6 +192,7 @@ impl Drop for Checkpoints {
     fn drop(&mut self) {
         // Closed: its newest checkpoint may go like any other.
         self.store.newest().remove(&self.session_id);
+        self.store.evicted().remove(&*self.session_id);
     }
 }
 
@@ -221,6 +277,7 @@ impl Checkpoints {
             return None;
         }
         let sweep = self.store.sweep.clone().read_owned().await;
+        self.store.forget_evicted(&self.session_id, &mut state.list);
         let previous = state.last.clone();
         let snapshot = match self.take(previous).await {
             Ok(snapshot) => snapshot,
@@ -251,10 +308,11 @@ impl Checkpoints {
         state.last = Some(snapshot);
         state.open_turn = Some(turn_id.to_string());
         self.save(&state).await;
-        drop(sweep);
+        // Kept before any sweep can run.
         self.store
             .newest()
             .insert(self.session_id.clone(), id.clone());
+        drop(sweep);
         drop(state);
         self.store.enforce().await;
         Some(id)
@@ -268,7 +326,8 @@ impl Checkpoints {
             return;
         }
         state.open_turn = None;
-        let _sweep = self.store.sweep.clone().read_owned().await;
+        let sweep = self.store.sweep.clone().read_owned().await;
+        self.store.forget_evicted(&self.session_id, &mut state.list);
         let previous = state.last.clone();
         match self.snapshot(previous).await {
             Ok(after) => {
@@ -278,17 +337,31 @@ impl Checkpoints {
                 state.last = Some(after);
                 self.save(&state).await;
             }
-            Err(err) => tracing::warn!(
-                "session {}: the workspace after the turn was not recorded: {}",
-                self.session_id,
-                err.message
-            ),
+            Err(err) => {
+                tracing::warn!(
+                    "session {}: the workspace after the turn was not recorded: {}",
+                    self.session_id,
+                    err.message
+                );
+                return;
+            }
         }
+        drop(sweep);
+        drop(state);
+        // What the turn wrote is in the store now too.
+        self.store.enforce().await;
+    }
+
+    /// The session's state, without what the bound evicted.
+    async fn state(&self) -> tokio::sync::MutexGuard<'_, State> {
+        let mut state = self.state.lock().await;
+        self.store.forget_evicted(&self.session_id, &mut state.list);
+        state
     }
 
     /// The checkpoints, oldest first.
     pub(crate) async fn list(&self) -> Vec<CheckpointInfo> {
-        let state = self.state.lock().await;
+        let state = self.state().await;
         state
             .list
             .iter()
@@ -303,7 +376,7 @@ impl Checkpoints {
 
     /// The turn checkpoint `id` was taken before.
     pub(crate) async fn turn_of(&self, id: &str) -> Result<String, Refusal> {
-        let state = self.state.lock().await;
+        let state = self.state().await;
         let index = position(&state, id)?;
         Ok(state.list[index].turn_id.clone())
     }
@@ -312,6 +385,10 @@ impl Checkpoints {
     /// diff (cut at `MAX_CHECKPOINT_DIFF_BYTES`, and whether it was).
     pub(crate) async fn diff(&self, id: &str) -> Result<(Vec<FileChange>, String, bool), Refusal> {
         let mut state = self.state.lock().await;
+        // No sweep until the diff has read the fresh snapshot's contents
+        // (in no index) and the checkpoint's.
+        let _sweep = self.store.sweep.clone().read_owned().await;
+        self.store.forget_evicted(&self.session_id, &mut state.list);
         let index = position(&state, id)?;
         let now = self.snapshot(state.last.clone()).await?;
         state.last = Some(now.clone());
@@ -341,9 +418,11 @@ impl Checkpoints {
         force: bool,
     ) -> Result<Vec<FileChange>, Refusal> {
         let mut state = self.state.lock().await;
-        let index = position(&state, id)?;
-        // The fresh snapshot's objects are what a failed restore puts back.
+        // The fresh snapshot's objects are what a failed restore puts back,
+        // and the checkpoints' are what it restores and compares.
         let _sweep = self.store.sweep.clone().read_owned().await;
+        self.store.forget_evicted(&self.session_id, &mut state.list);
+        let index = position(&state, id)?;
         let now = self.snapshot(state.last.clone()).await?;
         let store = self.store.store.clone();
         let (list, workspace) = (state.list.clone(), self.workspace.clone());
@@ -441,7 +520,7 @@ fn position(state: &State, id: &str) -> Result<usize, Refusal> {
 fn restore_reject(err: RestoreError) -> Refusal {
     match err {
         RestoreError::NeedsContent(paths) => invalid(format!(
-            "the checkpoint recorded only the size of {} (larger than {} MiB), so it cannot put back: {}",
+            "the checkpoint recorded only the size of {} (more than {} MiB of content), so it cannot put back: {}",
             if paths.len() == 1 { "this file" } else { "these files" },
             scv_checkpoint::MAX_CONTENT_BYTES >> 20,
             paths.join(", ")

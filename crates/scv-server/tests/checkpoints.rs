@@ -528,3 +528,89 @@ async fn a_client_that_did_not_ask_sees_version_2_unchanged_and_its_turns_are_st
         "one\n"
     );
 }
+
+/// What `root` takes on disk: every file and directory under it, each the
+/// larger of its length and its allocated blocks (at least `du -s` and
+/// `du -sb`).
+fn on_disk(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let cost = |m: &std::fs::Metadata| m.len().max(m.blocks() * 512);
+    let mut total = cost(&std::fs::symlink_metadata(root).unwrap());
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            total += cost(&meta);
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    total
+}
+
+#[tokio::test]
+async fn the_store_stays_within_its_bound_over_twelve_turns_rewriting_a_big_file() {
+    let bound = 256 * 1024;
+    let (mock, home, workspace) =
+        setup(&format!("{AUTO}\nmax_checkpoint_store_bytes = {bound}")).await;
+    std::fs::write(workspace.join("notes.txt"), "a small file\n").unwrap();
+    let mut server = server(home.path()).await;
+    let session = server.start_session(&workspace).await;
+    let store = home.path().join("checkpoints");
+    let mut sizes = Vec::new();
+    let mut before_last = Vec::new();
+    let mut last_checkpoint = Value::Null;
+    for n in 1..=12 {
+        // Each turn rewrites big.bin with 100 KiB no turn wrote before.
+        before_last = std::fs::read(workspace.join("big.bin")).unwrap_or_default();
+        mock.push(bash("head -c 102400 /dev/urandom > big.bin"));
+        mock.push(Reply::text(["rewritten"]));
+        let events = turn(&mut server, &session, &format!("rewrite {n}")).await;
+        last_checkpoint = events
+            .iter()
+            .find(|e| e["type"] == "checkpoint.created")
+            .unwrap()["checkpoint_id"]
+            .clone();
+        sizes.push(on_disk(&store));
+    }
+    eprintln!("twelve turns of 100 KiB: the store took {sizes:?} bytes after each");
+    assert!(
+        sizes.iter().all(|&size| size <= bound),
+        "past {bound}: {sizes:?}"
+    );
+    // The oldest went, never the newest, which still undoes the last turn.
+    let listed = list(&mut server, &session).await;
+    assert!(listed.len() < 12, "{listed:?}");
+    assert_eq!(listed.last().unwrap()["checkpoint_id"], last_checkpoint);
+    // What is listed is whole: an evicted checkpoint is not listed.
+    for c in &listed {
+        server
+            .send(
+                json!({"type":"checkpoint.diff","request_id":"cd","session_id":session,
+            "checkpoint_id":c["checkpoint_id"]}),
+            )
+            .await;
+        let diffed = loop {
+            let event = server.next().await;
+            if event["request_id"] == "cd" {
+                break event;
+            }
+        };
+        assert_eq!(diffed["type"], "checkpoint.diffed", "{diffed}");
+    }
+    let restored = restore(
+        &mut server,
+        &session,
+        last_checkpoint.as_str().unwrap(),
+        json!({}),
+    )
+    .await;
+    assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
+    assert_eq!(before_last.len(), 100 * 1024);
+    assert_eq!(
+        std::fs::read(workspace.join("big.bin")).unwrap(),
+        before_last
+    );
+}
