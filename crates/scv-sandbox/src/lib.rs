@@ -44,7 +44,9 @@ mod sys;
 pub use error::Error;
 pub use machine::SYSTEM;
 pub use pids::{CgroupTree, SessionCgroup};
-pub use policy::{holds_home, system_temp_dirs, Mode, Policy, Settings, HOME_READABLE};
+pub use policy::{
+    holds_home, plants_code, system_temp_dirs, Mode, Policy, Settings, HOME_READABLE,
+};
 pub use prepared::{detach, Confinement, Prepared};
 pub use probe::{probe, Support, TEST_NO_LANDLOCK, TEST_NO_USERNS};
-pub use repos::{repositories, Found, MAX_ENTRIES};
+pub use repos::{repositories, Found, MAX_ENTRIES, MAX_SHARED_FILES};

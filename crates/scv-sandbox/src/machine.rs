@@ -328,6 +328,9 @@ impl Machine {
                 places.insert(git.clone(), ro(git));
             }
         }
+        for file in &policy.shared_files {
+            places.insert(file.clone(), ro(file));
+        }
         // Trees nothing may read ($SCV_HOME) where a bound tree holds one.
         for denied in &policy.denied {
             let denied = crate::paths::canonical(denied);
@@ -372,6 +375,7 @@ impl Machine {
         let mut clones = Vec::new();
         let mut body = Vec::new();
         let mut scratch = Vec::new();
+        let mut last = Vec::new();
         // What each placed path is: ours (a tmpfs or a folder made in
         // one, where missing parents are made) or an attached host tree
         // (where they exist already).
@@ -462,11 +466,14 @@ impl Machine {
                 }
                 // Nothing of a host tree is there to hide.
                 Place::Mask { .. } if ours => {}
+                // Made read-only once what is placed beneath it (a hooks
+                // folder inside `$SCV_HOME`) is there.
                 Place::Mask { dir: true } => {
                     body.push(Op::Tmpfs {
-                        target,
-                        read_only: true,
+                        target: target.clone(),
+                        read_only: false,
                     });
+                    last.push(Op::ReadOnly(target));
                     placed.insert(path.clone(), Context::Ours);
                 }
                 Place::Mask { dir: false } | Place::Contents(_) => {
@@ -506,6 +513,7 @@ impl Machine {
             self.ops.extend(scratch);
         }
         self.ops.extend(body);
+        self.ops.extend(last);
         if let (true, Some(dir)) = (has_scratch, scratch_dir) {
             self.ops.push(Op::Detach(dir.clone()));
             self.ops.push(Op::Rmdir(dir));

@@ -164,6 +164,10 @@ pub struct Policy {
     /// writable roots (found once per session, [`crate::repositories`]).
     #[serde(default)]
     pub git: Vec<PathBuf>,
+    /// Files under the writable roots that are hard links with a name
+    /// outside them: read-only (found with `git`).
+    #[serde(default)]
+    pub shared_files: Vec<PathBuf>,
     /// The session's pids cgroup (a directory) every command joins; `None`:
     /// `RLIMIT_NPROC` in the command's own user namespace.
     #[serde(default)]
@@ -194,6 +198,7 @@ impl Policy {
             mount_namespace: settings.mount_namespace,
             session_dir: None,
             git: Vec::new(),
+            shared_files: Vec::new(),
             pids_cgroup: None,
         }
     }
@@ -310,6 +315,57 @@ pub fn holds_home(workspace: &Path, user_home: Option<&Path>) -> bool {
     })
 }
 
+/// What a writable root lets a sandboxed command plant that runs outside
+/// the sandbox later, in words; `None` when it plants nothing known.
+/// `path` is the user's `PATH`.
+pub fn plants_code(root: &Path, home: Option<&Path>, path: &[PathBuf]) -> Option<String> {
+    let root = crate::paths::canonical(root);
+    for dir in path.iter().map(|d| crate::paths::canonical(d)) {
+        if dir.starts_with(&root) || root.starts_with(&dir) {
+            return Some(format!(
+                "programs on your PATH ({}): a `git` or `cargo` you run later",
+                dir.display()
+            ));
+        }
+    }
+    let home = crate::paths::canonical(home?);
+    if root == home {
+        return Some("your shell's startup files and everything in your home".into());
+    }
+    let rel = root.strip_prefix(&home).ok()?;
+    const PLANTS: &[(&str, &str)] = &[
+        (".cargo", "a dependency's build.rs or a binary that your next cargo build of another project runs"),
+        (".rustup", "the compiler and cargo themselves"),
+        (".local/bin", "programs on your PATH"),
+        (".local/lib", "Python packages every user-site `python` imports"),
+        (".local/share", "programs and packages tools install there"),
+        (".npm", "packages your next npm install of another project unpacks and runs"),
+        (".pnpm-store", "packages every pnpm project links"),
+        (".yarn", "packages your next yarn install runs"),
+        (".cache", "cached packages and wheels your next install trusts (pip, go, bazel)"),
+        (".m2", "jars your next Maven build of another project loads"),
+        (".gradle", "init scripts and jars every Gradle build runs"),
+        (".ivy2", "jars your next sbt build loads"),
+        (".sbt", "plugins every sbt build runs"),
+        (".gem", "gems your next bundle install runs"),
+        ("go", "modules your next go build compiles"),
+        (".pyenv", "the Python interpreters themselves"),
+        (".nvm", "Node.js itself"),
+        (".volta", "Node.js itself"),
+        (".bun", "bun itself"),
+        (".deno", "deno and its cache"),
+        (".config", "autostart entries, systemd user units and every tool's settings"),
+        (".ssh", "authorized keys and ssh configuration"),
+    ];
+    for (prefix, what) in PLANTS {
+        let prefix = Path::new(prefix);
+        if rel.starts_with(prefix) || prefix.starts_with(rel) {
+            return Some((*what).to_string());
+        }
+    }
+    None
+}
+
 /// `$TMPDIR` (else `/tmp`), `/tmp` and `/var/tmp`, without repeats.
 pub fn system_temp_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![std::env::temp_dir()];
@@ -374,6 +430,40 @@ mod tests {
         let policy = Policy::new(&settings, Path::new("/w"));
         assert_eq!(policy.home, None);
         assert!(!policy.readable().iter().any(|p| p.starts_with("/.cargo")));
+    }
+
+    /// h06: README's old examples (`~/.cargo/registry`, `~/.cargo`) and
+    /// the like plant code the user runs later; a project's scratch does
+    /// not.
+    #[test]
+    fn writable_roots_that_plant_code_are_recognized() {
+        let home = Path::new("/h/user");
+        let path = [
+            PathBuf::from("/opt/tools/bin"),
+            PathBuf::from("/h/user/bin"),
+        ];
+        for root in [
+            "/h/user/.cargo/registry",
+            "/h/user/.cargo",
+            "/h/user/.local/bin",
+            "/h/user/.npm",
+            "/h/user/.cache/pip",
+            "/h/user",
+            "/h/user/bin",
+            "/opt/tools",
+            "/h/user/.config/systemd",
+        ] {
+            assert!(
+                plants_code(Path::new(root), Some(home), &path).is_some(),
+                "{root}"
+            );
+        }
+        for root in ["/h/user/scratch", "/data/out", "/h/user/projects/x/target"] {
+            assert!(
+                plants_code(Path::new(root), Some(home), &path).is_none(),
+                "{root}"
+            );
+        }
     }
 
     #[test]

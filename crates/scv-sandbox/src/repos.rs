@@ -7,8 +7,20 @@
 //! (a folder holding `HEAD`, `objects/` and `refs/`: `cd` into it and git
 //! reads its config). Each is mounted read-only for sandboxed commands
 //! (`machine`), so nothing in it can be changed or created.
+//!
+//! The same walk finds the files that share their content with a file
+//! outside the writable roots: a hard link (pnpm links its store into
+//! `node_modules`) whose other names are not all inside. A write through
+//! it would change the outside file, which no path rule sees; each is
+//! mounted read-only too, up to [`MAX_SHARED_FILES`].
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// The most hard-linked files made read-only; past it they are said, not
+/// protected (a pnpm workspace links thousands).
+pub const MAX_SHARED_FILES: usize = 512;
 
 /// The most directory entries looked at under one root; past it the
 /// search stops and says so (a repository below the cut is not protected).
@@ -21,12 +33,19 @@ pub struct Found {
     pub git: Vec<PathBuf>,
     /// Roots whose search stopped at [`MAX_ENTRIES`].
     pub cut_short: Vec<PathBuf>,
+    /// Files with a name outside the writable roots (hard links), sorted.
+    pub shared: Vec<PathBuf>,
+    /// How many such files there were past [`MAX_SHARED_FILES`].
+    pub shared_unprotected: usize,
 }
 
 /// Every repository under `roots` (canonical directories). Links are not
 /// followed; a git directory is not entered.
 pub fn repositories(roots: &[PathBuf]) -> Found {
     let mut found = Found::default();
+    // Hard-linked files seen, by inode: their link count and the names
+    // found inside.
+    let mut links: HashMap<(u64, u64), (u64, Vec<PathBuf>)> = HashMap::new();
     for root in roots {
         let mut entries = 0usize;
         let mut stack = vec![root.clone()];
@@ -55,6 +74,17 @@ pub fn repositories(roots: &[PathBuf]) -> Found {
                 }
                 if kind.is_dir() {
                     stack.push(path);
+                } else if kind.is_file() {
+                    if let Ok(meta) = entry.metadata() {
+                        if meta.nlink() > 1 {
+                            let seen = links
+                                .entry((meta.dev(), meta.ino()))
+                                .or_insert_with(|| (meta.nlink(), Vec::new()));
+                            if !seen.1.contains(&path) {
+                                seen.1.push(path);
+                            }
+                        }
+                    }
                 }
             }
             if entries > MAX_ENTRIES {
@@ -68,6 +98,15 @@ pub fn repositories(roots: &[PathBuf]) -> Found {
     }
     found.git.sort();
     found.git.dedup();
+    let mut shared: Vec<PathBuf> = links
+        .into_values()
+        .filter(|(count, names)| (names.len() as u64) < *count)
+        .flat_map(|(_, names)| names)
+        .collect();
+    shared.sort();
+    found.shared_unprotected = shared.len().saturating_sub(MAX_SHARED_FILES);
+    shared.truncate(MAX_SHARED_FILES);
+    found.shared = shared;
     found
 }
 
@@ -137,5 +176,25 @@ mod tests {
             ]
         );
         assert!(found.cut_short.is_empty());
+    }
+
+    #[test]
+    fn hard_links_with_a_name_outside_are_found_and_inside_ones_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (ws, outside) = (base.join("ws"), base.join("outside"));
+        std::fs::create_dir_all(ws.join("node_modules/x")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("store-file"), "shared").unwrap();
+        std::fs::hard_link(
+            outside.join("store-file"),
+            ws.join("node_modules/x/index.js"),
+        )
+        .unwrap();
+        std::fs::write(ws.join("a"), "inside twice").unwrap();
+        std::fs::hard_link(ws.join("a"), ws.join("b")).unwrap();
+        let found = repositories(std::slice::from_ref(&ws));
+        assert_eq!(found.shared, [ws.join("node_modules/x/index.js")]);
+        assert_eq!(found.shared_unprotected, 0);
     }
 }

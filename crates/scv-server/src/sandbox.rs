@@ -18,6 +18,9 @@ pub(crate) struct Sandbox {
     /// auto-approval needs none.
     gaps: Vec<String>,
     settings: Settings,
+    /// `sandbox_writable_roots` entries that let a command plant code the
+    /// user runs later, said at every session's start.
+    planting_roots: Vec<String>,
     /// What every tool process sees: the server's environment at start
     /// minus credentials and doors (`scv_sandbox::env`).
     env: Arc<[(OsString, OsString)]>,
@@ -69,7 +72,25 @@ impl Sandbox {
             .find(|(name, _)| name == "HOME")
             .map(|(_, value)| PathBuf::from(value))
             .filter(|home| home.is_absolute());
+        let path: Vec<PathBuf> = launch_env
+            .iter()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| std::env::split_paths(value).collect())
+            .unwrap_or_default();
+        let planting_roots = config
+            .sandbox
+            .writable_roots
+            .iter()
+            .filter_map(|root| {
+                let what = scv_sandbox::plants_code(root, user_home.as_deref(), &path)?;
+                Some(format!(
+                    "sandbox_writable_roots has {}, where a sandboxed command can plant code that runs outside the sandbox later: {what}; list a narrower directory, or a project-local one (CARGO_HOME, npm's --cache, PIP_CACHE_DIR in the workspace)",
+                    root.display()
+                ))
+            })
+            .collect();
         Sandbox {
+            planting_roots,
             configured: config.sandbox.mode,
             enforced,
             gaps,
@@ -113,17 +134,20 @@ impl Sandbox {
 
     /// `session.started.sandbox_warnings` for a session in `workspace`.
     pub(crate) fn warnings(&self, workspace: &Path) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if self.enforced
-            && self.configured == Mode::WorkspaceWrite
-            && scv_sandbox::holds_home(workspace, self.settings.user_home.as_deref())
-        {
-            warnings.push(format!(
-                "the workspace {} holds your home directory, so sandboxed commands may not write in it (they could rewrite ~/.bashrc, ~/.ssh and SCV's own settings); start SCV in a project directory",
-                workspace.display()
-            ));
-        }
+        let mut warnings: Vec<String> = self.holds_home(workspace).into_iter().collect();
+        warnings.extend(self.planting_roots.iter().cloned());
         warnings
+    }
+
+    /// Why the workspace is not made writable: it holds the user's home.
+    fn holds_home(&self, workspace: &Path) -> Option<String> {
+        (self.enforced
+            && self.configured == Mode::WorkspaceWrite
+            && scv_sandbox::holds_home(workspace, self.settings.user_home.as_deref()))
+        .then(|| format!(
+            "the workspace {} holds your home directory, so sandboxed commands may not write in it (they could rewrite ~/.bashrc, ~/.ssh and SCV's own settings); start SCV in a project directory",
+            workspace.display()
+        ))
     }
 
     /// The policy of a command in `workspace`; `None` when commands run
@@ -134,7 +158,7 @@ impl Sandbox {
             return None;
         }
         let mut policy = Policy::new(&self.settings, workspace);
-        if !self.warnings(workspace).is_empty() {
+        if self.holds_home(workspace).is_some() {
             policy.mode = Mode::ReadOnly;
         }
         Some(policy)
@@ -294,18 +318,28 @@ impl Ready {
         }
         let mut policy = Policy::clone(base);
         policy.session_dir = Some(dir.path().to_path_buf());
-        if policy.protect_git {
+        if policy.mode == Mode::WorkspaceWrite {
             let mut roots = vec![policy.workspace.clone()];
             roots.extend(policy.writable_roots.iter().cloned());
             let found = scv_sandbox::repositories(&roots);
             for root in &found.cut_short {
                 tracing::warn!(
-                    "sandbox: {} holds more than {} entries; repositories below that were not looked for",
+                    "sandbox: {} holds more than {} entries; repositories and hard links below that were not looked for",
                     root.display(),
                     scv_sandbox::MAX_ENTRIES
                 );
             }
-            policy.git = found.git;
+            if found.shared_unprotected > 0 {
+                tracing::warn!(
+                    "sandbox: {} more files under the writable roots are hard links to files outside them (pnpm's store?); past {} they are not made read-only, so a sandboxed command can change those outside files through them",
+                    found.shared_unprotected,
+                    scv_sandbox::MAX_SHARED_FILES
+                );
+            }
+            if policy.protect_git {
+                policy.git = found.git;
+            }
+            policy.shared_files = found.shared;
         }
         let cgroup = match (cgroups(), policy.max_processes) {
             (Ok(Some(tree)), max) if max > 0 => {

@@ -1018,6 +1018,7 @@ async fn the_owner_runs_custom_commands_and_hooks_hold_in_chat() {
         .to_string(),
     )
     .unwrap();
+    bot.home.trust_workspace();
     bot.enable("owner").await;
     bot.wait_state("connected").await;
     bot.mock.push(Reply::text(["Notes written."]));

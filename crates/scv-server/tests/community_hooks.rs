@@ -59,6 +59,7 @@ async fn rig_with_hooks(hooks: Value) -> (Rig, String) {
     let dir = rig.home.workspace().join(".scv");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("hooks.json"), hooks.to_string()).unwrap();
+    rig.home.trust_workspace();
     let session = rig.session().await;
     (rig, session)
 }

@@ -45,6 +45,8 @@ async fn rig_with(extra: &str, hooks: Value) -> (Rig, String) {
     let mock = MockProvider::start().await;
     let home = TestHome::new(&mock.base_url(), extra);
     workspace_hooks(&home.workspace(), hooks);
+    // The repository's hooks run in a workspace the user trusts.
+    home.trust_workspace();
     let mut server = TestServer::spawn(BIN, home.path());
     server
         .send(
@@ -177,7 +179,10 @@ async fn allow_skips_the_approval_and_ask_asks_where_auto_approve_would_not() {
         {"matcher": "Write", "hooks": [{"type": "command", "command": allow}]},
         {"matcher": "Read", "hooks": [{"type": "command", "command": ask}]},
     ]}});
-    let (mut rig, session) = rig_with("auto_approve = [\"read\"]", hooks).await;
+    // The user's own hooks: a repository's `allow` skips no approval.
+    let mut rig = Rig::new("auto_approve = [\"read\"]").await;
+    std::fs::write(rig.home.path().join("hooks.json"), hooks.to_string()).unwrap();
+    let session = rig.session().await;
     std::fs::write(rig.home.workspace().join("a.txt"), "hello").unwrap();
     rig.mock.push(Reply::tool_calls(&[(
         "w",
@@ -339,6 +344,7 @@ async fn hooks_run_sandboxed_without_credentials() {
     let mock = MockProvider::start().await;
     let home = TestHome::new(&mock.base_url(), "");
     workspace_hooks(&home.workspace(), hooks);
+    home.trust_workspace();
     let mut server = TestServer::spawn_with(
         BIN,
         home.path(),
@@ -357,6 +363,8 @@ async fn hooks_run_sandboxed_without_credentials() {
     }
 }
 
+/// A trusted workspace's malformed hooks file refuses the session (the
+/// user trusted hooks that would not run); an untrusted one's is inert.
 #[tokio::test]
 async fn a_malformed_hooks_file_refuses_the_session_naming_file_and_line() {
     let mock = MockProvider::start().await;
@@ -371,6 +379,14 @@ async fn a_malformed_hooks_file_refuses_the_session_naming_file_and_line() {
     let mut server = TestServer::spawn(BIN, home.path());
     server.initialize().await;
     server
+        .send(json!({"type":"session.start","request_id":"s0","cwd": home.workspace()}))
+        .await;
+    let started = server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    let warnings = started["config_warnings"].to_string();
+    assert!(warnings.contains("not a trusted workspace"), "{started}");
+    home.trust_workspace();
+    server
         .send(json!({"type":"session.start","request_id":"s1","cwd": home.workspace()}))
         .await;
     let error = server.expect_error("invalid_request", "s1").await;
@@ -380,12 +396,14 @@ async fn a_malformed_hooks_file_refuses_the_session_naming_file_and_line() {
     let other = tempfile::tempdir().unwrap();
     server.start_session(other.path()).await;
 
-    // An unknown event name is an error too, with its line.
+    // An unknown event name is an error too, with its line (trusted
+    // again, as `scv trust` would: the first reading is recorded anew).
     std::fs::write(
         dir.join("hooks.json"),
         "{\"hooks\": {\n\"PreToolUze\": []}}",
     )
     .unwrap();
+    std::fs::remove_file(home.path().join("trust.json")).unwrap();
     server
         .send(json!({"type":"session.start","request_id":"s2","cwd": home.workspace()}))
         .await;
@@ -404,6 +422,7 @@ async fn hook_messages_only_to_a_client_that_asked() {
         &rig.home.workspace(),
         pre_tool("Bash", "echo nope >&2; exit 2", None),
     );
+    rig.home.trust_workspace();
     let session = rig.session().await;
     rig.mock.push(Reply::tool_calls(&[(
         "c1",

@@ -1157,6 +1157,7 @@ async fn a_hook_blocks_an_mcp_call_by_its_claude_code_name() {
         hooks.to_string(),
     )
     .unwrap();
+    rig.home.trust_workspace();
     let session = rig.session().await;
     ready(&mut rig, &session, "mcp__fake__echo").await;
     rig.mock.push(Reply::tool_calls(&[(

@@ -13,7 +13,7 @@ use common::sandbox::*;
 use common::*;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// A Python one-liner run as a bash command (quoted for `bash -c`).
@@ -575,6 +575,13 @@ async fn secrets_by_name_or_value_and_doors_out_stay_out_of_the_environment() {
             "INNOCENT_NAME",
             "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
         ),
+        // m03: credentials under names no deny-list knows.
+        ("TF_TOKEN_app_terraform_io", "plainvalue5"),
+        ("DENO_AUTH_TOKENS", "plainvalue6@deno.land"),
+        ("BUNDLE_GEMS__EXAMPLE__COM", "user:plainvalue7"),
+        ("BW_SESSION", "plainvalue8"),
+        ("npm_config__authToken", "plainvalue9"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=plainvalue10"),
         ("KEPT_TOKEN", "passed-through"),
         ("HARMLESS", "kept"),
     ];
@@ -583,7 +590,7 @@ async fn secrets_by_name_or_value_and_doors_out_stay_out_of_the_environment() {
     let session = rig.session().await;
     let results = run_all(&mut rig, &session, &[("env", "env".into())]).await;
     let (_, _, output) = result(&results, "env");
-    for (name, _) in &env[..9] {
+    for (name, _) in &env[..15] {
         assert!(
             !output.contains(&format!("{name}=")),
             "{name} reached the tool: {output}"
@@ -726,4 +733,335 @@ async fn a_repository_around_the_home_exposes_nothing_of_the_home() {
     }
     let (_, success, output) = result(&results, "repo");
     assert!(*success && output.contains("repository file"), "{output}");
+}
+
+/// h03: credential files inside the trees a command may read — git URL
+/// tokens and `http.extraHeader`, registry tokens, Hugging Face, ivy,
+/// sbt, stack, Julia and uv credentials — are shown empty, or with their
+/// credential lines taken out where a build needs the rest of the file.
+#[tokio::test]
+async fn credentials_inside_the_readable_trees_are_not_shown() {
+    let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let home = &place.user_home;
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let files = [
+        (
+            ".gitconfig",
+            format!("[user]\n\tname = kept-name\n[http]\n\textraHeader = AUTHORIZATION: bearer SECRET-1\n[url \"https://x-access-token:{token}@github.com/\"]\n\tinsteadOf = https://github.com/\n"),
+        ),
+        (
+            ".config/git/config",
+            format!("[alias]\n\tst = status kept-alias\n[remote \"o\"]\n\turl = https://{token}@example.com/r.git\n"),
+        ),
+        (".cache/huggingface/stored_tokens", "[default]\nhf_token = SECRET-3\n".into()),
+        (".cache/huggingface/token", "SECRET-4".into()),
+        (".ivy2/.credentials", "realm=x\nhost=h\nuser=u\npassword=SECRET-5\n".into()),
+        (".sbt/.credentials", "password=SECRET-6\n".into()),
+        (".stack/upload/credentials.json", "{\"password\":\"SECRET-7\"}".into()),
+        (".cabal/config", "jobs: kept-jobs\npassword: SECRET-8\n".into()),
+        (
+            ".cargo/config.toml",
+            "[build]\njobs = 2 # kept-cargo\n[registries.corp]\nindex = \"sparse+https://corp/\"\ntoken = \"SECRET-9\"\n".into(),
+        ),
+        (".julia/servers/pkg.julialang.org/auth.toml", "access_token = \"SECRET-10\"\n".into()),
+        (".local/share/uv/credentials/credentials.toml", "password = \"SECRET-11\"\n".into()),
+    ];
+    for (path, text) in &files {
+        let path = home.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let commands: Vec<(&str, String)> = files
+        .iter()
+        .map(|(path, _)| {
+            (
+                *path,
+                format!("cat ~/{path}; git config --global --get user.name"),
+            )
+        })
+        .collect();
+    let results = run_all(&mut rig, &session, &commands).await;
+    for (path, _) in &files {
+        let (_, _, output) = result(&results, path);
+        assert!(!output.contains("SECRET"), "{path}: {output}");
+        assert!(!output.contains("ghp_"), "{path}: {output}");
+    }
+    for (path, kept) in [
+        (".gitconfig", "kept-name"),
+        (".config/git/config", "kept-alias"),
+        (".cabal/config", "kept-jobs"),
+        (".cargo/config.toml", "kept-cargo"),
+    ] {
+        let (_, _, output) = result(&results, path);
+        assert!(output.contains(kept), "{path}: {output}");
+    }
+}
+
+/// h04: the shared `/tmp` and `/dev/shm` are not the sandbox's: another
+/// program's ticket cache cannot be read nor its shared memory rewritten.
+/// A session's own /tmp lasts between its calls.
+#[tokio::test]
+async fn the_shared_tmp_and_shm_are_not_the_sandboxs() {
+    let Some((_place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let unique = format!("{}-{}", std::process::id(), rand_suffix());
+    let ticket = PathBuf::from(format!("/tmp/krb5cc_0_{unique}"));
+    std::fs::write(&ticket, "TICKET-SECRET").unwrap();
+    let shm = PathBuf::from(format!("/dev/shm/scv-other-{unique}"));
+    std::fs::write(&shm, "theirs").unwrap();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("ticket", format!("cat /tmp/krb5cc_*; ls /tmp")),
+            ("shm", format!("echo mine > {}; ls /dev/shm", shm.display())),
+            ("keep", "echo kept > /tmp/between-calls".into()),
+        ],
+    )
+    .await;
+    let (_, _, output) = result(&results, "ticket");
+    assert!(
+        !output.contains("TICKET-SECRET") && !output.contains(&unique),
+        "{output}"
+    );
+    assert_eq!(std::fs::read_to_string(&shm).unwrap(), "theirs");
+    let again = run_all(
+        &mut rig,
+        &session,
+        &[("read", "cat /tmp/between-calls".into())],
+    )
+    .await;
+    let (_, success, output) = result(&again, "read");
+    assert!(*success && output.starts_with("kept"), "{output}");
+    assert!(!Path::new("/tmp/between-calls").exists());
+    let _ = std::fs::remove_file(&ticket);
+    let _ = std::fs::remove_file(&shm);
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        .into()
+}
+
+/// h06 and l03: a writable root that lets a command plant code the user
+/// runs later is said as the session starts; and a credential file inside
+/// a writable root is not writable, not even its mode.
+#[tokio::test]
+async fn a_writable_root_that_plants_code_is_warned_and_its_credentials_stay_shut() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let cargo = place.user_home.join(".cargo");
+    std::fs::create_dir_all(&cargo).unwrap();
+    let credentials = cargo.join("credentials.toml");
+    std::fs::write(&credentials, "[registry]\ntoken = \"cargo-secret\"\n").unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let extra = format!(
+        "{AUTO_SANDBOXED}\nsandbox_writable_roots = [\"{}\"]",
+        cargo.display()
+    );
+    let mut rig = rig_in(&place, &extra, &[]).await;
+    rig.server
+        .send(json!({"type":"session.start","request_id":"s","cwd":rig.home.workspace()}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    rig.server.expect("queue.snapshot").await;
+    let warnings = started["sandbox_warnings"].to_string();
+    assert!(
+        warnings.contains(".cargo") && warnings.contains("build.rs"),
+        "{started}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("chmod", format!("chmod 666 {}", credentials.display())),
+            (
+                "write",
+                format!("echo planted >> {}", credentials.display()),
+            ),
+            ("read", format!("cat {}", credentials.display())),
+            (
+                "plant",
+                format!(
+                    "mkdir -p {0}/bin && echo ok > {0}/bin/tool && echo ok",
+                    cargo.display()
+                ),
+            ),
+        ],
+    )
+    .await;
+    for id in ["chmod", "write"] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id}: {output}");
+    }
+    let (_, _, output) = result(&results, "read");
+    assert!(!output.contains("cargo-secret"), "{output}");
+    assert_eq!(mode(&credentials), 0o600);
+    assert!(std::fs::read_to_string(&credentials)
+        .unwrap()
+        .contains("cargo-secret"));
+    // The root is writable as configured (which is what the warning is for).
+    assert!(result(&results, "plant").1);
+}
+
+/// Hard links: a file of the workspace that is a hard link to a file
+/// outside the writable roots (pnpm's store) cannot be written through,
+/// by a sandboxed command or by the file tools (which break the link).
+#[tokio::test]
+async fn a_hard_link_to_a_file_outside_is_not_written_through() {
+    let Some((place, mut rig, session)) =
+        start("auto_approve = [\"read\", \"write\", \"sandboxed\"]").await
+    else {
+        return;
+    };
+    let ws = rig.home.workspace();
+    let store = place.outside.join("store-file.js");
+    std::fs::write(&store, "original\n").unwrap();
+    std::fs::create_dir_all(ws.join("node_modules/x")).unwrap();
+    std::fs::hard_link(&store, ws.join("node_modules/x/index.js")).unwrap();
+    std::fs::hard_link(&store, ws.join("second.js")).unwrap();
+    // A new session: the links exist before its first command.
+    let session2 = rig.session().await;
+    let _ = session;
+    let results = run_all(
+        &mut rig,
+        &session2,
+        &[
+            ("append", "echo planted >> node_modules/x/index.js".into()),
+            ("truncate", ": > second.js".into()),
+        ],
+    )
+    .await;
+    for id in ["append", "truncate"] {
+        let (_, success, output) = result(&results, id);
+        assert!(!success, "{id}: {output}");
+    }
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), "original\n");
+    rig.mock.push(Reply::tool_calls(&[(
+        "w",
+        "write_file",
+        json!({"path": "second.js", "content": "tool wrote\n"}),
+    )]));
+    rig.mock.push(Reply::text(["ok"]));
+    rig.turn(&session2, "write").await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("second.js")).unwrap(),
+        "tool wrote\n"
+    );
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), "original\n");
+}
+
+/// The pids cgroup v1 hierarchy's mount point, where this machine has one.
+fn pids_v1_root() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mounts.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut right = right.split_whitespace();
+        let (fstype, _, options) = (right.next()?, right.next()?, right.next()?);
+        let point = left.split_whitespace().nth(4)?;
+        (fstype == "cgroup" && options.split(',').any(|o| o == "pids"))
+            .then(|| PathBuf::from(point))
+    })
+}
+
+/// m05: as root, every sandboxed command and hook of a session joins one
+/// pids cgroup made beneath the server's own, so the server's limit holds
+/// for its tools (a server bound to 120 tasks cannot have 300 below it)
+/// and a repository's many hooks share their session's bound.
+#[tokio::test]
+async fn tools_and_hooks_stay_in_the_servers_cgroup_under_its_limit() {
+    // SAFETY: geteuid cannot fail.
+    if !enforced() || unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root and the sandbox");
+        return;
+    }
+    let Some(root) = pids_v1_root() else {
+        eprintln!("skipped: no cgroup v1 pids hierarchy here");
+        return;
+    };
+    let ours = root.join(format!("scv-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir(&ours).unwrap();
+    std::fs::write(ours.join("pids.max"), "120").unwrap();
+    let place = Place::new();
+    let mock = MockProvider::start().await;
+    let home = TestHome::new_in(
+        place.outside.parent().unwrap(),
+        &mock.base_url(),
+        AUTO_SANDBOXED,
+    );
+    std::fs::write(
+        home.path().join("hooks.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": "grep pids /proc/self/cgroup > \"$CLAUDE_PROJECT_DIR/hook-cgroup\""}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(BIN);
+    let procs = std::ffi::CString::new(ours.join("tasks").display().to_string()).unwrap();
+    // SAFETY: open/write/close only, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+            if fd >= 0 {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
+    let user_home = place.user_home.display().to_string();
+    let mut server = TestServer::spawn_command(command, home.path(), &[("HOME", &user_home)]);
+    server.initialize().await;
+    let mut rig = Rig { mock, home, server };
+    let session = rig.session().await;
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[(
+            "fork",
+            format!(
+                "grep pids /proc/self/cgroup > bash-cgroup; {}",
+                python("import os, time\nn = 0\nfor i in range(300):\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    n += 1\nprint(n)")
+            ),
+        )],
+    )
+    .await;
+    let (_, _, output) = result(&results, "fork");
+    let started: usize = output.lines().next().unwrap().trim().parse().unwrap_or(300);
+    assert!(
+        started < 120,
+        "{started} processes below a server bound to 120: {output}"
+    );
+    let ws = rig.home.workspace();
+    let bash = std::fs::read_to_string(ws.join("bash-cgroup")).unwrap();
+    let hook = std::fs::read_to_string(ws.join("hook-cgroup")).unwrap();
+    let name = ours.file_name().unwrap().to_str().unwrap();
+    assert!(
+        bash.contains(name),
+        "the command left the server's cgroup: {bash}"
+    );
+    assert_eq!(
+        bash, hook,
+        "the hook and the command share the session's cgroup"
+    );
+    drop(rig);
+    // Everything below is gone with the server; the test's cgroup goes too.
+    for _ in 0..200 {
+        if std::fs::remove_dir(&ours).is_ok() {
+            break;
+        }
+        for sub in std::fs::read_dir(&ours).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_dir(sub.path());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

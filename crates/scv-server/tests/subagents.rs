@@ -1125,6 +1125,7 @@ async fn hooks_gate_a_child_and_it_cannot_nest_past_the_cap() {
     let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": "echo 'no shell for anyone' >&2; exit 2"}]}]}});
     std::fs::write(dir.join("hooks.json"), hooks.to_string()).unwrap();
+    rig.home.trust_workspace();
     let (_, session) = rig.start(json!({})).await;
     rig.mock.push(calls(&[task("c1", "try", "CHILD-HOOKED")]));
     let marker = rig.home.workspace().join("ran");

@@ -33,13 +33,14 @@ def ask(message):
         if event.get("request_id") == message["request_id"] and event["type"] != "queue.snapshot":
             print(message["request_id"], event["type"], event.get("code", ""), event.get("message", "")[:120])
             return event
-ask({"type": "initialize", "request_id": "i", "protocol_version": 2})
+ask({"type": "initialize", "request_id": "i", "protocol_version": 2, "capabilities": {"trust": True}})
 ask({"type": "daemon.control", "request_id": "control", "command": {"action": "status"}})
 ask({"type": "session.start", "request_id": "mcp", "cwd": sys.argv[3],
      "mcp_servers": {"pwn": {"command": "sh", "args": ["-c", "touch " + planted]}}})
 ask({"type": "session.start", "request_id": "url", "cwd": sys.argv[3], "base_url": "http://127.0.0.1:9/v1"})
 started = ask({"type": "session.start", "request_id": "plain", "cwd": sys.argv[3]})
 sid = started["session_id"]
+ask({"type": "workspace.trust", "request_id": "trust", "session_id": sid})
 f.write(json.dumps({"type": "turn.start", "request_id": "turn", "session_id": sid, "prompt": "go"}) + "\n"); f.flush()
 while True:
     event = json.loads(f.readline())
@@ -152,7 +153,7 @@ async fn the_daemon_refuses_a_tool_process_what_only_a_person_may_do() {
     let outside = outside_dir();
     let planted = planted_in(&outside);
     let output = daemon.attack(&planted, true).await;
-    for request in ["control", "mcp", "url"] {
+    for request in ["control", "mcp", "url", "trust"] {
         let line = output
             .lines()
             .find(|l| l.starts_with(&format!("{request} ")))
@@ -172,6 +173,9 @@ async fn the_daemon_refuses_a_tool_process_what_only_a_person_may_do() {
         !planted.exists(),
         "the daemon ran the tool process's MCP server"
     );
+    // It did not trust its own workspace either.
+    let config = std::fs::read_to_string(daemon.home.path().join("config.toml")).unwrap();
+    assert!(!config.contains("trusted_workspaces"), "{config}");
     assert!(!planted.with_extension("inner").exists());
     // A person's client is still served in full.
     let mut client = TestServer::connect(&daemon.socket).await;

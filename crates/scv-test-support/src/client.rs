@@ -51,6 +51,22 @@ impl TestHome {
     pub fn workspace(&self) -> PathBuf {
         self.workspace.path().canonicalize().unwrap()
     }
+
+    /// Trusts the workspace (`trusted_workspaces` in config.toml, as a
+    /// user writes it by hand): its repository configuration — hooks,
+    /// MCP servers, rules — runs as it is when the server first reads it.
+    pub fn trust_workspace(&self) {
+        trust_in(self.path(), &self.workspace());
+    }
+}
+
+/// Puts `trusted_workspaces = [dir]` in `home`'s config.toml (first, so
+/// no table of the file takes it).
+pub fn trust_in(home: &Path, dir: &Path) {
+    let path = home.join("config.toml");
+    let config = std::fs::read_to_string(&path).unwrap_or_default();
+    let config = format!("trusted_workspaces = [\"{}\"]\n{config}", dir.display());
+    std::fs::write(path, config).unwrap();
 }
 
 /// A protocol peer under test: a spawned `--stdio` server (which it owns)
