@@ -340,6 +340,13 @@ impl Machine {
             }
         }
         places.remove(Path::new("/"));
+        // A working directory outside the workspace (a client that runs
+        // `git -C WORKSPACE` from elsewhere) may not exist on the machine.
+        let cwd = if cwd.starts_with(&policy.workspace) {
+            cwd
+        } else {
+            &policy.workspace
+        };
         let cwd = c_path(cwd).unwrap_or_else(|| c"/".to_owned());
         let mut machine = Machine {
             uid_map: format!("{uid} {uid} 1").into_bytes(),

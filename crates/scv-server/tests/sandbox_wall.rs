@@ -816,7 +816,7 @@ async fn the_shared_tmp_and_shm_are_not_the_sandboxs() {
         &mut rig,
         &session,
         &[
-            ("ticket", format!("cat /tmp/krb5cc_*; ls /tmp")),
+            ("ticket", "cat /tmp/krb5cc_*; ls /tmp".to_string()),
             ("shm", format!("echo mine > {}; ls /dev/shm", shm.display())),
             ("keep", "echo kept > /tmp/between-calls".into()),
         ],

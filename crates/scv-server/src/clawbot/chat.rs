@@ -521,13 +521,17 @@ impl Account {
             conn.open(None, Some(capabilities), open),
         )
         .await;
-        let (session_id, unsent) = match opened {
+        let (session_id, unsent, warnings) = match opened {
             Ok(Ok(opened)) => {
                 let unsent = opened
                     .started()
                     .and_then(|s| s.unsent_prompts.as_ref())
                     .map_or(0, Vec::len);
-                (opened.session_id, unsent)
+                let warnings = opened
+                    .started()
+                    .map(|s| s.config_warnings.clone())
+                    .unwrap_or_default();
+                (opened.session_id, unsent, warnings)
             }
             Ok(Err(err)) => {
                 tracing::warn!("clawbot:{}: session refused: {err:#}", self.spec.account);
@@ -556,6 +560,15 @@ impl Account {
                 _ = forward => {}
             }
         });
+        // What the configuration or the workspace's trust skipped is the
+        // owner's to know (the workspace is theirs), as every client says.
+        if self.is_owner(user) && !warnings.is_empty() {
+            let text: String = warnings
+                .iter()
+                .map(|w| format!("⚠ {}\n", scv_client::text::visible(w)))
+                .collect();
+            self.reply(user, text.trim_end()).await;
+        }
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id);
         Ok(Chat {
