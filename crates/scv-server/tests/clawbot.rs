@@ -678,6 +678,39 @@ async fn the_owner_sees_where_it_works_and_what_failed() {
     bot.stop().await;
 }
 
+/// A repository's hooks that do not run because the workspace is not
+/// trusted are said to the owner in chat, as every client says them; a
+/// stranger is not told about the owner's workspace.
+#[tokio::test]
+async fn the_owner_is_told_what_an_untrusted_workspace_skipped() {
+    let mut bot = Bot::start("").await;
+    let workspace = bot.home.workspace();
+    std::fs::create_dir_all(workspace.join(".scv")).unwrap();
+    std::fs::write(
+        workspace.join(".scv/hooks.json"),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": "touch \"$CLAUDE_PROJECT_DIR/ran\""}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::text(["hello owner"]));
+    bot.ilink.inject_text(OWNER, "hi");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert!(
+        sent[0].contains("not a trusted workspace") && sent[0].contains("scv trust"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[1], "hello owner");
+    assert!(!workspace.join("ran").exists());
+    bot.mock.push(Reply::text(["hello stranger"]));
+    bot.ilink.inject_text("stranger@im.wechat", "hi");
+    let sent = bot.wait_sent("stranger@im.wechat", 1).await;
+    assert_eq!(sent, ["hello stranger"]);
+    bot.stop().await;
+}
+
 #[tokio::test]
 async fn a_tool_call_too_long_for_a_chat_message_cannot_be_approved_in_chat() {
     let mut bot = Bot::start("").await;

@@ -802,3 +802,86 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
     assert!(!err.contains("did not accept"), "{err}");
     assert!(home.daemon_pid().is_none() || !home.socket().exists());
 }
+
+/// Workspace trust from the command line: `scv exec` in a repository
+/// whose hooks are not trusted runs none and says so on stderr; `scv
+/// trust` trusts it as it is (the daemon, already running, uses it from
+/// the next session); a hooks file changed since is skipped again and
+/// `--list` says which; `--revoke` takes it back.
+#[tokio::test(flavor = "multi_thread")]
+async fn trust_runs_a_repositorys_hooks_only_as_they_were_trusted() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "sandbox = \"off\"");
+    let ws = home.workspace();
+    let hooks = |marker: &str| {
+        std::fs::create_dir_all(ws.join(".scv")).unwrap();
+        std::fs::write(
+            ws.join(".scv/hooks.json"),
+            json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+                "command": format!("touch \"$CLAUDE_PROJECT_DIR/{marker}\"")}]}]}})
+            .to_string(),
+        )
+        .unwrap();
+    };
+    hooks("first-ran");
+    mock.push(Reply::text(["one"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("not a trusted workspace") && err.contains("scv trust"),
+        "{err}"
+    );
+    assert!(!ws.join("first-ran").exists(), "an untrusted hook ran");
+
+    let output = home.scv().args(["trust"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(
+        out.contains("trusted") && out.contains("UserPromptSubmit (1)"),
+        "{out}"
+    );
+    mock.push(Reply::text(["two"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        ws.join("first-ran").exists(),
+        "the trusted hook did not run"
+    );
+
+    hooks("second-ran");
+    let list = stdout(&home.scv().args(["trust", "--list"]).output().unwrap());
+    assert!(
+        list.contains(".scv/hooks.json (changed since trusted)"),
+        "{list}"
+    );
+    mock.push(Reply::text(["three"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert!(
+        stderr(&output).contains("changed since you trusted"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!ws.join("second-ran").exists(), "a changed hooks file ran");
+
+    let output = home
+        .scv()
+        .args(["trust", "--revoke", "."])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let list = stdout(&home.scv().args(["trust", "--list"]).output().unwrap());
+    assert!(list.contains("no trusted workspaces"), "{list}");
+    // Revoking what is not trusted is a one-line error.
+    let output = home
+        .scv()
+        .args(["trust", "--revoke", "."])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("is not trusted"),
+        "{}",
+        stderr(&output)
+    );
+}

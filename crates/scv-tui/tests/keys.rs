@@ -1098,3 +1098,55 @@ fn a_message_that_starts_with_a_digit_answers_nothing() {
     assert!(key(&mut app, KeyCode::Char('3')).is_empty());
     assert_eq!(sent(&key(&mut app, KeyCode::Enter)), resolved(false));
 }
+
+/// A session opened in a workspace whose repository configuration is not
+/// trusted asks once, listing what trusting enables; `y` sends
+/// `workspace.trust`, and the answer is said; `n` leaves it.
+#[test]
+fn an_untrusted_repository_is_asked_about_once_and_y_trusts_it() {
+    use scv_tui::tui::overlay::OverlayKind;
+    let started = |app: &mut App| {
+        app.apply(event(json!({"type":"session.started","request_id":"s","session_id":S,"cwd":"/w/repo","model":"m",
+            "context_max_tokens":1000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,
+            "max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200,
+            "config_warnings":["/w/repo is not a trusted workspace, so SCV does not use its .scv/hooks.json"],
+            "trust":{"workspace":"/w/repo","trusted":false,"files":[
+                {"path":".scv/hooks.json","state":"untrusted","enables":["hooks: SessionStart (1)"]}]}})));
+    };
+    let mut app = App::new(Instant::now());
+    started(&mut app);
+    let open = app.overlay.as_ref().expect("the trust prompt");
+    assert!(matches!(open.kind, OverlayKind::Trust(_)));
+    let out = key(&mut app, KeyCode::Char('y'));
+    assert!(app.overlay.is_none());
+    match sent(&out).as_slice() {
+        [ClientMessage::WorkspaceTrust(request)] => assert_eq!(request.session_id, S),
+        other => panic!("{other:?}"),
+    }
+    app.apply(event(
+        json!({"type":"workspace.trusted","request_id":"x","session_id":S,
+        "workspace":"/w/repo","trusted":true,"files":[
+            {"path":".scv/hooks.json","state":"trusted","enables":["hooks: SessionStart (1)"]}]}),
+    ));
+    let notices: Vec<&str> = app
+        .transcript
+        .items()
+        .iter()
+        .filter_map(|item| match &item.kind {
+            ItemKind::Notice(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("trusted /w/repo: .scv/hooks.json")),
+        "{notices:?}"
+    );
+
+    let mut app = App::new(Instant::now());
+    started(&mut app);
+    let out = key(&mut app, KeyCode::Char('n'));
+    assert!(app.overlay.is_none());
+    assert!(sent(&out).is_empty());
+}
