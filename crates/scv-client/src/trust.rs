@@ -53,6 +53,9 @@ pub struct RepoFile {
     /// Relative to the workspace (one of [`REPOSITORY_FILES`]).
     pub rel: String,
     pub bytes: Vec<u8>,
+    /// Its inode's last change (`st_ctime`, unix seconds), which no
+    /// process can set back.
+    pub changed: Option<u64>,
 }
 
 impl RepoFile {
@@ -113,6 +116,12 @@ impl Decision {
 pub struct Records {
     #[serde(default)]
     pub workspaces: BTreeMap<String, Record>,
+    /// When each entry of `trusted_workspaces` was trusted (by `scv
+    /// trust`) or first seen (written by hand), unix seconds: a workspace
+    /// beneath it with no record of its own trusts only the files that
+    /// were there then.
+    #[serde(default)]
+    pub entries: BTreeMap<String, u64>,
 }
 
 /// What the user trusted of one workspace, and when.
@@ -132,19 +141,30 @@ pub fn digest(bytes: &[u8]) -> String {
 /// Whether an entry of `trusted` covers `workspace` (a directory covers
 /// everything beneath it).
 pub fn covered(trusted: &[PathBuf], workspace: &Path) -> bool {
-    trusted.iter().any(|dir| workspace.starts_with(dir))
+    covering(trusted, workspace).is_some()
+}
+
+/// The entry of `trusted` that covers `workspace` (the nearest).
+fn covering<'a>(trusted: &'a [PathBuf], workspace: &Path) -> Option<&'a PathBuf> {
+    trusted
+        .iter()
+        .filter(|dir| workspace.starts_with(dir))
+        .max_by_key(|dir| dir.components().count())
 }
 
 /// Decides which of `files` (the workspace's repository configuration as
 /// read now) may run or apply. A workspace covered by `trusted` with no
-/// record yet is recorded as it is now (an entry written by hand).
+/// record of its own is recorded with the files that were there when its
+/// entry was trusted or first seen (an entry written by hand trusts what
+/// it covers as it was then); a file changed or added since — by the
+/// model in a new folder beneath a trusted one, say — is not.
 pub fn decide(
     scv_home: &Path,
     trusted: &[PathBuf],
     workspace: &Path,
     files: Vec<RepoFile>,
 ) -> Decision {
-    if !covered(trusted, workspace) {
+    let Some(entry) = covering(trusted, workspace) else {
         return Decision {
             workspace: workspace.to_path_buf(),
             trusted: false,
@@ -153,11 +173,22 @@ pub fn decide(
                 .map(|f| (f, FileTrust::Untrusted))
                 .collect(),
         };
-    }
+    };
     let key = workspace.display().to_string();
     let record = match with_records(scv_home, |records| {
+        let since = *records
+            .entries
+            .entry(entry.display().to_string())
+            .or_insert_with(crate::time::unix_seconds);
         if !records.workspaces.contains_key(&key) {
-            records.workspaces.insert(key.clone(), record_of(&files));
+            let there_then: Vec<RepoFile> = files
+                .iter()
+                .filter(|f| f.changed.is_none_or(|changed| changed <= since))
+                .cloned()
+                .collect();
+            records
+                .workspaces
+                .insert(key.clone(), record_of(&there_then));
         }
         records.workspaces.get(&key).cloned()
     }) {
@@ -200,6 +231,11 @@ pub fn trust(scv_home: &Path, workspace: &Path, files: &[RepoFile]) -> Result<bo
         }
     })?;
     with_records(scv_home, |records| {
+        if added {
+            records
+                .entries
+                .insert(workspace.display().to_string(), crate::time::unix_seconds());
+        }
         records
             .workspaces
             .insert(workspace.display().to_string(), record_of(files));
@@ -239,6 +275,7 @@ pub fn revoke(scv_home: &Path, dir: &Path) -> Result<Revoked, String> {
             records
                 .workspaces
                 .retain(|ws, _| !Path::new(ws).starts_with(dir));
+            records.entries.remove(&dir.display().to_string());
         })?;
     }
     Ok(outcome)
@@ -282,6 +319,7 @@ pub fn read_files(workspace: &Path) -> Vec<RepoFile> {
             Some(RepoFile {
                 rel: rel.to_string(),
                 bytes,
+                changed: u64::try_from(std::os::unix::fs::MetadataExt::ctime(&meta)).ok(),
             })
         })
         .collect()
@@ -500,6 +538,7 @@ mod tests {
         RepoFile {
             rel: rel.into(),
             bytes: text.as_bytes().to_vec(),
+            changed: Some(1),
         }
     }
 
@@ -570,9 +609,45 @@ mod tests {
         );
     }
 
+    /// F10 of the fourth pass: beneath a trusted directory, a folder with
+    /// no record of its own trusts only the files that were there when the
+    /// directory was trusted; one the model adds later is not.
+    #[test]
+    fn a_file_added_beneath_a_trusted_directory_after_it_was_trusted_is_not() {
+        let home = tempfile::tempdir().unwrap();
+        assert!(trust(home.path(), Path::new("/w"), &[]).unwrap());
+        let list = trusted_dirs(home.path());
+        let since = records(home.path()).entries["/w"];
+        let old = RepoFile {
+            changed: Some(since - 10),
+            ..file(".scv/hooks.json", "old")
+        };
+        let d = decide(home.path(), &list, Path::new("/w/a"), vec![old]);
+        assert!(d.usable(".scv/hooks.json").is_some());
+        let planted = RepoFile {
+            changed: Some(since + 10),
+            ..file(".scv/hooks.json", "planted")
+        };
+        let d = decide(home.path(), &list, Path::new("/w/b"), vec![planted.clone()]);
+        assert_eq!(d.usable(".scv/hooks.json"), None);
+        assert_eq!(d.files[0].1, FileTrust::Changed);
+        // Asked again: still not, until trusted.
+        let d = decide(home.path(), &list, Path::new("/w/b"), vec![planted.clone()]);
+        assert_eq!(d.usable(".scv/hooks.json"), None);
+        trust(
+            home.path(),
+            Path::new("/w/b"),
+            std::slice::from_ref(&planted),
+        )
+        .unwrap();
+        let d = decide(home.path(), &list, Path::new("/w/b"), vec![planted]);
+        assert!(d.usable(".scv/hooks.json").is_some());
+    }
+
     #[test]
     fn what_a_file_enables_is_said_in_words() {
         let file = RepoFile {
+            changed: None,
             rel: ".claude/settings.json".into(),
             bytes: br#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"a"},{"type":"command","command":"b"}]}],"SessionStart":[{"hooks":[{"type":"command","command":"c"}]}]},"permissions":{"allow":["Bash(ls)"]},"mcpServers":{"db":{}}}"#.to_vec(),
         };

@@ -67,6 +67,59 @@ pub const MASKED_SYSTEM: &[&str] = &[
     "/etc/sasldb2",
 ];
 
+/// System trees shown to commands whose files the host may keep from
+/// other users (`/etc/apt/auth.conf.d`, `/etc/credstore`, debconf's
+/// passwords): every such file or folder there is shown empty
+/// ([`guarded`]).
+pub const GUARDED_TREES: &[&str] = &[
+    "/etc",
+    "/opt",
+    "/var/cache",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+];
+
+/// The most entries [`guarded`] looks at under one tree.
+const MAX_GUARDED_ENTRIES: usize = 50_000;
+
+/// Every file and folder under `trees` that is not readable by "others"
+/// (mode bit 0o004; for a folder also 0o001), with whether it is a folder:
+/// what the host keeps from other users. Links are not followed; a
+/// guarded folder is not entered.
+pub fn guarded(trees: &[&str]) -> Vec<(PathBuf, bool)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    for tree in trees {
+        let mut stack = vec![PathBuf::from(tree)];
+        let mut seen = 0usize;
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                let mode = meta.permissions().mode();
+                if meta.is_dir() {
+                    if mode & 0o005 != 0o005 {
+                        found.push((entry.path(), true));
+                    } else {
+                        stack.push(entry.path());
+                    }
+                } else if meta.is_file() && mode & 0o004 == 0 {
+                    found.push((entry.path(), false));
+                }
+            }
+            if seen > MAX_GUARDED_ENTRIES {
+                break;
+            }
+        }
+    }
+    found
+}
+
 /// Configuration files (relative to the home) that builds read and that
 /// may also hold credentials: shown with those lines taken out
 /// ([`filter`]). `~/.gitconfig` keeps the user's name and aliases and loses
@@ -99,6 +152,9 @@ const SECRET_KEYS: &[&str] = &[
     "token",
     "authtoken",
     "auth",
+    "key",
+    "login",
+    "ident",
     "password",
     "passwd",
     "pass",
@@ -114,6 +170,23 @@ const SECRET_KEYS: &[&str] = &[
     "cookie",
     "sessiontoken",
 ];
+
+/// Every credential or configuration file of the lists that exists now,
+/// for a home `home`: what a machine built now would mask or filter. A
+/// machine kept for a session is built again when this changes (a
+/// `cargo login` in the user's terminal mid-session).
+pub fn present(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Some(home) = home {
+        for name in MASKED.iter().chain(FILTERED) {
+            found.extend(expand(&home.join(name)));
+        }
+    }
+    for pattern in MASKED_SYSTEM {
+        found.extend(expand(Path::new(pattern)));
+    }
+    found
+}
 
 /// Paths matching `pattern` (absolute; a `*` component matches any one
 /// name), existing now, without following a link at the last component.
@@ -158,14 +231,33 @@ pub fn expand(pattern: &Path) -> Vec<PathBuf> {
 pub fn filter(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut section_dropped = false;
+    // What a dropped line leaves open: a TOML multi-line string, a git
+    // continuation line.
+    let mut open_quote: Option<&str> = None;
+    let mut continued = false;
     for line in text.lines() {
         let trimmed = line.trim();
-        if trimmed.starts_with('[') {
-            section_dropped = holds_secret_value(trimmed);
-            if section_dropped {
-                continue;
+        if let Some(quote) = open_quote {
+            if trimmed.contains(quote) {
+                open_quote = None;
             }
-        } else if section_dropped || line_holds_secret(trimmed) {
+            continue;
+        }
+        if continued {
+            continued = trimmed.ends_with('\\');
+            continue;
+        }
+        let drop = if trimmed.starts_with('[') && !trimmed.contains('=') {
+            section_dropped = holds_secret_value(trimmed);
+            section_dropped
+        } else {
+            section_dropped || line_holds_secret(trimmed)
+        };
+        if drop {
+            open_quote = ["\"\"\"", "\'\'\'"]
+                .into_iter()
+                .find(|quote| trimmed.matches(quote).count() % 2 == 1);
+            continued = trimmed.ends_with('\\');
             continue;
         }
         out.push_str(line);
@@ -183,20 +275,44 @@ fn line_holds_secret(line: &str) -> bool {
         // `key: value` (cabal, YAML-like rc files).
         None => line.split_once(':').unwrap_or((line, "")),
     };
-    secret_key(key) || holds_secret_value(value) || holds_secret_value(line)
+    // Keys of an inline table (`"@corp" = { token = "…" }`) count too.
+    let inline_key = value.split(['{', ',', '}']).any(|part| {
+        part.split_once(['=', ':'])
+            .is_some_and(|(key, _)| !key.trim().is_empty() && secret_key(key))
+    });
+    secret_key(key) || inline_key || holds_secret_value(value) || holds_secret_value(line)
 }
 
-/// Whether the last part of `key` names a credential.
+/// Whether `key` names a credential: one of the words anywhere in it
+/// (`githubToken`, `ossrhPassword`, `_authToken`), or a last part that is
+/// one on its own (`gradle.publish.key`, `sonar.login`).
 fn secret_key(key: &str) -> bool {
     let key = key.trim().trim_matches('"').trim_matches('\'');
+    let flat = key.to_ascii_lowercase().replace(['-', '_', '.'], "");
     let last = key
         .rsplit(['.', ':', '/'])
         .next()
         .unwrap_or(key)
         .to_ascii_lowercase()
         .replace(['-', '_'], "");
-    SECRET_KEYS.contains(&last.as_str()) || crate::env::is_secret_name(key)
+    SECRET_KEYS.contains(&last.as_str())
+        || SECRET_KEY_PARTS.iter().any(|part| flat.contains(part))
+        || crate::env::is_secret_name(key)
 }
+
+/// Words that make a key a credential's wherever they stand in it.
+const SECRET_KEY_PARTS: &[&str] = &[
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "credential",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "passphrase",
+    "cookie",
+];
 
 /// A credential anywhere in `text`: a secret value as a whole or as any
 /// of its whitespace- or quote-separated words, or a URL whose user part
@@ -247,16 +363,74 @@ mod tests {
         assert!(!shown.contains("token"), "{shown}");
         let npmrc = "registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n_auth=dXNlcjpwYXNz\nalways-auth=true\n";
         let shown = filter(npmrc);
-        assert_eq!(
-            shown,
-            "registry=https://registry.npmjs.org/\nalways-auth=true\n"
-        );
+        assert_eq!(shown, "registry=https://registry.npmjs.org/\n");
         let cabal = "repository hackage.haskell.org\n  url: http://hackage.haskell.org/\nusername: ada\npassword: hunter2\n";
         let shown = filter(cabal);
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(shown.contains("username: ada"), "{shown}");
         let pip = "[global]\nindex-url = https://user:pw@pypi.corp/simple\ntimeout = 60\n";
         assert_eq!(filter(pip), "[global]\ntimeout = 60\n");
+    }
+
+    #[test]
+    fn what_other_users_may_not_read_is_found() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("apt/auth.conf.d")).unwrap();
+        std::fs::write(root.join("apt/auth.conf.d/corp.conf"), "password x").unwrap();
+        std::fs::set_permissions(
+            root.join("apt/auth.conf.d/corp.conf"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("credstore")).unwrap();
+        std::fs::set_permissions(
+            root.join("credstore"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
+        std::fs::write(root.join("hosts"), "public").unwrap();
+        std::fs::set_permissions(root.join("hosts"), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        let root_str = root.display().to_string();
+        let mut found = guarded(&[root_str.as_str()]);
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                (root.join("apt/auth.conf.d/corp.conf"), false),
+                (root.join("credstore"), true)
+            ]
+        );
+    }
+
+    /// F8 of the fourth pass: the formats that got through.
+    #[test]
+    fn tokens_in_every_format_seen_are_taken_out() {
+        let gradle = "org.gradle.jvmargs=-Xmx2g\ngradle.publish.key=PUB-1\ngithubToken=GH-2\nossrhToken=OS-3\naccessToken=AC-4\nsonar.login=SQ-5\n";
+        assert_eq!(filter(gradle), "org.gradle.jvmargs=-Xmx2g\n");
+        let yarn = "registry \"https://registry.yarnpkg.com\"\n_authToken \"YARN-6\"\n";
+        assert!(!filter(yarn).contains("YARN-6"));
+        let bun =
+            "[install.scopes]\n\"@corp\" = { token = \"BUN-7\", url = \"https://npm.corp/\" }\n";
+        assert!(!filter(bun).contains("BUN-7"));
+        let cargo = "[registries.corp]\ntoken = \"\"\"\nCARGO-8\n\"\"\"\nindex = \"sparse+https://corp/\"\n";
+        let shown = filter(cargo);
+        assert!(
+            !shown.contains("CARGO-8") && shown.contains("index"),
+            "{shown}"
+        );
+        let git = "[http]\n\textraHeader = Authorization: \\\n\t\tBasic GIT-9\n[credential]\n\thelper = \"!f() { echo password=GIT-10; }; f\"\n[user]\n\tname = kept\n";
+        let shown = filter(git);
+        assert!(
+            !shown.contains("GIT-9") && !shown.contains("GIT-10"),
+            "{shown}"
+        );
+        assert!(shown.contains("name = kept"), "{shown}");
+        let conda =
+            "channel_alias: https://conda.corp/t/abcdefghijklmnop0123/\nchannels:\n  - defaults\n";
+        assert!(!filter(conda).contains("abcdefghijklmnop0123"));
     }
 
     #[test]

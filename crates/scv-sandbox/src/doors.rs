@@ -6,9 +6,11 @@
 //! is told — SCV's own daemon, tmux, screen, the D-Bus session bus, SSH and
 //! GPG agents, Docker, X11 — would be a way out. So no Unix socket can be
 //! made: `socket(AF_UNIX, …)` fails (where Landlock ABI 9 rules `connect`,
-//! it does that instead and only listed sockets are reachable). Pairs made
-//! with `socketpair` are already connected to each other and stay allowed,
-//! but not datagram pairs, which could still `sendmsg` to any path.
+//! it does that instead and only listed sockets are reachable). Stream and
+//! seqpacket pairs made with `socketpair` are already connected to each
+//! other and stay allowed; no other kind (`SOCK_DGRAM`, `SOCK_RAW`), which
+//! could still `sendto` any path. `clone3` fails with ENOSYS (libc falls
+//! back to `clone`): it could place a child in another cgroup.
 //! Abstract sockets are fenced by Landlock's scope.
 //!
 //! Also refused: pushing input into a terminal (`TIOCSTI`, `TIOCLINUX`) or
@@ -56,16 +58,22 @@ pub(crate) fn filters(unix_by_landlock: bool) -> Result<Vec<BpfProgram>, crate::
             vec![rule(vec![eq(0, libc::AF_UNIX as u64)?])?],
         );
     }
-    let dgram = SeccompCondition::new(
-        1,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
-        libc::SOCK_DGRAM as u64,
-    )?;
-    refused.insert(
-        libc::SYS_socketpair,
-        vec![rule(vec![eq(0, libc::AF_UNIX as u64)?, dgram])?],
-    );
+    // Only stream and seqpacket pairs: a datagram pair (`SOCK_DGRAM`, and
+    // `SOCK_RAW`, which AF_UNIX treats as one) could `sendto` any path.
+    let mut pairs = Vec::new();
+    for kind in 0..=SOCK_TYPE_MASK {
+        if kind == libc::SOCK_STREAM as u64 || kind == libc::SOCK_SEQPACKET as u64 {
+            continue;
+        }
+        let of_kind = SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+            kind,
+        )?;
+        pairs.push(rule(vec![eq(0, libc::AF_UNIX as u64)?, of_kind])?);
+    }
+    refused.insert(libc::SYS_socketpair, pairs);
     // `ioctl`'s request is an `unsigned int`: only its low 32 bits count,
     // which is what a double-word comparison looks at.
     let ioctls = TERMINAL_IOCTLS
@@ -76,10 +84,14 @@ pub(crate) fn filters(unix_by_landlock: bool) -> Result<Vec<BpfProgram>, crate::
     for call in [libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl] {
         refused.insert(call, Vec::new());
     }
+    // `clone3` can place the child in any cgroup it may write
+    // (`CLONE_INTO_CGROUP`), out of the session's bound; without it, libc
+    // falls back to `clone`, which cannot.
     for call in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        libc::SYS_clone3,
     ] {
         unsupported.insert(call, Vec::new());
     }

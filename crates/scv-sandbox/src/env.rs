@@ -281,7 +281,33 @@ pub fn is_secret_name(name: &str) -> bool {
         || SECRET_PREFIXES
             .iter()
             .any(|prefix| name.starts_with(prefix))
+        || name
+            .split(['_', '-', '.'])
+            .any(|word| SECRET_WORDS.contains(&word))
 }
+
+/// Words of a name (between `_`, `-`, `.`) that make it a credential's
+/// wherever they stand: `POETRY_PYPI_TOKEN_CORP`, `YARN_NPM_AUTH_IDENT`.
+const SECRET_WORDS: &[&str] = &[
+    "TOKEN",
+    "TOKENS",
+    "AUTHTOKEN",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "AUTH",
+    "IDENT",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "APIKEY",
+    "KEY",
+    "PAT",
+    "COOKIE",
+    "PASSPHRASE",
+    "SESSION",
+];
 
 /// Variables that lead to a local agent, multiplexer or session bus.
 pub fn is_door_name(name: &str) -> bool {
@@ -321,11 +347,19 @@ const TOKEN_PREFIXES: &[(&str, usize)] = &[
 ];
 
 /// Values that are credentials whatever the variable's name: a URL or DSN
-/// with a password (`postgres://u:pw@host`), a known token format, a JWT,
-/// a private key, an `Authorization` value.
+/// with a password (`postgres://u:pw@host`) or a token as its user
+/// (`https://TOKEN@host`), a conda token URL (`/t/TOKEN/`), a known token
+/// format, a JWT, a private key, an `Authorization` value, or options that
+/// carry one (`-Dpassword=…`, `token=…`).
 pub fn is_secret_value(value: &str) -> bool {
     let value = value.trim();
     if value.contains("-----BEGIN") {
+        return true;
+    }
+    if value
+        .split_whitespace()
+        .any(|word| url_user_is_token(word) || conda_token(word) || option_with_secret(word))
+    {
         return true;
     }
     if let Some(rest) = value
@@ -344,6 +378,50 @@ pub fn is_secret_value(value: &str) -> bool {
     jwt || TOKEN_PREFIXES
         .iter()
         .any(|(prefix, min)| value.starts_with(prefix) && value.len() >= *min)
+}
+
+/// `scheme://USER@host` where USER looks like a token (a known format, or
+/// 20 characters and more without a `:`).
+fn url_user_is_token(word: &str) -> bool {
+    word.match_indices("://").any(|(at, _)| {
+        let rest = &word[at + 3..];
+        let authority = rest.split(['/', '?', '#', ',']).next().unwrap_or("");
+        authority.rsplit_once('@').is_some_and(|(user, _)| {
+            !user.contains(':')
+                && (user.len() >= 20
+                    || TOKEN_PREFIXES
+                        .iter()
+                        .any(|(prefix, min)| user.starts_with(prefix) && user.len() >= *min))
+        })
+    })
+}
+
+/// Conda's token URLs: `…/t/TOKEN/…`.
+fn conda_token(word: &str) -> bool {
+    word.contains("://")
+        && word
+            .split('/')
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|pair| pair[0] == "t" && pair[1].len() >= 16)
+}
+
+/// `-Dname=value` or `name=value` whose name is a credential's
+/// (`-Dsigning.password=…` in `JAVA_TOOL_OPTIONS`, `MAVEN_OPTS`, …).
+fn option_with_secret(word: &str) -> bool {
+    let word = word.trim_start_matches('-').trim_start_matches('D');
+    let Some((name, value)) = word.split_once('=') else {
+        return false;
+    };
+    !value.is_empty()
+        && name
+            .to_ascii_uppercase()
+            .split(['_', '-', '.'])
+            .any(|part| {
+                SECRET_WORDS.contains(&part)
+                    || part.ends_with("PASSWORD")
+                    || part.ends_with("TOKEN")
+            })
 }
 
 /// `scheme://user:password@host…` anywhere in `value` (a list of URLs,

@@ -38,6 +38,7 @@ mod policy;
 mod prepared;
 mod probe;
 mod repos;
+mod resident;
 mod ruleset;
 mod sys;
 
@@ -50,3 +51,4 @@ pub use policy::{
 pub use prepared::{detach, Confinement, Prepared};
 pub use probe::{probe, Support, TEST_NO_LANDLOCK, TEST_NO_USERNS};
 pub use repos::{repositories, Found, MAX_ENTRIES, MAX_SHARED_FILES};
+pub use resident::{Joining, Resident};

@@ -62,6 +62,19 @@ pub const SYSTEM: &[&str] = &[
     "/var/lock",
 ];
 
+/// The scratch home's size: what a session's commands write in their home
+/// (a history file, a tool's settings) lives in memory until the session
+/// ends.
+pub(crate) const HOME_BYTES: u64 = 256 << 20;
+/// The root, `/dev`, fresh temp directories: folders and links only.
+const SMALL: u64 = 1 << 20;
+/// The scratch the filtered configuration files are written to.
+const SCRATCH_BYTES: u64 = 16 << 20;
+
+fn tmpfs_options(size: u64) -> CString {
+    CString::new(format!("mode=0755,size={size}")).unwrap_or_else(|_| c"mode=0755".to_owned())
+}
+
 /// Where the new root is built, inside the command's own namespace (the
 /// host's `/tmp` is never seen again once the root is pivoted).
 const STAGE: &str = "/tmp";
@@ -88,8 +101,8 @@ enum Place {
         /// made in it (a workspace under `/tmp`).
         own: bool,
     },
-    /// A fresh tmpfs (the home, `/dev`).
-    Tmpfs,
+    /// A fresh tmpfs (the home, `/dev`), of at most this many bytes.
+    Tmpfs(u64),
     /// A link, as on the host.
     Link(PathBuf),
     /// An empty read-only file or folder over what is there.
@@ -126,6 +139,8 @@ enum Op {
     Tmpfs {
         target: CString,
         read_only: bool,
+        /// `mount(2)`'s data: `mode=…,size=…`.
+        options: CString,
     },
     Attach {
         slot: usize,
@@ -157,6 +172,12 @@ pub(crate) struct Machine {
     /// directories when the session has none), as it sees them: they get
     /// their Landlock rules in the child, once they exist.
     pub(crate) writable_tmpfs: Vec<CString>,
+    /// The step [`Machine::apply`] failed at, for the error to name.
+    pub(crate) failed_at: Option<usize>,
+    /// A path to mask went between the plan and the build: nothing of it
+    /// is shown now, but a machine that lasts must be built again before
+    /// it is used (the path could come back unmasked).
+    pub(crate) gone: bool,
 }
 
 impl Machine {
@@ -193,7 +214,7 @@ impl Machine {
         );
         places.insert(PathBuf::from("/sys"), ro(Path::new("/sys")));
         // A /dev of its own.
-        places.insert(PathBuf::from("/dev"), Place::Tmpfs);
+        places.insert(PathBuf::from("/dev"), Place::Tmpfs(SMALL));
         for device in DEVICES {
             places.insert(
                 PathBuf::from(device),
@@ -253,29 +274,33 @@ impl Machine {
                 );
             }
             None => {
-                places.insert(PathBuf::from("/tmp"), Place::Tmpfs);
-                places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs);
-                places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs);
+                places.insert(PathBuf::from("/tmp"), Place::Tmpfs(HOME_BYTES));
+                places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs(HOME_BYTES));
+                places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs(HOME_BYTES));
             }
         }
         // The home: an empty tmpfs with the allow-listed trees in it.
         let home = policy.home.as_deref().map(crate::paths::canonical);
         if let Some(home) = &home {
-            places.insert(home.clone(), Place::Tmpfs);
+            places.insert(home.clone(), Place::Tmpfs(HOME_BYTES));
             for tree in policy.home_trees() {
                 places.insert(tree.clone(), ro(&tree));
             }
+            // A link (a dotfiles manager's) is masked where it leads; one
+            // that leads nowhere shows nothing anyway.
             for name in credentials::MASKED {
                 for path in credentials::expand(&home.join(name)) {
-                    let dir = path.is_dir();
-                    places.insert(path, Place::Mask { dir });
+                    if let Ok(real) = std::fs::canonicalize(&path) {
+                        let dir = real.is_dir();
+                        places.insert(real, Place::Mask { dir });
+                    }
                 }
             }
             for name in credentials::FILTERED {
                 let path = home.join(name);
-                if let Some(text) = read_config(&path) {
+                if let (Some(text), Ok(real)) = (read_config(&path), std::fs::canonicalize(&path)) {
                     places.insert(
-                        path,
+                        real,
                         Place::Contents(credentials::filter(&text).into_bytes()),
                     );
                 }
@@ -283,9 +308,17 @@ impl Machine {
         }
         for pattern in credentials::MASKED_SYSTEM {
             for path in credentials::expand(Path::new(pattern)) {
-                let dir = path.is_dir();
-                places.insert(path, Place::Mask { dir });
+                if let Ok(real) = std::fs::canonicalize(&path) {
+                    let dir = real.is_dir();
+                    places.insert(real, Place::Mask { dir });
+                }
             }
+        }
+        // What the host keeps from other users (not readable by "others")
+        // under the system's configuration and state, whatever its name:
+        // a command run by root keeps root's uid.
+        for (path, dir) in credentials::guarded(credentials::GUARDED_TREES) {
+            places.insert(path, Place::Mask { dir });
         }
         for root in &policy.readable_roots {
             let root = crate::paths::canonical(root);
@@ -356,6 +389,8 @@ impl Machine {
             stage: c_path(Path::new(STAGE)).unwrap_or_else(|| c"/tmp".to_owned()),
             cwd,
             writable_tmpfs: home.as_deref().and_then(c_path).into_iter().collect(),
+            failed_at: None,
+            gone: false,
         };
         if policy.session_dir.is_none() {
             machine.writable_tmpfs.extend([
@@ -452,13 +487,14 @@ impl Machine {
                     let inside = if *own { Context::Own } else { Context::Host };
                     placed.insert(path.clone(), inside);
                 }
-                Place::Tmpfs => {
+                Place::Tmpfs(size) => {
                     if ours {
                         body.push(Op::Mkdir(target.clone()));
                     }
                     body.push(Op::Tmpfs {
                         target,
                         read_only: false,
+                        options: tmpfs_options(*size),
                     });
                     placed.insert(path.clone(), Context::Ours);
                 }
@@ -479,6 +515,7 @@ impl Machine {
                     body.push(Op::Tmpfs {
                         target: target.clone(),
                         read_only: false,
+                        options: tmpfs_options(4096),
                     });
                     last.push(Op::ReadOnly(target));
                     placed.insert(path.clone(), Context::Ours);
@@ -516,6 +553,7 @@ impl Machine {
             self.ops.push(Op::Tmpfs {
                 target: dir.clone(),
                 read_only: false,
+                options: tmpfs_options(SCRATCH_BYTES),
             });
             self.ops.extend(scratch);
         }
@@ -554,9 +592,34 @@ impl Machine {
         sys::chdir(&self.cwd)
     }
 
+    /// What step `index` of the plan does, to name it in an error.
+    pub(crate) fn describe(&self, index: usize) -> String {
+        let Some(op) = self.ops.get(index) else {
+            return "entering the namespaces".into();
+        };
+        let show = |path: &CString| String::from_utf8_lossy(path.as_bytes()).into_owned();
+        match op {
+            Op::Clone { source, .. } => format!("cloning {}", show(source)),
+            Op::Mkdir(path) => format!("making the folder {}", show(path)),
+            Op::Touch(path) => format!("making the file {}", show(path)),
+            Op::Link { link, .. } => format!("making the link {}", show(link)),
+            Op::Tmpfs { target, .. } => format!("mounting a tmpfs on {}", show(target)),
+            Op::Attach { target, .. } => format!("attaching {}", show(target)),
+            Op::Write { path, .. } => format!("writing {}", show(path)),
+            Op::Bind { source, target } => {
+                format!("binding {} on {}", show(source), show(target))
+            }
+            Op::ReadOnly(path) => format!("making {} read-only", show(path)),
+            Op::Detach(path) => format!("detaching {}", show(path)),
+            Op::Rmdir(path) => format!("removing {}", show(path)),
+        }
+    }
+
     fn run_ops(&mut self) -> io::Result<()> {
         let mut staged = false;
-        for op in &self.ops {
+        let mut gone = false;
+        for (index, op) in self.ops.iter().enumerate() {
+            self.failed_at = Some(index);
             if !staged && !matches!(op, Op::Clone { .. }) {
                 // Every source is cloned: the stage may now cover /tmp.
                 sys::mount(
@@ -595,17 +658,15 @@ impl Machine {
                     other => other?,
                 },
                 Op::Link { target, link } => sys::symlink(target, link)?,
-                Op::Tmpfs { target, read_only } => {
+                Op::Tmpfs {
+                    target,
+                    read_only,
+                    options,
+                } => {
                     let flags = libc::MS_NOSUID
                         | libc::MS_NODEV
                         | if *read_only { libc::MS_RDONLY } else { 0 };
-                    sys::mount(
-                        Some(c"tmpfs"),
-                        target,
-                        Some(c"tmpfs"),
-                        flags,
-                        Some(c"mode=0755"),
-                    )?;
+                    sys::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), flags, Some(options))?;
                 }
                 Op::Attach { slot, target } => {
                     let fd = self.slots[*slot];
@@ -614,14 +675,23 @@ impl Machine {
                     }
                 }
                 Op::Write { path, bytes } => sys::write_file(path, bytes, true)?,
+                // A mask whose path went since the plan hides nothing.
                 Op::Bind { source, target } => {
-                    sys::mount(Some(source), target, None, libc::MS_BIND, None)?
+                    match sys::mount(Some(source), target, None, libc::MS_BIND, None) {
+                        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => gone = true,
+                        other => other?,
+                    }
                 }
-                Op::ReadOnly(path) => sys::set_read_only(None, path, true, false)?,
+                Op::ReadOnly(path) => match sys::set_read_only(None, path, true, false) {
+                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => gone = true,
+                    other => other?,
+                },
                 Op::Detach(path) => sys::detach(path)?,
                 Op::Rmdir(path) => sys::rmdir(path)?,
             }
         }
+        self.gone = gone;
+        self.failed_at = None;
         Ok(())
     }
 }

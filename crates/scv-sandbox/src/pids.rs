@@ -55,6 +55,21 @@ pub(crate) fn tasks_file(dir: &Path) -> PathBuf {
     }
 }
 
+/// The session's cgroup `dir`, opened to join: a task joins by writing
+/// `0` to it.
+pub(crate) fn open_to_join(dir: &Path) -> Result<std::os::fd::OwnedFd, crate::Error> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(tasks_file(dir))
+        .map(std::os::fd::OwnedFd::from)
+        .map_err(|e| {
+            crate::Error::io(
+                format!("cannot join the session's cgroup {}", dir.display()),
+                e,
+            )
+        })
+}
+
 /// The server's own subtree of the pids hierarchy, beneath the cgroup the
 /// server runs in: `SERVER_CGROUP/scv-PID`. Removed (with what is left
 /// in it) when dropped.
@@ -126,6 +141,13 @@ impl CgroupTree {
         let cgroup = SessionCgroup { dir };
         std::fs::write(cgroup.dir.join("pids.max"), max.to_string())?;
         Ok(cgroup)
+    }
+}
+
+impl CgroupTree {
+    /// Kills what is left below and removes the subtree (the server ends).
+    pub fn remove(&self) {
+        remove_tree(&self.base);
     }
 }
 

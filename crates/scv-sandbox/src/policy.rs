@@ -185,7 +185,7 @@ impl Policy {
         Policy {
             mode: settings.mode,
             workspace: workspace.to_path_buf(),
-            repository: repository_of(workspace),
+            repository: repository_of(workspace, settings.user_home.as_deref()),
             temp_dirs: system_temp_dirs(),
             writable_roots: settings.writable_roots.clone(),
             readable_roots: settings.readable_roots.clone(),
@@ -278,31 +278,65 @@ impl Policy {
 /// The repository around `workspace` that lies outside it: the directory
 /// holding the nearest `.git` above it, and for a `.git` file (a worktree
 /// or submodule) the git directory it names and that one's common
-/// directory.
-fn repository_of(workspace: &Path) -> Vec<PathBuf> {
+/// directory — only where that git directory points back here (a
+/// worktree's `gitdir` file names this `.git` file; a submodule's
+/// `core.worktree` names this directory), so a planted `gitdir: $HOME`
+/// shows nothing. A repository that holds the home (a dotfiles repository
+/// in `~`) shows nothing either: its tree and its history are the home's.
+fn repository_of(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for dir in workspace.ancestors() {
         let git = dir.join(".git");
         let Ok(meta) = std::fs::symlink_metadata(&git) else {
             continue;
         };
+        if home.is_some_and(|home| crate::paths::canonical(home).starts_with(dir)) {
+            return Vec::new();
+        }
+        if meta.is_file() {
+            match linked_gitdir(&git) {
+                Some(linked) => found.extend(linked),
+                None => return Vec::new(),
+            }
+        }
         if dir != workspace {
             found.push(dir.to_path_buf());
         }
-        if meta.is_file() {
-            let text = std::fs::read_to_string(&git).unwrap_or_default();
-            if let Some(target) = text.trim().strip_prefix("gitdir:") {
-                let gitdir = dir.join(target.trim());
-                let common = std::fs::read_to_string(gitdir.join("commondir"))
-                    .map(|c| gitdir.join(c.trim()))
-                    .ok();
-                found.push(gitdir);
-                found.extend(common);
-            }
-        }
         break;
     }
+    found.retain(|path| !home.is_some_and(|home| crate::paths::canonical(home).starts_with(path)));
     found
+}
+
+/// The git directory a `.git` file names, and its common directory, when
+/// they point back to that file: a linked worktree's (`G/gitdir` names
+/// the `.git` file, `G` lies in `C/worktrees/`) or a submodule's (`G`
+/// lies in a `modules` folder and its `core.worktree` names the folder
+/// holding the `.git` file). `None` for anything else.
+fn linked_gitdir(git_file: &Path) -> Option<Vec<PathBuf>> {
+    let text = std::fs::read_to_string(git_file).ok()?;
+    let target = text.trim().strip_prefix("gitdir:")?.trim();
+    let base = git_file.parent()?;
+    let gitdir = base.join(target).canonicalize().ok()?;
+    let git_file = git_file.canonicalize().ok()?;
+    let base = base.canonicalize().ok()?;
+    // A linked worktree.
+    if let Ok(back) = std::fs::read_to_string(gitdir.join("gitdir")) {
+        let back = gitdir.join(back.trim()).canonicalize().ok()?;
+        let common = std::fs::read_to_string(gitdir.join("commondir")).ok()?;
+        let common = gitdir.join(common.trim()).canonicalize().ok()?;
+        return (back == git_file && gitdir.starts_with(common.join("worktrees")))
+            .then(|| vec![gitdir, common]);
+    }
+    // A submodule.
+    let in_modules = gitdir.components().any(|c| c.as_os_str() == "modules");
+    let config = std::fs::read_to_string(gitdir.join("config")).ok()?;
+    let worktree = config.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "worktree").then(|| value.trim().trim_matches('"').to_string())
+    })?;
+    let worktree = gitdir.join(worktree).canonicalize().ok()?;
+    (in_modules && worktree == base).then(|| vec![gitdir])
 }
 
 /// Whether `workspace` holds the user's home (is it, or one of its
@@ -421,6 +455,59 @@ mod tests {
         assert!(policy.readable().contains(&root));
         let at_root = Policy::new(&settings(), &root);
         assert_eq!(at_root.readable().iter().filter(|p| **p == root).count(), 1);
+    }
+
+    /// F1, F2 of the fourth pass: a `.git` file naming the home (or any
+    /// folder that does not point back) shows nothing, nor does a
+    /// repository that holds the home; a real worktree's and submodule's
+    /// git directories are shown.
+    #[test]
+    fn only_git_directories_that_point_back_are_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let home = base.join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        let mut settings = settings();
+        settings.user_home = Some(home.clone());
+        // A planted pointer at the home.
+        let ws = base.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join(".git"), format!("gitdir: {}\n", home.display())).unwrap();
+        assert!(Policy::new(&settings, &ws).repository.is_empty());
+        // A dotfiles repository in the home, a workspace below it.
+        std::fs::create_dir_all(home.join(".git")).unwrap();
+        let below = home.join("project");
+        std::fs::create_dir_all(&below).unwrap();
+        assert!(Policy::new(&settings, &below).repository.is_empty());
+        // A real linked worktree.
+        let main = base.join("main");
+        let gitdir = main.join(".git/worktrees/wt");
+        std::fs::create_dir_all(&gitdir).unwrap();
+        let wt = base.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(
+            gitdir.join("gitdir"),
+            format!("{}\n", wt.join(".git").display()),
+        )
+        .unwrap();
+        std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+        assert_eq!(
+            Policy::new(&settings, &wt).repository,
+            [gitdir.clone(), main.join(".git")]
+        );
+        // A submodule.
+        let sub = main.join("sub");
+        let modules = main.join(".git/modules/sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(&modules).unwrap();
+        std::fs::write(sub.join(".git"), "gitdir: ../.git/modules/sub\n").unwrap();
+        std::fs::write(
+            modules.join("config"),
+            "[core]\n\tworktree = ../../../sub\n",
+        )
+        .unwrap();
+        assert_eq!(Policy::new(&settings, &sub).repository, [modules]);
     }
 
     #[test]

@@ -67,19 +67,7 @@ impl Prepared {
             filters.extend(network::filters()?);
         }
         let (join, nproc) = match (&policy.pids_cgroup, policy.max_processes) {
-            (Some(dir), _) => {
-                let file = crate::pids::tasks_file(dir);
-                let tasks = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&file)
-                    .map_err(|e| {
-                        crate::Error::io(
-                            format!("cannot join the session's cgroup {}", dir.display()),
-                            e,
-                        )
-                    })?;
-                (Some(OwnedFd::from(tasks)), None)
-            }
+            (Some(dir), _) => (Some(crate::pids::open_to_join(dir)?), None),
             (None, 0) => (None, None),
             (None, max) if machine.is_some() => (None, Some(u64::from(max))),
             (None, max) => (None, Some(tasks_now().saturating_add(u64::from(max)))),
@@ -130,7 +118,7 @@ fn private_temp_dir(policy: &Policy) -> Result<tempfile::TempDir, crate::Error> 
 /// Tasks on the machine now (`sysinfo`'s count: processes and threads):
 /// without a user namespace of its own, `RLIMIT_NPROC` counts all of the
 /// user's tasks, so the limit is that plus the bound.
-fn tasks_now() -> u64 {
+pub(crate) fn tasks_now() -> u64 {
     // SAFETY: sysinfo fills the struct we pass.
     unsafe {
         let mut info: libc::sysinfo = std::mem::zeroed();
@@ -217,7 +205,7 @@ pub fn detach() -> std::io::Result<()> {
 
 /// The OS error somewhere in `err`'s chain (EPERM if none), without
 /// allocating.
-fn errno_of(err: &(dyn std::error::Error + 'static)) -> i32 {
+pub(crate) fn errno_of(err: &(dyn std::error::Error + 'static)) -> i32 {
     let mut current = Some(err);
     while let Some(err) = current {
         if let Some(code) = err

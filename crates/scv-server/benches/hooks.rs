@@ -50,6 +50,8 @@ async fn mode(name: &'static str, hooks: Option<Value>) -> Mode {
     if let Some(hooks) = hooks {
         std::fs::create_dir_all(home.workspace().join(".scv")).unwrap();
         std::fs::write(home.workspace().join(".scv/hooks.json"), hooks.to_string()).unwrap();
+        // The repository's hooks run in a workspace the user trusts.
+        home.trust_workspace();
     }
     let mut server = TestServer::spawn(BIN, home.path());
     server.initialize().await;

@@ -13,7 +13,10 @@
 //! `SCV_BENCH_BEFORE_BIN=PATH` adds a server built from another commit
 //! (say, before the second wall) to the same interleaved run; the mode
 //! "no second wall" is this build with user namespaces refused, so the
-//! namespace's own share shows.
+//! namespace's own share shows. Two floors run in the same loop: a bare
+//! `fork`/`exec` of `bash -c true` from this process, and Codex's
+//! sandbox, `bwrap --unshare-all` (Debian's `bubblewrap`, when
+//! installed) doing the same, both timed around the whole process.
 
 use scv_test_support::client::{TestHome, TestServer};
 use scv_test_support::mock_provider::{MockProvider, Reply};
@@ -95,6 +98,25 @@ async fn call(mode: &mut Mode) -> Duration {
     }
 }
 
+/// The whole run of `command`, spawn to exit.
+fn timed(command: &mut std::process::Command) -> Duration {
+    let start = Instant::now();
+    let status = command
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{command:?}");
+    start.elapsed()
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
 fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -130,11 +152,44 @@ async fn main() {
     for mode in &mut modes {
         call(mode).await; // warm-up
     }
+    let bwrap = which("bwrap");
+    let (mut bare, mut bwrapped) = (Vec::new(), Vec::new());
     for _ in 0..CALLS {
         for mode in &mut modes {
             let time = call(mode).await;
             mode.times.push(time);
         }
+        bare.push(timed(
+            std::process::Command::new("bash").args(["-c", "true"]),
+        ));
+        if let Some(bwrap) = &bwrap {
+            bwrapped.push(timed(std::process::Command::new(bwrap).args([
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--unshare-all",
+                "--die-with-parent",
+                "--new-session",
+                "--",
+                "/bin/bash",
+                "-c",
+                "true",
+            ])));
+        }
+    }
+    let show = |name: &str, times: Vec<Duration>| {
+        println!(
+            "{name:>16}: {:.2} ms median over {CALLS} runs",
+            median(times).as_secs_f64() * 1e3
+        );
+    };
+    show("floor: bare", bare);
+    if bwrap.is_some() {
+        show("floor: bwrap", bwrapped);
     }
     let base = median(modes[0].times.clone());
     for mode in &modes {

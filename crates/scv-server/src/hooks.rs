@@ -10,13 +10,12 @@
 //! Nothing here runs when no hook is configured, and a tool call no hook
 //! matches costs one lookup (`Hooks::matching`).
 
-use crate::reaper::{Reaper, Report};
+use crate::reaper::Report;
 use scv_hooks::{Common, Event, Exit, HookCommand, Hooks, Input, Outcome, Run};
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
@@ -142,34 +141,36 @@ impl HookContext<'_> {
             scv_hooks::Origin::User => crate::sandbox::Runs::UserHook,
             scv_hooks::Origin::Repository => crate::sandbox::Runs::Command,
         };
-        let policy = match &self.sandbox {
-            Some(view) => Some(view.policy(runs).await.map_err(|err| {
+        let (in_read, in_write) = std::io::pipe().map_err(pipe("stdin"))?;
+        let mut env = self.env.to_vec();
+        // Claude Code's variable (hooks written for it use it) and ours.
+        for name in ["CLAUDE_PROJECT_DIR", "SCV_PROJECT_DIR"] {
+            env.push((name.into(), self.cwd.as_os_str().to_os_string()));
+        }
+        let (reaper, policy) = crate::launch::bash(
+            self.sandbox.as_ref().map(|view| (view, runs)),
+            crate::launch::Bash {
+                line: &hook.command,
+                cwd: self.cwd,
+                env,
+                stdin: OwnedFd::from(in_read),
+                stdout: OwnedFd::from(out_write),
+                stderr: OwnedFd::from(err_write),
+                report: OwnedFd::from(report_write),
+            },
+        )
+        .await
+        .map_err(|err| {
+            if self.sandbox.is_some() {
                 format!("the sandbox could not be set up, so it did not run: {err}")
-            })?),
-            None => None,
-        };
-        let report_fd = report_write.as_raw_fd();
-        let mut command = crate::reaper::bash(
-            report_fd,
-            policy.as_ref(),
-            &hook.command,
-            self.cwd,
-            self.env,
-        )?;
-        command
-            // Claude Code's variable (hooks written for it use it) and ours.
-            .env("CLAUDE_PROJECT_DIR", self.cwd)
-            .env("SCV_PROJECT_DIR", self.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::from(OwnedFd::from(out_write)))
-            .stderr(Stdio::from(OwnedFd::from(err_write)));
-        let mut child = command
-            .spawn()
-            .map_err(|err| format!("cannot start bash: {err}"))?;
-        drop(command);
-        drop(report_write);
-        let mut input = child.stdin.take();
-        let reaper = Reaper(child);
+            } else {
+                err
+            }
+        })?;
+        let mut input = Some(
+            tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(in_write))
+                .map_err(|err| format!("cannot write the hook's input: {err}"))?,
+        );
         let receiver = |fd: std::io::PipeReader| {
             tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(fd))
                 .map_err(|err| format!("cannot read the hook's output: {err}"))
@@ -193,10 +194,10 @@ impl HookContext<'_> {
         };
         let captured = tokio::time::timeout(hook.timeout, work).await;
         let Ok(((stdout, stdout_truncated), (stderr, stderr_truncated))) = captured else {
-            finish(reaper, true).await;
+            reaper.finish(true).await;
             return Ok(failed(Exit::TimedOut));
         };
-        finish(reaper, false).await;
+        reaper.finish(false).await;
         let report = crate::blocking::run(move || {
             let mut text = String::new();
             let _ = report_read.read_to_string(&mut text);
@@ -289,19 +290,4 @@ async fn capture(pipe: &mut (impl AsyncRead + Unpin), max: usize) -> (Vec<u8>, b
         kept.extend_from_slice(&buf[..n.min(room)]);
     }
     (kept, truncated)
-}
-
-/// Waits for the reaper (after telling it to clean up, when `stop`),
-/// bounded; then kills its group.
-async fn finish(mut reaper: Reaper, stop: bool) {
-    if stop {
-        reaper.stop();
-    }
-    if tokio::time::timeout(crate::reaper::GRACE, reaper.0.wait())
-        .await
-        .is_err()
-    {
-        reaper.kill_group();
-        let _ = reaper.0.wait().await;
-    }
 }

@@ -18,6 +18,7 @@ mod handles;
 mod hooks;
 mod hooks_component;
 mod journal;
+mod launch;
 mod live;
 
 mod mcp_component;
@@ -31,7 +32,7 @@ pub mod reaper;
 pub mod fuzzing {
     pub use crate::provider::fuzzing::*;
 }
-mod sandbox;
+pub mod sandbox;
 pub mod server;
 mod session;
 mod signals;

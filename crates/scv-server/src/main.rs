@@ -111,6 +111,7 @@ fn main() -> ExitCode {
     };
     // stdin's blocking reader may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    scv_server::sandbox::release();
     code
 }
 

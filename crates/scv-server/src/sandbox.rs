@@ -175,6 +175,7 @@ impl Sandbox {
                 base: self.shared(policy),
                 scv_home: self.settings.scv_home.clone(),
                 ready: tokio::sync::OnceCell::new(),
+                host: tokio::sync::OnceCell::new(),
             }),
             read_only: false,
         })
@@ -254,6 +255,38 @@ impl SandboxView {
         self.session.base.network
     }
 
+    /// Starts a process of this session through its tool host (started
+    /// at its first one): the policy it runs under, and its reaper.
+    pub(crate) async fn spawn(
+        &self,
+        runs: Runs,
+        request: &crate::reaper::host::Request,
+        fds: [std::os::fd::OwnedFd; 4],
+    ) -> Result<(CallPolicy, crate::reaper::client::Hosted), String> {
+        let policy = self.policy(runs).await?;
+        let host = self
+            .session
+            .host
+            .get_or_init(|| async {
+                let args: Vec<Arc<str>> = match self.session.ready.get() {
+                    Some(Ok(ready)) => ready.policies.iter().map(|p| p.arg.clone()).collect(),
+                    _ => return Err("the sandbox was not prepared".to_string()),
+                };
+                crate::reaper::ToolHost::start(&args)
+                    .map_err(|err| format!("cannot start the session's tool host: {err}"))
+            })
+            .await
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let hosted = host.spawn(self.index(runs), request, fds).await?;
+        Ok((policy, hosted))
+    }
+
+    /// Which of the session's policies `runs` gets in this view.
+    fn index(&self, runs: Runs) -> usize {
+        usize::from(self.read_only) * 2 + usize::from(runs == Runs::UserHook)
+    }
+
     /// The policy a process of this session runs under, made ready at the
     /// session's first one (off the async threads).
     pub(crate) async fn policy(&self, runs: Runs) -> Result<CallPolicy, String> {
@@ -271,10 +304,7 @@ impl SandboxView {
             })
             .await;
         let ready = ready.as_ref().map_err(Clone::clone)?;
-        Ok(
-            ready.policies[usize::from(self.read_only) * 2 + usize::from(runs == Runs::UserHook)]
-                .clone(),
-        )
+        Ok(ready.policies[self.index(runs)].clone())
     }
 }
 
@@ -291,6 +321,10 @@ pub(crate) struct SessionSandbox {
     /// What its configuration says (shared with equal sessions).
     base: Arc<Policy>,
     scv_home: PathBuf,
+    /// The process that starts its commands and hooks (`reaper::host`);
+    /// before `ready`, so it goes first when the session ends (its
+    /// reapers kill what they started), then the folder and cgroup.
+    host: tokio::sync::OnceCell<Result<crate::reaper::ToolHost, String>>,
     ready: tokio::sync::OnceCell<Result<Ready, String>>,
 }
 
@@ -308,12 +342,19 @@ struct Ready {
 impl Ready {
     fn make(session: &SessionSandbox) -> Result<Ready, String> {
         let base = &session.base;
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        sweep_once();
+        // Private to the user: its /tmp is the session's, its policy files
+        // say what the sandbox shows.
         let dir = tempfile::Builder::new()
             .prefix(&format!("scv-{}-", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|err| format!("cannot make the session's temp directory: {err}"))?;
         for sub in ["tmp", "shm"] {
-            std::fs::create_dir(dir.path().join(sub))
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir.path().join(sub))
                 .map_err(|err| format!("cannot make the session's temp directory: {err}"))?;
         }
         let mut policy = Policy::clone(base);
@@ -409,11 +450,46 @@ impl Drop for Ready {
     }
 }
 
-/// The server's pids subtree (made once per process, kept for its life).
+/// The server's pids subtree (made once per process, removed at its end:
+/// [`release`]).
 fn cgroups() -> &'static Result<Option<scv_sandbox::CgroupTree>, String> {
-    static TREE: std::sync::OnceLock<Result<Option<scv_sandbox::CgroupTree>, String>> =
-        std::sync::OnceLock::new();
     TREE.get_or_init(scv_sandbox::CgroupTree::open)
+}
+
+static TREE: std::sync::OnceLock<Result<Option<scv_sandbox::CgroupTree>, String>> =
+    std::sync::OnceLock::new();
+
+/// Removes what the server made for its sandboxes that outlives its
+/// sessions: its pids subtree. Called as the server ends.
+pub fn release() {
+    if let Some(Ok(Some(tree))) = TREE.get() {
+        tree.remove();
+    }
+}
+
+/// Session folders (`$TMPDIR/scv-PID-…`) of servers that are gone (killed
+/// before they could remove them), removed once per process, at most 64.
+fn sweep_once() {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        let stale = entries.flatten().filter(|entry| {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("scv-"))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok());
+            pid.is_some_and(|pid| {
+                pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+            }) && entry.file_type().is_ok_and(|t| t.is_dir())
+        });
+        for entry in stale.take(64) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    });
 }
 
 #[cfg(test)]

@@ -23,11 +23,17 @@ pub(crate) fn read(workspace: &Path) -> Vec<RepoFile> {
         match ws.open_read(&path) {
             Ok((file, size)) if size <= MAX_FILE_BYTES => {
                 use std::io::Read;
+                use std::os::unix::fs::MetadataExt;
+                let changed = file
+                    .metadata()
+                    .ok()
+                    .and_then(|meta| u64::try_from(meta.ctime()).ok());
                 let mut bytes = Vec::with_capacity(size as usize);
                 if file.take(MAX_FILE_BYTES).read_to_end(&mut bytes).is_ok() {
                     files.push(RepoFile {
                         rel: rel.to_string(),
                         bytes,
+                        changed,
                     });
                 }
             }

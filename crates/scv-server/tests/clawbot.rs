@@ -836,7 +836,14 @@ async fn past_the_bound_the_least_recently_active_idle_session_makes_room() {
     // The first sender's session was the one closed: it starts afresh.
     bot.mock.push(Reply::text(["what word?"]));
     bot.ilink.inject_text("first@im.wechat", "which word?");
-    bot.wait_sent("first@im.wechat", 2).await;
+    // The sender is told first that the conversation is new, then the
+    // answer comes.
+    let sent = bot.wait_sent("first@im.wechat", 3).await;
+    assert_eq!(
+        sent[1],
+        "(This is a new conversation. Send /resume to continue the earlier one.)"
+    );
+    assert_eq!(sent[2], "what word?");
     let history = bot.mock.requests().last().unwrap().body.to_string();
     assert!(!history.contains("teapot"), "{history}");
     bot.stop().await;

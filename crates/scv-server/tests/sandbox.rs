@@ -75,19 +75,29 @@ async fn writing_outside_the_workspace_fails_and_creates_nothing_however_it_is_t
     ] {
         let (_, success, output) = result(&results, id);
         assert!(!success, "{id} succeeded: {output}");
-        // Landlock answers EACCES; the read-only mounts of the second
-        // wall answer EROFS first where they cover the path.
+        // The outside directory is not part of the made-up machine, so
+        // a path into it does not exist (ENOENT); where a path does exist
+        // read-only, Landlock answers EACCES and the read-only mounts
+        // EROFS.
+        let hidden = output.contains("No such file or directory")
+            || output.contains("Directory nonexistent")
+            || output.contains("FileNotFoundError");
         assert!(
-            output.contains("ermission denied")
+            hidden
+                || output.contains("ermission denied")
                 || output.contains("PermissionError")
                 || output.contains("Read-only file system"),
             "{id}: {output}"
         );
         // The model (and the card) are told it was the sandbox, and how
         // to allow it.
+        let told = if hidden {
+            "[sandbox: this command ran in the sandbox, which shows commands a made-up machine"
+        } else {
+            "[sandbox: this command ran in the sandbox, which refuses writes outside the workspace"
+        };
         assert!(
-            output.contains("[sandbox: this command ran in the sandbox, which refuses writes outside the workspace")
-                && output.contains("run it again with unsandboxed: true"),
+            output.contains(told) && output.contains("run it again with unsandboxed: true"),
             "{id}: {output}"
         );
     }

@@ -37,6 +37,12 @@ async fn no_unix_socket_opens_so_no_local_service_is_reached() {
         std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
     };
     abstract_listener.set_nonblocking(true).unwrap();
+    // A datagram socket the command can see (in the workspace): no pair of
+    // any datagram kind may reach it (F11 of the fourth pass: SOCK_RAW).
+    let dgram_path = rig.home.workspace().join("dgram.sock");
+    let dgram = std::os::unix::net::UnixDatagram::bind(&dgram_path).unwrap();
+    dgram.set_nonblocking(true).unwrap();
+    let d = dgram_path.display();
     let p = path.display();
     let results = run_all(
         &mut rig,
@@ -61,6 +67,18 @@ async fn no_unix_socket_opens_so_no_local_service_is_reached() {
                 )),
             ),
             (
+                "raw-pair",
+                python(&format!(
+                    "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW); a.sendto(b\"x\", \"{d}\"); print(\"sent\")"
+                )),
+            ),
+            (
+                "seen-dgram-pair",
+                python(&format!(
+                    "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b\"x\", \"{d}\"); print(\"sent\")"
+                )),
+            ),
+            (
                 "stream-pair",
                 python("import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(\"pair\", b.recv(1))"),
             ),
@@ -68,7 +86,14 @@ async fn no_unix_socket_opens_so_no_local_service_is_reached() {
         ],
     )
     .await;
-    for id in ["path", "abstract", "dgram-pair", "curl"] {
+    for id in [
+        "path",
+        "abstract",
+        "dgram-pair",
+        "raw-pair",
+        "seen-dgram-pair",
+        "curl",
+    ] {
         let (_, success, output) = result(&results, id);
         assert!(!success, "{id} succeeded: {output}");
         assert!(
@@ -87,6 +112,11 @@ async fn no_unix_socket_opens_so_no_local_service_is_reached() {
     assert!(
         abstract_listener.accept().is_err(),
         "a sandboxed command reached the abstract listener"
+    );
+    let mut buf = [0u8; 8];
+    assert!(
+        dgram.recv(&mut buf).is_err(),
+        "a datagram reached the socket"
     );
 }
 
@@ -696,8 +726,9 @@ async fn without_the_second_wall_sandboxed_calls_ask_and_the_gap_is_named() {
     assert!(!success && !output.contains("secret material"), "{output}");
 }
 
-/// A repository whose tree holds the home (a dotfiles repository) makes
-/// the repository readable for git, but never the home inside it.
+/// A repository whose tree holds the home (a dotfiles repository) is not
+/// shown at all: its objects hold the home's files, credentials among
+/// them, so neither the home nor the repository around it is readable.
 #[tokio::test]
 async fn a_repository_around_the_home_exposes_nothing_of_the_home() {
     if !enforced() {
@@ -732,7 +763,10 @@ async fn a_repository_around_the_home_exposes_nothing_of_the_home() {
         );
     }
     let (_, success, output) = result(&results, "repo");
-    assert!(*success && output.contains("repository file"), "{output}");
+    assert!(
+        !success && !output.contains("repository file") && output.contains("made-up machine"),
+        "{output}"
+    );
 }
 
 /// h03: credential files inside the trees a command may read — git URL
@@ -1064,4 +1098,193 @@ async fn tools_and_hooks_stay_in_the_servers_cgroup_under_its_limit() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// F1, F2 of the fourth pass: a `.git` file naming the home (planted, or
+/// shipped in a downloaded archive) shows nothing of it, nor does a home
+/// that is itself a repository (dotfiles) to a workspace below it.
+#[tokio::test]
+async fn a_git_pointer_or_a_dotfiles_repository_shows_nothing_of_the_home() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    let mut rig = rig_in(&place, AUTO_SANDBOXED, &[]).await;
+    let ws = rig.home.workspace();
+    std::fs::write(
+        ws.join(".git"),
+        format!("gitdir: {}\n", place.user_home.display()),
+    )
+    .unwrap();
+    let session = rig.session().await;
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[(
+            "key",
+            format!("cat {}/.ssh/id_ed25519", place.user_home.display()),
+        )],
+    )
+    .await;
+    let (_, success, output) = result(&results, "key");
+    assert!(!success && !output.contains("secret material"), "{output}");
+    // The home a repository, the workspace below it.
+    assert!(git(&place.user_home, &["init", "-q"]).status.success());
+    let below = place.user_home.join("project");
+    std::fs::create_dir_all(&below).unwrap();
+    rig.server
+        .send(json!({"type":"session.start","request_id":"b","cwd":below}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    rig.server.expect("queue.snapshot").await;
+    let session = started["session_id"].as_str().unwrap().to_string();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            ("key", "cat ~/.ssh/id_ed25519".into()),
+            (
+                "history",
+                "git -C ~ log --all --oneline 2>&1 | head -3".into(),
+            ),
+        ],
+    )
+    .await;
+    for id in ["key", "history"] {
+        let (_, _, output) = result(&results, id);
+        assert!(!output.contains("secret material"), "{id}: {output}");
+    }
+    let (_, success, _) = result(&results, "key");
+    assert!(!success);
+}
+
+/// F3, F4 of the fourth pass: SCV's own file tools write neither a
+/// repository's `.git` (a planted `core.fsmonitor` would run at the user's
+/// next `git status`) nor `$SCV_HOME` when it lies inside the workspace,
+/// however the path is put (a link inside the workspace included).
+#[tokio::test]
+async fn the_file_tools_write_no_git_directory_and_no_scv_home() {
+    let mut rig = Rig::new("auto_approve = [\"read\", \"write\"]").await;
+    let ws = rig.home.workspace();
+    assert!(git(&ws, &["init", "-q"]).status.success());
+    // Relative, so that it resolves beneath the workspace and only the
+    // guard on `.git` stands in the way.
+    std::os::unix::fs::symlink(".git", ws.join("innocent")).unwrap();
+    let config_before = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+    let calls = [
+        (
+            "edit",
+            "edit_file",
+            json!({"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = touch /tmp/pwned"}),
+        ),
+        (
+            "write",
+            "write_file",
+            json!({"path": ".git/hooks/post-commit", "content": "#!/bin/sh\ntouch /tmp/pwned\n"}),
+        ),
+        (
+            "link",
+            "write_file",
+            json!({"path": "innocent/config", "content": "[core]\n\tfsmonitor = x\n"}),
+        ),
+        (
+            "link-edit",
+            "edit_file",
+            json!({"path": "innocent/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = x"}),
+        ),
+    ];
+    for (id, name, arguments) in calls {
+        rig.mock.push(Reply::tool_calls(&[(id, name, arguments)]));
+        rig.mock.push(Reply::text(["ok"]));
+        let session = rig.session().await;
+        let events = rig.turn(&session, "go").await;
+        let (_, success, output) = &completed(&events)[0];
+        assert!(!success && output.contains(".git"), "{id}: {output}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(!ws.join(".git/hooks/post-commit").exists());
+}
+
+/// F5 of the fourth pass: a credential file made on the host after the
+/// session's first command (a `cargo login` in the user's terminal) is
+/// masked from the next command on.
+#[tokio::test]
+async fn a_credential_file_made_mid_session_is_masked_from_the_next_command() {
+    let Some((place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    std::fs::create_dir_all(place.user_home.join(".cargo")).unwrap();
+    let first = run_all(&mut rig, &session, &[("ls", "ls ~/.cargo".into())]).await;
+    assert!(result(&first, "ls").1);
+    std::fs::write(
+        place.user_home.join(".cargo/credentials.toml"),
+        "[registry]\ntoken = \"made-mid-session\"\n",
+    )
+    .unwrap();
+    let second = run_all(
+        &mut rig,
+        &session,
+        &[("read", "cat ~/.cargo/credentials.toml".into())],
+    )
+    .await;
+    let (_, _, output) = result(&second, "read");
+    assert!(!output.contains("made-mid-session"), "{output}");
+}
+
+/// F6 of the fourth pass: what the host keeps from other users under
+/// `/etc` is shown empty, whatever its name (a command run by root keeps
+/// root's uid).
+#[tokio::test]
+async fn what_the_host_keeps_from_other_users_is_not_shown() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let Some((_place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let secret = PathBuf::from(format!("/etc/scv-test-auth-{}.conf", std::process::id()));
+    std::fs::write(&secret, "machine corp login u password ETC-SECRET\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[("read", format!("cat {}; echo done", secret.display()))],
+    )
+    .await;
+    let _ = std::fs::remove_file(&secret);
+    let (_, _, output) = result(&results, "read");
+    assert!(
+        !output.contains("ETC-SECRET") && output.contains("done"),
+        "{output}"
+    );
+}
+
+/// F12 of the fourth pass: `clone3` fails (ENOSYS), so no child is placed
+/// in another cgroup; programs fall back to `clone` and run as usual.
+#[tokio::test]
+async fn clone3_is_not_there_and_programs_still_start() {
+    let Some((_place, mut rig, session)) = start(AUTO_SANDBOXED).await else {
+        return;
+    };
+    let results = run_all(
+        &mut rig,
+        &session,
+        &[
+            (
+                "clone3",
+                python("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.syscall(435, 0, 0); print(r, os.strerror(ctypes.get_errno()))"),
+            ),
+            ("spawn", python("import subprocess; print(subprocess.run(['true']).returncode)")),
+        ],
+    )
+    .await;
+    let (_, _, output) = result(&results, "clone3");
+    assert!(output.contains("Function not implemented"), "{output}");
+    let (_, success, output) = result(&results, "spawn");
+    assert!(*success && output.starts_with('0'), "{output}");
 }

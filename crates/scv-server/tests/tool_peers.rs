@@ -17,8 +17,11 @@ use std::time::Duration;
 /// What the hostile command runs: it speaks the protocol to the daemon
 /// and prints each answer's `type` and `code`, one per line.
 const ATTACK: &str = r#"
-import json, socket, sys
+import ctypes, json, socket, sys
 sock_path, planted = sys.argv[1], sys.argv[2]
+# A name that is not UTF-8 (PR_SET_NAME): the daemon must still see where
+# this process comes from.
+ctypes.CDLL(None).prctl(15, b"\xff\xfe)(", 0, 0, 0)
 try:
     s = socket.socket(socket.AF_UNIX)
     s.connect(sock_path)

@@ -757,6 +757,7 @@ impl Turn {
         .await?;
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
+            scv_home: &self.settings.scv_home,
             bash_timeout: self.limits.bash_timeout,
             bash_max_timeout: self.limits.bash_max_timeout,
             max_output_bytes: self.limits.tool_output_max_bytes,

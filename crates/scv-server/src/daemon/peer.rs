@@ -18,7 +18,9 @@ use crate::reaper::{parent_of, FLAG};
 const MAX_DEPTH: usize = 256;
 
 /// Whether process `pid` is a tool process: a reaper of any SCV server is
-/// among its ancestors (or it is one).
+/// among its ancestors (or it is one). Fails closed: a peer whose ancestry
+/// cannot be read (gone already, or unreadable) counts as one — a
+/// person's client does not vanish between connecting and asking.
 pub(crate) fn is_tool_process(pid: i32) -> bool {
     let mut current = pid;
     for _ in 0..MAX_DEPTH {
@@ -30,10 +32,11 @@ pub(crate) fn is_tool_process(pid: i32) -> bool {
         }
         match parent_of(current) {
             Some(parent) if parent != current => current = parent,
-            _ => return false,
+            Some(_) => return false,
+            None => return true,
         }
     }
-    false
+    true
 }
 
 /// `/proc/PID/cmdline` is `… --tool-process …` as its second argument.
@@ -50,6 +53,7 @@ mod tests {
     fn this_test_process_is_no_tool_process() {
         assert!(!is_tool_process(std::process::id() as i32));
         assert!(!is_tool_process(1));
-        assert!(!is_tool_process(i32::MAX));
+        // A peer that is gone cannot be told: it counts as a tool process.
+        assert!(is_tool_process(i32::MAX));
     }
 }

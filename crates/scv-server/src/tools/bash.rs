@@ -9,15 +9,14 @@
 //! says so.
 
 use super::builtin::{parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
-use crate::reaper::{Reaper, Report};
+use crate::reaper::Report;
 use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::process::Stdio;
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
@@ -87,38 +86,35 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         .map_err(|err| format!("cannot create pipe: {err}"))?;
     let (mut report_read, report_write) =
         std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
-    let report_fd = report_write.as_raw_fd();
-    let policy = match &ctx.sandbox {
-        Some(view) if !args.unsandboxed => Some(
-            view.policy(crate::sandbox::Runs::Command)
-                .await
-                .map_err(|err| {
-                    ToolError::Model(format!(
-                        "the sandbox could not be set up, so the command did not run: {err}"
-                    ))
-                })?,
-        ),
-        _ => None,
-    };
-    let mut command = crate::reaper::bash(
-        report_fd,
-        policy.as_ref(),
-        &args.command,
-        ctx.workspace,
-        ctx.env,
+    let null =
+        std::fs::File::open("/dev/null").map_err(|err| format!("cannot open /dev/null: {err}"))?;
+    let sandbox = ctx
+        .sandbox
+        .as_ref()
+        .filter(|_| !args.unsandboxed)
+        .map(|view| (view, crate::sandbox::Runs::Command));
+    let started = crate::launch::bash(
+        sandbox,
+        crate::launch::Bash {
+            line: &args.command,
+            cwd: ctx.workspace,
+            env: ctx.env.to_vec(),
+            stdin: OwnedFd::from(null),
+            stdout: OwnedFd::from(writer),
+            stderr: OwnedFd::from(writer_err),
+            report: OwnedFd::from(report_write),
+        },
     )
-    .map_err(ToolError::Internal)?;
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(OwnedFd::from(writer)))
-        .stderr(Stdio::from(OwnedFd::from(writer_err)));
-    let child = command
-        .spawn()
-        .map_err(|err| format!("cannot start bash: {err}"))?;
-    // Our copies of the write ends must go, or the reads never end.
-    drop(command);
-    drop(report_write);
-    let mut reaper = Reaper(child);
+    .await;
+    let (reaper, policy) = match started {
+        Ok(started) => started,
+        Err(err) if sandbox.is_some() => {
+            return Err(ToolError::Model(format!(
+                "the sandbox could not be set up, so the command did not run: {err}"
+            )))
+        }
+        Err(err) => return Err(ToolError::Internal(err)),
+    };
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|err| format!("cannot read command output: {err}"))?;
     let budget = ctx
@@ -148,13 +144,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
             reaper.kill_group();
         }
     }
-    if tokio::time::timeout(crate::reaper::GRACE, reaper.0.wait())
-        .await
-        .is_err()
-    {
-        reaper.kill_group();
-        let _ = reaper.0.wait().await;
-    }
+    reaper.finish(false).await;
     let timed_out = ended == Ended::TimedOut;
     let report = crate::blocking::run(move || {
         let mut text = String::new();
@@ -231,7 +221,10 @@ pub(crate) fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<St
         "Read-only file system",
     ];
     if !REFUSALS.iter().any(|refusal| out.contains(refusal)) {
-        if out.contains("No such file or directory") && names_hidden_path(policy, out) {
+        // dash says "Directory nonexistent" where others say ENOENT.
+        let missing =
+            out.contains("No such file or directory") || out.contains("Directory nonexistent");
+        if missing && names_hidden_path(policy, out) {
             return Some(
                 "[sandbox: this command ran in the sandbox, which shows commands a made-up machine — the workspace, the system's software, the toolchains and caches of the home, a /tmp of the session's own — so a path outside those does not exist for it. If the command needs one, run it again with unsandboxed: true (the user is asked), or the user adds it to sandbox_readable_roots or sandbox_writable_roots in config.toml]".into(),
             );
@@ -263,9 +256,19 @@ pub(crate) fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<St
 /// Whether `out` names an absolute path the sandbox does not show: not in
 /// the workspace, the roots it was given or the system's software.
 fn names_hidden_path(policy: &scv_sandbox::Policy, out: &str) -> bool {
-    out.split(|c: char| c.is_whitespace() || matches!(c, ':' | '\'' | '"' | '`'))
-        .filter(|word| word.starts_with('/') && word.len() > 1)
-        .map(std::path::Path::new)
+    out.split(|c: char| c.is_whitespace() || matches!(c, ':' | '\'' | '"' | '`' | '‘' | '’'))
+        .filter_map(|word| {
+            if word.starts_with('/') && word.len() > 1 {
+                Some(std::path::PathBuf::from(word))
+            } else if word.contains('/') {
+                // Commands start in the workspace; a relative path that
+                // climbs out of it, or through a link out of it, is
+                // judged from there.
+                Some(followed(&policy.workspace, word))
+            } else {
+                None
+            }
+        })
         .any(|path| {
             !path.starts_with(&policy.workspace)
                 && !path.starts_with("/tmp")
@@ -275,6 +278,34 @@ fn names_hidden_path(policy: &scv_sandbox::Policy, out: &str) -> bool {
                 && !path.starts_with("/proc")
                 && !path.starts_with("/dev")
         })
+}
+
+/// `base` joined with `relative`, `..` resolved and symbolic links
+/// followed (a few hops), as the host sees them: only to word a note, so
+/// a link that changed since does no harm.
+fn followed(base: &std::path::Path, relative: &str) -> std::path::PathBuf {
+    let mut path = base.to_path_buf();
+    let mut hops = 0;
+    for part in std::path::Path::new(relative).components() {
+        match part {
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            std::path::Component::Normal(name) => {
+                path.push(name);
+                while hops < 8 {
+                    let Ok(target) = std::fs::read_link(&path) else {
+                        break;
+                    };
+                    hops += 1;
+                    path.pop();
+                    path = path.join(target);
+                }
+            }
+            _ => {}
+        }
+    }
+    path
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

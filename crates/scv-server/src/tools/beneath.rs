@@ -15,11 +15,12 @@
 //! written in place: [`Workspace::replace`] writes a new file beside it and
 //! renames it over the name, so only the workspace's name changes.
 
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
@@ -28,6 +29,9 @@ const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGIC
 pub(crate) struct Workspace {
     root: OwnedFd,
     path: PathBuf,
+    /// Trees the file tools never write although they lie inside (SCV's
+    /// own `$SCV_HOME`); every `.git` is refused besides.
+    protected: Vec<PathBuf>,
 }
 
 /// A path the model named, made relative to the workspace.
@@ -51,7 +55,56 @@ impl Workspace {
         Ok(Workspace {
             root,
             path: path.to_path_buf(),
+            protected: Vec::new(),
         })
+    }
+
+    /// The same handle, refusing writes into `protected` too.
+    pub(crate) fn protecting(mut self, protected: &Path) -> Workspace {
+        self.protected
+            .push(std::fs::canonicalize(protected).unwrap_or_else(|_| protected.to_path_buf()));
+        self
+    }
+
+    /// Refuses a write to what `fd` is, where it really is: inside a
+    /// repository's `.git` (a change there can make the user's next plain
+    /// `git` run code: `core.fsmonitor`, hooks) or a protected tree. Asked
+    /// of the very descriptor that is written (or the directory it is
+    /// made in), so no link swapped in meanwhile leads around it.
+    fn guard(&self, fd: &impl AsFd, rel: &Rel) -> Result<(), String> {
+        let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
+        let real = std::fs::read_link(&link)
+            .map_err(|err| format!("cannot tell where {} is: {err}", rel.shown))?;
+        if real.components().any(|c| c.as_os_str() == ".git") {
+            return Err(format!(
+                "{} is inside a repository's .git; SCV's file tools do not write there (a change there can make your next git run code) — use git commands",
+                rel.shown
+            ));
+        }
+        if self.protected.iter().any(|p| real.starts_with(p)) {
+            return Err(format!(
+                "{} is inside SCV's own settings ($SCV_HOME); the file tools do not write there",
+                rel.shown
+            ));
+        }
+        Ok(())
+    }
+
+    /// Opens the regular file `rel` for writing (`flags`), checked by
+    /// [`Workspace::guard`] before anything is written: the file is
+    /// found with `O_PATH`, checked, then that very inode is opened.
+    fn open_guarded(&self, rel: &Rel, flags: OFlags, verb: &str) -> Result<OwnedFd, String> {
+        let found = self
+            .openat(rel, OFlags::PATH, Mode::empty())
+            .map_err(|err| describe(err, rel, verb))?;
+        self.guard(&found, rel)?;
+        let link = format!("/proc/self/fd/{}", found.as_raw_fd());
+        rustix::fs::open(
+            link.as_str(),
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|err| describe(err, rel, verb))
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -122,9 +175,8 @@ impl Workspace {
     /// A regular file for reading and rewriting in place (edit_file): the
     /// same open file is read and written, so no swap can come between.
     pub(crate) fn open_read_write(&self, rel: &Rel) -> Result<(File, u64), String> {
-        let fd = self
-            .openat(rel, OFlags::RDWR | OFlags::NONBLOCK, Mode::empty())
-            .map_err(|err| describe(err, rel, "open"))?;
+        self.check(rel)?;
+        let fd = self.open_guarded(rel, OFlags::RDWR | OFlags::NONBLOCK, "open")?;
         let size = regular(&fd, rel)?;
         Ok((File::from(fd), size))
     }
@@ -132,21 +184,100 @@ impl Workspace {
     /// Creates or truncates a regular file, creating missing parent
     /// directories (each one beneath the workspace). True when it existed.
     pub(crate) fn create(&self, rel: &Rel) -> Result<(File, bool), String> {
-        if let Some(parent) = rel.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        self.create_through(rel, 0)
+    }
+
+    /// [`Workspace::create`], `hops` links followed so far: a link that
+    /// dangles beneath the workspace has its target made (as `open` with
+    /// `O_CREAT` would), checked like any other path.
+    fn create_through(&self, rel: &Rel, hops: u8) -> Result<(File, bool), String> {
+        self.check(rel)?;
+        // Folders are made for the path asked, not for a link's target.
+        if let Some(parent) = rel
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && hops == 0)
+        {
             self.create_dirs(parent, rel)?;
         }
-        let existed = self
-            .openat(rel, OFlags::PATH, Mode::empty())
-            .is_ok_and(|fd| regular(&fd, rel).is_ok());
-        let fd = self
-            .openat(
-                rel,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NONBLOCK,
-                Mode::from_raw_mode(0o666),
-            )
-            .map_err(|err| describe(err, rel, "write"))?;
+        // A new file: made in its directory, which is checked first.
+        let (parent, name) = self.parent_of(rel)?;
+        self.guard(&parent, rel)?;
+        let made = rustix::fs::openat(
+            &parent,
+            &name,
+            OFlags::WRONLY
+                | OFlags::CREATE
+                | OFlags::EXCL
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        );
+        let (fd, existed) = match made {
+            Ok(fd) => (fd, false),
+            // There already (perhaps a link beneath the workspace): the
+            // file it is, checked, then truncated.
+            Err(Errno::EXIST) => {
+                let found = self.openat(rel, OFlags::PATH, Mode::empty());
+                if matches!(found, Err(Errno::NOENT)) && hops < 8 {
+                    if let Some(target) = self.dangling_target(&parent, &name, rel) {
+                        return self.create_through(&target, hops + 1);
+                    }
+                }
+                let fd = self.open_guarded(rel, OFlags::WRONLY | OFlags::NONBLOCK, "write")?;
+                regular(&fd, rel)?;
+                rustix::fs::ftruncate(&fd, 0).map_err(|err| describe(err, rel, "write"))?;
+                (fd, true)
+            }
+            Err(err) => return Err(describe(err, rel, "write")),
+        };
         regular(&fd, rel)?;
         Ok((File::from(fd), existed))
+    }
+
+    /// Where the dangling link `name` in `parent` leads, relative to the
+    /// workspace; None for an absolute target (never beneath: refused
+    /// as outside when it is opened).
+    fn dangling_target(&self, parent: &OwnedFd, name: &std::ffi::OsStr, rel: &Rel) -> Option<Rel> {
+        let target = rustix::fs::readlinkat(parent, name, Vec::new()).ok()?;
+        let target = PathBuf::from(std::ffi::OsString::from_vec(target.into_bytes()));
+        if target.is_absolute() {
+            return None;
+        }
+        let joined = rel.path.parent().unwrap_or(Path::new("")).join(target);
+        self.relative(joined.to_str()?).ok()
+    }
+
+    /// Refuses, before anything is opened, a path that names a `.git`.
+    fn check(&self, rel: &Rel) -> Result<(), String> {
+        if rel.path.components().any(|c| c.as_os_str() == ".git") {
+            return Err(format!(
+                "{} is inside a repository's .git; SCV's file tools do not write there (a change there can make your next git run code) — use git commands",
+                rel.shown
+            ));
+        }
+        Ok(())
+    }
+
+    /// The directory `rel` is in (opened beneath the workspace) and its
+    /// last name.
+    fn parent_of(&self, rel: &Rel) -> Result<(OwnedFd, std::ffi::OsString), String> {
+        let name = match rel.path.file_name() {
+            Some(name) => name.to_owned(),
+            None => return Err(format!("{} is not a file", rel.shown)),
+        };
+        let parent = Rel {
+            path: match rel.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(parent) => parent.to_path_buf(),
+                None => PathBuf::from("."),
+            },
+            shown: rel.shown.clone(),
+        };
+        let dir = self
+            .openat(&parent, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+            .map_err(|err| describe(err, rel, "write"))?;
+        Ok((dir, name))
     }
 
     /// Hard links of `rel` and its permission bits, when it is a regular
@@ -181,20 +312,9 @@ impl Workspace {
     /// written to a new file in the same directory, then renamed over the
     /// name, so other hard links keep their content.
     pub(crate) fn replace(&self, rel: &Rel, contents: &[u8], mode: u32) -> Result<(), String> {
-        let name = match rel.path.file_name() {
-            Some(name) => name.to_owned(),
-            None => return Err(format!("{} is not a file", rel.shown)),
-        };
-        let parent = Rel {
-            path: match rel.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                Some(parent) => parent.to_path_buf(),
-                None => PathBuf::from("."),
-            },
-            shown: rel.shown.clone(),
-        };
-        let dir = self
-            .openat(&parent, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
-            .map_err(|err| describe(err, rel, "write"))?;
+        self.check(rel)?;
+        let (dir, name) = self.parent_of(rel)?;
+        self.guard(&dir, rel)?;
         let temp = format!(
             ".{}.scv-{}",
             name.to_string_lossy(),

@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct ToolContext<'a> {
     /// The canonical session workspace.
     pub workspace: &'a Path,
+    /// `$SCV_HOME`, which the file tools never write (it may lie inside
+    /// the workspace).
+    pub scv_home: &'a Path,
     pub bash_timeout: Duration,
     /// Cap on a model's own `timeout_ms`.
     pub bash_max_timeout: Duration,

@@ -57,8 +57,9 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         ));
     }
     let workspace = ctx.workspace.to_path_buf();
+    let scv_home = ctx.scv_home.to_path_buf();
     blocking(move || {
-        let ws = Workspace::open(&workspace)?;
+        let ws = Workspace::open(&workspace)?.protecting(&scv_home);
         let rel = ws.relative(&args.path)?;
         let shown = &rel.shown;
         // One open file is read and rewritten: nothing can be swapped in

@@ -50,8 +50,9 @@ struct WriteArgs {
 async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: WriteArgs = parse(arguments)?;
     let workspace = ctx.workspace.to_path_buf();
+    let scv_home = ctx.scv_home.to_path_buf();
     blocking(move || {
-        let ws = Workspace::open(&workspace)?;
+        let ws = Workspace::open(&workspace)?.protecting(&scv_home);
         let rel = ws.relative(&args.path)?;
         if let Some(mode) = ws.shared(&rel)? {
             ws.replace(&rel, args.content.as_bytes(), mode)?;

@@ -22,6 +22,11 @@
 //! entry. A sandbox that cannot be built or applied means the command does
 //! not run (exit code 126).
 
+pub(crate) mod client;
+pub mod host;
+
+pub(crate) use client::ToolHost;
+
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Write;
@@ -35,7 +40,7 @@ pub const FLAG: &str = "--tool-process";
 /// Followed by the command's sandbox policy.
 pub const SANDBOX_FLAG: &str = "--sandbox";
 /// The exit code when the sandbox could not be set up.
-const SANDBOX_FAILED: i32 = 126;
+pub(super) const SANDBOX_FAILED: i32 = 126;
 
 /// What the reaper reports when it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +80,7 @@ impl Report {
 
 static STOP: AtomicBool = AtomicBool::new(false);
 /// The command's pid, once started.
-static MAIN: AtomicI32 = AtomicI32::new(0);
+pub(super) static MAIN: AtomicI32 = AtomicI32::new(0);
 
 /// SIGTERM and friends: stop, and kill the command at once so a `waitpid`
 /// that was about to block returns (no missed wake-up).
@@ -88,8 +93,12 @@ extern "C" fn on_stop(_: libc::c_int) {
     }
 }
 
-/// Runs the reaper; `args` are the arguments after [`FLAG`].
+/// Runs the reaper; `args` are the arguments after [`FLAG`]. With
+/// `host FD POLICY…` first, a session's tool host instead (`host`).
 pub fn main(args: Vec<OsString>) -> ExitCode {
+    if args.first().is_some_and(|a| a == host::HOST) {
+        return host::main(args.into_iter().skip(1).collect());
+    }
     let mut args = args.into_iter();
     // `-`: no report (an MCP server's reaper; its end is seen on the pipes).
     let report_fd = match args.next().as_deref().and_then(|fd| fd.to_str()) {
@@ -141,13 +150,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         if let Some(fd) = report_fd {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_stop as *const () as libc::sighandler_t;
-        libc::sigemptyset(&mut action.sa_mask);
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
+        become_reaper();
     }
     let mut command = std::process::Command::new(program);
     command.args(rest);
@@ -204,7 +207,7 @@ fn failed(code: i32) -> Report {
 }
 
 /// Writes the report and ends the reaper.
-fn finish(report_fd: Option<i32>, report: Report) -> ExitCode {
+pub(super) fn finish(report_fd: Option<i32>, report: Report) -> ExitCode {
     if let Some(fd) = report_fd {
         // SAFETY: the server passed this descriptor for us to own.
         let mut out = unsafe { std::fs::File::from_raw_fd(fd) };
@@ -218,11 +221,16 @@ fn finish(report_fd: Option<i32>, report: Report) -> ExitCode {
 /// signal, so it cleans up if this server dies; if the server is already
 /// gone it does not start. `report_fd` stays open across `exec`.
 pub(crate) fn command(report_fd: Option<i32>) -> tokio::process::Command {
+    command_with(&[report_fd.map_or_else(|| "-".to_string(), |fd| fd.to_string())])
+}
+
+/// `scv-server --tool-process ARGS…` (this binary), with a parent-death
+/// signal and a report descriptor kept open where `ARGS` names one.
+fn command_with(args: &[String]) -> tokio::process::Command {
     let server = std::process::id() as i32;
+    let report_fd = args.first().and_then(|a| a.parse::<i32>().ok());
     let mut command = tokio::process::Command::new("/proc/self/exe");
-    command
-        .arg(FLAG)
-        .arg(report_fd.map_or_else(|| "-".to_string(), |fd| fd.to_string()));
+    command.arg(FLAG).args(args);
     // SAFETY: only async-signal-safe calls between fork and exec: prctl,
     // getppid, fcntl.
     unsafe {
@@ -244,21 +252,58 @@ pub(crate) fn command(report_fd: Option<i32>) -> tokio::process::Command {
 /// group is killed outright.
 pub(crate) const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The reaper's process, told to clean up (SIGTERM) if dropped early.
-pub(crate) struct Reaper(pub(crate) tokio::process::Child);
+/// The reaper's process — a child of ours, or one a session's tool host
+/// forked — told to clean up (SIGTERM) if dropped early.
+pub(crate) enum Reaper {
+    Child(tokio::process::Child),
+    Hosted(client::Hosted),
+}
 
 impl Reaper {
     pub(crate) fn stop(&self) {
-        if let Some(pid) = self.0.id() {
-            // SAFETY: kill only sends a signal to our own child.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        match self {
+            Reaper::Child(child) => {
+                if let Some(pid) = child.id() {
+                    // SAFETY: kill only sends a signal to our own child.
+                    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                }
+            }
+            Reaper::Hosted(hosted) => hosted.signal(libc::SIGTERM),
         }
     }
 
     pub(crate) fn kill_group(&self) {
-        if let Some(pid) = self.0.id() {
-            // SAFETY: killpg only sends a signal; the group is the reaper's.
-            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+        match self {
+            Reaper::Child(child) => {
+                if let Some(pid) = child.id() {
+                    // SAFETY: killpg only sends a signal; the group is the
+                    // reaper's.
+                    unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+                }
+            }
+            Reaper::Hosted(hosted) => hosted.kill_group(),
+        }
+    }
+
+    /// Waits until the reaper has ended.
+    pub(crate) async fn wait(&mut self) {
+        match self {
+            Reaper::Child(child) => {
+                let _ = child.wait().await;
+            }
+            Reaper::Hosted(hosted) => hosted.wait().await,
+        }
+    }
+
+    /// Waits (bounded by [`GRACE`]) for the reaper, after telling it to
+    /// clean up when `stop`; then kills its group.
+    pub(crate) async fn finish(mut self, stop: bool) {
+        if stop {
+            self.stop();
+        }
+        if tokio::time::timeout(GRACE, self.wait()).await.is_err() {
+            self.kill_group();
+            self.wait().await;
         }
     }
 }
@@ -271,35 +316,25 @@ impl Drop for Reaper {
     }
 }
 
-/// `bash -c LINE` below a reaper reporting on `report_fd`: in `cwd`, with
-/// exactly `env`, inside `policy` when there is one, in a process group of
-/// its own. The caller sets stdin, stdout and stderr.
-pub(crate) fn bash(
-    report_fd: i32,
-    policy: Option<&crate::sandbox::CallPolicy>,
-    line: &str,
-    cwd: &std::path::Path,
-    env: &[(OsString, OsString)],
-) -> Result<tokio::process::Command, String> {
-    let mut command = self::command(Some(report_fd));
-    if let Some(policy) = policy {
-        command.arg(SANDBOX_FLAG).arg(&*policy.arg);
+/// Makes this process a child subreaper whose SIGTERM, SIGINT and
+/// SIGHUP set `STOP` (no SA_RESTART, so a blocked waitpid returns EINTR).
+///
+/// # Safety
+/// Plain system calls on this process; the handler only stores to
+/// atomics and sends a signal.
+pub(super) unsafe fn become_reaper() {
+    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    let mut action: libc::sigaction = std::mem::zeroed();
+    action.sa_sigaction = on_stop as *const () as libc::sighandler_t;
+    libc::sigemptyset(&mut action.sa_mask);
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        libc::sigaction(signal, &action, std::ptr::null_mut());
     }
-    command
-        .arg("--")
-        .arg("bash")
-        .arg("-c")
-        .arg(line)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(name, value)| (name, value)))
-        .process_group(0);
-    Ok(command)
 }
 
 /// Waits for `main` (reaping orphans that exit meanwhile) until it exits
 /// or we are told to stop; then kills everything left.
-fn supervise(main: i32) -> Report {
+pub(super) fn supervise(main: i32) -> Report {
     let mut report = Report {
         code: None,
         signal: None,
@@ -380,10 +415,12 @@ fn children() -> Vec<i32> {
 
 /// The parent of `pid`, from `/proc/PID/stat`.
 pub(crate) fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The name is in parentheses and may hold spaces; the fields after it
-    // are: state, ppid, …
-    let after = &stat[stat.rfind(')')? + 1..];
+    // Bytes: the name a process gives itself need not be UTF-8.
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // The name is in parentheses and may hold spaces or `)`; the fields
+    // after the last `)` are: state, ppid, …
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    let after = std::str::from_utf8(&stat[close + 1..]).ok()?;
     after.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -1,0 +1,361 @@
+//! A policy made ready once for every command of a session, so a command
+//! pays only for joining it: the made-up machine is built once, by a
+//! holder process that keeps its user and mount namespace alive; the
+//! Landlock ruleset and the seccomp filters are built once; each command's
+//! child then joins the cgroup, enters the namespaces (`setns`), drops
+//! every capability and restricts itself — system calls only.
+//!
+//! The holder is forked by the caller (the session's tool host, single
+//! threaded), builds the machine exactly as a single command's child would
+//! (`Machine::apply`), adds the ruleset's rules that name the machine's
+//! own folders, says it is ready and sleeps; it dies with its parent
+//! (`PR_SET_PDEATHSIG`) or when this is dropped. It stays outside the
+//! Landlock domain, so a command can neither signal nor trace it.
+
+use crate::machine::Machine;
+use crate::policy::{Mode, Policy};
+use crate::{doors, network, ruleset, sys};
+use seccompiler::BpfProgram;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+pub struct Resident {
+    /// The machine's holder and its namespaces; `None` without a mount
+    /// namespace (Landlock alone, `ruleset::build`).
+    holder: Option<Holder>,
+    /// The Landlock ruleset every command restricts itself with.
+    ruleset: OwnedFd,
+    filters: Vec<BpfProgram>,
+    /// The session cgroup's task file.
+    join: Option<OwnedFd>,
+    nproc: Option<u64>,
+    tmpdir: PathBuf,
+    /// A temp directory of the session's own on the host, where there is
+    /// neither a session directory nor a machine.
+    _private_tmp: Option<tempfile::TempDir>,
+    /// The credential files there were when the machine was built.
+    credentials: Vec<PathBuf>,
+}
+
+struct Holder {
+    pid: libc::pid_t,
+    user: OwnedFd,
+    mnt: OwnedFd,
+    /// A path to mask went while the machine was built.
+    gone: bool,
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        // SAFETY: a signal to the holder we forked.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+    }
+}
+
+impl Resident {
+    /// Builds what every command of `policy` shares; forks the holder
+    /// (call it from a single-threaded process).
+    pub fn new(policy: &Policy) -> Result<Resident, crate::Error> {
+        let mut filters = doors::filters(ruleset::rules_unix_sockets())?;
+        if !policy.network {
+            filters.extend(network::filters()?);
+        }
+        let join = match &policy.pids_cgroup {
+            Some(dir) => Some(crate::pids::open_to_join(dir)?),
+            None => None,
+        };
+        if policy.mount_namespace {
+            let (ruleset, rights) = ruleset::for_machine(policy)?;
+            let ruleset: OwnedFd = Option::<OwnedFd>::from(ruleset).ok_or_else(|| {
+                crate::Error::io("no Landlock ruleset", io::ErrorKind::Other.into())
+            })?;
+            // Looked at before the plan: a file made in between is then
+            // missing from this list, so the next call rebuilds.
+            let credentials = crate::credentials::present(policy.home.as_deref());
+            let machine = Machine::plan(policy, &policy.workspace);
+            let mut paths = vec![(c"/".to_owned(), rights.read)];
+            paths.extend(
+                machine
+                    .writable_tmpfs
+                    .iter()
+                    .map(|p| (p.clone(), rights.all)),
+            );
+            let holder = Holder::start(machine, ruleset.as_raw_fd(), &paths)?;
+            let nproc = (join.is_none() && policy.max_processes > 0)
+                .then_some(u64::from(policy.max_processes));
+            Ok(Resident {
+                holder: Some(holder),
+                ruleset,
+                filters,
+                join,
+                nproc,
+                tmpdir: PathBuf::from("/tmp"),
+                _private_tmp: None,
+                credentials,
+            })
+        } else {
+            let private_tmp = match policy.session_tmp() {
+                Some(_) if policy.mode != Mode::ReadOnly => None,
+                _ => Some(
+                    tempfile::Builder::new()
+                        .prefix("scv-tool-")
+                        .tempdir()
+                        .map_err(|e| crate::Error::io("cannot create a temp directory", e))?,
+                ),
+            };
+            let private = private_tmp.as_ref().map(|d| d.path().to_path_buf());
+            let ruleset: OwnedFd =
+                Option::<OwnedFd>::from(ruleset::build(policy, private.as_deref())?).ok_or_else(
+                    || crate::Error::io("no Landlock ruleset", io::ErrorKind::Other.into()),
+                )?;
+            let tmpdir = private
+                .or_else(|| policy.session_tmp())
+                .unwrap_or_else(std::env::temp_dir);
+            // Without its own user namespace RLIMIT_NPROC counts all of
+            // the user's tasks: the limit is what runs now plus the bound.
+            let nproc = (join.is_none() && policy.max_processes > 0).then(|| {
+                crate::prepared::tasks_now().saturating_add(u64::from(policy.max_processes))
+            });
+            Ok(Resident {
+                holder: None,
+                ruleset,
+                filters,
+                join,
+                nproc,
+                tmpdir,
+                _private_tmp: private_tmp,
+                credentials: crate::credentials::present(policy.home.as_deref()),
+            })
+        }
+    }
+
+    /// Whether credential files appeared or went since this was built: it
+    /// must be built again, or a new one would be shown unmasked.
+    pub fn stale(&self, policy: &Policy) -> bool {
+        self.holder.as_ref().is_some_and(|h| h.gone)
+            || crate::credentials::present(policy.home.as_deref()) != self.credentials
+    }
+
+    /// The temp directory to give commands as `TMPDIR`.
+    pub fn tmpdir(&self) -> &Path {
+        &self.tmpdir
+    }
+
+    /// What a command's child applies to join this, working in `cwd`.
+    /// Its descriptors are the resident's: it must outlive the spawn.
+    pub fn joining(&self, cwd: &Path) -> Joining {
+        Joining {
+            join: self.join.as_ref().map(AsRawFd::as_raw_fd),
+            namespaces: self
+                .holder
+                .as_ref()
+                .map(|h| (h.user.as_raw_fd(), h.mnt.as_raw_fd())),
+            nproc: self.nproc,
+            ruleset: self.ruleset.as_raw_fd(),
+            filters: self.filters.clone(),
+            cwd: CString::new(std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str())).ok(),
+        }
+    }
+}
+
+/// One command's way into a [`Resident`]: applied in its child between
+/// `fork` and `exec` (system calls only, no allocation). It names the
+/// resident's descriptors, which must stay open until the command runs.
+pub struct Joining {
+    join: Option<RawFd>,
+    namespaces: Option<(RawFd, RawFd)>,
+    nproc: Option<u64>,
+    ruleset: RawFd,
+    filters: Vec<BpfProgram>,
+    cwd: Option<CString>,
+}
+
+impl Joining {
+    /// In order: the session's cgroup, the machine's user and mount
+    /// namespaces and the working directory in it, the task limit, every
+    /// capability dropped, no new privileges, Landlock, seccomp.
+    pub fn apply(&self) -> io::Result<()> {
+        if let Some(fd) = self.join {
+            crate::pids::join(fd)?;
+        }
+        if let Some((user, mnt)) = self.namespaces {
+            // SAFETY: setns on the resident's descriptors, in a single
+            // thread.
+            sys::check(unsafe { libc::setns(user, libc::CLONE_NEWUSER) })?;
+            // SAFETY: as above.
+            sys::check(unsafe { libc::setns(mnt, libc::CLONE_NEWNS) })?;
+        }
+        if let Some(cwd) = &self.cwd {
+            // Entering the mount namespace put us at its root.
+            sys::chdir(cwd)?;
+        }
+        if let Some(max) = self.nproc {
+            crate::pids::limit(max)?;
+        }
+        crate::caps::drop_all()?;
+        // SAFETY: prctl on this process.
+        sys::check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+        // SAFETY: a ruleset descriptor we hold; no flags.
+        let restricted =
+            unsafe { libc::syscall(libc::SYS_landlock_restrict_self, self.ruleset, 0u32) };
+        if restricted < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for filter in &self.filters {
+            if let Err(err) = seccompiler::apply_filter(filter) {
+                return Err(io::Error::from_raw_os_error(crate::prepared::errno_of(
+                    &err,
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Closes every descriptor above stderr but `keep`. For a forked child:
+/// system calls only.
+fn close_all_but(keep: &[RawFd]) {
+    let mut keep: [RawFd; 2] = [
+        keep.first().copied().unwrap_or(-1),
+        keep.get(1).copied().unwrap_or(-1),
+    ];
+    keep.sort_unstable();
+    let mut from: u32 = 3;
+    for fd in keep {
+        if fd < 3 {
+            continue;
+        }
+        let fd = fd as u32;
+        if fd > from {
+            // SAFETY: close_range on this process's descriptors.
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0u32) };
+        }
+        from = fd + 1;
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
+}
+
+/// Steps past this number in a holder's report are rules, not machine
+/// steps.
+const RULE_STEPS: usize = 0x8000;
+
+impl Holder {
+    /// Forks the holder, which builds `machine`, adds `rules` (paths as it
+    /// sees them, rights) to the ruleset `ruleset`, and waits; returns
+    /// once it is ready, with its namespaces open.
+    fn start(
+        mut machine: Machine,
+        ruleset: RawFd,
+        rules: &[(CString, u64)],
+    ) -> Result<Holder, crate::Error> {
+        let mut pipe = [0 as RawFd; 2];
+        // SAFETY: a pipe of two descriptors we own.
+        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(crate::Error::io(
+                "cannot make a pipe",
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: both ends are ours from here on.
+        let (read, write) =
+            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+        // SAFETY: the child makes only system calls (the machine was
+        // planned before the fork) and never returns.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(crate::Error::io(
+                "cannot fork the sandbox's holder",
+                io::Error::last_os_error(),
+            ));
+        }
+        if pid == 0 {
+            let mut step = 0usize;
+            let code: i32 = (|| {
+                // SAFETY: prctl on this process.
+                sys::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
+                // Nothing the caller had open is held here for the
+                // session's life (a request's pipes would never close).
+                close_all_but(&[write.as_raw_fd(), ruleset]);
+                machine.apply()?;
+                for (index, (path, access)) in rules.iter().enumerate() {
+                    step = RULE_STEPS + index;
+                    sys::landlock_add_path(ruleset, path, *access)?;
+                }
+                Ok::<_, io::Error>(0)
+            })()
+            .unwrap_or_else(|err: io::Error| err.raw_os_error().unwrap_or(libc::EPERM));
+            // The errno, and the step it failed at (a machine step, or a
+            // rule past RULE_STEPS) for the error to name.
+            let step = if step >= RULE_STEPS {
+                step
+            } else {
+                machine.failed_at.unwrap_or(RULE_STEPS - 1)
+            };
+            let step = u16::try_from(step).unwrap_or(u16::MAX).to_le_bytes();
+            let report = [
+                code.clamp(0, 255) as u8,
+                step[0],
+                step[1],
+                u8::from(machine.gone),
+            ];
+            // SAFETY: a four-byte write to our pipe, then wait forever.
+            unsafe {
+                libc::write(write.as_raw_fd(), report.as_ptr().cast(), report.len());
+                if code != 0 {
+                    libc::_exit(1);
+                }
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        drop(write);
+        let mut report = [255u8; 4];
+        // SAFETY: a read into a buffer we own (one write of four bytes
+        // to a pipe arrives whole).
+        let n = unsafe { libc::read(read.as_raw_fd(), report.as_mut_ptr().cast(), 4) };
+        let failed = |why: io::Error| {
+            // SAFETY: the holder we forked.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            crate::Error::io("cannot build the sandbox's machine", why)
+        };
+        if n != 4 {
+            return Err(failed(io::Error::other(
+                "the holder ended before it was ready",
+            )));
+        }
+        if report[0] != 0 {
+            let step = usize::from(u16::from_le_bytes([report[1], report[2]]));
+            let at = match step.checked_sub(RULE_STEPS) {
+                Some(rule) => match rules.get(rule) {
+                    Some((path, _)) => format!(
+                        "adding the rule on {}",
+                        String::from_utf8_lossy(path.as_bytes())
+                    ),
+                    None => "adding a rule".into(),
+                },
+                None => machine.describe(step),
+            };
+            let errno = io::Error::from_raw_os_error(i32::from(report[0]));
+            return Err(failed(io::Error::new(
+                errno.kind(),
+                format!("{at}: {errno}"),
+            )));
+        }
+        let open = |name: &str| -> io::Result<OwnedFd> {
+            let path = format!("/proc/{pid}/ns/{name}");
+            std::fs::File::open(path).map(OwnedFd::from)
+        };
+        let user = open("user").map_err(failed)?;
+        let mnt = open("mnt").map_err(failed)?;
+        Ok(Holder {
+            pid,
+            user,
+            mnt,
+            gone: report[3] != 0,
+        })
+    }
+}
