@@ -232,6 +232,7 @@ mod tests {
             usage: None,
             tokens_per_byte: None,
             spent: None,
+            no_undo: None,
         }
     }
 

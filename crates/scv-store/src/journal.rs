@@ -317,6 +317,7 @@ mod tests {
                 usage: None,
                 tokens_per_byte: None,
                 spent: None,
+                no_undo: None,
             },
         ]
     }
@@ -424,6 +425,7 @@ mod tests {
                 usage: None,
                 tokens_per_byte: None,
                 spent: None,
+                no_undo: None,
             })
             .unwrap();
         assert!(

@@ -9,7 +9,7 @@
 mod live;
 mod restore;
 
-pub(crate) use live::LiveJournal;
+pub(crate) use live::{LiveJournal, TurnEnd, NOT_SAVED_DISK_FULL};
 pub(crate) use restore::history_of;
 
 use crate::config::StoreConfig;
@@ -27,6 +27,8 @@ pub(crate) struct Store {
     pub(crate) sessions: SessionStore,
     retention_days: u64,
     max_bytes: u64,
+    /// What a journal may lack while writes fail (bytes, per session).
+    pub(crate) backlog_bytes: u64,
     /// The store's bytes as last counted, plus what was appended since.
     bytes: AtomicU64,
     /// When the bounds were last enforced (unix seconds).
@@ -52,6 +54,7 @@ impl Store {
             sessions,
             retention_days: config.retention_days,
             max_bytes: config.max_bytes,
+            backlog_bytes: config.backlog_bytes,
             bytes: AtomicU64::new(0),
             enforced_at: AtomicU64::new(0),
         };

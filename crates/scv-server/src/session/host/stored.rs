@@ -224,11 +224,45 @@ impl SessionHost {
         if self.open_session(rid, opened).await.is_none() {
             return;
         }
+        self.remember_missed(&session_id, replay).await;
         let (items, truncated) = scv_store::transcript(&replay.turns);
         if let Some(session) = self.sessions.get(&session_id) {
             let body = EventBody::SessionTranscript { items, truncated };
             let _ = session.sink.emit(Some(rid), None, &body).await;
         }
+    }
+
+    /// The newest turn of a stored session that changed files without a
+    /// checkpoint (its journal says so), unless a later turn has one:
+    /// `/undo` says why it cannot undo it.
+    async fn remember_missed(&self, session_id: &str, replay: &Replay) {
+        let Some(checkpoints) = self
+            .sessions
+            .get(session_id)
+            .and_then(|s| s.checkpoints.clone())
+        else {
+            return;
+        };
+        let Some(at) = replay
+            .turns
+            .iter()
+            .rposition(|t| t.ended.as_ref().is_some_and(|e| e.no_undo.is_some()))
+        else {
+            return;
+        };
+        let turn = &replay.turns[at];
+        let Some(message) = turn.ended.as_ref().and_then(|e| e.no_undo.clone()) else {
+            return;
+        };
+        let later: std::collections::HashSet<&str> = replay.turns[at + 1..]
+            .iter()
+            .map(|t| t.turn_id.as_str())
+            .collect();
+        let missed = scv_protocol::MissedCheckpoint {
+            turn_id: turn.turn_id.clone(),
+            message,
+        };
+        checkpoints.remember_missed(missed, &later).await;
     }
 
     fn check_room(&self) -> Result<(), Reject> {
