@@ -19,7 +19,7 @@ use crate::backlog::Backlog;
 use crate::error::StoreError;
 use crate::record::Record;
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -94,6 +94,12 @@ impl Journal {
     /// Bytes waiting to be written.
     pub fn backlog_bytes(&self) -> u64 {
         self.backlog.bytes()
+    }
+
+    /// The records waiting to be written, each as its journal line,
+    /// oldest first.
+    pub fn waiting(&self) -> impl Iterator<Item = &[u8]> {
+        self.backlog.lines()
     }
 
     /// Appends one record after whatever waits; what cannot be written
@@ -213,6 +219,12 @@ impl Journal {
         }
         self.file
             .set_len(self.len)
+            .map_err(|e| StoreError::io("cannot cut the journal back", &self.path, e))?;
+        // A resumed journal writes at its position, not at the end (it is
+        // not opened to append): a write cut short moved it past `len`,
+        // and a hole of zeros would come before the next line.
+        self.file
+            .seek(SeekFrom::Start(self.len))
             .map_err(|e| StoreError::io("cannot cut the journal back", &self.path, e))?;
         self.torn = false;
         Ok(())
@@ -443,5 +455,52 @@ mod tests {
             "none interrupted"
         );
         assert_eq!(replay.turns.last().map(|t| t.turn_id.as_str()), Some("t5"));
+    }
+
+    #[test]
+    fn a_journal_still_waiting_for_room_resumes_with_what_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let mut journal = store.create(&header("0e")).unwrap();
+        for record in turn(1, "one") {
+            journal.record(&record).unwrap();
+        }
+        journal.set_space(Some(0));
+        for record in turn(2, "two") {
+            journal.record(&record).unwrap();
+        }
+        let (journal, replay) = store.resume_waiting("0e", journal).unwrap();
+        assert_eq!(replay.ended_turns, 2);
+        assert_eq!(replay.history.len(), 4);
+        assert_eq!(journal.backlog_len(), 2, "still waiting, still held");
+        let on_disk = Replay::read(&std::fs::read(journal.path()).unwrap(), None).unwrap();
+        assert_eq!(on_disk.ended_turns, 1);
+    }
+
+    #[test]
+    fn a_resumed_journal_cut_back_writes_its_next_line_where_the_last_whole_one_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let mut journal = store.create(&header("0f")).unwrap();
+        for record in turn(1, "one") {
+            journal.record(&record).unwrap();
+        }
+        drop(journal);
+        // Resumed: written at its position, not opened to append.
+        let (mut journal, _) = store.resume("0f").unwrap();
+        journal.set_space(Some(30));
+        for record in turn(2, &"two ".repeat(50)) {
+            assert!(journal.record(&record).unwrap().error.is_some());
+        }
+        journal.set_space(None);
+        for record in turn(3, "three") {
+            assert!(journal.record(&record).unwrap().error.is_none());
+        }
+        let bytes = std::fs::read(journal.path()).unwrap();
+        assert!(!bytes.contains(&0), "no hole of zeros");
+        assert_eq!(bytes.len() as u64, journal.len());
+        let replay = Replay::read(&bytes, None).unwrap();
+        let ids: Vec<&str> = replay.turns.iter().map(|t| t.turn_id.as_str()).collect();
+        assert_eq!(ids, ["t1", "t2", "t3"]);
     }
 }
