@@ -306,6 +306,12 @@ async fn a_full_disk_warns_once_turns_go_on_and_the_journal_catches_up_when_spac
     all.extend(events);
     assert!(first.wait().await.success());
     journals_whole(&home.join("sessions"));
+    let journal =
+        std::fs::read_to_string(home.join("sessions").join(format!("{id}.jsonl"))).unwrap();
+    assert!(
+        journal.contains("\"no_undo\":\"no undo point: disk full"),
+        "the turn without a checkpoint says so in its record"
+    );
 
     // A fresh server resumes every completed turn, in order, once.
     let mut second = server(home, json!({"sessions": true})).await;

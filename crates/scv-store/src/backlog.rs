@@ -82,6 +82,11 @@ impl Backlog {
         self.bytes
     }
 
+    /// Every line waiting, oldest first.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = &[u8]> {
+        self.items.iter().map(|i| i.line.as_slice())
+    }
+
     /// The oldest line waiting.
     pub(crate) fn front(&self) -> Option<&[u8]> {
         self.items.front().map(|i| i.line.as_slice())

@@ -251,6 +251,26 @@ impl SessionStore {
         Ok((Journal::new(file, path, replay.valid_len), replay))
     }
 
+    /// A session whose journal this process still holds, with records
+    /// waiting for room (it closed while the disk was full), taken again:
+    /// its replay is the file's records and then those waiting.
+    pub fn resume_waiting(
+        &self,
+        session_id: &str,
+        journal: Journal,
+    ) -> Result<(Journal, Replay), StoreError> {
+        let mut bytes = self.read_bytes(session_id)?;
+        bytes.truncate(journal.len() as usize);
+        for line in journal.waiting() {
+            bytes.extend_from_slice(line);
+        }
+        let replay = Replay::read(&bytes, None).map_err(|d| StoreError::Damaged {
+            session_id: session_id.to_string(),
+            why: d.to_string(),
+        })?;
+        Ok((journal, replay))
+    }
+
     /// The session's replay without taking it (export, a look at one open
     /// elsewhere); `until`: up to the end of that turn.
     pub fn read(&self, session_id: &str, until: Option<&str>) -> Result<Replay, StoreError> {

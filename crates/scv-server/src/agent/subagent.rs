@@ -549,6 +549,10 @@ impl Child {
                 }
             }
         }
+        if let Some(journal) = journal {
+            // Records still waiting for room stay with the store.
+            journal.close();
+        }
         if let Some(terminal) = &outcome.terminal {
             // Even when the parent is being cancelled: a child's terminal
             // event comes before the parent's.

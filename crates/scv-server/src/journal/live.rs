@@ -111,7 +111,7 @@ impl LiveJournal {
         let sync = Arc::new(journal.sync_handle()?);
         journal.set_backlog_limit(store.backlog_bytes);
         store.grew(journal.len());
-        Ok(LiveJournal {
+        let mut live = LiveJournal {
             store: store.clone(),
             journal,
             sync,
@@ -122,7 +122,14 @@ impl LiveJournal {
             sync_failed: false,
             caught_up: 0,
             notices: Vec::new(),
-        })
+        };
+        if live.journal.backlog_len() > 0 {
+            // A session that closed while records waited for room: they
+            // still wait (one more try says why).
+            let recorded = live.journal.retry();
+            live.wrote(recorded);
+        }
+        Ok(live)
     }
 
     fn append(&mut self, record: &Record) {
@@ -144,6 +151,11 @@ impl LiveJournal {
     fn wrote(&mut self, recorded: Recorded) {
         self.store.grew(recorded.bytes);
         self.meta.len = self.journal.len();
+        if recorded.bytes > 0 && recorded.error.is_none() {
+            // There is room again: closed sessions' journals that wait
+            // for it catch up too.
+            self.store.retry_waiting();
+        }
         if self.failing {
             self.caught_up += recorded.caught_up;
         }
@@ -201,24 +213,31 @@ impl LiveJournal {
     }
 
     /// One more try at what the journal lacks (the session is closing:
-    /// no later record will bring it); what still does not fit is lost,
-    /// said in the log.
+    /// no later record of it will bring it).
     pub(crate) async fn last_try(&mut self) {
         if self.journal.backlog_len() == 0 {
             return;
         }
         let recorded = self.journal.retry();
         self.wrote(recorded);
-        if self.journal.backlog_len() > 0 {
-            tracing::error!(
-                "session {}: {} journal record(s) ({} bytes) could not be written before it closed (no room): lost",
-                self.session_id,
-                self.journal.backlog_len(),
-                self.journal.backlog_bytes()
-            );
+        if self.journal.backlog_len() == 0 {
+            self.flush().await;
+        }
+    }
+
+    /// The session closes: a journal whose records still wait for room is
+    /// held by the store (`Store::keep_waiting`) until a write succeeds
+    /// again or the session is resumed; otherwise it is let go.
+    pub(crate) fn close(self) {
+        if self.journal.backlog_len() == 0 {
             return;
         }
-        self.flush().await;
+        let store = self.store.clone();
+        store.keep_waiting(super::Waiting {
+            journal: self.journal,
+            meta: self.meta,
+            session_id: self.session_id,
+        });
     }
 
     /// A turn began (`seq`: its `turn.started`).
@@ -397,6 +416,14 @@ impl LiveJournal {
         self.sync_failed = true;
         self.failed(&err);
         false
+    }
+
+    /// The session closed while records waited for room, and they were
+    /// written as it was resumed: its client hears it is saved again.
+    pub(crate) fn caught_up_on_resume(&mut self, records: usize) {
+        self.failing = true;
+        self.caught_up = records;
+        self.recovered();
     }
 
     /// The journal lacks nothing and is durable: said once.

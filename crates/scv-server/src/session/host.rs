@@ -292,7 +292,7 @@ impl SessionHost {
         self.open_session(
             rid,
             Opened {
-                session_id,
+                session_id: session_id.clone(),
                 made,
                 history: History::default(),
                 journal,
@@ -301,6 +301,8 @@ impl SessionHost {
             },
         )
         .await;
+        // A journal whose header waits for room says so now.
+        self.tell_journal(&session_id, rid).await;
         Ok(())
     }
 
@@ -375,13 +377,17 @@ impl SessionHost {
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
         };
-        self.sessions.insert(session_id.clone(), Box::new(session));
-        let seq = sink.emit(Some(rid), None, &snapshot).await.ok();
-        if let Some(session) = self.sessions.get_mut(&session_id) {
-            // A journal whose header waits for room says so now.
+        self.sessions.insert(session_id, Box::new(session));
+        sink.emit(Some(rid), None, &snapshot).await.ok()
+    }
+
+    /// What became of a session's journal, to its client (after the
+    /// events that open it: `session.started`, `queue.snapshot` and a
+    /// stored session's transcript come together).
+    pub(super) async fn tell_journal(&mut self, session_id: &str, rid: &str) {
+        if let Some(session) = self.sessions.get_mut(session_id) {
             session.tell_journal(Some(rid)).await;
         }
-        seq
     }
 
     /// What the connection opted into (`initialize.capabilities`).
@@ -983,7 +989,7 @@ impl SessionHost {
         self.session_end_hooks().await;
         for session in self.sessions.values_mut() {
             if let Some(journal) = &mut session.journal {
-                // What waited for room: one more try before it is lost.
+                // What waited for room: one more try now.
                 journal.last_try().await;
             }
         }
@@ -996,6 +1002,15 @@ impl SessionHost {
             .filter(|j| j.untouched())
             .map(|j| (j.store().clone(), j.session_id().to_string()))
             .collect();
+        for session in self.sessions.values_mut() {
+            match session.journal.take() {
+                Some(journal) if !journal.untouched() => {
+                    // Records still waiting for room stay with the store.
+                    journal.close();
+                }
+                _ => {}
+            }
+        }
         self.sessions.clear();
         if !unused.is_empty() {
             let _ = crate::blocking::run(move || {
