@@ -165,4 +165,32 @@ mod tests {
         assert!(current <= 100 && rotated <= 100, "{current} {rotated}");
         assert!(current > 0 && rotated > 0);
     }
+
+    #[test]
+    fn a_line_the_disk_refuses_is_dropped_whole_and_counted_once_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.log");
+        let mut log = RotatingLog::open(path.clone(), 1 << 20).unwrap();
+        log.write_all(b"before\n").unwrap();
+        // The disk is full: /dev/full refuses every write.
+        let kept = {
+            let mut inner = log.inner.lock().unwrap();
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            std::mem::replace(&mut inner.file, full)
+        };
+        for _ in 0..3 {
+            // Whole or not at all: the caller sees no error to retry.
+            log.write_all(b"refused\n").unwrap();
+        }
+        log.inner.lock().unwrap().file = kept;
+        log.write_all(b"after\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "before\nscv-server: 3 log line(s) lost: the disk was full\nafter\n"
+        );
+    }
 }
