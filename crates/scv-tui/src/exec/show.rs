@@ -444,9 +444,10 @@ impl<O: Write, E: Write> Printer<O, E> {
         }
         let applied = client.apply(event);
         step.requests.extend(applied.requests);
-        if let EventBody::SessionWarning(warning) = &event.body {
+        if let (EventBody::SessionWarning(warning), true) = (&event.body, own) {
             // That the session is no longer saved (or is again) goes to
-            // stderr whatever the mode: `--json` readers see it too.
+            // stderr whatever the mode: `--json` readers see it too (a
+            // subagent's own journal is the log's).
             writeln!(
                 self.err,
                 "[session] {}",
