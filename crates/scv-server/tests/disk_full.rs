@@ -199,6 +199,20 @@ async fn a_full_disk_warns_once_turns_go_on_and_the_journal_catches_up_when_spac
         1,
         "one warning, not one per write: {failed:?}"
     );
+    // Inside a turn: after its `turn.started`, before its end.
+    let at = all
+        .iter()
+        .position(|e| e["type"] == "session.warning")
+        .unwrap();
+    let started = all[..at]
+        .iter()
+        .rposition(|e| e["type"] == "turn.started")
+        .unwrap();
+    assert!(
+        !types(&all[started..at]).contains(&"turn.completed"),
+        "{:?}",
+        types(&all[started..=at])
+    );
     assert_eq!(failed[0]["session_id"], id.as_str());
     assert!(
         failed[0]["message"]
@@ -226,9 +240,11 @@ async fn a_full_disk_warns_once_turns_go_on_and_the_journal_catches_up_when_spac
     let recovered = warnings(&events, "journal_recovered");
     assert_eq!(recovered.len(), 1, "{:?}", types(&events));
     assert!(warnings(&events, "journal_failed").is_empty());
-    // Said before the turn's end.
+    // Said once the turn is under way (it caught up with the turn's
+    // start), before the turn's end.
     let kinds = types(&events);
     let at = kinds.iter().position(|k| *k == "session.warning").unwrap();
+    assert!(kinds[..at].contains(&"turn.started"), "{kinds:?}");
     assert!(at < kinds.len() - 1);
     all.extend(events);
     assert!(first.wait().await.success());

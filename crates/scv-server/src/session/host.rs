@@ -292,7 +292,7 @@ impl SessionHost {
         self.open_session(
             rid,
             Opened {
-                session_id: session_id.clone(),
+                session_id,
                 made,
                 history: History::default(),
                 journal,
@@ -301,8 +301,8 @@ impl SessionHost {
             },
         )
         .await;
-        // A journal whose header waits for room says so now.
-        self.tell_journal(&session_id, rid).await;
+        // A journal whose header waits for room says so with the first
+        // turn (`session.started` and its snapshot come together).
         Ok(())
     }
 
@@ -379,15 +379,6 @@ impl SessionHost {
         };
         self.sessions.insert(session_id, Box::new(session));
         sink.emit(Some(rid), None, &snapshot).await.ok()
-    }
-
-    /// What became of a session's journal, to its client (after the
-    /// events that open it: `session.started`, `queue.snapshot` and a
-    /// stored session's transcript come together).
-    pub(super) async fn tell_journal(&mut self, session_id: &str, rid: &str) {
-        if let Some(session) = self.sessions.get_mut(session_id) {
-            session.tell_journal(Some(rid)).await;
-        }
     }
 
     /// What the connection opted into (`initialize.capabilities`).
@@ -559,7 +550,6 @@ impl SessionHost {
             // is in the journal, as interrupted at worst.
             journal.turn_started(&turn_id, &prompt, sink.next_seq().await);
         }
-        session.tell_journal(Some(&request_id)).await;
         session.active = Some(ActiveTurn {
             turn_id: turn_id.clone(),
             prompt: session.journal.is_some().then(|| prompt.clone()),
@@ -579,6 +569,10 @@ impl SessionHost {
             session.history = Some(history);
             return;
         }
+        // The journal's state, once the turn is under way: it could not
+        // take the turn's start (or caught up with it), or it could not
+        // be written since the session opened.
+        session.tell_journal(Some(&request_id)).await;
         let model = session.settings.provider.model.clone();
         let cost = &session.settings.config.cost;
         let spending = Spending::new(

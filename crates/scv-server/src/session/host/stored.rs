@@ -260,8 +260,8 @@ impl SessionHost {
             let body = EventBody::SessionTranscript { items, truncated };
             let _ = session.sink.emit(Some(rid), None, &body).await;
         }
-        // Records still waiting for room, or written as it resumed.
-        self.tell_journal(&session_id, rid).await;
+        // Records still waiting for room, or written as it resumed: said
+        // with the next turn (the resume's events come together).
     }
 
     /// The newest turn of a stored session that changed files without a
