@@ -759,6 +759,13 @@ impl Bridge {
             EventBody::ReasoningDelta { content } => {
                 self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk(content)));
             }
+            // The session is no longer being saved (a full disk), or is
+            // again: said in the conversation, as config warnings are, on
+            // a line of its own.
+            EventBody::SessionWarning(warning) => {
+                let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(&warning.message));
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
+            }
             EventBody::ToolProposed {
                 call_id,
                 name,

@@ -49,6 +49,12 @@ impl CheckpointError {
         }
     }
 
+    /// Whether the store's disk (or the user's quota) had no room.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, CheckpointError::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)))
+    }
+
     /// Whether this is damage (planted, corrupt, missing), as opposed to
     /// an I/O failure that might pass.
     pub fn is_damage(&self) -> bool {

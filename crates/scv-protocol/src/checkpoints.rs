@@ -53,6 +53,15 @@ pub struct CheckpointInfo {
     pub created_unix_seconds: u64,
 }
 
+/// `checkpoint.listed.missed`: the newest turn that changed files had no
+/// checkpoint (newer than every one listed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissedCheckpoint {
+    pub turn_id: String,
+    /// Why (what `checkpoint.failed` said: "no undo point: disk full …").
+    pub message: String,
+}
+
 /// How a path differs from the checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

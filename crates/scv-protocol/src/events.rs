@@ -243,13 +243,29 @@ pub enum EventBody {
     /// Extension (capability `sessions`): the answer to `session.delete`.
     #[serde(rename = "session.deleted")]
     SessionDeleted {},
+    /// Extension (capability `sessions`): the session's journal could
+    /// not be written (once, until it recovers), or caught up again.
+    #[serde(rename = "session.warning")]
+    SessionWarning(crate::sessions::SessionWarning),
+    /// Extension (capability `checkpoints`): the turn's first call that
+    /// may change files runs without a checkpoint (a turn event, before
+    /// that call's `tool.started`): no undo point, and why.
+    #[serde(rename = "checkpoint.failed")]
+    CheckpointFailed { message: String },
     /// Extension (capability `checkpoints`): the workspace was recorded
     /// before the turn's first call that may change files (a turn event,
     /// before that call's `tool.started`).
     #[serde(rename = "checkpoint.created")]
     CheckpointCreated { checkpoint_id: String },
     #[serde(rename = "checkpoint.listed")]
-    CheckpointListed { checkpoints: Vec<CheckpointInfo> },
+    CheckpointListed {
+        checkpoints: Vec<CheckpointInfo>,
+        /// The newest turn that changed files ran without a checkpoint
+        /// (`checkpoint.failed`): undoing it is not possible, and why.
+        /// Absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        missed: Option<crate::checkpoints::MissedCheckpoint>,
+    },
     /// From the checkpoint to the workspace now.
     #[serde(rename = "checkpoint.diffed")]
     CheckpointDiffed {
@@ -315,6 +331,8 @@ impl EventBody {
             EventBody::SessionListed { .. } => "session.listed",
             EventBody::SessionTranscript { .. } => "session.transcript",
             EventBody::SessionDeleted {} => "session.deleted",
+            EventBody::SessionWarning(_) => "session.warning",
+            EventBody::CheckpointFailed { .. } => "checkpoint.failed",
             EventBody::CheckpointCreated { .. } => "checkpoint.created",
             EventBody::CheckpointListed { .. } => "checkpoint.listed",
             EventBody::CheckpointDiffed { .. } => "checkpoint.diffed",

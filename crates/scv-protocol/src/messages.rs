@@ -241,10 +241,12 @@ pub struct Capabilities {
     #[serde(default)]
     pub reasoning: bool,
     /// Durable sessions: `session.list`, `session.resume`, `session.fork`,
-    /// `session.delete` and the events answering them.
+    /// `session.delete` and the events answering them; `session.warning`
+    /// when a session's journal cannot be written (a full disk) and when
+    /// it caught up.
     #[serde(default, skip_serializing_if = "is_false")]
     pub sessions: bool,
-    /// Checkpoints: `checkpoint.created` events, `checkpoint.list`,
+    /// Checkpoints: `checkpoint.created` and `checkpoint.failed` events, `checkpoint.list`,
     /// `checkpoint.diff`, `checkpoint.restore`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub checkpoints: bool,

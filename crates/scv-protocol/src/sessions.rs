@@ -133,3 +133,28 @@ impl TranscriptItem {
         }
     }
 }
+
+/// `session.warning` (capability `sessions`): the session is no longer
+/// being saved, or is saved again. Its `session_id` is the envelope's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionWarning {
+    pub code: SessionWarningCode,
+    /// In words, for a person.
+    pub message: String,
+}
+
+/// What a `session.warning` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionWarningCode {
+    /// A journal write failed (the disk under `$SCV_HOME` is full): turns
+    /// go on, and what the journal lacks is kept in memory. Sent once,
+    /// until `journal_recovered`.
+    JournalFailed,
+    /// What the journal lacked is written and durable: the session
+    /// resumes whole again.
+    JournalRecovered,
+    /// A code this build does not know (a newer server's).
+    #[serde(other)]
+    Other,
+}

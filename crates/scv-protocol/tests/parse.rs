@@ -68,3 +68,28 @@ fn unknown_daemon_action_is_invalid_request() {
         (ErrorCode::InvalidRequest, Some("d"))
     );
 }
+
+#[test]
+fn session_warnings_and_checkpoint_failures_round_trip_and_unknown_codes_parse() {
+    for line in [
+        r#"{"type":"session.warning","session_id":"s","seq":9,"code":"journal_failed","message":"not saved: the disk under SCV_HOME is full"}"#,
+        r#"{"type":"session.warning","session_id":"s","seq":12,"code":"journal_recovered","message":"saved again"}"#,
+        r#"{"type":"checkpoint.failed","request_id":"3","session_id":"s","turn_id":"t","seq":7,"message":"no undo point: disk full"}"#,
+    ] {
+        let event: scv_protocol::Event = serde_json::from_str(line).unwrap();
+        let back = serde_json::to_value(&event).unwrap();
+        let original: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(back, original, "{line}");
+    }
+    let newer: scv_protocol::Event = serde_json::from_str(
+        r#"{"type":"session.warning","session_id":"s","code":"something_new","message":"m"}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        newer.body,
+        scv_protocol::EventBody::SessionWarning(scv_protocol::SessionWarning {
+            code: scv_protocol::SessionWarningCode::Other,
+            ..
+        })
+    ));
+}

@@ -167,6 +167,22 @@ impl Store {
     }
 }
 
+/// What a changing call without a checkpoint is told when the store's
+/// disk is full (before the call runs).
+pub(crate) const NO_UNDO_DISK_FULL: &str = "no undo point: disk full";
+
+/// What [`Checkpoints::before_change`] did.
+#[derive(Debug)]
+pub(crate) enum Taken {
+    /// A new checkpoint, its id.
+    New(String),
+    /// None needed (the turn has one) or none possible (too large, said
+    /// once before).
+    Nothing,
+    /// It could not be taken: why, in words for the user.
+    Failed(String),
+}
+
 /// What a session's checkpoints hold between calls.
 #[derive(Default)]
 struct State {
@@ -178,6 +194,11 @@ struct State {
     open_turn: Option<String>,
     /// The workspace is too large to checkpoint: none is taken again.
     too_large: bool,
+    /// The newest turn that changed files without a checkpoint (newer
+    /// than every one listed), and why.
+    missed: Option<scv_protocol::MissedCheckpoint>,
+    /// The turn whose checkpoint failed (not tried again in it).
+    failed_turn: Option<String>,
 }
 
 /// One session's checkpoints.
@@ -268,13 +289,17 @@ impl Checkpoints {
     }
 
     /// Records the workspace before the first call of turn `turn_id` that
-    /// may change files; the new checkpoint's id, or `None` when this turn
-    /// has one already (or it could not be taken: said in the log, and
-    /// the call runs all the same).
-    pub(crate) async fn before_change(&self, turn_id: &str, prompt: &str) -> Option<String> {
+    /// may change files: the new checkpoint's id; nothing when this turn
+    /// has one already (or the workspace was found too large before); or
+    /// why it could not be taken (said in the log too, and the call runs
+    /// all the same).
+    pub(crate) async fn before_change(&self, turn_id: &str, prompt: &str) -> Taken {
         let mut state = self.state.lock().await;
-        if state.open_turn.as_deref() == Some(turn_id) || state.too_large {
-            return None;
+        if state.open_turn.as_deref() == Some(turn_id)
+            || state.failed_turn.as_deref() == Some(turn_id)
+            || state.too_large
+        {
+            return Taken::Nothing;
         }
         let sweep = self.store.sweep.clone().read_owned().await;
         self.store.forget_evicted(&self.session_id, &mut state.list);
@@ -292,7 +317,20 @@ impl Checkpoints {
                         ""
                     }
                 );
-                return None;
+                // A full disk left no temporary file behind (the store
+                // discards its own on a failed write).
+                let message = if err.is_disk_full() {
+                    format!("{NO_UNDO_DISK_FULL} — the checkpoint store under SCV_HOME has no room ({err}); this call runs without one")
+                } else {
+                    format!("no undo point: {err}; this call runs without one")
+                };
+                state.missed = Some(scv_protocol::MissedCheckpoint {
+                    turn_id: turn_id.to_string(),
+                    message: message.clone(),
+                });
+                // Once per turn: its later calls are told nothing more.
+                state.failed_turn = Some(turn_id.to_string());
+                return Taken::Failed(message);
             }
         };
         let checkpoint = Checkpoint {
@@ -304,6 +342,7 @@ impl Checkpoints {
             after: None,
         };
         let id = checkpoint.checkpoint_id.clone();
+        state.missed = None;
         state.list.push(checkpoint);
         state.last = Some(snapshot);
         state.open_turn = Some(turn_id.to_string());
@@ -315,7 +354,7 @@ impl Checkpoints {
         drop(sweep);
         drop(state);
         self.store.enforce().await;
-        Some(id)
+        Taken::New(id)
     }
 
     /// Turn `turn_id` ended: if it took a checkpoint, what it left is
@@ -359,10 +398,13 @@ impl Checkpoints {
         state
     }
 
-    /// The checkpoints, oldest first.
-    pub(crate) async fn list(&self) -> Vec<CheckpointInfo> {
+    /// The checkpoints, oldest first, and the newest turn that changed
+    /// files without one (newer than all of them), if any.
+    pub(crate) async fn list(
+        &self,
+    ) -> (Vec<CheckpointInfo>, Option<scv_protocol::MissedCheckpoint>) {
         let state = self.state().await;
-        state
+        let list = state
             .list
             .iter()
             .map(|c| CheckpointInfo {
@@ -371,7 +413,39 @@ impl Checkpoints {
                 prompt: c.prompt.clone(),
                 created_unix_seconds: c.created_unix_seconds,
             })
-            .collect()
+            .collect();
+        (list, state.missed.clone())
+    }
+
+    /// Why turn `turn_id` changed files without a checkpoint, if it did
+    /// (its journal keeps it, for `/undo` after a resume).
+    pub(crate) async fn missed_in(&self, turn_id: &str) -> Option<String> {
+        let state = self.state.lock().await;
+        state
+            .missed
+            .as_ref()
+            .filter(|m| m.turn_id == turn_id)
+            .map(|m| m.message.clone())
+    }
+
+    /// A resumed session's journal says turn `missed.turn_id` changed
+    /// files without a checkpoint, and `later` are the turns after it:
+    /// it is the newest such turn unless a checkpoint of a later turn
+    /// exists.
+    pub(crate) async fn remember_missed(
+        &self,
+        missed: scv_protocol::MissedCheckpoint,
+        later: &HashSet<&str>,
+    ) {
+        let mut state = self.state.lock().await;
+        if state
+            .list
+            .iter()
+            .any(|c| later.contains(c.turn_id.as_str()))
+        {
+            return;
+        }
+        state.missed = Some(missed);
     }
 
     /// The turn checkpoint `id` was taken before.
@@ -462,6 +536,8 @@ impl Checkpoints {
         }
         state.last = Some(left);
         state.open_turn = None;
+        // The turns from the checkpoint's on are undone or dropped.
+        state.missed = None;
         self.save(&state).await;
         let newest = state.list.last().map(|c| c.checkpoint_id.clone());
         match newest {

@@ -279,6 +279,10 @@ pub(crate) struct StoreConfig {
     /// oldest checkpoints go first, never the newest of an open session
     /// (2 GiB).
     pub max_checkpoint_bytes: u64,
+    /// What a session's journal may lack while the disk is full, kept in
+    /// memory until it can be written: `max_history_bytes`, what the
+    /// session may hold as history anyway.
+    pub backlog_bytes: u64,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -522,6 +526,7 @@ impl Config {
                 max_bytes: raw.max_session_store_bytes,
                 checkpoints: raw.checkpoints,
                 max_checkpoint_bytes: raw.max_checkpoint_store_bytes,
+                backlog_bytes: raw.max_history_bytes as u64,
             },
             mcp_servers,
             cost,

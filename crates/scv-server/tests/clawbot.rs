@@ -37,10 +37,16 @@ async fn connect(socket: &Path) -> TestServer {
 impl Bot {
     /// A logged-in `default` account (not yet enabled) and a daemon.
     async fn start(extra: &str) -> Bot {
+        Bot::start_in(extra, &std::env::temp_dir()).await
+    }
+
+    /// [`Bot::start`] with `$SCV_HOME` (and the workspace) made in
+    /// `parent`.
+    async fn start_in(extra: &str, parent: &Path) -> Bot {
         let ilink = FakeIlink::start().await;
         ilink.allow_token(TOKEN);
         let mock = MockProvider::start().await;
-        let home = TestHome::new(&mock.base_url(), extra);
+        let home = TestHome::new_in(parent, &mock.base_url(), extra);
         AccountStore::new(home.path())
             .save_credentials(
                 "default",
@@ -1175,6 +1181,52 @@ async fn the_owner_approves_a_subagents_tool_call_in_chat() {
     assert!(
         child_result.contains("from-the-child\\n[exit code: 0]"),
         "the child's call ran once approved: {child_result}"
+    );
+    bot.stop().await;
+}
+
+/// When the disk under `$SCV_HOME` fills the owner is told the
+/// conversation is no longer saved (once), and that it is saved again once
+/// there is room; the chat goes on meanwhile.
+#[tokio::test]
+async fn the_owner_is_told_when_the_disk_fills_and_when_the_chat_is_saved_again() {
+    let Some(tmpfs) = common::tmpfs::Tmpfs::mount("2m") else {
+        return;
+    };
+    let mut bot = Bot::start_in("", tmpfs.path()).await;
+    bot.enable("none").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::text(["first answer"]));
+    bot.ilink.inject_text(OWNER, "first");
+    bot.wait_sent(OWNER, 1).await;
+
+    common::tmpfs::fill(tmpfs.path());
+    let long = format!("second answer {}", "lorem ipsum ".repeat(400));
+    bot.mock.push(Reply::text([long.as_str()]));
+    bot.ilink.inject_text(OWNER, "second");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    let warned: Vec<&String> = sent
+        .iter()
+        .filter(|m| m.starts_with("SCV: not saved: the disk under SCV_HOME is full"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{sent:?}");
+    assert!(
+        sent.iter().any(|m| m.starts_with("second answer")),
+        "{sent:?}"
+    );
+
+    common::tmpfs::unfill(tmpfs.path());
+    bot.mock.push(Reply::text(["third answer"]));
+    bot.ilink.inject_text(OWNER, "third");
+    assert!(
+        bot.ilink
+            .wait_until(|f| f
+                .sent_to(OWNER)
+                .iter()
+                .any(|m| m.starts_with("SCV: saved again")))
+            .await,
+        "{:?}",
+        bot.ilink.sent_to(OWNER)
     );
     bot.stop().await;
 }

@@ -26,6 +26,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the disk (or the user's quota) had no room.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)))
+    }
+
     pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
         StoreError::Io {
             what,

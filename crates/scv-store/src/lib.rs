@@ -5,7 +5,9 @@
 //!
 //! - [`Record`]: what a journal line is (`record.rs`).
 //! - [`Journal`]: one session's journal, open for appending and locked
-//!   while the session is live somewhere (`journal.rs`).
+//!   while the session is live somewhere (`journal.rs`); what a full disk
+//!   refuses waits in its bounded backlog and is written with the next
+//!   record (`backlog.rs`).
 //! - [`Replay`]: a journal read back — history, transcript, queue
 //!   (`replay.rs`).
 //! - [`SessionStore`]: the directory: create, resume, fork, list, delete,
@@ -17,6 +19,7 @@
 //! messages and usage are opaque JSON here (the transcript reads the few
 //! fields it shows).
 
+mod backlog;
 mod error;
 mod journal;
 mod record;
@@ -25,8 +28,9 @@ mod spending;
 mod store;
 mod transcript;
 
+pub use backlog::STRIPPED_PROMPT_BYTES;
 pub use error::StoreError;
-pub use journal::{Journal, SyncHandle};
+pub use journal::{Journal, Recorded, SyncHandle, DEFAULT_BACKLOG_BYTES};
 pub use record::{
     title_of, ForkedFrom, Header, HistoryChange, Outcome, Record, Spent, FORMAT_VERSION,
 };

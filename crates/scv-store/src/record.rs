@@ -95,6 +95,10 @@ pub enum Record {
         /// it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spent: Option<Spent>,
+        /// The turn changed files without a checkpoint, and why ("no undo
+        /// point: disk full …"): `/undo` says so after a resume too.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        no_undo: Option<String>,
     },
     /// `session.clear`: history, queue and transcript start afresh.
     Cleared {

@@ -30,6 +30,8 @@ pub struct Ended {
     pub usage: Option<Value>,
     /// What the turn spent, when journaled.
     pub spent: Option<Spent>,
+    /// It changed files without a checkpoint, and why.
+    pub no_undo: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -205,6 +207,7 @@ impl Replay {
                 usage,
                 tokens_per_byte,
                 spent,
+                no_undo,
             } => {
                 self.seq = self.seq.max(seq);
                 self.updated = self.updated.max(at);
@@ -231,6 +234,7 @@ impl Replay {
                         messages,
                         usage,
                         spent,
+                        no_undo,
                     });
                 }
                 return reached;
@@ -361,6 +365,7 @@ mod tests {
                 usage: None,
                 tokens_per_byte: None,
                 spent: None,
+                no_undo: None,
             },
         ]
     }

@@ -122,6 +122,41 @@ impl SessionStore {
     /// A new journal for `header`'s session, locked, its header written and
     /// durable (the file and the directory entry).
     pub fn create(&self, header: &Header) -> Result<Journal, StoreError> {
+        let mut journal = self.create_file(header)?;
+        let written = journal
+            .append(&Record::Session(header.clone()))
+            .and_then(|_| journal.sync());
+        if let Err(err) = written {
+            // Nothing half made is left behind.
+            self.remove_new(&journal);
+            return Err(err);
+        }
+        sync_dir(&self.dir);
+        Ok(journal)
+    }
+
+    /// A new journal as [`SessionStore::create`] makes it, except that a
+    /// header the disk refuses (it is full) waits in the journal's
+    /// backlog, written before its first record once there is room: the
+    /// file stays empty meanwhile (an empty journal is not listed, and
+    /// one left so by a crash is removed by the bounds). Returns the
+    /// journal and why its header waits, if it does.
+    pub fn create_waiting(
+        &self,
+        header: &Header,
+    ) -> Result<(Journal, Option<StoreError>), StoreError> {
+        let mut journal = self.create_file(header)?;
+        let recorded = journal.record(&Record::Session(header.clone()))?;
+        if let Some(err) = recorded.error {
+            return Ok((journal, Some(err)));
+        }
+        let synced = journal.sync();
+        sync_dir(&self.dir);
+        Ok((journal, synced.err()))
+    }
+
+    /// The new, empty, locked journal file for `header`'s session.
+    fn create_file(&self, header: &Header) -> Result<Journal, StoreError> {
         let path = self.path(&header.session_id, JOURNAL)?;
         let file = OpenOptions::new()
             .read(true)
@@ -131,12 +166,17 @@ impl SessionStore {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
             .map_err(|e| StoreError::io("cannot create the journal", &path, e))?;
-        lock(&file, &path, &header.session_id)?;
-        let mut journal = Journal::new(file, path.clone(), 0);
-        journal.append(&Record::Session(header.clone()))?;
-        journal.sync()?;
+        if let Err(err) = lock(&file, &path, &header.session_id) {
+            let _ = std::fs::remove_file(&path);
+            return Err(err);
+        }
+        Ok(Journal::new(file, path, 0))
+    }
+
+    /// Removes a journal this process just made and could not fill.
+    fn remove_new(&self, journal: &Journal) {
+        let _ = std::fs::remove_file(journal.path());
         sync_dir(&self.dir);
-        Ok(journal)
     }
 
     /// A fork: a new session `new_id` holding `source`'s journal up to the
@@ -174,8 +214,11 @@ impl SessionStore {
         let mut journal = self.create(&header)?;
         // The source's records after its header, as they were.
         let body = &bytes[replay.header_len as usize..replay.valid_len as usize];
-        journal.append_raw(body)?;
-        journal.sync()?;
+        if let Err(err) = journal.append_raw(body).and_then(|()| journal.sync()) {
+            // A fork the disk cannot take is not left half made.
+            self.remove_new(&journal);
+            return Err(err);
+        }
         let mut forked = replay;
         forked.header = header;
         Ok((journal, forked))
@@ -206,6 +249,26 @@ impl SessionStore {
         file.seek(SeekFrom::End(0))
             .map_err(|e| StoreError::io("cannot read the journal", &path, e))?;
         Ok((Journal::new(file, path, replay.valid_len), replay))
+    }
+
+    /// A session whose journal this process still holds, with records
+    /// waiting for room (it closed while the disk was full), taken again:
+    /// its replay is the file's records and then those waiting.
+    pub fn resume_waiting(
+        &self,
+        session_id: &str,
+        journal: Journal,
+    ) -> Result<(Journal, Replay), StoreError> {
+        let mut bytes = self.read_bytes(session_id)?;
+        bytes.truncate(journal.len() as usize);
+        for line in journal.waiting() {
+            bytes.extend_from_slice(line);
+        }
+        let replay = Replay::read(&bytes, None).map_err(|d| StoreError::Damaged {
+            session_id: session_id.to_string(),
+            why: d.to_string(),
+        })?;
+        Ok((journal, replay))
     }
 
     /// The session's replay without taking it (export, a look at one open
@@ -269,7 +332,12 @@ impl SessionStore {
             file.write_all(&text)?;
             std::fs::rename(&tmp, &path)
         })();
-        written.map_err(|e| StoreError::io("cannot write the session summary", &path, e))
+        written.map_err(|e| {
+            // No temporary file left behind (a full disk left an empty
+            // one); the summary is a cache, recomputed when stale.
+            let _ = std::fs::remove_file(&tmp);
+            StoreError::io("cannot write the session summary", &path, e)
+        })
     }
 
     /// Every session in the store, most recently updated first, and the
@@ -295,6 +363,14 @@ impl SessionStore {
             };
             if !valid_id(id) {
                 skipped.push(format!("{name}: not a session's name; skipped"));
+                continue;
+            }
+            if entry.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+                // A session whose header waits for room on the disk, or
+                // one a crash left so: nothing to show.
+                skipped.push(format!(
+                    "{name}: empty (its first record was never written); skipped"
+                ));
                 continue;
             }
             listed.push(self.listed(id));
@@ -390,7 +466,7 @@ impl SessionStore {
     /// never an open one. Returns what was deleted and the bytes left.
     pub fn enforce(&self, retention_days: u64, max_bytes: u64, now: u64) -> Enforced {
         let (mut listed, _) = self.list();
-        let mut deleted = Vec::new();
+        let mut deleted = self.remove_empty(now);
         let cutoff = match retention_days {
             0 => 0,
             days => now.saturating_sub(days.saturating_mul(86_400)),
@@ -425,6 +501,46 @@ impl SessionStore {
             deleted,
             bytes: total,
         }
+    }
+}
+
+impl SessionStore {
+    /// Removes empty journals nobody holds that are more than a minute
+    /// old (a crash while the disk was full left them before their header
+    /// was written: they hold nothing); returns their ids.
+    fn remove_empty(&self, now: u64) -> Vec<String> {
+        let mut removed = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return removed;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            let stale = entry
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.len() == 0 && (m.mtime().max(0) as u64) + 60 < now);
+            if !stale || !valid_id(id) {
+                continue;
+            }
+            let path = self.dir.join(&name);
+            let Ok(file) = open_journal(&path, id, false) else {
+                continue;
+            };
+            // Held: its owner is waiting for room to write its header.
+            if lock(&file, &path, id).is_err() {
+                continue;
+            }
+            if file.metadata().is_ok_and(|m| m.len() == 0) && std::fs::remove_file(&path).is_ok() {
+                let _ = std::fs::remove_file(self.dir.join(format!("{id}.meta")));
+                removed.push(id.to_string());
+            }
+        }
+        if !removed.is_empty() {
+            sync_dir(&self.dir);
+        }
+        removed
     }
 }
 

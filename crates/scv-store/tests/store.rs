@@ -48,6 +48,7 @@ fn turn(id: &str, prompt: &str, at: u64) -> [Record; 2] {
             usage: None,
             tokens_per_byte: None,
             spent: None,
+            no_undo: None,
         },
     ]
 }
@@ -292,6 +293,7 @@ fn record() -> impl Strategy<Value = Record> {
             usage: None,
             tokens_per_byte: Some(0.3),
             spent: None,
+            no_undo: None,
         }),
         Just(Record::Cleared { at: 3, seq: 3 }),
         prop::collection::vec(".{0,10}", 0..3)

@@ -104,8 +104,10 @@ pub async fn run(
     let prompt = read_prompt(prompt)?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
     // Usage by kind and cost on `turn.completed` (`--json` prints it).
+    // Checkpoints: a changing call that runs without one says so.
     let capabilities = Some(scv_protocol::Capabilities {
         reasoning: options.reasoning,
+        checkpoints: true,
         usage: true,
         hooks: true,
         subagents: true,

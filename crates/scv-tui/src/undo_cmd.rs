@@ -49,7 +49,17 @@ pub async fn run(endpoint: &Endpoint, cwd: &Path, force: bool) -> Result<ExitCod
         }))
         .await?;
     let checkpoints = match answer(&mut conn, &rid).await? {
-        EventBody::CheckpointListed { checkpoints } => checkpoints,
+        EventBody::CheckpointListed {
+            missed: Some(missed),
+            ..
+        } => {
+            eprintln!(
+                "cannot undo: the last turn that changed files ran without an undo point ({}); its changes stay as they are",
+                scv_client::text::visible(&missed.message)
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        EventBody::CheckpointListed { checkpoints, .. } => checkpoints,
         EventBody::Error(error) => bail!(
             "{}: {}",
             scv_client::text::error_words(error.code),

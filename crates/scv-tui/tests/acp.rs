@@ -1376,3 +1376,60 @@ async fn config_warnings_reach_the_editor() {
     let (_, done) = acp.answer(id).await;
     assert_eq!(stop_reason(&done), "end_turn");
 }
+
+/// When the disk under `$SCV_HOME` fills, the editor's user is told in
+/// the conversation that the session is no longer saved (once), and that
+/// it is saved again once there is room; the prompts are answered
+/// meanwhile. `$SCV_HOME` is a 600 KiB tmpfs (root only; skipped
+/// otherwise).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_disk_is_said_to_the_editor_and_so_is_its_recovery() {
+    let Some(tmpfs) = common::tmpfs::Tmpfs::mount("600k") else {
+        return;
+    };
+    let mock = MockProvider::start().await;
+    // Dropped before the mount: its daemon stops first.
+    let home = Home {
+        home: TestHome::new_in(tmpfs.path(), &mock.base_url(), ""),
+    };
+    let mut acp = Acp::spawn(&home);
+    acp.initialize().await;
+    let answer = acp
+        .call(
+            "session/new",
+            json!({"cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_string();
+    let chunks = |messages: &[Value]| -> String {
+        messages
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+            .collect()
+    };
+    let mut said = String::new();
+    common::tmpfs::fill(tmpfs.path());
+    for n in 0..3 {
+        mock.push(Reply::text([format!(
+            "answer {n} {}",
+            "lorem ipsum ".repeat(850)
+        )]));
+        let id = acp.prompt(&session, &format!("prompt {n}")).await;
+        let (messages, done) = acp.answer(id).await;
+        assert_eq!(stop_reason(&done), "end_turn");
+        said.push_str(&chunks(&messages));
+    }
+    assert_eq!(
+        said.matches("⚠ not saved: the disk under SCV_HOME is full")
+            .count(),
+        1,
+        "{said:.2000}"
+    );
+    std::fs::remove_file(tmpfs.path().join("ballast")).unwrap();
+    mock.push(Reply::text(["fine"]));
+    let id = acp.prompt(&session, "again").await;
+    let (messages, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn");
+    assert!(chunks(&messages).contains("⚠ saved again"), "{messages:?}");
+}

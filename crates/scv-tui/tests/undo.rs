@@ -209,3 +209,36 @@ fn rewind_picks_a_checkpoint_shows_its_changes_and_asks_before_forcing() {
         "{shown:?}"
     );
 }
+
+#[test]
+fn a_call_without_an_undo_point_says_so_and_undo_says_why_it_cannot() {
+    let mut app = app();
+    turn(&mut app, "t1", "first", "one");
+    let (rid, _) = one(&run(&mut app, "second"));
+    app.apply(event(
+        json!({"type":"turn.started","request_id":rid,"session_id":S,"turn_id":"t2","seq":5}),
+    ));
+    app.apply(event(json!({"type":"checkpoint.failed","request_id":rid,"session_id":S,"turn_id":"t2","seq":6,
+        "message":"no undo point: disk full — the checkpoint store under SCV_HOME has no room; this call runs without one"})));
+    app.apply(event(json!({"type":"turn.completed","request_id":rid,"session_id":S,"turn_id":"t2","seq":7,"steps":1})));
+    assert!(
+        texts(&app)
+            .iter()
+            .any(|t| t.starts_with("· no undo point: disk full")),
+        "{:?}",
+        texts(&app)
+    );
+    let (rid, _) = one(&run(&mut app, "/undo"));
+    app.apply(event(json!({"type":"checkpoint.listed","request_id":rid,"session_id":S,"seq":8,
+        "checkpoints":listed(&["t1"]),
+        "missed":{"turn_id":"t2","message":"no undo point: disk full — the checkpoint store under SCV_HOME has no room"}})));
+    assert!(
+        app.take_outgoing().is_empty(),
+        "an older checkpoint is not restored in its place"
+    );
+    let last = texts(&app).last().cloned().unwrap();
+    assert!(
+        last.starts_with("! cannot undo: the last turn that changed files ran without an undo point (no undo point: disk full"),
+        "{last}"
+    );
+}

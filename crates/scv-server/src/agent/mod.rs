@@ -169,6 +169,9 @@ pub(crate) struct Turn {
     pub trace: Option<crate::telemetry::TurnTrace>,
     /// The connection asked for capability `hooks` (`hook.message`).
     pub hook_events: bool,
+    /// The connection asked for capability `sessions`: a subagent's
+    /// journal that cannot be written says so (`session.warning`).
+    pub session_warnings: bool,
     /// The connection asked for capability `retries` (`provider.retrying`).
     pub retries: bool,
     /// The connection asked for capability `step_usage` (`usage.updated`).
@@ -817,9 +820,19 @@ impl Turn {
         let taken = self
             .cancellable(checkpoints.before_change(&self.turn_id, &self.prompt))
             .await?;
-        if let (Some(checkpoint_id), true) = (taken, self.announce_checkpoints) {
-            self.emit(EventBody::CheckpointCreated { checkpoint_id })
-                .await?;
+        if !self.announce_checkpoints {
+            return Ok(());
+        }
+        match taken {
+            crate::checkpoint::Taken::New(checkpoint_id) => {
+                self.emit(EventBody::CheckpointCreated { checkpoint_id })
+                    .await?;
+            }
+            // Said before the call runs: it has no undo point.
+            crate::checkpoint::Taken::Failed(message) => {
+                self.emit(EventBody::CheckpointFailed { message }).await?;
+            }
+            crate::checkpoint::Taken::Nothing => {}
         }
         Ok(())
     }

@@ -436,6 +436,11 @@ impl Child {
             .map_err(Stop::from)?;
         if let Some(journal) = &mut journal {
             journal.turn_started(&self.turn_id, &args.prompt, seq);
+            for warning in journal.warnings().await {
+                if parent.session_warnings {
+                    let _ = emit(EventBody::SessionWarning(warning), None).await;
+                }
+            }
         }
         subagents.index.insert(
             self.session_id.clone(),
@@ -466,6 +471,7 @@ impl Child {
             spending: parent.spending.child(model, price),
             trace: None,
             hook_events: parent.hook_events,
+            session_warnings: parent.session_warnings,
             retries: parent.retries,
             step_usage: parent.step_usage,
             subagents: Subagents::for_turn(
@@ -526,11 +532,26 @@ impl Child {
                     &self.turn_id,
                     &args.prompt,
                     seq,
-                    outcome.terminal.as_ref(),
                     &outcome.history,
-                    spent,
+                    crate::journal::TurnEnd {
+                        terminal: outcome.terminal.as_ref(),
+                        spent,
+                        no_undo: None,
+                    },
                 )
                 .await;
+            // The child ends here: what its journal lacks gets one more
+            // try now (no later record of it will come).
+            journal.last_try().await;
+            for warning in journal.warnings().await {
+                if parent.session_warnings {
+                    let _ = emit(EventBody::SessionWarning(warning), None).await;
+                }
+            }
+        }
+        if let Some(journal) = journal {
+            // Records still waiting for room stay with the store.
+            journal.close();
         }
         if let Some(terminal) = &outcome.terminal {
             // Even when the parent is being cancelled: a child's terminal

@@ -119,7 +119,16 @@ impl Chat {
     async fn undo_step(&mut self, body: &EventBody) -> Option<String> {
         let (_, force) = self.undo.take()?;
         match body {
-            EventBody::CheckpointListed { checkpoints } => {
+            EventBody::CheckpointListed {
+                checkpoints,
+                missed,
+            } => {
+                if let Some(missed) = missed {
+                    return Some(format!(
+                        "Not undone: the last turn that changed files ran without an undo point ({}); its changes stay as they are.",
+                        missed.message
+                    ));
+                }
                 let Some(last) = checkpoints.last() else {
                     return Some("Nothing to undo: no turn of this conversation changed files.".into());
                 };
@@ -514,6 +523,9 @@ impl Account {
             checkpoints: true,
             usage: true,
             subagents: true,
+            // A session no longer being saved (a full disk) is said to
+            // the owner (`session.warning`).
+            sessions: true,
             ..Default::default()
         };
         let opened = tokio::time::timeout(
@@ -730,6 +742,19 @@ impl Account {
                     warning.message
                 ));
             }
+            // The disk under SCV_HOME filled, or the journal caught up
+            // again: the owner's to know, whoever's chat it is.
+            EventBody::SessionWarning(warning) if owner => {
+                say.push(format!("SCV: {}", warning.message))
+            }
+            EventBody::SessionWarning(warning) => {
+                tell_owner = Some(format!(
+                    "SCV: {} (a conversation with another WeChat user)",
+                    warning.message
+                ));
+            }
+            // A changing call runs without an undo point.
+            EventBody::CheckpointFailed { message } if owner => say.push(format!("SCV: {message}")),
             EventBody::Error(error) => say.push(if owner {
                 format!("SCV: {}", error.message)
             } else {

@@ -2,6 +2,11 @@
 //! passes its limit it is renamed to `<name>.1` (replacing the previous
 //! one) and a new file is started, so the logs never hold more than twice
 //! the limit.
+//!
+//! A full disk does not make the log a burden: a line the disk refuses is
+//! dropped (what part of it was written is cut off again, so the file
+//! holds whole lines), never retried in a loop; the next line that fits
+//! is preceded by one saying how many were lost.
 
 use std::fs::File;
 use std::io::Write;
@@ -20,6 +25,8 @@ struct Inner {
     file: File,
     written: u64,
     limit: u64,
+    /// Lines the disk refused since the last one written.
+    lost: u64,
 }
 
 impl RotatingLog {
@@ -32,6 +39,7 @@ impl RotatingLog {
                 file,
                 written,
                 limit,
+                lost: 0,
             })),
         })
     }
@@ -51,6 +59,20 @@ fn open_private(path: &std::path::Path) -> std::io::Result<File> {
 }
 
 impl Inner {
+    /// Writes `bytes` whole, or cuts back what part of it got written.
+    fn append_whole(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self.file.write_all(bytes) {
+            Ok(()) => {
+                self.written += bytes.len() as u64;
+                Ok(())
+            }
+            Err(err) => {
+                let _ = self.file.set_len(self.written);
+                Err(err)
+            }
+        }
+    }
+
     fn rotate(&mut self) -> std::io::Result<()> {
         let mut old = self.path.as_os_str().to_owned();
         old.push(".1");
@@ -67,9 +89,23 @@ impl Write for RotatingLog {
         if inner.written + buf.len() as u64 > inner.limit && inner.written > 0 {
             inner.rotate()?;
         }
-        let n = inner.file.write(buf)?;
-        inner.written += n as u64;
-        Ok(n)
+        if inner.lost > 0 {
+            let note = format!(
+                "scv-server: {} log line(s) lost: the disk was full\n",
+                inner.lost
+            );
+            if inner.append_whole(note.as_bytes()).is_err() {
+                inner.lost += 1;
+                return Ok(buf.len());
+            }
+            inner.lost = 0;
+        }
+        if inner.append_whole(buf).is_err() {
+            // Dropped, counted, said with the next line that fits.
+            inner.lost += 1;
+        }
+        // Whole or not at all: the caller never writes the rest again.
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -128,5 +164,33 @@ mod tests {
             .len();
         assert!(current <= 100 && rotated <= 100, "{current} {rotated}");
         assert!(current > 0 && rotated > 0);
+    }
+
+    #[test]
+    fn a_line_the_disk_refuses_is_dropped_whole_and_counted_once_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.log");
+        let mut log = RotatingLog::open(path.clone(), 1 << 20).unwrap();
+        log.write_all(b"before\n").unwrap();
+        // The disk is full: /dev/full refuses every write.
+        let kept = {
+            let mut inner = log.inner.lock().unwrap();
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            std::mem::replace(&mut inner.file, full)
+        };
+        for _ in 0..3 {
+            // Whole or not at all: the caller sees no error to retry.
+            log.write_all(b"refused\n").unwrap();
+        }
+        log.inner.lock().unwrap().file = kept;
+        log.write_all(b"after\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "before\nscv-server: 3 log line(s) lost: the disk was full\nafter\n"
+        );
     }
 }

@@ -4,17 +4,37 @@
 //!
 //! Records are written as the events they stand for happen, before the
 //! client is told; the end of a turn is made durable (`fdatasync`, off the
-//! async threads) before its terminal event goes out. A write that fails
-//! (a full disk) stops this session's journal where it is, said once on
-//! stderr: a journal is never continued past a gap.
+//! async threads) before its terminal event goes out.
+//!
+//! When the disk is full a write fails, and the session goes on: what the
+//! journal lacks waits in the journal's bounded backlog (`scv-store`) and
+//! is written ahead of the next record, the moment one fits. The first
+//! failure is said once (the log, and [`LiveJournal::warnings`] for the
+//! session's clients: `session.warning` `journal_failed`); once the
+//! journal has caught up and is durable again, `journal_recovered`. A
+//! failed write is tried again with the next record, never in a loop.
 
 use super::Store;
 use crate::context::History;
 use crate::model::Message;
-use scv_protocol::EventBody;
-use scv_store::{Header, HistoryChange, Journal, Meta, Outcome, Record, SyncHandle};
+use scv_protocol::{EventBody, SessionWarning, SessionWarningCode};
+use scv_store::{Header, HistoryChange, Journal, Meta, Outcome, Record, Recorded, SyncHandle};
 use serde_json::Value;
 use std::sync::Arc;
+
+/// What the TUI's status line and `scv exec` say while a session's
+/// journal cannot be written for want of room.
+pub(crate) const NOT_SAVED_DISK_FULL: &str = "not saved: the disk under SCV_HOME is full";
+
+/// How a turn ended, for its record.
+pub(crate) struct TurnEnd<'a> {
+    /// Its terminal event (`None`: the client was gone).
+    pub(crate) terminal: Option<&'a EventBody>,
+    /// What it spent.
+    pub(crate) spent: Option<scv_store::Spent>,
+    /// It changed files without a checkpoint, and why.
+    pub(crate) no_undo: Option<String>,
+}
 
 pub(crate) struct LiveJournal {
     store: Arc<Store>,
@@ -22,20 +42,29 @@ pub(crate) struct LiveJournal {
     sync: Arc<SyncHandle>,
     session_id: Arc<str>,
     meta: Meta,
-    broken: bool,
     /// Made by this connection, and nothing recorded since its header: a
     /// session nobody used, removed when it closes (so every `scv` start
     /// does not leave one behind).
     untouched: bool,
+    /// A write or a sync failed and the journal has not caught up since
+    /// (`journal_failed` was given).
+    failing: bool,
+    /// The last sync failed: what was written may not be on the disk.
+    sync_failed: bool,
+    /// Records written from the backlog since the failure.
+    caught_up: usize,
+    /// What the session's clients are to be told, in order.
+    notices: Vec<SessionWarning>,
 }
 
 impl LiveJournal {
-    /// A new session's journal.
+    /// A new session's journal. A disk too full for its header still
+    /// gives one: the header waits with the records that follow.
     pub(crate) fn create(
         store: &Arc<Store>,
         header: &Header,
     ) -> Result<LiveJournal, scv_store::StoreError> {
-        let journal = store.sessions.create(header)?;
+        let (journal, waiting) = store.sessions.create_waiting(header)?;
         let meta = Meta {
             cwd: header.cwd.clone(),
             title: String::new(),
@@ -49,6 +78,9 @@ impl LiveJournal {
         };
         let mut live = LiveJournal::new(store, journal, meta, &header.session_id)?;
         live.untouched = true;
+        if let Some(err) = waiting {
+            live.failed(&err);
+        }
         Ok(live)
     }
 
@@ -72,41 +104,140 @@ impl LiveJournal {
     /// The journal of a resumed or forked session, `meta` its summary so far.
     pub(crate) fn new(
         store: &Arc<Store>,
-        journal: Journal,
+        mut journal: Journal,
         meta: Meta,
         session_id: &str,
     ) -> Result<LiveJournal, scv_store::StoreError> {
         let sync = Arc::new(journal.sync_handle()?);
+        journal.set_backlog_limit(store.backlog_bytes);
         store.grew(journal.len());
-        Ok(LiveJournal {
+        let mut live = LiveJournal {
             store: store.clone(),
             journal,
             sync,
             session_id: session_id.into(),
             meta,
-            broken: false,
             untouched: false,
-        })
+            failing: false,
+            sync_failed: false,
+            caught_up: 0,
+            notices: Vec::new(),
+        };
+        if live.journal.backlog_len() > 0 {
+            // A session that closed while records waited for room: they
+            // still wait (one more try says why).
+            let recorded = live.journal.retry();
+            live.wrote(recorded);
+        }
+        Ok(live)
     }
 
     fn append(&mut self, record: &Record) {
-        if self.broken {
-            return;
-        }
         self.untouched = false;
-        match self.journal.append(record) {
-            Ok(bytes) => {
-                self.meta.len = self.journal.len();
-                self.store.grew(bytes);
-            }
+        match self.journal.record(record) {
+            Ok(recorded) => self.wrote(recorded),
             Err(err) => {
-                self.broken = true;
+                // Cannot happen (every record encodes); said, not hidden.
                 tracing::error!(
-                    "session {}: journaling stopped, later turns will not be resumable: {err}",
+                    "session {}: a record was not journaled: {err}",
                     self.session_id
                 );
             }
         }
+    }
+
+    /// Books what a write did: the store's growth, the summary's length,
+    /// and a failure or a catch-up.
+    fn wrote(&mut self, recorded: Recorded) {
+        self.store.grew(recorded.bytes);
+        self.meta.len = self.journal.len();
+        if recorded.bytes > 0 && recorded.error.is_none() {
+            // There is room again: closed sessions' journals that wait
+            // for it catch up too.
+            self.store.retry_waiting();
+        }
+        if self.failing {
+            self.caught_up += recorded.caught_up;
+        }
+        if let Some(err) = recorded.error {
+            self.failed(&err);
+        }
+    }
+
+    /// A write or sync failed: said once, until the journal recovers.
+    fn failed(&mut self, err: &scv_store::StoreError) {
+        if self.failing {
+            return;
+        }
+        self.failing = true;
+        self.caught_up = 0;
+        tracing::error!(
+            "session {}: its journal cannot be written ({err}); turns go on, and what the journal lacks is kept and written as soon as there is room",
+            self.session_id
+        );
+        let message = if err.is_disk_full() {
+            format!("{NOT_SAVED_DISK_FULL}: turns go on, and what the session's journal lacks is kept and written as soon as there is room ({err})")
+        } else {
+            format!("not saved: the session's journal cannot be written ({err}); turns go on, and what it lacks is kept and written as soon as a write succeeds")
+        };
+        self.notices.push(SessionWarning {
+            code: SessionWarningCode::JournalFailed,
+            message,
+        });
+    }
+
+    /// Whether the journal lacks something or its last sync failed.
+    fn lacking(&self) -> bool {
+        self.journal.backlog_len() > 0 || self.sync_failed
+    }
+
+    /// What the session's clients are to hear of its journal
+    /// (`session.warning`), in order: `journal_failed` once when a write
+    /// fails, `journal_recovered` once what it lacked is written and made
+    /// durable (synced here when it caught up since the last sync).
+    pub(crate) async fn warnings(&mut self) -> Vec<SessionWarning> {
+        if self.failing && self.journal.backlog_len() == 0 {
+            self.flush().await;
+        }
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Whether the journal still lacks records after one more try at
+    /// what waits (the file is about to be read back).
+    pub(crate) fn lacks_records(&mut self) -> bool {
+        if self.journal.backlog_len() > 0 {
+            let recorded = self.journal.retry();
+            self.wrote(recorded);
+        }
+        self.journal.backlog_len() > 0
+    }
+
+    /// One more try at what the journal lacks (the session is closing:
+    /// no later record of it will bring it).
+    pub(crate) async fn last_try(&mut self) {
+        if self.journal.backlog_len() == 0 {
+            return;
+        }
+        let recorded = self.journal.retry();
+        self.wrote(recorded);
+        if self.journal.backlog_len() == 0 {
+            self.flush().await;
+        }
+    }
+
+    /// The session closes: a journal whose records still wait for room is
+    /// held by the store (`Store::keep_waiting`) until a write succeeds
+    /// again or the session is resumed; otherwise it is let go.
+    pub(crate) fn close(self) {
+        if self.journal.backlog_len() == 0 {
+            return;
+        }
+        let store = self.store.clone();
+        store.keep_waiting(super::Waiting {
+            journal: self.journal,
+            meta: self.meta,
+            session_id: self.session_id,
+        });
     }
 
     /// A turn began (`seq`: its `turn.started`).
@@ -124,18 +255,22 @@ impl LiveJournal {
         });
     }
 
-    /// A turn ended with `terminal` (`None`: the client was gone) leaving
-    /// `history`; `prompt` is the one it started with. Durable when this
-    /// returns. True when the store's bounds are due.
+    /// A turn ended as `end` says, leaving `history`; `prompt` is the one
+    /// it started with. Durable when this returns. True when the store's
+    /// bounds are due.
     pub(crate) async fn turn_ended(
         &mut self,
         turn_id: &str,
         prompt: &str,
         seq: u64,
-        terminal: Option<&EventBody>,
         history: &History,
-        spent: Option<scv_store::Spent>,
+        end: TurnEnd<'_>,
     ) -> bool {
+        let TurnEnd {
+            terminal,
+            spent,
+            no_undo,
+        } = end;
         let (outcome, code, message, usage) = match terminal {
             Some(EventBody::TurnCompleted { usage, .. }) => (
                 Outcome::Completed,
@@ -153,7 +288,13 @@ impl LiveJournal {
             ),
             _ => (Outcome::Cancelled, None, None, None),
         };
-        let (messages, change) = changes(history, prompt);
+        let (messages, mut change) = changes(history, prompt);
+        if self.journal.backlog_bytes() >= self.store.backlog_bytes / 2 {
+            // What waits is getting near its bound: this end carries the
+            // whole history, so what waits before it may be stripped
+            // (`scv-store`'s backlog) and the session still resumes whole.
+            change = HistoryChange::Snapshot(encode(history.messages()));
+        }
         let at = scv_store::now_unix();
         self.append(&Record::TurnEnded {
             turn_id: turn_id.into(),
@@ -167,6 +308,7 @@ impl LiveJournal {
             usage,
             tokens_per_byte: Some(history.tokens_per_byte()),
             spent,
+            no_undo,
         });
         self.meta.turns += 1;
         self.meta.updated = at;
@@ -225,24 +367,25 @@ impl LiveJournal {
     }
 
     /// Makes what was written durable, off the async threads, then
-    /// rewrites the summary on the same thread; returns once the journal
-    /// is durable (the summary, a cache, is not waited for: it cost every
+    /// rewrites the summary on the same thread (not while records wait:
+    /// it would count turns the file lacks); returns once the journal is
+    /// durable (the summary, a cache, is not waited for: it cost every
     /// turn's end a file write and a rename). True when the store's
-    /// bounds are due.
+    /// bounds are due. A journal that caught up and is durable again
+    /// recovers here.
     async fn flush(&mut self) -> bool {
-        if self.broken {
-            return false;
-        }
         let sync = self.sync.clone();
         let store = self.store.clone();
-        let meta = self.meta.clone();
+        let meta = (self.journal.backlog_len() == 0).then(|| self.meta.clone());
         let session_id = self.session_id.clone();
         let (durable, synced) = tokio::sync::oneshot::channel();
         let work = crate::blocking::run(move || {
             let _ = durable.send(sync.sync());
-            if let Err(err) = store.sessions.write_meta(&session_id, &meta) {
-                // The summary is a cache: a stale one is recomputed.
-                tracing::warn!("{err}");
+            if let Some(meta) = meta {
+                if let Err(err) = store.sessions.write_meta(&session_id, &meta) {
+                    // The summary is a cache: a stale one is recomputed.
+                    tracing::warn!("{err}");
+                }
             }
         });
         let mut work = std::pin::pin!(work);
@@ -255,23 +398,53 @@ impl LiveJournal {
             synced = &mut synced => synced.map_err(|_| stopped()),
             ran = &mut work => ran.and_then(|()| synced.try_recv().map_err(|_| stopped())),
         };
-        match flushed {
-            Ok(Ok(())) => self.store.grew(0),
-            Ok(Err(err)) => {
-                tracing::error!(
-                    "session {}: cannot sync its journal: {err}",
-                    self.session_id
-                );
-                false
+        let source = match flushed {
+            Ok(Ok(())) => {
+                self.sync_failed = false;
+                self.recovered();
+                return self.store.grew(0);
             }
-            Err(err) => {
-                tracing::error!(
-                    "session {}: cannot sync its journal: {err}",
-                    self.session_id
-                );
-                false
-            }
+            Ok(Err(err)) => err,
+            Err(err) => std::io::Error::other(err.to_string()),
+        };
+        let err = scv_store::StoreError::Io {
+            what: "cannot sync the journal",
+            path: self.journal.path().display().to_string(),
+            source,
+        };
+        tracing::error!("session {}: {err}", self.session_id);
+        self.sync_failed = true;
+        self.failed(&err);
+        false
+    }
+
+    /// The session closed while records waited for room, and they were
+    /// written as it was resumed: its client hears it is saved again.
+    pub(crate) fn caught_up_on_resume(&mut self, records: usize) {
+        self.failing = true;
+        self.caught_up = records;
+        self.recovered();
+    }
+
+    /// The journal lacks nothing and is durable: said once.
+    fn recovered(&mut self) {
+        if !self.failing || self.lacking() {
+            return;
         }
+        self.failing = false;
+        tracing::info!(
+            "session {}: its journal caught up ({} record(s) written since writes failed) and is durable again",
+            self.session_id,
+            self.caught_up
+        );
+        self.notices.push(SessionWarning {
+            code: SessionWarningCode::JournalRecovered,
+            message: format!(
+                "saved again: the session's journal caught up ({} record(s) written that had waited for room); it resumes whole",
+                self.caught_up
+            ),
+        });
+        self.caught_up = 0;
     }
 
     /// A session made here that never recorded anything.

@@ -68,6 +68,9 @@ struct Session {
     journal: Option<LiveJournal>,
     /// Its checkpoints (none when `checkpoints = false`).
     checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// The connection asked for capability `sessions`: it hears of the
+    /// journal's state (`session.warning`).
+    journal_warnings: bool,
 }
 
 struct ActiveTurn {
@@ -298,6 +301,8 @@ impl SessionHost {
             },
         )
         .await;
+        // A journal whose header waits for room says so with the first
+        // turn (`session.started` and its snapshot come together).
         Ok(())
     }
 
@@ -367,6 +372,7 @@ impl SessionHost {
             mcp: made.mcp,
             journal,
             checkpoints,
+            journal_warnings: self.caps.sessions,
         };
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
@@ -434,6 +440,7 @@ impl SessionHost {
                         max_session_cost_usd,
                     );
                 }
+                session.tell_journal(Some(rid)).await;
             }
             return Ok(());
         }
@@ -482,6 +489,7 @@ impl SessionHost {
                 let history = session.history.as_ref().filter(|_| changed);
                 journal.configured(&provider, &model, seq, history, max_session_cost_usd);
             }
+            session.tell_journal(Some(rid)).await;
         }
         Ok(())
     }
@@ -523,7 +531,7 @@ impl SessionHost {
         let seq = session
             .emit(rid, &EventBody::QueueEnqueued { entry, position })
             .await;
-        session.journal_queue(seq);
+        session.journal_queue(rid, seq).await;
         Ok(())
     }
 
@@ -561,6 +569,10 @@ impl SessionHost {
             session.history = Some(history);
             return;
         }
+        // The journal's state, once the turn is under way: it could not
+        // take the turn's start (or caught up with it), or it could not
+        // be written since the session opened.
+        session.tell_journal(Some(&request_id)).await;
         let model = session.settings.provider.model.clone();
         let cost = &session.settings.config.cost;
         let spending = Spending::new(
@@ -598,6 +610,7 @@ impl SessionHost {
             turn_id,
             token,
             hook_events: self.caps.hooks,
+            session_warnings: self.caps.sessions,
             retries: self.caps.retries,
             step_usage: self.caps.step_usage,
             subagents: (!session.settings.no_tools)
@@ -707,9 +720,11 @@ impl SessionHost {
                 })
             }
         };
+        let mut no_undo = None;
         if let Some(checkpoints) = &session.checkpoints {
             // What the turn left, before anyone hears it ended.
             checkpoints.turn_ended(&active.turn_id).await;
+            no_undo = checkpoints.missed_in(&active.turn_id).await;
         }
         let sink = session.sink.clone();
         let mut bounds_due = false;
@@ -722,12 +737,17 @@ impl SessionHost {
                     &active.turn_id,
                     prompt,
                     seq,
-                    terminal.as_ref(),
                     history,
-                    spent,
+                    crate::journal::TurnEnd {
+                        terminal: terminal.as_ref(),
+                        spent,
+                        no_undo,
+                    },
                 )
                 .await;
         }
+        // A journal that could not take the turn says so before its end.
+        session.tell_journal(Some(&active.request_id)).await;
         if let Some(mut terminal) = terminal {
             if !self.caps.usage {
                 if let EventBody::TurnCompleted { cost, .. } = &mut terminal {
@@ -769,7 +789,7 @@ impl SessionHost {
         else {
             return;
         };
-        session.journal_queue(Some(seq));
+        session.journal_queue(&next.request_id, Some(seq)).await;
         self.start_turn(session_id, next.request_id.into(), next.entry.prompt)
             .await;
     }
@@ -839,7 +859,7 @@ impl SessionHost {
             .update(queue_id, revision, prompt)
             .map_err(queue_reject)?;
         let seq = session.emit(rid, &EventBody::QueueUpdated { entry }).await;
-        session.journal_queue(seq);
+        session.journal_queue(rid, seq).await;
         Ok(())
     }
 
@@ -859,7 +879,7 @@ impl SessionHost {
         let seq = session
             .emit(rid, &EventBody::QueueMoved { entry, position })
             .await;
-        session.journal_queue(seq);
+        session.journal_queue(rid, seq).await;
         Ok(())
     }
 
@@ -879,7 +899,7 @@ impl SessionHost {
             queue_id: entry.queue_id,
         };
         let seq = session.emit(rid, &removed).await;
-        session.journal_queue(seq);
+        session.journal_queue(rid, seq).await;
         Ok(())
     }
 
@@ -930,6 +950,7 @@ impl SessionHost {
             if let Some(journal) = &mut session.journal {
                 journal.cleared(seq);
             }
+            session.tell_journal(Some(rid)).await;
         }
         Ok(())
     }
@@ -960,6 +981,12 @@ impl SessionHost {
             }
         }
         self.session_end_hooks().await;
+        for session in self.sessions.values_mut() {
+            if let Some(journal) = &mut session.journal {
+                // What waited for room: one more try now.
+                journal.last_try().await;
+            }
+        }
         // Sessions nobody used leave nothing behind (their lock goes with
         // the journal, then the file).
         let unused: Vec<(Arc<crate::journal::Store>, String)> = self
@@ -969,6 +996,15 @@ impl SessionHost {
             .filter(|j| j.untouched())
             .map(|j| (j.store().clone(), j.session_id().to_string()))
             .collect();
+        for session in self.sessions.values_mut() {
+            match session.journal.take() {
+                Some(journal) if !journal.untouched() => {
+                    // Records still waiting for room stay with the store.
+                    journal.close();
+                }
+                _ => {}
+            }
+        }
         self.sessions.clear();
         if !unused.is_empty() {
             let _ = crate::blocking::run(move || {
@@ -1044,9 +1080,29 @@ impl Session {
 
     /// Journals the queue as it stands after the event of `seq` (none:
     /// it was not sent, the connection is ending).
-    fn journal_queue(&mut self, seq: Option<u64>) {
+    async fn journal_queue(&mut self, rid: &str, seq: Option<u64>) {
         if let (Some(journal), Some(seq)) = (&mut self.journal, seq) {
             journal.queue(self.queue.prompts(), seq);
+            self.tell_journal(Some(rid)).await;
+        }
+    }
+
+    /// Tells the session's client what became of its journal
+    /// (`session.warning`: `journal_failed` once when writes fail,
+    /// `journal_recovered` once it caught up), if it asked for capability
+    /// `sessions`; the log has it either way.
+    pub(super) async fn tell_journal(&mut self, rid: Option<&str>) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let warnings = journal.warnings().await;
+        if !self.journal_warnings {
+            return;
+        }
+        for warning in warnings {
+            let body = EventBody::SessionWarning(warning);
+            // A failed send trips the writer's token; the connection sees it.
+            let _ = self.sink.emit(rid, None, &body).await;
         }
     }
 }

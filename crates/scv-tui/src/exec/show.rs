@@ -444,6 +444,16 @@ impl<O: Write, E: Write> Printer<O, E> {
         }
         let applied = client.apply(event);
         step.requests.extend(applied.requests);
+        if let (EventBody::SessionWarning(warning), true) = (&event.body, own) {
+            // That the session is no longer saved (or is again) goes to
+            // stderr whatever the mode: `--json` readers see it too (a
+            // subagent's own journal is the log's).
+            writeln!(
+                self.err,
+                "[session] {}",
+                shown(&warning.message, self.err_tty)
+            )?;
+        }
         if own && !self.json {
             self.own(&event.body)?;
         }
@@ -548,6 +558,10 @@ impl<O: Write, E: Write> Printer<O, E> {
                     shown(&note.hook, err_tty),
                     shown(&note.message, err_tty)
                 )?
+            }
+            // Before the call runs: it has no undo point.
+            EventBody::CheckpointFailed { message } => {
+                writeln!(self.err, "[checkpoint] {}", shown(message, err_tty))?
             }
             EventBody::ProviderRetrying(retry) => writeln!(
                 self.err,

@@ -72,6 +72,23 @@ pub struct SessionView {
     /// The custom commands and skills the session offers as `/NAME`
     /// (capability `commands`; empty from an older server).
     pub commands: Vec<scv_protocol::CommandInfo>,
+    /// The session is not being saved (`session.warning`
+    /// `journal_failed`, until `journal_recovered`): what the status line
+    /// says.
+    pub not_saved: Option<String>,
+}
+
+/// The status line while a session's journal cannot be written for want
+/// of room (the server's own words start so).
+pub const NOT_SAVED_DISK_FULL: &str = "not saved: the disk under SCV_HOME is full";
+
+/// What the status line says for a `journal_failed` warning's message.
+pub fn not_saved_status(message: &str) -> String {
+    if message.starts_with(NOT_SAVED_DISK_FULL) {
+        NOT_SAVED_DISK_FULL.to_string()
+    } else {
+        "not saved: the session's journal cannot be written".to_string()
+    }
 }
 
 /// The turn running now, from its `turn.started`.

@@ -189,6 +189,15 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Cyan),
         ));
         spans.push(sep());
+        // Turns go on, but a crash now would lose them: said until the
+        // journal caught up.
+        if let Some(not_saved) = &session.not_saved {
+            spans.push(Span::styled(
+                not_saved.clone(),
+                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+            ));
+            spans.push(sep());
+        }
         // The default (workspace-write) is said quietly; anything else is news.
         match session.sandbox.as_deref() {
             Some("workspace-write" | "read-only") if !session.sandbox_gaps.is_empty() => {

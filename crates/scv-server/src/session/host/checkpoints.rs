@@ -12,10 +12,16 @@ impl SessionHost {
     /// `checkpoint.list` → `checkpoint.listed`, oldest first.
     pub(super) async fn checkpoint_list(&mut self, rid: &str, list: CheckpointList) -> Handled {
         let checkpoints = self.checkpoints_of(&list.session_id)?;
-        let checkpoints = checkpoints.list().await;
+        let (checkpoints, missed) = checkpoints.list().await;
         let session = self.session(&list.session_id)?;
         session
-            .emit(rid, &EventBody::CheckpointListed { checkpoints })
+            .emit(
+                rid,
+                &EventBody::CheckpointListed {
+                    checkpoints,
+                    missed,
+                },
+            )
             .await;
         Ok(())
     }
@@ -83,6 +89,7 @@ impl SessionHost {
                     let seq = session.sink.next_seq().await;
                     journal.rewound(&turn_id, seq, &history).await;
                 }
+                session.tell_journal(Some(rid)).await;
                 session.history = Some(history);
                 true
             }
@@ -120,6 +127,18 @@ impl SessionHost {
                 "restoring the conversation needs the session store (session_store = true); restore the files alone with conversation: false",
             ));
         };
+        let session = self.session(session_id)?;
+        if let Some(journal) = &mut session.journal {
+            // The conversation is read back from the journal: it must
+            // lack nothing (one more try at what waits for room).
+            if journal.lacks_records() {
+                return Err(invalid(format!(
+                    "the conversation cannot be restored now: {}, so the session's journal lacks its latest records; free space and try again, or restore the files alone with conversation: false",
+                    crate::journal::NOT_SAVED_DISK_FULL
+                )));
+            }
+            session.tell_journal(None).await;
+        }
         let (id, turn) = (session_id.to_string(), turn_id.to_string());
         let replay = crate::blocking::run(move || store.sessions.read_before(&id, &turn))
             .await

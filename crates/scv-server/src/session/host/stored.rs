@@ -76,7 +76,12 @@ impl SessionHost {
         }
         let store = self.store(&session_id)?;
         let id = session_id.clone();
-        off_thread(move || store.sessions.delete(&id).map_err(store_reject)).await??;
+        off_thread(move || {
+            // A closed session's journal held for want of room goes too.
+            drop(store.take_waiting(&id));
+            store.sessions.delete(&id).map_err(store_reject)
+        })
+        .await??;
         if let Some(checkpoints) = &self.shared.checkpoints {
             checkpoints.delete_session(&session_id).await;
         }
@@ -103,8 +108,30 @@ impl SessionHost {
         let store = self.store(&session_id)?;
         let id = session_id.clone();
         let taken = store.clone();
-        let (journal, replay) =
-            off_thread(move || taken.sessions.resume(&id).map_err(store_reject)).await??;
+        let (journal, replay, caught_up) = off_thread(move || {
+            // Closed while the disk was full: its journal, still held
+            // here, catches up now if it can, and is taken as it is if not.
+            let mut caught_up = None;
+            if let Some(mut held) = taken.take_waiting(&id) {
+                let recorded = held.journal.retry();
+                taken.grew(recorded.bytes);
+                if recorded.error.is_some() {
+                    return taken
+                        .sessions
+                        .resume_waiting(&id, held.journal)
+                        .map(|(journal, replay)| (journal, replay, None))
+                        .map_err(store_reject);
+                }
+                let _ = held.journal.sync();
+                caught_up = Some(recorded.caught_up);
+            }
+            taken
+                .sessions
+                .resume(&id)
+                .map(|(journal, replay)| (journal, replay, caught_up))
+                .map_err(store_reject)
+        })
+        .await??;
         let history = history_of(&replay).map_err(|why| damaged(&session_id, &why))?;
         let start = start_of(&replay, provider, model);
         let mut made = SessionFactory::new(&self.shared)
@@ -113,6 +140,9 @@ impl SessionHost {
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
         let mut live = live(&store, journal, &replay, &session_id)?;
+        if let Some(records) = caught_up {
+            live.caught_up_on_resume(records);
+        }
         let (now_provider, now_model) = (
             made.settings.provider.name.clone(),
             made.settings.provider.model.clone(),
@@ -224,11 +254,47 @@ impl SessionHost {
         if self.open_session(rid, opened).await.is_none() {
             return;
         }
+        self.remember_missed(&session_id, replay).await;
         let (items, truncated) = scv_store::transcript(&replay.turns);
         if let Some(session) = self.sessions.get(&session_id) {
             let body = EventBody::SessionTranscript { items, truncated };
             let _ = session.sink.emit(Some(rid), None, &body).await;
         }
+        // Records still waiting for room, or written as it resumed: said
+        // with the next turn (the resume's events come together).
+    }
+
+    /// The newest turn of a stored session that changed files without a
+    /// checkpoint (its journal says so), unless a later turn has one:
+    /// `/undo` says why it cannot undo it.
+    async fn remember_missed(&self, session_id: &str, replay: &Replay) {
+        let Some(checkpoints) = self
+            .sessions
+            .get(session_id)
+            .and_then(|s| s.checkpoints.clone())
+        else {
+            return;
+        };
+        let Some(at) = replay
+            .turns
+            .iter()
+            .rposition(|t| t.ended.as_ref().is_some_and(|e| e.no_undo.is_some()))
+        else {
+            return;
+        };
+        let turn = &replay.turns[at];
+        let Some(message) = turn.ended.as_ref().and_then(|e| e.no_undo.clone()) else {
+            return;
+        };
+        let later: std::collections::HashSet<&str> = replay.turns[at + 1..]
+            .iter()
+            .map(|t| t.turn_id.as_str())
+            .collect();
+        let missed = scv_protocol::MissedCheckpoint {
+            turn_id: turn.turn_id.clone(),
+            message,
+        };
+        checkpoints.remember_missed(missed, &later).await;
     }
 
     fn check_room(&self) -> Result<(), Reject> {
@@ -296,9 +362,25 @@ fn live(
 
 /// The stored sessions `session.list` shows.
 fn listed(store: &Store, cwd: Option<String>, limit: usize) -> Vec<StoredSession> {
-    let (sessions, skipped) = store.sessions.list();
+    let (mut sessions, skipped) = store.sessions.list();
     for diagnostic in skipped {
         tracing::debug!("session store: {diagnostic}");
+    }
+    // A closed session whose journal this server holds for want of room
+    // is not open anywhere (a resume here takes it), and holds what its
+    // waiting records add.
+    let mut changed = false;
+    for session in &mut sessions {
+        if let Some(meta) = store.waiting_meta(&session.session_id) {
+            session.open = false;
+            session.turns = meta.turns;
+            session.updated = meta.updated;
+            session.title = meta.title;
+            changed = true;
+        }
+    }
+    if changed {
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.updated));
     }
     let cwd = cwd.map(|cwd| {
         std::fs::canonicalize(&cwd)

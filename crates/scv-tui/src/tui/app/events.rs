@@ -290,9 +290,17 @@ impl App {
                 });
             }
             EventBody::CheckpointCreated { .. } => self.checkpoint_created(),
-            EventBody::CheckpointListed { checkpoints } => {
-                self.checkpoints_listed(request_id.as_deref().unwrap_or_default(), checkpoints)
-            }
+            // Before the call runs: it has no undo point.
+            EventBody::CheckpointFailed { message } => self.notice(message),
+            EventBody::SessionWarning(warning) => self.session_warning(warning),
+            EventBody::CheckpointListed {
+                checkpoints,
+                missed,
+            } => self.checkpoints_listed(
+                request_id.as_deref().unwrap_or_default(),
+                checkpoints,
+                missed,
+            ),
             EventBody::CheckpointDiffed {
                 checkpoint_id,
                 files,
@@ -390,6 +398,7 @@ impl App {
             provider: started.provider,
             mode: started.mode.unwrap_or_default(),
             commands: started.commands.unwrap_or_default(),
+            not_saved: None,
         });
         // A repository's configuration that does not run until the user
         // trusts the workspace: asked once, as the session opens.
@@ -502,6 +511,26 @@ impl App {
                 },
             }
         }
+    }
+
+    /// The session's journal cannot be written (the status line says so
+    /// until it recovers), or caught up again.
+    fn session_warning(&mut self, warning: scv_protocol::SessionWarning) {
+        use scv_protocol::SessionWarningCode;
+        let not_saved = match warning.code {
+            SessionWarningCode::JournalFailed => {
+                Some(crate::tui::state::not_saved_status(&warning.message))
+            }
+            SessionWarningCode::JournalRecovered => None,
+            SessionWarningCode::Other => {
+                self.notice(warning.message);
+                return;
+            }
+        };
+        if let Some(session) = self.session.as_mut() {
+            session.not_saved = not_saved;
+        }
+        self.notice(warning.message);
     }
 
     fn session_cleared(&mut self) {

@@ -358,3 +358,27 @@ fn enter_in_the_slash_popup_runs_the_highlighted_match() {
         matches!(&app.overlay, Some(o) if matches!(o.kind, crate::tui::overlays::OverlayKind::Help))
     );
 }
+
+#[test]
+fn the_status_line_says_a_session_is_not_saved_until_its_journal_recovers() {
+    let mut app = app_with_commands();
+    assert!(!status_line(&app).contains("not saved"));
+    app.apply(event(json!({"type":"session.warning","session_id":S,"seq":3,"code":"journal_failed",
+        "message":"not saved: the disk under SCV_HOME is full: turns go on, and what the session's journal lacks is kept and written as soon as there is room (No space left on device)"})));
+    assert!(
+        status_line(&app).contains("not saved: the disk under SCV_HOME is full"),
+        "{}",
+        status_line(&app)
+    );
+    assert!(notices(&app)
+        .iter()
+        .any(|n| n.starts_with("not saved: the disk under SCV_HOME is full: turns go on")));
+    app.apply(event(json!({"type":"session.warning","session_id":S,"seq":4,"code":"journal_recovered",
+        "message":"saved again: the session's journal caught up (6 record(s) written that had waited for room); it resumes whole"})));
+    assert!(
+        !status_line(&app).contains("not saved"),
+        "{}",
+        status_line(&app)
+    );
+    assert!(notices(&app).iter().any(|n| n.starts_with("saved again")));
+}

@@ -153,10 +153,27 @@ impl App {
     }
 
     /// `checkpoint.listed`.
-    pub(super) fn checkpoints_listed(&mut self, rid: &str, checkpoints: Vec<CheckpointInfo>) {
+    pub(super) fn checkpoints_listed(
+        &mut self,
+        rid: &str,
+        checkpoints: Vec<CheckpointInfo>,
+        missed: Option<scv_protocol::MissedCheckpoint>,
+    ) {
         let Some(asked) = self.undo.asked.remove(rid) else {
             return;
         };
+        if let (Asked::Undo { .. }, Some(missed)) = (&asked, &missed) {
+            // The newest checkpoint is older than the last turn that
+            // changed files: restoring it would not undo that turn alone.
+            self.transcript.push(ItemKind::Error {
+                code: "undo".into(),
+                message: format!(
+                    "cannot undo: the last turn that changed files ran without an undo point ({}); its changes stay as they are (/rewind picks an earlier checkpoint, which would undo it too)",
+                    missed.message
+                ),
+            });
+            return;
+        }
         self.undo.turns = checkpoints
             .iter()
             .map(|c| (c.checkpoint_id.clone(), c.turn_id.clone()))
