@@ -14,6 +14,7 @@ pub mod mcp_python;
 pub mod mock_provider;
 pub mod procfs;
 pub mod reply;
+pub mod tmpfs;
 mod wait;
 pub mod wires;
 

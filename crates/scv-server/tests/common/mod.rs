@@ -4,7 +4,7 @@
 
 pub(crate) mod sandbox;
 pub(crate) mod stored;
-pub(crate) mod tmpfs;
+pub(crate) use scv_test_support::tmpfs;
 
 pub(crate) use scv_test_support::client::{types, TestHome, TestServer};
 pub(crate) use scv_test_support::mock_provider::{Ending, MockProvider, Reply};

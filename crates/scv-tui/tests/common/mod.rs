@@ -3,7 +3,7 @@
 //! mock provider, and a guard that stops any daemon a test started.
 #![allow(dead_code, unused_imports)]
 
-pub(crate) mod tmpfs;
+pub(crate) use scv_test_support::tmpfs;
 
 pub(crate) use scv_test_support::fake_ilink::FakeIlink;
 pub(crate) use scv_test_support::mock_provider::{Ending, MockProvider, Reply};

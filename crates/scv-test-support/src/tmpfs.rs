@@ -4,14 +4,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A small tmpfs, unmounted when dropped (also when the test fails).
-pub(crate) struct Tmpfs {
+pub struct Tmpfs {
     dir: PathBuf,
     _parent: tempfile::TempDir,
 }
 
 impl Tmpfs {
     /// `None` (said on stderr) when not root or the mount fails.
-    pub(crate) fn mount(size: &str) -> Option<Tmpfs> {
+    pub fn mount(size: &str) -> Option<Tmpfs> {
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
@@ -40,13 +40,16 @@ impl Tmpfs {
         }
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.dir
     }
 }
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
+        // A daemon started with this as its SCV_HOME first: it holds
+        // files on the mount.
+        stop_daemon(&self.dir);
         let _ = std::process::Command::new("umount")
             .arg("-l")
             .arg(&self.dir)
@@ -54,9 +57,27 @@ impl Drop for Tmpfs {
     }
 }
 
+/// Stops the daemon whose `SCV_HOME` is `home`, if one runs, and waits
+/// (up to five seconds) for its socket to go.
+pub fn stop_daemon(home: &Path) {
+    let pid = std::fs::read_to_string(home.join("server.sock.lock"))
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok());
+    if let Some(pid) = pid {
+        // SAFETY: a signal to the daemon this test started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        for _ in 0..200 {
+            if !home.join("server.sock").exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
+}
+
 /// Fills the filesystem of `dir` with `dir/ballast` until nothing more
 /// fits; returns its size.
-pub(crate) fn fill(dir: &Path) -> u64 {
+pub fn fill(dir: &Path) -> u64 {
     let path = dir.join("ballast");
     let mut file = std::fs::File::create(&path).unwrap();
     let mut written = 0u64;
@@ -72,6 +93,6 @@ pub(crate) fn fill(dir: &Path) -> u64 {
     written
 }
 
-pub(crate) fn unfill(dir: &Path) {
+pub fn unfill(dir: &Path) {
     std::fs::remove_file(dir.join("ballast")).unwrap();
 }
