@@ -76,7 +76,7 @@ pub fn updates(items: Vec<TranscriptItem>, truncated: bool) -> Vec<SessionUpdate
     out
 }
 
-fn chunk(text: String) -> ContentChunk {
+pub(crate) fn chunk(text: String) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 

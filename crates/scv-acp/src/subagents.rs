@@ -20,28 +20,16 @@ use agent_client_protocol::v1::schema::{
     Meta, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
     ToolKind,
 };
-use scv_protocol::{Event, EventBody, Usage};
+use scv_client::session::{Outcome, SessionClient, Subagent, ToolChange, Update};
+use scv_protocol::Usage;
 use serde_json::json;
 use std::collections::HashMap;
 
-/// Children followed per session (the daemon runs a few at once per
-/// turn); past it the oldest is forgotten.
-pub const MAX_CHILDREN: usize = 256;
 /// Tool calls listed per `task` call; past it the oldest are counted in
 /// one line.
 pub const MAX_LISTED_CALLS: usize = 100;
 /// The longest child answer shown before the `task` call completes.
 pub const MAX_ANSWER_CHARS: usize = 8000;
-
-/// A child session being followed.
-#[derive(Debug)]
-struct Child {
-    /// The parent-session call id of the `task` call it is shown in.
-    nest: String,
-    depth: u32,
-    description: String,
-    order: u64,
-}
 
 /// One child tool call as listed.
 #[derive(Debug)]
@@ -140,54 +128,64 @@ pub fn task_title(description: &str) -> String {
     first_line(&format!("subagent: {description}"))
 }
 
-/// The children of one ACP session and the `task` calls they show in.
+/// The `task` calls of one ACP session that show a child (the children
+/// themselves are the session client's views).
 #[derive(Debug, Default)]
 pub struct Subagents {
-    children: HashMap<String, Child>,
     /// By the parent session's `task` call id.
     nests: HashMap<String, Nest>,
     next: u64,
 }
 
-impl Subagents {
-    /// Whether `session` is a child being followed here.
-    pub fn knows(&self, session: &str) -> bool {
-        self.children.contains_key(session)
+/// The `task` call of the session that `view` (a child, or a child's
+/// child) shows in.
+fn nest_key(client: &SessionClient, view: &Subagent) -> String {
+    let mut top = view;
+    while let Some(up) = client.subagent(&top.parent.session_id) {
+        top = up;
     }
+    top.parent.call_id.clone()
+}
 
-    /// What a child's event shows: an update of the `task` call it runs
+impl Subagents {
+    /// What a child's update shows: an update of the `task` call it runs
     /// in, when anything there changed. `tools`: the session's own calls
     /// (the `task` call's ACP id).
-    pub fn event(&mut self, event: &Event, tools: &ToolCalls) -> Option<ToolCallUpdate> {
-        let parent = event.parent.as_ref()?;
-        let session = event.session_id.clone()?;
-        if let EventBody::SubagentStarted(started) = &event.body {
-            return self.started(&session, parent, started, tools);
+    pub fn update(
+        &mut self,
+        view: &Subagent,
+        client: &SessionClient,
+        update: &Update,
+        tools: &ToolCalls,
+    ) -> Option<ToolCallUpdate> {
+        let key = nest_key(client, view);
+        if let Update::SubagentStarted { .. } = update {
+            return self.started(view, key, tools);
         }
-        let child = self.children.get(&session)?;
-        let (key, depth) = (child.nest.clone(), child.depth);
+        let session = &view.session_id;
+        let depth = view.depth;
         let nest = self.nests.get_mut(&key)?;
-        match &event.body {
-            EventBody::ToolProposed {
+        match update {
+            Update::Tool(ToolChange::Proposed {
                 call_id,
                 name,
                 arguments,
-            } => nest.list(Listed {
+            }) => nest.list(Listed {
                 session: session.clone(),
                 call_id: call_id.clone(),
                 depth,
                 title: title(name, arguments),
                 state: "pending",
             }),
-            EventBody::ToolStarted { call_id, .. } => {
-                nest.call(&session, call_id)?.state = "running";
+            Update::Tool(ToolChange::Running { call_id, .. }) => {
+                nest.call(session, call_id)?.state = "running";
             }
-            EventBody::ToolCompleted {
+            Update::Tool(ToolChange::Done {
                 call_id, success, ..
-            } => {
-                nest.call(&session, call_id)?.state = if *success { "done" } else { "failed" };
+            }) => {
+                nest.call(session, call_id)?.state = if *success { "done" } else { "failed" };
             }
-            EventBody::AssistantCompleted { content } if depth == 1 && !content.is_empty() => {
+            Update::TextDone(content) if depth == 1 && !content.is_empty() => {
                 let mut answer: String = content.chars().take(MAX_ANSWER_CHARS).collect();
                 if answer.len() < content.len() {
                     answer.push_str(" …");
@@ -195,25 +193,22 @@ impl Subagents {
                 nest.answer = Some(answer);
                 return None; // shown with the child's end
             }
-            EventBody::TurnCompleted { .. }
-            | EventBody::TurnFailed { .. }
-            | EventBody::TurnCancelled {} => {
-                self.children.remove(&session);
+            Update::Ended { outcome, .. } => {
                 if depth > 1 {
                     // Its `task` call in the list says how it went.
                     return None;
                 }
-                nest.end = Some(match &event.body {
-                    EventBody::TurnCompleted { steps, usage, .. } => {
+                nest.end = Some(match outcome {
+                    Outcome::Completed { steps, usage, .. } => {
                         format!("subagent completed {}", spent(*steps, usage.as_ref()))
                     }
-                    EventBody::TurnFailed { code, message } => {
+                    Outcome::Failed { code, message } => {
                         format!(
                             "subagent failed: {}: {message}",
                             scv_client::text::failure_words(*code)
                         )
                     }
-                    _ => "subagent cancelled".to_string(),
+                    Outcome::Cancelled => "subagent cancelled".to_string(),
                 });
             }
             _ => return None,
@@ -221,24 +216,18 @@ impl Subagents {
         Some(nest.update(ToolCallStatus::InProgress))
     }
 
+    /// A child began: a child of the session gets the `task` call it runs
+    /// in; a grandchild is listed in its parent child's.
     fn started(
         &mut self,
-        session: &str,
-        parent: &scv_protocol::Parent,
-        started: &scv_protocol::SubagentStarted,
+        view: &Subagent,
+        key: String,
         tools: &ToolCalls,
     ) -> Option<ToolCallUpdate> {
         self.next += 1;
-        let order = self.next;
-        // A grandchild shows in the call its parent child shows in, under
-        // that child's `task` call.
-        if let Some(up) = self.children.get(&parent.session_id) {
-            let (key, depth) = (up.nest.clone(), up.depth + 1);
-            self.remember(session, &key, depth, &started.description, order);
+        if view.depth > 1 {
             return None;
         }
-        let key = parent.call_id.clone();
-        self.remember(session, &key, 1, &started.description, order);
         if self.nests.len() >= crate::updates::MAX_TRACKED_CALLS && !self.nests.contains_key(&key) {
             let oldest = self
                 .nests
@@ -249,69 +238,52 @@ impl Subagents {
                 self.nests.remove(&oldest);
             }
         }
-        let agent = started.agent.as_deref().unwrap_or("general-purpose");
+        let agent = view.agent.as_deref().unwrap_or("general-purpose");
         let mut meta = Meta::new();
         meta.insert(
             "scv".into(),
             json!({"subagent": {
-                "sessionId": session,
-                "agent": started.agent,
-                "model": started.model,
-                "depth": started.depth,
+                "sessionId": view.session_id,
+                "agent": view.agent,
+                "model": view.model,
+                "depth": view.depth,
             }}),
         );
         let nest = Nest {
             id: tools
-                .id(&parent.call_id)
-                .unwrap_or_else(|| ToolCallId::new(parent.call_id.clone())),
-            title: task_title(&started.description),
-            about: format!("agent {agent}, model {}", started.model),
+                .id(&view.parent.call_id)
+                .unwrap_or_else(|| ToolCallId::new(view.parent.call_id.clone())),
+            title: task_title(&view.description),
+            about: format!("agent {agent}, model {}", view.model),
             meta,
             calls: Vec::new(),
             dropped: 0,
             end: None,
             answer: None,
-            order,
+            order: self.next,
         };
         let update = nest.update(ToolCallStatus::InProgress);
         self.nests.insert(key, nest);
         Some(update)
     }
 
-    fn remember(&mut self, session: &str, nest: &str, depth: u32, description: &str, order: u64) {
-        if self.children.len() >= MAX_CHILDREN && !self.children.contains_key(session) {
-            let oldest = self
-                .children
-                .iter()
-                .min_by_key(|(_, c)| c.order)
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                self.children.remove(&oldest);
-            }
-        }
-        self.children.insert(
-            session.to_string(),
-            Child {
-                nest: nest.to_string(),
-                depth,
-                description: description.to_string(),
-                order,
-            },
-        );
-    }
-
     /// The tool call a child's permission request is about: the `task`
     /// call, titled with the child's call; its content the whole call.
-    pub fn permission(&self, child: &str, summary: &str) -> Option<ToolCallUpdate> {
-        let child = self.children.get(child)?;
-        let nest = self.nests.get(&child.nest)?;
+    pub fn permission(
+        &self,
+        client: &SessionClient,
+        child: &str,
+        summary: &str,
+    ) -> Option<ToolCallUpdate> {
+        let view = client.subagent(child)?;
+        let nest = self.nests.get(&nest_key(client, view))?;
         Some(
             ToolCallUpdate::new(
                 nest.id.clone(),
                 ToolCallUpdateFields::new()
                     .title(first_line(&format!(
                         "subagent «{}»: {summary}",
-                        child.description
+                        view.description
                     )))
                     .kind(ToolKind::Think)
                     .status(ToolCallStatus::Pending)
@@ -325,14 +297,12 @@ impl Subagents {
     /// shows before the call's output (which carries the child's answer).
     pub fn completed(&mut self, call_id: &str) -> Option<(Vec<ToolCallContent>, Meta)> {
         let mut nest = self.nests.remove(call_id)?;
-        self.children.retain(|_, c| c.nest != call_id);
         nest.answer = None;
         Some((nest.content(), nest.meta))
     }
 
     /// The parent's turn ended: its children are over.
     pub fn clear(&mut self) {
-        self.children.clear();
         self.nests.clear();
     }
 }
@@ -341,8 +311,37 @@ impl Subagents {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use scv_protocol::{FailureCode, Parent, SubagentStarted};
+    use scv_protocol::{Event, EventBody, FailureCode, Parent, SubagentStarted};
     use serde_json::{json, Value};
+
+    /// What the bridge does with an event: through the session client,
+    /// its subagents' updates shown in their `task` calls (the last one).
+    fn feed(
+        client: &mut SessionClient,
+        subagents: &mut Subagents,
+        event: &Event,
+        tools: &ToolCalls,
+    ) -> Option<ToolCallUpdate> {
+        let mut shown = None;
+        for update in client.apply(event).updates {
+            let (child, update) = match update {
+                Update::SubagentStarted { session_id } => {
+                    (session_id.clone(), Update::SubagentStarted { session_id })
+                }
+                Update::Subagent { session_id, update } => (session_id, *update),
+                _ => continue,
+            };
+            let view = client.subagent(&child).expect("a child the client follows");
+            shown = subagents.update(view, client, &update, tools).or(shown);
+        }
+        shown
+    }
+
+    fn client() -> SessionClient {
+        let mut client = SessionClient::new("acp1-");
+        client.set_session("P");
+        client
+    }
 
     fn child(session: &str, parent: &str, call: &str, body: EventBody) -> Event {
         Event {
@@ -421,6 +420,7 @@ mod tests {
     async fn two_children_show_in_their_own_task_calls() {
         let tools = tools_with_tasks().await;
         let mut subagents = Subagents::default();
+        let mut client = client();
         let events = [
             child("C1", "P", "t1", started("find auth", 1)),
             child("C2", "P", "t2", started("count tests", 1)),
@@ -487,8 +487,10 @@ mod tests {
                 },
             ),
         ];
-        let updates: Vec<Option<ToolCallUpdate>> =
-            events.iter().map(|e| subagents.event(e, &tools)).collect();
+        let updates: Vec<Option<ToolCallUpdate>> = events
+            .iter()
+            .map(|e| feed(&mut client, &mut subagents, e, &tools))
+            .collect();
         let shown: Vec<(String, Vec<String>)> = updates
             .iter()
             .flatten()
@@ -548,15 +550,22 @@ mod tests {
         let (content, _) = subagents.completed("t1").unwrap();
         assert_eq!(content.len(), 2, "the list and the end, not the answer");
         assert!(subagents.completed("t1").is_none());
-        assert!(!subagents.knows("C1"));
     }
 
     #[tokio::test]
     async fn a_grandchild_is_listed_in_its_parents_call_and_approvals_name_the_task() {
         let tools = tools_with_tasks().await;
         let mut subagents = Subagents::default();
-        subagents.event(&child("C1", "P", "t1", started("find auth", 1)), &tools);
-        subagents.event(
+        let mut client = client();
+        feed(
+            &mut client,
+            &mut subagents,
+            &child("C1", "P", "t1", started("find auth", 1)),
+            &tools,
+        );
+        feed(
+            &mut client,
+            &mut subagents,
             &child(
                 "C1",
                 "P",
@@ -569,26 +578,30 @@ mod tests {
             ),
             &tools,
         );
-        assert!(subagents
-            .event(
-                &child("G1", "C1", "c-task", started("dig deeper", 2)),
-                &tools
-            )
-            .is_none());
-        assert!(subagents.knows("G1"));
-        let update = subagents
-            .event(
-                &child(
-                    "G1",
-                    "C1",
-                    "c-task",
-                    proposed("g1", "bash", json!({"command": "ls"})),
-                ),
-                &tools,
-            )
-            .unwrap();
+        assert!(feed(
+            &mut client,
+            &mut subagents,
+            &child("G1", "C1", "c-task", started("dig deeper", 2)),
+            &tools
+        )
+        .is_none());
+        assert!(client.subagent("G1").is_some());
+        let update = feed(
+            &mut client,
+            &mut subagents,
+            &child(
+                "G1",
+                "C1",
+                "c-task",
+                proposed("g1", "bash", json!({"command": "ls"})),
+            ),
+            &tools,
+        )
+        .unwrap();
         assert_eq!(update.tool_call_id.0.as_ref(), "1-t1");
-        let permission = subagents.permission("G1", "Run shell command: ls").unwrap();
+        let permission = subagents
+            .permission(&client, "G1", "Run shell command: ls")
+            .unwrap();
         let value = serde_json::to_value(&permission).unwrap();
         assert_eq!(value["toolCallId"], "1-t1");
         assert_eq!(
@@ -599,35 +612,36 @@ mod tests {
             value["content"][0]["content"]["text"],
             "Run shell command: ls"
         );
-        assert!(subagents
-            .event(
-                &child("G1", "C1", "c-task", EventBody::TurnCancelled {}),
-                &tools
-            )
-            .is_none());
-        let end = subagents
-            .event(&child("C1", "P", "t1", completed("c-task", false)), &tools)
-            .unwrap();
+        assert!(feed(
+            &mut client,
+            &mut subagents,
+            &child("G1", "C1", "c-task", EventBody::TurnCancelled {}),
+            &tools
+        )
+        .is_none());
+        let end = feed(
+            &mut client,
+            &mut subagents,
+            &child("C1", "P", "t1", completed("c-task", false)),
+            &tools,
+        )
+        .unwrap();
         assert_eq!(
             texts(&end),
             ["agent explore, model gpt-test\n\n- subagent: dig deeper (failed)\n  - Run shell command: ls (pending)"]
         );
-        assert!(!subagents.knows("G1"));
-        assert!(subagents.permission("nobody", "x").is_none());
+        assert!(subagents.permission(&client, "nobody", "x").is_none());
         // Events of sessions nobody follows show nothing.
-        assert!(subagents
-            .event(&child("X", "Q", "t9", EventBody::TurnCancelled {}), &tools)
-            .is_none());
+        let stranger = child("X", "Q", "t9", EventBody::TurnCancelled {});
+        assert!(feed(&mut client, &mut subagents, &stranger, &tools).is_none());
     }
 
     #[tokio::test]
     async fn a_childs_approval_is_asked_about_its_task_call_and_answered_as_the_child() {
-        use scv_client::session::{SessionClient, Update};
         use scv_protocol::{ClientMessage, Risk};
         let tools = tools_with_tasks().await;
         let mut subagents = Subagents::default();
-        let mut client = SessionClient::new("acp1-");
-        client.set_session("P");
+        let mut client = client();
         let events = [
             child("C1", "P", "t1", started("find auth", 1)),
             child(
@@ -656,8 +670,16 @@ mod tests {
         for event in &events {
             for update in client.apply(event).updates {
                 match update {
-                    Update::Subagent(event) => {
-                        subagents.event(&event, &tools);
+                    Update::SubagentStarted { session_id } => {
+                        let view = client.subagent(&session_id).unwrap();
+                        let started = Update::SubagentStarted {
+                            session_id: session_id.clone(),
+                        };
+                        subagents.update(view, &client, &started, &tools);
+                    }
+                    Update::Subagent { session_id, update } => {
+                        let view = client.subagent(&session_id).unwrap();
+                        subagents.update(view, &client, &update, &tools);
                     }
                     Update::ApprovalRequested(approval) => asked.push(approval),
                     other => panic!("{other:?}"),
@@ -667,7 +689,9 @@ mod tests {
         assert_eq!(asked.len(), 1);
         let approval = asked.remove(0);
         assert_eq!(approval.child_session.as_deref(), Some("C1"));
-        let call = subagents.permission("C1", &approval.summary).unwrap();
+        let call = subagents
+            .permission(&client, "C1", &approval.summary)
+            .unwrap();
         assert_eq!(call.tool_call_id.0.as_ref(), "1-t1", "the task call");
         let resolve = client.resolve(&approval.approval_id, true).unwrap();
         let ClientMessage::ApprovalResolve(resolve) = resolve.message else {
@@ -689,6 +713,6 @@ mod tests {
         assert!(ended
             .updates
             .iter()
-            .all(|u| matches!(u, Update::Subagent(_))));
+            .all(|u| matches!(u, Update::Subagent { .. })));
     }
 }

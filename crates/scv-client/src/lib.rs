@@ -6,6 +6,7 @@
 pub mod connection;
 pub mod control;
 pub mod daemon;
+pub mod driver;
 pub mod endpoint;
 pub mod home;
 mod remote;
@@ -18,6 +19,7 @@ pub mod trust;
 pub use connection::{frame_line, Connection, Open, Opened};
 pub use control::{control, ControlError};
 pub use daemon::ensure_daemon;
+pub use driver::{Batch, Driver};
 pub use endpoint::{DaemonConnection, Endpoint};
 pub use home::{check_home, create_private_dir, default_socket_path, scv_home};
 pub use session::{SessionClient, Update};

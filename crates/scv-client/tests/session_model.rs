@@ -776,7 +776,10 @@ fn a_childs_approval_names_the_child_and_its_end_is_not_ours() {
         "child",
         Some(SESSION),
     ));
-    assert!(matches!(applied.updates[..], [Update::Subagent(_)]));
+    assert!(matches!(
+        applied.updates[..],
+        [Update::SubagentStarted { .. }]
+    ));
     client.apply(&event(
         EventBody::ToolProposed {
             call_id: "k".into(),

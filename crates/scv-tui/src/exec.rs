@@ -115,7 +115,7 @@ pub async fn run(
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
-        mut conn,
+        conn,
         events,
         session_id,
     } = session::open(
@@ -151,6 +151,9 @@ pub async fn run(
     }
     let mut client = SessionClient::new("exec-");
     client.set_session(session_id.clone());
+    // The reader on a task of its own, events in batches: a burst of
+    // deltas is printed and its approvals answered in one write.
+    let mut driver = scv_client::Driver::start(conn);
     if choice.mode.is_some() && options.which != session::Which::New {
         // A stored session keeps its own mode; `--plan` switches it.
         let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
@@ -160,7 +163,7 @@ pub async fn run(
                 ..Default::default()
             },
         ));
-        conn.send_request(&configure).await?;
+        driver.send(&[configure]).await?;
     }
     // `/NAME args`: the workspace's custom command or skill NAME.
     let submitted = if prompt.starts_with('/') {
@@ -168,36 +171,44 @@ pub async fn run(
     } else {
         client.submit(prompt)
     };
-    conn.send_request(&submitted).await?;
+    driver.send(&[submitted]).await?;
     let mut cancel_sent = false;
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     loop {
-        let event = tokio::select! {
-            event = conn.next_event() => event?,
+        let batch = tokio::select! {
+            batch = driver.next() => batch,
             _ = &mut interrupt, if !cancel_sent => {
                 // Cancelled wherever the prompt is, even before its turn
                 // started (the session client sends it when it does).
                 cancel_sent = true;
-                for request in client.cancel_current() {
-                    conn.send_request(&request).await?;
-                }
+                driver.send(&client.cancel_current()).await?;
                 continue;
             }
         };
-        let Some(event) = event else {
+        let Some(batch) = batch else {
             anyhow::bail!("the SCV daemon closed the connection before the turn ended");
         };
-        let step = printer.event(&mut client, &event, approve)?;
-        for request in &step.requests {
-            conn.send_request(request).await?;
+        let mut requests = Vec::new();
+        for event in &batch.events {
+            let step = printer.event(&mut client, event, approve)?;
+            requests.extend(step.requests);
+            if let Some(exit) = step.exit {
+                driver.send(&requests).await?;
+                return Ok(match exit {
+                    Exit::Completed => ExitCode::SUCCESS,
+                    Exit::Failed => ExitCode::FAILURE,
+                    Exit::Cancelled => ExitCode::from(130),
+                });
+            }
         }
-        if let Some(exit) = step.exit {
-            return Ok(match exit {
-                Exit::Completed => ExitCode::SUCCESS,
-                Exit::Failed => ExitCode::FAILURE,
-                Exit::Cancelled => ExitCode::from(130),
-            });
+        driver.send(&requests).await?;
+        match batch.closed.as_deref() {
+            None => {}
+            Some(scv_client::driver::CLOSED) => {
+                anyhow::bail!("the SCV daemon closed the connection before the turn ended")
+            }
+            Some(why) => anyhow::bail!("{why}"),
         }
     }
 }

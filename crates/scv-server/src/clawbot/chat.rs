@@ -3,15 +3,15 @@
 //! answers go back in chunks, the owner approves tool calls in chat. Every
 //! task it starts runs on the instance's tracker and ends with its token.
 
-use super::subagents::Subagents;
+use super::subagents;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
-use scv_client::session::{Outcome, Request, SessionClient, Stage, Update};
+use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, Update};
 use scv_client::{Connection, Open};
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, ChatSession, Delivery, IlinkClient};
-use scv_protocol::{ClientMessage, ComponentState, Event, EventBody, RemoteTools, SessionClear};
+use scv_protocol::{ClientMessage, ComponentState, Event, RemoteTools, SessionClear};
 use scv_protocol::{SessionResume, SessionStart};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -64,8 +64,6 @@ struct Chat {
     unsent: usize,
     /// An `/undo` in flight: the request id it waits on, and `force`.
     undo: Option<(String, bool)>,
-    /// The running turn's subagents, a line each when they start and end.
-    subagents: Subagents,
 }
 
 impl Chat {
@@ -113,15 +111,30 @@ impl Chat {
         true
     }
 
+    /// Whether `update` answers the request an `/undo` waits on.
+    fn undo_answer(&self, update: &Update) -> bool {
+        let request_id = match update {
+            Update::Answered { request_id, .. } | Update::Failed { request_id, .. } => request_id,
+            _ => return false,
+        };
+        self.undo
+            .as_ref()
+            .is_some_and(|(rid, _)| request_id.as_deref() == Some(rid.as_str()))
+    }
+
     /// The next step of an `/undo` on the answer to its request: the
     /// newest checkpoint restored (files and conversation), then what
     /// changed said; a refusal said as it is.
-    async fn undo_step(&mut self, body: &EventBody) -> Option<String> {
+    async fn undo_step(&mut self, update: Update) -> Option<String> {
         let (_, force) = self.undo.take()?;
-        match body {
-            EventBody::CheckpointListed {
-                checkpoints,
-                missed,
+        match update {
+            Update::Answered {
+                answer:
+                    Answer::Checkpoints {
+                        checkpoints,
+                        missed,
+                    },
+                ..
             } => {
                 if let Some(missed) = missed {
                     return Some(format!(
@@ -146,7 +159,10 @@ impl Chat {
                 self.send(&restore).await;
                 None
             }
-            EventBody::CheckpointRestored { files, .. } => {
+            Update::Answered {
+                answer: Answer::Restored { files, .. },
+                ..
+            } => {
                 let shown: Vec<&str> = files
                     .iter()
                     .take(10)
@@ -160,7 +176,7 @@ impl Chat {
                     if more > 0 { format!(" and {more} more") } else { String::new() }
                 ))
             }
-            EventBody::Error(error) => Some(match &error.conflicts {
+            Update::Failed { error, .. } => Some(match &error.conflicts {
                 Some(paths) => format!(
                     "Not undone: changed since by someone other than SCV: {}. Send /undo force to restore anyway.",
                     paths.join(", ")
@@ -169,6 +185,58 @@ impl Chat {
             }),
             _ => None,
         }
+    }
+
+    /// An approval asked in the chat (answered `y` or `n` before
+    /// `timeout`), or denied at once when it is too long to show whole:
+    /// what the chat is told.
+    async fn ask(&mut self, approval: scv_client::session::Approval, timeout: Duration) -> String {
+        let summary = scv_client::text::visible(&approval.summary).into_owned();
+        let asker = approval
+            .child_session
+            .as_deref()
+            .map(|child| match self.client.subagent(child) {
+                Some(view) => format!(" of subagent «{}»", subagents::name(Some(view), child)),
+                None => " of a subagent".to_string(),
+            })
+            .unwrap_or_default();
+        let chars = summary.chars().count();
+        if chars > MAX_APPROVAL_CHARS {
+            // It cannot be shown whole here, so it cannot be approved
+            // here: no `y` may stand for unseen text.
+            if let Some(deny) = self.client.resolve(&approval.approval_id, false) {
+                self.send(&deny).await;
+            }
+            let shown: String = summary.chars().take(300).collect();
+            return format!(
+                "SCV asked to run a tool call{asker} of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
+                chars - 300.min(chars)
+            );
+        }
+        self.approvals
+            .push_back((approval.approval_id, Instant::now() + timeout));
+        format!("Approve this tool call{asker}? Reply y or n.\n\n{summary}")
+    }
+
+    /// The session's turn ended: its answer (or how it ended) for the
+    /// chat, unless `/new` clears the conversation after it.
+    fn ended(&mut self, outcome: Outcome, owner: bool) -> Option<String> {
+        self.approvals.clear();
+        self.stop_typing();
+        if self.clear_after_turn {
+            return None;
+        }
+        Some(match outcome {
+            Outcome::Completed { .. } if self.answer.trim().is_empty() => "(no answer)".into(),
+            Outcome::Completed { .. } => std::mem::take(&mut self.answer),
+            Outcome::Cancelled => "Cancelled.".into(),
+            // Failure messages can name the provider's host and port.
+            Outcome::Failed { code, message } if owner => {
+                let short: String = message.chars().take(200).collect();
+                format!("The turn failed ({code}): {short}")
+            }
+            Outcome::Failed { code, .. } => format!("The turn failed ({code}); try again later."),
+        })
     }
 
     fn stop_typing(&mut self) {
@@ -597,7 +665,6 @@ impl Account {
             tools: resume.map_or(tools, |s| s.tools),
             unsent,
             undo: None,
-            subagents: Subagents::default(),
         })
     }
 
@@ -707,63 +774,50 @@ impl Account {
         let Some(chat) = self.chats.get_mut(user) else {
             return;
         };
-        let applied = chat.client.apply(&event);
+        let mut applied = chat.client.apply(&event);
         chat.send_all(&applied.requests).await;
-        let mut say: Vec<String> = Vec::new();
-        let mut tell_owner = None;
-        let mut remember = None;
-        let undoing = chat
-            .undo
-            .as_ref()
-            .is_some_and(|(rid, _)| event.request_id.as_deref() == Some(rid.as_str()));
-        if undoing {
-            if let Some(text) = chat.undo_step(&event.body).await {
+        if let Some(index) = applied.updates.iter().position(|u| chat.undo_answer(u)) {
+            let answer = applied.updates.swap_remove(index);
+            if let Some(text) = chat.undo_step(answer).await {
                 self.reply(user, &text).await;
             }
             return;
         }
-        if event.parent.is_some() {
-            // A subagent's: never the answer, one line at its start and end.
-            say.extend(chat.subagents.line(&event, owner));
-        } else if let Some(answer) = own_answer(&event) {
-            chat.answer = answer.to_string();
-        }
-        match &event.body {
-            _ if event.parent.is_some() => {}
-            EventBody::SessionCleared {} => say.push("Started a new conversation.".into()),
-            EventBody::BudgetWarning(warning) if owner => {
-                say.push(format!("SCV: {}", warning.message))
-            }
-            // Another user's spending counts toward the daily budget: the
-            // owner hears of it, the other user does not.
-            EventBody::BudgetWarning(warning) if warning.budget == "max_daily_cost_usd" => {
-                tell_owner = Some(format!(
-                    "SCV: {} (while answering another WeChat user)",
-                    warning.message
-                ));
-            }
-            // The disk under SCV_HOME filled, or the journal caught up
-            // again: the owner's to know, whoever's chat it is.
-            EventBody::SessionWarning(warning) if owner => {
-                say.push(format!("SCV: {}", warning.message))
-            }
-            EventBody::SessionWarning(warning) => {
-                tell_owner = Some(format!(
-                    "SCV: {} (a conversation with another WeChat user)",
-                    warning.message
-                ));
-            }
-            // A changing call runs without an undo point.
-            EventBody::CheckpointFailed { message } if owner => say.push(format!("SCV: {message}")),
-            EventBody::Error(error) => say.push(if owner {
-                format!("SCV: {}", error.message)
-            } else {
-                format!("SCV could not take that message ({}).", error.code)
-            }),
-            _ => {}
-        }
+        let mut say: Vec<String> = Vec::new();
+        let mut tell_owner = None;
+        let mut remember = None;
         for update in applied.updates {
             match update {
+                // A subagent's: never the answer, one line at its end.
+                Update::Subagent { session_id, update } => {
+                    let view = chat.client.subagent(&session_id);
+                    say.extend(subagents::line(view, &session_id, &update, owner));
+                }
+                Update::TextDone(content) if !content.trim().is_empty() => chat.answer = content,
+                Update::Cleared => say.push("Started a new conversation.".into()),
+                Update::Budget(warning) if owner => say.push(format!("SCV: {}", warning.message)),
+                // Another user's spending counts toward the daily budget:
+                // the owner hears of it, the other user does not.
+                Update::Budget(warning) if warning.budget == "max_daily_cost_usd" => {
+                    tell_owner = Some(format!(
+                        "SCV: {} (while answering another WeChat user)",
+                        warning.message
+                    ));
+                }
+                // The disk under SCV_HOME filled, or the journal caught up
+                // again: the owner's to know, whoever's chat it is.
+                Update::Warning(warning) if owner => say.push(format!("SCV: {}", warning.message)),
+                Update::Warning(warning) => {
+                    tell_owner = Some(format!(
+                        "SCV: {} (a conversation with another WeChat user)",
+                        warning.message
+                    ));
+                }
+                // A changing call runs without an undo point.
+                Update::CheckpointFailed { message } if owner => {
+                    say.push(format!("SCV: {message}"))
+                }
+                Update::Failed { error, .. } => say.push(refusal(&error, owner)),
                 Update::Started { .. } => {
                     if !chat.stored {
                         chat.stored = true;
@@ -792,68 +846,20 @@ impl Account {
                     say.push(format!("Queued; {} waiting.", position + 1));
                 }
                 Update::ApprovalRequested(approval) => {
-                    let summary = scv_client::text::visible(&approval.summary).into_owned();
-                    let asker = approval
-                        .child_session
-                        .as_deref()
-                        .map(|child| match chat.subagents.description(child) {
-                            Some(description) => format!(" of subagent «{description}»"),
-                            None => " of a subagent".to_string(),
-                        })
-                        .unwrap_or_default();
-                    let chars = summary.chars().count();
-                    if chars > MAX_APPROVAL_CHARS {
-                        // It cannot be shown whole here, so it cannot be
-                        // approved here: no `y` may stand for unseen text.
-                        if let Some(deny) = chat.client.resolve(&approval.approval_id, false) {
-                            chat.send(&deny).await;
-                        }
-                        let shown: String = summary.chars().take(300).collect();
-                        say.push(format!(
-                            "SCV asked to run a tool call{asker} of {chars} characters; {} of them would be hidden here, so it is too long to approve here — approve it from a terminal. It was denied.\nIt begins:\n{shown}",
-                            chars - 300.min(chars)
-                        ));
-                    } else {
-                        let timeout = Duration::from_millis(
-                            self.shared.config().daemon.clawbot_approval_timeout_ms,
-                        );
-                        chat.approvals
-                            .push_back((approval.approval_id, Instant::now() + timeout));
-                        say.push(format!(
-                            "Approve this tool call{asker}? Reply y or n.\n\n{summary}"
-                        ));
-                    }
+                    let timeout = Duration::from_millis(
+                        self.shared.config().daemon.clawbot_approval_timeout_ms,
+                    );
+                    say.push(chat.ask(approval, timeout).await);
                 }
                 Update::Ended { outcome, .. } => {
-                    chat.approvals.clear();
-                    // Their ends came before the parent's.
-                    chat.subagents = Subagents::default();
-                    chat.stop_typing();
-                    let clearing = chat.clear_after_turn;
-                    match outcome {
-                        Outcome::Completed { .. } if !clearing => {
-                            say.push(if chat.answer.trim().is_empty() {
-                                "(no answer)".into()
-                            } else {
-                                std::mem::take(&mut chat.answer)
-                            })
-                        }
-                        Outcome::Cancelled if !clearing => say.push("Cancelled.".into()),
-                        Outcome::Failed { code, message } if !clearing => {
-                            // Failure messages can name the provider's host
-                            // and port.
-                            say.push(if owner {
-                                let short: String = message.chars().take(200).collect();
-                                format!("The turn failed ({code}): {short}")
-                            } else {
-                                format!("The turn failed ({code}); try again later.")
-                            })
-                        }
-                        _ => {}
-                    }
+                    say.extend(chat.ended(outcome, owner));
                     chat.clear_if_due().await;
                 }
-                Update::Withdrawn { .. } | Update::Refused { .. } => {
+                Update::Refused { error, .. } => {
+                    say.push(refusal(&error, owner));
+                    chat.clear_if_due().await;
+                }
+                Update::Withdrawn { .. } => {
                     chat.clear_if_due().await;
                 }
                 _ => {}
@@ -906,15 +912,13 @@ impl Account {
     }
 }
 
-/// The session's own final answer text in `event`: never a subagent's.
-fn own_answer(event: &Event) -> Option<&str> {
-    match &event.body {
-        EventBody::AssistantCompleted { content }
-            if event.parent.is_none() && !content.trim().is_empty() =>
-        {
-            Some(content)
-        }
-        _ => None,
+/// An error the server sent the chat's session, as the chat says it
+/// (the owner reads the message; another user its code).
+fn refusal(error: &scv_protocol::ErrorBody, owner: bool) -> String {
+    if owner {
+        format!("SCV: {}", error.message)
+    } else {
+        format!("SCV could not take that message ({}).", error.code)
     }
 }
 
@@ -1017,23 +1021,30 @@ mod tests {
 
     #[test]
     fn a_subagents_answer_is_never_the_chats() {
+        use scv_protocol::EventBody;
+        let mut client = SessionClient::new("clawbot-");
+        client.set_session("P");
         let mut event = Event::reply(
             Some("clawbot-1".into()),
             EventBody::AssistantCompleted {
                 content: "the parent's answer".into(),
             },
         );
-        assert_eq!(own_answer(&event), Some("the parent's answer"));
+        event.session_id = Some("P".into());
+        assert_eq!(
+            client.apply(&event).updates,
+            [Update::TextDone("the parent's answer".into())]
+        );
         event.parent = Some(scv_protocol::Parent {
             session_id: "P".into(),
             turn_id: "T".into(),
             call_id: "task-1".into(),
         });
-        assert_eq!(own_answer(&event), None);
-        event.parent = None;
-        event.body = EventBody::AssistantCompleted {
-            content: " \n".into(),
-        };
-        assert_eq!(own_answer(&event), None, "blank text is no answer");
+        event.session_id = Some("C".into());
+        assert!(client
+            .apply(&event)
+            .updates
+            .iter()
+            .all(|u| !matches!(u, Update::TextDone(_))));
     }
 }

@@ -3,75 +3,50 @@
 //! or answers (its answer reaches the chat as part of the parent's; a
 //! chat message each at its start too doubled what a chat paid for). Only the owner's
 //! sessions have tools, so only the owner's turns start children; a
-//! failure's reason is the owner's to read.
+//! failure's reason is the owner's to read. The children themselves are
+//! the session client's views.
 
+use scv_client::session::{Outcome, Subagent, Update};
 use scv_client::text::{failure_words, visible};
-use scv_protocol::{Event, EventBody};
-use std::collections::HashMap;
 
-/// Children followed per chat; past it the oldest is forgotten (its end
-/// line then names its session id).
-const MAX_CHILDREN: usize = 64;
 /// The longest failure reason told.
 const MAX_REASON_CHARS: usize = 200;
 
-#[derive(Debug, Default)]
-pub(super) struct Subagents {
-    /// Description and order, by child session id.
-    live: HashMap<String, (String, u64)>,
-    next: u64,
+/// How a child is named: its description, printable (its session id when
+/// the client no longer follows it).
+pub(super) fn name(view: Option<&Subagent>, session_id: &str) -> String {
+    visible(view.map_or(session_id, |v| v.description.as_str())).into_owned()
 }
 
-impl Subagents {
-    /// The description of a child being followed.
-    pub(super) fn description(&self, session: &str) -> Option<&str> {
-        self.live.get(session).map(|(d, _)| d.as_str())
-    }
-
-    /// The chat line a child's event makes, if any.
-    pub(super) fn line(&mut self, event: &Event, owner: bool) -> Option<String> {
-        event.parent.as_ref()?;
-        let session = event.session_id.clone().unwrap_or_default();
-        if let EventBody::SubagentStarted(started) = &event.body {
-            if self.live.len() >= MAX_CHILDREN && !self.live.contains_key(&session) {
-                let oldest = self
-                    .live
-                    .iter()
-                    .min_by_key(|(_, (_, order))| *order)
-                    .map(|(id, _)| id.clone());
-                if let Some(oldest) = oldest {
-                    self.live.remove(&oldest);
-                }
-            }
-            self.next += 1;
-            let description = visible(&started.description).into_owned();
-            self.live.insert(session, (description, self.next));
-            return None;
+/// The chat line an update of child `session_id` makes, if any.
+pub(super) fn line(
+    view: Option<&Subagent>,
+    session_id: &str,
+    update: &Update,
+    owner: bool,
+) -> Option<String> {
+    let Update::Ended { outcome, .. } = update else {
+        return None;
+    };
+    let end = match outcome {
+        Outcome::Completed { steps: 1, .. } => "done in 1 step".to_string(),
+        Outcome::Completed { steps, .. } => format!("done in {steps} steps"),
+        Outcome::Cancelled => "cancelled".to_string(),
+        // Failure messages can name the provider's host and port.
+        Outcome::Failed { message, .. } if owner => {
+            let short: String = visible(message).chars().take(MAX_REASON_CHARS).collect();
+            format!("failed: {short}")
         }
-        let end = match &event.body {
-            EventBody::TurnCompleted { steps: 1, .. } => "done in 1 step".to_string(),
-            EventBody::TurnCompleted { steps, .. } => format!("done in {steps} steps"),
-            EventBody::TurnCancelled {} => "cancelled".to_string(),
-            // Failure messages can name the provider's host and port.
-            EventBody::TurnFailed { message, .. } if owner => {
-                let short: String = visible(message).chars().take(MAX_REASON_CHARS).collect();
-                format!("failed: {short}")
-            }
-            EventBody::TurnFailed { code, .. } => format!("failed: {}", failure_words(*code)),
-            _ => return None,
-        };
-        let description = self
-            .live
-            .remove(&session)
-            .map_or_else(|| visible(&session).into_owned(), |(d, _)| d);
-        Some(format!("⤷ subagent «{description}» {end}"))
-    }
+        Outcome::Failed { code, .. } => format!("failed: {}", failure_words(*code)),
+    };
+    Some(format!("⤷ subagent «{}» {end}", name(view, session_id)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scv_protocol::{FailureCode, Parent, SubagentStarted};
+    use scv_client::session::SessionClient;
+    use scv_protocol::{Event, EventBody, FailureCode, Parent, SubagentStarted};
 
     fn child(session: &str, body: EventBody) -> Event {
         Event {
@@ -99,9 +74,32 @@ mod tests {
         })
     }
 
+    /// What the chat does with an event: the lines its children's updates
+    /// make (through the session client, as `on_event` reads them).
+    fn lines(client: &mut SessionClient, event: &Event, owner: bool) -> Vec<String> {
+        let mut lines = Vec::new();
+        for update in client.apply(event).updates {
+            if let Update::Subagent { session_id, update } = update {
+                lines.extend(line(
+                    client.subagent(&session_id),
+                    &session_id,
+                    &update,
+                    owner,
+                ));
+            }
+        }
+        lines
+    }
+
+    fn client() -> SessionClient {
+        let mut client = SessionClient::new("clawbot-");
+        client.set_session("P");
+        client
+    }
+
     #[test]
     fn one_line_per_child_when_it_ends() {
-        let mut subagents = Subagents::default();
+        let mut client = client();
         let events = [
             child("C1", started("find the auth code")),
             child("C2", started("count the tests")),
@@ -136,7 +134,7 @@ mod tests {
         ];
         let lines: Vec<String> = events
             .iter()
-            .filter_map(|e| subagents.line(e, true))
+            .flat_map(|e| lines(&mut client, e, true))
             .collect();
         assert_eq!(
             lines,
@@ -145,17 +143,13 @@ mod tests {
                 "⤷ subagent «count the tests» failed: http://10.0.0.1:8080 refused",
             ]
         );
-        assert!(
-            subagents.description("C1").is_none(),
-            "forgotten at its end"
-        );
     }
 
     #[test]
     fn a_stranger_gets_no_reason_and_parent_events_make_no_line() {
-        let mut subagents = Subagents::default();
-        subagents.line(&child("C1", started("x")), false);
-        assert_eq!(subagents.description("C1"), Some("x"));
+        let mut client = client();
+        assert!(lines(&mut client, &child("C1", started("x")), false).is_empty());
+        assert_eq!(name(client.subagent("C1"), "C1"), "x");
         let failed = child(
             "C1",
             EventBody::TurnFailed {
@@ -164,15 +158,21 @@ mod tests {
             },
         );
         assert_eq!(
-            subagents.line(&failed, false).as_deref(),
-            Some("⤷ subagent «x» failed: the model provider returned an error")
+            lines(&mut client, &failed, false),
+            ["⤷ subagent «x» failed: the model provider returned an error"]
         );
         let mut own = failed.clone();
         own.parent = None;
-        assert!(subagents.line(&own, true).is_none());
-        let cancelled = child("C9", EventBody::TurnCancelled {});
+        own.session_id = Some("P".into());
+        assert!(lines(&mut client, &own, true).is_empty());
+        let cancelled = Update::Ended {
+            request_id: None,
+            turn_id: "CT".into(),
+            outcome: Outcome::Cancelled,
+            cancelled_by_us: false,
+        };
         assert_eq!(
-            subagents.line(&cancelled, true).as_deref(),
+            line(None, "C9", &cancelled, true).as_deref(),
             Some("⤷ subagent «C9» cancelled")
         );
     }

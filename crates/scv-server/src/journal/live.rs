@@ -230,6 +230,16 @@ impl LiveJournal {
     /// again or the session is resumed; otherwise it is let go.
     pub(crate) fn close(self) {
         if self.journal.backlog_len() == 0 {
+            // It caught up as it closed (its last try): nobody heard; its
+            // next resume says so.
+            let told = self
+                .notices
+                .iter()
+                .rfind(|n| n.code == SessionWarningCode::JournalRecovered);
+            if let Some(warning) = told {
+                self.store
+                    .remember_caught_up(&self.session_id, warning.clone());
+            }
             return;
         }
         let store = self.store.clone();
@@ -418,6 +428,12 @@ impl LiveJournal {
         false
     }
 
+    /// The session's journal caught up after it closed: said now that it
+    /// is resumed.
+    pub(crate) fn tell(&mut self, warning: SessionWarning) {
+        self.notices.push(warning);
+    }
+
     /// The session closed while records waited for room, and they were
     /// written as it was resumed: its client hears it is saved again.
     pub(crate) fn caught_up_on_resume(&mut self, records: usize) {
@@ -437,13 +453,7 @@ impl LiveJournal {
             self.session_id,
             self.caught_up
         );
-        self.notices.push(SessionWarning {
-            code: SessionWarningCode::JournalRecovered,
-            message: format!(
-                "saved again: the session's journal caught up ({} record(s) written that had waited for room); it resumes whole",
-                self.caught_up
-            ),
-        });
+        self.notices.push(recovered_warning(self.caught_up));
         self.caught_up = 0;
     }
 
@@ -496,4 +506,14 @@ fn encode(messages: &[Message]) -> Vec<Value> {
         .iter()
         .filter_map(|m| serde_json::to_value(m).ok())
         .collect()
+}
+
+/// `journal_recovered`, once `records` that waited for room are written.
+pub(crate) fn recovered_warning(records: usize) -> SessionWarning {
+    SessionWarning {
+        code: SessionWarningCode::JournalRecovered,
+        message: format!(
+            "saved again: the session's journal caught up ({records} record(s) written that had waited for room); it resumes whole"
+        ),
+    }
 }

@@ -13,6 +13,7 @@ pub(crate) use live::{LiveJournal, TurnEnd, NOT_SAVED_DISK_FULL};
 pub(crate) use restore::history_of;
 
 use crate::config::StoreConfig;
+use scv_protocol::SessionWarning;
 use scv_store::{Journal, Meta, SessionStore};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -39,7 +40,15 @@ pub(crate) struct Store {
     waiting: Mutex<Vec<Waiting>>,
     /// How many are held (checked without the lock on every write).
     waiting_count: AtomicUsize,
+    /// Held journals that caught up after their session closed, and how
+    /// many records they wrote (at most [`MAX_CAUGHT_UP`], oldest dropped):
+    /// the session's next resume says it is saved again, as a resume that
+    /// took the journal itself would.
+    caught_up: Mutex<std::collections::VecDeque<(Arc<str>, scv_protocol::SessionWarning)>>,
 }
+
+/// Closed sessions remembered as caught up until they are resumed.
+const MAX_CAUGHT_UP: usize = 64;
 
 /// A closed session's journal whose records still wait for room.
 pub(crate) struct Waiting {
@@ -72,6 +81,7 @@ impl Store {
             enforced_at: AtomicU64::new(0),
             waiting: Mutex::new(Vec::new()),
             waiting_count: AtomicUsize::new(0),
+            caught_up: Mutex::new(std::collections::VecDeque::new()),
         };
         store.enforce();
         Some(Arc::new(store))
@@ -130,6 +140,31 @@ impl Store {
         Some(taken)
     }
 
+    /// Closed session `session_id`'s journal caught up, and nobody was
+    /// told: its next resume tells `warning`.
+    pub(crate) fn remember_caught_up(&self, session_id: &Arc<str>, warning: SessionWarning) {
+        let mut caught_up = self
+            .caught_up
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        caught_up.retain(|(id, _)| id != session_id);
+        if caught_up.len() >= MAX_CAUGHT_UP {
+            caught_up.pop_front();
+        }
+        caught_up.push_back((session_id.clone(), warning));
+    }
+
+    /// What closed session `session_id` is to hear of its journal that
+    /// caught up after it closed (once).
+    pub(crate) fn take_caught_up(&self, session_id: &str) -> Option<SessionWarning> {
+        let mut caught_up = self
+            .caught_up
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let at = caught_up.iter().position(|(id, _)| &**id == session_id)?;
+        caught_up.remove(at).map(|(_, warning)| warning)
+    }
+
     /// The summary of a closed session whose journal is held here for
     /// want of room (what it holds, the records waiting included).
     pub(crate) fn waiting_meta(&self, session_id: &str) -> Option<Meta> {
@@ -160,6 +195,10 @@ impl Store {
             }
             let held = waiting.remove(0);
             let synced = held.journal.sync();
+            self.remember_caught_up(
+                &held.session_id,
+                live::recovered_warning(recorded.caught_up),
+            );
             let mut meta = held.meta;
             meta.len = held.journal.len();
             let _ = self.sessions.write_meta(&held.session_id, &meta);

@@ -18,17 +18,13 @@
 //! follow `--approve` like the parent's and are answered with the child's
 //! session id.
 
-use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
+use scv_client::session::{Approval, Outcome, Request, SessionClient, ToolChange, Update};
 use scv_client::text::visible;
 use scv_client::text::{error_words, failure_words};
-use scv_protocol::{Event, EventBody, Risk, SubagentStarted, Usage};
+use scv_protocol::{Event, Risk, Usage};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
-
-/// Most subagents followed at once (the server runs a few per turn); past
-/// it the oldest is forgotten and its end line names its session id.
-const MAX_CHILDREN: usize = 256;
 
 /// Most tool calls remembered at once between `tool.proposed` and
 /// `tool.completed`; past it the oldest is forgotten.
@@ -63,21 +59,6 @@ pub(crate) fn shown(text: &str, tty: bool) -> Cow<'_, str> {
 pub(crate) fn approved(approval: &Approval, approve: &[Risk]) -> bool {
     approve.contains(&approval.risk)
         || (approval.sandboxed == Some(true) && approve.contains(&Risk::Sandboxed))
-}
-
-/// A subagent being followed.
-#[derive(Debug)]
-struct Child {
-    description: String,
-    depth: u32,
-    order: u64,
-}
-
-/// The subagents of the run, by session id, for their stderr lines.
-#[derive(Debug, Default)]
-pub(crate) struct Children {
-    live: HashMap<String, Child>,
-    next: u64,
 }
 
 fn indent(depth: u32) -> String {
@@ -179,7 +160,6 @@ pub(crate) fn tail(output: &str, inner: &str, tty: bool) -> String {
 struct Call {
     what: String,
     started: bool,
-    denied: bool,
     order: u64,
 }
 
@@ -215,17 +195,9 @@ impl Calls {
             Call {
                 what: what(name, arguments),
                 started: false,
-                denied: false,
                 order: self.next,
             },
         );
-    }
-
-    fn denied(&mut self, session: Option<&str>, call: &str) {
-        let key = (session.map(str::to_string), call.to_string());
-        if let Some(call) = self.live.get_mut(&key) {
-            call.denied = true;
-        }
     }
 
     /// `: what it does` (nothing for a call never proposed).
@@ -237,17 +209,17 @@ impl Calls {
         }
     }
 
-    /// The stderr lines of a call's `tool.started` or `tool.completed`
-    /// (other events: none), `inner` before each.
+    /// The stderr lines of a call as it runs and ends (proposed: none),
+    /// `inner` before each.
     pub(crate) fn lines(
         &mut self,
         session: Option<&str>,
-        body: &EventBody,
+        change: &ToolChange,
         inner: &str,
         tty: bool,
     ) -> Option<String> {
-        match body {
-            EventBody::ToolProposed {
+        match change {
+            ToolChange::Proposed {
                 call_id,
                 name,
                 arguments,
@@ -255,7 +227,7 @@ impl Calls {
                 self.proposed(session, call_id, name, arguments);
                 None
             }
-            EventBody::ToolStarted { call_id, name } => {
+            ToolChange::Running { call_id, name } => {
                 let key = (session.map(str::to_string), call_id.clone());
                 if let Some(call) = self.live.get_mut(&key) {
                     call.started = true;
@@ -266,18 +238,19 @@ impl Calls {
                     self.what(session, call_id, tty)
                 ))
             }
-            EventBody::ToolCompleted {
+            ToolChange::Done {
                 call_id,
                 name,
                 success,
                 output,
+                denied,
                 ..
             } => {
                 let what = self.what(session, call_id, tty);
                 let key = (session.map(str::to_string), call_id.clone());
                 let call = self.live.remove(&key);
                 let name = shown(name, tty);
-                if call.as_ref().is_some_and(|c| c.denied && !c.started) {
+                if *denied && !call.as_ref().is_some_and(|c| c.started) {
                     return Some(format!("{inner}[tool] {name} denied, not run{what}"));
                 }
                 let verb = if *success { "done" } else { "failed" };
@@ -286,98 +259,7 @@ impl Calls {
                     tail(output, inner, tty)
                 ))
             }
-            _ => None,
         }
-    }
-}
-
-impl Children {
-    /// The child's description and depth (unknown: its session id, depth 1).
-    fn of(&self, session: &str) -> (String, u32) {
-        match self.live.get(session) {
-            Some(child) => (child.description.clone(), child.depth),
-            None => (session.to_string(), 1),
-        }
-    }
-
-    fn start(&mut self, session: &str, started: &SubagentStarted) {
-        if self.live.len() >= MAX_CHILDREN && !self.live.contains_key(session) {
-            let oldest = self
-                .live
-                .iter()
-                .min_by_key(|(_, c)| c.order)
-                .map(|(id, _)| id.clone());
-            if let Some(oldest) = oldest {
-                self.live.remove(&oldest);
-            }
-        }
-        self.next += 1;
-        self.live.insert(
-            session.to_string(),
-            Child {
-                description: started.description.clone(),
-                depth: started.depth.max(1),
-                order: self.next,
-            },
-        );
-    }
-
-    /// How deep the child's own lines (its calls, its approvals) go.
-    pub(crate) fn depth(&self, session: &str) -> u32 {
-        self.of(session).1
-    }
-
-    /// The stderr line a child's event makes, if any (text mode); `tty`:
-    /// stderr is a terminal, so what the model or a tool wrote is shown
-    /// with its control characters visible.
-    pub(crate) fn line(&mut self, event: &Event, calls: &mut Calls, tty: bool) -> Option<String> {
-        let session = event.session_id.as_deref().unwrap_or_default();
-        if let EventBody::SubagentStarted(started) = &event.body {
-            self.start(session, started);
-            let agent = started.agent.as_deref().unwrap_or("general-purpose");
-            return Some(format!(
-                "{}[subagent] «{}» (agent {}, model {}) started",
-                indent(started.depth.max(1) - 1),
-                shown(&started.description, tty),
-                shown(agent, tty),
-                shown(&started.model, tty)
-            ));
-        }
-        let (description, depth) = self.of(session);
-        let description = shown(&description, tty).into_owned();
-        let head = format!("{}[subagent] «{description}»", indent(depth - 1));
-        let inner = indent(depth);
-        let line = match &event.body {
-            EventBody::ToolProposed { .. }
-            | EventBody::ToolStarted { .. }
-            | EventBody::ToolCompleted { .. } => {
-                return calls.lines(Some(session), &event.body, &inner, tty)
-            }
-            EventBody::HookMessage(note) => format!(
-                "{inner}[hook] {} {}: {}",
-                shown(&note.hook, tty),
-                if note.blocked { "blocked" } else { "says" },
-                shown(&note.message, tty)
-            ),
-            EventBody::TurnCompleted { steps, usage, .. } => {
-                self.live.remove(session);
-                format!("{head} completed {}", spent(*steps, usage.as_ref()))
-            }
-            EventBody::TurnFailed { code, message } => {
-                self.live.remove(session);
-                format!(
-                    "{head} failed: {} — {}",
-                    failure_words(*code),
-                    shown(message, tty)
-                )
-            }
-            EventBody::TurnCancelled {} => {
-                self.live.remove(session);
-                format!("{head} cancelled")
-            }
-            _ => return None,
-        };
-        Some(line)
     }
 }
 
@@ -403,7 +285,6 @@ pub(crate) struct Printer<O: Write, E: Write> {
     /// Some step's text is on stdout already: the next one's goes after a
     /// blank line.
     answered: bool,
-    children: Children,
     calls: Calls,
 }
 
@@ -418,7 +299,6 @@ impl<O: Write, E: Write> Printer<O, E> {
             streamed: false,
             thinking: false,
             answered: false,
-            children: Children::default(),
             calls: Calls::default(),
         }
     }
@@ -437,73 +317,51 @@ impl<O: Write, E: Write> Printer<O, E> {
             writeln!(self.out, "{}", serde_json::to_string(event)?)?;
             self.out.flush()?;
         }
-        let own = event.parent.is_none();
-        if self.thinking && !(own && matches!(event.body, EventBody::ReasoningDelta { .. })) {
+        let applied = client.apply(event);
+        step.requests.extend(applied.requests);
+        if self.thinking && !matches!(applied.updates.as_slice(), [Update::Reasoning(_)]) {
             writeln!(self.err)?;
             self.thinking = false;
         }
-        let applied = client.apply(event);
-        step.requests.extend(applied.requests);
-        if let (EventBody::SessionWarning(warning), true) = (&event.body, own) {
-            // That the session is no longer saved (or is again) goes to
-            // stderr whatever the mode: `--json` readers see it too (a
-            // subagent's own journal is the log's).
-            writeln!(
-                self.err,
-                "[session] {}",
-                shown(&warning.message, self.err_tty)
-            )?;
-        }
-        if own && !self.json {
-            self.own(&event.body)?;
-        }
         for update in applied.updates {
             match update {
+                // That the session is no longer saved (or is again) goes to
+                // stderr whatever the mode: `--json` readers see it too (a
+                // subagent's own journal is the log's).
+                Update::Warning(warning) => writeln!(
+                    self.err,
+                    "[session] {}",
+                    shown(&warning.message, self.err_tty)
+                )?,
                 Update::ApprovalRequested(approval) => {
                     let approved = approved(&approval, approve);
-                    if !approved {
-                        self.calls
-                            .denied(approval.child_session.as_deref(), &approval.call_id);
-                    }
                     if !self.json {
-                        self.approval(&approval, approved)?;
+                        self.approval(client, &approval, approved)?;
                     }
                     step.requests
                         .extend(client.resolve(&approval.approval_id, approved));
                 }
-                Update::Subagent(child) if !self.json => {
-                    if let Some(line) = self.children.line(&child, &mut self.calls, self.err_tty) {
-                        writeln!(self.err, "{line}")?;
-                    }
+                Update::Refused { error, .. } => {
+                    self.error(&error)?;
+                    step.exit = Some(Exit::Failed);
                 }
-                Update::Refused { .. } => step.exit = Some(Exit::Failed),
                 Update::Ended {
                     request_id: Some(_),
                     outcome,
                     ..
-                } => {
-                    step.exit = Some(match outcome {
-                        Outcome::Completed { .. } => Exit::Completed,
-                        Outcome::Cancelled => {
-                            if !self.json {
-                                writeln!(self.err, "scv: the turn was cancelled")?;
-                            }
-                            Exit::Cancelled
-                        }
-                        Outcome::Failed { code, message } => {
-                            if !self.json {
-                                writeln!(
-                                    self.err,
-                                    "scv: the turn failed: {} — {}",
-                                    failure_words(code),
-                                    shown(&message, self.err_tty)
-                                )?;
-                            }
-                            Exit::Failed
-                        }
-                    });
+                } => step.exit = Some(self.ended(outcome)?),
+                _ if self.json => {}
+                Update::SubagentStarted { session_id } => {
+                    if let Some(line) = self.child_started(client, &session_id) {
+                        writeln!(self.err, "{line}")?;
+                    }
                 }
-                _ => {}
+                Update::Subagent { session_id, update } => {
+                    if let Some(line) = self.child_line(client, &session_id, &update) {
+                        writeln!(self.err, "{line}")?;
+                    }
+                }
+                update => self.own(update)?,
             }
             if step.exit.is_some() {
                 break;
@@ -512,25 +370,113 @@ impl<O: Write, E: Write> Printer<O, E> {
         Ok(step)
     }
 
-    /// The session's own event in text mode.
-    fn own(&mut self, body: &EventBody) -> io::Result<()> {
+    /// How our turn ended, said on stderr unless it completed.
+    fn ended(&mut self, outcome: Outcome) -> io::Result<Exit> {
+        Ok(match outcome {
+            Outcome::Completed { .. } => Exit::Completed,
+            Outcome::Cancelled => {
+                if !self.json {
+                    writeln!(self.err, "scv: the turn was cancelled")?;
+                }
+                Exit::Cancelled
+            }
+            Outcome::Failed { code, message } => {
+                if !self.json {
+                    writeln!(
+                        self.err,
+                        "scv: the turn failed: {} — {}",
+                        failure_words(code),
+                        shown(&message, self.err_tty)
+                    )?;
+                }
+                Exit::Failed
+            }
+        })
+    }
+
+    /// An error the server sent the session, in words (text mode).
+    fn error(&mut self, error: &scv_protocol::ErrorBody) -> io::Result<()> {
+        if self.json {
+            return Ok(());
+        }
+        writeln!(
+            self.err,
+            "scv: {}: {}",
+            error_words(error.code),
+            shown(&error.message, self.err_tty)
+        )
+    }
+
+    /// `[subagent] «…» (agent …, model …) started`, indented by depth.
+    fn child_started(&self, client: &SessionClient, session_id: &str) -> Option<String> {
+        let child = client.subagent(session_id)?;
+        let tty = self.err_tty;
+        let agent = child.agent.as_deref().unwrap_or("general-purpose");
+        Some(format!(
+            "{}[subagent] «{}» (agent {}, model {}) started",
+            indent(child.depth.max(1) - 1),
+            shown(&child.description, tty),
+            shown(agent, tty),
+            shown(&child.model, tty)
+        ))
+    }
+
+    /// The stderr line a child's update makes, if any: its calls and hook
+    /// notes indented under it, a line when it ends.
+    fn child_line(
+        &mut self,
+        client: &SessionClient,
+        session_id: &str,
+        update: &Update,
+    ) -> Option<String> {
+        let tty = self.err_tty;
+        let (description, depth) = match client.subagent(session_id) {
+            Some(child) => (child.description.as_str(), child.depth.max(1)),
+            None => (session_id, 1),
+        };
+        let head = format!(
+            "{}[subagent] «{}»",
+            indent(depth - 1),
+            shown(description, tty)
+        );
+        let inner = indent(depth);
+        Some(match update {
+            Update::Tool(change) => return self.calls.lines(Some(session_id), change, &inner, tty),
+            Update::Hook(note) => format!("{inner}{}", hook_line(note, tty)),
+            Update::Ended { outcome, .. } => match outcome {
+                Outcome::Completed { steps, usage, .. } => {
+                    format!("{head} completed {}", spent(*steps, usage.as_ref()))
+                }
+                Outcome::Failed { code, message } => format!(
+                    "{head} failed: {} — {}",
+                    failure_words(*code),
+                    shown(message, tty)
+                ),
+                Outcome::Cancelled => format!("{head} cancelled"),
+            },
+            _ => return None,
+        })
+    }
+
+    /// An update of the session's own, in text mode.
+    fn own(&mut self, update: Update) -> io::Result<()> {
         let (out_tty, err_tty) = (self.out_tty, self.err_tty);
-        match body {
-            EventBody::AssistantDelta { content } => {
+        match update {
+            Update::Text(content) => {
                 if !self.streamed && self.answered {
                     // An earlier step's text ended with its line break.
                     writeln!(self.out)?;
                 }
-                write!(self.out, "{}", shown(content, out_tty))?;
+                write!(self.out, "{}", shown(&content, out_tty))?;
                 self.out.flush()?;
                 self.streamed = true;
             }
-            EventBody::AssistantCompleted { content } => {
+            Update::TextDone(content) => {
                 if !self.streamed && !content.is_empty() {
                     if self.answered {
                         writeln!(self.out)?;
                     }
-                    write!(self.out, "{}", shown(content, out_tty))?;
+                    write!(self.out, "{}", shown(&content, out_tty))?;
                 }
                 if self.streamed || !content.is_empty() {
                     writeln!(self.out)?;
@@ -538,32 +484,22 @@ impl<O: Write, E: Write> Printer<O, E> {
                 }
                 self.streamed = false;
             }
-            EventBody::ReasoningDelta { content } => {
-                write!(self.err, "{}", shown(content, err_tty))?;
+            Update::Reasoning(content) => {
+                write!(self.err, "{}", shown(&content, err_tty))?;
                 self.err.flush()?;
                 self.thinking = true;
             }
-            EventBody::ToolProposed { .. }
-            | EventBody::ToolStarted { .. }
-            | EventBody::ToolCompleted { .. } => {
-                if let Some(lines) = self.calls.lines(None, body, "", err_tty) {
+            Update::Tool(change) => {
+                if let Some(lines) = self.calls.lines(None, &change, "", err_tty) {
                     writeln!(self.err, "{lines}")?;
                 }
             }
-            EventBody::HookMessage(note) => {
-                let verb = if note.blocked { "blocked" } else { "says" };
-                writeln!(
-                    self.err,
-                    "[hook] {} {verb}: {}",
-                    shown(&note.hook, err_tty),
-                    shown(&note.message, err_tty)
-                )?
-            }
+            Update::Hook(note) => writeln!(self.err, "{}", hook_line(&note, err_tty))?,
             // Before the call runs: it has no undo point.
-            EventBody::CheckpointFailed { message } => {
-                writeln!(self.err, "[checkpoint] {}", shown(message, err_tty))?
+            Update::CheckpointFailed { message } => {
+                writeln!(self.err, "[checkpoint] {}", shown(&message, err_tty))?
             }
-            EventBody::ProviderRetrying(retry) => writeln!(
+            Update::Retrying(retry) => writeln!(
                 self.err,
                 "[retry] retrying in {} s ({} {}, {} of {})",
                 retry.wait_ms.div_ceil(1000),
@@ -572,12 +508,7 @@ impl<O: Write, E: Write> Printer<O, E> {
                 retry.attempt,
                 retry.max_retries
             )?,
-            EventBody::Error(error) => writeln!(
-                self.err,
-                "scv: {}: {}",
-                error_words(error.code),
-                shown(&error.message, err_tty)
-            )?,
+            Update::Failed { error, .. } => self.error(&error)?,
             _ => {}
         }
         Ok(())
@@ -585,7 +516,12 @@ impl<O: Write, E: Write> Printer<O, E> {
 
     /// The whole call, every line, as the person deciding on `--approve`
     /// must be able to read it afterwards; a subagent's indented under it.
-    fn approval(&mut self, approval: &Approval, approved: bool) -> io::Result<()> {
+    fn approval(
+        &mut self,
+        client: &SessionClient,
+        approval: &Approval,
+        approved: bool,
+    ) -> io::Result<()> {
         let summary = shown(&approval.summary, self.err_tty);
         let text = if approved {
             format!("[approved] {summary}")
@@ -598,7 +534,8 @@ impl<O: Write, E: Write> Printer<O, E> {
         match &approval.child_session {
             None => writeln!(self.err, "{text}"),
             Some(child) => {
-                let inner = indent(self.children.depth(child));
+                let depth = client.subagent(child).map_or(1, |c| c.depth.max(1));
+                let inner = indent(depth);
                 for line in text.split('\n') {
                     writeln!(self.err, "{inner}{line}")?;
                 }
@@ -608,11 +545,21 @@ impl<O: Write, E: Write> Printer<O, E> {
     }
 }
 
+/// `[hook] NAME blocked: …` or `[hook] NAME says: …`.
+fn hook_line(note: &scv_protocol::HookMessage, tty: bool) -> String {
+    format!(
+        "[hook] {} {}: {}",
+        shown(&note.hook, tty),
+        if note.blocked { "blocked" } else { "says" },
+        shown(&note.message, tty)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use scv_protocol::{ClientMessage, ErrorCode, FailureCode, Parent};
+    use scv_protocol::{ClientMessage, ErrorCode, EventBody, FailureCode, Parent, SubagentStarted};
     use serde_json::json;
 
     const RID: &str = "exec-1";
@@ -895,23 +842,27 @@ mod tests {
 
     #[test]
     fn a_cancelled_child_and_an_unknown_one() {
-        let mut children = Children::default();
-        let calls = &mut Calls::default();
-        let line = children.line(
-            &child("C9", "t1", EventBody::TurnCancelled {}),
-            calls,
-            false,
-        );
+        let mut run = Run::new(false);
+        let cancelled = Update::Ended {
+            request_id: None,
+            turn_id: "CT".into(),
+            outcome: Outcome::Cancelled,
+            cancelled_by_us: false,
+        };
+        let line = run.printer.child_line(&run.client, "C9", &cancelled);
         assert_eq!(line.as_deref(), Some("[subagent] «C9» cancelled"));
-        children.line(
-            &child("C1", "t1", started("a\u{1b}[2Jb", None)),
-            calls,
-            true,
+        run.printer.err_tty = true;
+        run.feed(
+            &[
+                child("C1", "t1", started("a\u{1b}[2Jb", None)),
+                child("C1", "t1", turn_completed(1)),
+            ],
+            &[],
         );
-        let line = children.line(&child("C1", "t1", turn_completed(1)), calls, true);
-        let line = line.unwrap();
+        let err = run.err();
+        let line = err.lines().last().unwrap();
         assert!(line.ends_with("completed (1 step, 120 tokens)"), "{line}");
-        assert!(!line.contains('\u{1b}'), "control characters shown visibly");
+        assert!(!err.contains('\u{1b}'), "control characters shown visibly");
     }
 
     fn proposed(call: &str, name: &str, arguments: serde_json::Value) -> EventBody {

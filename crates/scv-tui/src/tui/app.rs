@@ -8,10 +8,13 @@
 //! overlays are components that each take their keys and draw from their
 //! own state; the App pumps each key through them in turn.
 
+mod approvals;
 mod attach;
+mod children;
 mod commands;
 mod events;
 mod keys;
+mod link;
 mod plan;
 #[cfg(test)]
 mod tests;

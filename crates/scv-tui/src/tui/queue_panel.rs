@@ -13,7 +13,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use scv_protocol::{ClientMessage, EventBody, QueueEntry};
+use scv_client::session::QueueChange;
+use scv_protocol::{ClientMessage, QueueEntry};
 use scv_protocol::{QueueMove, QueueRemove, SessionPause};
 
 /// Entries shown at once; the panel scrolls to keep the selection in view.
@@ -92,23 +93,23 @@ impl QueuePanel {
 
     /// Applies a queue event; other events are ignored. Returns the entry
     /// that left the queue, if one did.
-    pub fn apply(&mut self, body: EventBody) -> Option<Left> {
-        match body {
-            EventBody::QueueSnapshot { entries } => self.entries = entries,
-            EventBody::QueueEnqueued { entry, position } => self.insert(entry, position),
-            EventBody::QueueUpdated { entry } => self.replace(entry),
-            EventBody::QueueMoved { entry, position } => {
+    pub fn apply(&mut self, change: QueueChange) -> Option<Left> {
+        match change {
+            QueueChange::Snapshot { entries } => self.entries = entries,
+            QueueChange::Enqueued { entry, position } => self.insert(entry, position),
+            QueueChange::Updated { entry } => self.replace(entry),
+            QueueChange::Moved { entry, position } => {
                 self.entries.retain(|e| e.queue_id != entry.queue_id);
                 self.insert(entry, position);
             }
-            EventBody::QueueRemoved { queue_id } => {
+            QueueChange::Removed { queue_id } => {
                 self.remove(&queue_id);
                 return Some(Left {
                     queue_id,
                     dequeued: None,
                 });
             }
-            EventBody::QueueDequeued { queue_id } => {
+            QueueChange::Dequeued { queue_id, .. } => {
                 let dequeued = self
                     .entries
                     .iter()
@@ -117,7 +118,6 @@ impl QueuePanel {
                 self.remove(&queue_id);
                 return Some(Left { queue_id, dequeued });
             }
-            _ => {}
         }
         None
     }
@@ -300,7 +300,7 @@ mod tests {
 
     fn panel(ids: &[&str]) -> QueuePanel {
         let mut panel = QueuePanel::default();
-        panel.apply(EventBody::QueueSnapshot {
+        panel.apply(QueueChange::Snapshot {
             entries: ids.iter().map(|id| entry(id)).collect(),
         });
         panel
@@ -312,12 +312,13 @@ mod tests {
         panel.focus();
         panel.on_key(KeyEvent::from(KeyCode::Down), Some("s"));
         assert_eq!(panel.selected(), Some(1));
-        panel.apply(EventBody::QueueRemoved {
+        panel.apply(QueueChange::Removed {
             queue_id: "b".into(),
         });
         assert_eq!(panel.selected(), Some(0));
-        let left = panel.apply(EventBody::QueueDequeued {
+        let left = panel.apply(QueueChange::Dequeued {
             queue_id: "a".into(),
+            prompt: None,
         });
         assert_eq!(left.unwrap().dequeued.as_deref(), Some("prompt a"));
         assert!(!panel.focused(), "nothing left to select");

@@ -8,38 +8,8 @@
 use scv_protocol::ComponentStatus;
 use std::time::Instant;
 
-/// One `approval.requested`, with the arguments its `tool.proposed` had.
-#[derive(Debug, Clone)]
-pub struct PendingApproval {
-    pub approval_id: String,
-    pub call_id: String,
-    pub name: String,
-    pub risk: String,
-    pub cwd: String,
-    pub summary: String,
-    pub arguments: serde_json::Value,
-    /// A command's place: inside the sandbox or not (`None`: not a command,
-    /// or an old server).
-    pub sandboxed: Option<bool>,
-    /// A subagent's call (capability `subagents`): the child session that
-    /// asks (the answer names it); `None`: the session's own call.
-    pub child_session: Option<String>,
-    /// That subagent's description, for the prompt to say who asks.
-    pub subagent: Option<String>,
-}
-
-impl PendingApproval {
-    /// What session rules look at.
-    pub fn call(&self) -> super::rules::Call<'_> {
-        super::rules::Call {
-            name: &self.name,
-            risk: &self.risk,
-            cwd: &self.cwd,
-            summary: &self.summary,
-            arguments: &self.arguments,
-        }
-    }
-}
+/// An approval the server waits for: the session client's one type.
+pub use scv_client::session::Approval as PendingApproval;
 
 /// Whether the daemon is there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,25 +100,27 @@ impl ActiveTurn {
     }
 
     /// An event of this turn arrived at `now`.
-    pub fn heard(&mut self, body: &scv_protocol::EventBody, now: Instant) {
-        use scv_protocol::EventBody;
+    pub fn heard(&mut self, updates: &[scv_client::session::Update], now: Instant) {
+        use scv_client::session::{ToolChange, Update};
         self.last_heard = now;
         self.retry = None;
-        match body {
-            EventBody::ProviderRetrying(retry) => {
-                self.retry = Some(Retrying {
-                    until: now + std::time::Duration::from_millis(retry.wait_ms),
-                    why: format!(
-                        "{} {}, {} of {}",
-                        retry.status, retry.reason, retry.attempt, retry.max_retries
-                    ),
-                });
+        for update in updates {
+            match update {
+                Update::Retrying(retry) => {
+                    self.retry = Some(Retrying {
+                        until: now + std::time::Duration::from_millis(retry.wait_ms),
+                        why: format!(
+                            "{} {}, {} of {}",
+                            retry.status, retry.reason, retry.attempt, retry.max_retries
+                        ),
+                    });
+                }
+                Update::Tool(ToolChange::Running { .. }) => self.tools_running += 1,
+                Update::Tool(ToolChange::Done { .. }) => {
+                    self.tools_running = self.tools_running.saturating_sub(1)
+                }
+                _ => {}
             }
-            EventBody::ToolStarted { .. } => self.tools_running += 1,
-            EventBody::ToolCompleted { .. } => {
-                self.tools_running = self.tools_running.saturating_sub(1)
-            }
-            _ => {}
         }
     }
 
@@ -254,7 +226,8 @@ impl Costs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scv_protocol::{EventBody, ProviderRetrying};
+    use scv_client::session::{ToolChange, Update};
+    use scv_protocol::ProviderRetrying;
     use std::time::Duration;
 
     #[test]
@@ -266,13 +239,13 @@ mod tests {
             "working 3s"
         );
         turn.heard(
-            &EventBody::ProviderRetrying(ProviderRetrying {
+            &[Update::Retrying(ProviderRetrying {
                 attempt: 2,
                 max_retries: 3,
                 wait_ms: 2_000,
                 status: 429,
                 reason: "rate limited".into(),
-            }),
+            })],
             start + Duration::from_secs(3),
         );
         let at = |ms: u64| start + Duration::from_secs(3) + Duration::from_millis(ms);
@@ -289,7 +262,7 @@ mod tests {
             "retrying now (429 rate limited, 2 of 3)"
         );
         // Anything else of the turn ends the retry; then silence counts.
-        turn.heard(&EventBody::TurnStarted {}, at(2_100));
+        turn.heard(&[Update::Text("x".into())], at(2_100));
         assert_eq!(turn.status(at(5_000), false), "working 8s");
         assert_eq!(
             turn.status(at(2_100) + WAITING_AFTER + Duration::from_secs(30), false),
@@ -301,10 +274,10 @@ mod tests {
             .status(at(2_100) + Duration::from_secs(40), true)
             .starts_with("working"));
         turn.heard(
-            &EventBody::ToolStarted {
+            &[Update::Tool(ToolChange::Running {
                 call_id: "c".into(),
                 name: "bash".into(),
-            },
+            })],
             at(2_100),
         );
         assert!(turn

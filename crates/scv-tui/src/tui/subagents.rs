@@ -20,14 +20,17 @@
 //!   [`MAX_LABEL_CHARS`], the current call's title at [`MAX_TITLE_CHARS`],
 //!   the answer's end a card shows at [`MAX_TAIL_BYTES`], the task prompt
 //!   its transcript starts with at [`MAX_PROMPT_BYTES`];
-//! - a card lists at most [`MAX_NESTED`] of the child's own subagents;
-//! - calls the user denied are remembered per child, at most
-//!   [`MAX_DENIED`].
+//! - a card lists at most [`MAX_NESTED`] of the child's own subagents.
+//!
+//! Where a child is (its parent call, its running turn, calls the user
+//! denied) is the session client's view (`scv_client::session::Subagent`);
+//! this keeps what the screen shows of it.
 
 use super::transcript::{
     tool_title, ItemKind, SubagentCard, SubagentStatus, ToolState, Transcript,
 };
-use scv_protocol::{Event, EventBody, Parent};
+use scv_client::session::{Approval, Outcome, Subagent, ToolChange, Update};
+use scv_protocol::Parent;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -48,8 +51,6 @@ pub const MAX_TAIL_BYTES: usize = 600;
 pub const MAX_PROMPT_BYTES: usize = 4096;
 /// A child's own subagents listed on its card.
 pub const MAX_NESTED: usize = 8;
-/// Denied calls remembered per child.
-pub const MAX_DENIED: usize = 64;
 
 /// One child session.
 pub struct Child {
@@ -57,8 +58,6 @@ pub struct Child {
     /// Its `task` call: the session (ours, or another child's) and call.
     pub parent: Parent,
     pub depth: u32,
-    /// Its running turn (what a cancel of it names).
-    pub turn_id: Option<String>,
     /// The tools it may call (as `subagent.started` listed them, cut).
     pub tools: Vec<String>,
     /// Its summary as its card shows it (nested children filled in by
@@ -66,8 +65,6 @@ pub struct Child {
     summary: SubagentCard,
     /// What it said and did, as the session's transcript would show it.
     pub transcript: Transcript,
-    /// Calls of it the user denied (the protocol reports `success: false`).
-    denied: VecDeque<String>,
 }
 
 impl Child {
@@ -181,16 +178,6 @@ impl Subagents {
         self.get_mut(session_id).map(|c| &mut c.transcript)
     }
 
-    /// Remembers that the user denied `call_id` of child `session_id`.
-    pub fn denied(&mut self, session_id: &str, call_id: &str) {
-        if let Some(child) = self.get_mut(session_id) {
-            if child.denied.len() >= MAX_DENIED {
-                child.denied.pop_front();
-            }
-            child.denied.push_back(call_id.to_string());
-        }
-    }
-
     /// Every child still running ends as `failed (code)` (the daemon went
     /// away: no terminal event will come).
     pub fn abandon(&mut self, code: &str, message: &str) -> Vec<String> {
@@ -206,56 +193,35 @@ impl Subagents {
         ended
     }
 
-    /// Applies one event of a child. `prompt`: the task prompt of its
-    /// `task` call, when `subagent.started` comes (its transcript opens
-    /// with it).
-    pub fn apply(&mut self, event: &Event, prompt: Option<String>, now: Instant) -> Change {
-        let (Some(parent), Some(session_id)) = (&event.parent, &event.session_id) else {
+    /// A child began (the session client's view of it): its record, its
+    /// transcript opening with the task its `task` call gave it.
+    pub fn started(&mut self, view: &Subagent) -> Change {
+        if self.get(&view.session_id).is_some() {
             return Change::Nothing;
-        };
-        if let EventBody::SubagentStarted(started) = &event.body {
-            if self.get(session_id).is_none() {
-                self.start(session_id, parent, started, prompt);
-                return Change::Card;
-            }
         }
-        let Some(child) = self.get_mut(session_id) else {
-            return Change::Nothing;
-        };
-        child.apply(event, now)
-    }
-
-    fn start(
-        &mut self,
-        session_id: &str,
-        parent: &Parent,
-        started: &scv_protocol::SubagentStarted,
-        prompt: Option<String>,
-    ) {
         if self.children.len() >= MAX_CHILDREN {
             let drop = self.children.iter().position(|c| !c.running()).unwrap_or(0);
             self.children.remove(drop);
         }
         let mut transcript = Transcript::new(MAX_CHILD_ITEMS, MAX_CHILD_BYTES);
-        if let Some(prompt) = prompt.filter(|p| !p.trim().is_empty()) {
-            transcript.push(ItemKind::User(cut_bytes(&prompt, MAX_PROMPT_BYTES)));
+        if let Some(prompt) = view.prompt.as_ref().filter(|p| !p.trim().is_empty()) {
+            transcript.push(ItemKind::User(cut_bytes(prompt, MAX_PROMPT_BYTES)));
         }
         self.children.push_back(Child {
-            session_id: session_id.to_string(),
-            parent: parent.clone(),
-            depth: started.depth,
-            turn_id: None,
-            tools: started
+            session_id: view.session_id.clone(),
+            parent: view.parent.clone(),
+            depth: view.depth,
+            tools: view
                 .tools
                 .iter()
                 .take(64)
                 .map(|t| cut_chars(t, MAX_LABEL_CHARS))
                 .collect(),
             summary: SubagentCard {
-                session_id: session_id.to_string(),
-                agent: started.agent.as_deref().map(label),
-                description: label(&started.description),
-                model: label(&format!("{}/{}", started.provider, started.model)),
+                session_id: view.session_id.clone(),
+                agent: view.agent.as_deref().map(label),
+                description: label(&view.description),
+                model: label(&format!("{}/{}", view.provider, view.model)),
                 status: SubagentStatus::Running,
                 current: None,
                 steps: 0,
@@ -265,29 +231,52 @@ impl Subagents {
                 nested_more: 0,
             },
             transcript,
-            denied: VecDeque::new(),
         });
+        Change::Card
+    }
+
+    /// Applies one update of child `session_id`.
+    pub fn apply(&mut self, session_id: &str, update: &Update, now: Instant) -> Change {
+        match self.get_mut(session_id) {
+            Some(child) => child.apply(update, now),
+            None => Change::Nothing,
+        }
+    }
+
+    /// A call of a child waits for approval: its card says so.
+    pub fn approval_requested(&mut self, approval: &Approval) -> Change {
+        let Some(child) = approval
+            .child_session
+            .as_deref()
+            .and_then(|c| self.get_mut(c))
+        else {
+            return Change::Nothing;
+        };
+        let mut arguments = serde_json::Value::Null;
+        child.transcript.update_tool(&approval.call_id, |c| {
+            c.state = ToolState::AwaitingApproval;
+            arguments = c.arguments.clone();
+        });
+        child.summary.current = Some((title(&approval.name, &arguments), true));
+        Change::Card
     }
 }
 
 impl Child {
-    fn apply(&mut self, event: &Event, now: Instant) -> Change {
+    fn apply(&mut self, update: &Update, now: Instant) -> Change {
         let transcript = &mut self.transcript;
         let card = &mut self.summary;
-        match &event.body {
-            EventBody::TurnStarted {} => {
-                self.turn_id = event.turn_id.clone();
-                Change::Transcript
-            }
-            EventBody::ReasoningDelta { content } => {
+        match update {
+            Update::TurnBegan { .. } => Change::Transcript,
+            Update::Reasoning(content) => {
                 transcript.reasoning_delta(content.clone(), now);
                 Change::Transcript
             }
-            EventBody::AssistantDelta { content } => {
+            Update::Text(content) => {
                 transcript.assistant_delta(content.clone(), now);
                 Change::Transcript
             }
-            EventBody::AssistantCompleted { content } => {
+            Update::TextDone(content) => {
                 transcript.assistant_completed(content.clone(), now);
                 card.steps += 1;
                 if !content.trim().is_empty() {
@@ -295,11 +284,11 @@ impl Child {
                 }
                 Change::Card
             }
-            EventBody::ToolProposed {
+            Update::Tool(ToolChange::Proposed {
                 call_id,
                 name,
                 arguments,
-            } => {
+            }) => {
                 card.current = Some((title(name, arguments), false));
                 transcript.tool_proposed(
                     call_id.clone(),
@@ -310,16 +299,7 @@ impl Child {
                 );
                 Change::Card
             }
-            EventBody::ApprovalRequested { call_id, name, .. } => {
-                let mut arguments = serde_json::Value::Null;
-                transcript.update_tool(call_id, |c| {
-                    c.state = ToolState::AwaitingApproval;
-                    arguments = c.arguments.clone();
-                });
-                card.current = Some((title(name, &arguments), true));
-                Change::Card
-            }
-            EventBody::ToolStarted { call_id, name } => {
+            Update::Tool(ToolChange::Running { call_id, name }) => {
                 let mut arguments = serde_json::Value::Null;
                 transcript.update_tool(call_id, |c| {
                     c.state = ToolState::Running;
@@ -328,50 +308,45 @@ impl Child {
                 card.current = Some((title(name, &arguments), false));
                 Change::Card
             }
-            EventBody::ToolCompleted {
+            Update::Tool(ToolChange::Done {
                 call_id,
                 success,
                 output,
                 truncated,
+                denied,
                 ..
-            } => {
-                let denied = match self.denied.iter().position(|c| c == call_id) {
-                    Some(at) => self.denied.remove(at).is_some(),
-                    None => false,
-                };
-                transcript.tool_completed(call_id, *success, denied, output.clone(), *truncated);
+            }) => {
+                transcript.tool_completed(call_id, *success, *denied, output.clone(), *truncated);
                 card.current = None;
                 Change::Card
             }
-            EventBody::TurnCompleted { steps, usage, .. } => {
+            Update::Ended { outcome, .. } => {
                 transcript.end_streaming(now);
-                card.status = SubagentStatus::Completed;
-                card.steps = (*steps).max(card.steps);
-                card.tokens = usage.map(|u| u.input_tokens + u.output_tokens);
                 card.current = None;
+                match outcome {
+                    Outcome::Completed { steps, usage, .. } => {
+                        card.status = SubagentStatus::Completed;
+                        card.steps = (*steps).max(card.steps);
+                        card.tokens = usage.map(|u| u.input_tokens + u.output_tokens);
+                    }
+                    Outcome::Cancelled => {
+                        transcript.push(ItemKind::Notice("subagent cancelled".into()));
+                        card.status = SubagentStatus::Cancelled;
+                    }
+                    Outcome::Failed { code, message } => {
+                        transcript.push(ItemKind::Error {
+                            code: code.as_str().to_string(),
+                            message: cut_bytes(message, MAX_TAIL_BYTES),
+                        });
+                        card.status = SubagentStatus::Failed {
+                            code: code.as_str().to_string(),
+                            message: label(message),
+                        };
+                    }
+                }
                 Change::Card
             }
-            EventBody::TurnCancelled {} => {
-                transcript.end_streaming(now);
-                transcript.push(ItemKind::Notice("subagent cancelled".into()));
-                card.status = SubagentStatus::Cancelled;
-                card.current = None;
-                Change::Card
-            }
-            EventBody::TurnFailed { code, message } => {
-                transcript.end_streaming(now);
-                transcript.push(ItemKind::Error {
-                    code: code.as_str().to_string(),
-                    message: cut_bytes(message, MAX_TAIL_BYTES),
-                });
-                card.status = SubagentStatus::Failed {
-                    code: code.as_str().to_string(),
-                    message: label(message),
-                };
-                card.current = None;
-                Change::Card
-            }
-            EventBody::HookMessage(note) => {
+            Update::Hook(note) => {
                 let verb = if note.blocked { "blocked" } else { "says" };
                 transcript.push(ItemKind::Notice(format!(
                     "{} {verb}: {}",
@@ -380,7 +355,7 @@ impl Child {
                 )));
                 Change::Transcript
             }
-            EventBody::ContextCompacted {
+            Update::Compacted {
                 before_tokens,
                 after_tokens,
                 ..
@@ -390,15 +365,14 @@ impl Child {
                 )));
                 Change::Transcript
             }
-            EventBody::BudgetWarning(warning) => {
+            Update::Budget(warning) => {
                 transcript.push(ItemKind::Notice(format!(
                     "budget: {}",
                     cut_bytes(&warning.message, MAX_TAIL_BYTES)
                 )));
                 Change::Transcript
             }
-            // A second `subagent.started`, errors, anything a child does
-            // not send: nothing to show.
+            // Anything a child does not send: nothing to show.
             _ => Change::Nothing,
         }
     }
@@ -450,41 +424,50 @@ fn tail_bytes(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use scv_client::session::SubagentState;
 
-    fn event(value: serde_json::Value) -> Event {
-        serde_json::from_value(value).expect("a valid event")
+    fn view(child: &str, parent: &str, description: &str, prompt: Option<String>) -> Subagent {
+        Subagent {
+            session_id: child.into(),
+            parent: Parent {
+                session_id: parent.into(),
+                turn_id: "turn-1".into(),
+                call_id: format!("call-{child}"),
+            },
+            depth: 1,
+            description: description.into(),
+            agent: None,
+            provider: "openai".into(),
+            model: "gpt-4.1".into(),
+            tools: vec!["read_file".into()],
+            prompt,
+            turn_id: None,
+            state: SubagentState::Running,
+        }
     }
 
-    fn child_event(child: &str, mut value: serde_json::Value) -> Event {
-        value["session_id"] = json!(child);
-        value["turn_id"] = json!(format!("{child}-turn"));
-        value["parent"] =
-            json!({"session_id":"sess-1","turn_id":"turn-1","call_id":format!("call-{child}")});
-        event(value)
-    }
-
-    fn started(child: &str, description: &str) -> Event {
-        child_event(
-            child,
-            json!({"type":"subagent.started","seq":0,"description":description,
-                "provider":"openai","model":"gpt-4.1","tools":["read_file"],"depth":1}),
-        )
+    fn completed() -> Update {
+        Update::Ended {
+            request_id: None,
+            turn_id: "t".into(),
+            outcome: Outcome::Completed {
+                steps: 1,
+                usage: None,
+                cost: None,
+            },
+            cancelled_by_us: false,
+        }
     }
 
     #[test]
     fn keeps_at_most_max_children_dropping_ended_ones_first() {
         let mut agents = Subagents::default();
         let now = Instant::now();
-        agents.apply(&started("first", "runs on"), None, now);
+        agents.started(&view("first", "sess-1", "runs on", None));
         for i in 0..MAX_CHILDREN + 5 {
             let id = format!("c{i}");
-            agents.apply(&started(&id, "short"), None, now);
-            agents.apply(
-                &child_event(&id, json!({"type":"turn.completed","seq":2,"steps":1})),
-                None,
-                now,
-            );
+            agents.started(&view(&id, "sess-1", "short", None));
+            agents.apply(&id, &completed(), now);
         }
         assert_eq!(agents.len(), MAX_CHILDREN);
         assert!(
@@ -500,30 +483,17 @@ mod tests {
         let mut agents = Subagents::default();
         let now = Instant::now();
         let long = "d".repeat(10 * MAX_LABEL_CHARS);
-        agents.apply(
-            &started("c", &format!("{long}\nsecond line")),
+        agents.started(&view(
+            "c",
+            "sess-1",
+            &format!("{long}\nsecond line"),
             Some("p".repeat(3 * MAX_PROMPT_BYTES)),
-            now,
-        );
+        ));
         let chunk = "x".repeat(1000) + "\n";
         for i in 0..2000 {
-            agents.apply(
-                &child_event(
-                    "c",
-                    json!({"type":"assistant.delta","seq":i + 1,"content":chunk}),
-                ),
-                None,
-                now,
-            );
+            agents.apply("c", &Update::Text(chunk.clone()), now);
             if i % 10 == 0 {
-                agents.apply(
-                    &child_event(
-                        "c",
-                        json!({"type":"assistant.completed","seq":i + 1,"content":chunk.repeat(10)}),
-                    ),
-                    None,
-                    now,
-                );
+                agents.apply("c", &Update::TextDone(chunk.repeat(10)), now);
             }
         }
         let child = agents.get("c").expect("kept");
@@ -539,16 +509,9 @@ mod tests {
     #[test]
     fn a_card_lists_its_childs_own_subagents() {
         let mut agents = Subagents::default();
-        let now = Instant::now();
-        agents.apply(&started("c", "outer"), None, now);
+        agents.started(&view("c", "sess-1", "outer", None));
         for i in 0..MAX_NESTED + 2 {
-            let mut e = started(&format!("g{i}"), "inner");
-            e.parent = Some(Parent {
-                session_id: "c".into(),
-                turn_id: "c-turn".into(),
-                call_id: format!("t{i}"),
-            });
-            agents.apply(&e, None, now);
+            agents.started(&view(&format!("g{i}"), "c", "inner", None));
         }
         let card = agents.card("c").expect("a card");
         assert_eq!(card.nested.len(), MAX_NESTED);

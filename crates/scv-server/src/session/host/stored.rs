@@ -142,6 +142,10 @@ impl SessionHost {
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {
             live.caught_up_on_resume(records);
+        } else if let Some(told) = store.take_caught_up(&session_id) {
+            // It caught up after it closed (as it closed, or on another
+            // session's write), and nobody heard.
+            live.tell(told);
         }
         let (now_provider, now_model) = (
             made.settings.provider.name.clone(),

@@ -1,47 +1,41 @@
 //! The session's events applied to the App: the seam between the protocol
-//! and the UI. [`App::apply`] takes each server event; the life of each
-//! prompt (sent, queued, running, its cancel at any of those stages, the
-//! approvals its turn asks for) is the shared session client's
-//! (`scv_client::session`), which owns the request ids too; the rest of the
-//! bookkeeping (calls the user denied, the `/status` request, approvals a
-//! rule answered) is [`Bookkeeping`], kept here and touched nowhere else. What starts a turn, cancels it or answers
-//! an approval is here too, so the whole prompt lifecycle reads in one
-//! place: keys and commands call these and never reach into the bookkeeping.
+//! and the UI. [`App::apply`] hands each server event to the session
+//! client (`scv_client::session`), which owns the request ids, the life of
+//! each prompt, the approvals (the session's and its subagents'), the
+//! queue and a view of each subagent; what it makes of the event comes
+//! out as typed updates, and [`App::update`] renders each one — one arm per
+//! update, no protocol event matched here. What starts a turn, cancels it
+//! or answers an approval is here too, so the whole prompt lifecycle reads
+//! in one place.
 //!
-//! A subagent's event (one with `parent`) is never the session's own: it
-//! goes to [`crate::tui::subagents`] and to its card under the `task`
-//! call; its approvals wait in the same prompt, under the same rules.
+//! A subagent's updates are never the session's own: they go to
+//! [`crate::tui::subagents`] and to its card under the `task` call
+//! (`app/children.rs`); its approvals wait in the same prompt, under the
+//! same rules.
 
 use super::{App, Outgoing};
 use crate::tui::queue_panel::Left;
-use crate::tui::rules::Rule;
-use crate::tui::state::{short, ActiveTurn, LinkState, McpView, PendingApproval, SessionView};
+use crate::tui::state::{short, McpView, SessionView};
 use crate::tui::transcript::{ItemKind, ToolCard, ToolState};
-use scv_client::session::{Request, SessionClient, Update};
-use scv_protocol::{ApprovalResolve, DaemonControl};
-use scv_protocol::{ClientMessage, ErrorBody, ErrorCode, Event, EventBody, SessionStarted, Usage};
-use std::collections::{HashMap, HashSet};
+use scv_client::session::{
+    Answer, Asked, Configured, Outcome, Request, SessionClient, ToolChange, Update,
+};
+use scv_protocol::{
+    ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted, Usage,
+};
 
-/// What events are matched against: the App's record of what it sent and
-/// how the user answered.
+/// What the App keeps beside the screen: the session client, and what
+/// events (not keys) gave it to send.
 #[derive(Debug)]
 pub(super) struct Bookkeeping {
-    /// The session's prompts and approvals; it makes every request id.
+    /// The session's prompts, requests and approvals; it makes every
+    /// request id.
     pub(super) client: SessionClient,
     /// Sessions followed before this one (reconnects), for id prefixes.
-    sessions: u64,
-    /// Queued prompts dequeued for a turn, by request id, that the session
-    /// client did not send (shown when that turn starts).
-    dequeued: HashMap<String, String>,
-    /// Calls the user denied: the protocol reports only `success: false`.
-    denied: HashSet<String>,
-    /// The request id of the `daemon.status` that `/status` asked for.
-    status_request: Option<String>,
-    /// The request id of the `session.list` the picker waits for.
-    list_request: Option<String>,
+    pub(super) sessions: u64,
     /// Whether this session ran a turn (or came back with one): only such
     /// a session is journaled, so only it can be offered back.
-    worked: bool,
+    pub(super) worked: bool,
     /// Messages to send that events (not keys) produced: approvals a rule
     /// answered. The event loop drains them with [`App::take_outgoing`].
     outbox: Vec<Outgoing>,
@@ -52,10 +46,6 @@ impl Default for Bookkeeping {
         Bookkeeping {
             client: SessionClient::new("tui-"),
             sessions: 0,
-            dequeued: HashMap::new(),
-            denied: HashSet::new(),
-            status_request: None,
-            list_request: None,
             worked: false,
             outbox: Vec::new(),
         }
@@ -81,110 +71,53 @@ impl App {
         self.book.outbox.push(out);
     }
 
-    /// Applies one server event. Queue events are the queue panel's; the
-    /// rest change the session, the turn or the transcript.
+    /// Applies one server event through the session client; each update
+    /// it makes is rendered by [`App::update`].
     pub fn apply(&mut self, event: Event) {
+        let of_turn = event.parent.is_none()
+            && self
+                .turn
+                .as_ref()
+                .is_some_and(|t| event.turn_id.as_ref() == Some(&t.turn_id));
         let applied = self.book.client.apply(&event);
         // A cancel asked before the server placed the prompt goes now.
         self.book
             .outbox
             .extend(applied.requests.into_iter().map(outgoing));
-        // A subagent's event is its own: never the session's transcript,
-        // turn or usage.
-        if event.parent.is_some() {
-            self.child_applied(applied.updates);
-            return;
+        if let Some(turn) = self.turn.as_mut().filter(|_| of_turn) {
+            turn.heard(&applied.updates, self.now);
         }
-        let Event {
-            body,
-            request_id,
-            session_id,
-            turn_id,
-            ..
-        } = event;
-        if let Some(turn) = self
-            .turn
-            .as_mut()
-            .filter(|t| turn_id.as_ref() == Some(&t.turn_id))
-        {
-            turn.heard(&body, self.now);
+        for update in applied.updates {
+            self.update(update);
         }
-        match body {
-            EventBody::SessionStarted(started) => self.session_started(started, session_id),
-            body @ (EventBody::QueueSnapshot { .. }
-            | EventBody::QueueEnqueued { .. }
-            | EventBody::QueueUpdated { .. }
-            | EventBody::QueueMoved { .. }
-            | EventBody::QueueRemoved { .. }
-            | EventBody::QueueDequeued { .. }) => {
-                if let Some(left) = self.queue.apply(body) {
-                    self.left_queue(left, request_id);
+    }
+
+    /// Renders one update of the session client.
+    fn update(&mut self, update: Update) {
+        match update {
+            Update::Opened(started) => self.session_started(*started),
+            Update::Transcript { items, truncated } => self.past_conversation(items, truncated),
+            Update::Queue(change) => {
+                if let Some(left) = self.queue.apply(change) {
+                    self.left_queue(left);
                 }
             }
-            EventBody::TurnStarted {} => {
-                // The prompt shows once its turn starts, as the session
-                // client knows it now (an edit while queued included).
-                let ours = applied.updates.iter().find_map(|update| match update {
-                    Update::Started { prompt, .. } => Some(prompt.clone()),
-                    _ => None,
-                });
-                let prompt = ours.or_else(|| {
-                    request_id
-                        .as_ref()
-                        .and_then(|r| self.book.dequeued.remove(r))
-                });
-                if let Some(turn_id) = &turn_id {
-                    self.turn_begins(turn_id);
+            Update::TurnBegan {
+                turn_id, prompt, ..
+            } => self.turn_began(turn_id, prompt),
+            Update::Text(content) => self.transcript.assistant_delta(content, self.now),
+            Update::TextDone(content) => self.transcript.assistant_completed(content, self.now),
+            Update::Reasoning(content) => self.transcript.reasoning_delta(content, self.now),
+            Update::Tool(change) => self.tool(change),
+            // The counters move while the turn runs; its end counts the
+            // turn into the session's.
+            Update::Usage { step, turn, .. } => {
+                self.context_used = step.input_tokens;
+                if let Some(active) = self.turn.as_mut() {
+                    active.usage = turn;
                 }
-                if let Some(prompt) = prompt {
-                    self.transcript.push(ItemKind::User(prompt));
-                }
-                self.book.worked = true;
-                self.turn_started(turn_id)
             }
-            EventBody::AssistantDelta { content } => self.assistant_delta(content),
-            EventBody::AssistantCompleted { content } => self.assistant_completed(content),
-            EventBody::ToolProposed {
-                call_id,
-                name,
-                arguments,
-            } => {
-                let cwd = self.session.as_ref().map(|s| s.cwd.clone());
-                self.transcript
-                    .tool_proposed(call_id, name, arguments, cwd.as_deref(), self.now)
-            }
-            EventBody::ApprovalRequested {
-                approval_id,
-                call_id,
-                name,
-                risk,
-                cwd,
-                summary,
-                sandboxed,
-            } => self.approval_requested(PendingApproval {
-                approval_id,
-                call_id,
-                name,
-                risk: risk.as_str().to_string(),
-                cwd,
-                summary,
-                arguments: serde_json::Value::Null,
-                sandboxed,
-                child_session: None,
-                subagent: None,
-            }),
-            EventBody::ToolStarted { call_id, .. } => {
-                self.transcript
-                    .update_tool(&call_id, |card| card.state = ToolState::Running);
-            }
-            EventBody::ToolCompleted {
-                call_id,
-                success,
-                output,
-                truncated,
-                ..
-            } => self.tool_completed(&call_id, success, output, truncated),
-            EventBody::ContextCompacted {
+            Update::Compacted {
                 before_tokens,
                 after_tokens,
                 removed_messages,
@@ -196,7 +129,101 @@ impl App {
                     short(after_tokens)
                 ));
             }
-            EventBody::TurnCompleted { steps, usage, cost } => {
+            Update::Trimmed {
+                removed_messages, ..
+            } => self.notice(format!(
+                "server history trimmed: {removed_messages} oldest messages dropped"
+            )),
+            Update::Cleared => self.session_cleared(),
+            Update::Budget(warning) => {
+                self.notice(format!("budget: {}", warning.message));
+                self.costs.warning = Some(warning.message);
+                self.costs.warning_budget = Some(warning.budget);
+            }
+            // Shown on the status line, counting down (`ActiveTurn::heard`).
+            Update::Retrying(_) => {}
+            Update::Hook(note) => {
+                let verb = if note.blocked { "blocked" } else { "says" };
+                self.notice(format!("{} {verb}: {}", note.hook, note.message));
+            }
+            Update::CheckpointCreated { .. } => self.checkpoint_created(),
+            // Before the call runs: it has no undo point.
+            Update::CheckpointFailed { message } => self.notice(message),
+            Update::Warning(warning) => self.session_warning(warning),
+            Update::ApprovalRequested(approval) => self.approval_requested(approval),
+            Update::ApprovalGone { approval_id } => {
+                let now = self.now;
+                self.approval
+                    .take_where(|a| a.approval_id == approval_id, now);
+            }
+            Update::Ended { outcome, .. } => self.turn_ended(outcome),
+            Update::Refused { error, .. } => self.server_error(error),
+            Update::Answered {
+                asked,
+                request_id,
+                answer,
+            } => self.answered(asked, request_id, answer),
+            Update::Failed {
+                asked,
+                request_id,
+                error,
+            } => self.failed(asked, request_id, error),
+            Update::SubagentStarted { session_id } => self.subagent_started(&session_id),
+            Update::Subagent { session_id, update } => self.subagent_update(&session_id, &update),
+            // Where our prompts are shows in the queue panel and the
+            // transcript as their turns start.
+            Update::Queued { .. }
+            | Update::Started { .. }
+            | Update::Withdrawn { .. }
+            | Update::SeqGap { .. } => {}
+        }
+    }
+
+    /// A turn began: its prompt shows now (the server may have queued
+    /// it first), as the session client knows it (an edit included).
+    fn turn_began(&mut self, turn_id: String, prompt: Option<String>) {
+        self.turn_begins(&turn_id);
+        if let Some(prompt) = prompt {
+            self.transcript.push(ItemKind::User(prompt));
+        }
+        self.book.worked = true;
+        self.turn = Some(crate::tui::state::ActiveTurn::new(turn_id, self.now));
+    }
+
+    /// A call of the session's own turn.
+    fn tool(&mut self, change: ToolChange) {
+        match change {
+            ToolChange::Proposed {
+                call_id,
+                name,
+                arguments,
+            } => {
+                let cwd = self.session.as_ref().map(|s| s.cwd.clone());
+                self.transcript
+                    .tool_proposed(call_id, name, arguments, cwd.as_deref(), self.now)
+            }
+            ToolChange::Running { call_id, .. } => {
+                self.transcript
+                    .update_tool(&call_id, |card| card.state = ToolState::Running);
+            }
+            // A call that fails after the user denied it shows as denied.
+            ToolChange::Done {
+                call_id,
+                success,
+                output,
+                truncated,
+                denied,
+                ..
+            } => self
+                .transcript
+                .tool_completed(&call_id, success, denied, output, truncated),
+        }
+    }
+
+    /// The session's turn ended.
+    fn turn_ended(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Completed { steps, usage, cost } => {
                 if let Some(usage) = usage {
                     self.count_usage(usage, steps);
                 }
@@ -206,78 +233,57 @@ impl App {
                 self.plan_turn_completed();
                 self.end_turn();
             }
-            // Only ever a child's (it has `parent`; handled above).
-            EventBody::SubagentStarted(_) => {}
-            EventBody::HookMessage(note) => {
-                let verb = if note.blocked { "blocked" } else { "says" };
-                self.notice(format!("{} {verb}: {}", note.hook, note.message));
-            }
-            // Shown on the status line, counting down (`ActiveTurn::heard`).
-            EventBody::ProviderRetrying(_) => {}
-            EventBody::ModelsListed { provider, models } => {
-                self.hint = None;
-                let current = self
-                    .session
-                    .as_ref()
-                    .map(|s| s.model.clone())
-                    .unwrap_or_default();
-                // The current model first selected when the list has it.
-                let selected = models.iter().position(|m| *m == current).unwrap_or(0);
-                let mut open = crate::tui::overlays::OpenOverlay::new(
-                    crate::tui::overlays::OverlayKind::Models(Box::new(
-                        crate::tui::overlays::models::ModelPicker {
-                            provider,
-                            models,
-                            current,
-                            filter: String::new(),
-                        },
-                    )),
-                );
-                open.selected = selected;
-                self.overlay = Some(open);
-            }
-            // The counters move while the turn runs; `turn.completed`
-            // counts the turn into the session's.
-            EventBody::UsageUpdated { step, turn, .. } => {
-                self.context_used = step.input_tokens;
-                if let Some(active) = self.turn.as_mut() {
-                    active.usage = turn;
-                }
-            }
-            EventBody::BudgetWarning(warning) => {
-                self.notice(format!("budget: {}", warning.message));
-                self.costs.warning = Some(warning.message);
-                self.costs.warning_budget = Some(warning.budget);
-            }
-            EventBody::TurnCancelled {} => {
+            Outcome::Cancelled => {
                 self.end_turn();
                 self.notice("turn cancelled".into());
             }
-            EventBody::TurnFailed { code, message } => {
+            Outcome::Failed { code, message } => {
                 self.end_turn();
                 self.transcript.push(ItemKind::Error {
                     code: code.as_str().to_string(),
                     message,
                 });
             }
-            EventBody::SessionTrimmed {
-                removed_messages, ..
-            } => self.notice(format!(
-                "server history trimmed: {removed_messages} oldest messages dropped"
-            )),
-            EventBody::SessionCleared {} => self.session_cleared(),
-            EventBody::SessionTranscript { items, truncated } => {
-                self.past_conversation(items, truncated)
+        }
+    }
+
+    /// The answer to a request (ours: `asked`), or news of another
+    /// client's change to the session.
+    fn answered(&mut self, asked: Option<Asked>, request_id: Option<String>, answer: Answer) {
+        let rid = request_id.as_deref().unwrap_or_default();
+        match answer {
+            Answer::Sessions(sessions) if asked == Some(Asked::Sessions) => {
+                self.open_picker(sessions)
             }
-            EventBody::SessionListed { sessions }
-                if request_id.is_some() && request_id == self.book.list_request =>
-            {
-                self.book.list_request = None;
-                self.open_picker(sessions);
+            Answer::Status(status) if asked == Some(Asked::Status) => {
+                self.mcp = McpView::Known(
+                    status
+                        .components
+                        .into_iter()
+                        .filter(|c| c.kind() == scv_protocol::ComponentKind::Mcp)
+                        .collect(),
+                );
             }
-            // Answers to requests this view does not send.
-            EventBody::SessionListed { .. } | EventBody::SessionDeleted {} => {}
-            EventBody::WorkspaceTrusted(trust) => {
+            // Answers to requests this view did not send.
+            Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted => {}
+            Answer::Models { provider, models } => self.open_models(provider, models),
+            Answer::Checkpoints {
+                checkpoints,
+                missed,
+            } => self.checkpoints_listed(rid, checkpoints, missed),
+            Answer::Diffed {
+                checkpoint_id,
+                files,
+                ..
+            } => self.checkpoint_diffed(rid, checkpoint_id, files),
+            Answer::Restored {
+                checkpoint_id,
+                files,
+                conversation_restored,
+                ..
+            } => self.checkpoint_restored(rid, &checkpoint_id, files, conversation_restored),
+            Answer::Configured(configured) => self.configured(configured, request_id.as_deref()),
+            Answer::Trusted(trust) => {
                 let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
                 self.notice(if files.is_empty() {
                     format!("trusted {}", trust.workspace)
@@ -289,96 +295,76 @@ impl App {
                     )
                 });
             }
-            EventBody::CheckpointCreated { .. } => self.checkpoint_created(),
-            // Before the call runs: it has no undo point.
-            EventBody::CheckpointFailed { message } => self.notice(message),
-            EventBody::SessionWarning(warning) => self.session_warning(warning),
-            EventBody::CheckpointListed {
-                checkpoints,
-                missed,
-            } => self.checkpoints_listed(
-                request_id.as_deref().unwrap_or_default(),
-                checkpoints,
-                missed,
-            ),
-            EventBody::CheckpointDiffed {
-                checkpoint_id,
-                files,
-                ..
-            } => self.checkpoint_diffed(
-                request_id.as_deref().unwrap_or_default(),
-                checkpoint_id,
-                files,
-            ),
-            EventBody::CheckpointRestored {
-                checkpoint_id,
-                files,
-                conversation_restored,
-                ..
-            } => self.checkpoint_restored(
-                request_id.as_deref().unwrap_or_default(),
-                &checkpoint_id,
-                files,
-                conversation_restored,
-            ),
-            EventBody::Error(error) if self.is_checkpoint_answer(request_id.as_ref()) => {
-                self.checkpoint_error(request_id.as_deref().unwrap_or_default(), error)
-            }
-            EventBody::Error(error)
-                if request_id.is_some() && request_id == self.book.status_request =>
-            {
-                self.book.status_request = None;
-                self.mcp = McpView::Unavailable(error.message);
-            }
-            EventBody::Error(error) => {
-                // A refused mode request is no longer in flight.
-                self.mode_answered(request_id.as_deref());
-                self.server_error(error)
-            }
-            EventBody::DaemonStatus { status } => {
-                if request_id.is_some() && request_id == self.book.status_request {
-                    self.book.status_request = None;
-                    self.mcp = McpView::Known(
-                        status
-                            .components
-                            .into_iter()
-                            .filter(|c| c.kind() == scv_protocol::ComponentKind::Mcp)
-                            .collect(),
-                    );
-                }
-            }
-            // Extensions this client has not asked for (yet).
-            EventBody::ReasoningDelta { content } => self.reasoning_delta(content),
-            EventBody::SessionConfigured {
-                provider,
-                model,
-                context_max_tokens,
-                mode,
-                ..
-            } => {
-                if let Some(session) = self.session.as_mut() {
-                    session.provider = Some(provider.clone());
-                    session.model = model.clone();
-                    session.context_max_tokens = context_max_tokens;
-                }
-                // The answer to a mode switch names the model too; only a
-                // model switch is news about it.
-                if !self.mode_answered(request_id.as_deref()) {
-                    self.notice(format!(
-                        "now using {provider}/{model} (context {} tokens); the history is kept",
-                        short(context_max_tokens)
-                    ));
-                }
-                if let Some(mode) = mode {
-                    self.mode_now(mode);
-                }
-            }
-            EventBody::Initialized { .. } => {}
         }
     }
 
+    /// An error answering a request (ours: `asked`) or the session's.
+    fn failed(&mut self, asked: Option<Asked>, request_id: Option<String>, error: ErrorBody) {
+        if self.is_checkpoint_answer(request_id.as_ref()) {
+            return self.checkpoint_error(request_id.as_deref().unwrap_or_default(), error);
+        }
+        if asked == Some(Asked::Status) {
+            self.mcp = McpView::Unavailable(error.message);
+            return;
+        }
+        // A refused mode request is no longer in flight.
+        self.mode_answered(request_id.as_deref());
+        self.server_error(error)
+    }
+
+    /// `session.configured`: the session's model (and mode) now.
+    fn configured(&mut self, configured: Configured, request_id: Option<&str>) {
+        let Configured {
+            provider,
+            model,
+            context_max_tokens,
+            mode,
+            ..
+        } = configured;
+        if let Some(session) = self.session.as_mut() {
+            session.provider = Some(provider.clone());
+            session.model = model.clone();
+            session.context_max_tokens = context_max_tokens;
+        }
+        // The answer to a mode switch names the model too; only a model
+        // switch is news about it.
+        if !self.mode_answered(request_id) {
+            self.notice(format!(
+                "now using {provider}/{model} (context {} tokens); the history is kept",
+                short(context_max_tokens)
+            ));
+        }
+        if let Some(mode) = mode {
+            self.mode_now(mode);
+        }
+    }
+
+    /// The models the provider offers: the picker opens on them, the
+    /// current one selected when the list has it.
+    fn open_models(&mut self, provider: String, models: Vec<String>) {
+        self.hint = None;
+        let current = self
+            .session
+            .as_ref()
+            .map(|s| s.model.clone())
+            .unwrap_or_default();
+        let selected = models.iter().position(|m| *m == current).unwrap_or(0);
+        let mut open =
+            crate::tui::overlays::OpenOverlay::new(crate::tui::overlays::OverlayKind::Models(
+                Box::new(crate::tui::overlays::models::ModelPicker {
+                    provider,
+                    models,
+                    current,
+                    filter: String::new(),
+                }),
+            ));
+        open.selected = selected;
+        self.overlay = Some(open);
+    }
+
     /// The session's bounds apply to the transcript and the history.
-    fn session_started(&mut self, started: SessionStarted, session_id: Option<String>) {
+    fn session_started(&mut self, started: SessionStarted) {
+        let session_id = self.book.client.session_id().map(str::to_string);
         self.transcript.set_bounds(
             started.max_transcript_items as usize,
             started.max_transcript_bytes as usize,
@@ -543,12 +529,6 @@ impl App {
         self.notice("session cleared".into());
     }
 
-    /// A prompt is shown once its turn starts, not when it is sent: the
-    /// server may queue it first.
-    fn turn_started(&mut self, turn_id: Option<String>) {
-        self.turn = Some(ActiveTurn::new(turn_id.unwrap_or_default(), self.now));
-    }
-
     fn count_usage(&mut self, usage: Usage, steps: u32) {
         self.usage.input_tokens += usage.input_tokens;
         self.usage.output_tokens += usage.output_tokens;
@@ -568,256 +548,11 @@ impl App {
         self.costs.unpriced = cost.cost_usd.is_none();
     }
 
-    fn end_turn(&mut self) {
+    pub(super) fn end_turn(&mut self) {
         self.turn = None;
         self.end_turn_hint();
         self.approval.clear();
         self.transcript.end_streaming(self.now);
-    }
-
-    fn reasoning_delta(&mut self, content: String) {
-        self.transcript.reasoning_delta(content, self.now);
-    }
-
-    fn assistant_delta(&mut self, content: String) {
-        self.transcript.assistant_delta(content, self.now);
-    }
-
-    fn assistant_completed(&mut self, content: String) {
-        self.transcript.assistant_completed(content, self.now);
-    }
-
-    /// The prompt shows the call's arguments as its card has them. A
-    /// session rule that matches answers the call itself, and its card
-    /// says which rule did.
-    fn approval_requested(&mut self, mut approval: PendingApproval) {
-        self.transcript.update_tool(&approval.call_id, |card| {
-            card.state = ToolState::AwaitingApproval;
-            approval.arguments = card.arguments.clone();
-        });
-        if let Some(rule) = self.rules.find(&approval.call()).cloned() {
-            let out = self.approve_by_rule(approval, &rule);
-            self.book.outbox.extend(out);
-            return;
-        }
-        self.approval.push(approval, self.now);
-    }
-
-    /// Approves `approval` on behalf of `rule`; the card of the call (the
-    /// session's, or in its subagent's transcript) says so.
-    fn approve_by_rule(&mut self, approval: PendingApproval, rule: &Rule) -> Vec<Outgoing> {
-        let label = rule.label();
-        let transcript = match &approval.child_session {
-            Some(child) => self.subagents.transcript_mut(child),
-            None => Some(&mut self.transcript),
-        };
-        if let Some(transcript) = transcript {
-            transcript.update_tool(&approval.call_id, |card| {
-                card.approved_by = Some(label);
-            });
-        }
-        self.resolve(approval, true)
-    }
-
-    /// What the session client made of a subagent's event: its record
-    /// and card change, then its approvals wait in the prompt like the
-    /// session's own (and the session's rules answer them alike).
-    fn child_applied(&mut self, updates: Vec<Update>) {
-        let mut approvals = Vec::new();
-        for update in updates {
-            match update {
-                Update::Subagent(event) => self.subagent_event(&event),
-                Update::ApprovalRequested(approval) if approval.child_session.is_some() => {
-                    approvals.push(approval)
-                }
-                Update::ApprovalGone { approval_id } => {
-                    let now = self.now;
-                    self.approval.take_where(
-                        |a| a.child_session.is_some() && a.approval_id == approval_id,
-                        now,
-                    );
-                }
-                _ => {}
-            }
-        }
-        for approval in approvals {
-            self.child_approval(approval);
-        }
-    }
-
-    /// One event of a subagent of this session (the session client
-    /// checked that it is ours).
-    fn subagent_event(&mut self, event: &Event) {
-        use crate::tui::subagents::Change;
-        let (Some(parent), Some(child)) = (&event.parent, &event.session_id) else {
-            return;
-        };
-        // Its transcript opens with the task its `task` call gave it.
-        let prompt = match &event.body {
-            EventBody::SubagentStarted(_) => self
-                .host_transcript(&parent.session_id)
-                .and_then(|t| t.tool(&parent.call_id))
-                .and_then(|card| card.arguments.get("prompt"))
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_string),
-            _ => None,
-        };
-        if self.subagents.apply(event, prompt, self.now) == Change::Card {
-            self.place_card(child);
-        }
-    }
-
-    /// The transcript where session `session_id`'s calls are: the
-    /// session's own, or a subagent's.
-    fn host_transcript(&self, session_id: &str) -> Option<&crate::tui::transcript::Transcript> {
-        if self.session_id().as_deref() == Some(session_id) {
-            return Some(&self.transcript);
-        }
-        self.subagents.get(session_id).map(|c| &c.transcript)
-    }
-
-    /// Puts child `session_id`'s card under its `task` call, and so on up:
-    /// a child of a child is a line on its parent's card too.
-    fn place_card(&mut self, session_id: &str) {
-        let ours = self.session_id();
-        let mut id = session_id.to_string();
-        // Each step goes one level up; depth is small (the server's
-        // `max_subagent_depth`), this only bounds a loop.
-        for _ in 0..16 {
-            let (Some(card), Some(parent)) = (
-                self.subagents.card(&id),
-                self.subagents.get(&id).map(|c| c.parent.clone()),
-            ) else {
-                return;
-            };
-            if ours.as_deref() == Some(parent.session_id.as_str()) {
-                self.transcript
-                    .update_tool(&parent.call_id, |c| c.set_subagent(card));
-                return;
-            }
-            let Some(host) = self.subagents.transcript_mut(&parent.session_id) else {
-                return;
-            };
-            host.update_tool(&parent.call_id, |c| c.set_subagent(card));
-            id = parent.session_id;
-        }
-    }
-
-    /// A subagent's call waits for approval: labelled with the subagent,
-    /// answered by a session rule that matches as a call of the session's
-    /// own would be.
-    fn child_approval(&mut self, approval: scv_client::session::Approval) {
-        let child = approval.child_session.clone().unwrap_or_default();
-        let description = self
-            .subagents
-            .get(&child)
-            .map(|c| c.card().description.clone())
-            .unwrap_or_else(|| "?".into());
-        let mut arguments = approval.arguments;
-        if arguments.is_null() {
-            if let Some(card) = self
-                .subagents
-                .get(&child)
-                .and_then(|c| c.transcript.tool(&approval.call_id))
-            {
-                arguments = card.arguments.clone();
-            }
-        }
-        let pending = PendingApproval {
-            approval_id: approval.approval_id,
-            call_id: approval.call_id,
-            name: approval.name,
-            risk: approval.risk.as_str().to_string(),
-            cwd: approval.cwd,
-            summary: approval.summary,
-            arguments,
-            sandboxed: approval.sandboxed,
-            child_session: Some(child),
-            subagent: Some(description),
-        };
-        if let Some(rule) = self.rules.find(&pending.call()).cloned() {
-            let out = self.approve_by_rule(pending, &rule);
-            self.book.outbox.extend(out);
-            return;
-        }
-        self.approval.push(pending, self.now);
-    }
-
-    /// `turn.cancel` of subagent `session_id` alone (its `task` call
-    /// fails; the session's turn goes on).
-    pub(super) fn cancel_subagent(&mut self, session_id: &str) -> Vec<Outgoing> {
-        let Some(child) = self.subagents.get(session_id).filter(|c| c.running()) else {
-            self.hint = Some("that subagent is not running".into());
-            return Vec::new();
-        };
-        let Some(turn_id) = child.turn_id.clone() else {
-            self.hint = Some("that subagent has not started its turn yet".into());
-            return Vec::new();
-        };
-        self.hint = Some(format!(
-            "cancelling subagent «{}»",
-            child.card().description
-        ));
-        vec![
-            self.send(ClientMessage::TurnCancel(scv_protocol::TurnCancel {
-                session_id: session_id.to_string(),
-                turn_id,
-            })),
-        ]
-    }
-
-    /// `a`: approve this call, add its rule, and let the rule answer the
-    /// calls already waiting that it matches.
-    pub(super) fn approve_always(
-        &mut self,
-        approval: PendingApproval,
-        rule: Rule,
-    ) -> Vec<Outgoing> {
-        let mut out = self.resolve(approval, true);
-        self.notice(format!(
-            "rule added: {} — /approvals lists and removes rules",
-            rule.scope()
-        ));
-        let waiting = self
-            .approval
-            .take_where(|a| rule.matches(&a.call()), self.now);
-        self.rules.add(rule.clone());
-        for approval in waiting {
-            out.extend(self.approve_by_rule(approval, &rule));
-        }
-        out
-    }
-
-    /// Answers `approval`. A denial is remembered: the call's failure is
-    /// then shown as denied.
-    pub(super) fn resolve(&mut self, approval: PendingApproval, approved: bool) -> Vec<Outgoing> {
-        if !approved {
-            match &approval.child_session {
-                Some(child) => self.subagents.denied(child, &approval.call_id),
-                None => {
-                    self.book.denied.insert(approval.call_id.clone());
-                }
-            }
-        }
-        let Some(session_id) = approval.child_session.clone().or_else(|| self.session_id()) else {
-            return Vec::new();
-        };
-        match self.book.client.resolve(&approval.approval_id, approved) {
-            Some(request) => vec![outgoing(request)],
-            // Not one the session client saw (the server says so if so).
-            None => vec![self.send(ClientMessage::ApprovalResolve(ApprovalResolve {
-                session_id,
-                approval_id: approval.approval_id,
-                approved,
-            }))],
-        }
-    }
-
-    /// A call that fails after the user denied it is shown as denied.
-    fn tool_completed(&mut self, call_id: &str, success: bool, output: String, truncated: bool) {
-        let denied = self.book.denied.remove(call_id);
-        self.transcript
-            .tool_completed(call_id, success, denied, output, truncated);
     }
 
     /// A queue conflict refreshes the entry and says so under the input;
@@ -837,14 +572,9 @@ impl App {
         }
     }
 
-    /// An entry left the queue: a dequeued prompt is shown when its turn
-    /// starts; one being edited can no longer be saved.
-    fn left_queue(&mut self, left: Left, request_id: Option<String>) {
-        if let (Some(prompt), Some(rid)) = (left.dequeued, request_id) {
-            if !self.book.client.owns(&rid) {
-                self.book.dequeued.insert(rid, prompt);
-            }
-        }
+    /// An entry left the queue: one being edited can no longer be saved
+    /// (a dequeued prompt shows when its turn starts: `TurnBegan`).
+    fn left_queue(&mut self, left: Left) {
         if self
             .input
             .editing()
@@ -855,119 +585,13 @@ impl App {
         }
     }
 
-    /// The daemon went away (the caller reconnects).
-    pub fn disconnected(&mut self) {
-        self.link = LinkState::Disconnected;
-        self.turn = None;
-        self.approval.clear();
-        self.queue.reset();
-        self.input.stop_editing();
-        self.end_turn();
-        // No terminal event of a running subagent will come now.
-        for child in self
-            .subagents
-            .abandon("disconnected", "the daemon went away")
-        {
-            self.place_card(&child);
-        }
-        self.transcript.push(ItemKind::Error {
-            code: "disconnected".into(),
-            message: "the SCV daemon went away; starting it again and reconnecting…".into(),
-        });
-    }
-
-    /// Whether this session ran a turn (or was resumed with some): only
-    /// then is it stored, to be offered back.
-    pub(super) fn worked(&self) -> bool {
-        self.book.worked
-    }
-
-    /// Reconnecting failed with `why` (the daemon cannot start: a
-    /// malformed config.toml); said once until it changes.
-    pub fn reconnect_failed(&mut self, why: String) {
-        if self.reconnect_error.as_ref() != Some(&why) {
-            self.transcript.push(ItemKind::Error {
-                code: "disconnected".into(),
-                message: format!("cannot start the SCV daemon again: {why} (retrying)"),
-            });
-            self.reconnect_error = Some(why);
-        }
-    }
-
-    /// Connected again with a fresh session (its events follow). The
-    /// session it had is offered back: one key resumes it.
-    pub fn reconnected(&mut self) {
-        self.reconnect_error = None;
-        let previous = self.session_id().filter(|_| self.book.worked);
-        self.link = LinkState::Connected;
-        self.new_client();
-        self.resume_offer = previous.clone();
-        let note = match previous {
-            Some(id) => format!(
-                "reconnected; a new session started. Press Ctrl+R to resume the conversation you had (session {}) — nothing of it ran again",
-                short_id(&id)
-            ),
-            None => "reconnected; a new session started".into(),
-        };
-        self.transcript.push(ItemKind::Notice(note));
-    }
-
-    /// A new session client: nothing of the old session is in flight (its
-    /// request ids stay unique on the new connection all the same).
-    fn new_client(&mut self) {
-        self.book.sessions += 1;
-        self.book.client = SessionClient::new(format!("tui{}-", self.book.sessions));
-        self.book.dequeued.clear();
-        self.book.denied.clear();
-        self.book.list_request = None;
-        self.book.worked = false;
-        self.undo.reset();
-        self.plan.reset();
-    }
-
-    /// Another session takes this view (resumed, forked): what showed
-    /// the old one goes; its events follow.
-    pub fn switched(&mut self, which: &crate::session::Which) {
-        self.new_client();
-        self.resume_offer = None;
-        self.link = LinkState::Connected;
-        self.turn = None;
-        self.approval.clear();
-        self.queue.reset();
-        self.queue.clear();
-        self.transcript.clear();
-        self.subagents.clear();
-        self.usage = Usage::default();
-        self.costs = Default::default();
-        self.context_used = 0;
-        self.rules = Default::default();
-        self.overlay = None;
-        self.session = None;
-        if matches!(which, crate::session::Which::New) {
-            self.notice("new session started; /resume brings the other one back".into());
-        }
-    }
-
-    /// A session could not be opened; this one stays.
-    pub fn failed_switch(&mut self, why: &str) {
-        self.transcript.push(ItemKind::Error {
-            code: "session".into(),
-            message: scv_client::text::visible(why).into_owned(),
-        });
-    }
-
     /// Asks the daemon for the stored sessions (the picker opens on the
     /// answer).
     pub(crate) fn ask_session_list(&mut self) -> Outgoing {
-        let request =
-            self.book
-                .client
-                .request(ClientMessage::SessionList(scv_protocol::SessionList {
-                    cwd: None,
-                    limit: Some(scv_protocol::MAX_SESSION_LIST_LIMIT),
-                }));
-        self.book.list_request = Some(request.request_id.clone());
-        outgoing(request)
+        self.send(ClientMessage::SessionList(scv_protocol::SessionList {
+            cwd: None,
+            limit: Some(scv_protocol::MAX_SESSION_LIST_LIMIT),
+        }))
     }
 
     fn open_picker(&mut self, mut sessions: Vec<scv_protocol::StoredSession>) {
@@ -1061,13 +685,9 @@ impl App {
     /// [`App::mcp`].
     pub(super) fn ask_daemon_status(&mut self) -> Outgoing {
         self.mcp = McpView::Asking;
-        let out = self.send(ClientMessage::DaemonControl(DaemonControl {
+        self.send(ClientMessage::DaemonControl(DaemonControl {
             command: scv_protocol::DaemonCommand::Status,
-        }));
-        if let Outgoing::Send { request_id, .. } = &out {
-            self.book.status_request = Some(request_id.clone());
-        }
-        out
+        }))
     }
 }
 

@@ -17,25 +17,26 @@
 
 use crate::daemon::Link;
 use crate::options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
+use crate::replay::chunk;
 use crate::stdio::Outflow;
 use crate::subagents::Subagents;
 use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
 use crate::{errors, mcp, prompt};
+
+mod render;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionInfo,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason, TextContent,
+    AvailableCommandsUpdate, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionInfo, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
 use scv_client::rules::{self, Call, Rule, Rules};
-use scv_client::session::{Approval, Outcome, Request, SessionClient, Update};
+use scv_client::session::{Approval, Request, SessionClient};
 use scv_protocol::{
-    ClientMessage, Event, EventBody, FailureCode, SessionList, SessionResume, SessionStart,
-    StoredSession,
+    ClientMessage, Event, EventBody, SessionList, SessionResume, SessionStart, StoredSession,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -100,6 +101,8 @@ struct Session {
     client: SessionClient,
     /// Its subagents, shown inside the `task` calls that started them.
     subagents: Subagents,
+    /// Text of the current model response was streamed as deltas.
+    streamed: bool,
 }
 
 /// A permission request in flight, and the rule "Always allow" adds.
@@ -155,8 +158,6 @@ impl Session {
 /// A prompt waiting for its answer (its stage is the session client's).
 struct Prompt {
     responder: Responder<PromptResponse>,
-    /// Text of the current model response was streamed as deltas.
-    streamed: bool,
 }
 
 pub struct Bridge {
@@ -441,13 +442,7 @@ impl Bridge {
         let request_id = start.request_id.clone();
         match self.send_request(&start).await {
             Ok(()) => {
-                self.prompts.insert(
-                    request_id,
-                    Prompt {
-                        responder,
-                        streamed: false,
-                    },
-                );
+                self.prompts.insert(request_id, Prompt { responder });
             }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -476,13 +471,17 @@ impl Bridge {
             return;
         };
         let configure = ClientMessage::SessionConfigure(scv_protocol::SessionConfigure {
-            session_id,
+            session_id: session_id.clone(),
             mode: Some(mode),
             ..Default::default()
         });
-        match self.send(configure).await {
-            Ok(request_id) => {
-                self.moding.insert(request_id, responder);
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        let configure = session.client.request(configure);
+        match self.send_request(&configure).await {
+            Ok(()) => {
+                self.moding.insert(configure.request_id, responder);
             }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -568,71 +567,36 @@ impl Bridge {
 
     async fn event(&mut self, event: Event) {
         let request_id = event.request_id.clone().unwrap_or_default();
-        if let EventBody::SessionStarted(started) = &event.body {
-            let session_id = event.session_id.clone().unwrap_or_default();
-            self.session_started(&request_id, session_id, started);
-            return;
-        }
-        if let EventBody::Error(error) = &event.body {
-            let refused = errors::refused(error.code, &error.message);
-            if let Some(responder) = self.starting.remove(&request_id) {
-                let _ = responder.respond_with_error(refused);
+        // What is asked before a session exists (it opens, or the list of
+        // stored ones) is the bridge's own; everything else is a
+        // session's, read through its client.
+        match &event.body {
+            EventBody::SessionStarted(started) => {
+                let session_id = event.session_id.clone().unwrap_or_default();
+                self.session_started(&request_id, session_id, started);
                 return;
             }
-            if let Some(responder) = self.loading.remove(&request_id) {
-                let _ = responder.respond_with_error(refused);
-                return;
-            }
-            if let Some(responder) = self.listing.remove(&request_id) {
-                let _ = responder.respond_with_error(refused);
-                return;
-            }
-            if let Some(responder) = self.moding.remove(&request_id) {
-                let _ = responder.respond_with_error(refused);
-                return;
-            }
-        }
-        if let EventBody::SessionConfigured {
-            mode: Some(mode), ..
-        } = &event.body
-        {
-            let session_id = event.session_id.clone().unwrap_or_default();
-            if let Some(responder) = self.moding.remove(&request_id) {
-                let _ = responder.respond(SetSessionModeResponse::new());
-            }
-            self.notify(
-                &session_id,
-                SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
-            );
-        }
-        if let EventBody::SessionListed { sessions } = event.body {
-            if let Some(responder) = self.listing.remove(&request_id) {
-                let infos = sessions.into_iter().map(session_info).collect();
-                let _ = responder.respond(ListSessionsResponse::new(infos));
-            }
-            return;
-        }
-        if let EventBody::SessionTranscript { items, truncated } = event.body {
-            let session_id = event.session_id.unwrap_or_default();
-            if let Some((responder, modes)) = self.replaying.remove(&session_id) {
-                for update in crate::replay::updates(items, truncated) {
-                    self.notify(&session_id, update);
+            EventBody::Error(error) if self.refused_before_session(&request_id, error) => return,
+            EventBody::SessionListed { sessions } if self.listing.contains_key(&request_id) => {
+                if let Some(responder) = self.listing.remove(&request_id) {
+                    let infos = sessions.iter().cloned().map(session_info).collect();
+                    let _ = responder.respond(ListSessionsResponse::new(infos));
                 }
-                let _ = responder.respond(LoadSessionResponse::new().modes(modes));
+                return;
             }
-            return;
+            _ => {}
         }
-        if let Some(parent) = &event.parent {
-            self.child_event(parent.session_id.clone(), event).await;
-            return;
-        }
-        // The session: the event's own, or (errors) the one whose client
-        // sent the request.
-        let session_id = event.session_id.clone().or_else(|| {
-            self.sessions
-                .iter()
-                .find(|(_, s)| s.client.owns(&request_id))
-                .map(|(id, _)| id.clone())
+        // The session: the event's own (a subagent's: the one it descends
+        // from), or (errors) the one whose client sent the request.
+        let session_id = self.sessions.iter().find_map(|(id, s)| {
+            let ours = match (&event.parent, &event.session_id) {
+                (Some(parent), _) => {
+                    *id == parent.session_id || s.client.subagent(&parent.session_id).is_some()
+                }
+                (None, Some(session)) => id == session,
+                (None, None) => s.client.owns(&request_id),
+            };
+            ours.then(|| id.clone())
         });
         let Some(session_id) = session_id else {
             if let EventBody::Error(error) = &event.body {
@@ -649,32 +613,29 @@ impl Bridge {
         };
         let applied = session.client.apply(&event);
         self.send_all(&applied.requests).await;
-        self.show(&session_id, &request_id, event.body).await;
         for update in applied.updates {
             self.update(&session_id, update).await;
         }
     }
 
-    /// A subagent's event (capability `subagents`): shown in the `task`
-    /// call of the ACP session it descends from, never as that session's
-    /// own text or turn; its approvals asked like the session's own.
-    async fn child_event(&mut self, parent: String, event: Event) {
-        let owner = self
-            .sessions
-            .iter()
-            .find(|(id, s)| **id == parent || s.subagents.knows(&parent))
-            .map(|(id, _)| id.clone());
-        let Some(session_id) = owner else {
-            return;
+    /// An `error` answering a request made before its session existed
+    /// (`session/new`, `session/load`, `session/list`): that request fails.
+    fn refused_before_session(
+        &mut self,
+        request_id: &str,
+        error: &scv_protocol::ErrorBody,
+    ) -> bool {
+        let refused = errors::refused(error.code, &error.message);
+        let _ = if let Some(responder) = self.starting.remove(request_id) {
+            responder.respond_with_error(refused)
+        } else if let Some(responder) = self.loading.remove(request_id) {
+            responder.respond_with_error(refused)
+        } else if let Some(responder) = self.listing.remove(request_id) {
+            responder.respond_with_error(refused)
+        } else {
+            return false;
         };
-        let Some(session) = self.sessions.get_mut(&session_id) else {
-            return;
-        };
-        let applied = session.client.apply(&event);
-        self.send_all(&applied.requests).await;
-        for update in applied.updates {
-            self.update(&session_id, update).await;
-        }
+        true
     }
 
     fn session_started(
@@ -706,6 +667,7 @@ impl Bridge {
                 rules: Rules::default(),
                 client,
                 subagents: Subagents::default(),
+                streamed: false,
             },
         );
         self.started_any = true;
@@ -735,155 +697,6 @@ impl Bridge {
                 &session_id,
                 SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
             );
-        }
-    }
-
-    /// What an event shows in the editor: text, thoughts, tool calls.
-    async fn show(&mut self, session_id: &str, request_id: &str, body: EventBody) {
-        match body {
-            EventBody::AssistantDelta { content } => {
-                if let Some(prompt) = self.prompts.get_mut(request_id) {
-                    prompt.streamed = true;
-                }
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
-            }
-            EventBody::AssistantCompleted { content } => {
-                let streamed = self
-                    .prompts
-                    .get_mut(request_id)
-                    .is_some_and(|p| std::mem::take(&mut p.streamed));
-                if !streamed && !content.is_empty() {
-                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
-                }
-            }
-            EventBody::ReasoningDelta { content } => {
-                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk(content)));
-            }
-            // The session is no longer being saved (a full disk), or is
-            // again: said in the conversation, as config warnings are, on
-            // a line of its own.
-            EventBody::SessionWarning(warning) => {
-                let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(&warning.message));
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
-            }
-            EventBody::ToolProposed {
-                call_id,
-                name,
-                arguments,
-            } => {
-                let Some(session) = self.sessions.get_mut(session_id) else {
-                    return;
-                };
-                let cwd = session.cwd.clone();
-                let call = session
-                    .tools
-                    .proposed(&cwd, &call_id, &name, &arguments)
-                    .await;
-                self.notify(session_id, SessionUpdate::ToolCall(call));
-            }
-            EventBody::ToolStarted { call_id, .. } => {
-                let update = self
-                    .sessions
-                    .get(session_id)
-                    .and_then(|s| s.tools.started(&call_id));
-                if let Some(update) = update {
-                    self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
-                }
-            }
-            EventBody::ToolCompleted {
-                call_id,
-                success,
-                output,
-                truncated,
-                ..
-            } => {
-                let Some(session) = self.sessions.get_mut(session_id) else {
-                    return;
-                };
-                let mut update = session
-                    .tools
-                    .completed(&call_id, success, &output, truncated)
-                    .await;
-                // A `task` call keeps its child's calls above its output.
-                if let (Some(update), Some((mut nested, meta))) =
-                    (update.as_mut(), session.subagents.completed(&call_id))
-                {
-                    nested.extend(update.fields.content.take().unwrap_or_default());
-                    update.fields.content = Some(nested);
-                    update.meta = Some(meta);
-                }
-                if let Some(update) = update {
-                    self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// What the session client made of an event: prompts answered,
-    /// permission asked.
-    async fn update(&mut self, session_id: &str, update: Update) {
-        match update {
-            Update::ApprovalRequested(approval) => self.ask(session_id.to_string(), approval).await,
-            Update::ApprovalGone { approval_id } => {
-                // Answered elsewhere, or its (child's) turn ended.
-                if let Some(session) = self.sessions.get_mut(session_id) {
-                    if let Some(asked) = session.approvals.remove(&approval_id) {
-                        let _ = asked.request.cancel();
-                    }
-                }
-            }
-            Update::Subagent(event) => {
-                let update = self
-                    .sessions
-                    .get_mut(session_id)
-                    .and_then(|s| s.subagents.event(&event, &s.tools));
-                if let Some(update) = update {
-                    self.notify(session_id, SessionUpdate::ToolCallUpdate(update));
-                }
-            }
-            Update::Ended {
-                request_id,
-                outcome,
-                cancelled_by_us,
-                ..
-            } => {
-                if let Some(session) = self.sessions.get_mut(session_id) {
-                    session.turn_ended();
-                }
-                let result = match outcome {
-                    _ if cancelled_by_us => Ok(StopReason::Cancelled),
-                    Outcome::Completed { .. } => Ok(StopReason::EndTurn),
-                    Outcome::Cancelled => Ok(StopReason::Cancelled),
-                    Outcome::Failed {
-                        code: FailureCode::StepLimit,
-                        ..
-                    } => Ok(StopReason::MaxTurnRequests),
-                    Outcome::Failed { code, message } => {
-                        tracing::warn!("turn failed: {code}: {message}");
-                        Err(errors::turn_failed(code, &message))
-                    }
-                };
-                if let Some(request_id) = request_id {
-                    self.finish(&request_id, result);
-                }
-            }
-            Update::Withdrawn { request_id, .. } => {
-                self.finish(&request_id, Ok(StopReason::Cancelled))
-            }
-            Update::Refused {
-                request_id,
-                error,
-                cancelled,
-            } => {
-                let result = if cancelled {
-                    Ok(StopReason::Cancelled)
-                } else {
-                    Err(errors::refused(error.code, &error.message))
-                };
-                self.finish(&request_id, result);
-            }
-            _ => {}
         }
     }
 
@@ -927,7 +740,11 @@ impl Bridge {
             return;
         }
         let tool_call = child_session
-            .and_then(|child| session.subagents.permission(&child, &summary))
+            .and_then(|child| {
+                session
+                    .subagents
+                    .permission(&session.client, &child, &summary)
+            })
             .unwrap_or_else(|| session.tools.permission(&call_id, &name, &summary));
         let mut options = vec![PermissionOption::new(
             ALLOW,
@@ -1123,10 +940,6 @@ fn session_info(stored: StoredSession) -> SessionInfo {
     SessionInfo::new(stored.session_id, PathBuf::from(stored.cwd))
         .title(title)
         .updated_at(scv_client::time::rfc3339(stored.updated_unix_seconds))
-}
-
-fn chunk(text: String) -> ContentChunk {
-    ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 
 /// The next daemon event; pending forever without a link.

@@ -1,0 +1,208 @@
+//! What the session client's updates show in the editor: text, thoughts,
+//! tool calls (a subagent's inside its `task` call), permission asked,
+//! prompts answered. One arm per update.
+
+use super::Bridge;
+use crate::errors;
+use crate::replay::chunk;
+use agent_client_protocol::v1::schema::{
+    CurrentModeUpdate, LoadSessionResponse, SessionUpdate, SetSessionModeResponse, StopReason,
+};
+use agent_client_protocol::Error;
+use scv_client::session::{Answer, Outcome, ToolChange, Update};
+use scv_protocol::FailureCode;
+
+impl Bridge {
+    /// What the session client made of an event: text, thoughts and tool
+    /// calls shown, prompts answered, permission asked.
+    pub(super) async fn update(&mut self, session_id: &str, update: Update) {
+        match update {
+            Update::Text(content) => {
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    session.streamed = true;
+                }
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
+            }
+            Update::TextDone(content) => {
+                let streamed = self
+                    .sessions
+                    .get_mut(session_id)
+                    .is_some_and(|s| std::mem::take(&mut s.streamed));
+                if !streamed && !content.is_empty() {
+                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
+                }
+            }
+            Update::Reasoning(content) => {
+                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk(content)));
+            }
+            // The session is no longer being saved (a full disk), or is
+            // again: said in the conversation, as config warnings are, on
+            // a line of its own.
+            Update::Warning(warning) => {
+                let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(&warning.message));
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
+            }
+            Update::Tool(change) => self.tool(session_id, change).await,
+            Update::Transcript { items, truncated } => {
+                if let Some((responder, modes)) = self.replaying.remove(session_id) {
+                    for update in crate::replay::updates(items, truncated) {
+                        self.notify(session_id, update);
+                    }
+                    let _ = responder.respond(LoadSessionResponse::new().modes(modes));
+                }
+            }
+            Update::Answered {
+                request_id,
+                answer: Answer::Configured(configured),
+                ..
+            } => {
+                if let Some(mode) = configured.mode {
+                    if let Some(responder) = request_id.and_then(|r| self.moding.remove(&r)) {
+                        let _ = responder.respond(SetSessionModeResponse::new());
+                    }
+                    self.notify(
+                        session_id,
+                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
+                    );
+                }
+            }
+            Update::Failed {
+                request_id: Some(request_id),
+                error,
+                ..
+            } => {
+                if let Some(responder) = self.moding.remove(&request_id) {
+                    let _ =
+                        responder.respond_with_error(errors::refused(error.code, &error.message));
+                }
+            }
+            Update::ApprovalRequested(approval) => self.ask(session_id.to_string(), approval).await,
+            Update::ApprovalGone { approval_id } => {
+                // Answered elsewhere, or its (child's) turn ended.
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    if let Some(asked) = session.approvals.remove(&approval_id) {
+                        let _ = asked.request.cancel();
+                    }
+                }
+            }
+            Update::SubagentStarted { session_id: child } => {
+                let started = Update::SubagentStarted {
+                    session_id: child.clone(),
+                };
+                self.subagent(session_id, &child, &started)
+            }
+            Update::Subagent {
+                session_id: child,
+                update,
+            } => self.subagent(session_id, &child, &update),
+            Update::Ended {
+                request_id,
+                outcome,
+                cancelled_by_us,
+                ..
+            } => {
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    session.turn_ended();
+                }
+                let result = stop_reason(outcome, cancelled_by_us);
+                if let Some(request_id) = request_id {
+                    self.finish(&request_id, result);
+                }
+            }
+            Update::Withdrawn { request_id, .. } => {
+                self.finish(&request_id, Ok(StopReason::Cancelled))
+            }
+            Update::Refused {
+                request_id,
+                error,
+                cancelled,
+            } => {
+                let result = if cancelled {
+                    Ok(StopReason::Cancelled)
+                } else {
+                    Err(errors::refused(error.code, &error.message))
+                };
+                self.finish(&request_id, result);
+            }
+            _ => {}
+        }
+    }
+
+    /// A tool call of the session: proposed, running, done.
+    async fn tool(&mut self, session_id: &str, change: ToolChange) {
+        let Some(session) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        let update = match change {
+            ToolChange::Proposed {
+                call_id,
+                name,
+                arguments,
+            } => {
+                let cwd = session.cwd.clone();
+                let call = session
+                    .tools
+                    .proposed(&cwd, &call_id, &name, &arguments)
+                    .await;
+                SessionUpdate::ToolCall(call)
+            }
+            ToolChange::Running { call_id, .. } => match session.tools.started(&call_id) {
+                Some(update) => SessionUpdate::ToolCallUpdate(update),
+                None => return,
+            },
+            ToolChange::Done {
+                call_id,
+                success,
+                output,
+                truncated,
+                ..
+            } => {
+                let mut update = session
+                    .tools
+                    .completed(&call_id, success, &output, truncated)
+                    .await;
+                // A `task` call keeps its child's calls above its output.
+                if let (Some(update), Some((mut nested, meta))) =
+                    (update.as_mut(), session.subagents.completed(&call_id))
+                {
+                    nested.extend(update.fields.content.take().unwrap_or_default());
+                    update.fields.content = Some(nested);
+                    update.meta = Some(meta);
+                }
+                match update {
+                    Some(update) => SessionUpdate::ToolCallUpdate(update),
+                    None => return,
+                }
+            }
+        };
+        self.notify(session_id, update);
+    }
+
+    /// A subagent's update, shown in the `task` call it runs in.
+    fn subagent(&mut self, session_id: &str, child: &str, update: &Update) {
+        let shown = self.sessions.get_mut(session_id).and_then(|s| {
+            let view = s.client.subagent(child)?;
+            s.subagents.update(view, &s.client, update, &s.tools)
+        });
+        if let Some(shown) = shown {
+            self.notify(session_id, SessionUpdate::ToolCallUpdate(shown));
+        }
+    }
+}
+
+/// What a prompt answers when its turn ended.
+fn stop_reason(outcome: Outcome, cancelled_by_us: bool) -> Result<StopReason, Error> {
+    match outcome {
+        _ if cancelled_by_us => Ok(StopReason::Cancelled),
+        Outcome::Completed { .. } => Ok(StopReason::EndTurn),
+        Outcome::Cancelled => Ok(StopReason::Cancelled),
+        Outcome::Failed {
+            code: FailureCode::StepLimit,
+            ..
+        } => Ok(StopReason::MaxTurnRequests),
+        Outcome::Failed { code, message } => {
+            tracing::warn!("turn failed: {code}: {message}");
+            Err(errors::turn_failed(code, &message))
+        }
+    }
+}
