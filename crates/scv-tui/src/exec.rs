@@ -188,6 +188,10 @@ pub async fn run(
         let Some(event) = event else {
             anyhow::bail!("the SCV daemon closed the connection before the turn ended");
         };
+        if let (EventBody::BudgetWarning(warning), None) = (&event.body, &event.parent) {
+            // 80 % of a budget spent: on stderr whatever the output format.
+            eprintln!("[budget] {}", scv_client::text::visible(&warning.message));
+        }
         let step = printer.event(&mut client, &event, approve)?;
         for request in &step.requests {
             conn.send_request(request).await?;

@@ -130,6 +130,8 @@ impl Connection {
             retries: asked.retries,
             step_usage: asked.step_usage,
             trust: asked.trust,
+            budgets: asked.budgets,
+            daemon_status: asked.daemon_status,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

@@ -38,6 +38,10 @@ mod checkpoints;
 mod stored;
 mod trust;
 
+/// The `turn.failed` code of a request a budget refused, for a connection
+/// with capability `budgets` (every other gets `step_limit`).
+pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
+
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
 
@@ -58,7 +62,8 @@ struct Session {
     cost_usd: Option<f64>,
     /// The budget warnings already given.
     warned: Warned,
-    /// `max_session_cost_usd`, as config or `session.configure` set it.
+    /// `max_session_cost_usd` as `session.configure` set it for this
+    /// session (`None`: config.toml's, as it is at each turn's start).
     max_session_cost_usd: Option<f64>,
     /// The session's own MCP hub when `session.start` brought servers;
     /// stopped when the session ends.
@@ -355,7 +360,6 @@ impl SessionHost {
             .out
             .send(crate::transport::encode(started.as_ref()))
             .await;
-        let max_session_cost_usd = made.settings.config.cost.budgets.max_session_cost_usd;
         let session = Session {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
@@ -368,7 +372,7 @@ impl SessionHost {
             detail: crate::model::Usage::default(),
             cost_usd: None,
             warned: Warned::default(),
-            max_session_cost_usd,
+            max_session_cost_usd: None,
             mcp: made.mcp,
             journal,
             checkpoints,
@@ -414,6 +418,7 @@ impl SessionHost {
             // Only the budget or the mode changes, which a running turn
             // may see (the mode applies from its next step or call); the
             // provider and model stay.
+            let configured_budget = self.shared.live.current().config.cost.budgets;
             let session = self.session(session_id)?;
             if max_session_cost_usd.is_some() {
                 session.max_session_cost_usd = max_session_cost_usd;
@@ -425,7 +430,9 @@ impl SessionHost {
                 provider: session.settings.provider.name.clone(),
                 model: session.settings.provider.model.clone(),
                 context_max_tokens: session.settings.context_max_tokens,
-                max_session_cost_usd: max_session_cost_usd.or(session.max_session_cost_usd),
+                max_session_cost_usd: max_session_cost_usd
+                    .or(session.max_session_cost_usd)
+                    .or(configured_budget.max_session_cost_usd),
                 mode: Some(session.settings.mode.get()),
             };
             if let Some(seq) = session.emit(rid, &configured).await {
@@ -537,6 +544,11 @@ impl SessionHost {
 
     /// Starts a turn on an idle session: `turn.started` first, then the task.
     async fn start_turn(&mut self, session_id: &Arc<str>, request_id: Arc<str>, prompt: String) {
+        // The budgets config.toml holds now: an edit reaches open sessions
+        // from their next turn (a session's own `max_session_cost_usd`,
+        // set by `session.configure`, stays over config's).
+        self.shared.live.refresh().await;
+        let budgets = self.shared.live.current().config.cost.budgets;
         let Some(session) = self.sessions.get_mut(session_id) else {
             return;
         };
@@ -574,18 +586,7 @@ impl SessionHost {
         // be written since the session opened.
         session.tell_journal(Some(&request_id)).await;
         let model = session.settings.provider.model.clone();
-        let cost = &session.settings.config.cost;
-        let spending = Spending::new(
-            model.clone(),
-            cost.pricing.price(&model),
-            crate::cost::Budgets {
-                max_session_cost_usd: session.max_session_cost_usd,
-                ..cost.budgets
-            },
-            session.cost_usd.unwrap_or(0.0),
-            session.warned,
-            self.caps.usage,
-        );
+        let spending = session.spending(budgets, self.caps.usage);
         let trace = self.shared.telemetry.as_ref().map(|t| {
             t.turn(
                 session_id,
@@ -673,8 +674,10 @@ impl SessionHost {
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
         let mut spent = None;
+        let mut budget_reached = false;
         let terminal = match outcome {
             Ok(outcome) => {
+                budget_reached = outcome.budget_reached;
                 if let Some(usage) = outcome.detail {
                     spent = Some(scv_store::Spent {
                         model: session.settings.provider.model.clone(),
@@ -754,8 +757,15 @@ impl SessionHost {
                     *cost = None;
                 }
             }
+            // A budget's refusal: its own code for a connection that asked.
+            let code = (budget_reached && self.caps.budgets).then_some(BUDGET_EXCEEDED);
             let _ = sink
-                .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
+                .emit_coded(
+                    Some(&active.request_id),
+                    Some(&active.turn_id),
+                    &terminal,
+                    code,
+                )
                 .await;
         }
         if bounds_due {
@@ -1049,6 +1059,27 @@ impl SessionHost {
 }
 
 impl Session {
+    /// A turn's price, budgets and what the session spent before it:
+    /// `budgets` as config.toml holds them now, this session's own
+    /// `max_session_cost_usd` over config's. A budget raised above 80 %
+    /// of what is spent warns again when the new one reaches 80 %.
+    fn spending(&mut self, budgets: crate::cost::Budgets, report: bool) -> Spending {
+        let model = self.settings.provider.model.clone();
+        let budgets = crate::cost::Budgets {
+            max_session_cost_usd: self.max_session_cost_usd.or(budgets.max_session_cost_usd),
+            ..budgets
+        };
+        let spent = self.cost_usd.unwrap_or(0.0);
+        if budgets
+            .max_session_cost_usd
+            .is_none_or(|max| spent * 100.0 < max * crate::agent::WARN_PERCENT)
+        {
+            self.warned.session = false;
+        }
+        let price = self.settings.config.cost.pricing.price(&model);
+        Spending::new(model, price, budgets, spent, self.warned, report)
+    }
+
     /// A resumed session's spending since its last clear, from its journal.
     fn restore_spending(&mut self, replay: &scv_store::Replay) {
         for spent in replay

@@ -9,6 +9,7 @@
 //! own state; the App pumps each key through them in turn.
 
 mod attach;
+mod budget;
 mod commands;
 mod events;
 mod keys;
@@ -119,6 +120,8 @@ pub struct App {
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
     plan: plan::PlanBook,
+    /// `/budget` requests in flight.
+    budgets: budget::BudgetBook,
     /// The session's subagents, their transcripts and cards (bounded:
     /// see [`super::subagents`]).
     pub subagents: super::subagents::Subagents,
@@ -161,6 +164,7 @@ impl App {
             hint_ends: None,
             undo: Default::default(),
             plan: Default::default(),
+            budgets: Default::default(),
             subagents: Default::default(),
         };
         app.approval.resize(80, 24);
