@@ -770,6 +770,7 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
         text.contains("changed `workspace` (read when the daemon starts"),
         "{text}"
     );
+    assert!(output.status.success(), "{}", stderr(&output));
     let output = home.scv().args(["daemon", "reload"]).output().unwrap();
     assert!(
         stdout(&output).contains("unchanged since the last reload"),
@@ -782,6 +783,8 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
     let text = stdout(&output);
     assert!(text.contains("config.toml: line"), "{text}");
     assert!(text.contains("not applied"), "{text}");
+    // A broken file is a failed reload: a script sees it.
+    assert_eq!(output.status.code(), Some(1), "{text}");
     second.push(Reply::text(["the old one runs on"]));
     let output = home.scv().args(["exec", "hi"]).output().unwrap();
     assert_eq!(stdout(&output), "the old one runs on\n");

@@ -385,6 +385,11 @@ impl SessionHost {
         sink.emit(Some(rid), None, &snapshot).await.ok()
     }
 
+    /// What the connection opted into.
+    pub(crate) fn caps(&self) -> &scv_protocol::Capabilities {
+        &self.caps
+    }
+
     /// What the connection opted into (`initialize.capabilities`).
     pub(crate) fn grant(&mut self, granted: scv_protocol::Capabilities) {
         self.caps = granted;
