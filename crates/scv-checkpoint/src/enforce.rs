@@ -163,7 +163,15 @@ fn object_size(store: &CheckpointStore, (kind, hash): Key) -> Option<u64> {
     (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then(|| cost(&st))
 }
 
-pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
+/// `keep`: never evicted. `spare`: evicted only once every checkpoint
+/// in neither set is gone and the store is still over (oldest first, as
+/// the rest).
+pub(crate) fn enforce(
+    store: &CheckpointStore,
+    max_bytes: u64,
+    keep: &HashSet<String>,
+    spare: &HashSet<String>,
+) -> Enforced {
     let mut report = Enforced::default();
     let _lock = match store.lock(true) {
         Ok(lock) => lock,
@@ -247,6 +255,8 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
     }
     order.sort();
     let mut next = 0;
+    // First those in neither set; then, still over, the spared ones.
+    let mut sparing = true;
     let mut evicted: HashSet<(usize, usize)> = HashSet::new();
     loop {
         if sweepable {
@@ -277,11 +287,22 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         let excess = report.bytes - max_bytes;
         let mut freed = 0u64;
         let mut touched: Vec<usize> = Vec::new();
-        while freed < excess && next < order.len() {
+        loop {
+            if freed >= excess {
+                break;
+            }
+            if next == order.len() {
+                if !sparing || spare.is_empty() {
+                    break;
+                }
+                sparing = false;
+                next = 0;
+            }
             let (_, s, i) = order[next];
             next += 1;
             let c = &sessions[s].1[i];
-            if keep.contains(&c.checkpoint_id) {
+            let spared = sparing && spare.contains(&c.checkpoint_id);
+            if keep.contains(&c.checkpoint_id) || spared || evicted.contains(&(s, i)) {
                 continue;
             }
             if let Some(hash) = root(&c.before) {
