@@ -169,3 +169,47 @@ async fn exec_warns_at_80_percent_of_a_budget_and_says_when_it_is_reached() {
     );
     assert_eq!(mock.request_count(), 1, "nothing was sent");
 }
+
+/// A hook that exits 1 (Claude Code: a non-blocking error shown to the
+/// user): `scv exec` prints its stderr as `[hook] …`, naming the hook by
+/// its script and its line in the hooks file; the call still runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_shows_a_hooks_non_blocking_error_on_stderr() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let script = home.workspace().join("lint-hook.sh");
+    std::fs::write(&script, "echo 'style: prefer rg over grep' >&2\nexit 1\n").unwrap();
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": format!("bash {}", script.display())}]}]}});
+    let file = home.path().join("hooks.json");
+    let text = serde_json::to_string_pretty(&hooks).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"command\":"))
+        .unwrap()
+        + 1;
+    std::fs::write(&file, &text).unwrap();
+    let marker = home.workspace().join("ran");
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": format!("touch {}", marker.display())}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    let output = home
+        .scv()
+        .args(["exec", "--approve", "process", "go"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(marker.exists(), "{err}");
+    let name = format!("hook `{}` ({}:{line})", script.display(), file.display());
+    assert!(
+        err.contains(&format!(
+            "[hook] {name} says: {name} exited 1: style: prefer rg over grep\n"
+        )),
+        "{err}"
+    );
+    assert!(!mock.requests()[1].body.to_string().contains("prefer rg"));
+}
