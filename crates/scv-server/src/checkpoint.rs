@@ -388,7 +388,21 @@ impl Checkpoints {
         let previous = state.last.clone();
         match self.snapshot(previous).await {
             Ok(after) => {
-                if let Some(last) = state.list.last_mut() {
+                let unchanged = state
+                    .list
+                    .last()
+                    .is_some_and(|last| last.before == after.id);
+                if unchanged {
+                    // The turn changed no file (a `bash` that only read):
+                    // its checkpoint would undo nothing, and `/undo` must
+                    // reach the last turn that did change files.
+                    state.list.pop();
+                    let mut newest = self.store.newest();
+                    match state.list.last() {
+                        Some(c) => newest.insert(self.session_id.clone(), c.checkpoint_id.clone()),
+                        None => newest.remove(&self.session_id),
+                    };
+                } else if let Some(last) = state.list.last_mut() {
                     last.after = Some(after.id.clone());
                 }
                 state.last = Some(after);

@@ -661,3 +661,36 @@ async fn the_bound_holds_over_twelve_open_sessions_each_rewriting_a_big_file() {
         before_last
     );
 }
+
+/// A turn whose `bash` changed no file keeps no checkpoint (it would undo
+/// nothing): the list, and so `/undo`, reaches the last turn that did
+/// change files.
+#[tokio::test]
+async fn a_bash_turn_that_changed_nothing_leaves_no_checkpoint() {
+    let (mock, home, workspace) = setup(AUTO).await;
+    std::fs::write(workspace.join("a.txt"), "one\n").unwrap();
+    let mut server = server(home.path()).await;
+    let session = server.start_session(&workspace).await;
+    mock.push(bash("echo two > a.txt"));
+    mock.push(Reply::text(["changed"]));
+    turn(&mut server, &session, "change it").await;
+    mock.push(bash("cat a.txt"));
+    mock.push(Reply::text(["read"]));
+    let events = turn(&mut server, &session, "read it").await;
+    // Taken before the call (it might have changed files)…
+    assert!(types(&events).contains(&"checkpoint.created"), "{events:?}");
+    // …and dropped when the turn ended with nothing changed.
+    let listed = list(&mut server, &session).await;
+    let prompts: Vec<&str> = listed
+        .iter()
+        .map(|c| c["prompt"].as_str().unwrap())
+        .collect();
+    assert_eq!(prompts, ["change it"], "{listed:?}");
+    let id = listed[0]["checkpoint_id"].as_str().unwrap();
+    let restored = restore(&mut server, &session, id, json!({})).await;
+    assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "one\n"
+    );
+}
