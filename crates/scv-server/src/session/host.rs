@@ -12,8 +12,7 @@
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
 use crate::agent::{
-    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Spending, Turn, TurnOutcome,
-    Warned,
+    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome, Warned,
 };
 use crate::context::History;
 use crate::journal::LiveJournal;
@@ -35,12 +34,9 @@ use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod spending;
 mod stored;
 mod trust;
-
-/// The `turn.failed` code of a request a budget refused, for a connection
-/// with capability `budgets` (every other gets `step_limit`).
-pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
 
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
@@ -763,7 +759,7 @@ impl SessionHost {
                 }
             }
             // A budget's refusal: its own code for a connection that asked.
-            let code = (budget_reached && self.caps.budgets).then_some(BUDGET_EXCEEDED);
+            let code = (budget_reached && self.caps.budgets).then_some(spending::BUDGET_EXCEEDED);
             let _ = sink
                 .emit_coded(
                     Some(&active.request_id),
@@ -1064,50 +1060,6 @@ impl SessionHost {
 }
 
 impl Session {
-    /// A turn's price, budgets and what the session spent before it:
-    /// `budgets` as config.toml holds them now, this session's own
-    /// `max_session_cost_usd` over config's. A budget raised above 80 %
-    /// of what is spent warns again when the new one reaches 80 %.
-    fn spending(&mut self, budgets: crate::cost::Budgets, report: bool) -> Spending {
-        let model = self.settings.provider.model.clone();
-        let budgets = crate::cost::Budgets {
-            max_session_cost_usd: self.max_session_cost_usd.or(budgets.max_session_cost_usd),
-            ..budgets
-        };
-        let spent = self.cost_usd.unwrap_or(0.0);
-        if budgets
-            .max_session_cost_usd
-            .is_none_or(|max| spent * 100.0 < max * crate::agent::WARN_PERCENT)
-        {
-            self.warned.session = false;
-        }
-        let price = self.settings.config.cost.pricing.price(&model);
-        Spending::new(model, price, budgets, spent, self.warned, report)
-    }
-
-    /// A resumed session's spending since its last clear, from its journal.
-    fn restore_spending(&mut self, replay: &scv_store::Replay) {
-        for spent in replay
-            .turns
-            .iter()
-            .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
-        {
-            let d = spent.usage_detail;
-            let usage = crate::model::Usage {
-                input: d.input,
-                cache_read: d.cache_read,
-                cache_write: d.cache_write,
-                output: d.output,
-                reasoning: d.reasoning,
-            };
-            self.detail.add(usage);
-            add_usage(&mut self.usage, usage.into());
-            if let Some(cost) = spent.cost_usd {
-                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
-            }
-        }
-    }
-
     /// Emits a session event answering `rid`; its `seq` once sent (a
     /// failed send trips the writer's token; the connection sees it).
     async fn emit(&self, rid: &str, body: &EventBody) -> Option<u64> {
