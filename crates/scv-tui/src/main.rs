@@ -504,6 +504,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("scv: {}", scv_client::text::visible(&format!("{err:#}")));
+            if let Some(hint) = scv_tui::first_run::missing_server(&err) {
+                eprintln!("{hint}");
+            }
             ExitCode::FAILURE
         }
     }
