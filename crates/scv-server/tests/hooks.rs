@@ -318,6 +318,36 @@ async fn a_stop_hook_sends_the_model_back_once() {
         .contains("run the tests first"));
 }
 
+/// A Stop hook that always blocks sends the model back three times, then
+/// the turn ends with its answer (completed, not a step limit), and the
+/// user is told why.
+#[tokio::test]
+async fn a_stop_hook_that_always_blocks_ends_after_three_rounds() {
+    let hooks = json!({"hooks": {"Stop": [{"hooks": [{"type": "command",
+        "command": "echo '{\"decision\":\"block\",\"reason\":\"not yet\"}'"}]}]}});
+    let (mut rig, session) = rig_with("max_steps = 20", hooks).await;
+    for n in 1..=4 {
+        rig.mock.push(Reply::text([format!("answer {n}")]));
+    }
+    let events = rig.turn(&session, "go").await;
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn.completed", "{last}");
+    assert_eq!(
+        rig.mock.requests().len(),
+        4,
+        "the first answer and three rounds"
+    );
+    let gave_up: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "hook.message" && e["blocked"] != true)
+        .collect();
+    assert_eq!(gave_up.len(), 1, "{events:?}");
+    assert_eq!(
+        gave_up[0]["message"],
+        "a Stop hook kept the turn from ending 3 times; the turn ended anyway (the most SCV allows), its last reason: not yet"
+    );
+}
+
 #[tokio::test]
 async fn session_start_context_reaches_the_system_prompt() {
     let hooks = json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command",

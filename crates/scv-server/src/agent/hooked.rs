@@ -17,6 +17,12 @@ use scv_hooks::{Decision, Event, Input};
 use scv_protocol::{EventBody, FailureCode, HookMessage, Risk};
 use serde_json::Value;
 
+/// How many times a `Stop` (or `SubagentStop`) hook may send the model
+/// back in one turn; blocking once more ends the turn anyway, with its
+/// answer, telling the user (a hook that always blocks would otherwise
+/// run the turn to `max_steps`).
+pub(crate) const MAX_STOP_HOOK_ROUNDS: u32 = 3;
+
 /// What the `PreToolUse` hooks decided for one call.
 #[derive(Default)]
 pub(super) struct Gate {
@@ -197,6 +203,34 @@ impl Turn {
         }
         notes.extend(outcome.context);
         Ok(notes)
+    }
+
+    /// A Stop hook blocked the end more than [`MAX_STOP_HOOK_ROUNDS`]
+    /// times: the turn ends with its answer, and the user hears why
+    /// (`hook.message`, or the server's log).
+    pub(super) async fn stop_hook_gave_up(&self, reason: &str) -> Result<(), Stop> {
+        let event = if self.child.is_some() {
+            Event::SubagentStop
+        } else {
+            Event::Stop
+        };
+        let message = format!(
+            "a {} hook kept the turn from ending {MAX_STOP_HOOK_ROUNDS} times; the turn ended anyway (the most SCV allows), its last reason: {reason}",
+            event.as_str()
+        );
+        if self.hook_events {
+            self.emit(EventBody::HookMessage(HookMessage {
+                event: event.as_str().to_string(),
+                hook: format!("{} hooks", event.as_str()),
+                message,
+                blocked: false,
+                call_id: None,
+            }))
+            .await?;
+        } else {
+            tracing::warn!("{message}");
+        }
+        Ok(())
     }
 
     /// `Stop`: the reason to keep going when a hook blocks the end.

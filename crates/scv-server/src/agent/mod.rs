@@ -351,6 +351,8 @@ impl Turn {
         let max_steps = self.limits.max_steps;
         let mut steps = 0;
         let mut stop_hook_active = false;
+        // Times a Stop hook sent the model back in this turn.
+        let mut stop_rounds = 0;
         loop {
             // A server's tools changed, or the mode: the next request
             // offers the new set.
@@ -427,6 +429,14 @@ impl Turn {
                 // A Stop hook may send the model back to work, saying why.
                 if let Some(reason) = self.stop_hooks(stop_hook_active).await? {
                     stop_hook_active = true;
+                    stop_rounds += 1;
+                    if stop_rounds > hooked::MAX_STOP_HOOK_ROUNDS {
+                        // A hook that never lets the turn end: it ends
+                        // with the answer it has, and the user is told.
+                        self.stop_hook_gave_up(&reason).await?;
+                        self.trim(history).await?;
+                        return Ok(steps);
+                    }
                     if steps >= max_steps {
                         return Err(Stop::Failed(
                             FailureCode::StepLimit,
