@@ -439,3 +439,47 @@ fn budget_sets_the_sessions_budget_through_session_configure() {
     assert!(run(&mut app, "/budget").is_empty());
     assert!(app.hint.as_deref().unwrap().starts_with("budget: $2.50"));
 }
+
+/// In plan mode a `bash` approval says it runs read-only and offers no
+/// "always allow" rule (one would hold outside plan mode too, where the
+/// command may write); outside plan mode the same call offers one.
+#[test]
+fn a_plan_mode_approval_says_read_only_and_offers_no_rule() {
+    let approval = |app: &mut App, id: &str| {
+        app.apply(event(
+            json!({"type":"tool.proposed","request_id":"t","session_id":S,
+            "turn_id":"turn-1","seq":5,"call_id":id,"name":"bash",
+            "arguments":{"command":"ls src"}}),
+        ));
+        app.apply(event(
+            json!({"type":"approval.requested","request_id":"t","session_id":S,
+            "turn_id":"turn-1","seq":6,"approval_id":id,"call_id":id,"name":"bash",
+            "risk":"process","cwd":"/work/project","summary":"Run shell command: ls src",
+            "sandboxed":true}),
+        ));
+    };
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "/plan"));
+    configured(&mut app, &request_id, "plan");
+    let (request_id, _) = sent(&run(&mut app, "look around"));
+    app.apply(event(
+        json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"turn-1","seq":4}),
+    ));
+    approval(&mut app, "a1");
+    let screen = render(&app);
+    assert!(screen.contains("read-only (plan mode)"), "{screen}");
+    assert!(!screen.contains("always allow"), "{screen}");
+    assert!(screen.contains("(no rule in plan mode"), "{screen}");
+    assert!(!screen.contains("  sandboxed"), "{screen}");
+
+    // Out of plan mode the same call is "sandboxed" and may become a rule.
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "look around"));
+    app.apply(event(
+        json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"turn-1","seq":4}),
+    ));
+    approval(&mut app, "a2");
+    let screen = render(&app);
+    assert!(screen.contains("sandboxed"), "{screen}");
+    assert!(screen.contains("always allow"), "{screen}");
+}
