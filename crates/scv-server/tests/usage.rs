@@ -826,3 +826,51 @@ async fn each_steps_usage_is_told_as_it_arrives_to_a_client_that_asked() {
     let events = old.turn(&session, "look").await;
     assert!(events.iter().all(|e| e["type"] != "usage.updated"));
 }
+
+/// `session.started.max_session_cost_usd` (capability `usage`): the budget
+/// the session opens with — config's, or after a resume the one
+/// `session.configure` gave it; a client that asked for nothing never
+/// gets the field.
+#[tokio::test]
+async fn session_started_names_the_budget_to_a_client_that_asked() {
+    let extra = format!("{PRICEY}max_session_cost_usd = 0.5\n{PRICEY_TABLE}");
+    let mut rig = rig(&extra, Some(json!({"usage": true, "sessions": true}))).await;
+    let workspace = rig.home.workspace();
+    rig.server
+        .send(json!({"type": "session.start", "request_id": "s", "cwd": workspace}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    assert_eq!(started["max_session_cost_usd"], 0.5, "{started}");
+    rig.server.expect("queue.snapshot").await;
+    let session = started["session_id"].as_str().unwrap().to_string();
+    rig.server
+        .send(
+            json!({"type": "session.configure", "request_id": "b", "session_id": session,
+            "max_session_cost_usd": 2.0}),
+        )
+        .await;
+    rig.server.expect("session.configured").await;
+    drop(rig.server);
+
+    let mut server = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+    server
+        .send(
+            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+            "capabilities": {"usage": true, "sessions": true}}),
+        )
+        .await;
+    server.expect("initialized").await;
+    server
+        .send(json!({"type": "session.resume", "request_id": "r", "session_id": session}))
+        .await;
+    let started = server.expect("session.started").await;
+    assert_eq!(started["max_session_cost_usd"], 2.0, "{started}");
+    drop(server);
+
+    let mut old = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+    old.initialize().await;
+    old.send(json!({"type": "session.start", "request_id": "s", "cwd": workspace}))
+        .await;
+    let started = old.expect("session.started").await;
+    assert!(started.get("max_session_cost_usd").is_none(), "{started}");
+}

@@ -326,6 +326,14 @@ impl SessionHost {
         if !self.caps.trust {
             made.started.trust = None;
         }
+        // The budget as the session opens (a resumed one's own, set above,
+        // over config's).
+        made.started.max_session_cost_usd = if self.caps.usage {
+            let configured = made.settings.config.cost.budgets.max_session_cost_usd;
+            made.started.max_session_cost_usd.or(configured)
+        } else {
+            None
+        };
         let checkpoints = match &self.shared.checkpoints {
             Some(store) => Some(
                 crate::checkpoint::Checkpoints::open(
