@@ -246,17 +246,7 @@ pub(crate) fn enforce(
         *graph.full.entry(hash).or_insert(0) += 1;
     }
     graph.need_contents(befores);
-    // Oldest first across sessions; ties by session then position.
-    let mut order: Vec<(u64, usize, usize)> = Vec::new();
-    for (s, (_, list)) in sessions.iter().enumerate() {
-        for (i, c) in list.iter().enumerate() {
-            order.push((c.created_unix_seconds, s, i));
-        }
-    }
-    order.sort();
-    let mut next = 0;
-    // First those in neither set; then, still over, the spared ones.
-    let mut sparing = true;
+    let mut order = Order::new(&sessions);
     let mut evicted: HashSet<(usize, usize)> = HashSet::new();
     loop {
         if sweepable {
@@ -287,24 +277,11 @@ pub(crate) fn enforce(
         let excess = report.bytes - max_bytes;
         let mut freed = 0u64;
         let mut touched: Vec<usize> = Vec::new();
-        loop {
-            if freed >= excess {
+        while freed < excess {
+            let Some((s, i)) = order.next(&sessions, keep, spare, &evicted) else {
                 break;
-            }
-            if next == order.len() {
-                if !sparing || spare.is_empty() {
-                    break;
-                }
-                sparing = false;
-                next = 0;
-            }
-            let (_, s, i) = order[next];
-            next += 1;
+            };
             let c = &sessions[s].1[i];
-            let spared = sparing && spare.contains(&c.checkpoint_id);
-            if keep.contains(&c.checkpoint_id) || spared || evicted.contains(&(s, i)) {
-                continue;
-            }
             if let Some(hash) = root(&c.before) {
                 freed = freed.saturating_add(graph.release(store, hash, true));
             }
@@ -344,6 +321,59 @@ pub(crate) fn enforce(
         }
     }
     report
+}
+
+/// Which checkpoint goes next: the oldest across sessions (ties by
+/// session, then position), first among those in neither `keep` nor
+/// `spare`; once those are gone, the spared ones, oldest first.
+struct Order {
+    order: Vec<(u64, usize, usize)>,
+    next: usize,
+    sparing: bool,
+}
+
+impl Order {
+    fn new(sessions: &[(String, Vec<Checkpoint>)]) -> Order {
+        let mut order: Vec<(u64, usize, usize)> = Vec::new();
+        for (s, (_, list)) in sessions.iter().enumerate() {
+            for (i, c) in list.iter().enumerate() {
+                order.push((c.created_unix_seconds, s, i));
+            }
+        }
+        order.sort();
+        Order {
+            order,
+            next: 0,
+            sparing: true,
+        }
+    }
+
+    /// The next to evict (session, position), or `None`: only `keep` is
+    /// left.
+    fn next(
+        &mut self,
+        sessions: &[(String, Vec<Checkpoint>)],
+        keep: &HashSet<String>,
+        spare: &HashSet<String>,
+        evicted: &HashSet<(usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        loop {
+            if self.next == self.order.len() {
+                if !self.sparing || spare.is_empty() {
+                    return None;
+                }
+                self.sparing = false;
+                self.next = 0;
+            }
+            let (_, s, i) = self.order[self.next];
+            self.next += 1;
+            let id = &sessions[s].1[i].checkpoint_id;
+            let spared = self.sparing && spare.contains(id);
+            if !keep.contains(id) && !spared && !evicted.contains(&(s, i)) {
+                return Some((s, i));
+            }
+        }
+    }
 }
 
 /// A tree's children (trees and blobs), read without loading them.

@@ -205,10 +205,26 @@ impl Turn {
         Ok(notes)
     }
 
+    /// The model would end the turn: the reason a `Stop` hook sends it
+    /// back, or `None` to end it — no hook blocked, or one blocked more
+    /// than [`MAX_STOP_HOOK_ROUNDS`] times (`rounds`: this turn's so far),
+    /// when the turn ends with its answer and the user is told.
+    pub(super) async fn stop_round(&self, rounds: &mut u32) -> Result<Option<String>, Stop> {
+        let Some(reason) = self.stop_hooks(*rounds > 0).await? else {
+            return Ok(None);
+        };
+        *rounds += 1;
+        if *rounds > MAX_STOP_HOOK_ROUNDS {
+            self.stop_hook_gave_up(&reason).await?;
+            return Ok(None);
+        }
+        Ok(Some(reason))
+    }
+
     /// A Stop hook blocked the end more than [`MAX_STOP_HOOK_ROUNDS`]
     /// times: the turn ends with its answer, and the user hears why
     /// (`hook.message`, or the server's log).
-    pub(super) async fn stop_hook_gave_up(&self, reason: &str) -> Result<(), Stop> {
+    async fn stop_hook_gave_up(&self, reason: &str) -> Result<(), Stop> {
         let event = if self.child.is_some() {
             Event::SubagentStop
         } else {
@@ -234,7 +250,7 @@ impl Turn {
     }
 
     /// `Stop`: the reason to keep going when a hook blocks the end.
-    pub(super) async fn stop_hooks(&self, active: bool) -> Result<Option<String>, Stop> {
+    async fn stop_hooks(&self, active: bool) -> Result<Option<String>, Stop> {
         // A subagent's end is `SubagentStop`, as in Claude Code.
         let (event, input) = if self.child.is_some() {
             let input = Input::SubagentStop {

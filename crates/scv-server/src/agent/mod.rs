@@ -350,7 +350,6 @@ impl Turn {
         let (mut system, mut fixed_bytes) = self.system_prompt(&registry, plan).await;
         let max_steps = self.limits.max_steps;
         let mut steps = 0;
-        let mut stop_hook_active = false;
         // Times a Stop hook sent the model back in this turn.
         let mut stop_rounds = 0;
         loop {
@@ -427,16 +426,7 @@ impl Turn {
             history.push(Message::Assistant(message));
             if tool_calls.is_empty() && !paused {
                 // A Stop hook may send the model back to work, saying why.
-                if let Some(reason) = self.stop_hooks(stop_hook_active).await? {
-                    stop_hook_active = true;
-                    stop_rounds += 1;
-                    if stop_rounds > hooked::MAX_STOP_HOOK_ROUNDS {
-                        // A hook that never lets the turn end: it ends
-                        // with the answer it has, and the user is told.
-                        self.stop_hook_gave_up(&reason).await?;
-                        self.trim(history).await?;
-                        return Ok(steps);
-                    }
+                if let Some(reason) = self.stop_round(&mut stop_rounds).await? {
                     if steps >= max_steps {
                         return Err(Stop::Failed(
                             FailureCode::StepLimit,

@@ -189,18 +189,10 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
             }
         }
     };
-    let read_only = ctx.sandbox.as_ref().is_some_and(|v| v.is_read_only());
     if let Some(note) = policy
         .as_ref()
         .filter(|_| !success)
-        .and_then(|p| sandbox_note(&p.policy, &out))
-        .map(|note| {
-            if read_only {
-                READ_ONLY_NOTE.into()
-            } else {
-                note
-            }
-        })
+        .and_then(|p| refusal_note(&p.policy, &out, ctx.sandbox.as_ref()))
     {
         out.push('\n');
         out.push_str(&note);
@@ -222,6 +214,21 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
 /// an agent that only reads) is told: not to run it again unsandboxed,
 /// which is refused there, but to put it in the plan.
 const READ_ONLY_NOTE: &str = "[sandbox: plan mode — this command ran in the read-only sandbox, which refuses every write; the refusal above is most likely that. Do not run it again with unsandboxed: true (it is refused here). Put the command in the plan you present: it runs when the user leaves plan mode and asks you to carry the plan out]";
+
+/// [`sandbox_note`], or in the read-only sandbox (`view`'s) [`READ_ONLY_NOTE`].
+fn refusal_note(
+    policy: &scv_sandbox::Policy,
+    out: &str,
+    view: Option<&crate::sandbox::SandboxView>,
+) -> Option<String> {
+    let note = sandbox_note(policy, out)?;
+    let read_only = view.is_some_and(|v| v.is_read_only());
+    Some(if read_only {
+        READ_ONLY_NOTE.into()
+    } else {
+        note
+    })
+}
 
 /// What a sandboxed command that failed the way the sandbox makes
 /// commands fail is told (and the user sees on its card): that the sandbox
