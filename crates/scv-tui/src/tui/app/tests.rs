@@ -430,6 +430,15 @@ fn budget_sets_the_sessions_budget_through_session_configure() {
         Some("budget: $2.50 for this session, spent nothing priced (/budget AMOUNT changes it)")
     );
 
+    // `/status` names it.
+    run(&mut app, "/status");
+    let screen = render(&app);
+    assert!(
+        screen.contains("$2.50 for this session (/budget changes it)"),
+        "{screen}"
+    );
+    key(&mut app, KeyCode::Esc);
+
     // A refused request sets nothing.
     let (request_id, _) = sent(&run(&mut app, "/budget 9"));
     app.apply(event(
