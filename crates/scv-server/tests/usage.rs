@@ -874,3 +874,23 @@ async fn session_started_names_the_budget_to_a_client_that_asked() {
     let started = old.expect("session.started").await;
     assert!(started.get("max_session_cost_usd").is_none(), "{started}");
 }
+
+/// The trial's case with real prices ($3 / $15 a million tokens): a $0.25
+/// budget does not refuse the first request for its 32,000-token output
+/// cap (worth $0.48); the request goes with the cap lowered to what the
+/// budget pays for.
+#[tokio::test]
+async fn a_quarter_dollar_budget_at_real_prices_sends_the_first_request() {
+    let extra = "max_session_cost_usd = 0.25\n[pricing.\"mock-model\"]\ninput = 3\noutput = 15\n";
+    let mut rig = rig(extra, usage_cap()).await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(chat_with_usage(
+        "hello",
+        &[json!({"prompt_tokens": 900, "completion_tokens": 10})],
+    ));
+    let events = rig.turn(&session, "hi").await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    let cap = rig.mock.requests()[0].body["max_tokens"].as_u64().unwrap();
+    // $0.25 less the prompt, at $15 a million: a little under 16,667.
+    assert!((15_000..16_667).contains(&cap), "{cap}");
+}
