@@ -44,6 +44,10 @@ impl Link {
             commands: true,
             // Children's events, shown in their `task` calls.
             subagents: true,
+            // What a hook said (a non-blocking error's stderr), and a
+            // budget's own failure code.
+            hooks: true,
+            budgets: true,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

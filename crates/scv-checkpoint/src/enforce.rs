@@ -163,7 +163,15 @@ fn object_size(store: &CheckpointStore, (kind, hash): Key) -> Option<u64> {
     (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then(|| cost(&st))
 }
 
-pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
+/// `keep`: never evicted. `spare`: evicted only once every checkpoint
+/// in neither set is gone and the store is still over (oldest first, as
+/// the rest).
+pub(crate) fn enforce(
+    store: &CheckpointStore,
+    max_bytes: u64,
+    keep: &HashSet<String>,
+    spare: &HashSet<String>,
+) -> Enforced {
     let mut report = Enforced::default();
     let _lock = match store.lock(true) {
         Ok(lock) => lock,
@@ -238,15 +246,7 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         *graph.full.entry(hash).or_insert(0) += 1;
     }
     graph.need_contents(befores);
-    // Oldest first across sessions; ties by session then position.
-    let mut order: Vec<(u64, usize, usize)> = Vec::new();
-    for (s, (_, list)) in sessions.iter().enumerate() {
-        for (i, c) in list.iter().enumerate() {
-            order.push((c.created_unix_seconds, s, i));
-        }
-    }
-    order.sort();
-    let mut next = 0;
+    let mut order = Order::new(&sessions);
     let mut evicted: HashSet<(usize, usize)> = HashSet::new();
     loop {
         if sweepable {
@@ -277,13 +277,11 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         let excess = report.bytes - max_bytes;
         let mut freed = 0u64;
         let mut touched: Vec<usize> = Vec::new();
-        while freed < excess && next < order.len() {
-            let (_, s, i) = order[next];
-            next += 1;
+        while freed < excess {
+            let Some((s, i)) = order.next(&sessions, keep, spare, &evicted) else {
+                break;
+            };
             let c = &sessions[s].1[i];
-            if keep.contains(&c.checkpoint_id) {
-                continue;
-            }
             if let Some(hash) = root(&c.before) {
                 freed = freed.saturating_add(graph.release(store, hash, true));
             }
@@ -323,6 +321,59 @@ pub(crate) fn enforce(store: &CheckpointStore, max_bytes: u64, keep: &HashSet<St
         }
     }
     report
+}
+
+/// Which checkpoint goes next: the oldest across sessions (ties by
+/// session, then position), first among those in neither `keep` nor
+/// `spare`; once those are gone, the spared ones, oldest first.
+struct Order {
+    order: Vec<(u64, usize, usize)>,
+    next: usize,
+    sparing: bool,
+}
+
+impl Order {
+    fn new(sessions: &[(String, Vec<Checkpoint>)]) -> Order {
+        let mut order: Vec<(u64, usize, usize)> = Vec::new();
+        for (s, (_, list)) in sessions.iter().enumerate() {
+            for (i, c) in list.iter().enumerate() {
+                order.push((c.created_unix_seconds, s, i));
+            }
+        }
+        order.sort();
+        Order {
+            order,
+            next: 0,
+            sparing: true,
+        }
+    }
+
+    /// The next to evict (session, position), or `None`: only `keep` is
+    /// left.
+    fn next(
+        &mut self,
+        sessions: &[(String, Vec<Checkpoint>)],
+        keep: &HashSet<String>,
+        spare: &HashSet<String>,
+        evicted: &HashSet<(usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        loop {
+            if self.next == self.order.len() {
+                if !self.sparing || spare.is_empty() {
+                    return None;
+                }
+                self.sparing = false;
+                self.next = 0;
+            }
+            let (_, s, i) = self.order[self.next];
+            self.next += 1;
+            let id = &sessions[s].1[i].checkpoint_id;
+            let spared = self.sparing && spare.contains(id);
+            if !keep.contains(id) && !spared && !evicted.contains(&(s, i)) {
+                return Some((s, i));
+            }
+        }
+    }
 }
 
 /// A tree's children (trees and blobs), read without loading them.

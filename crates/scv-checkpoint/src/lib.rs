@@ -244,6 +244,19 @@ impl CheckpointStore {
     /// checkpoints are left and the store is still over, it says so
     /// ([`Enforced::over`]) and keeps them.
     pub fn enforce(&self, max_bytes: u64, keep: &HashSet<String>) -> Enforced {
-        enforce::enforce(self, max_bytes, keep)
+        enforce::enforce(self, max_bytes, keep, &HashSet::new())
+    }
+
+    /// [`CheckpointStore::enforce`] with a second tier: the checkpoints in
+    /// `spare` are evicted (oldest first) only when every other one but
+    /// `keep` is gone and the store is still over, so the bound holds
+    /// unless `keep` alone exceeds it.
+    pub fn enforce_sparing(
+        &self,
+        max_bytes: u64,
+        keep: &HashSet<String>,
+        spare: &HashSet<String>,
+    ) -> Enforced {
+        enforce::enforce(self, max_bytes, keep, spare)
     }
 }

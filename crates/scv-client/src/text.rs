@@ -58,6 +58,7 @@ pub fn failure_words(code: FailureCode) -> &'static str {
         FailureCode::ResponseLimit => "the model's response was over the size limit",
         FailureCode::ToolLimit => "the model's tool calls were over the limit",
         FailureCode::InternalError => "the server hit an internal error",
+        FailureCode::BudgetExceeded => "the budget was reached",
     }
 }
 

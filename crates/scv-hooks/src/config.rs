@@ -43,6 +43,9 @@ pub struct HookCommand {
     pub timeout: Duration,
     /// The hooks.json it came from.
     pub source: PathBuf,
+    /// The line of its `command` in that file (from 1; `None` when the
+    /// hook was not read from a file).
+    pub line: Option<usize>,
     /// Whose file that is.
     pub origin: Origin,
 }
@@ -58,12 +61,16 @@ pub enum Origin {
 }
 
 impl HookCommand {
-    /// Names the hook in messages: "hook `./x.sh` (/p/.scv/hooks.json)",
-    /// the command cut to about 80 characters and kept on one line.
+    /// Names the hook in messages by the script it runs and where it is
+    /// configured: "hook `/path/to/check.py` (/p/.scv/hooks.json:7)". The
+    /// script is the program the command starts, or, when that is an
+    /// interpreter (`python3`, `bash`, `node`, …, however long its path),
+    /// the file it is given; a command that is no such line (a pipeline,
+    /// unbalanced quotes) is shown itself. Cut to about 80 characters and
+    /// kept on one line.
     pub fn label(&self) -> String {
-        let one_line: String = self
-            .command
-            .trim()
+        let shown = script(&self.command).unwrap_or_else(|| self.command.trim().to_string());
+        let one_line: String = shown
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
@@ -73,8 +80,88 @@ impl HookCommand {
         } else {
             one_line
         };
-        format!("hook `{shown}` ({})", self.source.display())
+        match self.line {
+            Some(line) => format!("hook `{shown}` ({}:{line})", self.source.display()),
+            None => format!("hook `{shown}` ({})", self.source.display()),
+        }
     }
+}
+
+/// Programs that run a script named after them: the script is the hook.
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "fish",
+    "ruby",
+    "perl",
+    "php",
+    "lua",
+    "Rscript",
+    "osascript",
+    "pwsh",
+];
+
+/// The script `command` runs: its first word after `VAR=value`
+/// assignments and `env`, or, when that is an interpreter, the first of
+/// its arguments that is not an option. `None` when the command is more
+/// than one program (a pipeline, a list, a redirection), does not split
+/// into words, or has an interpreter run inline code (`sh -c …`).
+fn script(command: &str) -> Option<String> {
+    if command
+        .trim()
+        .contains(['\n', ';', '|', '&', '`', '(', '<', '>'])
+    {
+        // A script of its own: the command is what names it.
+        return None;
+    }
+    let words = shlex::split(command.trim())?;
+    let mut words = words
+        .into_iter()
+        .skip_while(|w| w.contains('=') && !w.starts_with('-') && !w.starts_with('/'))
+        .peekable();
+    if words
+        .peek()
+        .is_some_and(|w| w == "env" || w.ends_with("/env"))
+    {
+        words.next();
+        while words
+            .peek()
+            .is_some_and(|w| w.contains('=') || w.starts_with('-'))
+        {
+            words.next();
+        }
+    }
+    let program = words.next()?;
+    let name = program.rsplit('/').next().unwrap_or(&program);
+    let interpreter = INTERPRETERS.iter().any(|i| {
+        name == *i
+            || name
+                .strip_prefix(i)
+                .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    });
+    if !interpreter {
+        return Some(program);
+    }
+    for word in words {
+        let inline_e = ["node", "nodejs", "deno", "bun", "ruby", "perl"].contains(&name);
+        if word == "-c" || (word == "-e" && inline_e) {
+            // The code is inline: the command is what names it.
+            return None;
+        }
+        if !word.starts_with('-') {
+            return Some(word);
+        }
+    }
+    Some(program)
 }
 
 /// A matcher group: the hooks that run when its matcher matches.
@@ -446,6 +533,7 @@ impl Parser<'_> {
             command,
             timeout,
             source: self.path.to_path_buf(),
+            line: value_position(self.text, &field("command")).map(|(line, _)| line),
             origin: self.origin,
         })
     }
@@ -708,9 +796,36 @@ mod tests {
             command: "./x.sh".into(),
             timeout: DEFAULT_TIMEOUT,
             source: "/p/.scv/hooks.json".into(),
+            line: None,
             origin: Origin::User,
         };
         assert_eq!(hook.label(), "hook `./x.sh` (/p/.scv/hooks.json)");
+        let at = |command: &str| HookCommand {
+            command: command.into(),
+            line: Some(7),
+            ..hook.clone()
+        };
+        // The script an interpreter runs, however long the interpreter's path.
+        assert_eq!(
+            at(r#""/very/long/path/to/a/venv/bin/python3" "/path/to/check.py" --strict"#).label(),
+            "hook `/path/to/check.py` (/p/.scv/hooks.json:7)"
+        );
+        assert_eq!(
+            at("FOO=1 env -i bash -e ./guard.sh arg").label(),
+            "hook `./guard.sh` (/p/.scv/hooks.json:7)"
+        );
+        assert_eq!(
+            at("python3.12 -u hooks/x.py").label(),
+            "hook `hooks/x.py` (/p/.scv/hooks.json:7)"
+        );
+        assert_eq!(
+            at("/usr/local/bin/my-gate --fast").label(),
+            "hook `/usr/local/bin/my-gate` (/p/.scv/hooks.json:7)"
+        );
+        assert_eq!(
+            at("sh -c 'exit 2'").label(),
+            "hook `sh -c 'exit 2'` (/p/.scv/hooks.json:7)"
+        );
         let long = HookCommand {
             command: format!("echo {}\nexit 2", "é".repeat(200)),
             ..hook

@@ -555,6 +555,7 @@ mod tests {
             command: "./x.sh".into(),
             timeout: Duration::from_secs(60),
             source: PathBuf::from("/p/.scv/hooks.json"),
+            line: None,
             origin: Origin::User,
         }
     }

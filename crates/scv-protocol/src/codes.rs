@@ -33,6 +33,9 @@ pub enum FailureCode {
     ResponseLimit,
     ToolLimit,
     InternalError,
+    /// Extension (capability `budgets`): a spending budget stopped the
+    /// turn; a client that did not ask sees `step_limit`.
+    BudgetExceeded,
 }
 
 impl ErrorCode {
@@ -65,6 +68,7 @@ impl FailureCode {
             FailureCode::ResponseLimit => "response_limit",
             FailureCode::ToolLimit => "tool_limit",
             FailureCode::InternalError => "internal_error",
+            FailureCode::BudgetExceeded => "budget_exceeded",
         }
     }
 }
@@ -113,6 +117,7 @@ mod tests {
             FailureCode::ResponseLimit,
             FailureCode::ToolLimit,
             FailureCode::InternalError,
+            FailureCode::BudgetExceeded,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));

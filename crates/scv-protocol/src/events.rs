@@ -374,6 +374,11 @@ pub struct SessionStarted {
     /// when there is nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sandbox_warnings: Vec<String>,
+    /// Extension (capability `usage`): the session's cost budget in USD
+    /// as it opens (config.toml's `max_session_cost_usd`, or the one a
+    /// resumed session was given by `session.configure`); absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_session_cost_usd: Option<f64>,
     /// Extension (capability `sessions`): this is a stored session
     /// resumed (`session.resume`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -273,6 +273,15 @@ pub struct Capabilities {
     /// Workspace trust: `session.started.trust` and `workspace.trust`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub trust: bool,
+    /// A request a budget refused fails its turn with `turn.failed` code
+    /// `budget_exceeded` (`step_limit` without it).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub budgets: bool,
+    /// `daemon.status` with the extension fields: `status.config` and
+    /// MCP components' `tools` / `tool_names` (without it, exactly the
+    /// protocol document's fields).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub daemon_status: bool,
 }
 
 /// Name and version of a client or server.

@@ -23,6 +23,11 @@ pub(crate) struct Store {
     store: Arc<CheckpointStore>,
     max_bytes: u64,
     newest: Mutex<HashMap<Arc<str>, String>>,
+    /// The checkpoint taken last here (any session): never evicted, so the
+    /// turn that just began can always be undone. The other sessions'
+    /// newest are spared while anything else can go, then evicted too, so
+    /// the bound holds however many sessions are open.
+    latest: Mutex<Option<String>>,
     /// What the bound evicted from sessions open here, by session: their
     /// lists drop it before they are next used or saved.
     evicted: Mutex<HashMap<String, HashSet<String>>>,
@@ -61,6 +66,7 @@ impl Store {
                 store: Arc::new(store),
                 max_bytes,
                 newest: Mutex::new(HashMap::new()),
+                latest: Mutex::new(None),
                 evicted: Mutex::new(HashMap::new()),
                 over: std::sync::atomic::AtomicBool::new(false),
                 sweep: Arc::new(tokio::sync::RwLock::new(())),
@@ -101,14 +107,21 @@ impl Store {
     }
 
     fn enforce_now(&self) {
-        let (keep, open): (HashSet<String>, HashSet<Arc<str>>) = {
+        let latest = self
+            .latest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        let (keep, spare, open) = {
             let newest = self.newest();
-            (
-                newest.values().cloned().collect(),
-                newest.keys().cloned().collect(),
-            )
+            let mut spare: HashSet<String> = newest.values().cloned().collect();
+            let keep: HashSet<String> = latest.filter(|id| spare.remove(id)).into_iter().collect();
+            let open: HashSet<Arc<str>> = newest.keys().cloned().collect();
+            (keep, spare, open)
         };
-        let enforced = self.store.enforce(low_water(self.max_bytes), &keep);
+        let enforced = self
+            .store
+            .enforce_sparing(low_water(self.max_bytes), &keep, &spare);
         if !enforced.evicted.is_empty() {
             let mut evicted = self.evicted();
             for (session, id) in &enforced.evicted {
@@ -137,7 +150,7 @@ impl Store {
                 enforced.bytes,
                 self.max_bytes,
                 if enforced.errors.is_empty() {
-                    "the newest checkpoint of each open session (never evicted: it is what undoes the last turn) is larger alone"
+                    "the checkpoint taken last (never evicted: it is what undoes the turn that took it) is larger alone"
                 } else {
                     "what it keeps, or what cannot be read (said above), is larger"
                 }
@@ -351,6 +364,11 @@ impl Checkpoints {
         self.store
             .newest()
             .insert(self.session_id.clone(), id.clone());
+        *self
+            .store
+            .latest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id.clone());
         drop(sweep);
         drop(state);
         self.store.enforce().await;
@@ -370,7 +388,21 @@ impl Checkpoints {
         let previous = state.last.clone();
         match self.snapshot(previous).await {
             Ok(after) => {
-                if let Some(last) = state.list.last_mut() {
+                let unchanged = state
+                    .list
+                    .last()
+                    .is_some_and(|last| last.before == after.id);
+                if unchanged {
+                    // The turn changed no file (a `bash` that only read):
+                    // its checkpoint would undo nothing, and `/undo` must
+                    // reach the last turn that did change files.
+                    state.list.pop();
+                    let mut newest = self.store.newest();
+                    match state.list.last() {
+                        Some(c) => newest.insert(self.session_id.clone(), c.checkpoint_id.clone()),
+                        None => newest.remove(&self.session_id),
+                    };
+                } else if let Some(last) = state.list.last_mut() {
                     last.after = Some(after.id.clone());
                 }
                 state.last = Some(after);

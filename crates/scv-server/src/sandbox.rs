@@ -241,6 +241,12 @@ impl SandboxView {
         }
     }
 
+    /// Whether this is the read-only form (plan mode, an agent that only
+    /// reads): no write, and no `unsandboxed`, is allowed.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// This view, or its read-only form when `read_only`.
     pub(crate) fn with_read_only(&self, read_only: bool) -> SandboxView {
         if read_only {

@@ -614,3 +614,83 @@ async fn the_store_stays_within_its_bound_over_twelve_turns_rewriting_a_big_file
         before_last
     );
 }
+
+/// The bound holds when the checkpoints are spread over sessions that
+/// are all still open (each the newest of its session, which the store
+/// prefers to keep): twelve sessions of one connection each rewrite the
+/// same 100 KiB file once; past 256 KiB the oldest sessions' checkpoints
+/// go too, and `/undo` of such a session says its checkpoint was evicted
+/// rather than restoring something else. The newest still undoes.
+#[tokio::test]
+async fn the_bound_holds_over_twelve_open_sessions_each_rewriting_a_big_file() {
+    let bound = 256 * 1024;
+    let (mock, home, workspace) =
+        setup(&format!("{AUTO}\nmax_checkpoint_store_bytes = {bound}")).await;
+    let mut server = server(home.path()).await;
+    let store = home.path().join("checkpoints");
+    let mut sizes = Vec::new();
+    let mut sessions = Vec::new();
+    let mut before_last = Vec::new();
+    for n in 1..=12 {
+        let session = server.start_session(&workspace).await;
+        before_last = std::fs::read(workspace.join("big.bin")).unwrap_or_default();
+        mock.push(bash("head -c 102400 /dev/urandom > big.bin"));
+        mock.push(Reply::text(["rewritten"]));
+        let events = turn(&mut server, &session, &format!("rewrite {n}")).await;
+        assert!(events.iter().any(|e| e["type"] == "checkpoint.created"));
+        sizes.push(on_disk(&store));
+        sessions.push(session);
+    }
+    eprintln!("twelve open sessions of 100 KiB: the store took {sizes:?} bytes after each");
+    assert!(
+        sizes.iter().all(|&size| size <= bound),
+        "past {bound}: {sizes:?}"
+    );
+    // The first session's checkpoint went: listed as nothing to undo.
+    assert!(list(&mut server, &sessions[0]).await.is_empty());
+    // The last session's still puts the file back.
+    let last = list(&mut server, sessions.last().unwrap()).await;
+    let id = last.last().unwrap()["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let restored = restore(&mut server, sessions.last().unwrap(), &id, json!({})).await;
+    assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
+    assert_eq!(
+        std::fs::read(workspace.join("big.bin")).unwrap(),
+        before_last
+    );
+}
+
+/// A turn whose `bash` changed no file keeps no checkpoint (it would undo
+/// nothing): the list, and so `/undo`, reaches the last turn that did
+/// change files.
+#[tokio::test]
+async fn a_bash_turn_that_changed_nothing_leaves_no_checkpoint() {
+    let (mock, home, workspace) = setup(AUTO).await;
+    std::fs::write(workspace.join("a.txt"), "one\n").unwrap();
+    let mut server = server(home.path()).await;
+    let session = server.start_session(&workspace).await;
+    mock.push(bash("echo two > a.txt"));
+    mock.push(Reply::text(["changed"]));
+    turn(&mut server, &session, "change it").await;
+    mock.push(bash("cat a.txt"));
+    mock.push(Reply::text(["read"]));
+    let events = turn(&mut server, &session, "read it").await;
+    // Taken before the call (it might have changed files)…
+    assert!(types(&events).contains(&"checkpoint.created"), "{events:?}");
+    // …and dropped when the turn ended with nothing changed.
+    let listed = list(&mut server, &session).await;
+    let prompts: Vec<&str> = listed
+        .iter()
+        .map(|c| c["prompt"].as_str().unwrap())
+        .collect();
+    assert_eq!(prompts, ["change it"], "{listed:?}");
+    let id = listed[0]["checkpoint_id"].as_str().unwrap();
+    let restored = restore(&mut server, &session, id, json!({})).await;
+    assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "one\n"
+    );
+}

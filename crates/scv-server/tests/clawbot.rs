@@ -996,7 +996,7 @@ async fn the_owner_is_told_in_chat_at_80_percent_of_a_budget() {
     bot.ilink.inject_text(OWNER, "more");
     let sent = bot.wait_sent(OWNER, 3).await;
     assert!(
-        sent[2].starts_with("The turn failed (step_limit): budget max_session_cost_usd"),
+        sent[2].starts_with("The turn failed (step_limit): budget reached: spent $0.4500 of $0.5000 (max_session_cost_usd"),
         "{sent:?}"
     );
     assert_eq!(bot.mock.request_count(), 1);

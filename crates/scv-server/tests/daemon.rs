@@ -46,6 +46,21 @@ impl Daemon {
         client
     }
 
+    /// A client that asked for capability `daemon_status` (the extension
+    /// fields of `daemon.status`).
+    async fn extended_client(&self) -> TestServer {
+        let mut client = TestServer::connect(&self.socket).await;
+        client
+            .send(
+                json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+                "capabilities": {"daemon_status": true}}),
+            )
+            .await;
+        let initialized = client.expect("initialized").await;
+        assert_eq!(initialized["capabilities"]["daemon_status"], true);
+        client
+    }
+
     fn sigterm(&self) {
         let pid = self.child.id().unwrap() as i32;
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -532,7 +547,7 @@ async fn an_edited_config_reaches_new_sessions_and_running_ones_keep_theirs() {
     let daemon = Daemon::start("").await;
     let config = daemon.home.path().join("config.toml");
     let workspace = daemon.home.workspace();
-    let mut old = daemon.client().await;
+    let mut old = daemon.extended_client().await;
     let before = old.start_session(&workspace).await;
 
     std::fs::write(
@@ -543,7 +558,7 @@ async fn an_edited_config_reaches_new_sessions_and_running_ones_keep_theirs() {
         ),
     )
     .unwrap();
-    let mut new = daemon.client().await;
+    let mut new = daemon.extended_client().await;
     new.send(json!({"type":"session.start","request_id":"s","cwd": workspace}))
         .await;
     let started = new.expect("session.started").await;
@@ -652,4 +667,57 @@ async fn a_stdio_server_takes_an_edit_at_its_next_session() {
         server.expect("session.started").await["model"],
         "second-model"
     );
+}
+
+/// The protocol document: `status` "contains exactly `version`, `pid`,
+/// and `components`". With a configuration that has a warning and a
+/// broken edit (both of which `config` would report), a client that asked
+/// for nothing gets exactly those three keys from `status` and `reload`;
+/// one that asked for `daemon_status` gets `config` as well.
+#[tokio::test]
+async fn daemon_status_is_exactly_the_documents_for_a_client_that_asked_for_nothing() {
+    let mut daemon = Daemon::start("auto_aprove = [\"read\"]\n").await;
+    let config = daemon.home.path().join("config.toml");
+    let mut plain = daemon.client().await;
+    let mut extended = daemon.extended_client().await;
+    let keys = |status: &Value| -> Vec<String> {
+        let mut keys: Vec<String> = status["status"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    };
+    for action in ["status", "reload"] {
+        plain
+            .send(json!({"type":"daemon.control","request_id":"p","command":{"action":action}}))
+            .await;
+        let status = plain.expect("daemon.status").await;
+        assert_eq!(keys(&status), ["components", "pid", "version"], "{status}");
+        extended
+            .send(json!({"type":"daemon.control","request_id":"e","command":{"action":action}}))
+            .await;
+        let status = extended.expect("daemon.status").await;
+        assert_eq!(
+            keys(&status),
+            ["components", "config", "pid", "version"],
+            "{status}"
+        );
+        assert!(
+            status["status"]["config"]["warnings"]
+                .to_string()
+                .contains("auto_aprove"),
+            "{status}"
+        );
+    }
+    std::fs::write(&config, "max_steps = [\n").unwrap();
+    plain
+        .send(json!({"type":"daemon.control","request_id":"p","command":{"action":"reload"}}))
+        .await;
+    let status = plain.expect("daemon.status").await;
+    assert_eq!(keys(&status), ["components", "pid", "version"], "{status}");
+    daemon.sigterm();
+    assert!(daemon.exit_status().await.success());
 }

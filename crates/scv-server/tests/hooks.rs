@@ -318,6 +318,36 @@ async fn a_stop_hook_sends_the_model_back_once() {
         .contains("run the tests first"));
 }
 
+/// A Stop hook that always blocks sends the model back three times, then
+/// the turn ends with its answer (completed, not a step limit), and the
+/// user is told why.
+#[tokio::test]
+async fn a_stop_hook_that_always_blocks_ends_after_three_rounds() {
+    let hooks = json!({"hooks": {"Stop": [{"hooks": [{"type": "command",
+        "command": "echo '{\"decision\":\"block\",\"reason\":\"not yet\"}'"}]}]}});
+    let (mut rig, session) = rig_with("max_steps = 20", hooks).await;
+    for n in 1..=4 {
+        rig.mock.push(Reply::text([format!("answer {n}")]));
+    }
+    let events = rig.turn(&session, "go").await;
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn.completed", "{last}");
+    assert_eq!(
+        rig.mock.requests().len(),
+        4,
+        "the first answer and three rounds"
+    );
+    let gave_up: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "hook.message" && e["blocked"] != true)
+        .collect();
+    assert_eq!(gave_up.len(), 1, "{events:?}");
+    assert_eq!(
+        gave_up[0]["message"],
+        "a Stop hook kept the turn from ending 3 times; the turn ended anyway (the most SCV allows), its last reason: not yet"
+    );
+}
+
 #[tokio::test]
 async fn session_start_context_reaches_the_system_prompt() {
     let hooks = json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command",
@@ -493,4 +523,102 @@ async fn the_daemon_reports_a_malformed_user_hooks_file_at_start_and_on_reload()
     let status = client.expect("daemon.status").await;
     assert_eq!(hooks_of(&status)["state"], "connected");
     let _ = daemon.kill().await;
+}
+
+/// A gate that fails closed names itself by the script it runs and its
+/// place in the hooks file, not by the start of its command line: a hook
+/// run as `"/bin/sh" "/…/check.sh"` that prints half a JSON object is
+/// "hook `/…/check.sh` (/…/.scv/hooks.json:LINE)", to the model and the user.
+#[tokio::test]
+async fn a_failing_gate_is_named_by_its_script_and_its_line_in_the_hooks_file() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "auto_approve = [\"process\"]");
+    let workspace = home.workspace();
+    let script = workspace.join(".scv").join("check.sh");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(&script, "echo '{\"hookSpecificOutput\": '\n").unwrap();
+    let hooks = pre_tool(
+        "Bash",
+        &format!("\"/bin/sh\" \"{}\"", script.display()),
+        None,
+    );
+    let text = serde_json::to_string_pretty(&hooks).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"command\":"))
+        .unwrap()
+        + 1;
+    let file = workspace.join(".scv").join("hooks.json");
+    std::fs::write(&file, &text).unwrap();
+    home.trust_workspace();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server
+        .send(
+            json!({"type":"initialize","request_id":"i","protocol_version":2,
+                     "capabilities":{"hooks":true}}),
+        )
+        .await;
+    server.expect("initialized").await;
+    let mut rig = Rig { mock, home, server };
+    let session = rig.session().await;
+    rig.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo never"}),
+    )]));
+    rig.mock.push(Reply::text(["ok"]));
+    let events = rig.turn(&session, "go").await;
+    let name = format!("hook `{}` ({}:{line})", script.display(), file.display());
+    let message = events.iter().find(|e| e["type"] == "hook.message").unwrap();
+    assert_eq!(message["hook"], name.as_str(), "{message}");
+    assert_eq!(message["blocked"], true);
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .unwrap();
+    assert_eq!(completed["success"], false);
+    let output = completed["output"].as_str().unwrap();
+    assert!(output.contains(&name), "{output}");
+}
+
+/// Claude Code: "Other exit codes: Non-blocking error. stderr is shown to
+/// the user and execution continues." A `PreToolUse` hook that exits 1:
+/// the call runs, the user gets its stderr (`hook.message`, not blocked),
+/// and the model never reads it.
+#[tokio::test]
+async fn exit_1_shows_stderr_to_the_user_and_not_to_the_model() {
+    let (mut rig, session) = rig_with(
+        "auto_approve = [\"process\"]",
+        pre_tool(
+            "Bash",
+            "echo 'style: prefer rg over grep' >&2; exit 1",
+            None,
+        ),
+    )
+    .await;
+    let marker = rig.home.workspace().join("ran");
+    rig.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": format!("touch {}", marker.display())}),
+    )]));
+    rig.mock.push(Reply::text(["ok"]));
+    let events = rig.turn(&session, "go").await;
+    assert!(marker.exists(), "a non-blocking error lets the call run");
+    let message = events.iter().find(|e| e["type"] == "hook.message").unwrap();
+    assert_ne!(message["blocked"], true, "{message}");
+    assert_eq!(message["call_id"], "c1");
+    let text = message["message"].as_str().unwrap();
+    assert!(
+        text.ends_with("exited 1: style: prefer rg over grep"),
+        "{text}"
+    );
+    for request in rig.mock.requests() {
+        assert!(
+            !request.body.to_string().contains("prefer rg"),
+            "the model read it: {}",
+            request.body
+        );
+    }
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
 }

@@ -478,7 +478,14 @@ impl DaemonRig {
         let daemon = spawn_daemon(BIN, home.path(), &socket, &log);
         wait_for_socket(&socket).await;
         let mut client = TestServer::connect(&socket).await;
-        client.initialize().await;
+        // The MCP servers' `tools` / `tool_names` are extension fields.
+        client
+            .send(
+                json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+                "capabilities": {"daemon_status": true}}),
+            )
+            .await;
+        client.expect("initialized").await;
         DaemonRig {
             mock,
             home,
@@ -550,6 +557,34 @@ async fn the_daemon_lists_servers_reloads_them_and_leaves_nothing_behind() {
             .all(|n| n.as_str().is_some_and(|n| !n.is_empty())),
         "{fake}"
     );
+    // A client that asked for nothing: exactly the document's fields.
+    let mut plain = TestServer::connect(&rig.home.path().join("server.sock")).await;
+    plain.initialize().await;
+    plain
+        .send(json!({"type":"daemon.control","request_id":"p","command":{"action":"status"}}))
+        .await;
+    let status = plain.expect("daemon.status").await;
+    let components = status["status"]["components"].as_array().unwrap();
+    assert!(!components.is_empty(), "{status}");
+    for component in components {
+        let mut keys: Vec<&String> = component.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "account",
+                "bot_id",
+                "enabled",
+                "error",
+                "id",
+                "last_success_unix_seconds",
+                "restarts",
+                "state",
+                "user_id"
+            ],
+            "{component}"
+        );
+    }
     let never = rig.wait_state("never", "failed").await;
     assert_eq!(never["error"], "did not finish starting within 300 ms");
     let off = rig.mcp("off").await;

@@ -112,6 +112,16 @@ async fn plan_mode_runs_bash_read_only() {
         "visible"
     );
     assert!(!rig.home.workspace().join("new.txt").exists());
+    // The model is told to put it in the plan, never to retry unsandboxed.
+    assert!(
+        output.contains("[sandbox: plan mode — this command ran in the read-only sandbox"),
+        "{output}"
+    );
+    assert!(
+        output.contains("Do not run it again with unsandboxed: true"),
+        "{output}"
+    );
+    assert!(!output.contains("run it again with unsandboxed: true (the user is asked)"));
 }
 
 /// `session.configure {mode}` while a turn runs: the next step sees it.

@@ -1008,7 +1008,7 @@ async fn children_at_once_never_overrun_the_turn_token_budget() {
                 && call["output"]
                     .as_str()
                     .unwrap()
-                    .contains("(step_limit): budget max_turn_tokens (150000) reached")
+                    .contains("(step_limit): budget reached: used ")
         })
         .collect();
     let sent: Vec<&str> = names

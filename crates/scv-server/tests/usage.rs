@@ -393,7 +393,7 @@ async fn the_session_budget_stops_the_next_request_before_it_is_sent() {
     assert_eq!(failed["code"], "step_limit");
     let message = failed["message"].as_str().unwrap();
     assert!(
-        message.contains("budget max_session_cost_usd ($0.5000) reached: this session spent $0.4500 and the next request could cost up to $0.1000; it was not sent"),
+        message.starts_with("budget reached: spent $0.4500 of $0.5000 (max_session_cost_usd, this session); the next request needs at least $0.1000 (100 output tokens) and was not sent; raise it for this session with /budget AMOUNT, or max_session_cost_usd in config.toml"),
         "{message}"
     );
     assert_eq!(rig.mock.request_count(), 1, "nothing was sent");
@@ -417,6 +417,64 @@ async fn the_session_budget_stops_the_next_request_before_it_is_sent() {
     );
 }
 
+/// A client that asked for capability `budgets` gets the refusal as its
+/// own code, `budget_exceeded`; and a budget edited in config.toml
+/// reaches the session already open, from its next turn, with no
+/// `session.configure`.
+#[tokio::test]
+async fn a_budget_edited_in_config_reaches_the_open_session_with_its_own_code() {
+    let config = |budget: &str| format!("{PRICEY}max_session_cost_usd = {budget}\n{PRICEY_TABLE}");
+    let caps = json!({"usage": true, "budgets": true});
+    let mut rig = rig(&config("0.5"), Some(caps)).await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(costly_reply());
+    let events = rig.turn(&session, "spend").await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    assert!(events.iter().any(|e| e["type"] == "budget.warning"));
+
+    rig.mock.push(Reply::text(["never"]));
+    let events = rig.turn(&session, "more").await;
+    let failed = last(&events);
+    assert_eq!(failed["type"], "turn.failed", "{failed}");
+    assert_eq!(failed["code"], "budget_exceeded", "{failed}");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("budget reached: spent $0.4500 of $0.5000"),
+        "{failed}"
+    );
+    assert_eq!(rig.mock.request_count(), 1, "nothing was sent");
+
+    // The user raises it in config.toml: the open session takes it.
+    let mut text = std::fs::read_to_string(rig.home.path().join("config.toml")).unwrap();
+    text = text.replace(&config("0.5"), &config("2.0"));
+    assert!(text.contains("max_session_cost_usd = 2.0"), "{text}");
+    std::fs::write(rig.home.path().join("config.toml"), text).unwrap();
+    rig.mock.push(Reply::text(["now it fits"]));
+    let events = rig.turn(&session, "more").await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    assert_eq!(rig.mock.request_count(), 2);
+
+    // Lowered again below what is spent: refused again, its own code.
+    let mut text = std::fs::read_to_string(rig.home.path().join("config.toml")).unwrap();
+    text = text.replace(&config("2.0"), &config("0.25"));
+    std::fs::write(rig.home.path().join("config.toml"), text).unwrap();
+    let events = rig.turn(&session, "more").await;
+    let failed = last(&events);
+    assert_eq!(failed["code"], "budget_exceeded", "{failed}");
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("budget reached: spent $0.45"),
+        "{message}"
+    );
+    assert!(
+        message.contains(" of $0.2500 (max_session_cost_usd"),
+        "{message}"
+    );
+    assert_eq!(rig.mock.request_count(), 2);
+}
+
 #[tokio::test]
 async fn the_daily_budget_holds_across_sessions_of_the_process() {
     let extra = format!("{PRICEY}max_daily_cost_usd = 0.5\n{PRICEY_TABLE}");
@@ -435,7 +493,7 @@ async fn the_daily_budget_holds_across_sessions_of_the_process() {
     assert_eq!(failed["code"], "step_limit", "{failed}");
     assert!(
         failed["message"].as_str().unwrap().contains(
-            "budget max_daily_cost_usd ($0.5000) reached: this server spent $0.4500 today (UTC)"
+            "budget reached: spent $0.4500 of $0.5000 today (max_daily_cost_usd, this server, UTC day)"
         ),
         "{failed}"
     );
@@ -452,7 +510,7 @@ async fn the_turn_token_budget_counts_the_worst_case_before_the_first_request() 
     assert_eq!(failed["code"], "step_limit", "{failed}");
     let message = failed["message"].as_str().unwrap();
     assert!(
-        message.starts_with("budget max_turn_tokens (50) reached: this turn used 0 tokens and the next request could use"),
+        message.starts_with("budget reached: used 0 of 50 tokens this turn (max_turn_tokens; 50 left); the next request needs"),
         "{message}"
     );
     assert_eq!(rig.mock.request_count(), 0);
@@ -497,7 +555,7 @@ async fn a_session_budget_that_pays_for_three_requests_stops_after_the_third() {
     assert_eq!(failed["code"], "step_limit");
     let message = failed["message"].as_str().unwrap();
     assert!(
-        message.starts_with("budget max_session_cost_usd ($0.1200) reached: this session spent $0.1200 and the next request could cost up to $0.0102; it was not sent (spent $0.1200 of $0.1200; even with its output cut to 1024 tokens it does not fit what is left;"),
+        message.starts_with("budget reached: spent $0.1200 of $0.1200 (max_session_cost_usd, this session); the next request needs at least $0.0102 (1024 output tokens) and was not sent;"),
         "{message}"
     );
     assert_eq!(rig.mock.request_count(), 3, "nothing was sent");
@@ -656,7 +714,7 @@ async fn a_resumed_session_keeps_what_it_spent() {
         failed["message"]
             .as_str()
             .unwrap()
-            .contains("this session spent $0.4500"),
+            .starts_with("budget reached: spent $0.4500 of $0.5000"),
         "{failed}"
     );
     assert_eq!(rig.mock.request_count(), 1);
@@ -767,4 +825,72 @@ async fn each_steps_usage_is_told_as_it_arrives_to_a_client_that_asked() {
     old.mock.push(Reply::text(["done"]));
     let events = old.turn(&session, "look").await;
     assert!(events.iter().all(|e| e["type"] != "usage.updated"));
+}
+
+/// `session.started.max_session_cost_usd` (capability `usage`): the budget
+/// the session opens with — config's, or after a resume the one
+/// `session.configure` gave it; a client that asked for nothing never
+/// gets the field.
+#[tokio::test]
+async fn session_started_names_the_budget_to_a_client_that_asked() {
+    let extra = format!("{PRICEY}max_session_cost_usd = 0.5\n{PRICEY_TABLE}");
+    let mut rig = rig(&extra, Some(json!({"usage": true, "sessions": true}))).await;
+    let workspace = rig.home.workspace();
+    rig.server
+        .send(json!({"type": "session.start", "request_id": "s", "cwd": workspace}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    assert_eq!(started["max_session_cost_usd"], 0.5, "{started}");
+    rig.server.expect("queue.snapshot").await;
+    let session = started["session_id"].as_str().unwrap().to_string();
+    rig.server
+        .send(
+            json!({"type": "session.configure", "request_id": "b", "session_id": session,
+            "max_session_cost_usd": 2.0}),
+        )
+        .await;
+    rig.server.expect("session.configured").await;
+    drop(rig.server);
+
+    let mut server = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+    server
+        .send(
+            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+            "capabilities": {"usage": true, "sessions": true}}),
+        )
+        .await;
+    server.expect("initialized").await;
+    server
+        .send(json!({"type": "session.resume", "request_id": "r", "session_id": session}))
+        .await;
+    let started = server.expect("session.started").await;
+    assert_eq!(started["max_session_cost_usd"], 2.0, "{started}");
+    drop(server);
+
+    let mut old = TestServer::spawn_with(BIN, rig.home.path(), &[]);
+    old.initialize().await;
+    old.send(json!({"type": "session.start", "request_id": "s", "cwd": workspace}))
+        .await;
+    let started = old.expect("session.started").await;
+    assert!(started.get("max_session_cost_usd").is_none(), "{started}");
+}
+
+/// The trial's case with real prices ($3 / $15 a million tokens): a $0.25
+/// budget does not refuse the first request for its 32,000-token output
+/// cap (worth $0.48); the request goes with the cap lowered to what the
+/// budget pays for.
+#[tokio::test]
+async fn a_quarter_dollar_budget_at_real_prices_sends_the_first_request() {
+    let extra = "max_session_cost_usd = 0.25\n[pricing.\"mock-model\"]\ninput = 3\noutput = 15\n";
+    let mut rig = rig(extra, usage_cap()).await;
+    let session = session_on(&mut rig, None).await;
+    rig.mock.push(chat_with_usage(
+        "hello",
+        &[json!({"prompt_tokens": 900, "completion_tokens": 10})],
+    ));
+    let events = rig.turn(&session, "hi").await;
+    assert_eq!(last(&events)["type"], "turn.completed", "{events:?}");
+    let cap = rig.mock.requests()[0].body["max_tokens"].as_u64().unwrap();
+    // $0.25 less the prompt, at $15 a million: a little under 16,667.
+    assert!((15_000..16_667).contains(&cap), "{cap}");
 }

@@ -1,7 +1,7 @@
 //! `scv daemon status|reload|stop` through the control helper.
 
+use crate::control::control;
 use anyhow::{bail, Result};
-use scv_client::control::control;
 use scv_client::ControlError;
 use scv_protocol::{DaemonCommand, DaemonStatus, Event, EventBody};
 use std::path::Path;
@@ -11,6 +11,9 @@ use std::time::Duration;
 pub async fn status(socket: &Path, json: bool, command: DaemonCommand) -> Result<ExitCode> {
     let reload = command == DaemonCommand::Reload;
     let status = control(socket, command).await?;
+    // A reload of a file that does not parse failed: the daemon runs on
+    // with what it had, and a script must see that.
+    let broken = reload && status.config.as_ref().is_some_and(|c| c.error.is_some());
     if json {
         let event = Event::reply(None, EventBody::DaemonStatus { status });
         println!("{}", serde_json::to_string(&event)?);
@@ -21,7 +24,11 @@ pub async fn status(socket: &Path, json: bool, command: DaemonCommand) -> Result
             scv_client::text::visible(&describe(&status, socket, reload))
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if broken {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The status in words.

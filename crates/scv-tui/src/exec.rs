@@ -112,6 +112,7 @@ pub async fn run(
         hooks: true,
         subagents: true,
         retries: true,
+        budgets: true,
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {

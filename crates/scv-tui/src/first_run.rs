@@ -139,3 +139,26 @@ pub fn note(key: &str, home: &Path, locals: &[Local]) -> Vec<String> {
     lines.push("Nothing was changed for you. /help lists keys and commands.".into());
     lines
 }
+
+/// How to install the daemon, when `err` is that `scv-server` could not be
+/// started because there is none (not beside `scv`, not on `PATH`, not
+/// at `$SCV_SERVER_BIN`).
+pub fn missing_server(err: &anyhow::Error) -> Option<String> {
+    let not_found = err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+    });
+    let starting = err.chain().any(|cause| {
+        let text = cause.to_string();
+        text.starts_with("cannot start ") && text.contains("scv-server")
+    });
+    (not_found && starting).then(|| {
+        format!(
+            "scv needs scv-server, the daemon it starts: put it beside {} or on PATH (or name it with SCV_SERVER_BIN). From the SCV repository: cargo install --path crates/scv-server && cargo install --path crates/scv-tui (installs both), or cargo build --release (both in target/release).",
+            std::env::current_exe()
+                .map(|exe| exe.display().to_string())
+                .unwrap_or_else(|_| "scv".into())
+        )
+    })
+}

@@ -5,6 +5,7 @@
 
 pub mod bridge_cmd;
 pub mod clawbot_cmd;
+pub mod control;
 pub mod daemon_cmd;
 pub mod exec;
 pub mod first_run;

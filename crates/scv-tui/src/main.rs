@@ -502,9 +502,16 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("scv: {}", scv_client::text::visible(&format!("{err:#}")));
-            ExitCode::FAILURE
-        }
+        Err(err) => failed(&err),
     }
+}
+
+/// The error in one line, then (a daemon that is not installed) how to
+/// install it.
+fn failed(err: &anyhow::Error) -> ExitCode {
+    eprintln!("scv: {}", scv_client::text::visible(&format!("{err:#}")));
+    if let Some(hint) = scv_tui::first_run::missing_server(err) {
+        eprintln!("{hint}");
+    }
+    ExitCode::FAILURE
 }

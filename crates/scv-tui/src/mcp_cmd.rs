@@ -8,7 +8,7 @@ use std::process::ExitCode;
 pub async fn list(home: &Path, socket: &Path, json: bool) -> Result<ExitCode> {
     // The daemon runs the servers; start it if it is not running.
     drop(scv_client::ensure_daemon(home, socket).await?);
-    let mut status = scv_client::control::control(socket, DaemonCommand::Status).await?;
+    let mut status = crate::control::control(socket, DaemonCommand::Status).await?;
     status
         .components
         .retain(|c| c.kind() == scv_protocol::ComponentKind::Mcp);

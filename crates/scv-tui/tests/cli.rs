@@ -172,8 +172,54 @@ async fn an_unreachable_daemon_is_a_one_line_error() {
         .unwrap();
     assert!(!output.status.success());
     let err = stderr(&output);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("/nonexistent/scv-server"), "{err}");
+    // The error, then how to install the daemon.
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(
+        err.lines()
+            .next()
+            .unwrap()
+            .contains("/nonexistent/scv-server"),
+        "{err}"
+    );
+    assert!(
+        err.contains("cargo install --path crates/scv-server"),
+        "{err}"
+    );
+}
+
+/// `scv` copied somewhere without `scv-server` beside it or on `PATH`
+/// says how to install both.
+#[tokio::test(flavor = "multi_thread")]
+async fn scv_without_scv_server_says_how_to_install_both() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let bin = tempfile::tempdir().unwrap();
+    let alone = bin.path().join("scv");
+    std::fs::copy(SCV, &alone).unwrap();
+    let output = std::process::Command::new(&alone)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("SCV_HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(home.workspace())
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(
+        err.contains(&format!(
+            "scv needs scv-server, the daemon it starts: put it beside {} or on PATH",
+            alone.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "cargo install --path crates/scv-server && cargo install --path crates/scv-tui"
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -770,6 +816,7 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
         text.contains("changed `workspace` (read when the daemon starts"),
         "{text}"
     );
+    assert!(output.status.success(), "{}", stderr(&output));
     let output = home.scv().args(["daemon", "reload"]).output().unwrap();
     assert!(
         stdout(&output).contains("unchanged since the last reload"),
@@ -782,6 +829,8 @@ async fn config_edits_reach_the_running_daemon_and_reload_says_what_changed() {
     let text = stdout(&output);
     assert!(text.contains("config.toml: line"), "{text}");
     assert!(text.contains("not applied"), "{text}");
+    // A broken file is a failed reload: a script sees it.
+    assert_eq!(output.status.code(), Some(1), "{text}");
     second.push(Reply::text(["the old one runs on"]));
     let output = home.scv().args(["exec", "hi"]).output().unwrap();
     assert_eq!(stdout(&output), "the old one runs on\n");

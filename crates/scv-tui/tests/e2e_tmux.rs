@@ -360,6 +360,63 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
+/// `/undo` undoes the last turn that changed files, not a later one whose
+/// `bash` only read: the first `/undo` puts the file back, the
+/// conversation goes back to before the changing turn, and that turn's
+/// prompt returns to the input box to be edited and sent again.
+#[tokio::test(flavor = "multi_thread")]
+async fn undo_skips_a_reading_bash_turn_and_gives_the_prompt_back() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "auto_approve = [\"read\", \"process\"]");
+    let file = home.workspace().join("story.txt");
+    std::fs::write(&file, "once upon a time\n").unwrap();
+    let tmux = Tmux::new("undo-read");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo the end > story.txt"}),
+    )]));
+    mock.push(Reply::text(["Rewrote the story."]));
+    tmux.keys(&["rewrite the story", "Enter"]);
+    tmux.wait_for("Rewrote the story.").await;
+    tmux.wait_for("idle").await;
+    mock.push(Reply::tool_calls(&[(
+        "c2",
+        "bash",
+        json!({"command": "cat story.txt"}),
+    )]));
+    mock.push(Reply::text(["It says the end."]));
+    tmux.keys(&["read it back", "Enter"]);
+    tmux.wait_for("It says the end.").await;
+    tmux.wait_for("idle").await;
+    tmux.keys(&["/undo", "Enter"]);
+    let screen = tmux.wait_for("undone: 1 file").await;
+    assert!(screen.contains("story.txt"), "{screen}");
+    let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("its prompt is back in the input box"),
+        "{screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "once upon a time\n"
+    );
+    assert!(!screen.contains("It says the end."), "{screen}");
+    assert!(!screen.contains("Rewrote the story."), "{screen}");
+    // The prompt waits in the input box: Enter sends it again.
+    mock.push(Reply::text(["Again."]));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Again.").await;
+    let requests = mock.requests();
+    let last = requests.last().unwrap().body.to_string();
+    assert!(last.contains("rewrite the story"), "{last}");
+    assert!(!last.contains("read it back"), "{last}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
+
 /// `/undo` puts the files back and takes the turn out of the
 /// conversation; `/rewind` lists what is left.
 #[tokio::test(flavor = "multi_thread")]
@@ -391,7 +448,8 @@ async fn undo_puts_back_what_a_command_changed() {
         std::fs::read_to_string(&file).unwrap(),
         "once upon a time\n"
     );
-    tmux.keys(&["/rewind", "Enter"]);
+    // The undone prompt is back in the input box; Ctrl+C clears it.
+    tmux.keys(&["C-c", "/rewind", "Enter"]);
     tmux.wait_for("no checkpoints yet").await;
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;

@@ -106,3 +106,115 @@ async fn exec_says_each_retry_and_its_wait() {
         "{err}"
     );
 }
+
+/// A chat stream answering `text` that reports `completion_tokens`
+/// output tokens.
+fn answer_costing(text: &str, completion_tokens: u64) -> Reply {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string()
+    };
+    Reply::raw(
+        vec![
+            chunk(json!({"role": "assistant", "content": text}), Value::Null),
+            chunk(json!({}), json!("stop")),
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": completion_tokens}})
+            .to_string(),
+        ],
+        Ending::Done,
+    )
+}
+
+/// 80 % of a budget spent is said on `scv exec`'s stderr; the next
+/// request that cannot fit is refused with "budget reached: spent $X of
+/// $Y", nothing sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_warns_at_80_percent_of_a_budget_and_says_when_it_is_reached() {
+    let mock = MockProvider::start().await;
+    // $0.001 an output token, free input; requests capped at 100 tokens.
+    let home = Home::new(
+        &mock,
+        "max_output_tokens = 100\nmax_session_cost_usd = 0.5\n\
+         [pricing.\"mock-model\"]\ninput = 0\noutput = 1000\n",
+    );
+    mock.push(answer_costing("spent", 450));
+    let output = home.scv().args(["exec", "spend"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("[budget] 90% of budget max_session_cost_usd ($0.5000) spent: $0.4500\n"),
+        "{err}"
+    );
+    let session = err
+        .lines()
+        .find_map(|l| l.strip_prefix("[session] "))
+        .unwrap()
+        .to_string();
+
+    mock.push(Reply::text(["never"]));
+    let output = home
+        .scv()
+        .args(["exec", "--resume", &session, "more"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains(
+            "budget reached: spent $0.4500 of $0.5000 (max_session_cost_usd, this session)"
+        ),
+        "{err}"
+    );
+    // `scv exec` asks for capability `budgets`: its own code, in words.
+    assert!(
+        err.contains("scv: the turn failed: the budget was reached — budget reached"),
+        "{err}"
+    );
+    assert_eq!(mock.request_count(), 1, "nothing was sent");
+}
+
+/// A hook that exits 1 (Claude Code: a non-blocking error shown to the
+/// user): `scv exec` prints its stderr as `[hook] …`, naming the hook by
+/// its script and its line in the hooks file; the call still runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_shows_a_hooks_non_blocking_error_on_stderr() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let script = home.workspace().join("lint-hook.sh");
+    std::fs::write(&script, "echo 'style: prefer rg over grep' >&2\nexit 1\n").unwrap();
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": format!("bash {}", script.display())}]}]}});
+    let file = home.path().join("hooks.json");
+    let text = serde_json::to_string_pretty(&hooks).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"command\":"))
+        .unwrap()
+        + 1;
+    std::fs::write(&file, &text).unwrap();
+    let marker = home.workspace().join("ran");
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": format!("touch {}", marker.display())}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    let output = home
+        .scv()
+        .args(["exec", "--approve", "process", "go"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(marker.exists(), "{err}");
+    let name = format!("hook `{}` ({}:{line})", script.display(), file.display());
+    assert!(
+        err.contains(&format!(
+            "[hook] {name} says: {name} exited 1: style: prefer rg over grep\n"
+        )),
+        "{err}"
+    );
+    assert!(!mock.requests()[1].body.to_string().contains("prefer rg"));
+}

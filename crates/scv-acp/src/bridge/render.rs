@@ -42,6 +42,16 @@ impl Bridge {
                 let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(&warning.message));
                 self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
             }
+            // What a hook said or blocked: told in the conversation.
+            Update::Hook(note) => {
+                let verb = if note.blocked { "blocked" } else { "says" };
+                let text = format!(
+                    "\n\n⚠ hook {} {verb}: {}\n\n",
+                    scv_client::text::visible(&note.hook),
+                    scv_client::text::visible(&note.message)
+                );
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
+            }
             Update::Tool(change) => self.tool(session_id, change).await,
             Update::Transcript { items, truncated } => {
                 if let Some((responder, modes)) = self.replaying.remove(session_id) {
@@ -197,7 +207,7 @@ fn stop_reason(outcome: Outcome, cancelled_by_us: bool) -> Result<StopReason, Er
         Outcome::Completed { .. } => Ok(StopReason::EndTurn),
         Outcome::Cancelled => Ok(StopReason::Cancelled),
         Outcome::Failed {
-            code: FailureCode::StepLimit,
+            code: FailureCode::StepLimit | FailureCode::BudgetExceeded,
             ..
         } => Ok(StopReason::MaxTurnRequests),
         Outcome::Failed { code, message } => {

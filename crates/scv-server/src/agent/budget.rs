@@ -13,22 +13,23 @@
 //! The output cap is what makes the last request fit: a request is sent
 //! with `max_output_tokens`, lowered to what every budget has left for it
 //! (and that cap goes in the request, on every wire); only when even
-//! [`MIN_OUTPUT_TOKENS`] do not fit is it refused — the turn fails with
-//! `step_limit` and nothing is sent. `step_limit` because, like
-//! `max_steps`, it is the agent's own bound on how far a turn may go, not
-//! something the provider did (`provider_error` reads as "try again").
+//! [`MIN_OUTPUT_TOKENS`] do not fit is it refused — "budget reached: spent
+//! $X of $Y", nothing sent, and the turn fails with `step_limit` (the
+//! document's code for the agent's own bound on how far a turn may go;
+//! `provider_error` reads as "try again"), or `budget_exceeded` for a
+//! connection with capability `budgets`.
 //! At 80 % of a budget, a connection with capability `usage` gets one
 //! `budget.warning`.
 
 use super::{Stop, Turn};
 use crate::cost::{usd, Budgets, DailySpend, Price, DAILY_SPEND};
 use crate::model::Usage;
-use scv_protocol::{BudgetWarning, EventBody, FailureCode};
+use scv_protocol::{BudgetWarning, EventBody};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The share of a budget at which the client is told, in percent.
-const WARN_PERCENT: f64 = 80.0;
+pub(crate) const WARN_PERCENT: f64 = 80.0;
 
 /// The least output a request is sent with when a budget lowers its cap
 /// (or `max_output_tokens`, when that is less): a budget that cannot pay
@@ -245,7 +246,7 @@ impl Spending {
                     String::new()
                 };
                 return Err(format!(
-                    "budget max_turn_tokens ({max}) reached: this turn used {spent} tokens and the next request could use {worst} more (about {input_tokens} in, at least {least} out); it was not sent (used {spent} of {max} tokens{held}; {left} left)"
+                    "budget reached: used {spent} of {max} tokens this turn (max_turn_tokens{held}; {left} left); the next request needs {worst} (about {input_tokens} in, at least {least} out) and was not sent; raise max_turn_tokens in config.toml"
                 ));
             }
             cap = cap.min(fits);
@@ -258,13 +259,11 @@ impl Spending {
                 let fits = price.affordable_output(max - spent - held, input_tokens);
                 if fits < least {
                     return Err(format!(
-                        "budget max_session_cost_usd ({}) reached: this session spent {} and the next request could cost up to {}; it was not sent (spent {} of {}{}; even with its output cut to {least} tokens it does not fit what is left; raise it in config.toml, or for this session with session.configure)",
-                        usd(max),
-                        usd(spent),
-                        usd(least_cost),
+                        "budget reached: spent {} of {} (max_session_cost_usd, this session{}); the next request needs at least {} ({least} output tokens) and was not sent; raise it for this session with /budget AMOUNT, or max_session_cost_usd in config.toml",
                         usd(spent),
                         usd(max),
                         held_by_others(held),
+                        usd(least_cost),
                     ));
                 }
                 cap = cap.min(fits);
@@ -274,13 +273,11 @@ impl Spending {
                 let fits = price.affordable_output(max - spent - held, input_tokens);
                 if fits < least {
                     return Err(format!(
-                        "budget max_daily_cost_usd ({}) reached: this server spent {} today (UTC) and the next request could cost up to {}; it was not sent (spent {} of {} today{}; even with its output cut to {least} tokens it does not fit what is left)",
-                        usd(max),
-                        usd(spent),
-                        usd(least_cost),
+                        "budget reached: spent {} of {} today (max_daily_cost_usd, this server, UTC day{}); the next request needs at least {} ({least} output tokens) and was not sent; raise max_daily_cost_usd in config.toml",
                         usd(spent),
                         usd(max),
                         held_by_others(held),
+                        usd(least_cost),
                     ));
                 }
                 cap = cap.min(fits);
@@ -332,7 +329,7 @@ impl Turn {
         let max_output = self.settings.provider.max_output_tokens.min(room);
         self.spending
             .reserve(input_tokens, max_output)
-            .map_err(|message| Stop::Failed(FailureCode::StepLimit, message))
+            .map_err(Stop::Budget)
     }
 
     /// Settles a request's reservation to what it reported (`step`) and,
@@ -437,7 +434,7 @@ mod tests {
         // 10,000 held: a third, parent's or child's, does not fit.
         let refused = child.reserve(1_000, 4_000).err().unwrap();
         assert!(
-            refused.starts_with("budget max_turn_tokens (10000) reached: this turn used 0 tokens and the next request could use 2024 more (about 1000 in, at least 1024 out); it was not sent (used 0 of 10000 tokens, 10000 more held by requests in flight; 0 left)"),
+            refused.starts_with("budget reached: used 0 of 10000 tokens this turn (max_turn_tokens, 10000 more held by requests in flight; 0 left); the next request needs 2024 (about 1000 in, at least 1024 out) and was not sent"),
             "{refused}"
         );
         // A cancelled request releases what it held.
@@ -475,7 +472,7 @@ mod tests {
         }
         let refused = spending.reserve(0, 6_400).err().unwrap();
         assert!(
-            refused.starts_with("budget max_session_cost_usd ($0.1200) reached: this session spent $0.1200 and the next request could cost up to $0.0102; it was not sent (spent $0.1200 of $0.1200; even with its output cut to 1024 tokens"),
+            refused.starts_with("budget reached: spent $0.1200 of $0.1200 (max_session_cost_usd, this session); the next request needs at least $0.0102 (1024 output tokens) and was not sent; raise it for this session with /budget AMOUNT"),
             "{refused}"
         );
     }
@@ -496,7 +493,7 @@ mod tests {
         let refused = other.reserve(0, 6_400).err().unwrap();
         assert!(
             refused.contains(
-                "(spent $0.00 of $0.1000 today, $0.1000 more held by requests in flight;"
+                "spent $0.00 of $0.1000 today (max_daily_cost_usd, this server, UTC day, $0.1000 more held by requests in flight);"
             ),
             "{refused}"
         );

@@ -17,6 +17,12 @@ use scv_hooks::{Decision, Event, Input};
 use scv_protocol::{EventBody, FailureCode, HookMessage, Risk};
 use serde_json::Value;
 
+/// How many times a `Stop` (or `SubagentStop`) hook may send the model
+/// back in one turn; blocking once more ends the turn anyway, with its
+/// answer, telling the user (a hook that always blocks would otherwise
+/// run the turn to `max_steps`).
+pub(crate) const MAX_STOP_HOOK_ROUNDS: u32 = 3;
+
 /// What the `PreToolUse` hooks decided for one call.
 #[derive(Default)]
 pub(super) struct Gate {
@@ -199,8 +205,52 @@ impl Turn {
         Ok(notes)
     }
 
+    /// The model would end the turn: the reason a `Stop` hook sends it
+    /// back, or `None` to end it — no hook blocked, or one blocked more
+    /// than [`MAX_STOP_HOOK_ROUNDS`] times (`rounds`: this turn's so far),
+    /// when the turn ends with its answer and the user is told.
+    pub(super) async fn stop_round(&self, rounds: &mut u32) -> Result<Option<String>, Stop> {
+        let Some(reason) = self.stop_hooks(*rounds > 0).await? else {
+            return Ok(None);
+        };
+        *rounds += 1;
+        if *rounds > MAX_STOP_HOOK_ROUNDS {
+            self.stop_hook_gave_up(&reason).await?;
+            return Ok(None);
+        }
+        Ok(Some(reason))
+    }
+
+    /// A Stop hook blocked the end more than [`MAX_STOP_HOOK_ROUNDS`]
+    /// times: the turn ends with its answer, and the user hears why
+    /// (`hook.message`, or the server's log).
+    async fn stop_hook_gave_up(&self, reason: &str) -> Result<(), Stop> {
+        let event = if self.child.is_some() {
+            Event::SubagentStop
+        } else {
+            Event::Stop
+        };
+        let message = format!(
+            "a {} hook kept the turn from ending {MAX_STOP_HOOK_ROUNDS} times; the turn ended anyway (the most SCV allows), its last reason: {reason}",
+            event.as_str()
+        );
+        if self.hook_events {
+            self.emit(EventBody::HookMessage(HookMessage {
+                event: event.as_str().to_string(),
+                hook: format!("{} hooks", event.as_str()),
+                message,
+                blocked: false,
+                call_id: None,
+            }))
+            .await?;
+        } else {
+            tracing::warn!("{message}");
+        }
+        Ok(())
+    }
+
     /// `Stop`: the reason to keep going when a hook blocks the end.
-    pub(super) async fn stop_hooks(&self, active: bool) -> Result<Option<String>, Stop> {
+    async fn stop_hooks(&self, active: bool) -> Result<Option<String>, Stop> {
         // A subagent's end is `SubagentStop`, as in Claude Code.
         let (event, input) = if self.child.is_some() {
             let input = Input::SubagentStop {

@@ -18,7 +18,7 @@ pub(crate) mod plan;
 mod sink;
 pub(crate) mod subagent;
 
-pub(crate) use budget::{Spending, Warned};
+pub(crate) use budget::{Spending, Warned, WARN_PERCENT};
 
 pub(crate) use limits::Limits;
 
@@ -43,6 +43,10 @@ use tokio_util::sync::CancellationToken;
 enum Stop {
     Cancelled,
     Failed(FailureCode, String),
+    /// A budget refused the next request ("budget reached: …"):
+    /// `turn.failed` with `step_limit`, or `budget_exceeded` for a
+    /// connection with capability `budgets`.
+    Budget(String),
     /// The provider said the prompt does not fit its context window.
     Overflow(String),
     /// The model declined to answer.
@@ -242,6 +246,9 @@ pub(crate) struct TurnOutcome {
     pub cost_usd: Option<f64>,
     /// The budget warnings given so far in the session.
     pub warned: Warned,
+    /// The turn failed because a budget refused a request (its
+    /// `turn.failed` carries `budget_exceeded` to a connection that asked).
+    pub budget_reached: bool,
     /// `turn.completed`, `turn.cancelled` or `turn.failed`; `None` when the
     /// connection is already gone.
     pub terminal: Option<EventBody>,
@@ -275,6 +282,7 @@ impl Turn {
         let usage = detail.map(scv_protocol::Usage::from);
         history.close_open_tool_calls(INTERRUPTED);
         let refused = matches!(result, Err(Stop::Refused));
+        let budget_reached = matches!(result, Err(Stop::Budget(_)));
         let terminal = match result {
             Ok(steps) => Some(EventBody::TurnCompleted {
                 steps,
@@ -283,6 +291,10 @@ impl Turn {
             }),
             Err(Stop::Cancelled) => Some(EventBody::TurnCancelled {}),
             Err(Stop::Failed(code, message)) => Some(EventBody::TurnFailed { code, message }),
+            Err(Stop::Budget(message)) => Some(EventBody::TurnFailed {
+                code: FailureCode::StepLimit,
+                message,
+            }),
             Err(Stop::Overflow(message)) => Some(EventBody::TurnFailed {
                 code: FailureCode::ContextLimit,
                 message,
@@ -321,6 +333,7 @@ impl Turn {
             detail,
             cost_usd,
             warned: self.spending.warned(),
+            budget_reached,
             terminal,
         }
     }
@@ -337,7 +350,8 @@ impl Turn {
         let (mut system, mut fixed_bytes) = self.system_prompt(&registry, plan).await;
         let max_steps = self.limits.max_steps;
         let mut steps = 0;
-        let mut stop_hook_active = false;
+        // Times a Stop hook sent the model back in this turn.
+        let mut stop_rounds = 0;
         loop {
             // A server's tools changed, or the mode: the next request
             // offers the new set.
@@ -412,8 +426,7 @@ impl Turn {
             history.push(Message::Assistant(message));
             if tool_calls.is_empty() && !paused {
                 // A Stop hook may send the model back to work, saying why.
-                if let Some(reason) = self.stop_hooks(stop_hook_active).await? {
-                    stop_hook_active = true;
+                if let Some(reason) = self.stop_round(&mut stop_rounds).await? {
                     if steps >= max_steps {
                         return Err(Stop::Failed(
                             FailureCode::StepLimit,
@@ -1003,6 +1016,7 @@ fn traced(
         Err(stop) => span.failed(match stop {
             Stop::Cancelled => "cancelled",
             Stop::Failed(code, _) => code.as_str(),
+            Stop::Budget(_) => "budget_exceeded",
             Stop::Overflow(_) => "context_limit",
             Stop::Refused => "refused",
             Stop::Disconnected => "disconnected",

@@ -77,19 +77,37 @@ impl SessionSink {
         turn_id: Option<&str>,
         body: &EventBody,
     ) -> Result<u64, EmitError> {
+        self.emit_coded(request_id, turn_id, body, None).await
+    }
+
+    /// [`SessionSink::emit`] of a `turn.failed` whose `code` on the wire
+    /// is `code` (an extension code, such as `budget_exceeded`, that only
+    /// a connection which asked for it gets; `body` holds the document's
+    /// code the journal keeps).
+    pub(crate) async fn emit_coded(
+        &self,
+        request_id: Option<&str>,
+        turn_id: Option<&str>,
+        body: &EventBody,
+        code: Option<&str>,
+    ) -> Result<u64, EmitError> {
         let mut next_seq = self.next_seq.lock().await;
         if self.silent {
             *next_seq += 1;
             return Ok(*next_seq - 1);
         }
-        let frame = encode(EventRef {
+        let event = EventRef {
             body,
             request_id,
             session_id: Some(&self.session_id),
             turn_id,
             seq: Some(*next_seq),
             parent: self.parent.as_ref(),
-        });
+        };
+        let frame = match code {
+            None => encode(event),
+            Some(code) => recoded(event, code),
+        };
         if frame.len() > MAX_SERVER_FRAME_BYTES {
             return Err(EmitError::TooLarge(frame.len()));
         }
@@ -146,4 +164,15 @@ impl SessionSink {
         *next_seq += deltas.len() as u64;
         Ok(())
     }
+}
+
+/// `event` encoded with its `code` field replaced by `code`.
+fn recoded(event: EventRef<'_>, code: &str) -> bytes::Bytes {
+    #[allow(clippy::expect_used)] // plain data with string keys always serializes
+    let mut value = serde_json::to_value(event).expect("events always serialize");
+    if let Some(object) = value.as_object_mut() {
+        object.insert("code".into(), code.into());
+    }
+    #[allow(clippy::expect_used)] // as above
+    bytes::Bytes::from(serde_json::to_vec(&value).expect("values always serialize"))
 }

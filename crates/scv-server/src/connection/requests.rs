@@ -130,6 +130,8 @@ impl Connection {
             retries: asked.retries,
             step_usage: asked.step_usage,
             trust: asked.trust,
+            budgets: asked.budgets,
+            daemon_status: asked.daemon_status,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);
@@ -165,6 +167,17 @@ impl Connection {
                 ControlError::Invalid(message) => Reject::new(ErrorCode::InvalidRequest, message),
                 ControlError::Storage(message) => Reject::new(ErrorCode::ComponentError, message),
             })?;
+        let mut status = status;
+        if !self.host.caps().daemon_status {
+            // Exactly the protocol document's fields (`remote_tools`
+            // aside, which the document names): the extensions only for a
+            // connection that asked.
+            status.config = None;
+            for component in &mut status.components {
+                component.tools = None;
+                component.tool_names = None;
+            }
+        }
         let event = Event::reply(Some(rid.to_string()), EventBody::DaemonStatus { status });
         self.reply(&event).await;
         Ok(())

@@ -269,6 +269,7 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         sandbox: Some(sandbox.status().to_string()),
         sandbox_gaps: sandbox.gaps().to_vec(),
         sandbox_warnings: sandbox.warnings(cwd),
+        max_session_cost_usd: None,
         resumed: false,
         unsent_prompts: None,
         forked_from: None,

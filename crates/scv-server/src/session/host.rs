@@ -12,8 +12,7 @@
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
 use crate::agent::{
-    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Spending, Turn, TurnOutcome,
-    Warned,
+    add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome, Warned,
 };
 use crate::context::History;
 use crate::journal::LiveJournal;
@@ -35,6 +34,7 @@ use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod spending;
 mod stored;
 mod trust;
 
@@ -58,7 +58,8 @@ struct Session {
     cost_usd: Option<f64>,
     /// The budget warnings already given.
     warned: Warned,
-    /// `max_session_cost_usd`, as config or `session.configure` set it.
+    /// `max_session_cost_usd` as `session.configure` set it for this
+    /// session (`None`: config.toml's, as it is at each turn's start).
     max_session_cost_usd: Option<f64>,
     /// The session's own MCP hub when `session.start` brought servers;
     /// stopped when the session ends.
@@ -325,6 +326,14 @@ impl SessionHost {
         if !self.caps.trust {
             made.started.trust = None;
         }
+        // The budget as the session opens (a resumed one's own, set above,
+        // over config's).
+        made.started.max_session_cost_usd = if self.caps.usage {
+            let configured = made.settings.config.cost.budgets.max_session_cost_usd;
+            made.started.max_session_cost_usd.or(configured)
+        } else {
+            None
+        };
         let checkpoints = match &self.shared.checkpoints {
             Some(store) => Some(
                 crate::checkpoint::Checkpoints::open(
@@ -355,7 +364,6 @@ impl SessionHost {
             .out
             .send(crate::transport::encode(started.as_ref()))
             .await;
-        let max_session_cost_usd = made.settings.config.cost.budgets.max_session_cost_usd;
         let session = Session {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
@@ -368,7 +376,7 @@ impl SessionHost {
             detail: crate::model::Usage::default(),
             cost_usd: None,
             warned: Warned::default(),
-            max_session_cost_usd,
+            max_session_cost_usd: None,
             mcp: made.mcp,
             journal,
             checkpoints,
@@ -379,6 +387,11 @@ impl SessionHost {
         };
         self.sessions.insert(session_id, Box::new(session));
         sink.emit(Some(rid), None, &snapshot).await.ok()
+    }
+
+    /// What the connection opted into.
+    pub(crate) fn caps(&self) -> &scv_protocol::Capabilities {
+        &self.caps
     }
 
     /// What the connection opted into (`initialize.capabilities`).
@@ -414,6 +427,7 @@ impl SessionHost {
             // Only the budget or the mode changes, which a running turn
             // may see (the mode applies from its next step or call); the
             // provider and model stay.
+            let configured_budget = self.shared.live.current().config.cost.budgets;
             let session = self.session(session_id)?;
             if max_session_cost_usd.is_some() {
                 session.max_session_cost_usd = max_session_cost_usd;
@@ -425,7 +439,9 @@ impl SessionHost {
                 provider: session.settings.provider.name.clone(),
                 model: session.settings.provider.model.clone(),
                 context_max_tokens: session.settings.context_max_tokens,
-                max_session_cost_usd: max_session_cost_usd.or(session.max_session_cost_usd),
+                max_session_cost_usd: max_session_cost_usd
+                    .or(session.max_session_cost_usd)
+                    .or(configured_budget.max_session_cost_usd),
                 mode: Some(session.settings.mode.get()),
             };
             if let Some(seq) = session.emit(rid, &configured).await {
@@ -537,6 +553,11 @@ impl SessionHost {
 
     /// Starts a turn on an idle session: `turn.started` first, then the task.
     async fn start_turn(&mut self, session_id: &Arc<str>, request_id: Arc<str>, prompt: String) {
+        // The budgets config.toml holds now: an edit reaches open sessions
+        // from their next turn (a session's own `max_session_cost_usd`,
+        // set by `session.configure`, stays over config's).
+        self.shared.live.refresh().await;
+        let budgets = self.shared.live.current().config.cost.budgets;
         let Some(session) = self.sessions.get_mut(session_id) else {
             return;
         };
@@ -574,18 +595,7 @@ impl SessionHost {
         // be written since the session opened.
         session.tell_journal(Some(&request_id)).await;
         let model = session.settings.provider.model.clone();
-        let cost = &session.settings.config.cost;
-        let spending = Spending::new(
-            model.clone(),
-            cost.pricing.price(&model),
-            crate::cost::Budgets {
-                max_session_cost_usd: session.max_session_cost_usd,
-                ..cost.budgets
-            },
-            session.cost_usd.unwrap_or(0.0),
-            session.warned,
-            self.caps.usage,
-        );
+        let spending = session.spending(budgets, self.caps.usage);
         let trace = self.shared.telemetry.as_ref().map(|t| {
             t.turn(
                 session_id,
@@ -673,8 +683,10 @@ impl SessionHost {
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
         let mut spent = None;
+        let mut budget_reached = false;
         let terminal = match outcome {
             Ok(outcome) => {
+                budget_reached = outcome.budget_reached;
                 if let Some(usage) = outcome.detail {
                     spent = Some(scv_store::Spent {
                         model: session.settings.provider.model.clone(),
@@ -754,8 +766,15 @@ impl SessionHost {
                     *cost = None;
                 }
             }
+            // A budget's refusal: its own code for a connection that asked.
+            let code = (budget_reached && self.caps.budgets).then_some(spending::BUDGET_EXCEEDED);
             let _ = sink
-                .emit(Some(&active.request_id), Some(&active.turn_id), &terminal)
+                .emit_coded(
+                    Some(&active.request_id),
+                    Some(&active.turn_id),
+                    &terminal,
+                    code,
+                )
                 .await;
         }
         if bounds_due {
@@ -1049,29 +1068,6 @@ impl SessionHost {
 }
 
 impl Session {
-    /// A resumed session's spending since its last clear, from its journal.
-    fn restore_spending(&mut self, replay: &scv_store::Replay) {
-        for spent in replay
-            .turns
-            .iter()
-            .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
-        {
-            let d = spent.usage_detail;
-            let usage = crate::model::Usage {
-                input: d.input,
-                cache_read: d.cache_read,
-                cache_write: d.cache_write,
-                output: d.output,
-                reasoning: d.reasoning,
-            };
-            self.detail.add(usage);
-            add_usage(&mut self.usage, usage.into());
-            if let Some(cost) = spent.cost_usd {
-                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
-            }
-        }
-    }
-
     /// Emits a session event answering `rid`; its `seq` once sent (a
     /// failed send trips the writer's token; the connection sees it).
     async fn emit(&self, rid: &str, body: &EventBody) -> Option<u64> {

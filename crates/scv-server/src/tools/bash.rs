@@ -192,7 +192,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     if let Some(note) = policy
         .as_ref()
         .filter(|_| !success)
-        .and_then(|p| sandbox_note(&p.policy, &out))
+        .and_then(|p| refusal_note(&p.policy, &out, ctx.sandbox.as_ref()))
     {
         out.push('\n');
         out.push_str(&note);
@@ -207,6 +207,26 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         success,
         output: out,
         truncated,
+    })
+}
+
+/// What a command refused by the read-only sandbox of plan mode (or of
+/// an agent that only reads) is told: not to run it again unsandboxed,
+/// which is refused there, but to put it in the plan.
+const READ_ONLY_NOTE: &str = "[sandbox: plan mode — this command ran in the read-only sandbox, which refuses every write; the refusal above is most likely that. Do not run it again with unsandboxed: true (it is refused here). Put the command in the plan you present: it runs when the user leaves plan mode and asks you to carry the plan out]";
+
+/// [`sandbox_note`], or in the read-only sandbox (`view`'s) [`READ_ONLY_NOTE`].
+fn refusal_note(
+    policy: &scv_sandbox::Policy,
+    out: &str,
+    view: Option<&crate::sandbox::SandboxView>,
+) -> Option<String> {
+    let note = sandbox_note(policy, out)?;
+    let read_only = view.is_some_and(|v| v.is_read_only());
+    Some(if read_only {
+        READ_ONLY_NOTE.into()
+    } else {
+        note
     })
 }
 

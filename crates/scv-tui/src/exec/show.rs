@@ -333,6 +333,12 @@ impl<O: Write, E: Write> Printer<O, E> {
                     "[session] {}",
                     shown(&warning.message, self.err_tty)
                 )?,
+                // 80 % of a budget spent: on stderr whatever the format.
+                Update::Budget(warning) => writeln!(
+                    self.err,
+                    "[budget] {}",
+                    shown(&warning.message, self.err_tty)
+                )?,
                 Update::ApprovalRequested(approval) => {
                     let approved = approved(&approval, approve);
                     if !self.json {

@@ -10,6 +10,7 @@
 
 mod approvals;
 mod attach;
+mod budget;
 mod children;
 mod commands;
 mod events;
@@ -122,6 +123,8 @@ pub struct App {
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
     plan: plan::PlanBook,
+    /// `/budget` requests in flight.
+    budgets: budget::BudgetBook,
     /// The session's subagents, their transcripts and cards (bounded:
     /// see [`super::subagents`]).
     pub subagents: super::subagents::Subagents,
@@ -164,6 +167,7 @@ impl App {
             hint_ends: None,
             undo: Default::default(),
             plan: Default::default(),
+            budgets: Default::default(),
             subagents: Default::default(),
         };
         app.approval.resize(80, 24);

@@ -96,7 +96,15 @@ pub struct ApprovalPrompt {
     width: u16,
     /// Rows of the call shown at once, for this terminal.
     body_rows_max: u16,
+    /// The session is in plan mode: a call runs read-only, and no rule is
+    /// offered (one would hold outside plan mode too, where the same
+    /// command may write).
+    plan: bool,
 }
+
+/// Option 2's words in plan mode.
+const NO_RULE_IN_PLAN: &str =
+    "(no rule in plan mode: it would also allow the command outside plan mode, where it can write)";
 
 impl ApprovalPrompt {
     pub fn push(&mut self, approval: PendingApproval, now: Instant) {
@@ -107,6 +115,11 @@ impl ApprovalPrompt {
             self.picked = None;
         }
         self.pending.push_back(approval);
+    }
+
+    /// The session's mode, as the server last said it (before each key).
+    pub fn set_plan(&mut self, plan: bool) {
+        self.plan = plan;
     }
 
     pub fn front(&self) -> Option<&PendingApproval> {
@@ -309,6 +322,7 @@ impl ApprovalPrompt {
                 };
                 if !self.choices().contains(&choice) {
                     return PromptKey::Hint(match rules::propose(&self.pending[0].call()) {
+                        _ if self.plan && choice == Choice::Always => NO_RULE_IN_PLAN.into(),
                         Err(why) => format!("no rule: {why}"),
                         Ok(_) => "no such option".into(),
                     });
@@ -323,10 +337,11 @@ impl ApprovalPrompt {
 
     /// The options ↑/↓ move through: "always" only when a rule can be made.
     fn choices(&self) -> Vec<Choice> {
-        let rule = self
-            .pending
-            .front()
-            .is_some_and(|front| rules::propose(&front.call()).is_ok());
+        let rule = !self.plan
+            && self
+                .pending
+                .front()
+                .is_some_and(|front| rules::propose(&front.call()).is_ok());
         if rule {
             vec![Choice::Once, Choice::Always, Choice::Deny]
         } else {
@@ -363,6 +378,7 @@ impl ApprovalPrompt {
                 self.advance(now);
                 PromptKey::Resolve(approval, true)
             }
+            Choice::Always if self.plan => PromptKey::Hint(NO_RULE_IN_PLAN.into()),
             Choice::Always => {
                 let rule = match rules::propose(&front.call()) {
                     Ok(rule) => rule,
@@ -396,7 +412,7 @@ impl ApprovalPrompt {
         self.shown_at = (!self.pending.is_empty()).then_some(now);
     }
 
-    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: Instant, typing: bool) {
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: Instant, typing: bool, plan: bool) {
         let Some(approval) = self.pending.front() else {
             return;
         };
@@ -441,6 +457,10 @@ impl ApprovalPrompt {
             Span::raw(approval.cwd.clone()),
         ];
         match approval.sandboxed {
+            Some(true) if plan => place.push(Span::styled(
+                "  read-only (plan mode)",
+                Style::default().fg(Color::Green),
+            )),
             Some(true) => place.push(Span::styled(
                 "  sandboxed",
                 Style::default().fg(Color::Green),
@@ -458,7 +478,7 @@ impl ApprovalPrompt {
             ));
         }
         lines.push(Line::from(place));
-        lines.extend(self.option_lines(approval, now, typing));
+        lines.extend(self.option_lines(approval, now, typing, plan));
         lines.push(self.keys_line(now, typing));
         frame.render_widget(Paragraph::new(lines), inner);
     }
@@ -471,8 +491,13 @@ impl ApprovalPrompt {
         approval: &PendingApproval,
         now: Instant,
         typing: bool,
+        plan: bool,
     ) -> Vec<Line<'static>> {
-        let rule = rules::propose(&approval.call());
+        let rule = if plan {
+            Err(String::new())
+        } else {
+            rules::propose(&approval.call())
+        };
         let option = |choice: Choice, digit: &str, text: Vec<Span<'static>>| {
             let chosen = !typing && self.armed(now) && self.selected == choice;
             let (mark, style) = if chosen {
@@ -507,6 +532,10 @@ impl ApprovalPrompt {
                 ),
                 Span::styled(" while scv runs", Style::default().fg(Color::DarkGray)),
             ],
+            Err(_) if plan => vec![Span::styled(
+                NO_RULE_IN_PLAN,
+                Style::default().fg(Color::DarkGray),
+            )],
             Err(why) => vec![Span::styled(
                 format!("(no rule: {})", visible(why)),
                 Style::default().fg(Color::DarkGray),

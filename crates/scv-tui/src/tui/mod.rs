@@ -69,6 +69,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     retries: true,
     step_usage: true,
     trust: true,
+    budgets: true,
+    daemon_status: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

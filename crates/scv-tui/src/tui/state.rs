@@ -188,6 +188,9 @@ pub struct Costs {
     pub warning: Option<String>,
     /// Its budget's key, for the status line.
     pub warning_budget: Option<String>,
+    /// The session's budget as `/budget AMOUNT` set it (`None`:
+    /// config.toml's, which this screen is not told).
+    pub budget: Option<f64>,
 }
 
 /// One completed turn's figures.

@@ -23,7 +23,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     }
     if layout.approval.height > 0 {
         let typing = !app.input.is_empty();
-        app.approval.draw(frame, layout.approval, app.now, typing);
+        app.approval
+            .draw(frame, layout.approval, app.now, typing, app.plan_mode());
     }
     let input_focused = !app.queue.focused();
     app.input.draw(

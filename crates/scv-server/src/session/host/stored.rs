@@ -139,6 +139,7 @@ impl SessionHost {
             .await?;
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
+        made.started.max_session_cost_usd = replay.max_session_cost_usd;
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {
             live.caught_up_on_resume(records);

@@ -63,6 +63,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::Always(App::show_cost),
     },
     SlashCommand {
+        name: "/budget",
+        help: "/budget: this session's cost budget; /budget AMOUNT: set it (USD) for this session",
+        takes_arg: true,
+        run: Run::WithSession(App::budget_command),
+    },
+    SlashCommand {
         name: "/diff",
         help: "show the workspace's git diff",
         takes_arg: false,

@@ -650,8 +650,8 @@ impl App {
         self.queue_paused_by_cancel = true;
         let waiting = self.queue.len();
         self.notice(format!(
-            "queue paused after the cancel: {waiting} prompt{} wait — Enter on an empty box resumes it (or /unpause)",
-            if waiting == 1 { "" } else { "s" }
+            "queue paused after the cancel: {waiting} {} — Enter on an empty box resumes it (or /unpause)",
+            if waiting == 1 { "prompt waits" } else { "prompts wait" }
         ));
         let mut out = vec![
             self.send(ClientMessage::SessionPause(scv_protocol::SessionPause {

@@ -148,6 +148,8 @@ impl App {
                 return Some(out);
             }
         }
+        let plan = self.plan_mode();
+        self.approval.set_plan(plan);
         match self.approval.on_key(key, self.now, typing) {
             PromptKey::Pass => None,
             PromptKey::Taken => Some(Vec::new()),

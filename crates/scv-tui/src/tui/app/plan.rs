@@ -69,11 +69,15 @@ impl App {
     /// A mode request of ours was answered (`session.configured` or an
     /// error): whether it was one.
     pub(super) fn mode_answered(&mut self, request_id: Option<&str>) -> bool {
-        self.plan.answered(request_id)
+        // A `/budget` answer too: it names the model as well, and is no
+        // news about it.
+        self.budget_answered(request_id) | self.plan.answered(request_id)
     }
 
     /// The server says the session is in `mode` now.
     pub(super) fn mode_now(&mut self, mode: Mode) {
+        // Only `session.configured` says the mode after an answer.
+        self.budget_confirmed();
         let Some(session) = self.session.as_mut() else {
             return;
         };

@@ -382,3 +382,113 @@ fn the_status_line_says_a_session_is_not_saved_until_its_journal_recovers() {
     );
     assert!(notices(&app).iter().any(|n| n.starts_with("saved again")));
 }
+
+/// `/budget AMOUNT` sends `session.configure` {`max_session_cost_usd`}; the
+/// server's answer sets it (no "now using" notice: the model did not
+/// change), clears the 80 % warning, and `/budget` then says it. A bad
+/// amount sends nothing.
+#[test]
+fn budget_sets_the_sessions_budget_through_session_configure() {
+    let mut app = app_with_commands();
+    assert!(run(&mut app, "/budget lots").is_empty());
+    assert!(app
+        .hint
+        .as_deref()
+        .unwrap()
+        .starts_with("/budget takes an amount in USD"));
+    assert!(run(&mut app, "/budget 0").is_empty());
+
+    app.apply(event(
+        json!({"type":"budget.warning","request_id":"r","session_id":S,
+        "turn_id":"t","seq":2,"budget":"max_session_cost_usd","limit":0.5,"spent":0.45,
+        "message":"90% of budget max_session_cost_usd ($0.5000) spent: $0.4500"}),
+    ));
+    assert!(
+        status_line(&app).contains("budget 80%"),
+        "{}",
+        status_line(&app)
+    );
+
+    let (request_id, message) = sent(&run(&mut app, "/budget $2.50"));
+    let ClientMessage::SessionConfigure(configure) = message else {
+        panic!("{message:?}")
+    };
+    assert_eq!(configure.max_session_cost_usd, Some(2.5));
+    assert_eq!((configure.provider, configure.model), (None, None));
+    let before = notices(&app).len();
+    app.apply(event(
+        json!({"type":"session.configured","request_id":request_id,
+        "session_id":S,"seq":3,"provider":"openai","model":"gpt-4.1-mini",
+        "context_max_tokens":128000,"max_session_cost_usd":2.5,"mode":"default"}),
+    ));
+    let added = &notices(&app)[before..];
+    assert_eq!(added, ["budget: $2.50 for this session (spent $0.00)"]);
+    assert!(!status_line(&app).contains("budget 80%"));
+    assert!(run(&mut app, "/budget").is_empty());
+    assert_eq!(
+        app.hint.as_deref(),
+        Some("budget: $2.50 for this session, spent nothing priced (/budget AMOUNT changes it)")
+    );
+
+    // `/status` names it.
+    run(&mut app, "/status");
+    let screen = render(&app);
+    assert!(
+        screen.contains("$2.50 for this session (/budget changes it)"),
+        "{screen}"
+    );
+    key(&mut app, KeyCode::Esc);
+
+    // A refused request sets nothing.
+    let (request_id, _) = sent(&run(&mut app, "/budget 9"));
+    app.apply(event(
+        json!({"type":"error","request_id":request_id,"code":"invalid_request",
+        "message":"no","fatal":false}),
+    ));
+    assert!(run(&mut app, "/budget").is_empty());
+    assert!(app.hint.as_deref().unwrap().starts_with("budget: $2.50"));
+}
+
+/// In plan mode a `bash` approval says it runs read-only and offers no
+/// "always allow" rule (one would hold outside plan mode too, where the
+/// command may write); outside plan mode the same call offers one.
+#[test]
+fn a_plan_mode_approval_says_read_only_and_offers_no_rule() {
+    let approval = |app: &mut App, id: &str| {
+        app.apply(event(
+            json!({"type":"tool.proposed","request_id":"t","session_id":S,
+            "turn_id":"turn-1","seq":5,"call_id":id,"name":"bash",
+            "arguments":{"command":"ls src"}}),
+        ));
+        app.apply(event(
+            json!({"type":"approval.requested","request_id":"t","session_id":S,
+            "turn_id":"turn-1","seq":6,"approval_id":id,"call_id":id,"name":"bash",
+            "risk":"process","cwd":"/work/project","summary":"Run shell command: ls src",
+            "sandboxed":true}),
+        ));
+    };
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "/plan"));
+    configured(&mut app, &request_id, "plan");
+    let (request_id, _) = sent(&run(&mut app, "look around"));
+    app.apply(event(
+        json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"turn-1","seq":4}),
+    ));
+    approval(&mut app, "a1");
+    let screen = render(&app);
+    assert!(screen.contains("read-only (plan mode)"), "{screen}");
+    assert!(!screen.contains("always allow"), "{screen}");
+    assert!(screen.contains("(no rule in plan mode"), "{screen}");
+    assert!(!screen.contains("  sandboxed"), "{screen}");
+
+    // Out of plan mode the same call is "sandboxed" and may become a rule.
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "look around"));
+    app.apply(event(
+        json!({"type":"turn.started","request_id":request_id,"session_id":S,"turn_id":"turn-1","seq":4}),
+    ));
+    approval(&mut app, "a2");
+    let screen = render(&app);
+    assert!(screen.contains("sandboxed"), "{screen}");
+    assert!(screen.contains("always allow"), "{screen}");
+}

@@ -39,8 +39,8 @@ pub(crate) struct UndoBook {
     /// restored conversation is cut back there).
     turn_items: HashMap<String, u64>,
     /// The checkpoints as last listed, by id: the turn each was taken
-    /// before.
-    turns: HashMap<String, String>,
+    /// before, and its prompt.
+    turns: HashMap<String, (String, String)>,
     /// A checkpoint was taken in this session (the first one says how to
     /// undo).
     announced: bool,
@@ -176,7 +176,10 @@ impl App {
         }
         self.undo.turns = checkpoints
             .iter()
-            .map(|c| (c.checkpoint_id.clone(), c.turn_id.clone()))
+            .map(|c| {
+                let turn = (c.turn_id.clone(), c.prompt.clone());
+                (c.checkpoint_id.clone(), turn)
+            })
             .collect();
         match asked {
             Asked::Undo { force } => {
@@ -263,18 +266,30 @@ impl App {
         ) {
             self.overlay = None;
         }
+        let mut prompt_back = false;
         if conversation {
-            let start = self
-                .undo
-                .turns
-                .get(checkpoint_id)
-                .and_then(|turn| self.undo.turn_items.get(turn))
+            let turn = self.undo.turns.get(checkpoint_id).cloned();
+            let start = turn
+                .as_ref()
+                .and_then(|(turn, _)| self.undo.turn_items.get(turn))
                 .copied();
             if let Some(start) = start {
                 self.transcript.truncate_from(start);
             }
+            // The undone prompt comes back to be edited and sent again
+            // (as Claude Code's rewind does), unless a draft is there.
+            if let Some((_, prompt)) = turn.filter(|(_, p)| !p.is_empty()) {
+                if self.input.is_empty() && self.input.editing().is_none() {
+                    self.input.set(&prompt);
+                    prompt_back = true;
+                }
+            }
         }
-        self.notice(restored_note(&files, conversation));
+        let mut note = restored_note(&files, conversation);
+        if prompt_back {
+            note.push_str("; its prompt is back in the input box");
+        }
+        self.notice(note);
     }
 
     /// An error answering a checkpoint request: a conflict asks (in the

@@ -93,8 +93,8 @@ impl Overlay for Status {
             };
             lines.push(pair("cost", &cost, w));
         }
-        if let Some(warning) = &costs.warning {
-            lines.push(pair("budget", warning, w));
+        if let Some(budget) = budget_line(costs) {
+            lines.push(pair("budget", &budget, w));
         }
         let paused = if data.queue_paused { " (paused)" } else { "" };
         lines.push(pair(
@@ -143,4 +143,17 @@ fn state_name(state: ComponentState) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| format!("{state:?}"))
+}
+
+/// `/status`'s budget line: the one `/budget` set for this session, and
+/// the latest 80 % warning; `None` when neither is known.
+fn budget_line(costs: &crate::tui::state::Costs) -> Option<String> {
+    let set = costs
+        .budget
+        .map(|b| format!("{} for this session (/budget changes it)", usd(b)));
+    match (set, &costs.warning) {
+        (Some(set), Some(warning)) => Some(format!("{set}; {warning}")),
+        (Some(set), None) => Some(set),
+        (None, warning) => warning.clone(),
+    }
 }

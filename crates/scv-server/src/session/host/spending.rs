@@ -1,0 +1,57 @@
+//! What a session's turns may spend: each turn's budgets (config.toml's
+//! as they are when it starts, the session's own `max_session_cost_usd`
+//! over them) and what the session spent before it (a resumed one's from
+//! its journal).
+
+use super::Session;
+use crate::agent::{add_usage, Spending};
+
+/// The `turn.failed` code of a request a budget refused, for a connection
+/// with capability `budgets` (every other gets `step_limit`).
+pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
+
+impl Session {
+    /// A turn's price, budgets and what the session spent before it:
+    /// `budgets` as config.toml holds them now, this session's own
+    /// `max_session_cost_usd` over config's. A budget raised above 80 %
+    /// of what is spent warns again when the new one reaches 80 %.
+    pub(super) fn spending(&mut self, budgets: crate::cost::Budgets, report: bool) -> Spending {
+        let model = self.settings.provider.model.clone();
+        let budgets = crate::cost::Budgets {
+            max_session_cost_usd: self.max_session_cost_usd.or(budgets.max_session_cost_usd),
+            ..budgets
+        };
+        let spent = self.cost_usd.unwrap_or(0.0);
+        if budgets
+            .max_session_cost_usd
+            .is_none_or(|max| spent * 100.0 < max * crate::agent::WARN_PERCENT)
+        {
+            self.warned.session = false;
+        }
+        let price = self.settings.config.cost.pricing.price(&model);
+        Spending::new(model, price, budgets, spent, self.warned, report)
+    }
+
+    /// A resumed session's spending since its last clear, from its journal.
+    pub(super) fn restore_spending(&mut self, replay: &scv_store::Replay) {
+        for spent in replay
+            .turns
+            .iter()
+            .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
+        {
+            let d = spent.usage_detail;
+            let usage = crate::model::Usage {
+                input: d.input,
+                cache_read: d.cache_read,
+                cache_write: d.cache_write,
+                output: d.output,
+                reasoning: d.reasoning,
+            };
+            self.detail.add(usage);
+            add_usage(&mut self.usage, usage.into());
+            if let Some(cost) = spent.cost_usd {
+                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+            }
+        }
+    }
+}
