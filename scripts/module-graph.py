@@ -2,6 +2,7 @@
 """The module graph of each crate, and its import cycles.
 
 Usage: scripts/module-graph.py [--tests] [--split MOD,MOD] [CRATE_DIR ...]
+       scripts/module-graph.py --self-test
 
 For every crate root (src/lib.rs, src/main.rs, src/bin/*.rs) of each crate
 (default: every directory under crates/), the modules are found by following
@@ -11,6 +12,9 @@ that start with a child module's name (`chat::body` in provider/mod.rs).
 A node is a top-level module, except that the modules named with --split
 (default: provider, tools) are split into their submodules, so the graph
 shows which wire imports what. The crate root itself is the node `crate`.
+Below the top level, the children of every folder module are checked the
+same way (two files of one folder importing each other is a cycle; a
+parent and its child naming each other is the tree, not a cycle).
 
 Prints each crate's graph (one line per module: what it imports) and every
 cycle, and exits 1 when there is one. Code under #[cfg(test)] is left out
@@ -254,8 +258,12 @@ class Crate:
         return path[0]
 
     def edges(self, tests):
-        """{source node: {target node: is_test_only}}."""
+        """{source node: {target node: is_test_only}}; the module-level
+        edges (source module path, target module path) are kept in
+        `self.module_edges` for [`Crate::folder_graphs`]."""
         graph = {}
+        self.module_edges = set()
+        known = set(self.files) | set(self.children)
         for mod_path, file in self.files.items():
             source = self.node(mod_path)
             graph.setdefault(source, {})
@@ -295,11 +303,17 @@ class Crate:
             def add(pos, absolute):
                 if absolute is None:
                     return
-                target = self.node(absolute)
-                if target == source:
-                    return
                 test = in_test(pos)
                 if test and not tests:
+                    return
+                module = tuple(absolute)
+                if module and module[0] in self.root_names and module[0] not in self.children.get((), set()):
+                    module = self.root_names[module[0]] + module[1:]
+                while module and module not in known:
+                    module = module[:-1]
+                self.module_edges.add((module_at(pos), module))
+                target = self.node(absolute)
+                if target == source:
                     return
                 previous = graph[source].get(target)
                 graph[source][target] = test if previous is None else (previous and test)
@@ -326,6 +340,24 @@ class Crate:
                     continue
                 add(m.start(), resolve(module_at(m.start()), segs))
         return graph
+
+
+def folder_graphs(module_edges):
+    """For every module with submodules, the graph among its children: an
+    edge from child a to child b when anything in a (or below it) names
+    anything in b (or below it). A parent naming its child, or a child its
+    parent, is the tree itself and no edge. {folder path: graph}."""
+    graphs = {}
+    for source, target in module_edges:
+        common = 0
+        while common < min(len(source), len(target)) and source[common] == target[common]:
+            common += 1
+        if common == 0 or common >= len(source) or common >= len(target):
+            continue  # the top level (checked as nodes) or parent and child
+        folder = source[:common]
+        a, b = source[common], target[common]
+        graphs.setdefault(folder, {}).setdefault(a, {})[b] = False
+    return graphs
 
 
 def cycles(graph):
@@ -397,7 +429,38 @@ def roots_of(crate_dir):
     return roots
 
 
+def self_test():
+    """The check finds what it is for: two files of one folder importing
+    each other, and nothing in a tree where only parent and child do."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {
+            "src/lib.rs": "mod a;\n",
+            "src/a/mod.rs": "mod x;\nmod y;\npub struct P;\n",
+            "src/a/x.rs": "use super::y::Y;\nuse super::P;\npub struct X;\n",
+            "src/a/y.rs": "use super::x::X;\npub struct Y;\n",
+        }
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+            with open(os.path.join(tmp, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        crate = Crate("selftest", os.path.join(tmp, "src/lib.rs"), set())
+        crate.edges(False)
+        found = {f: cycles(g) for f, g in folder_graphs(crate.module_edges).items()}
+        assert found == {("a",): [["x", "y"]]}, found
+        with open(os.path.join(tmp, "src/a/y.rs"), "w", encoding="utf-8") as f:
+            f.write("use super::P;\npub struct Y;\n")
+        crate = Crate("selftest", os.path.join(tmp, "src/lib.rs"), set())
+        crate.edges(False)
+        assert all(not cycles(g) for g in folder_graphs(crate.module_edges).values())
+    print("self-test passed")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("crates", nargs="*", help="crate directories (default: crates/*)")
     parser.add_argument("--tests", action="store_true", help="count #[cfg(test)] code too")
@@ -427,6 +490,12 @@ def main():
             for comp in cycles(graph):
                 found = True
                 print(f"  CYCLE among {', '.join(comp)}: {' -> '.join(one_cycle(graph, comp))}")
+            # Two files of one folder importing each other are a cycle too.
+            for folder, inner in sorted(folder_graphs(crate.module_edges).items()):
+                where = "::".join(folder)
+                for comp in cycles(inner):
+                    found = True
+                    print(f"  CYCLE in {where}: {' -> '.join(one_cycle(inner, comp))}")
             print()
     if found:
         print("import cycles found", file=sys.stderr)
