@@ -79,9 +79,7 @@ impl Store {
     }
 
     fn newest(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, String>> {
-        self.newest
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.newest)
     }
 
     /// Keeps the store within its bound after a checkpoint's index was
@@ -107,11 +105,7 @@ impl Store {
     }
 
     fn enforce_now(&self) {
-        let latest = self
-            .latest
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
+        let latest = crate::sync::lock(&self.latest).clone();
         let (keep, spare, open) = {
             let newest = self.newest();
             let mut spare: HashSet<String> = newest.values().cloned().collect();
@@ -159,9 +153,7 @@ impl Store {
     }
 
     fn evicted(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
-        self.evicted
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.evicted)
     }
 
     /// Drops from a session's list what the bound evicted from its index.
@@ -364,11 +356,7 @@ impl Checkpoints {
         self.store
             .newest()
             .insert(self.session_id.clone(), id.clone());
-        *self
-            .store
-            .latest
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id.clone());
+        *crate::sync::lock(&self.store.latest) = Some(id.clone());
         drop(sweep);
         drop(state);
         self.store.enforce().await;

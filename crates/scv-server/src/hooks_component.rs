@@ -33,7 +33,7 @@ impl UserHooks {
         if let Some(Err(err)) = &read {
             tracing::error!("hooks: {err} (sessions will not start until it is fixed)");
         }
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = read;
+        *crate::sync::lock(&self.0) = read;
     }
 }
 
@@ -55,7 +55,7 @@ impl Component for UserHooks {
     }
 
     fn status<'a>(&'a self, _cx: &'a Context) -> BoxFuture<'a, Vec<ComponentStatus>> {
-        let read = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let read = crate::sync::lock(&self.0).clone();
         Box::pin(async move {
             let Some(read) = read else {
                 return Vec::new();

@@ -37,6 +37,7 @@ pub mod server;
 mod session;
 mod signals;
 pub mod stdio;
+mod sync;
 mod telemetry;
 mod text;
 pub mod tools;

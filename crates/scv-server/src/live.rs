@@ -255,7 +255,7 @@ impl LiveConfig {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // The state is replaced whole; a panic elsewhere cannot leave it
         // half-written.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::config::Config;
 use scv_sandbox::{Mode, Policy, Settings, Support};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) struct Sandbox {
     configured: Mode,
@@ -189,7 +189,7 @@ impl Sandbox {
     /// sharing never hands out a stale one. Bounded by the distinct
     /// policies live sessions hold: the dead are dropped at each call.
     pub(crate) fn shared(&self, policy: Policy) -> Arc<Policy> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut held = crate::sync::lock(&self.held);
         held.retain(|weak| weak.strong_count() > 0);
         if let Some(same) = held
             .iter()

@@ -393,7 +393,7 @@ impl<E: SpanExporter> SpanExporter for Warning<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let result = self.inner.export(batch).await;
         if let Err(err) = &result {
-            let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+            let mut warned = crate::sync::lock(&self.warned);
             if warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
                 *warned = Some(Instant::now());
                 tracing::warn!("OpenTelemetry export failed (spans dropped): {err}");

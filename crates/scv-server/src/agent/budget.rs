@@ -64,7 +64,7 @@ struct Books {
 
 impl Ledger {
     fn lock(&self) -> std::sync::MutexGuard<'_, Books> {
-        self.books.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.books)
     }
 
     /// USD and tokens (input and output) spent.

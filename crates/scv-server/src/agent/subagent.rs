@@ -62,7 +62,7 @@ impl ChildIndex {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Live>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.live)
     }
 }
 
@@ -138,11 +138,11 @@ impl Subagents {
 
     /// What the turn's children spent, usage and USD.
     pub(crate) fn spent(&self) -> (Option<Usage>, Option<f64>) {
-        *self.spent.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.spent)
     }
 
     fn add(&self, usage: Option<Usage>, cost: Option<f64>) {
-        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut spent = crate::sync::lock(&self.spent);
         if let Some(usage) = usage {
             spent.0.get_or_insert_with(Usage::default).add(usage);
         }

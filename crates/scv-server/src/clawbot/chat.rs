@@ -14,7 +14,7 @@ use scv_ilink::{AccountStore, ChatSession, Delivery, IlinkClient};
 use scv_protocol::{ClientMessage, ComponentState, Event, RemoteTools, SessionClear};
 use scv_protocol::{SessionResume, SessionStart};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::mpsc;
@@ -267,13 +267,6 @@ struct Account {
 
 type Tickets = Arc<Mutex<HashMap<String, String>>>;
 
-/// The lock of a mutex, recovering it if a task panicked while holding it.
-fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 pub(super) async fn run(
     shared: Arc<Shared>,
     connector: Arc<dyn Connector>,
@@ -365,7 +358,7 @@ impl Account {
     }
 
     fn context_token(&self, user: &str) -> String {
-        locked(&self.delivery)
+        crate::sync::lock(&self.delivery)
             .context_tokens
             .get(user)
             .cloned()
@@ -414,7 +407,7 @@ impl Account {
             }
             match self.open_chat(&user, None).await {
                 Ok(mut chat) => {
-                    chat.earlier = locked(&self.delivery).session_of(&user).cloned();
+                    chat.earlier = crate::sync::lock(&self.delivery).session_of(&user).cloned();
                     if chat.earlier.is_some() && text != "/new" {
                         self.reply(
                             &user,
@@ -679,7 +672,7 @@ impl Account {
                 return;
             }
             Some(chat) => chat.earlier.clone(),
-            None => locked(&self.delivery).session_of(user).cloned(),
+            None => crate::sync::lock(&self.delivery).session_of(user).cloned(),
         };
         let Some(earlier) = earlier else {
             self.reply(user, "There is no earlier conversation to continue.")
@@ -728,7 +721,7 @@ impl Account {
     /// Saves `session` as `user`'s last one, for `/resume` after a restart.
     async fn remember(&self, user: &str, session: &ChatSession) {
         let snapshot = {
-            let mut delivery = locked(&self.delivery);
+            let mut delivery = crate::sync::lock(&self.delivery);
             if delivery.session_of(user) == Some(session) {
                 return;
             }
@@ -940,7 +933,7 @@ async fn keep_typing(typing: Typing, turn: CancellationToken, account: Cancellat
         user,
         context,
     } = typing;
-    let cached = locked(&tickets).get(&user).cloned();
+    let cached = crate::sync::lock(&tickets).get(&user).cloned();
     let ticket = match cached {
         Some(ticket) => ticket,
         None => {
@@ -952,7 +945,7 @@ async fn keep_typing(typing: Typing, turn: CancellationToken, account: Cancellat
             let Ok(ticket) = fetched else {
                 return; // no typing for this user
             };
-            locked(&tickets).insert(user.clone(), ticket.clone());
+            crate::sync::lock(&tickets).insert(user.clone(), ticket.clone());
             ticket
         }
     };
@@ -963,7 +956,7 @@ async fn keep_typing(typing: Typing, turn: CancellationToken, account: Cancellat
         };
         if sent.is_err() {
             // A stale ticket: fetch a new one next turn.
-            locked(&tickets).remove(&user);
+            crate::sync::lock(&tickets).remove(&user);
         }
         tokio::select! {
             _ = account.cancelled() => return,

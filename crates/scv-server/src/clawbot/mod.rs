@@ -34,9 +34,7 @@ impl Status {
 
     /// The status, recovering it if a task panicked while holding it.
     fn lock(&self) -> MutexGuard<'_, ComponentStatus> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.0)
     }
 }
 

@@ -8,16 +8,10 @@ use scv_ilink::types::WireMessage;
 use scv_ilink::{unix_now, AccountStore, Delivery, IlinkClient, IlinkError};
 use scv_protocol::ComponentState;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-fn locked(delivery: &Mutex<Delivery>) -> MutexGuard<'_, Delivery> {
-    delivery
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Messages recently seen by sender + text + time, for duplicates that
 /// arrive under a new `message_id`.
@@ -58,7 +52,7 @@ impl Poller {
         let mut hint = None;
         let mut recent: VecDeque<(String, String, u64)> = VecDeque::new();
         loop {
-            let cursor = locked(&delivery).cursor.clone();
+            let cursor = crate::sync::lock(&delivery).cursor.clone();
             match client.get_updates(&cursor, hint).await {
                 Ok(updates) => {
                     failures = 0;
@@ -70,7 +64,7 @@ impl Poller {
                         s.last_success_unix_seconds = Some(unix_now());
                     }
                     let (fresh, snapshot) = {
-                        let mut d = locked(&delivery);
+                        let mut d = crate::sync::lock(&delivery);
                         if !updates.cursor.is_empty() {
                             d.cursor = updates.cursor.clone();
                         }

@@ -163,7 +163,7 @@ impl DailySpend {
     /// order: a turn's ledger first, then this.
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Day> {
         let today = Self::today();
-        let mut day = self.day.lock().unwrap_or_else(|e| e.into_inner());
+        let mut day = crate::sync::lock(&self.day);
         if day.day != today {
             day.day = today;
             day.spent = 0.0;

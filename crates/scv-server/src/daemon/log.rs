@@ -85,7 +85,7 @@ impl Inner {
 
 impl Write for RotatingLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = crate::sync::lock(&self.inner);
         if inner.written + buf.len() as u64 > inner.limit && inner.written > 0 {
             inner.rotate()?;
         }
@@ -109,11 +109,7 @@ impl Write for RotatingLog {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .file
-            .flush()
+        crate::sync::lock(&self.inner).file.flush()
     }
 }
 

@@ -96,9 +96,7 @@ impl Store {
     }
 
     fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.waiting)
     }
 
     /// Holds a closed session's journal until its records can be written.
@@ -143,10 +141,7 @@ impl Store {
     /// Closed session `session_id`'s journal caught up, and nobody was
     /// told: its next resume tells `warning`.
     pub(crate) fn remember_caught_up(&self, session_id: &Arc<str>, warning: SessionWarning) {
-        let mut caught_up = self
-            .caught_up
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut caught_up = crate::sync::lock(&self.caught_up);
         caught_up.retain(|(id, _)| id != session_id);
         if caught_up.len() >= MAX_CAUGHT_UP {
             caught_up.pop_front();
@@ -157,10 +152,7 @@ impl Store {
     /// What closed session `session_id` is to hear of its journal that
     /// caught up after it closed (once).
     pub(crate) fn take_caught_up(&self, session_id: &str) -> Option<SessionWarning> {
-        let mut caught_up = self
-            .caught_up
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut caught_up = crate::sync::lock(&self.caught_up);
         let at = caught_up.iter().position(|(id, _)| &**id == session_id)?;
         caught_up.remove(at).map(|(_, warning)| warning)
     }

@@ -8,7 +8,7 @@
 
 use super::{Message, Parts, Wire};
 use std::collections::VecDeque;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// What a message's rendering depends on besides the message: a session
 /// that switches wire or option renders its messages anew.
@@ -42,7 +42,7 @@ impl Clone for Rendered {
 
 impl Rendered {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 
     /// The renderings of `messages` (the whole history, from its first)
@@ -69,26 +69,18 @@ impl Rendered {
 
     /// The first `count` messages were dropped.
     pub(crate) fn drop_front(&mut self, count: usize) {
-        let parts = &mut self
-            .state
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .parts;
+        let parts = &mut crate::sync::get_mut(&mut self.state).parts;
         parts.drain(..count.min(parts.len()));
     }
 
     /// The messages from `index` on were removed.
     pub(crate) fn truncate(&mut self, index: usize) {
-        self.state
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .parts
-            .truncate(index);
+        crate::sync::get_mut(&mut self.state).parts.truncate(index);
     }
 
     /// The messages were rewritten: nothing kept is theirs.
     pub(crate) fn clear(&mut self) {
-        *self.state.get_mut().unwrap_or_else(PoisonError::into_inner) = State::default();
+        *crate::sync::get_mut(&mut self.state) = State::default();
     }
 
     /// Bytes kept.

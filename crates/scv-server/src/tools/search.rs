@@ -212,7 +212,7 @@ impl Ignores {
     }
 
     fn rules(&self, dir: &Path) -> Arc<DirRules> {
-        let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dirs = crate::sync::lock(&self.dirs);
         dirs.entry(dir.to_path_buf())
             .or_insert_with(|| Arc::new(self.load(dir)))
             .clone()

@@ -9,7 +9,7 @@ use scv_protocol::limits::{WRITER_QUEUE_BYTES, WRITER_QUEUE_FRAMES};
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -69,7 +69,7 @@ impl Queue {
     /// Queues a frame; false (and the frame dropped) once the writer stopped.
     fn push(&self, frame: Queued) -> bool {
         let wake = {
-            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut pending = crate::sync::lock(&self.pending);
             if pending.closed {
                 return false;
             }
@@ -87,7 +87,7 @@ impl Queue {
     /// connection whose writer is dry holds no queue memory) and the
     /// writer is marked as waiting.
     fn take_all(&self, into: &mut VecDeque<Queued>) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pending = crate::sync::lock(&self.pending);
         if pending.frames.is_empty() {
             pending.frames = VecDeque::new();
             pending.writer_waiting = true;
@@ -103,7 +103,7 @@ impl Queue {
         self.frame_room.close();
         self.byte_room.close();
         let dropped = {
-            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut pending = crate::sync::lock(&self.pending);
             pending.closed = true;
             std::mem::take(&mut pending.frames)
         };
