@@ -262,6 +262,18 @@ impl Hub {
                     over_the_cap("the MCP server's result")
                 )))
             }
+            // The server refused the token and a refresh could not
+            // mend it: the user has to log in again.
+            Err(ref err @ ServiceError::TransportSend(_))
+                if crate::auth::is_auth_required(&crate::errors::service(err)) =>
+            {
+                broken.cancel();
+                Err(CallError::Failed(format!(
+                    "MCP server `{}` {}",
+                    tool.server,
+                    crate::auth::needs_login(&tool.server)
+                )))
+            }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 broken.cancel();
                 Err(CallError::Failed(

@@ -9,6 +9,7 @@
 //! the server's `tool_timeout_ms` and cancelled on the server when the turn
 //! is. The protocol is spoken with the official Rust SDK, `rmcp`.
 
+pub mod auth;
 mod errors;
 mod handler;
 mod hub;

@@ -1,6 +1,7 @@
 //! One server's supervisor: start, list tools, serve, and after a failure
 //! wait (2 s, doubling, at most 60 s) and start again — until stopped.
 
+use crate::auth::client::login_changed;
 use crate::handler::Handler;
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
 use crate::names;
@@ -43,6 +44,11 @@ pub(crate) async fn supervise(
             roots: crate::state::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
         };
+        // An OAuth server's login, as this attempt sees it: a new login
+        // or a logout restarts the connection within a second.
+        let store = transport::login_store(&spec, &env);
+        let since = store.as_ref().and_then(|s| s.login_id());
+        let mut login = Box::pin(login_changed(store, since));
         let started = start(&spec, &env, handler, &tracker, &stop).await;
         match started {
             Ok((connection, listing)) => {
@@ -53,10 +59,24 @@ pub(crate) async fn supervise(
                     broken: CancellationToken::new(),
                 };
                 publish(&spec, &shared, Some(link.clone()), listing);
-                let end = serve(&spec, &shared, connection, &link, &tools_changed, &stop).await;
+                let end = serve(
+                    &spec,
+                    &shared,
+                    connection,
+                    &link,
+                    &tools_changed,
+                    &stop,
+                    login.as_mut(),
+                )
+                .await;
                 publish(&spec, &shared, None, Listing::default());
                 match end {
                     End::Stopped => break,
+                    End::Relogin => {
+                        tracing::info!(target: "scv::mcp", server = %spec.name, "the OAuth login changed; reconnecting");
+                        backoff = BACKOFF_FIRST;
+                        continue;
+                    }
                     End::Died(why) => {
                         tracing::warn!(target: "scv::mcp", server = %spec.name, "{why}; restarting in {} s", backoff.as_secs());
                         shared.update(|s| {
@@ -78,6 +98,11 @@ pub(crate) async fn supervise(
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = stop.cancelled() => break,
+            // A login (or logout) is tried at once.
+            () = login.as_mut() => {
+                backoff = BACKOFF_FIRST;
+                continue;
+            }
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
     }
@@ -170,6 +195,8 @@ async fn end_process(process: &mut Option<Process>) {
 
 enum End {
     Stopped,
+    /// The OAuth login changed (a new login, a logout).
+    Relogin,
     Died(String),
 }
 
@@ -182,6 +209,7 @@ async fn serve(
     link: &Link,
     tools_changed: &Notify,
     stop: &CancellationToken,
+    mut login: std::pin::Pin<&mut (impl std::future::Future<Output = ()> + ?Sized)>,
 ) -> End {
     let Connection {
         service,
@@ -194,6 +222,7 @@ async fn serve(
     let end = loop {
         tokio::select! {
             () = stop.cancelled() => break End::Stopped,
+            () = login.as_mut() => break End::Relogin,
             () = link.broken.cancelled() => break End::Died(if link.oversized.load(Ordering::SeqCst) {
                 over_the_cap("a message from the server")
             } else {

@@ -17,6 +17,9 @@ pub struct RawServer {
     pub url: Option<String>,
     pub headers: Option<BTreeMap<String, String>>,
     pub bearer_token_env: Option<String>,
+    /// `"oauth"`: the server is reached with an OAuth login (`scv mcp
+    /// login NAME`).
+    pub auth: Option<String>,
     pub enabled: Option<bool>,
     pub startup_timeout_ms: Option<u64>,
     pub tool_timeout_ms: Option<u64>,
@@ -40,6 +43,9 @@ pub enum Transport {
         headers: BTreeMap<String, String>,
         /// The variable holding a bearer token.
         bearer_token_env: Option<String>,
+        /// `auth = "oauth"`: a login is needed (a server without it that
+        /// answers 401 is also sent its login, when there is one).
+        oauth: bool,
     },
 }
 
@@ -82,8 +88,10 @@ impl ServerSpec {
                 return Err("set `command` (a stdio server) or `url` (an HTTP server)".into())
             }
             (Some(command), None) => {
-                if raw.headers.is_some() || raw.bearer_token_env.is_some() {
-                    return Err("`headers` and `bearer_token_env` are for `url` servers".into());
+                if raw.headers.is_some() || raw.bearer_token_env.is_some() || raw.auth.is_some() {
+                    return Err(
+                        "`headers`, `bearer_token_env` and `auth` are for `url` servers".into(),
+                    );
                 }
                 if command.trim().is_empty() {
                     return Err("`command` is empty".into());
@@ -112,10 +120,24 @@ impl ServerSpec {
                         format!("`headers`: the value of `{name}` is not a valid header value")
                     })?;
                 }
+                let bearer_token_env = raw.bearer_token_env.filter(|v| !v.is_empty());
+                let oauth = match raw.auth.as_deref() {
+                    None => false,
+                    Some("oauth") if bearer_token_env.is_some() => {
+                        return Err(
+                            "set either `auth = \"oauth\"` or `bearer_token_env`, not both".into(),
+                        )
+                    }
+                    Some("oauth") => true,
+                    Some(other) => {
+                        return Err(format!("`auth` is \"oauth\" (or absent), not `{other}`"))
+                    }
+                };
                 Transport::Http {
                     url,
                     headers,
-                    bearer_token_env: raw.bearer_token_env.filter(|v| !v.is_empty()),
+                    bearer_token_env,
+                    oauth,
                 }
             }
         };
@@ -199,5 +221,29 @@ mod tests {
         assert!(ServerSpec::new("s", header)
             .unwrap_err()
             .contains("header name"));
+        let oauth = |auth: &str, env: Option<&str>| RawServer {
+            url: Some("https://x/mcp".into()),
+            auth: Some(auth.into()),
+            bearer_token_env: env.map(String::from),
+            ..Default::default()
+        };
+        let spec = ServerSpec::new("s", oauth("oauth", None)).unwrap();
+        assert!(matches!(
+            spec.transport,
+            Transport::Http { oauth: true, .. }
+        ));
+        assert!(ServerSpec::new("s", oauth("oauth", Some("PAT")))
+            .unwrap_err()
+            .contains("not both"));
+        assert!(ServerSpec::new("s", oauth("basic", None))
+            .unwrap_err()
+            .contains("`basic`"));
+        let stdio_auth = RawServer {
+            auth: Some("oauth".into()),
+            ..stdio()
+        };
+        assert!(ServerSpec::new("s", stdio_auth)
+            .unwrap_err()
+            .contains("for `url` servers"));
     }
 }

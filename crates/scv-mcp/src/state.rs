@@ -24,6 +24,9 @@ pub struct HubEnv {
     /// Values of the variables servers name for secrets (`bearer_token_env`).
     pub secrets: HashMap<String, String>,
     pub command: Box<CommandBuilder>,
+    /// `$SCV_HOME`, whose `mcp-auth/` holds the OAuth logins (none: HTTP
+    /// servers get no login).
+    pub home: Option<std::path::PathBuf>,
 }
 
 impl HubEnv {
@@ -172,6 +175,7 @@ mod tests {
             env: Arc::from(Vec::new()),
             secrets: [("PAT".to_string(), "pat-secret-123".to_string())].into(),
             command: Box::new(|program, _| tokio::process::Command::new(program)),
+            home: None,
         };
         let spec = ServerSpec::new(
             "web",

@@ -8,6 +8,7 @@
 //! leave the call waiting for its timeout); its stderr goes to the log,
 //! line by line, each line bounded.
 
+use crate::auth;
 use crate::errors;
 use crate::errors::io_text;
 use crate::handler::Handler;
@@ -125,6 +126,7 @@ pub(crate) fn open(
             url,
             headers,
             bearer_token_env,
+            oauth,
         } => {
             let mut custom = std::collections::HashMap::new();
             for (name, value) in headers {
@@ -150,12 +152,33 @@ pub(crate) fn open(
                     None => return Err(format!("`{var}` (bearer_token_env) is not set")),
                 }
             }
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let login = login_store(spec, env).filter(|store| store.login_id().is_some());
+            if *oauth && login.is_none() {
+                return Err(auth::needs_login(&spec.name));
+            }
+            let name = spec.name.clone();
+            let url = url.clone();
             let handshake: Handshake = Box::pin(async move {
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|err| format!("initialize failed: {}", errors::initialize(&err)))
+                let served = match login {
+                    Some(store) => {
+                        let client = auth::client::authorized_client(store, &url).await?;
+                        let transport = StreamableHttpClientTransport::with_client(client, config);
+                        handler.serve(transport).await
+                    }
+                    None => {
+                        handler
+                            .serve(StreamableHttpClientTransport::from_config(config))
+                            .await
+                    }
+                };
+                served.map_err(|err| {
+                    let why = errors::initialize(&err);
+                    if auth::is_auth_required(&why) {
+                        auth::needs_login(&name)
+                    } else {
+                        format!("initialize failed: {why}")
+                    }
+                })
             });
             Ok(Opened {
                 process: None,
@@ -163,6 +186,22 @@ pub(crate) fn open(
                 oversized: Arc::new(AtomicBool::new(false)),
             })
         }
+    }
+}
+
+/// Where an HTTP server's OAuth login would be (none for a stdio server,
+/// one with a bearer token, or a hub without a home).
+pub(crate) fn login_store(spec: &ServerSpec, env: &HubEnv) -> Option<auth::store::FileStore> {
+    match &spec.transport {
+        Transport::Http {
+            url,
+            bearer_token_env: None,
+            ..
+        } => env
+            .home
+            .as_deref()
+            .map(|home| auth::store::FileStore::new(home, &spec.name, url)),
+        _ => None,
     }
 }
 
