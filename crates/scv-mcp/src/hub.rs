@@ -124,6 +124,7 @@ impl Hub {
                 connection: Mutex::new(Live::default()),
                 names: Mutex::new(BTreeMap::new()),
                 changed: self.changed.clone(),
+                askers: Arc::default(),
             });
             let stop = CancellationToken::new();
             let done = TaskTracker::new();
@@ -205,6 +206,7 @@ impl Hub {
         tool: &McpTool,
         arguments: &Value,
         cancel: &CancellationToken,
+        elicitor: Option<crate::elicit::Elicitor>,
     ) -> Result<(String, bool), CallError> {
         let (link, shared, spec) = {
             let servers = self.servers.lock().await;
@@ -234,6 +236,8 @@ impl Hub {
         if let Some(object) = arguments.as_object() {
             params = params.with_arguments(object.clone());
         }
+        // While the call runs, the server's questions go to its session.
+        let _asking = elicitor.map(|e| shared.askers.register(e));
         // Dropping the call (timeout, cancel) sends `notifications/cancelled`.
         let outcome = tokio::select! {
             outcome = peer.call_tool(params) => outcome,

@@ -10,6 +10,7 @@
 //! is. The protocol is spoken with the official Rust SDK, `rmcp`.
 
 pub mod auth;
+mod elicit;
 mod errors;
 mod handler;
 mod hub;
@@ -22,6 +23,10 @@ mod state;
 mod tools;
 mod transport;
 
+pub use elicit::{
+    check_content, ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
+    MAX_ELICITATION_MESSAGE_BYTES, MAX_ELICITATION_SCHEMA_BYTES,
+};
 pub use hub::{CallError, Hub};
 pub use limits::*;
 pub use names::tool_name;

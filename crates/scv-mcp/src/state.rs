@@ -118,6 +118,8 @@ pub(crate) struct Shared {
     /// name), kept across restarts so a name stays with its tool.
     pub names: Mutex<BTreeMap<String, String>>,
     pub changed: watch::Sender<u64>,
+    /// The elicitors of the running calls (a question goes to the latest).
+    pub askers: Arc<crate::elicit::Askers>,
 }
 
 impl Shared {

@@ -12,6 +12,7 @@ pub(crate) mod prompt;
 
 mod approvals;
 mod budget;
+pub(crate) mod elicit;
 mod hooked;
 mod limits;
 pub(crate) mod plan;
@@ -156,6 +157,8 @@ pub(crate) struct Turn {
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
+    /// MCP servers' questions waiting for the session's client.
+    pub elicitations: Arc<elicit::Elicitations>,
     pub request_id: Arc<str>,
     pub turn_id: Arc<str>,
     pub token: CancellationToken,
@@ -768,6 +771,9 @@ impl Turn {
             sandbox: self.settings.sandbox_now(plan),
             env: &self.settings.tool_env,
             mcp: &self.mcp,
+            elicitor: self
+                .elicitations
+                .elicitor(self.sink.clone(), self.turn_id.clone()),
             catalog: &self.settings.custom.catalog,
         };
         // Tools watch the token themselves, so a cancelled call has

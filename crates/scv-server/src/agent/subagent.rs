@@ -464,6 +464,7 @@ impl Child {
             settings: self.settings.clone(),
             sink: self.sink.clone(),
             approvals: parent.approvals.clone(),
+            elicitations: parent.elicitations.clone(),
             request_id: parent.request_id.clone(),
             turn_id: self.turn_id.clone(),
             token: self.token.clone(),

@@ -130,6 +130,7 @@ impl Connection {
             retries: asked.retries,
             step_usage: asked.step_usage,
             trust: asked.trust,
+            elicitation: asked.elicitation,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

@@ -45,6 +45,7 @@ struct Session {
     sink: Arc<SessionSink>,
     settings: Arc<SessionSettings>,
     approvals: Arc<Approvals>,
+    elicitations: Arc<crate::agent::elicit::Elicitations>,
     /// `None` while a turn owns it.
     history: Option<History>,
     queue: PromptQueue,
@@ -140,6 +141,7 @@ impl SessionHost {
                 approval_id,
                 approved,
             }) => self.resolve(&session_id, &approval_id, approved),
+            ClientMessage::ElicitationResolve(answer) => self.answer(answer),
             ClientMessage::QueueUpdate(QueueUpdate {
                 session_id,
                 queue_id,
@@ -360,6 +362,9 @@ impl SessionHost {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
             approvals: Arc::new(Approvals::default()),
+            elicitations: Arc::new(crate::agent::elicit::Elicitations::new(
+                self.caps.elicitation,
+            )),
             history: Some(history),
             queue: PromptQueue::default(),
             paused: false,
@@ -606,6 +611,7 @@ impl SessionHost {
             settings: session.settings.clone(),
             sink,
             approvals: session.approvals.clone(),
+            elicitations: session.elicitations.clone(),
             request_id,
             turn_id,
             token,
@@ -842,6 +848,25 @@ impl SessionHost {
                 format!("approval {approval_id} is not pending"),
             ))
         }
+    }
+
+    /// `elicitation.resolve` (capability `elicitation`).
+    fn answer(&mut self, answer: scv_protocol::ElicitationResolve) -> Handled {
+        if !self.caps.elicitation {
+            return Err(invalid(
+                "elicitation.resolve needs capability `elicitation` (ask for it in initialize)",
+            ));
+        }
+        // A subagent's questions wait with its root session's.
+        let session_id = match self.child(&answer.session_id) {
+            Some(child) => child.root,
+            None => answer.session_id.as_str().into(),
+        };
+        let session = self.session(&session_id)?;
+        session
+            .elicitations
+            .resolve(&answer.elicitation_id, answer.action, answer.content)
+            .map_err(invalid)
     }
 
     async fn queue_update(

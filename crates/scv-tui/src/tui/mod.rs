@@ -69,6 +69,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     retries: true,
     step_usage: true,
     trust: true,
+    // The TUI does not show MCP servers' questions yet: they are declined.
+    elicitation: false,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task
