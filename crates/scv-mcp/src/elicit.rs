@@ -85,7 +85,7 @@ pub(crate) struct Asking {
 impl Askers {
     pub(crate) fn register(self: &Arc<Self>, elicitor: Elicitor) -> Asking {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        crate::state::lock(&self.list).push((id, elicitor));
+        lock(&self.list).push((id, elicitor));
         Asking {
             askers: self.clone(),
             id,
@@ -94,15 +94,21 @@ impl Askers {
 
     /// The elicitor of the latest running call, if any.
     pub(crate) fn current(&self) -> Option<Elicitor> {
-        crate::state::lock(&self.list)
+        lock(&self.list)
             .last()
             .map(|(_, e)| e.clone())
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Drop for Asking {
     fn drop(&mut self) {
-        crate::state::lock(&self.askers.list).retain(|(id, _)| *id != self.id);
+        lock(&self.askers.list).retain(|(id, _)| *id != self.id);
     }
 }
 
