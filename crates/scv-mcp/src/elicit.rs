@@ -94,9 +94,7 @@ impl Askers {
 
     /// The elicitor of the latest running call, if any.
     pub(crate) fn current(&self) -> Option<Elicitor> {
-        lock(&self.list)
-            .last()
-            .map(|(_, e)| e.clone())
+        lock(&self.list).last().map(|(_, e)| e.clone())
     }
 }
 

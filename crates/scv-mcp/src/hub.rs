@@ -223,6 +223,7 @@ impl Hub {
             peer,
             oversized,
             broken,
+            auth_refused,
         }) = link
         else {
             let state = lock(&shared.status).state;
@@ -268,8 +269,8 @@ impl Hub {
             }
             // The server refused the token and a refresh could not
             // mend it: the user has to log in again.
-            Err(ref err @ ServiceError::TransportSend(_))
-                if crate::auth::is_auth_required(&crate::errors::service(err)) =>
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+                if auth_refused.load(Ordering::SeqCst) =>
             {
                 broken.cancel();
                 Err(CallError::Failed(format!(
@@ -278,7 +279,9 @@ impl Hub {
                     crate::auth::needs_login(&tool.server)
                 )))
             }
-            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+            Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                tracing::warn!(target: "scv::mcp", server = %tool.server, "a call failed: {}",
+                    self.env.sanitize(&crate::errors::service(&err), &spec));
                 broken.cancel();
                 Err(CallError::Failed(
                     "the connection to the MCP server broke during the call; it is being restarted"

@@ -57,6 +57,7 @@ pub(crate) async fn supervise(
                 let link = Link {
                     peer: connection.service.peer().clone(),
                     oversized: connection.oversized.clone(),
+                    auth_refused: connection.auth_refused.clone(),
                     broken: CancellationToken::new(),
                 };
                 publish(&spec, &shared, Some(link.clone()), listing);
@@ -133,6 +134,7 @@ async fn start(
         mut process,
         handshake,
         oversized,
+        auth_refused,
     } = transport::open(spec, env, handler, tracker).map_err(Failure::Failed)?;
     let initialized = tokio::select! {
         initialized = tokio::time::timeout(limit, handshake) => initialized,
@@ -167,6 +169,7 @@ async fn start(
         service,
         process,
         oversized,
+        auth_refused,
     };
     let listed = tokio::select! {
         listed = tokio::time::timeout(limit, list(&peer, spec)) => listed,

@@ -97,6 +97,8 @@ pub(crate) struct Link {
     pub peer: Peer<RoleClient>,
     /// Set when the connection ended on a message over the cap.
     pub oversized: Arc<AtomicBool>,
+    /// Set when the server refused the OAuth login.
+    pub auth_refused: Arc<AtomicBool>,
     /// Cancelled by a call that saw this connection break; the supervisor
     /// restarts. One per connection, so a late report from a call on an
     /// earlier one cannot end its successor.

@@ -39,6 +39,8 @@ pub(crate) struct Connection {
     pub process: Option<Process>,
     /// Set when the server sent a message over the cap.
     pub oversized: Arc<AtomicBool>,
+    /// Set when the server refused the OAuth login.
+    pub auth_refused: Arc<AtomicBool>,
 }
 
 /// What answers `initialize`, once awaited.
@@ -52,6 +54,7 @@ pub(crate) struct Opened {
     pub process: Option<Process>,
     pub handshake: Handshake,
     pub oversized: Arc<AtomicBool>,
+    pub auth_refused: Arc<AtomicBool>,
 }
 
 /// Starts a stdio server's process, or prepares the HTTP client; the
@@ -120,6 +123,7 @@ pub(crate) fn open(
                 process: Some(process),
                 handshake,
                 oversized,
+                auth_refused: Arc::new(AtomicBool::new(false)),
             })
         }
         Transport::Http {
@@ -158,10 +162,16 @@ pub(crate) fn open(
             }
             let name = spec.name.clone();
             let url = url.clone();
+            let auth_refused = Arc::new(AtomicBool::new(false));
+            let refused = auth_refused.clone();
             let handshake: Handshake = Box::pin(async move {
                 let served = match login {
                     Some(store) => {
                         let client = auth::client::authorized_client(store, &url).await?;
+                        let client = auth::watched::Watched {
+                            inner: client,
+                            refused,
+                        };
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await
                     }
@@ -184,6 +194,7 @@ pub(crate) fn open(
                 process: None,
                 handshake,
                 oversized: Arc::new(AtomicBool::new(false)),
+                auth_refused,
             })
         }
     }

@@ -378,3 +378,68 @@ async fn login_names_unknown_and_stdio_servers() {
         stderr(&output)
     );
 }
+
+/// A server found to need OAuth by its 401 (no `auth` key), and an
+/// authorization server that forgets the login (here: restarted, its
+/// clients and tokens gone): the refresh is refused, and the tool call,
+/// the list and the status say to log in again, in words.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_401_asks_for_a_login_and_a_refused_refresh_says_to_log_in_again() {
+    let Some(python) = scv_test_support::mcp_python::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let log = dir.path().join("events.jsonl");
+    let server = Protected::start(&python, port, &log, 3600, 0.0).await;
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        &format!("[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nauto_approve = true\n"),
+    );
+    let line = listed(&home, "web", |l| l.contains("failed")).await;
+    assert!(
+        line.contains("needs a login: run `scv mcp login web`"),
+        "{line}"
+    );
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields[..3], ["web", "failed", "no"], "{line}");
+
+    login(&home, "web");
+    listed(&home, "web", |l| {
+        l.contains("connected") && l.contains(" yes ")
+    })
+    .await;
+
+    // The authorization server forgets everything.
+    drop(server);
+    let _server = Protected::start(&python, port, &log, 3600, 0.0).await;
+    let mut client = TestServer::connect(&home.socket()).await;
+    client.initialize().await;
+    let session = client.start_session(&home.workspace()).await;
+    mock.push(Reply::tool_calls(&[("w", "mcp__web__whoami", json!({}))]));
+    mock.push(Reply::text(["done"]));
+    client.start_turn(&session, "t", "who am i").await;
+    let events = client.until_terminal().await;
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.completed")
+        .collect();
+    assert_eq!(done.len(), 1, "{events:?}");
+    assert_eq!(done[0]["success"], false);
+    let output = done[0]["output"].as_str().unwrap();
+    let daemon_log = files(home.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        output.contains("scv mcp login web"),
+        "{output}\n{daemon_log}"
+    );
+    let line = listed(&home, "web", |l| l.contains("failed")).await;
+    assert!(
+        line.contains("needs a login: run `scv mcp login web`"),
+        "{line}"
+    );
+}

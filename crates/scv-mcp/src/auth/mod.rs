@@ -6,6 +6,7 @@
 pub(crate) mod client;
 pub mod login;
 pub mod store;
+pub(crate) mod watched;
 
 use crate::spec::RawServer;
 use std::collections::BTreeMap;
@@ -17,11 +18,15 @@ pub fn needs_login(name: &str) -> String {
 }
 
 /// Whether a connection's failure was the server asking for credentials
-/// (HTTP 401), as rmcp words it.
+/// (HTTP 401) or the authorization server refusing the refresh (an error
+/// answer, such as `invalid_grant` or `invalid_client`: not a network
+/// failure, which is retried), as rmcp words them.
 pub(crate) fn is_auth_required(why: &str) -> bool {
     why.contains("Auth required")
         || why.contains("authorization required")
         || why.contains("401 Unauthorized")
+        || why.contains("refresh token was rejected")
+        || (why.contains("token refresh failed") && why.contains("Server returned error response"))
 }
 
 /// The `[mcp_servers]` tables of `$SCV_HOME/config.toml`, as written (the
