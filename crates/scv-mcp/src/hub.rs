@@ -294,6 +294,27 @@ impl Hub {
         }
     }
 
+    /// The live connection of `server` (and its table).
+    pub(crate) async fn link(
+        &self,
+        server: &str,
+    ) -> Result<(rmcp::Peer<rmcp::RoleClient>, ServerSpec), CallError> {
+        let servers = self.servers.lock().await;
+        let Some(running) = servers.get(server) else {
+            return Err(CallError::NotConnected(format!(
+                "there is no MCP server `{server}`"
+            )));
+        };
+        let link = lock(&running.shared.connection).link.clone();
+        match link {
+            Some(link) => Ok((link.peer, running.spec.clone())),
+            None => Err(CallError::NotConnected(format!(
+                "MCP server `{server}` is not connected ({})",
+                lock(&running.shared.status).state.as_str()
+            ))),
+        }
+    }
+
     /// Every configured server's status, by name.
     pub async fn status(&self) -> Vec<ServerStatus> {
         self.servers

@@ -10,6 +10,7 @@
 //! is. The protocol is spoken with the official Rust SDK, `rmcp`.
 
 pub mod auth;
+mod content;
 mod elicit;
 mod errors;
 mod handler;
@@ -23,6 +24,7 @@ mod state;
 mod tools;
 mod transport;
 
+pub use content::{prompt_command, CONTENT_TIMEOUT, MAX_PROMPT_TEXT_BYTES};
 pub use elicit::{
     check_content, ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
     MAX_ELICITATION_MESSAGE_BYTES, MAX_ELICITATION_SCHEMA_BYTES,

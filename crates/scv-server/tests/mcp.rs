@@ -544,10 +544,10 @@ async fn the_daemon_lists_servers_reloads_them_and_leaves_nothing_behind() {
     assert_eq!(fake["enabled"], true);
     assert_eq!(fake["restarts"], 0);
     assert!(fake["last_success_unix_seconds"].as_u64().unwrap() > 0);
-    assert_eq!(fake["tools"], 15);
+    assert_eq!(fake["tools"], 16);
     // Their names too, as the server gives them.
     let names = fake["tool_names"].as_array().unwrap();
-    assert_eq!(names.len(), 15, "{fake}");
+    assert_eq!(names.len(), 16, "{fake}");
     assert!(
         names
             .iter()

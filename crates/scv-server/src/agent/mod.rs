@@ -15,6 +15,7 @@ mod budget;
 pub(crate) mod elicit;
 mod hooked;
 mod limits;
+mod mentions;
 pub(crate) mod plan;
 mod sink;
 pub(crate) mod subagent;
@@ -258,6 +259,7 @@ impl Turn {
         let mut usage = None;
         let result = match self.submitted(prompt).await {
             Ok(prompt) => {
+                let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
                 history.push(Message::user(prompt));
                 self.drive(&mut history, &mut usage).await
             }

@@ -508,6 +508,18 @@ impl SessionHost {
                 "custom commands and skills are not available in a session without tools",
             ));
         }
+        if let Some((server, name, args)) = scv_mcp::prompt_command(&prompt) {
+            // An MCP server's prompt, run as a command.
+            let hub = session
+                .mcp
+                .clone()
+                .unwrap_or_else(|| self.shared.mcp.clone());
+            hub.wait_started().await;
+            return hub
+                .get_prompt(server, name, args)
+                .await
+                .map_err(|err| invalid(format!("/mcp__{server}__{name}: {err}")));
+        }
         let custom = session.settings.custom.clone();
         let expanded = crate::blocking::run(move || {
             custom

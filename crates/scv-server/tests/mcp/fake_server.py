@@ -127,6 +127,31 @@ async def ask_url(ctx: Context) -> str:
     return f"url: {result.action}"
 
 
+@mcp.prompt()
+def review(path: str, tone: str = "kind") -> str:
+    """Review a file."""
+    return f"Review {path} in a {tone} tone."
+
+
+@mcp.resource("guide://intro", mime_type="text/plain")
+def intro() -> str:
+    """The guide's introduction."""
+    return "The intro text: read the guide first."
+
+
+@mcp.tool(structured_output=False)
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Adds a prompt and says the list changed."""
+    from mcp.server.fastmcp.prompts import Prompt
+
+    def added(topic: str) -> str:
+        return f"Write about {topic}."
+
+    mcp.add_prompt(Prompt.from_function(added, name=name, description="added at run time"))
+    await ctx.session.send_prompt_list_changed()
+    return f"added prompt {name}"
+
+
 @mcp.tool(structured_output=False)
 async def roots(ctx: Context) -> str:
     """The client's roots."""
