@@ -160,6 +160,8 @@ pub(crate) struct Turn {
     pub approvals: Arc<Approvals>,
     /// MCP servers' questions waiting for the session's client.
     pub elicitations: Arc<elicit::Elicitations>,
+    /// The MCP tools the session loaded through `mcp_tool_search`.
+    pub tool_search: Arc<crate::tools::tool_search::Loaded>,
     pub request_id: Arc<str>,
     pub turn_id: Arc<str>,
     pub token: CancellationToken,
@@ -336,7 +338,7 @@ impl Turn {
             // MCP servers still starting get a moment, not the turn.
             self.cancellable(self.mcp.wait_started()).await?;
         }
-        let mut tools_version = self.mcp.version();
+        let mut tools_version = (self.mcp.version(), self.tool_search.version());
         let mut plan = settings.plan();
         let mut registry = self.registry(plan).await;
         let (mut system, mut fixed_bytes) = self.system_prompt(&registry, plan).await;
@@ -346,8 +348,10 @@ impl Turn {
         loop {
             // A server's tools changed, or the mode: the next request
             // offers the new set.
-            if self.mcp.version() != tools_version || settings.plan() != plan {
-                tools_version = self.mcp.version();
+            // A tool loaded by `mcp_tool_search` too.
+            let version = (self.mcp.version(), self.tool_search.version());
+            if version != tools_version || settings.plan() != plan {
+                tools_version = version;
                 plan = settings.plan();
                 registry = self.registry(plan).await;
                 (system, fixed_bytes) = self.system_prompt(&registry, plan).await;
@@ -480,7 +484,8 @@ impl Turn {
             plan,
             task: self.subagents.as_ref().map(|s| s.description()),
         };
-        let registry = Registry::for_session(&self.mcp.tools().await, offer);
+        let registry =
+            Registry::for_session(&self.mcp.tools().await, offer, Some(&self.tool_search));
         match &self.child {
             Some(child) => registry.only(&child.tools),
             None => registry,

@@ -465,6 +465,7 @@ impl Child {
             sink: self.sink.clone(),
             approvals: parent.approvals.clone(),
             elicitations: parent.elicitations.clone(),
+            tool_search: parent.tool_search.clone(),
             request_id: parent.request_id.clone(),
             turn_id: self.turn_id.clone(),
             token: self.token.clone(),

@@ -46,6 +46,7 @@ struct Session {
     settings: Arc<SessionSettings>,
     approvals: Arc<Approvals>,
     elicitations: Arc<crate::agent::elicit::Elicitations>,
+    tool_search: Arc<crate::tools::tool_search::Loaded>,
     /// `None` while a turn owns it.
     history: Option<History>,
     queue: PromptQueue,
@@ -365,6 +366,7 @@ impl SessionHost {
             elicitations: Arc::new(crate::agent::elicit::Elicitations::new(
                 self.caps.elicitation,
             )),
+            tool_search: Arc::default(),
             history: Some(history),
             queue: PromptQueue::default(),
             paused: false,
@@ -624,6 +626,7 @@ impl SessionHost {
             sink,
             approvals: session.approvals.clone(),
             elicitations: session.elicitations.clone(),
+            tool_search: session.tool_search.clone(),
             request_id,
             turn_id,
             token,
