@@ -131,73 +131,93 @@ pub(crate) fn open(
             headers,
             bearer_token_env,
             oauth,
-        } => {
-            let mut custom = std::collections::HashMap::new();
-            for (name, value) in headers {
-                let name = http::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("`{name}` is not a header name"))?;
-                let value = http::HeaderValue::from_str(value)
-                    .map_err(|_| format!("the value of header `{name}` is not valid"))?;
-                custom.insert(name, value);
-            }
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                .custom_headers(custom)
-                .max_json_response_size(MAX_MESSAGE_BYTES)
-                .max_sse_event_size(MAX_MESSAGE_BYTES)
-                // A dropped session is a restart SCV sees and counts.
-                .reinit_on_expired_session(false);
-            let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
-            retry.max_times = Some(3);
-            retry.max_delay = Some(Duration::from_secs(10));
-            config.retry_config = Arc::new(retry);
-            if let Some(var) = bearer_token_env {
-                match env.secrets.get(var) {
-                    Some(token) => config = config.auth_header(token.clone()),
-                    None => return Err(format!("`{var}` (bearer_token_env) is not set")),
-                }
-            }
-            let login = login_store(spec, env).filter(|store| store.login_id().is_some());
-            if *oauth && login.is_none() {
-                return Err(auth::needs_login(&spec.name));
-            }
-            let name = spec.name.clone();
-            let url = url.clone();
-            let auth_refused = Arc::new(AtomicBool::new(false));
-            let refused = auth_refused.clone();
-            let handshake: Handshake = Box::pin(async move {
-                let served = match login {
-                    Some(store) => {
-                        let client = auth::client::authorized_client(store, &url).await?;
-                        let client = auth::watched::Watched {
-                            inner: client,
-                            refused,
-                        };
-                        let transport = StreamableHttpClientTransport::with_client(client, config);
-                        handler.serve(transport).await
-                    }
-                    None => {
-                        handler
-                            .serve(StreamableHttpClientTransport::from_config(config))
-                            .await
-                    }
-                };
-                served.map_err(|err| {
-                    let why = errors::initialize(&err);
-                    if auth::is_auth_required(&why) {
-                        auth::needs_login(&name)
-                    } else {
-                        format!("initialize failed: {why}")
-                    }
-                })
-            });
-            Ok(Opened {
-                process: None,
-                handshake,
-                oversized: Arc::new(AtomicBool::new(false)),
-                auth_refused,
-            })
+        } => open_http(
+            spec,
+            env,
+            handler,
+            url,
+            headers,
+            bearer_token_env.as_deref(),
+            *oauth,
+        ),
+    }
+}
+
+/// An HTTP server: its client (with the OAuth login when there is one),
+/// and the handshake.
+fn open_http(
+    spec: &ServerSpec,
+    env: &HubEnv,
+    handler: Handler,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    bearer_token_env: Option<&str>,
+    oauth: bool,
+) -> Result<Opened, String> {
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("`{name}` is not a header name"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header `{name}` is not valid"))?;
+        custom.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url)
+        .custom_headers(custom)
+        .max_json_response_size(MAX_MESSAGE_BYTES)
+        .max_sse_event_size(MAX_MESSAGE_BYTES)
+        // A dropped session is a restart SCV sees and counts.
+        .reinit_on_expired_session(false);
+    let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+    retry.max_times = Some(3);
+    retry.max_delay = Some(Duration::from_secs(10));
+    config.retry_config = Arc::new(retry);
+    if let Some(var) = bearer_token_env {
+        match env.secrets.get(var) {
+            Some(token) => config = config.auth_header(token.clone()),
+            None => return Err(format!("`{var}` (bearer_token_env) is not set")),
         }
     }
+    let login = login_store(spec, env).filter(|store| store.login_id().is_some());
+    if oauth && login.is_none() {
+        return Err(auth::needs_login(&spec.name));
+    }
+    let name = spec.name.clone();
+    let url = url.to_string();
+    let auth_refused = Arc::new(AtomicBool::new(false));
+    let refused = auth_refused.clone();
+    let handshake: Handshake = Box::pin(async move {
+        let served = match login {
+            Some(store) => {
+                let client = auth::client::authorized_client(store, &url).await?;
+                let client = auth::watched::Watched {
+                    inner: client,
+                    refused,
+                };
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                handler.serve(transport).await
+            }
+            None => {
+                handler
+                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+            }
+        };
+        served.map_err(|err| {
+            let why = errors::initialize(&err);
+            if auth::is_auth_required(&why) {
+                auth::needs_login(&name)
+            } else {
+                format!("initialize failed: {why}")
+            }
+        })
+    });
+    Ok(Opened {
+        process: None,
+        handshake,
+        oversized: Arc::new(AtomicBool::new(false)),
+        auth_refused,
+    })
 }
 
 /// Where an HTTP server's OAuth login would be (none for a stdio server,

@@ -17,6 +17,7 @@ mod hooked;
 mod limits;
 mod mentions;
 pub(crate) mod plan;
+pub(crate) mod session_mcp;
 mod sink;
 pub(crate) mod subagent;
 
@@ -158,10 +159,8 @@ pub(crate) struct Turn {
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
-    /// MCP servers' questions waiting for the session's client.
-    pub elicitations: Arc<elicit::Elicitations>,
-    /// The MCP tools the session loaded through `mcp_tool_search`.
-    pub tool_search: Arc<crate::tools::tool_search::Loaded>,
+    /// MCP questions waiting, MCP tools loaded (the session's).
+    pub session_mcp: session_mcp::SessionMcp,
     pub request_id: Arc<str>,
     pub turn_id: Arc<str>,
     pub token: CancellationToken,
@@ -338,7 +337,7 @@ impl Turn {
             // MCP servers still starting get a moment, not the turn.
             self.cancellable(self.mcp.wait_started()).await?;
         }
-        let mut tools_version = (self.mcp.version(), self.tool_search.version());
+        let mut tools_version = self.tools_version();
         let mut plan = settings.plan();
         let mut registry = self.registry(plan).await;
         let (mut system, mut fixed_bytes) = self.system_prompt(&registry, plan).await;
@@ -346,12 +345,10 @@ impl Turn {
         let mut steps = 0;
         let mut stop_hook_active = false;
         loop {
-            // A server's tools changed, or the mode: the next request
-            // offers the new set.
-            // A tool loaded by `mcp_tool_search` too.
-            let version = (self.mcp.version(), self.tool_search.version());
-            if version != tools_version || settings.plan() != plan {
-                tools_version = version;
+            // A server's tools changed (or one was loaded), or the mode:
+            // the next request offers the new set.
+            if self.tools_version() != tools_version || settings.plan() != plan {
+                tools_version = self.tools_version();
                 plan = settings.plan();
                 registry = self.registry(plan).await;
                 (system, fixed_bytes) = self.system_prompt(&registry, plan).await;
@@ -484,8 +481,8 @@ impl Turn {
             plan,
             task: self.subagents.as_ref().map(|s| s.description()),
         };
-        let registry =
-            Registry::for_session(&self.mcp.tools().await, offer, Some(&self.tool_search));
+        let loaded = Some(&self.session_mcp.tool_search);
+        let registry = Registry::for_session(&self.mcp.tools().await, offer, loaded);
         match &self.child {
             Some(child) => registry.only(&child.tools),
             None => registry,
@@ -778,9 +775,7 @@ impl Turn {
             sandbox: self.settings.sandbox_now(plan),
             env: &self.settings.tool_env,
             mcp: &self.mcp,
-            elicitor: self
-                .elicitations
-                .elicitor(self.sink.clone(), self.turn_id.clone()),
+            elicitor: self.elicitor(),
             catalog: &self.settings.custom.catalog,
         };
         // Tools watch the token themselves, so a cancelled call has

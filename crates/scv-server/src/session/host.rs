@@ -11,6 +11,7 @@
 //! task is spawned, a client answering a terminal event with `turn.start`
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
+use crate::agent::session_mcp::SessionMcp;
 use crate::agent::{
     add_usage, Approvals, EmitError, SessionSettings, SessionSink, Spending, Turn, TurnOutcome,
     Warned,
@@ -24,9 +25,8 @@ use crate::session::reject::{invalid, Handled, Reject};
 use crate::transport::Outbound;
 use scv_protocol::limits::{MAX_PROMPT_BYTES, MAX_SESSIONS_PER_CONNECTION};
 use scv_protocol::{
-    ApprovalResolve, ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove,
-    QueueRemove, QueueUpdate, SessionClear, SessionConfigure, SessionPause, SessionStart,
-    TurnCancel, TurnStart, Usage,
+    ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove, QueueRemove, QueueUpdate,
+    SessionClear, SessionConfigure, SessionPause, SessionStart, TurnCancel, TurnStart, Usage,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +35,7 @@ use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod mcp;
 mod stored;
 mod trust;
 
@@ -45,8 +46,7 @@ struct Session {
     sink: Arc<SessionSink>,
     settings: Arc<SessionSettings>,
     approvals: Arc<Approvals>,
-    elicitations: Arc<crate::agent::elicit::Elicitations>,
-    tool_search: Arc<crate::tools::tool_search::Loaded>,
+    mcp_state: SessionMcp,
     /// `None` while a turn owns it.
     history: Option<History>,
     queue: PromptQueue,
@@ -137,11 +137,9 @@ impl SessionHost {
                 session_id,
                 turn_id,
             }) => self.cancel(&session_id, &turn_id),
-            ClientMessage::ApprovalResolve(ApprovalResolve {
-                session_id,
-                approval_id,
-                approved,
-            }) => self.resolve(&session_id, &approval_id, approved),
+            ClientMessage::ApprovalResolve(r) => {
+                self.resolve(&r.session_id, &r.approval_id, r.approved)
+            }
             ClientMessage::ElicitationResolve(answer) => self.answer(answer),
             ClientMessage::QueueUpdate(QueueUpdate {
                 session_id,
@@ -363,10 +361,7 @@ impl SessionHost {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
             approvals: Arc::new(Approvals::default()),
-            elicitations: Arc::new(crate::agent::elicit::Elicitations::new(
-                self.caps.elicitation,
-            )),
-            tool_search: Arc::default(),
+            mcp_state: SessionMcp::new(self.caps.elicitation),
             history: Some(history),
             queue: PromptQueue::default(),
             paused: false,
@@ -510,19 +505,10 @@ impl SessionHost {
                 "custom commands and skills are not available in a session without tools",
             ));
         }
-        if let Some((server, name, args)) = scv_mcp::prompt_command(&prompt) {
-            // An MCP server's prompt, run as a command.
-            let hub = session
-                .mcp
-                .clone()
-                .unwrap_or_else(|| self.shared.mcp.clone());
-            hub.wait_started().await;
-            return hub
-                .get_prompt(server, name, args)
-                .await
-                .map_err(|err| invalid(format!("/mcp__{server}__{name}: {err}")));
+        let (own, custom) = (session.mcp.clone(), session.settings.custom.clone());
+        if let Some(expanded) = mcp::prompt(own, &self.shared, &prompt).await {
+            return expanded;
         }
-        let custom = session.settings.custom.clone();
         let expanded = crate::blocking::run(move || {
             custom
                 .catalog
@@ -625,8 +611,7 @@ impl SessionHost {
             settings: session.settings.clone(),
             sink,
             approvals: session.approvals.clone(),
-            elicitations: session.elicitations.clone(),
-            tool_search: session.tool_search.clone(),
+            session_mcp: session.mcp_state.clone(),
             request_id,
             turn_id,
             token,
@@ -863,25 +848,6 @@ impl SessionHost {
                 format!("approval {approval_id} is not pending"),
             ))
         }
-    }
-
-    /// `elicitation.resolve` (capability `elicitation`).
-    fn answer(&mut self, answer: scv_protocol::ElicitationResolve) -> Handled {
-        if !self.caps.elicitation {
-            return Err(invalid(
-                "elicitation.resolve needs capability `elicitation` (ask for it in initialize)",
-            ));
-        }
-        // A subagent's questions wait with its root session's.
-        let session_id = match self.child(&answer.session_id) {
-            Some(child) => child.root,
-            None => answer.session_id.as_str().into(),
-        };
-        let session = self.session(&session_id)?;
-        session
-            .elicitations
-            .resolve(&answer.elicitation_id, answer.action, answer.content)
-            .map_err(invalid)
     }
 
     async fn queue_update(
