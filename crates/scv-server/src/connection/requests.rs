@@ -87,6 +87,10 @@ impl Connection {
             }
             // A process SCV runs must never trust its own workspace.
             ClientMessage::WorkspaceTrust(_) if self.tool_peer => Err(from_tool("workspace trust")),
+            // Nor answer an MCP server's question for the user.
+            ClientMessage::ElicitationResolve(_) if self.tool_peer => {
+                Err(from_tool("answering an MCP server's question"))
+            }
             ClientMessage::SessionStart(mut start) => {
                 // A tool process talking to the daemon gets an answer,
                 // never a hand: its sessions run no tools.
