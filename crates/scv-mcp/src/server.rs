@@ -47,7 +47,7 @@ pub(crate) async fn supervise(
         };
         // An OAuth server's login, as this attempt sees it: a new login
         // or a logout restarts the connection within a second.
-        let store = transport::login_store(&spec, &env);
+        let store = transport::login_store(&spec, &env).filter(|_| !spec.client_credentials());
         let since = store.as_ref().and_then(|s| s.login_id());
         let mut login = Box::pin(login_changed(store, since));
         let started = start(&spec, &env, handler, &tracker, &stop).await;

@@ -131,15 +131,23 @@ pub(crate) fn open(
             headers,
             bearer_token_env,
             oauth,
-        } => open_http(
-            spec,
-            env,
-            handler,
-            url,
-            headers,
-            bearer_token_env.as_deref(),
-            *oauth,
-        ),
+            client_credentials,
+        } => {
+            // A client that gets its own tokens needs no login.
+            let credentials = match client_credentials {
+                Some((id, var)) => match env.secrets.get(var) {
+                    Some(secret) => Some((id.clone(), secret.clone())),
+                    None => return Err(format!("`{var}` (client_secret_env) is not set")),
+                },
+                None => None,
+            };
+            let how = Http {
+                bearer_token_env: bearer_token_env.as_deref(),
+                oauth: *oauth,
+                credentials,
+            };
+            open_http(spec, env, handler, url, headers, how)
+        }
     }
 }
 
@@ -151,9 +159,13 @@ fn open_http(
     handler: Handler,
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
-    bearer_token_env: Option<&str>,
-    oauth: bool,
+    how: Http<'_>,
 ) -> Result<Opened, String> {
+    let Http {
+        bearer_token_env,
+        oauth,
+        credentials,
+    } = how;
     let mut custom = std::collections::HashMap::new();
     for (name, value) in headers {
         let name = http::HeaderName::from_bytes(name.as_bytes())
@@ -178,7 +190,13 @@ fn open_http(
             None => return Err(format!("`{var}` (bearer_token_env) is not set")),
         }
     }
-    let login = login_store(spec, env).filter(|store| store.login_id().is_some());
+    let store = login_store(spec, env);
+    let login = match &credentials {
+        Some(_) => store.map(|store| (store, credentials)),
+        None => store
+            .filter(|store| store.login_id().is_some())
+            .map(|store| (store, None)),
+    };
     if oauth && login.is_none() {
         return Err(auth::needs_login(&spec.name));
     }
@@ -188,8 +206,8 @@ fn open_http(
     let refused = auth_refused.clone();
     let handshake: Handshake = Box::pin(async move {
         let served = match login {
-            Some(store) => {
-                let client = auth::client::authorized_client(store, &url).await?;
+            Some((store, credentials)) => {
+                let client = auth::client::authorized_client(store, &url, credentials).await?;
                 let client = auth::watched::Watched {
                     inner: client,
                     refused,
@@ -218,6 +236,14 @@ fn open_http(
         oversized: Arc::new(AtomicBool::new(false)),
         auth_refused,
     })
+}
+
+/// How an HTTP server is authorized.
+struct Http<'a> {
+    bearer_token_env: Option<&'a str>,
+    oauth: bool,
+    /// The client credentials grant's client id and secret.
+    credentials: Option<(String, String)>,
 }
 
 /// Where an HTTP server's OAuth login would be (none for a stdio server,

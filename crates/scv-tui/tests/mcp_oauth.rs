@@ -443,3 +443,96 @@ async fn a_401_asks_for_a_login_and_a_refused_refresh_says_to_log_in_again() {
         "{line}"
     );
 }
+
+/// Headless and CI use: a server whose table names a client of the
+/// authorization server (`client_id`, `client_secret_env`) gets its tokens
+/// itself (client credentials grant, `resource` sent), with no login; a
+/// wrong secret says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn client_credentials_need_no_login_and_a_wrong_secret_is_said() {
+    let Some(python) = scv_test_support::mcp_python::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (as_port, rs_port) = (free_port(), free_port());
+    let log = dir.path().join("events.jsonl");
+    let child = std::process::Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_oauth/cc_server.py"))
+        .args([as_port.to_string(), rs_port.to_string()])
+        .env("SCV_MCP_LOG", &log)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Protected {
+        child,
+        log: log.clone(),
+    };
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", rs_port)).is_ok()
+            && std::net::TcpStream::connect(("127.0.0.1", as_port)).is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mock = MockProvider::start().await;
+    let table = |name: &str| {
+        format!(
+            "[mcp_servers.{name}]\nurl = \"http://127.0.0.1:{rs_port}/mcp\"\nauth = \"oauth\"\nclient_id = \"ci-bot\"\nclient_secret_env = \"{}_SECRET\"\nauto_approve = true\n",
+            name.to_uppercase()
+        )
+    };
+    let home = Home::new(&mock, &format!("{}{}", table("ci"), table("bad")));
+    let scv = |args: &[&str]| {
+        home.scv()
+            .args(args)
+            .env("CI_SECRET", "s3cret")
+            .env("BAD_SECRET", "wrong")
+            .output()
+            .unwrap()
+    };
+    let mut listed = String::new();
+    for _ in 0..150 {
+        listed = stdout(&scv(&["mcp", "list"]));
+        if listed.contains("ci ") && listed.contains("connected") && listed.contains("refused") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let line = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("ci").contains("connected"), "{listed}");
+    assert!(
+        line("bad").contains("failed")
+            && line("bad").contains("the client credentials were refused"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("s3cret") && !listed.contains("wrong"),
+        "{listed}"
+    );
+    let tokens = server.events("token");
+    assert!(!tokens.is_empty());
+    assert_eq!(
+        tokens[0]["resource"],
+        format!("http://127.0.0.1:{rs_port}/mcp")
+    );
+
+    let mut client = TestServer::connect(&home.socket()).await;
+    client.initialize().await;
+    let session = client.start_session(&home.workspace()).await;
+    mock.push(Reply::tool_calls(&[("w", "mcp__ci__whoami", json!({}))]));
+    mock.push(Reply::text(["done"]));
+    client.start_turn(&session, "t", "who am i").await;
+    let events = client.until_terminal().await;
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.completed")
+        .collect();
+    assert_eq!(done[0]["output"], "client ci-bot", "{events:?}");
+}

@@ -14,27 +14,54 @@
 //! not followed, so a token is never sent to another origin.
 
 use super::store::FileStore;
-use rmcp::transport::auth::{AuthClient, AuthorizationManager};
+use rmcp::transport::auth::{
+    AuthClient, AuthorizationManager, ClientCredentialsConfig, OAuthState,
+};
 use std::time::Duration;
 
 /// How often a connection's login is looked at.
 const LOGIN_POLL: Duration = Duration::from_millis(500);
 
-/// The HTTP client for an OAuth server whose login is in `store`.
+/// The HTTP client for an OAuth server whose login is in `store`, or
+/// which gets its tokens itself with `credentials` (client id, secret:
+/// the client credentials grant, a new token each connection, kept in
+/// `store` like a login's).
 pub(crate) async fn authorized_client(
     store: FileStore,
     url: &str,
+    credentials: Option<(String, String)>,
 ) -> Result<AuthClient<reqwest013::Client>, String> {
     let mut manager = AuthorizationManager::new_allowing_private_addresses(url)
         .await
         .map_err(|err| format!("cannot prepare the OAuth client: {err}"))?;
     manager.set_credential_store(store);
-    // Discovery, and the stored client configured (credentials whose
-    // issuer is not the discovered one are discarded).
-    manager
-        .initialize_from_store()
-        .await
-        .map_err(|err| format!("OAuth discovery failed: {err}"))?;
+    let manager = match credentials {
+        Some((client_id, client_secret)) => {
+            let mut state = OAuthState::Unauthorized(manager);
+            let config = ClientCredentialsConfig::ClientSecret {
+                client_id,
+                client_secret,
+                scopes: Vec::new(),
+                resource: Some(url.to_string()),
+            };
+            state
+                .authenticate_client_credentials(config)
+                .await
+                .map_err(|err| format!("the client credentials were refused: {err}"))?;
+            state
+                .into_authorization_manager()
+                .ok_or("the client credentials grant left no client")?
+        }
+        None => {
+            // Discovery, and the stored client configured (credentials
+            // whose issuer is not the discovered one are discarded).
+            manager
+                .initialize_from_store()
+                .await
+                .map_err(|err| format!("OAuth discovery failed: {err}"))?;
+            manager
+        }
+    };
     let http = reqwest013::Client::builder()
         .pool_max_idle_per_host(0)
         .redirect(reqwest013::redirect::Policy::none())
