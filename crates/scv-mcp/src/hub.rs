@@ -273,11 +273,18 @@ impl Hub {
                 if auth_refused.load(Ordering::SeqCst) =>
             {
                 broken.cancel();
-                Err(CallError::Failed(format!(
-                    "MCP server `{}` {}",
-                    tool.server,
-                    crate::auth::needs_login(&tool.server)
-                )))
+                Err(CallError::Failed(if spec.client_credentials() {
+                    format!(
+                        "MCP server `{}` refused its token; SCV is getting a new one with its client credentials",
+                        tool.server
+                    )
+                } else {
+                    format!(
+                        "MCP server `{}` {}",
+                        tool.server,
+                        crate::auth::needs_login(&tool.server)
+                    )
+                }))
             }
             Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 tracing::warn!(target: "scv::mcp", server = %tool.server, "a call failed: {}",
