@@ -39,9 +39,9 @@ pub(super) async fn prompt(
     // The session's own hub (it brought servers), else the daemon's.
     let hub = own.unwrap_or_else(|| shared.mcp.clone());
     hub.wait_started().await;
-    Some(
-        hub.get_prompt(server, name, args)
-            .await
-            .map_err(|err| invalid(format!("/mcp__{server}__{name}: {err}"))),
-    )
+    // The connection waits for this: one bound for the whole of it.
+    let got = tokio::time::timeout(scv_mcp::CONTENT_TIMEOUT, hub.get_prompt(server, name, args))
+        .await
+        .unwrap_or(Err(scv_mcp::CallError::TimedOut(scv_mcp::CONTENT_TIMEOUT)));
+    Some(got.map_err(|err| invalid(format!("/mcp__{server}__{name}: {err}"))))
 }
