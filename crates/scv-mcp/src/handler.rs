@@ -1,13 +1,15 @@
 //! What SCV answers when a server asks something of it: roots (the
-//! workspace), "not supported" for sampling and elicitation; log notices
+//! workspace), "not supported" for sampling, elicitation through the
+//! running call's session ([`crate::elicit`]); log notices
 //! go to the daemon log; a tools-list-changed notice wakes the server's
 //! supervisor to list them again.
 #![allow(deprecated)] // sampling, roots and logging are marked deprecated in rmcp 3 (SEP-2577)
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, Implementation, ListRootsResult,
-    LoggingMessageNotificationParam, ProtocolVersion, Root, RootsCapabilities,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
+    FormElicitationCapability, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    ProtocolVersion, Root, RootsCapabilities, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -21,12 +23,20 @@ pub(crate) struct Handler {
     /// What `roots/list` answers.
     pub roots: Vec<PathBuf>,
     pub tools_changed: Arc<Notify>,
+    /// The elicitors of the server's running calls.
+    pub askers: Arc<crate::elicit::Askers>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(RootsCapabilities::default());
+        // Form and URL mode; a question with no client to ask is declined.
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::default())
+                .with_url(UrlElicitationCapability::default()),
+        );
         ClientConfig::new(
             capabilities,
             Implementation::new("scv", env!("CARGO_PKG_VERSION")),
@@ -45,11 +55,55 @@ impl ClientHandler for Handler {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        tracing::info!(target: "scv::mcp", server = %self.server, "refused an elicitation request");
-        Err(not_supported("elicitation"))
+        use crate::elicit::{ElicitAction, ElicitationRequest, ELICITATION_TIMEOUT};
+        let (message, schema, url) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (message, serde_json::to_value(&requested_schema).ok(), None),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                (message, None, Some(url))
+            }
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+        };
+        let oversized = schema.as_ref().is_some_and(|schema| {
+            schema.to_string().len() > crate::elicit::MAX_ELICITATION_SCHEMA_BYTES
+        });
+        let Some(elicitor) = self.askers.current().filter(|_| !oversized) else {
+            tracing::info!(target: "scv::mcp", server = %self.server, "declined an elicitation: no client to ask");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let mut message = message;
+        if message.len() > crate::elicit::MAX_ELICITATION_MESSAGE_BYTES {
+            let mut cut = crate::elicit::MAX_ELICITATION_MESSAGE_BYTES;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        let asked = elicitor(ElicitationRequest {
+            server: self.server.clone(),
+            message,
+            schema,
+            url,
+        });
+        let answer = tokio::time::timeout(ELICITATION_TIMEOUT, asked)
+            .await
+            .unwrap_or_else(|_| crate::elicit::ElicitAnswer::cancel());
+        let action = match answer.action {
+            ElicitAction::Accept => ElicitationAction::Accept,
+            ElicitAction::Decline => ElicitationAction::Decline,
+            ElicitAction::Cancel => ElicitationAction::Cancel,
+        };
+        let mut result = ElicitResult::new(action);
+        if answer.action == ElicitAction::Accept {
+            result.content = answer.content;
+        }
+        Ok(result)
     }
 
     async fn list_roots(

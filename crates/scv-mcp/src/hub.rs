@@ -124,6 +124,7 @@ impl Hub {
                 connection: Mutex::new(Live::default()),
                 names: Mutex::new(BTreeMap::new()),
                 changed: self.changed.clone(),
+                askers: Arc::default(),
             });
             let stop = CancellationToken::new();
             let done = TaskTracker::new();
@@ -205,6 +206,7 @@ impl Hub {
         tool: &McpTool,
         arguments: &Value,
         cancel: &CancellationToken,
+        elicitor: Option<crate::elicit::Elicitor>,
     ) -> Result<(String, bool), CallError> {
         let (link, shared, spec) = {
             let servers = self.servers.lock().await;
@@ -221,6 +223,7 @@ impl Hub {
             peer,
             oversized,
             broken,
+            auth_refused,
         }) = link
         else {
             let state = lock(&shared.status).state;
@@ -234,6 +237,8 @@ impl Hub {
         if let Some(object) = arguments.as_object() {
             params = params.with_arguments(object.clone());
         }
+        // While the call runs, the server's questions go to its session.
+        let _asking = elicitor.map(|e| shared.askers.register(e));
         // Dropping the call (timeout, cancel) sends `notifications/cancelled`.
         let outcome = tokio::select! {
             outcome = peer.call_tool(params) => outcome,
@@ -262,7 +267,28 @@ impl Hub {
                     over_the_cap("the MCP server's result")
                 )))
             }
-            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+            // The server refused the token and a refresh could not
+            // mend it: the user has to log in again.
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+                if auth_refused.load(Ordering::SeqCst) =>
+            {
+                broken.cancel();
+                Err(CallError::Failed(if spec.client_credentials() {
+                    format!(
+                        "MCP server `{}` refused its token; SCV is getting a new one with its client credentials",
+                        tool.server
+                    )
+                } else {
+                    format!(
+                        "MCP server `{}` {}",
+                        tool.server,
+                        crate::auth::needs_login(&tool.server)
+                    )
+                }))
+            }
+            Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                tracing::warn!(target: "scv::mcp", server = %tool.server, "a call failed: {}",
+                    self.env.sanitize(&crate::errors::service(&err), &spec));
                 broken.cancel();
                 Err(CallError::Failed(
                     "the connection to the MCP server broke during the call; it is being restarted"
@@ -272,6 +298,27 @@ impl Hub {
             Err(other) => Err(CallError::Failed(
                 self.env.sanitize(&crate::errors::service(&other), &spec),
             )),
+        }
+    }
+
+    /// The live connection of `server` (and its table).
+    pub(crate) async fn link(
+        &self,
+        server: &str,
+    ) -> Result<(rmcp::Peer<rmcp::RoleClient>, ServerSpec), CallError> {
+        let servers = self.servers.lock().await;
+        let Some(running) = servers.get(server) else {
+            return Err(CallError::NotConnected(format!(
+                "there is no MCP server `{server}`"
+            )));
+        };
+        let link = lock(&running.shared.connection).link.clone();
+        match link {
+            Some(link) => Ok((link.peer, running.spec.clone())),
+            None => Err(CallError::NotConnected(format!(
+                "MCP server `{server}` is not connected ({})",
+                lock(&running.shared.status).state.as_str()
+            ))),
         }
     }
 

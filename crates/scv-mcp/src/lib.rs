@@ -9,6 +9,9 @@
 //! the server's `tool_timeout_ms` and cancelled on the server when the turn
 //! is. The protocol is spoken with the official Rust SDK, `rmcp`.
 
+pub mod auth;
+mod content;
+mod elicit;
 mod errors;
 mod handler;
 mod hub;
@@ -21,6 +24,11 @@ mod state;
 mod tools;
 mod transport;
 
+pub use content::{prompt_command, CONTENT_TIMEOUT, MAX_PROMPT_TEXT_BYTES};
+pub use elicit::{
+    check_content, ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
+    MAX_ELICITATION_MESSAGE_BYTES, MAX_ELICITATION_SCHEMA_BYTES,
+};
 pub use hub::{CallError, Hub};
 pub use limits::*;
 pub use names::tool_name;

@@ -1,6 +1,7 @@
 //! One server's supervisor: start, list tools, serve, and after a failure
 //! wait (2 s, doubling, at most 60 s) and start again — until stopped.
 
+use crate::auth::client::login_changed;
 use crate::handler::Handler;
 use crate::limits::{BACKOFF_FIRST, BACKOFF_MAX};
 use crate::names;
@@ -42,7 +43,13 @@ pub(crate) async fn supervise(
             server: spec.name.clone(),
             roots: crate::state::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
+            askers: shared.askers.clone(),
         };
+        // An OAuth server's login, as this attempt sees it: a new login
+        // or a logout restarts the connection within a second.
+        let store = transport::login_store(&spec, &env).filter(|_| !spec.client_credentials());
+        let since = store.as_ref().and_then(|s| s.login_id());
+        let mut login = Box::pin(login_changed(store, since));
         let started = start(&spec, &env, handler, &tracker, &stop).await;
         match started {
             Ok((connection, listing)) => {
@@ -50,13 +57,28 @@ pub(crate) async fn supervise(
                 let link = Link {
                     peer: connection.service.peer().clone(),
                     oversized: connection.oversized.clone(),
+                    auth_refused: connection.auth_refused.clone(),
                     broken: CancellationToken::new(),
                 };
                 publish(&spec, &shared, Some(link.clone()), listing);
-                let end = serve(&spec, &shared, connection, &link, &tools_changed, &stop).await;
+                let end = serve(
+                    &spec,
+                    &shared,
+                    connection,
+                    &link,
+                    &tools_changed,
+                    &stop,
+                    login.as_mut(),
+                )
+                .await;
                 publish(&spec, &shared, None, Listing::default());
                 match end {
                     End::Stopped => break,
+                    End::Relogin => {
+                        tracing::info!(target: "scv::mcp", server = %spec.name, "the OAuth login changed; reconnecting");
+                        backoff = BACKOFF_FIRST;
+                        continue;
+                    }
                     End::Died(why) => {
                         tracing::warn!(target: "scv::mcp", server = %spec.name, "{why}; restarting in {} s", backoff.as_secs());
                         shared.update(|s| {
@@ -78,6 +100,11 @@ pub(crate) async fn supervise(
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = stop.cancelled() => break,
+            // A login (or logout) is tried at once.
+            () = login.as_mut() => {
+                backoff = BACKOFF_FIRST;
+                continue;
+            }
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
     }
@@ -107,6 +134,7 @@ async fn start(
         mut process,
         handshake,
         oversized,
+        auth_refused,
     } = transport::open(spec, env, handler, tracker).map_err(Failure::Failed)?;
     let initialized = tokio::select! {
         initialized = tokio::time::timeout(limit, handshake) => initialized,
@@ -141,6 +169,7 @@ async fn start(
         service,
         process,
         oversized,
+        auth_refused,
     };
     let listed = tokio::select! {
         listed = tokio::time::timeout(limit, list(&peer, spec)) => listed,
@@ -170,6 +199,8 @@ async fn end_process(process: &mut Option<Process>) {
 
 enum End {
     Stopped,
+    /// The OAuth login changed (a new login, a logout).
+    Relogin,
     Died(String),
 }
 
@@ -182,6 +213,7 @@ async fn serve(
     link: &Link,
     tools_changed: &Notify,
     stop: &CancellationToken,
+    mut login: std::pin::Pin<&mut (impl std::future::Future<Output = ()> + ?Sized)>,
 ) -> End {
     let Connection {
         service,
@@ -194,6 +226,7 @@ async fn serve(
     let end = loop {
         tokio::select! {
             () = stop.cancelled() => break End::Stopped,
+            () = login.as_mut() => break End::Relogin,
             () = link.broken.cancelled() => break End::Died(if link.oversized.load(Ordering::SeqCst) {
                 over_the_cap("a message from the server")
             } else {

@@ -17,6 +17,14 @@ pub struct RawServer {
     pub url: Option<String>,
     pub headers: Option<BTreeMap<String, String>>,
     pub bearer_token_env: Option<String>,
+    /// `"oauth"`: the server is reached with an OAuth login (`scv mcp
+    /// login NAME`).
+    pub auth: Option<String>,
+    /// With `auth = "oauth"`: a client of the authorization server that
+    /// gets tokens itself (the client credentials grant, for headless
+    /// and CI use), with the secret in the variable `client_secret_env`.
+    pub client_id: Option<String>,
+    pub client_secret_env: Option<String>,
     pub enabled: Option<bool>,
     pub startup_timeout_ms: Option<u64>,
     pub tool_timeout_ms: Option<u64>,
@@ -40,6 +48,12 @@ pub enum Transport {
         headers: BTreeMap<String, String>,
         /// The variable holding a bearer token.
         bearer_token_env: Option<String>,
+        /// `auth = "oauth"`: a login is needed (a server without it that
+        /// answers 401 is also sent its login, when there is one).
+        oauth: bool,
+        /// `client_id` and the variable holding its secret: tokens by
+        /// the client credentials grant, no login.
+        client_credentials: Option<(String, String)>,
     },
 }
 
@@ -82,8 +96,10 @@ impl ServerSpec {
                 return Err("set `command` (a stdio server) or `url` (an HTTP server)".into())
             }
             (Some(command), None) => {
-                if raw.headers.is_some() || raw.bearer_token_env.is_some() {
-                    return Err("`headers` and `bearer_token_env` are for `url` servers".into());
+                if raw.headers.is_some() || raw.bearer_token_env.is_some() || raw.auth.is_some() {
+                    return Err(
+                        "`headers`, `bearer_token_env` and `auth` are for `url` servers".into(),
+                    );
                 }
                 if command.trim().is_empty() {
                     return Err("`command` is empty".into());
@@ -112,10 +128,35 @@ impl ServerSpec {
                         format!("`headers`: the value of `{name}` is not a valid header value")
                     })?;
                 }
+                let bearer_token_env = raw.bearer_token_env.filter(|v| !v.is_empty());
+                let oauth = match raw.auth.as_deref() {
+                    None => false,
+                    Some("oauth") if bearer_token_env.is_some() => {
+                        return Err(
+                            "set either `auth = \"oauth\"` or `bearer_token_env`, not both".into(),
+                        )
+                    }
+                    Some("oauth") => true,
+                    Some(other) => {
+                        return Err(format!("`auth` is \"oauth\" (or absent), not `{other}`"))
+                    }
+                };
+                let client_credentials = match (raw.client_id, raw.client_secret_env) {
+                    (None, None) => None,
+                    (Some(id), Some(var)) if oauth && !id.is_empty() && !var.is_empty() => {
+                        Some((id, var))
+                    }
+                    _ => return Err(
+                        "`client_id` and `client_secret_env` go together, with `auth = \"oauth\"`"
+                            .into(),
+                    ),
+                };
                 Transport::Http {
                     url,
                     headers,
-                    bearer_token_env: raw.bearer_token_env.filter(|v| !v.is_empty()),
+                    bearer_token_env,
+                    oauth,
+                    client_credentials,
                 }
             }
         };
@@ -135,12 +176,28 @@ impl ServerSpec {
         })
     }
 
+    /// It gets its OAuth tokens itself (client credentials): no login to
+    /// watch.
+    pub fn client_credentials(&self) -> bool {
+        matches!(
+            &self.transport,
+            Transport::Http {
+                client_credentials: Some(_),
+                ..
+            }
+        )
+    }
+
     /// The variable holding a secret for this server (a bearer token).
     pub fn secret_variable(&self) -> Option<&str> {
         match &self.transport {
             Transport::Http {
-                bearer_token_env, ..
-            } => bearer_token_env.as_deref(),
+                bearer_token_env,
+                client_credentials,
+                ..
+            } => bearer_token_env
+                .as_deref()
+                .or(client_credentials.as_ref().map(|(_, var)| var.as_str())),
             Transport::Stdio { .. } => None,
         }
     }
@@ -199,5 +256,45 @@ mod tests {
         assert!(ServerSpec::new("s", header)
             .unwrap_err()
             .contains("header name"));
+        let oauth = |auth: &str, env: Option<&str>| RawServer {
+            url: Some("https://x/mcp".into()),
+            auth: Some(auth.into()),
+            bearer_token_env: env.map(String::from),
+            ..Default::default()
+        };
+        let spec = ServerSpec::new("s", oauth("oauth", None)).unwrap();
+        assert!(matches!(
+            spec.transport,
+            Transport::Http { oauth: true, .. }
+        ));
+        assert!(ServerSpec::new("s", oauth("oauth", Some("PAT")))
+            .unwrap_err()
+            .contains("not both"));
+        let cc = RawServer {
+            client_id: Some("bot".into()),
+            client_secret_env: Some("BOT_SECRET".into()),
+            ..oauth("oauth", None)
+        };
+        assert_eq!(
+            ServerSpec::new("s", cc).unwrap().secret_variable(),
+            Some("BOT_SECRET")
+        );
+        let half = RawServer {
+            client_id: Some("bot".into()),
+            ..oauth("oauth", None)
+        };
+        assert!(ServerSpec::new("s", half)
+            .unwrap_err()
+            .contains("go together"));
+        assert!(ServerSpec::new("s", oauth("basic", None))
+            .unwrap_err()
+            .contains("`basic`"));
+        let stdio_auth = RawServer {
+            auth: Some("oauth".into()),
+            ..stdio()
+        };
+        assert!(ServerSpec::new("s", stdio_auth)
+            .unwrap_err()
+            .contains("for `url` servers"));
     }
 }

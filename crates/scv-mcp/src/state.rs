@@ -24,6 +24,9 @@ pub struct HubEnv {
     /// Values of the variables servers name for secrets (`bearer_token_env`).
     pub secrets: HashMap<String, String>,
     pub command: Box<CommandBuilder>,
+    /// `$SCV_HOME`, whose `mcp-auth/` holds the OAuth logins (none: HTTP
+    /// servers get no login).
+    pub home: Option<std::path::PathBuf>,
 }
 
 impl HubEnv {
@@ -94,6 +97,8 @@ pub(crate) struct Link {
     pub peer: Peer<RoleClient>,
     /// Set when the connection ended on a message over the cap.
     pub oversized: Arc<AtomicBool>,
+    /// Set when the server refused the OAuth login.
+    pub auth_refused: Arc<AtomicBool>,
     /// Cancelled by a call that saw this connection break; the supervisor
     /// restarts. One per connection, so a late report from a call on an
     /// earlier one cannot end its successor.
@@ -115,6 +120,8 @@ pub(crate) struct Shared {
     /// name), kept across restarts so a name stays with its tool.
     pub names: Mutex<BTreeMap<String, String>>,
     pub changed: watch::Sender<u64>,
+    /// The elicitors of the running calls (a question goes to the latest).
+    pub askers: Arc<crate::elicit::Askers>,
 }
 
 impl Shared {
@@ -172,6 +179,7 @@ mod tests {
             env: Arc::from(Vec::new()),
             secrets: [("PAT".to_string(), "pat-secret-123".to_string())].into(),
             command: Box::new(|program, _| tokio::process::Command::new(program)),
+            home: None,
         };
         let spec = ServerSpec::new(
             "web",

@@ -8,6 +8,7 @@
 //! leave the call waiting for its timeout); its stderr goes to the log,
 //! line by line, each line bounded.
 
+use crate::auth;
 use crate::errors;
 use crate::errors::io_text;
 use crate::handler::Handler;
@@ -38,6 +39,8 @@ pub(crate) struct Connection {
     pub process: Option<Process>,
     /// Set when the server sent a message over the cap.
     pub oversized: Arc<AtomicBool>,
+    /// Set when the server refused the OAuth login.
+    pub auth_refused: Arc<AtomicBool>,
 }
 
 /// What answers `initialize`, once awaited.
@@ -51,6 +54,7 @@ pub(crate) struct Opened {
     pub process: Option<Process>,
     pub handshake: Handshake,
     pub oversized: Arc<AtomicBool>,
+    pub auth_refused: Arc<AtomicBool>,
 }
 
 /// Starts a stdio server's process, or prepares the HTTP client; the
@@ -119,50 +123,142 @@ pub(crate) fn open(
                 process: Some(process),
                 handshake,
                 oversized,
+                auth_refused: Arc::new(AtomicBool::new(false)),
             })
         }
         Transport::Http {
             url,
             headers,
             bearer_token_env,
+            oauth,
+            client_credentials,
         } => {
-            let mut custom = std::collections::HashMap::new();
-            for (name, value) in headers {
-                let name = http::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("`{name}` is not a header name"))?;
-                let value = http::HeaderValue::from_str(value)
-                    .map_err(|_| format!("the value of header `{name}` is not valid"))?;
-                custom.insert(name, value);
-            }
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                .custom_headers(custom)
-                .max_json_response_size(MAX_MESSAGE_BYTES)
-                .max_sse_event_size(MAX_MESSAGE_BYTES)
-                // A dropped session is a restart SCV sees and counts.
-                .reinit_on_expired_session(false);
-            let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
-            retry.max_times = Some(3);
-            retry.max_delay = Some(Duration::from_secs(10));
-            config.retry_config = Arc::new(retry);
-            if let Some(var) = bearer_token_env {
-                match env.secrets.get(var) {
-                    Some(token) => config = config.auth_header(token.clone()),
-                    None => return Err(format!("`{var}` (bearer_token_env) is not set")),
-                }
-            }
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let handshake: Handshake = Box::pin(async move {
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|err| format!("initialize failed: {}", errors::initialize(&err)))
-            });
-            Ok(Opened {
-                process: None,
-                handshake,
-                oversized: Arc::new(AtomicBool::new(false)),
-            })
+            // A client that gets its own tokens needs no login.
+            let credentials = match client_credentials {
+                Some((id, var)) => match env.secrets.get(var) {
+                    Some(secret) => Some((id.clone(), secret.clone())),
+                    None => return Err(format!("`{var}` (client_secret_env) is not set")),
+                },
+                None => None,
+            };
+            let how = Http {
+                bearer_token_env: bearer_token_env.as_deref(),
+                oauth: *oauth,
+                credentials,
+            };
+            open_http(spec, env, handler, url, headers, how)
         }
+    }
+}
+
+/// An HTTP server: its client (with the OAuth login when there is one),
+/// and the handshake.
+fn open_http(
+    spec: &ServerSpec,
+    env: &HubEnv,
+    handler: Handler,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    how: Http<'_>,
+) -> Result<Opened, String> {
+    let Http {
+        bearer_token_env,
+        oauth,
+        credentials,
+    } = how;
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("`{name}` is not a header name"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header `{name}` is not valid"))?;
+        custom.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url)
+        .custom_headers(custom)
+        .max_json_response_size(MAX_MESSAGE_BYTES)
+        .max_sse_event_size(MAX_MESSAGE_BYTES)
+        // A dropped session is a restart SCV sees and counts.
+        .reinit_on_expired_session(false);
+    let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+    retry.max_times = Some(3);
+    retry.max_delay = Some(Duration::from_secs(10));
+    config.retry_config = Arc::new(retry);
+    if let Some(var) = bearer_token_env {
+        match env.secrets.get(var) {
+            Some(token) => config = config.auth_header(token.clone()),
+            None => return Err(format!("`{var}` (bearer_token_env) is not set")),
+        }
+    }
+    let store = login_store(spec, env);
+    let login = match &credentials {
+        Some(_) => store.map(|store| (store, credentials)),
+        None => store
+            .filter(|store| store.login_id().is_some())
+            .map(|store| (store, None)),
+    };
+    if oauth && login.is_none() {
+        return Err(auth::needs_login(&spec.name));
+    }
+    let name = spec.name.clone();
+    let url = url.to_string();
+    let auth_refused = Arc::new(AtomicBool::new(false));
+    let refused = auth_refused.clone();
+    let handshake: Handshake = Box::pin(async move {
+        let served = match login {
+            Some((store, credentials)) => {
+                let client = auth::client::authorized_client(store, &url, credentials).await?;
+                let client = auth::watched::Watched {
+                    inner: client,
+                    refused,
+                };
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                handler.serve(transport).await
+            }
+            None => {
+                handler
+                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+            }
+        };
+        served.map_err(|err| {
+            let why = errors::initialize(&err);
+            if auth::is_auth_required(&why) {
+                auth::needs_login(&name)
+            } else {
+                format!("initialize failed: {why}")
+            }
+        })
+    });
+    Ok(Opened {
+        process: None,
+        handshake,
+        oversized: Arc::new(AtomicBool::new(false)),
+        auth_refused,
+    })
+}
+
+/// How an HTTP server is authorized.
+struct Http<'a> {
+    bearer_token_env: Option<&'a str>,
+    oauth: bool,
+    /// The client credentials grant's client id and secret.
+    credentials: Option<(String, String)>,
+}
+
+/// Where an HTTP server's OAuth login would be (none for a stdio server,
+/// one with a bearer token, or a hub without a home).
+pub(crate) fn login_store(spec: &ServerSpec, env: &HubEnv) -> Option<auth::store::FileStore> {
+    match &spec.transport {
+        Transport::Http {
+            url,
+            bearer_token_env: None,
+            ..
+        } => env
+            .home
+            .as_deref()
+            .map(|home| auth::store::FileStore::new(home, &spec.name, url)),
+        _ => None,
     }
 }
 

@@ -69,6 +69,10 @@ pub enum ClientMessage {
     /// Extension (capability `trust`): trust the session's workspace.
     #[serde(rename = "workspace.trust")]
     WorkspaceTrust(crate::trust::WorkspaceTrustRequest),
+    /// Extension (capability `elicitation`): the answer to an MCP
+    /// server's question.
+    #[serde(rename = "elicitation.resolve")]
+    ElicitationResolve(crate::elicitation::ElicitationResolve),
 }
 
 /// `models.list` (extension): what the session's provider offers.
@@ -193,6 +197,7 @@ impl ClientMessage {
             ClientMessage::CheckpointRestore(_) => "checkpoint.restore",
             ClientMessage::ModelsList(_) => "models.list",
             ClientMessage::WorkspaceTrust(_) => "workspace.trust",
+            ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
         }
     }
 }
@@ -220,6 +225,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "checkpoint.restore",
     "models.list",
     "workspace.trust",
+    "elicitation.resolve",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,6 +288,10 @@ pub struct Capabilities {
     /// protocol document's fields).
     #[serde(default, skip_serializing_if = "is_false")]
     pub daemon_status: bool,
+    /// MCP servers' questions: `elicitation.requested` and
+    /// `elicitation.resolve`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub elicitation: bool,
 }
 
 /// Name and version of a client or server.

@@ -59,7 +59,7 @@ impl Shared {
             config.otel_log_content,
         );
         let live = Arc::new(LiveConfig::new(config, scv_home, launch_env));
-        let mcp = Arc::new(new_hub(&live.current().sandbox, &secrets));
+        let mcp = Arc::new(new_hub(&live.current().sandbox, &secrets, scv_home));
         Shared {
             scv_home: scv_home.into(),
             telemetry,
@@ -86,7 +86,7 @@ impl Shared {
     /// A hub of its own for a session that brings MCP servers (the
     /// configured ones run in it too, so its tools are a superset).
     pub(crate) fn session_hub(&self) -> scv_mcp::Hub {
-        new_hub(&self.current().sandbox, &self.mcp_secrets)
+        new_hub(&self.current().sandbox, &self.mcp_secrets, &self.scv_home)
     }
 
     /// Starts the configured MCP servers (in the background) unless they
@@ -107,10 +107,11 @@ impl Shared {
 
 /// An MCP hub whose stdio servers get the tool environment and run below
 /// a reaper, so nothing a server starts outlives it.
-fn new_hub(sandbox: &Sandbox, secrets: &HashMap<String, String>) -> scv_mcp::Hub {
+fn new_hub(sandbox: &Sandbox, secrets: &HashMap<String, String>, home: &Path) -> scv_mcp::Hub {
     scv_mcp::Hub::new(scv_mcp::HubEnv {
         env: sandbox.env(),
         secrets: secrets.clone(),
+        home: Some(home.to_path_buf()),
         command: Box::new(|program, args| {
             let mut command = crate::reaper::command(None);
             command.arg("--").arg(program).args(args);

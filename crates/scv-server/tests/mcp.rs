@@ -332,10 +332,14 @@ async fn server_requests_get_roots_and_clear_refusals_and_list_changes_are_seen(
             format!("file://{}", workspace.display())
         )
     );
-    for (id, success, output) in &results[1..3] {
-        assert!(!success, "{id}: {output}");
-        assert!(output.contains("not supported by SCV"), "{id}: {output}");
-    }
+    let (id, success, output) = &results[1];
+    assert!(!success, "{id}: {output}");
+    assert!(output.contains("not supported by SCV"), "{id}: {output}");
+    // A client that did not ask for elicitation: declined at once.
+    assert_eq!(
+        results[2],
+        ("elicit".into(), true, "elicited: decline".into())
+    );
     assert_eq!(results[3], ("log".into(), true, "logged".into()));
     assert!(results[4].1);
     // A request soon after offers the tool the server added (the hub
@@ -547,10 +551,10 @@ async fn the_daemon_lists_servers_reloads_them_and_leaves_nothing_behind() {
     assert_eq!(fake["enabled"], true);
     assert_eq!(fake["restarts"], 0);
     assert!(fake["last_success_unix_seconds"].as_u64().unwrap() > 0);
-    assert_eq!(fake["tools"], 13);
+    assert_eq!(fake["tools"], 16);
     // Their names too, as the server gives them.
     let names = fake["tool_names"].as_array().unwrap();
-    assert_eq!(names.len(), 13, "{fake}");
+    assert_eq!(names.len(), 16, "{fake}");
     assert!(
         names
             .iter()

@@ -44,6 +44,8 @@ ask({"type": "session.start", "request_id": "url", "cwd": sys.argv[3], "base_url
 started = ask({"type": "session.start", "request_id": "plain", "cwd": sys.argv[3]})
 sid = started["session_id"]
 ask({"type": "workspace.trust", "request_id": "trust", "session_id": sid})
+ask({"type": "elicitation.resolve", "request_id": "elicit", "session_id": sid,
+     "elicitation_id": "x", "action": "accept", "content": {}})
 f.write(json.dumps({"type": "turn.start", "request_id": "turn", "session_id": sid, "prompt": "go"}) + "\n"); f.flush()
 while True:
     event = json.loads(f.readline())
@@ -156,7 +158,7 @@ async fn the_daemon_refuses_a_tool_process_what_only_a_person_may_do() {
     let outside = outside_dir();
     let planted = planted_in(&outside);
     let output = daemon.attack(&planted, true).await;
-    for request in ["control", "mcp", "url", "trust"] {
+    for request in ["control", "mcp", "url", "trust", "elicit"] {
         let line = output
             .lines()
             .find(|l| l.starts_with(&format!("{request} ")))

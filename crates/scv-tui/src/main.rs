@@ -185,6 +185,18 @@ enum McpAction {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to an HTTP server with OAuth: prints the authorization URL
+    /// to open and takes the redirect on 127.0.0.1. The daemon uses the
+    /// login within a second.
+    Login {
+        /// The server, as named in [mcp_servers.NAME].
+        name: String,
+    },
+    /// Forget a server's OAuth login; the daemon stops using it at once.
+    Logout {
+        /// The server, as named in [mcp_servers.NAME].
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -470,6 +482,12 @@ fn main() -> ExitCode {
             Some(Command::Mcp {
                 action: McpAction::List { json },
             }) => mcp_cmd::list(&home, &socket, json).await,
+            Some(Command::Mcp {
+                action: McpAction::Login { name },
+            }) => mcp_cmd::login(&home, &name).await,
+            Some(Command::Mcp {
+                action: McpAction::Logout { name },
+            }) => mcp_cmd::logout(&home, &name),
             Some(Command::Acp) => scv_acp::run(scv_acp::Options {
                 endpoint,
                 provider: choice.provider,

@@ -458,7 +458,7 @@ async fn mcp_list_prints_each_server_with_its_state_and_tools() {
     );
     let raw_line = lines.iter().find(|l| l.starts_with("raw ")).unwrap();
     let fields: Vec<&str> = raw_line.split_whitespace().collect();
-    assert_eq!(fields[..4], ["raw", "connected", "1", "0"], "{listed}");
+    assert_eq!(fields[..5], ["raw", "connected", "-", "1", "0"], "{listed}");
     let json = home.scv().args(["mcp", "list", "--json"]).output().unwrap();
     let event: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let components = event["status"]["components"].as_array().unwrap();

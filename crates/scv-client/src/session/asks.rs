@@ -58,6 +58,10 @@ pub enum Asked {
     Clear,
     /// A session opened on this connection (start, resume, fork).
     Open,
+    /// The answer to an MCP server's question.
+    Elicitation {
+        elicitation_id: String,
+    },
 }
 
 impl Asked {
@@ -107,6 +111,9 @@ impl Asked {
                 turn_id: cancel.turn_id.clone(),
             },
             ClientMessage::SessionClear(_) => Asked::Clear,
+            ClientMessage::ElicitationResolve(resolve) => Asked::Elicitation {
+                elicitation_id: resolve.elicitation_id.clone(),
+            },
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)

@@ -12,9 +12,12 @@ pub(crate) mod prompt;
 
 mod approvals;
 mod budget;
+pub(crate) mod elicit;
 mod hooked;
 mod limits;
+mod mentions;
 pub(crate) mod plan;
+pub(crate) mod session_mcp;
 mod sink;
 pub(crate) mod subagent;
 
@@ -160,6 +163,8 @@ pub(crate) struct Turn {
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
+    /// MCP questions waiting, MCP tools loaded (the session's).
+    pub session_mcp: session_mcp::SessionMcp,
     pub request_id: Arc<str>,
     pub turn_id: Arc<str>,
     pub token: CancellationToken,
@@ -262,6 +267,7 @@ impl Turn {
         let mut usage = None;
         let result = match self.submitted(prompt).await {
             Ok(prompt) => {
+                let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
                 history.push(Message::user(prompt));
                 self.drive(&mut history, &mut usage).await
             }
@@ -344,7 +350,7 @@ impl Turn {
             // MCP servers still starting get a moment, not the turn.
             self.cancellable(self.mcp.wait_started()).await?;
         }
-        let mut tools_version = self.mcp.version();
+        let mut tools_version = self.tools_version();
         let mut plan = settings.plan();
         let mut registry = self.registry(plan).await;
         let (mut system, mut fixed_bytes) = self.system_prompt(&registry, plan).await;
@@ -353,10 +359,10 @@ impl Turn {
         // Times a Stop hook sent the model back in this turn.
         let mut stop_rounds = 0;
         loop {
-            // A server's tools changed, or the mode: the next request
-            // offers the new set.
-            if self.mcp.version() != tools_version || settings.plan() != plan {
-                tools_version = self.mcp.version();
+            // A server's tools changed (or one was loaded), or the mode:
+            // the next request offers the new set.
+            if self.tools_version() != tools_version || settings.plan() != plan {
+                tools_version = self.tools_version();
                 plan = settings.plan();
                 registry = self.registry(plan).await;
                 (system, fixed_bytes) = self.system_prompt(&registry, plan).await;
@@ -488,7 +494,8 @@ impl Turn {
             plan,
             task: self.subagents.as_ref().map(|s| s.description()),
         };
-        let registry = Registry::for_session(&self.mcp.tools().await, offer);
+        let loaded = Some(&self.session_mcp.tool_search);
+        let registry = Registry::for_session(&self.mcp.tools().await, offer, loaded);
         match &self.child {
             Some(child) => registry.only(&child.tools),
             None => registry,
@@ -781,6 +788,7 @@ impl Turn {
             sandbox: self.settings.sandbox_now(plan),
             env: &self.settings.tool_env,
             mcp: &self.mcp,
+            elicitor: self.elicitor(),
             catalog: &self.settings.custom.catalog,
         };
         // Tools watch the token themselves, so a cancelled call has

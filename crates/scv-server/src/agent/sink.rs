@@ -117,6 +117,45 @@ impl SessionSink {
         Ok(seq)
     }
 
+    /// Emits an extension event that front ends' [`EventBody`] does not
+    /// carry (yet): `type` and the envelope around `body`'s fields, with
+    /// the next `seq`. Only for events a connection asked for.
+    pub(crate) async fn emit_extension(
+        &self,
+        type_name: &str,
+        turn_id: Option<&str>,
+        body: &impl serde::Serialize,
+    ) -> Result<u64, EmitError> {
+        let mut next_seq = self.next_seq.lock().await;
+        if self.silent {
+            *next_seq += 1;
+            return Ok(*next_seq - 1);
+        }
+        let mut event = serde_json::Map::new();
+        event.insert("type".into(), type_name.into());
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(body) {
+            event.extend(fields);
+        }
+        event.insert("session_id".into(), self.session_id.as_ref().into());
+        if let Some(turn_id) = turn_id {
+            event.insert("turn_id".into(), turn_id.into());
+        }
+        event.insert("seq".into(), (*next_seq).into());
+        if let Some(parent) = &self.parent {
+            if let Ok(parent) = serde_json::to_value(parent) {
+                event.insert("parent".into(), parent);
+            }
+        }
+        let frame = bytes::Bytes::from(serde_json::Value::Object(event).to_string());
+        if frame.len() > MAX_SERVER_FRAME_BYTES {
+            return Err(EmitError::TooLarge(frame.len()));
+        }
+        self.out.send(frame).await?;
+        let seq = *next_seq;
+        *next_seq += 1;
+        Ok(seq)
+    }
+
     /// Emits `deltas` (at most [`WRITER_QUEUE_FRAMES`]) as consecutive
     /// `assistant.delta` / `reasoning.delta` events with consecutive
     /// `seq`s, queued as one batch: the same frames, in the same order, for

@@ -464,6 +464,7 @@ impl Child {
             settings: self.settings.clone(),
             sink: self.sink.clone(),
             approvals: parent.approvals.clone(),
+            session_mcp: parent.session_mcp.clone(),
             request_id: parent.request_id.clone(),
             turn_id: self.turn_id.clone(),
             token: self.token.clone(),

@@ -87,6 +87,10 @@ impl Connection {
             }
             // A process SCV runs must never trust its own workspace.
             ClientMessage::WorkspaceTrust(_) if self.tool_peer => Err(from_tool("workspace trust")),
+            // Nor answer an MCP server's question for the user.
+            ClientMessage::ElicitationResolve(_) if self.tool_peer => {
+                Err(from_tool("answering an MCP server's question"))
+            }
             ClientMessage::SessionStart(mut start) => {
                 // A tool process talking to the daemon gets an answer,
                 // never a hand: its sessions run no tools.
@@ -132,6 +136,7 @@ impl Connection {
             trust: asked.trust,
             budgets: asked.budgets,
             daemon_status: asked.daemon_status,
+            elicitation: asked.elicitation,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

@@ -11,6 +11,7 @@
 //! task is spawned, a client answering a terminal event with `turn.start`
 //! gets a new turn, and the terminal event precedes `queue.dequeued`.
 
+use crate::agent::session_mcp::SessionMcp;
 use crate::agent::{
     add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome, Warned,
 };
@@ -23,9 +24,8 @@ use crate::session::reject::{invalid, Handled, Reject};
 use crate::transport::Outbound;
 use scv_protocol::limits::{MAX_PROMPT_BYTES, MAX_SESSIONS_PER_CONNECTION};
 use scv_protocol::{
-    ApprovalResolve, ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove,
-    QueueRemove, QueueUpdate, SessionClear, SessionConfigure, SessionPause, SessionStart,
-    TurnCancel, TurnStart, Usage,
+    ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove, QueueRemove, QueueUpdate,
+    SessionClear, SessionConfigure, SessionPause, SessionStart, TurnCancel, TurnStart, Usage,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +34,7 @@ use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod mcp;
 mod spending;
 mod stored;
 mod trust;
@@ -45,6 +46,7 @@ struct Session {
     sink: Arc<SessionSink>,
     settings: Arc<SessionSettings>,
     approvals: Arc<Approvals>,
+    mcp_state: SessionMcp,
     /// `None` while a turn owns it.
     history: Option<History>,
     queue: PromptQueue,
@@ -136,11 +138,10 @@ impl SessionHost {
                 session_id,
                 turn_id,
             }) => self.cancel(&session_id, &turn_id),
-            ClientMessage::ApprovalResolve(ApprovalResolve {
-                session_id,
-                approval_id,
-                approved,
-            }) => self.resolve(&session_id, &approval_id, approved),
+            ClientMessage::ApprovalResolve(r) => {
+                self.resolve(&r.session_id, &r.approval_id, r.approved)
+            }
+            ClientMessage::ElicitationResolve(answer) => self.answer(answer),
             ClientMessage::QueueUpdate(QueueUpdate {
                 session_id,
                 queue_id,
@@ -368,6 +369,7 @@ impl SessionHost {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
             approvals: Arc::new(Approvals::default()),
+            mcp_state: SessionMcp::new(self.caps.elicitation),
             history: Some(history),
             queue: PromptQueue::default(),
             paused: false,
@@ -519,7 +521,10 @@ impl SessionHost {
                 "custom commands and skills are not available in a session without tools",
             ));
         }
-        let custom = session.settings.custom.clone();
+        let (own, custom) = (session.mcp.clone(), session.settings.custom.clone());
+        if let Some(expanded) = mcp::prompt(own, &self.shared, &prompt).await {
+            return expanded;
+        }
         let expanded = crate::blocking::run(move || {
             custom
                 .catalog
@@ -616,6 +621,7 @@ impl SessionHost {
             settings: session.settings.clone(),
             sink,
             approvals: session.approvals.clone(),
+            session_mcp: session.mcp_state.clone(),
             request_id,
             turn_id,
             token,

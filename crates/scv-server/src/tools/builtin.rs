@@ -32,6 +32,9 @@ pub(crate) struct ToolContext<'a> {
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
     /// The MCP servers, for calls of their tools.
     pub mcp: &'a scv_mcp::Hub,
+    /// Asks the session's client an MCP server's questions during the
+    /// server's calls (`None`: declined).
+    pub elicitor: Option<scv_mcp::Elicitor>,
     /// The session's custom commands and skills (`skill` loads one).
     pub catalog: &'a scv_commands::Catalog,
 }

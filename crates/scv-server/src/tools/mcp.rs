@@ -34,7 +34,11 @@ pub(crate) fn summary(tool: &McpTool, arguments: &Value) -> String {
 }
 
 pub(crate) async fn run(tool: &McpTool, arguments: &Value, ctx: &ToolContext<'_>) -> ToolOutput {
-    match ctx.mcp.call(tool, arguments, ctx.cancel).await {
+    match ctx
+        .mcp
+        .call(tool, arguments, ctx.cancel, ctx.elicitor.clone())
+        .await
+    {
         Ok((text, false)) => ToolOutput::ok(text),
         Ok((text, true)) => ToolOutput::error(text),
         Err(CallError::TimedOut(after)) => ToolOutput::error(format!(

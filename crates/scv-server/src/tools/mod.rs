@@ -22,6 +22,7 @@ mod search;
 mod skill;
 pub(crate) mod task;
 mod textfile;
+pub(crate) mod tool_search;
 mod write_file;
 
 pub(crate) use builtin::{ToolContext, ToolError, ToolOutput};

@@ -3,6 +3,7 @@
 //! once per call.
 
 use super::builtin::{Builtin, ToolContext, ToolResult};
+use super::tool_search::{self, Loaded};
 use super::{bash, edit_file, list_dir, mcp, output, read_file, search, skill, task, write_file};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
@@ -42,6 +43,8 @@ enum Kind {
     Mcp(Arc<McpTool>),
     /// `task`: run by the agent loop itself (a child session), never here.
     Task,
+    /// `mcp_tool_search`: finds and loads the session's MCP tools.
+    Search(Arc<Loaded>, Arc<[Arc<McpTool>]>),
 }
 
 impl Tool {
@@ -55,6 +58,10 @@ impl Tool {
             Kind::Builtin(builtin) => (builtin.summary)(arguments),
             Kind::Mcp(tool) => mcp::summary(tool, arguments),
             Kind::Task => task::summary(arguments),
+            Kind::Search(..) => format!(
+                "Search MCP tools: {}",
+                super::builtin::arg(arguments, "query")
+            ),
         }
     }
 
@@ -75,7 +82,7 @@ impl Tool {
             Kind::Builtin(builtin) => builtin
                 .stays_sandboxed
                 .map(|stays| enforced && stays(arguments)),
-            Kind::Mcp(_) | Kind::Task => None,
+            Kind::Mcp(_) | Kind::Task | Kind::Search(..) => None,
         }
     }
 
@@ -85,7 +92,7 @@ impl Tool {
             Kind::Builtin(builtin) => builtin
                 .stays_sandboxed
                 .is_some_and(|stays| !stays(arguments)),
-            Kind::Mcp(_) | Kind::Task => false,
+            Kind::Mcp(_) | Kind::Task | Kind::Search(..) => false,
         }
     }
 
@@ -94,6 +101,10 @@ impl Tool {
         let result = match &self.kind {
             Kind::Builtin(builtin) => (builtin.run)(arguments, ctx).await?,
             Kind::Mcp(tool) => mcp::run(tool, arguments, ctx).await,
+            Kind::Search(loaded, tools) => match tool_search::run(arguments, tools, loaded) {
+                Ok(text) => super::builtin::ToolOutput::ok(text),
+                Err(why) => super::builtin::ToolOutput::error(format!("error: {why}")),
+            },
             Kind::Task => {
                 return Err(super::builtin::ToolError::Internal(
                     "a task call reached the tool runner; the agent loop runs it".into(),
@@ -131,11 +142,21 @@ impl Registry {
     /// and `mcp` (the connected servers' tools). In plan mode the `write`
     /// tools stay known (a call is refused by name, not "unknown") but are
     /// not offered.
-    pub(crate) fn for_session(mcp: &[Arc<McpTool>], offer: Offer) -> Arc<Registry> {
+    ///
+    /// With `loaded` (the session's), MCP tools weighing more than
+    /// [`tool_search::DEFER_ABOVE_BYTES`] are offered through
+    /// `mcp_tool_search`: only the loaded ones are offered, after it, by
+    /// name; every one stays callable.
+    pub(crate) fn for_session(
+        mcp: &[Arc<McpTool>],
+        offer: Offer,
+        loaded: Option<&Arc<Loaded>>,
+    ) -> Arc<Registry> {
         let builtins = Registry::builtins();
         if mcp.is_empty() && offer == Offer::default() {
             return builtins;
         }
+        let loaded = loaded.filter(|_| tool_search::deferred(mcp));
         let mut tools = builtin_tools();
         if offer.skill {
             tools.push(builtin_tool(&skill::TOOL));
@@ -147,7 +168,19 @@ impl Registry {
             };
             tools.push((task::NAME.to_string(), tool));
         }
-        for tool in mcp {
+        if let Some(loaded) = loaded {
+            let tool = Tool {
+                risk: Risk::Read,
+                kind: Kind::Search(loaded.clone(), mcp.iter().cloned().collect()),
+            };
+            tools.push((tool_search::NAME.to_string(), tool));
+        }
+        let mut by_name: Vec<&Arc<McpTool>> = mcp.iter().collect();
+        if loaded.is_some() {
+            // One order whatever the servers' order, for prompt caches.
+            by_name.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        for tool in by_name {
             tools.push((
                 tool.name.clone(),
                 Tool {
@@ -159,6 +192,10 @@ impl Registry {
         let specs = tools
             .iter()
             .filter(|(_, tool)| !(offer.plan && tool.risk == Risk::Write))
+            .filter(|(name, tool)| match (&tool.kind, loaded) {
+                (Kind::Mcp(_), Some(loaded)) => loaded.contains(name),
+                _ => true,
+            })
             .map(|(_, tool)| match &tool.kind {
                 Kind::Builtin(builtin) => builtin_spec(builtin),
                 Kind::Mcp(tool) => ToolSpec {
@@ -167,6 +204,7 @@ impl Registry {
                     parameters: tool.input_schema.clone(),
                 },
                 Kind::Task => task::spec(offer.task.as_deref().unwrap_or_default()),
+                Kind::Search(..) => tool_search::spec(),
             })
             .collect();
         Arc::new(Registry { tools, specs })
@@ -186,6 +224,7 @@ impl Registry {
                         Kind::Builtin(builtin) => Kind::Builtin(builtin),
                         Kind::Mcp(mcp) => Kind::Mcp(mcp.clone()),
                         Kind::Task => Kind::Task,
+                        Kind::Search(loaded, tools) => Kind::Search(loaded.clone(), tools.clone()),
                     };
                     let tool = Tool {
                         risk: tool.risk,

@@ -105,6 +105,54 @@ async def ask_user(question: str, ctx: Context) -> str:
 
 
 @mcp.tool(structured_output=False)
+async def ask_form(question: str, ctx: Context) -> str:
+    """Asks the user to fill in a form (elicitation, form mode)."""
+    from pydantic import BaseModel, Field
+
+    class Person(BaseModel):
+        name: str = Field(min_length=2)
+        age: int = Field(ge=0, le=150)
+
+    result = await ctx.elicit(message=question, schema=Person)
+    data = result.data.model_dump() if result.action == "accept" else None
+    return f"form: {result.action} {json.dumps(data, sort_keys=True)}"
+
+
+@mcp.tool(structured_output=False)
+async def ask_url(ctx: Context) -> str:
+    """Sends the user to a page (elicitation, URL mode)."""
+    result = await ctx.elicit_url(
+        message="Connect your account", url="https://example.com/connect?id=7", elicitation_id="e-7"
+    )
+    return f"url: {result.action}"
+
+
+@mcp.prompt()
+def review(path: str, tone: str = "kind") -> str:
+    """Review a file."""
+    return f"Review {path} in a {tone} tone."
+
+
+@mcp.resource("guide://intro", mime_type="text/plain")
+def intro() -> str:
+    """The guide's introduction."""
+    return "The intro text: read the guide first."
+
+
+@mcp.tool(structured_output=False)
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Adds a prompt and says the list changed."""
+    from mcp.server.fastmcp.prompts import Prompt
+
+    def added(topic: str) -> str:
+        return f"Write about {topic}."
+
+    mcp.add_prompt(Prompt.from_function(added, name=name, description="added at run time"))
+    await ctx.session.send_prompt_list_changed()
+    return f"added prompt {name}"
+
+
+@mcp.tool(structured_output=False)
 async def roots(ctx: Context) -> str:
     """The client's roots."""
     result = await ctx.session.list_roots()

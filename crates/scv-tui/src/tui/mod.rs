@@ -71,6 +71,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     trust: true,
     budgets: true,
     daemon_status: true,
+    // The TUI does not show MCP servers' questions yet: they are declined.
+    elicitation: false,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task
