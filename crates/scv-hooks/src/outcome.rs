@@ -556,6 +556,8 @@ mod tests {
             timeout: Duration::from_secs(60),
             source: PathBuf::from("/p/.scv/hooks.json"),
             origin: Origin::User,
+            condition: None,
+            plugin_root: None,
         }
     }
 

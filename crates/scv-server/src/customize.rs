@@ -1,6 +1,8 @@
-//! What the user's files add to a session: hooks (`$SCV_HOME/hooks.json`,
-//! and the repository's `WORKSPACE/.scv/hooks.json` in a trusted
-//! workspace: `trust`), custom commands and skills (`scv_commands`). Read
+//! What the user's files add to a session: hooks (`$SCV_HOME/hooks.json`
+//! and Claude Code's `~/.claude/settings.json`; the repository's
+//! `WORKSPACE/.scv/hooks.json`, `.claude/settings.json` and
+//! `.claude/settings.local.json` in a trusted workspace: `trust`), custom
+//! commands and skills (`scv_commands`). Read
 //! when the session starts — a session never runs without the hooks the
 //! user wrote, so a malformed hooks file of theirs (or of a repository
 //! they trusted) refuses the session with the file and line — and kept for
@@ -30,8 +32,15 @@ pub(crate) struct Customization {
     pub trust: Option<Decision>,
 }
 
-/// The repository's hooks file, relative to the workspace.
-const REPOSITORY_HOOKS: &str = ".scv/hooks.json";
+/// The repository's files that hold hooks, relative to the workspace:
+/// SCV's hooks.json (which must have `hooks`), then Claude Code's settings
+/// files (which need not). Each is a repository configuration file of
+/// `scv_client::trust`.
+const REPOSITORY_HOOKS: [(&str, bool); 3] = [
+    (".scv/hooks.json", true),
+    (".claude/settings.json", false),
+    (".claude/settings.local.json", false),
+];
 
 /// Reads a session's hooks, commands and skills (blocking); `trusted` is
 /// `trusted_workspaces`. The error is a malformed or unreadable hooks
@@ -42,28 +51,31 @@ pub(crate) fn load(
     trusted: &[PathBuf],
     source: &'static str,
 ) -> Result<Customization, String> {
-    let user = Hooks::load(&[scv_home.join("hooks.json")]).map_err(|err| err.to_string())?;
+    let mut hooks = Hooks::load(&[scv_home.join("hooks.json")]).map_err(|err| err.to_string())?;
+    if let Some(dir) = crate::claude::user_dir() {
+        let settings = Hooks::load_settings(&dir.join("settings.json"), Origin::User)
+            .map_err(|err| err.to_string())?;
+        hooks = bounded(hooks.merge(settings), &dir.join("settings.json"))?;
+    }
     let trust = crate::trust::decide(scv_home, trusted, workspace);
-    let hooks = match trust.usable(REPOSITORY_HOOKS) {
-        Some(bytes) => {
-            let path = workspace.join(REPOSITORY_HOOKS);
-            let text = std::str::from_utf8(bytes)
-                .map_err(|_| format!("{}: not valid UTF-8", path.display()))?;
-            let repository =
-                Hooks::parse_from(&path, text, Origin::Repository).map_err(|e| e.to_string())?;
-            let hooks = user.merge(repository);
-            if hooks.len() > scv_hooks::MAX_HOOKS {
-                return Err(format!(
-                    "{}: brings the hook commands to {}; at most {} are allowed in all",
-                    path.display(),
-                    hooks.len(),
-                    scv_hooks::MAX_HOOKS
-                ));
-            }
-            hooks
+    for (rel, needs_hooks) in REPOSITORY_HOOKS {
+        let Some(bytes) = trust.usable(rel) else {
+            continue;
+        };
+        let path = workspace.join(rel);
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| format!("{}: not valid UTF-8", path.display()))?;
+        let repository = if needs_hooks {
+            Hooks::parse_from(&path, text, Origin::Repository)
+        } else {
+            Hooks::parse_settings(&path, text, Origin::Repository)
         }
-        None => user,
-    };
+        .map_err(|e| e.to_string())?;
+        hooks = bounded(hooks.merge(repository), &path)?;
+    }
+    for warning in hooks.warnings() {
+        tracing::warn!("hooks: {warning}");
+    }
     let catalog = Catalog::load(&Roots {
         workspace: workspace.to_path_buf(),
         scv_home: scv_home.to_path_buf(),
@@ -80,6 +92,19 @@ pub(crate) fn load(
         source,
         trust: Some(trust),
     })
+}
+
+/// `hooks`, unless `path` brought them over [`scv_hooks::MAX_HOOKS`].
+fn bounded(hooks: Hooks, path: &Path) -> Result<Hooks, String> {
+    if hooks.len() > scv_hooks::MAX_HOOKS {
+        return Err(format!(
+            "{}: brings the hook commands to {}; at most {} are allowed in all",
+            path.display(),
+            hooks.len(),
+            scv_hooks::MAX_HOOKS
+        ));
+    }
+    Ok(hooks)
 }
 
 impl Customization {

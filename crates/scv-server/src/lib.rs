@@ -6,6 +6,7 @@
 mod agent;
 mod blocking;
 mod checkpoint;
+mod claude;
 mod clawbot;
 mod component;
 pub mod config;

@@ -400,6 +400,13 @@ impl Ready {
                     .readable_roots
                     .push(home.join(".claude").join("hooks"));
             }
+            // `$CLAUDE_CONFIG_DIR`, when it moves Claude Code's folder.
+            if let Some(dir) = crate::claude::user_dir() {
+                let hooks = dir.join("hooks");
+                if !policy.readable_roots.contains(&hooks) {
+                    policy.readable_roots.push(hooks);
+                }
+            }
             policy
         };
         let read_only = |mut policy: Policy| {

@@ -79,6 +79,9 @@ impl<'a> SessionFactory<'a> {
         started.mode = Some(mode);
         started.command_diagnostics = custom.diagnostics();
         started.config_warnings = self.shared.live.warnings();
+        started
+            .config_warnings
+            .extend(custom.hooks.warnings().iter().cloned());
         if let Some(decision) = &custom.trust {
             started
                 .config_warnings

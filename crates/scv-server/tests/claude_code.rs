@@ -1,0 +1,216 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! A Claude Code user's files, read where Claude Code reads them, through
+//! the real binary: hooks in a project's committed `.claude/settings.json`
+//! and `.claude/settings.local.json` (in a trusted workspace only) and in
+//! the user's `~/.claude/settings.json` (here `CLAUDE_CONFIG_DIR`, which
+//! the test support points at the test's own folder); an event SCV does
+//! not fire and a `prompt` hook are warnings, never a refused session; a
+//! hook's `if` narrows the calls it runs for, and one SCV cannot read
+//! refuses the session naming the file and line.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// A team's guard, as a project commits it: `.claude/hooks/guard.sh`
+/// logs each run to `guard.log` and blocks (exit 2) any `rm` whose flags
+/// hold `-r`/`-f` together, as `rm -rf` does; wired in
+/// `.claude/settings.json` for `Bash` calls, scoped by `if` to `rm`
+/// commands. The same file carries what SCV does not run: a
+/// `Notification` hook (an event SCV does not fire) and a `prompt` hook.
+fn commit_guard(workspace: &Path) {
+    let dir = workspace.join(".claude");
+    std::fs::create_dir_all(dir.join("hooks")).unwrap();
+    let guard = r#"#!/bin/bash
+input=$(cat)
+echo "ran" >> "$CLAUDE_PROJECT_DIR/guard.log"
+if printf '%s' "$input" | grep -Eq '"command": *"[^"]*rm +-[a-zA-Z]*(rf|fr)'; then
+  echo "guard: rm -rf is not allowed in this repository" >&2
+  exit 2
+fi
+exit 0
+"#;
+    let script = dir.join("hooks/guard.sh");
+    std::fs::write(&script, guard).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = "{\n  \"permissions\": {\"allow\": [\"Bash(ls:*)\"]},\n  \"hooks\": {\n    \"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [\n      {\"type\": \"command\", \"if\": \"Bash(rm *)\",\n       \"command\": \"\\\"$CLAUDE_PROJECT_DIR\\\"/.claude/hooks/guard.sh\"}]}],\n    \"Notification\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send hi\"}]}],\n    \"Stop\": [{\"hooks\": [{\"type\": \"prompt\", \"prompt\": \"Are the tests green?\"}]}]\n  }\n}\n";
+    std::fs::write(dir.join("settings.json"), settings).unwrap();
+}
+
+/// The model's bash call `command` (id `call`), then "done".
+fn bash_then_done(mock: &MockProvider, call: &str, command: &str) {
+    mock.push(Reply::tool_calls(&[(
+        call,
+        "bash",
+        json!({ "command": command }),
+    )]));
+    mock.push(Reply::text(["done"]));
+}
+
+fn completed_of<'a>(events: &'a [Value], call: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == "tool.completed" && e["call_id"] == call)
+        .unwrap_or_else(|| panic!("no tool.completed for {call}: {:?}", types(events)))
+}
+
+/// The guard committed in `.claude/settings.json` blocks `rm -rf` once the
+/// workspace is trusted (and runs nothing before); its `if` keeps it from
+/// running for `ls`; the `Notification` and `prompt` hooks beside it are
+/// named in `config_warnings` and the session starts.
+#[tokio::test]
+async fn a_committed_guard_in_claude_settings_blocks_rm_rf_in_a_trusted_workspace() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "auto_approve = [\"process\"]");
+    let ws = home.workspace();
+    commit_guard(&ws);
+    std::fs::create_dir_all(ws.join("victim/inner")).unwrap();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+
+    // Untrusted: the file is named, its hooks do not run.
+    server
+        .send(json!({"type":"session.start","request_id":"s0","cwd": ws}))
+        .await;
+    let started = server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    let warnings = started["config_warnings"].to_string();
+    assert!(
+        warnings.contains(".claude/settings.json") && warnings.contains("scv trust"),
+        "{warnings}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+    bash_then_done(&mock, "l0", "ls");
+    server.start_turn(&session, "t0", "list").await;
+    server.until_terminal().await;
+    assert!(!ws.join("guard.log").exists(), "an untrusted hook ran");
+
+    // Trusted: the session starts despite what SCV does not run, and says
+    // what it skipped, with the file and line.
+    home.trust_workspace();
+    server
+        .send(json!({"type":"session.start","request_id":"s1","cwd": ws}))
+        .await;
+    let started = server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    let warnings: Vec<String> = started["config_warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    let settings = ws.join(".claude/settings.json").display().to_string();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{settings}:7:")) && w.contains("\"Notification\"")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{settings}:8:"))
+                && w.contains("\"prompt\" hook is skipped")),
+        "{warnings:?}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+
+    // `ls`: the `if` does not hold, the guard does not run.
+    bash_then_done(&mock, "l1", "ls");
+    server.start_turn(&session, "t1", "list").await;
+    let events = server.until_terminal().await;
+    assert_eq!(completed_of(&events, "l1")["success"], true);
+    assert!(!ws.join("guard.log").exists(), "the guard ran for `ls`");
+
+    // `cd victim && rm -rf inner`: a part is an `rm`; the guard blocks.
+    bash_then_done(&mock, "r1", "cd victim && rm -rf inner");
+    server.start_turn(&session, "t2", "clean up").await;
+    let events = server.until_terminal().await;
+    let done = completed_of(&events, "r1");
+    assert_eq!(done["success"], false, "{done}");
+    let output = done["output"].as_str().unwrap();
+    assert!(output.contains("PreToolUse hook blocked"), "{output}");
+    assert!(output.contains("rm -rf is not allowed"), "{output}");
+    assert!(ws.join("victim/inner").is_dir(), "rm -rf went through");
+    let log = std::fs::read_to_string(ws.join("guard.log")).unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+
+    // `rm` of one file: the guard runs (the `if` holds) and lets it by.
+    std::fs::write(ws.join("victim/file"), "x").unwrap();
+    bash_then_done(&mock, "r2", "rm victim/file");
+    server.start_turn(&session, "t3", "remove the file").await;
+    let events = server.until_terminal().await;
+    assert_eq!(completed_of(&events, "r2")["success"], true);
+    assert!(!ws.join("victim/file").exists());
+    let log = std::fs::read_to_string(ws.join("guard.log")).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+}
+
+/// `.claude/settings.local.json` is the project's too (trusted like the
+/// rest), and the user's own `~/.claude/settings.json` runs in any
+/// workspace; an `if` SCV cannot read in it refuses the session with the
+/// file and line, and the connection goes on.
+#[tokio::test]
+async fn the_users_claude_settings_and_the_local_settings_run_and_a_bad_if_is_named() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let ws = home.workspace();
+    let user = home.claude_dir();
+    std::fs::create_dir_all(&user).unwrap();
+    let context = |word: &str| {
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("echo {word}")}]}]}})
+        .to_string()
+    };
+    std::fs::write(
+        user.join("settings.json"),
+        context("from-the-users-settings"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.local.json"),
+        context("from-the-local-settings"),
+    )
+    .unwrap();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+
+    // Untrusted: only the user's own hook adds its context.
+    let session = server.start_session(&ws).await;
+    mock.push(Reply::text(["ok"]));
+    server.start_turn(&session, "t0", "hi").await;
+    server.until_terminal().await;
+    let sent = mock.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("from-the-users-settings"), "{sent}");
+    assert!(!sent.contains("from-the-local-settings"), "{sent}");
+
+    // Trusted: both.
+    home.trust_workspace();
+    let session = server.start_session(&ws).await;
+    mock.push(Reply::text(["ok"]));
+    server.start_turn(&session, "t1", "hi").await;
+    server.until_terminal().await;
+    let sent = mock.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("from-the-users-settings"), "{sent}");
+    assert!(sent.contains("from-the-local-settings"), "{sent}");
+
+    // The user's `if` that is not a rule (a made-up expression).
+    std::fs::write(
+        user.join("settings.json"),
+        "{\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [\n  {\"type\": \"command\", \"command\": \"x\",\n   \"if\": \"tool_input.command matches 'git push'\"}]}]}}",
+    )
+    .unwrap();
+    server
+        .send(json!({"type":"session.start","request_id":"bad","cwd": ws}))
+        .await;
+    let error = server.expect_error("invalid_request", "bad").await;
+    let message = error["message"].as_str().unwrap();
+    let file = user.join("settings.json").display().to_string();
+    assert!(message.contains(&format!("{file}:3:")), "{message}");
+    assert!(message.contains("\"if\" is not a rule"), "{message}");
+    // The connection carries on.
+    std::fs::remove_file(user.join("settings.json")).unwrap();
+    server.start_session(&ws).await;
+}
