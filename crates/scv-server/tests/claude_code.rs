@@ -214,3 +214,104 @@ async fn the_users_claude_settings_and_the_local_settings_run_and_a_bad_if_is_na
     std::fs::remove_file(user.join("settings.json")).unwrap();
     server.start_session(&ws).await;
 }
+
+/// `CLAUDE.md` reaches the model beside `AGENTS.md`, in the documented
+/// order — the user's `~/.claude/CLAUDE.md`, the repository root's, the
+/// workspace's (its `@path` import right after it), then `AGENTS.md` —
+/// and `session.started.instructions` (capability `commands`) names them
+/// so; an import or a link leading out of the repository is not followed;
+/// a client without the capability gets no such field.
+#[tokio::test]
+async fn claude_md_files_and_their_imports_reach_the_model_in_order() {
+    let mut rig = Rig::with_capabilities("", json!({"commands": true})).await;
+    let user = rig.home.claude_dir();
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("CLAUDE.md"), "user-rule: answer in English\n").unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let repo_path = repo.path().canonicalize().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.md"), "outside-secret").unwrap();
+    std::fs::create_dir_all(repo_path.join(".git")).unwrap();
+    std::fs::create_dir_all(repo_path.join("pkg/docs")).unwrap();
+    std::fs::write(repo_path.join("CLAUDE.md"), "root-rule: use cargo\n").unwrap();
+    let escape = format!(
+        "@{}",
+        outside
+            .path()
+            .join("secret.md")
+            .canonicalize()
+            .unwrap()
+            .display()
+    );
+    std::fs::write(
+        repo_path.join("pkg/CLAUDE.md"),
+        format!("pkg-rule: see @docs/style.md\nNot this: `@docs/other.md`.\nNor {escape} nor @../../../../../../etc/hostname\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        repo_path.join("pkg/docs/style.md"),
+        "style-rule: short lines\n",
+    )
+    .unwrap();
+    std::fs::write(repo_path.join("pkg/docs/other.md"), "other-rule\n").unwrap();
+    std::fs::write(
+        repo_path.join("pkg/AGENTS.md"),
+        "agents-rule: run the tests\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.md"),
+        repo_path.join("pkg/CLAUDE.local.md"),
+    )
+    .unwrap();
+    let ws = repo_path.join("pkg");
+    rig.server
+        .send(json!({"type":"session.start","request_id":"s","cwd": ws}))
+        .await;
+    let started = rig.server.expect("session.started").await;
+    rig.server.expect("queue.snapshot").await;
+    let listed: Vec<String> = started["instructions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{started}"))
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    let want: Vec<String> = [
+        user.join("CLAUDE.md"),
+        repo_path.join("CLAUDE.md"),
+        ws.join("CLAUDE.md"),
+        ws.join("docs/style.md"),
+        ws.join("AGENTS.md"),
+    ]
+    .iter()
+    .map(|p| p.display().to_string())
+    .collect();
+    assert_eq!(listed, want);
+    let session = started["session_id"].as_str().unwrap().to_string();
+    rig.mock.push(Reply::text(["ok"]));
+    rig.turn(&session, "hi").await;
+    let system = rig.mock.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let at = |needle: &str| {
+        system
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing from {system}"))
+    };
+    assert!(at("user-rule") < at("root-rule"));
+    assert!(at("root-rule") < at("pkg-rule"));
+    assert!(at("pkg-rule") < at("style-rule"));
+    assert!(at("style-rule") < at("agents-rule"));
+    assert!(!system.contains("outside-secret"), "{system}");
+    assert!(!system.contains("other-rule"), "{system}");
+
+    // Without capability `commands`: no `instructions`, the same prompt.
+    let mut plain = TestServer::spawn(BIN, rig.home.path());
+    plain.initialize().await;
+    plain
+        .send(json!({"type":"session.start","request_id":"s","cwd": ws}))
+        .await;
+    let started = plain.expect("session.started").await;
+    assert!(started.get("instructions").is_none(), "{started}");
+}

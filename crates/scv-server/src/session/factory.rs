@@ -78,6 +78,15 @@ impl<'a> SessionFactory<'a> {
         let mut started = started(&current.sandbox, &cwd, &provider.model, def);
         started.mode = Some(mode);
         started.command_diagnostics = custom.diagnostics();
+        let workspace = cwd.clone();
+        started.instructions = crate::blocking::run(move || {
+            crate::instructions::load(&workspace)
+                .into_iter()
+                .map(|file| file.path.display().to_string())
+                .collect()
+        })
+        .await
+        .ok();
         started.config_warnings = self.shared.live.warnings();
         started
             .config_warnings
@@ -278,6 +287,7 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         mode: None,
         commands: None,
         command_diagnostics: Vec::new(),
+        instructions: None,
         config_warnings: Vec::new(),
         sandbox_network: None,
         trust: None,

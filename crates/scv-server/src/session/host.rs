@@ -320,7 +320,7 @@ impl SessionHost {
         if self.caps.commands {
             made.started.commands = Some(std::mem::take(&mut made.commands));
         } else {
-            made.started.command_diagnostics.clear();
+            made.started.drop_commands_fields();
         }
         if !self.caps.trust {
             made.started.trust = None;
