@@ -152,7 +152,7 @@ fn tool_fields(o: &mut Map<String, Value>, cwd: &Path, tool: &str, arguments: &V
 /// `timeout_ms`), Task's `subagent_type` (SCV's `agent`). list_dir and search already use Glob's and Grep's names
 /// (`path`, `pattern`, `glob`). A key the arguments already have is never
 /// overwritten.
-fn tool_input(cwd: &Path, tool: &str, arguments: &Value) -> Value {
+pub fn tool_input(cwd: &Path, tool: &str, arguments: &Value) -> Value {
     let Some(args) = arguments.as_object() else {
         return arguments.clone();
     };

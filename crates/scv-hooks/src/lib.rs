@@ -31,7 +31,7 @@ pub use config::{
     MAX_TIMEOUT_SECS,
 };
 pub use event::Event;
-pub use input::{input_json, Common, Input};
+pub use input::{input_json, tool_input, Common, Input};
 pub use outcome::{
     combine, interpret, Decision, Exit, Outcome, Run, MAX_CONTEXT_BYTES, MAX_MESSAGE_BYTES,
     MAX_STDERR_BYTES, MAX_STDOUT_BYTES,

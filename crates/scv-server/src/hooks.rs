@@ -29,6 +29,8 @@ pub(crate) struct HookContext<'a> {
     /// The session's sandbox (read-only in plan mode); `None`: unconfined,
     /// as the session's commands are.
     pub sandbox: Option<crate::sandbox::SandboxView>,
+    /// The session's transcript in Claude Code's format, if it keeps one.
+    pub transcript: Option<&'a Path>,
 }
 
 /// What the hooks of one event decided.
@@ -81,9 +83,8 @@ pub(crate) async fn run(
     }
     let common = Common {
         session_id: cx.session_id,
-        // SCV's journal is not Claude Code's transcript format; a hook
-        // that reads one finds none rather than something it misreads.
-        transcript_path: None,
+        // Claude Code's format (`crate::transcript`), kept current.
+        transcript_path: cx.transcript,
         cwd: cx.cwd,
         permission_mode: if cx.plan { "plan" } else { "default" },
     };

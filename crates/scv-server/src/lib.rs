@@ -42,5 +42,6 @@ pub mod stdio;
 mod telemetry;
 mod text;
 pub mod tools;
+mod transcript;
 mod transport;
 mod trust;

@@ -250,6 +250,25 @@ impl SandboxView {
         }
     }
 
+    /// The same session's sandbox showing `read` too, read-only, and
+    /// `write` writable (in `workspace-write`), to every process: the
+    /// session's transcript and `CLAUDE_ENV_FILE` folder for its hooks.
+    /// Call before its first command.
+    pub(crate) fn with_hook_files(&self, read: &Path, write: &Path) -> SandboxView {
+        let mut base = Policy::clone(&self.session.base);
+        base.readable_roots.push(read.to_path_buf());
+        base.writable_roots.push(write.to_path_buf());
+        SandboxView {
+            session: Arc::new(SessionSandbox {
+                base: Arc::new(base),
+                scv_home: self.session.scv_home.clone(),
+                ready: tokio::sync::OnceCell::new(),
+                host: tokio::sync::OnceCell::new(),
+            }),
+            read_only: self.read_only,
+        }
+    }
+
     /// Whether its commands may use the network.
     pub(crate) fn network(&self) -> bool {
         self.session.base.network

@@ -315,3 +315,127 @@ async fn claude_md_files_and_their_imports_reach_the_model_in_order() {
     let started = plain.expect("session.started").await;
     assert!(started.get("instructions").is_none(), "{started}");
 }
+
+/// Writes the user's `~/.claude/settings.json` (`CLAUDE_CONFIG_DIR`).
+fn user_settings(home: &TestHome, settings: Value) {
+    let dir = home.claude_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// A Stop hook that works as ralph-loop's does: it reads
+/// `transcript_path` from its input, takes the last line with
+/// `"role":"assistant"`, and sends the model back until that message
+/// holds the promise `<promise>DONE</promise>` (keeping a copy of what it
+/// read). The transcript is in Claude Code's line format, current when
+/// the hook runs, and readable in the hook's sandbox.
+#[tokio::test]
+async fn a_stop_hook_reads_the_transcript_and_loops_until_the_promise() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let stop = r#"input=$(cat)
+t=$(printf '%s' "$input" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
+[ -f "$t" ] || { echo "no transcript at '$t'" >&2; exit 1; }
+n=$(ls "$CLAUDE_PROJECT_DIR" | grep -c '^seen-')
+cp "$t" "$CLAUDE_PROJECT_DIR/seen-$n.jsonl"
+last=$(grep '"role":"assistant"' "$t" | tail -1)
+if printf '%s' "$last" | grep -q '<promise>DONE</promise>'; then exit 0; fi
+echo '{"decision":"block","reason":"Ralph: not done yet, keep going"}'"#;
+    user_settings(
+        &home,
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]}}),
+    );
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    let ws = home.workspace();
+    let session = server.start_session(&ws).await;
+    mock.push(Reply::text(["still working"]));
+    mock.push(Reply::text(["all green <promise>DONE</promise>"]));
+    server.start_turn(&session, "t", "fix the build").await;
+    let events = server.until_terminal().await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:?}"
+    );
+    let requests = mock.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the Stop hook did not send the model back"
+    );
+    assert!(requests[1]
+        .body
+        .to_string()
+        .contains("not done yet, keep going"));
+
+    // What the hook read, the first time: Claude Code's lines.
+    let first = std::fs::read_to_string(ws.join("seen-0.jsonl")).unwrap();
+    let lines: Vec<Value> = first
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{first}");
+    assert_eq!(lines[0]["type"], "user");
+    assert_eq!(lines[0]["message"]["role"], "user");
+    assert!(lines[0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("fix the build"));
+    assert_eq!(lines[1]["type"], "assistant");
+    assert_eq!(lines[1]["message"]["content"][0]["type"], "text");
+    assert_eq!(lines[1]["message"]["content"][0]["text"], "still working");
+    assert_eq!(lines[1]["parentUuid"], lines[0]["uuid"]);
+    for line in &lines {
+        assert_eq!(line["sessionId"], session.as_str());
+        assert_eq!(line["cwd"], ws.display().to_string());
+        assert!(line["timestamp"].as_str().unwrap().ends_with('Z'));
+    }
+    // The second time: kept current (appended, not rewritten).
+    let second = std::fs::read_to_string(ws.join("seen-1.jsonl")).unwrap();
+    assert!(second.starts_with(&first), "{second}");
+    assert_eq!(second.lines().count(), 4, "{second}");
+    assert!(second
+        .lines()
+        .last()
+        .unwrap()
+        .contains("<promise>DONE</promise>"));
+}
+
+/// `CLAUDE_ENV_FILE`: a `SessionStart` hook written as Claude Code's
+/// documentation shows (`set -u`, `export` lines appended to the file)
+/// runs, and what it exported reaches the session's later `bash` calls.
+#[tokio::test]
+async fn a_session_start_hook_exports_through_claude_env_file_to_later_bash_calls() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "auto_approve = [\"process\"]");
+    let start = r#"set -euo pipefail
+if [ -n "$CLAUDE_ENV_FILE" ]; then
+  echo 'export PROJECT_FLAVOUR="from session start"' >> "$CLAUDE_ENV_FILE"
+  echo 'export PATH="$PATH:/opt/made-up-bin"' >> "$CLAUDE_ENV_FILE"
+fi
+exit 0"#;
+    user_settings(
+        &home,
+        json!({"hooks": {"SessionStart": [{"matcher": "startup",
+            "hooks": [{"type": "command", "command": start}]}]}}),
+    );
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    let ws = home.workspace();
+    let session = server.start_session(&ws).await;
+    mock.push(Reply::tool_calls(&[(
+        "e1",
+        "bash",
+        json!({"command": "echo \"flavour=$PROJECT_FLAVOUR\"; echo \"path=$PATH\""}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    server.start_turn(&session, "t", "go").await;
+    let events = server.until_terminal().await;
+    let done = completed_of(&events, "e1");
+    let output = done["output"].as_str().unwrap();
+    assert_eq!(done["success"], true, "{output}");
+    assert!(output.contains("flavour=from session start"), "{output}");
+    assert!(output.contains(":/opt/made-up-bin"), "{output}");
+    assert!(!output.contains("path=$PATH"), "{output}");
+}

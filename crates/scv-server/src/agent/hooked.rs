@@ -33,6 +33,31 @@ pub(super) struct Gate {
 }
 
 impl Turn {
+    /// Adds `message` to `history` and the transcript hooks read.
+    pub(super) async fn record(
+        &self,
+        history: &mut crate::context::History,
+        message: crate::model::Message,
+    ) {
+        history.push(message);
+        self.mirror(history).await;
+    }
+
+    /// Brings the session's transcript (`transcript_path`) up to
+    /// `history` before hooks read it; nothing without hooks.
+    pub(super) async fn mirror(&self, history: &crate::context::History) {
+        let Some(transcript) = &self.settings.transcript else {
+            return;
+        };
+        let Some(pending) = transcript.pending(history.messages()) else {
+            return;
+        };
+        let transcript = transcript.clone();
+        let session = self.sink.session_id().to_string();
+        let cwd = self.settings.cwd.clone();
+        let _ = crate::blocking::run(move || transcript.write(pending, &session, &cwd)).await;
+    }
+
     /// Runs the hooks of `event`; what they say to the user is sent (to a
     /// connection with capability `hooks`) or logged, and a `continue:
     /// false` ends the turn.

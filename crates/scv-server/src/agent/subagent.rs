@@ -366,6 +366,8 @@ impl Child {
             scv_home: from.scv_home.clone(),
             config: from.config.clone(),
             limits: from.limits.clone(),
+            // A child's history is its own; its hooks get no transcript.
+            transcript: None,
         };
         Child {
             session_id,

@@ -103,7 +103,25 @@ impl<'a> SessionFactory<'a> {
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
-        let sandbox = current.sandbox.session(&cwd);
+        let mut sandbox = current.sandbox.session(&cwd);
+        let transcript = if custom.hooks.is_empty() {
+            None
+        } else {
+            let home = self.shared.scv_home.to_path_buf();
+            crate::blocking::run(move || crate::transcript::Transcript::create(&home))
+                .await
+                .ok()
+                .flatten()
+                .map(Arc::new)
+        };
+        let mut tool_env = current.sandbox.env();
+        if let Some(transcript) = &transcript {
+            if let Some(view) = &sandbox {
+                sandbox = Some(view.with_hook_files(transcript.dir(), &transcript.env_dir()));
+            }
+            let file = ("CLAUDE_ENV_FILE".into(), transcript.env_file().into());
+            tool_env = tool_env.iter().cloned().chain([file]).collect();
+        }
         started.sandbox_network = sandbox.as_ref().map(|view| view.network());
         let settings = SessionSettings {
             sandbox,
@@ -117,9 +135,10 @@ impl<'a> SessionFactory<'a> {
             no_tools: start.no_tools,
             submitter: "client".into(),
             sandbox_trusted: current.sandbox.trusted(),
-            tool_env: current.sandbox.env(),
+            tool_env,
             config: current.config.clone(),
             limits: current.limits.clone(),
+            transcript,
         };
         Ok(Made {
             settings,
@@ -207,6 +226,7 @@ impl<'a> SessionFactory<'a> {
             tool_env: current.tool_env.clone(),
             config: now.config.clone(),
             limits: now.limits.clone(),
+            transcript: current.transcript.clone(),
         };
         Ok((settings, configured))
     }
