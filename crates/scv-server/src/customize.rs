@@ -79,6 +79,7 @@ pub(crate) fn load(
     let catalog = Catalog::load(&Roots {
         workspace: workspace.to_path_buf(),
         scv_home: scv_home.to_path_buf(),
+        claude_home: crate::claude::user_dir(),
     });
     for diagnostic in &catalog.diagnostics {
         tracing::warn!("{diagnostic}");
@@ -195,7 +196,9 @@ pub(crate) fn alias(model: &str) -> Option<&'static str> {
 }
 
 /// The definitions of `agents` SCV can run, and a diagnostic ("FILE:
-/// what") for each one skipped: an unknown tool or model.
+/// what") for each one skipped (an unknown model) or narrowed (tools SCV
+/// does not have are dropped, as Claude Code's agents load with what
+/// there is).
 pub(crate) fn definitions(
     agents: &[scv_commands::Agent],
     known_model: impl Fn(&str) -> bool,
@@ -218,11 +221,10 @@ pub(crate) fn definitions(
                 }
                 if !unknown.is_empty() {
                     diagnostics.push(format!(
-                        "{path}: agent `{}` names tools SCV does not have ({}); agent skipped (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
+                        "{path}: agent `{}` names tools SCV does not have ({}); it runs without them (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
                         agent.name,
                         unknown.join(", ")
                     ));
-                    continue;
                 }
                 tools.dedup();
                 Some(tools)

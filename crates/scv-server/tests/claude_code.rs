@@ -439,3 +439,107 @@ exit 0"#;
     assert!(output.contains(":/opt/made-up-bin"), "{output}");
     assert!(!output.contains("path=$PATH"), "{output}");
 }
+
+/// The user's `~/.claude/commands/`, `skills/` and `agents/` load in every
+/// workspace: `/review` expands, `/deploy` runs the skill rather than the
+/// command of its name (as Claude Code does), a skill's long description
+/// reaches the index whole (its "Use when" past the first 160 bytes), and
+/// an agent naming tools SCV lacks loads with those it has, the dropped
+/// ones named in `command_diagnostics`.
+#[tokio::test]
+async fn the_users_claude_commands_skills_and_agents_load_and_a_skill_wins() {
+    let mut rig = Rig::with_capabilities("", json!({"commands": true, "subagents": true})).await;
+    let user = rig.home.claude_dir();
+    let write = |rel: &str, text: &str| {
+        let path = user.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "commands/review.md",
+        "---\ndescription: Review a file\n---\nREVIEW-BODY: review $ARGUMENTS carefully.\n",
+    );
+    write("commands/deploy.md", "DEPLOY-COMMAND-BODY\n");
+    let trigger = format!(
+        "{} Use when the user asks to ship a release.",
+        "Deploys the service to production with the team's checklist.".repeat(4)
+    );
+    write(
+        "skills/deploy/SKILL.md",
+        &format!("---\nname: deploy\ndescription: {trigger}\n---\nDEPLOY-SKILL-BODY\n"),
+    );
+    write(
+        "agents/code-explorer.md",
+        "---\nname: code-explorer\ndescription: Traces how a feature works\ntools: Glob, Grep, LS, Read, NotebookRead, WebFetch, TodoWrite, WebSearch\n---\nEXPLORER-PROMPT\n",
+    );
+    let (started, session) = rig.start(json!({})).await;
+    let commands = started["commands"].as_array().unwrap();
+    let review = commands.iter().find(|c| c["name"] == "review").unwrap();
+    assert_eq!(review["scope"], "user");
+    let diagnostics = started["command_diagnostics"].to_string();
+    assert!(
+        diagnostics.contains("code-explorer.md")
+            && diagnostics.contains("NotebookRead, WebFetch, TodoWrite, WebSearch")
+            && diagnostics.contains("runs without them"),
+        "{diagnostics}"
+    );
+    assert!(diagnostics.contains("runs the skill"), "{diagnostics}");
+
+    rig.mock.push(Reply::text(["ok"]));
+    rig.server
+        .send(
+            json!({"type":"turn.start","request_id":"d","session_id": session,
+                     "prompt":"/deploy now","command":true}),
+        )
+        .await;
+    rig.server.until_terminal().await;
+    let first = rig.mock.requests()[0].body.to_string();
+    assert!(first.contains("DEPLOY-SKILL-BODY"), "{first}");
+    assert!(!first.contains("DEPLOY-COMMAND-BODY"), "{first}");
+    let system = rig.mock.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains(&format!("- deploy: {trigger}")), "{system}");
+
+    rig.mock.push(Reply::text(["ok"]));
+    rig.server
+        .send(
+            json!({"type":"turn.start","request_id":"r","session_id": session,
+                     "prompt":"/review src/lib.rs","command":true}),
+        )
+        .await;
+    rig.server.until_terminal().await;
+    let second = rig.mock.requests()[1].body.to_string();
+    assert!(
+        second.contains("REVIEW-BODY: review src/lib.rs carefully."),
+        "{second}"
+    );
+
+    // The agent runs, with the tools SCV has of those it named.
+    rig.mock.push(Reply::tool_calls(&[(
+        "x",
+        "task",
+        json!({"description": "trace", "prompt": "CHILD-TRACE", "agent": "code-explorer"}),
+    )]));
+    rig.mock
+        .push_matching("CHILD-TRACE", Reply::text(["traced"]));
+    rig.mock.push(Reply::text(["done"]));
+    let events = rig.turn(&session, "trace it").await;
+    assert_eq!(completed_of(&events, "x")["success"], true, "{events:?}");
+    let child = rig
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains("CHILD-TRACE"))
+        .unwrap();
+    let mut tools: Vec<String> = child.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    tools.sort();
+    assert_eq!(tools, ["list_dir", "read_file", "search"]);
+    assert!(child.body.to_string().contains("EXPLORER-PROMPT"));
+}
