@@ -36,5 +36,5 @@ pub use outcome::{
     combine, interpret, Decision, Exit, Outcome, Run, MAX_CONTEXT_BYTES, MAX_MESSAGE_BYTES,
     MAX_STDERR_BYTES, MAX_STDOUT_BYTES,
 };
-pub use rule::{Mode, Places, Rule, MAX_RULE_CHARS};
+pub use rule::{command_parts, Mode, Places, Rule, MAX_RULE_CHARS};
 pub use tools::claude_tool_name;

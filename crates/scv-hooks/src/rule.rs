@@ -346,6 +346,14 @@ fn command_matches(re: &Regex, bare: Option<&str>, command: &str, mode: Mode) ->
     }
 }
 
+/// The parts of a command line as [`Mode::All`] reads them (each one
+/// unwrapped); `None` when it substitutes a command (`$(…)`, backquotes,
+/// `<(…)`, `>(…)`), which no part-by-part reading can cover.
+pub fn command_parts(command: &str) -> Option<Vec<String>> {
+    let substitutes = ["$(", "`", "<(", ">("].iter().any(|s| command.contains(s));
+    (!substitutes).then(|| split_command(command))
+}
+
 /// The parts of a command line: split at `&&`, `||`, `;`, `|`, `&` and
 /// newlines outside quotes, each trimmed, with its leading `VAR=value`
 /// words and wrappers taken off.

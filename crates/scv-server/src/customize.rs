@@ -30,6 +30,10 @@ pub(crate) struct Customization {
     pub source: &'static str,
     /// The workspace's trust as it was decided when this was loaded.
     pub trust: Option<Decision>,
+    /// Claude Code's permission rules (`permissions`).
+    pub permissions: crate::permissions::Permissions,
+    /// What of the settings files SCV skipped (`config_warnings`).
+    pub warnings: Vec<String>,
 }
 
 /// The repository's files that hold hooks, relative to the workspace:
@@ -76,6 +80,7 @@ pub(crate) fn load(
     for warning in hooks.warnings() {
         tracing::warn!("hooks: {warning}");
     }
+    let (permissions, warnings) = permissions(scv_home, workspace, &trust);
     let catalog = Catalog::load(&Roots {
         workspace: workspace.to_path_buf(),
         scv_home: scv_home.to_path_buf(),
@@ -92,7 +97,47 @@ pub(crate) fn load(
         started: tokio::sync::OnceCell::new(),
         source,
         trust: Some(trust),
+        permissions,
+        warnings,
     })
+}
+
+/// The permission rules of the user's settings (`~/.claude/settings.json`,
+/// `$SCV_HOME/settings.json`) and of the trusted repository's
+/// (`.claude/settings.json`, `.claude/settings.local.json`), and what
+/// could not be read of them.
+fn permissions(
+    scv_home: &Path,
+    workspace: &Path,
+    trust: &Decision,
+) -> (crate::permissions::Permissions, Vec<String>) {
+    let mut permissions = crate::permissions::Permissions::default();
+    let mut warnings = Vec::new();
+    let user = crate::claude::user_dir()
+        .map(|dir| dir.join("settings.json"))
+        .into_iter()
+        .chain([scv_home.join("settings.json")]);
+    for path in user {
+        let text = std::fs::File::open(&path).and_then(|file| {
+            use std::io::Read;
+            let mut text = String::new();
+            file.take(scv_hooks::MAX_FILE_BYTES)
+                .read_to_string(&mut text)
+                .map(|_| text)
+        });
+        if let Ok(text) = text {
+            permissions.add_file(&path, &text, &mut warnings);
+        }
+    }
+    for (rel, needs_hooks) in REPOSITORY_HOOKS {
+        if needs_hooks {
+            continue;
+        }
+        if let Some(text) = trust.usable(rel).and_then(|b| std::str::from_utf8(b).ok()) {
+            permissions.add_file(&workspace.join(rel), text, &mut warnings);
+        }
+    }
+    (permissions, warnings)
 }
 
 /// `hooks`, unless `path` brought them over [`scv_hooks::MAX_HOOKS`].

@@ -26,6 +26,7 @@ mod live;
 mod mcp_component;
 pub mod memory;
 mod model;
+mod permissions;
 mod provider;
 pub mod reaper;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider

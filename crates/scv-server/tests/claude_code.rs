@@ -543,3 +543,99 @@ async fn the_users_claude_commands_skills_and_agents_load_and_a_skill_wins() {
     assert_eq!(tools, ["list_dir", "read_file", "search"]);
     assert!(child.body.to_string().contains("EXPLORER-PROMPT"));
 }
+
+/// `permissions` of a trusted project's `.claude/settings.json`, in Claude
+/// Code's syntax: `allow` runs a sandboxed call without asking (every
+/// part of a compound command must be covered), never one that leaves the
+/// sandbox; `deny` refuses the call naming the rule; `ask` asks although
+/// an `allow` matches too. Untrusted, the rules do nothing.
+#[tokio::test]
+async fn claude_permission_rules_allow_deny_and_ask_inside_the_sandbox() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "auto_approve = [\"read\"]");
+    let ws = home.workspace();
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        json!({"permissions": {
+            "allow": ["Bash(echo allowed:*)", "Bash(touch *)"],
+            "deny": ["Bash(rm *)"],
+            "ask": ["Bash(touch asked*)"],
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+
+    // Untrusted: the allow rule does not apply; the call is asked.
+    let session = server.start_session(&ws).await;
+    mock.push(Reply::tool_calls(&[(
+        "u",
+        "bash",
+        json!({"command": "echo allowed one"}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    server.start_turn(&session, "t0", "go").await;
+    let events = server.until("approval.requested").await;
+    let asked = events.last().unwrap().clone();
+    assert_eq!(asked["call_id"], "u");
+    server
+        .send(
+            json!({"type":"approval.resolve","request_id":"a","session_id": session,
+                     "approval_id": asked["approval_id"],"approved":false}),
+        )
+        .await;
+    server.until_terminal().await;
+
+    home.trust_workspace();
+    let session = server.start_session(&ws).await;
+    mock.push(Reply::tool_calls(&[
+        ("a1", "bash", json!({"command": "echo allowed two"})),
+        ("d1", "bash", json!({"command": "cd . && rm -rf victim"})),
+        (
+            "c1",
+            "bash",
+            json!({"command": "echo allowed three && touch planted"}),
+        ),
+        ("s1", "bash", json!({"command": "touch asked-file"})),
+        (
+            "o1",
+            "bash",
+            json!({"command": "echo allowed out", "unsandboxed": true}),
+        ),
+    ]));
+    mock.push(Reply::text(["done"]));
+    std::fs::create_dir_all(ws.join("victim")).unwrap();
+    server.start_turn(&session, "t1", "go").await;
+    let mut asked_ids = Vec::new();
+    let events = loop {
+        let event = server.next().await;
+        match event["type"].as_str().unwrap() {
+            "approval.requested" => {
+                asked_ids.push(event["call_id"].as_str().unwrap().to_string());
+                server
+                    .send(json!({"type":"approval.resolve","request_id":"a",
+                                 "session_id": session, "approval_id": event["approval_id"],
+                                 "approved": false}))
+                    .await;
+            }
+            "turn.completed" | "turn.failed" => break vec![event],
+            _ => {}
+        }
+    };
+    assert_eq!(events[0]["type"], "turn.completed");
+    // Allowed whole (both parts covered), so not asked; refused by the
+    // deny rule, so not asked; asked: the `ask` rule and the call that
+    // leaves the sandbox.
+    assert_eq!(asked_ids, ["s1", "o1"]);
+    assert!(
+        ws.join("planted").exists(),
+        "the allowed compound call did not run"
+    );
+    assert!(ws.join("victim").is_dir(), "the denied rm ran");
+    assert!(!ws.join("asked-file").exists());
+    let sent = mock.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("allowed two"), "{sent}");
+    assert!(sent.contains("permission rule `Bash(rm *)`"), "{sent}");
+}

@@ -11,6 +11,7 @@
 use super::{Stop, Turn};
 use crate::hooks::Hooked;
 use crate::model::ToolCall;
+use crate::permissions::Verdict;
 use crate::tools::registry::Tool;
 use crate::tools::ToolOutput;
 use scv_hooks::{Decision, Event, Input};
@@ -142,55 +143,94 @@ impl Turn {
         ))
     }
 
-    /// `PreToolUse` for one call that passed the tool and mode checks.
+    /// `PreToolUse` for one call that passed the tool and mode checks,
+    /// then the permission rules (`crate::permissions`).
     pub(super) async fn pre_tool_hooks(
         &self,
         call: &ToolCall,
         tool: &Tool,
         arguments: &Value,
     ) -> Result<Gate, Stop> {
+        // A call that stays in the sandbox: only such a call may skip its
+        // approval (`unsandboxed: true`, an MCP tool, any command with the
+        // sandbox off never does: a hook of the user's may run a script
+        // the model can rewrite, and a rule is text the model can match).
+        let enforced = self.settings.sandbox.is_some();
+        let contained = matches!(tool.risk(), Risk::Read | Risk::Write)
+            || tool.sandboxed(arguments, enforced) == Some(true);
         let input = Input::PreToolUse {
             tool: &call.name,
             arguments,
         };
-        let Some(hooked) = self
+        let mut gate = Gate::default();
+        if let Some(hooked) = self
             .hooks(Event::PreToolUse, Some(&call.name), Some(&call.id), &input)
             .await?
-        else {
-            return Ok(Gate::default());
+        {
+            let outcome = hooked.outcome;
+            let reason = outcome.reason.clone();
+            gate.context = outcome.context;
+            match outcome.decision {
+                Decision::Deny | Decision::Block => {
+                    gate.denied = Some(format!(
+                        "error: a PreToolUse hook blocked this call: {}",
+                        reason.unwrap_or_else(|| "no reason given".into())
+                    ));
+                    return Ok(gate);
+                }
+                Decision::Ask => {
+                    gate.ask = true;
+                    gate.reason = reason;
+                }
+                Decision::Allow => {
+                    // A repository hook's `allow` skips nothing the
+                    // user's `auto_approve` asks.
+                    gate.allowed = contained && !hooked.repository_allow;
+                    gate.reason = reason;
+                }
+                Decision::None => {}
+            }
+        }
+        self.permission_rules(call, arguments, contained, &mut gate);
+        Ok(gate)
+    }
+
+    /// What the permission rules say of the call, on top of the hooks'.
+    fn permission_rules(
+        &self,
+        call: &ToolCall,
+        arguments: &Value,
+        contained: bool,
+        gate: &mut Gate,
+    ) {
+        let permissions = &self.settings.custom.permissions;
+        if permissions.is_empty() {
+            return;
+        }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let places = scv_hooks::Places {
+            cwd: &self.settings.cwd,
+            home: home.as_deref(),
         };
-        let outcome = hooked.outcome;
-        let reason = outcome.reason.clone();
-        let mut gate = Gate {
-            context: outcome.context,
-            ..Gate::default()
-        };
-        match outcome.decision {
-            Decision::Deny | Decision::Block => {
+        match permissions.check(&call.name, arguments, &places, contained) {
+            Some(Verdict::Deny(rule)) => {
                 gate.denied = Some(format!(
-                    "error: a PreToolUse hook blocked this call: {}",
-                    reason.unwrap_or_else(|| "no reason given".into())
+                    "error: the permission rule {rule} denies this call"
                 ));
             }
-            Decision::Ask => {
+            Some(Verdict::Ask(rule)) => {
                 gate.ask = true;
-                gate.reason = reason;
+                gate.allowed = false;
+                gate.reason
+                    .get_or_insert(format!("the permission rule {rule} asks"));
             }
-            Decision::Allow => {
-                // No hook's `allow` skips the approval of a call that runs
-                // unconfined (`unsandboxed: true`, an MCP tool, any command
-                // with the sandbox off): a hook of the user's may run a
-                // script the model can rewrite. A repository hook's
-                // `allow` skips nothing the user's `auto_approve` asks.
-                let enforced = self.settings.sandbox.is_some();
-                let contained = matches!(tool.risk(), Risk::Read | Risk::Write)
-                    || tool.sandboxed(arguments, enforced) == Some(true);
-                gate.allowed = contained && !hooked.repository_allow;
-                gate.reason = reason;
+            Some(Verdict::Allow(rule)) if !gate.ask => {
+                gate.allowed = true;
+                gate.reason
+                    .get_or_insert(format!("allowed by the permission rule {rule}"));
             }
-            Decision::None => {}
+            _ => {}
         }
-        Ok(gate)
     }
 
     /// `PostToolUse`: what the hooks say to the model about the result.

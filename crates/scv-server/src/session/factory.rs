@@ -88,9 +88,14 @@ impl<'a> SessionFactory<'a> {
         .await
         .ok();
         started.config_warnings = self.shared.live.warnings();
-        started
-            .config_warnings
-            .extend(custom.hooks.warnings().iter().cloned());
+        started.config_warnings.extend(
+            custom
+                .hooks
+                .warnings()
+                .iter()
+                .chain(&custom.warnings)
+                .cloned(),
+        );
         if let Some(decision) = &custom.trust {
             started
                 .config_warnings
