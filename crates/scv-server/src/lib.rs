@@ -24,6 +24,7 @@ mod launch;
 mod live;
 
 mod mcp_component;
+mod mcp_json;
 pub mod memory;
 mod model;
 mod permissions;

@@ -639,3 +639,89 @@ async fn claude_permission_rules_allow_deny_and_ask_inside_the_sandbox() {
     assert!(sent.contains("allowed two"), "{sent}");
     assert!(sent.contains("permission rule `Bash(rm *)`"), "{sent}");
 }
+
+/// A trusted workspace's `.mcp.json` (Claude Code's project MCP file)
+/// brings its servers to the session, `${VAR}` and `${VAR:-default}`
+/// expanded from SCV's environment; an `sse` server is skipped with a
+/// warning. Untrusted, none starts and the session says so. The server is
+/// `tests/mcp/raw_server.py` (plain JSON-RPC, no SDK).
+#[tokio::test]
+async fn a_trusted_mcp_json_brings_its_servers_with_variables_expanded() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let ws = home.workspace();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_server.py");
+    std::fs::write(
+        ws.join(".mcp.json"),
+        json!({"mcpServers": {
+            "raw": {"command": "${SCV_TEST_PYTHON}",
+                    "args": [script, "${SCV_TEST_UNSET_MODE:-ok}"]},
+            "old": {"type": "sse", "url": "https://example.invalid/sse"},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut server = TestServer::spawn_with(BIN, home.path(), &[("SCV_TEST_PYTHON", "python3")]);
+    server.initialize().await;
+    server
+        .send(json!({"type":"session.start","request_id":"u","cwd": ws}))
+        .await;
+    let started = server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    let warnings = started["config_warnings"].to_string();
+    assert!(
+        warnings.contains(".mcp.json") && warnings.contains("not a trusted workspace"),
+        "{warnings}"
+    );
+
+    home.trust_workspace();
+    server
+        .send(json!({"type":"session.start","request_id":"t","cwd": ws}))
+        .await;
+    let started = server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    let warnings = started["config_warnings"].to_string();
+    assert!(
+        warnings.contains("`old`") && warnings.contains("sse"),
+        "{warnings}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+    // The server takes a moment to start: plain turns until it is offered.
+    let mut offered_raw = false;
+    for _ in 0..80 {
+        mock.push(Reply::text(["hello"]));
+        server
+            .start_turn(&session, "w", "are the tools there")
+            .await;
+        server.until_terminal().await;
+        let n = mock.requests().len() - 1;
+        if offered(&mock, n).iter().any(|t| t == "mcp__raw__echo") {
+            offered_raw = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(offered_raw, "mcp__raw__echo was never offered");
+    mock.push(Reply::tool_calls(&[(
+        "m",
+        "mcp__raw__echo",
+        json!({"text": "hi"}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    server.start_turn(&session, "c", "call it").await;
+    let events = server.until("approval.requested").await;
+    let asked = events.last().unwrap().clone();
+    server
+        .send(
+            json!({"type":"approval.resolve","request_id":"a","session_id": session,
+                     "approval_id": asked["approval_id"],"approved":true}),
+        )
+        .await;
+    let events = server.until_terminal().await;
+    let done = completed_of(&events, "m");
+    assert_eq!(done["success"], true, "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("raw echo hi"),
+        "{done}"
+    );
+}

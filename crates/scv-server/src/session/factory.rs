@@ -60,9 +60,12 @@ impl<'a> SessionFactory<'a> {
         let config = &current.config;
         let def = definition(config, start.provider.as_deref())?;
         let provider = self.provider(&current, def, start.model, start.base_url)?;
-        let session_servers = match &start.mcp_servers {
-            Some(servers) if !servers.is_empty() => Some(session_servers(config, servers)?),
-            _ => None,
+        // The workspace's `.mcp.json` (trusted), then the client's own.
+        let (mut servers, mcp_warnings) = workspace_servers(config, &custom, &cwd);
+        servers.extend(start.mcp_servers.clone().unwrap_or_default());
+        let session_servers = match servers.is_empty() {
+            false => Some(session_servers(config, &servers)?),
+            true => None,
         };
         // `--stdio` starts its MCP servers with its first session.
         self.shared.start_mcp(std::slice::from_ref(&cwd)).await;
@@ -94,6 +97,7 @@ impl<'a> SessionFactory<'a> {
                 .warnings()
                 .iter()
                 .chain(&custom.warnings)
+                .chain(&mcp_warnings)
                 .cloned(),
         );
         if let Some(decision) = &custom.trust {
@@ -360,6 +364,48 @@ fn session_servers(
         specs.push(spec);
     }
     Ok(specs)
+}
+
+/// The MCP servers of the workspace's `.mcp.json` when it is trusted
+/// (`mcp_json`), each checked as a session's server; one that is not
+/// valid, or whose name the daemon's servers have, is a warning.
+fn workspace_servers(
+    config: &Config,
+    custom: &crate::customize::Customization,
+    cwd: &Path,
+) -> (
+    std::collections::BTreeMap<String, serde_json::Value>,
+    Vec<String>,
+) {
+    let text = custom
+        .trust
+        .as_ref()
+        .and_then(|trust| trust.usable(".mcp.json"))
+        .and_then(|bytes| std::str::from_utf8(bytes).ok());
+    let Some(text) = text else {
+        return Default::default();
+    };
+    let path = cwd.join(".mcp.json");
+    let env = |name: &str| std::env::var(name).ok();
+    let (mut servers, mut warnings) = crate::mcp_json::servers(&path, text, &env);
+    servers.retain(|name, value| {
+        let why = if config.mcp_servers.iter().any(|spec| spec.name == *name) {
+            Some("config.toml has a server of that name".to_string())
+        } else {
+            serde_json::from_value::<scv_mcp::RawServer>(value.clone())
+                .map_err(|err| err.to_string())
+                .and_then(|raw| scv_mcp::ServerSpec::new(name, raw))
+                .err()
+        };
+        if let Some(why) = &why {
+            warnings.push(format!(
+                "{}: MCP server `{name}` is skipped: {why}",
+                path.display()
+            ));
+        }
+        why.is_none()
+    });
+    (servers, warnings)
 }
 
 /// The canonical workspace for `cwd`, or an `invalid_request` naming why not.
