@@ -33,6 +33,13 @@ pub(crate) struct Made {
     pub commands: Vec<scv_protocol::CommandInfo>,
 }
 
+/// A session's transcript, sandbox and tool environment (`hook_files`).
+pub(super) type HookFiles = (
+    Option<Arc<crate::transcript::Transcript>>,
+    Option<crate::sandbox::SandboxView>,
+    Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
+);
+
 pub(crate) struct SessionFactory<'a> {
     shared: &'a Shared,
 }
@@ -112,25 +119,13 @@ impl<'a> SessionFactory<'a> {
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
-        let mut sandbox = current.sandbox.session(&cwd);
-        let transcript = if custom.hooks.is_empty() {
-            None
-        } else {
-            let home = self.shared.scv_home.to_path_buf();
-            crate::blocking::run(move || crate::transcript::Transcript::create(&home))
-                .await
-                .ok()
-                .flatten()
-                .map(Arc::new)
-        };
-        let mut tool_env = current.sandbox.env();
-        if let Some(transcript) = &transcript {
-            if let Some(view) = &sandbox {
-                sandbox = Some(view.with_hook_files(transcript.dir(), &transcript.env_dir()));
-            }
-            let file = ("CLAUDE_ENV_FILE".into(), transcript.env_file().into());
-            tool_env = tool_env.iter().cloned().chain([file]).collect();
-        }
+        let (transcript, sandbox, tool_env) = self
+            .hook_files(
+                !custom.hooks.is_empty(),
+                current.sandbox.session(&cwd),
+                current.sandbox.env(),
+            )
+            .await;
         started.sandbox_network = sandbox.as_ref().map(|view| view.network());
         let settings = SessionSettings {
             sandbox,
@@ -155,6 +150,35 @@ impl<'a> SessionFactory<'a> {
             started,
             commands,
         })
+    }
+
+    /// For a session with hooks: its transcript (`transcript_path`), and
+    /// its sandbox and tool environment made to show the transcript's
+    /// folder and `CLAUDE_ENV_FILE`. Without hooks, `sandbox` and `env`
+    /// as they are.
+    pub(super) async fn hook_files(
+        &self,
+        hooks: bool,
+        sandbox: Option<crate::sandbox::SandboxView>,
+        env: Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
+    ) -> HookFiles {
+        if !hooks {
+            return (None, sandbox, env);
+        }
+        let home = self.shared.scv_home.to_path_buf();
+        let Some(transcript) =
+            crate::blocking::run(move || crate::transcript::Transcript::create(&home))
+                .await
+                .ok()
+                .flatten()
+        else {
+            return (None, sandbox, env);
+        };
+        let sandbox =
+            sandbox.map(|view| view.with_hook_files(transcript.dir(), &transcript.env_dir()));
+        let file = ("CLAUDE_ENV_FILE".into(), transcript.env_file().into());
+        let env = env.iter().cloned().chain([file]).collect();
+        (Some(Arc::new(transcript)), sandbox, env)
     }
 
     /// What the user's files, and the repository's where it is trusted,
