@@ -37,6 +37,9 @@ pub struct Roots {
     /// Claude Code's user folder (`~/.claude`), whose `commands/`,
     /// `skills/` and `agents/` are the user's too, after SCV's own.
     pub claude_home: Option<PathBuf>,
+    /// Claude Code plugins' folders, whose `commands/`, `skills/` and
+    /// `agents/` are the user's, after `claude_home`'s.
+    pub plugins: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -51,6 +54,7 @@ impl Roots {
         .chain(
             self.claude_home
                 .iter()
+                .chain(&self.plugins)
                 .map(|dir| (dir.join("commands"), Scope::User)),
         )
         .collect()
@@ -67,6 +71,7 @@ impl Roots {
         .chain(
             self.claude_home
                 .iter()
+                .chain(&self.plugins)
                 .map(|dir| (dir.join("skills"), Scope::User)),
         )
         .collect()
@@ -83,6 +88,7 @@ impl Roots {
         .chain(
             self.claude_home
                 .iter()
+                .chain(&self.plugins)
                 .map(|dir| (dir.join("agents"), Scope::User)),
         )
         .collect()

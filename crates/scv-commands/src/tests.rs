@@ -20,6 +20,7 @@ impl Fixture {
             workspace: dir.path().join("ws"),
             scv_home: dir.path().join("home"),
             claude_home: Some(dir.path().join("claude")),
+            plugins: Vec::new(),
         };
         fs::create_dir_all(&roots.workspace).unwrap();
         fs::create_dir_all(&roots.scv_home).unwrap();

@@ -34,6 +34,8 @@ pub(crate) struct Customization {
     pub permissions: crate::permissions::Permissions,
     /// What of the settings files SCV skipped (`config_warnings`).
     pub warnings: Vec<String>,
+    /// The Claude Code plugins config.toml names (`plugins`).
+    pub plugins: Vec<crate::plugins::Plugin>,
 }
 
 /// The repository's files that hold hooks, relative to the workspace:
@@ -53,6 +55,7 @@ pub(crate) fn load(
     scv_home: &Path,
     workspace: &Path,
     trusted: &[PathBuf],
+    plugins: &[PathBuf],
     source: &'static str,
 ) -> Result<Customization, String> {
     let mut hooks = Hooks::load(&[scv_home.join("hooks.json")]).map_err(|err| err.to_string())?;
@@ -60,6 +63,10 @@ pub(crate) fn load(
         let settings = Hooks::load_settings(&dir.join("settings.json"), Origin::User)
             .map_err(|err| err.to_string())?;
         hooks = bounded(hooks.merge(settings), &dir.join("settings.json"))?;
+    }
+    let (plugins, plugin_warnings) = crate::plugins::read(plugins);
+    for plugin in &plugins {
+        hooks = bounded(hooks.merge(plugin_hooks(plugin)?), &plugin.root)?;
     }
     let trust = crate::trust::decide(scv_home, trusted, workspace);
     for (rel, needs_hooks) in REPOSITORY_HOOKS {
@@ -80,11 +87,13 @@ pub(crate) fn load(
     for warning in hooks.warnings() {
         tracing::warn!("hooks: {warning}");
     }
-    let (permissions, warnings) = permissions(scv_home, workspace, &trust);
+    let (permissions, mut warnings) = permissions(scv_home, workspace, &trust);
+    warnings.extend(plugin_warnings);
     let catalog = Catalog::load(&Roots {
         workspace: workspace.to_path_buf(),
         scv_home: scv_home.to_path_buf(),
         claude_home: crate::claude::user_dir(),
+        plugins: plugins.iter().map(|p| p.root.clone()).collect(),
     });
     for diagnostic in &catalog.diagnostics {
         tracing::warn!("{diagnostic}");
@@ -99,7 +108,21 @@ pub(crate) fn load(
         trust: Some(trust),
         permissions,
         warnings,
+        plugins,
     })
+}
+
+/// A plugin's hooks (the user's), told their plugin's folder.
+fn plugin_hooks(plugin: &crate::plugins::Plugin) -> Result<Hooks, String> {
+    let hooks = match (plugin.hooks_file(), plugin.inline_hooks()) {
+        (Some(file), _) => Hooks::load_settings(&file, Origin::User),
+        (None, Some(text)) => {
+            let path = plugin.root.join(".claude-plugin/plugin.json");
+            Hooks::parse_settings(&path, &text, Origin::User)
+        }
+        (None, None) => Ok(Hooks::default()),
+    };
+    Ok(hooks.map_err(|e| e.to_string())?.in_plugin(&plugin.root))
 }
 
 /// The permission rules of the user's settings (`~/.claude/settings.json`,

@@ -28,6 +28,7 @@ mod mcp_json;
 pub mod memory;
 mod model;
 mod permissions;
+mod plugins;
 mod provider;
 pub mod reaper;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider

@@ -252,12 +252,12 @@ impl SandboxView {
 
     /// The same session's sandbox showing `read` too, read-only, and
     /// `write` writable (in `workspace-write`), to every process: the
-    /// session's transcript and `CLAUDE_ENV_FILE` folder for its hooks.
-    /// Call before its first command.
-    pub(crate) fn with_hook_files(&self, read: &Path, write: &Path) -> SandboxView {
+    /// session's transcript and `CLAUDE_ENV_FILE` folder for its hooks,
+    /// its plugins' folders. Call before its first command.
+    pub(crate) fn with_roots(&self, read: &[PathBuf], write: &[PathBuf]) -> SandboxView {
         let mut base = Policy::clone(&self.session.base);
-        base.readable_roots.push(read.to_path_buf());
-        base.writable_roots.push(write.to_path_buf());
+        base.readable_roots.extend(read.iter().cloned());
+        base.writable_roots.extend(write.iter().cloned());
         SandboxView {
             session: Arc::new(SessionSandbox {
                 base: Arc::new(base),

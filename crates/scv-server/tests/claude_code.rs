@@ -725,3 +725,95 @@ async fn a_trusted_mcp_json_brings_its_servers_with_variables_expanded() {
         "{done}"
     );
 }
+
+/// A Claude Code plugin named in config.toml (`plugins = [...]`): its
+/// command runs as `/NAME`, and its `PreToolUse` hook — which finds its
+/// own code through `CLAUDE_PLUGIN_ROOT`, as hookify's does — runs in the
+/// sandbox, reads its rule file there and blocks `rm -rf`; a folder that
+/// is not a plugin is a warning.
+#[tokio::test]
+async fn a_plugins_hook_finds_its_root_and_blocks_and_its_command_runs() {
+    let plugin = tempfile::tempdir().unwrap();
+    let root = plugin.path().canonicalize().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write(
+        ".claude-plugin/plugin.json",
+        r#"{"name": "guard", "version": "0.1.0", "description": "blocks what rules/blocked.txt names"}"#,
+    );
+    write(
+        "hooks/hooks.json",
+        r#"{"description": "guard", "hooks": {"PreToolUse": [{"matcher": "Bash",
+            "hooks": [{"type": "command", "command": "bash \"${CLAUDE_PLUGIN_ROOT}/hooks/pretooluse.sh\""}]}]}}"#,
+    );
+    write(
+        "hooks/pretooluse.sh",
+        "input=$(cat)\nwhile read -r pattern; do\n  if printf '%s' \"$input\" | grep -q -- \"$pattern\"; then\n    echo \"guard plugin: '$pattern' is blocked\" >&2; exit 2\n  fi\ndone < \"$CLAUDE_PLUGIN_ROOT/rules/blocked.txt\"\nexit 0\n",
+    );
+    write("rules/blocked.txt", "rm -rf\n");
+    write(
+        "commands/greet.md",
+        "---\ndescription: Greets\n---\nPLUGIN-GREETING for $ARGUMENTS\n",
+    );
+    let mock = MockProvider::start().await;
+    let not_a_plugin = tempfile::tempdir().unwrap();
+    let home = TestHome::new(
+        &mock.base_url(),
+        &format!(
+            "auto_approve = [\"process\"]\nplugins = [{:?}, {:?}]",
+            root.display().to_string(),
+            not_a_plugin.path().display().to_string()
+        ),
+    );
+    let ws = home.workspace();
+    std::fs::create_dir_all(ws.join("victim")).unwrap();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    server
+        .send(json!({"type":"session.start","request_id":"s","cwd": ws}))
+        .await;
+    let started = server.expect("session.started").await;
+    server.expect("queue.snapshot").await;
+    let warnings = started["config_warnings"].to_string();
+    assert!(
+        warnings.contains(&not_a_plugin.path().display().to_string())
+            && warnings.contains("plugin.json"),
+        "{warnings}"
+    );
+    let session = started["session_id"].as_str().unwrap().to_string();
+
+    mock.push(Reply::text(["hi"]));
+    server
+        .send(
+            json!({"type":"turn.start","request_id":"g","session_id": session,
+                     "prompt":"/greet the team","command":true}),
+        )
+        .await;
+    server.until_terminal().await;
+    let sent = mock.requests()[0].body.to_string();
+    assert!(sent.contains("PLUGIN-GREETING for the team"), "{sent}");
+
+    mock.push(Reply::tool_calls(&[
+        ("ok", "bash", json!({"command": "ls victim"})),
+        ("rm", "bash", json!({"command": "rm -rf victim"})),
+    ]));
+    mock.push(Reply::text(["done"]));
+    server.start_turn(&session, "t", "clean").await;
+    let events = server.until_terminal().await;
+    assert_eq!(completed_of(&events, "ok")["success"], true, "{events:?}");
+    let blocked = completed_of(&events, "rm");
+    assert_eq!(blocked["success"], false);
+    assert!(
+        blocked["output"]
+            .as_str()
+            .unwrap()
+            .contains("guard plugin: 'rm -rf' is blocked"),
+        "{blocked}"
+    );
+    assert!(ws.join("victim").is_dir());
+}

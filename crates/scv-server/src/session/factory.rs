@@ -119,12 +119,15 @@ impl<'a> SessionFactory<'a> {
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
+        // A plugin's hooks read their own folder (`CLAUDE_PLUGIN_ROOT`).
+        let roots: Vec<PathBuf> = custom.plugins.iter().map(|p| p.root.clone()).collect();
+        let sandbox = current.sandbox.session(&cwd);
+        let sandbox = sandbox.map(|view| match roots.is_empty() {
+            true => view,
+            false => view.with_roots(&roots, &[]),
+        });
         let (transcript, sandbox, tool_env) = self
-            .hook_files(
-                !custom.hooks.is_empty(),
-                current.sandbox.session(&cwd),
-                current.sandbox.env(),
-            )
+            .hook_files(!custom.hooks.is_empty(), sandbox, current.sandbox.env())
             .await;
         started.sandbox_network = sandbox.as_ref().map(|view| view.network());
         let settings = SessionSettings {
@@ -174,8 +177,8 @@ impl<'a> SessionFactory<'a> {
         else {
             return (None, sandbox, env);
         };
-        let sandbox =
-            sandbox.map(|view| view.with_hook_files(transcript.dir(), &transcript.env_dir()));
+        let sandbox = sandbox
+            .map(|view| view.with_roots(&[transcript.dir().into()], &[transcript.env_dir()]));
         let file = ("CLAUDE_ENV_FILE".into(), transcript.env_file().into());
         let env = env.iter().cloned().chain([file]).collect();
         (Some(Arc::new(transcript)), sandbox, env)
@@ -192,8 +195,10 @@ impl<'a> SessionFactory<'a> {
     ) -> Result<crate::customize::Customization, Reject> {
         let (home, cwd) = (self.shared.scv_home.clone(), cwd.to_path_buf());
         let trusted = current.config.trusted_workspaces.clone();
-        let mut custom =
-            crate::blocking::run(move || crate::customize::load(&home, &cwd, &trusted, source))
+        let (plugins, plugin_warnings) = crate::plugins::configured(&current.config.table);
+        let mut custom = crate::blocking::run(move || {
+            crate::customize::load(&home, &cwd, &trusted, &plugins, source)
+        })
                 .await
                 .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
                 .map_err(|err| {
@@ -201,6 +206,7 @@ impl<'a> SessionFactory<'a> {
                         "hooks: {err} (the session does not start without the hooks you wrote or trusted; fix the file or move it away)"
                     ))
                 })?;
+        custom.warnings.extend(plugin_warnings);
         let config = &current.config;
         custom.check_agents(|model| {
             config.cost.pricing.price(model).is_some() || config.provider.defs.has_model(model)
@@ -406,12 +412,38 @@ fn workspace_servers(
         .as_ref()
         .and_then(|trust| trust.usable(".mcp.json"))
         .and_then(|bytes| std::str::from_utf8(bytes).ok());
-    let Some(text) = text else {
-        return Default::default();
-    };
     let path = cwd.join(".mcp.json");
     let env = |name: &str| std::env::var(name).ok();
-    let (mut servers, mut warnings) = crate::mcp_json::servers(&path, text, &env);
+    let (mut servers, mut warnings) = match text {
+        Some(text) => crate::mcp_json::servers(&path, text, &env),
+        None => Default::default(),
+    };
+    // The plugins' (`${CLAUDE_PLUGIN_ROOT}` is the plugin's folder).
+    for plugin in &custom.plugins {
+        let Some(text) = plugin.mcp_json() else {
+            continue;
+        };
+        let root = plugin.root.display().to_string();
+        let env = |name: &str| match name {
+            "CLAUDE_PLUGIN_ROOT" => Some(root.clone()),
+            _ => std::env::var(name).ok(),
+        };
+        let (found, skipped) =
+            crate::mcp_json::servers(&plugin.root.join(".mcp.json"), &text, &env);
+        warnings.extend(skipped);
+        for (name, server) in found {
+            match servers.entry(name) {
+                std::collections::btree_map::Entry::Occupied(taken) => warnings.push(format!(
+                    "plugin {}: MCP server `{}` is skipped: another has that name",
+                    plugin.name,
+                    taken.key()
+                )),
+                std::collections::btree_map::Entry::Vacant(room) => {
+                    room.insert(server);
+                }
+            }
+        }
+    }
     servers.retain(|name, value| {
         let why = if config.mcp_servers.iter().any(|spec| spec.name == *name) {
             Some("config.toml has a server of that name".to_string())
