@@ -72,9 +72,12 @@
 //! A skill's prompt is a short instruction, a header naming its folder, and
 //! its body (substituted the same way).
 //!
-//! **Nothing is executed or inlined.** Claude Code runs ``!`command` ``
+//! **Nothing is executed or inlined here.** Claude Code runs ``!`command` ``
 //! lines through bash and inlines `@file` references when it expands a
-//! command; here both are left as text. A command file comes from the
+//! command; this crate leaves both as text (and keeps the command's
+//! `allowed-tools` and `model`), and the server decides (its `inline`
+//! module: sandboxed, only what `allowed-tools` covers, only the user's
+//! commands or a trusted workspace's). A command file comes from the
 //! repository being worked on, and running what it says when someone types
 //! its name would be code execution from a repository without approval:
 //! the model sees the text and asks for tools like for any other request.

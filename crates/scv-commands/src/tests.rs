@@ -896,6 +896,8 @@ fn catalog_with(body: &str) -> Catalog {
             body: body.into(),
             path: PathBuf::from("/c.md"),
             scope: Scope::Workspace,
+            allowed_tools: Vec::new(),
+            model: None,
         }],
         ..Catalog::default()
     }

@@ -153,7 +153,7 @@ impl Reader {
 /// The text of a regular file at `path`, opened beneath `root` (links
 /// leading outside are refused at the open); `None` when it is missing,
 /// outside, not a regular file or over [`MAX_FILE_BYTES`].
-fn read_beneath(root: &Path, path: &Path) -> Option<String> {
+pub(crate) fn read_beneath(root: &Path, path: &Path) -> Option<String> {
     let ws = Workspace::open(root).ok()?;
     let rel = ws.relative(path.to_str()?).ok()?;
     let bytes = ws.read_small(&rel, MAX_FILE_BYTES)?;
@@ -163,7 +163,7 @@ fn read_beneath(root: &Path, path: &Path) -> Option<String> {
 /// The `@path` imports of a CLAUDE.md: a word starting with `@` after the
 /// start of a line or a space, outside fenced blocks and code spans, that
 /// looks like a path (it has a `/` or a `.`).
-fn imports(text: &str) -> Vec<String> {
+pub(crate) fn imports(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut fenced = false;
     for line in text.lines() {

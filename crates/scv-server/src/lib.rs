@@ -18,6 +18,7 @@ pub mod daemon;
 mod handles;
 mod hooks;
 mod hooks_component;
+mod inline;
 mod instructions;
 mod journal;
 mod launch;

@@ -817,3 +817,59 @@ async fn a_plugins_hook_finds_its_root_and_blocks_and_its_command_runs() {
     );
     assert!(ws.join("victim").is_dir());
 }
+
+/// A command's ``!`…` `` lines run as sandboxed `bash` calls when its
+/// `allowed-tools` covers them and the command is the user's (or its
+/// workspace trusted), their output inlined; anything else stays text
+/// with a note saying why; `@file` attaches the workspace's file.
+#[tokio::test]
+async fn a_commands_bang_lines_run_when_allowed_and_at_files_attach() {
+    let mut rig = Rig::new("").await;
+    let user = rig.home.claude_dir();
+    std::fs::create_dir_all(user.join("commands")).unwrap();
+    std::fs::write(
+        user.join("commands/context.md"),
+        "---\nallowed-tools: Bash(echo:*), Read\ndescription: Gathers context\n---\nState: !`echo gathered-$ARGUMENTS`\nHost: !`cat /etc/hostname`\nNotes: @notes.txt\n",
+    )
+    .unwrap();
+    let ws = rig.home.workspace();
+    std::fs::create_dir_all(ws.join(".claude/commands")).unwrap();
+    std::fs::write(
+        ws.join(".claude/commands/repo.md"),
+        "---\nallowed-tools: Bash(echo:*)\n---\nRepo: !`echo from-the-repo`\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("notes.txt"), "NOTES-CONTENT\n").unwrap();
+    let session = rig.session().await;
+    let command = |rid: &str, prompt: &str| {
+        json!({"type":"turn.start","request_id": rid,"session_id": session,
+               "prompt": prompt,"command":true})
+    };
+    rig.mock.push(Reply::text(["ok"]));
+    rig.server.send(command("c", "/context today")).await;
+    rig.server.until_terminal().await;
+    let sent = rig.mock.requests()[0].body.to_string();
+    if common::sandbox::enforced() {
+        assert!(sent.contains("State: gathered-today"), "{sent}");
+        assert!(!sent.contains("!`echo"), "{sent}");
+    } else {
+        assert!(sent.contains("outside a sandbox"), "{sent}");
+    }
+    assert!(
+        sent.contains("[SCV did not run `cat /etc/hostname`"),
+        "{sent}"
+    );
+    assert!(sent.contains("allowed-tools"), "{sent}");
+    assert!(
+        sent.contains("<file path=\\\"notes.txt\\\">\\nNOTES-CONTENT"),
+        "{sent}"
+    );
+
+    // The workspace's command, untrusted: its `!` line stays text.
+    rig.mock.push(Reply::text(["ok"]));
+    rig.server.send(command("r", "/repo")).await;
+    rig.server.until_terminal().await;
+    let sent = rig.mock.requests()[1].body.to_string();
+    assert!(sent.contains("!`echo from-the-repo`"), "{sent}");
+    assert!(sent.contains("not trusted"), "{sent}");
+}

@@ -503,16 +503,11 @@ impl SessionHost {
                 "custom commands and skills are not available in a session without tools",
             ));
         }
-        let custom = session.settings.custom.clone();
-        let expanded = crate::blocking::run(move || {
-            custom
-                .catalog
-                .expand(&prompt)
-                .map(|found| found.map(|e| e.prompt).unwrap_or(prompt))
-        })
-        .await
-        .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?;
-        expanded.map_err(|err| invalid(err.to_string()))
+        let settings = session.settings.clone();
+        let mcp = self.shared.mcp.clone();
+        crate::inline::expand(settings, &mcp, prompt)
+            .await
+            .map_err(invalid)
     }
 
     /// `turn.start`: runs at once on an idle session, else is queued.
