@@ -787,12 +787,12 @@ mod tests {
         }
         // Claude Code events SCV does not fire: skipped, named.
         let hooks = parse(
-            r#"{"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "n"}]}], "PermissionRequest": []}}"#,
+            r#"{"hooks": {"PostToolUseFailure": [{"hooks": [{"type": "command", "command": "n"}]}], "PermissionRequest": []}}"#,
         )
         .unwrap();
         assert!(hooks.is_empty());
         assert_eq!(hooks.warnings().len(), 2);
-        assert!(hooks.warnings()[0].contains("\"Notification\""));
+        assert!(hooks.warnings()[1].contains("\"PostToolUseFailure\""));
         // Warnings survive a merge.
         let merged = Hooks::default().merge(hooks.clone()).merge(hooks);
         assert_eq!(merged.warnings().len(), 4);

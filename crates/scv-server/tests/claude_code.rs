@@ -17,7 +17,8 @@ use std::path::Path;
 /// hold `-r`/`-f` together, as `rm -rf` does; wired in
 /// `.claude/settings.json` for `Bash` calls, scoped by `if` to `rm`
 /// commands. The same file carries what SCV does not run: a
-/// `Notification` hook (an event SCV does not fire) and a `prompt` hook.
+/// `PermissionRequest` hook (an event SCV does not fire) and a `prompt`
+/// hook.
 fn commit_guard(workspace: &Path) {
     let dir = workspace.join(".claude");
     std::fs::create_dir_all(dir.join("hooks")).unwrap();
@@ -34,7 +35,7 @@ exit 0
     std::fs::write(&script, guard).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let settings = "{\n  \"permissions\": {\"allow\": [\"Bash(ls:*)\"]},\n  \"hooks\": {\n    \"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [\n      {\"type\": \"command\", \"if\": \"Bash(rm *)\",\n       \"command\": \"\\\"$CLAUDE_PROJECT_DIR\\\"/.claude/hooks/guard.sh\"}]}],\n    \"Notification\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send hi\"}]}],\n    \"Stop\": [{\"hooks\": [{\"type\": \"prompt\", \"prompt\": \"Are the tests green?\"}]}]\n  }\n}\n";
+    let settings = "{\n  \"permissions\": {\"allow\": [\"Bash(ls:*)\"]},\n  \"hooks\": {\n    \"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [\n      {\"type\": \"command\", \"if\": \"Bash(rm *)\",\n       \"command\": \"\\\"$CLAUDE_PROJECT_DIR\\\"/.claude/hooks/guard.sh\"}]}],\n    \"PermissionRequest\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send hi\"}]}],\n    \"Stop\": [{\"hooks\": [{\"type\": \"prompt\", \"prompt\": \"Are the tests green?\"}]}]\n  }\n}\n";
     std::fs::write(dir.join("settings.json"), settings).unwrap();
 }
 
@@ -57,7 +58,7 @@ fn completed_of<'a>(events: &'a [Value], call: &str) -> &'a Value {
 
 /// The guard committed in `.claude/settings.json` blocks `rm -rf` once the
 /// workspace is trusted (and runs nothing before); its `if` keeps it from
-/// running for `ls`; the `Notification` and `prompt` hooks beside it are
+/// running for `ls`; the `PermissionRequest` and `prompt` hooks beside it are
 /// named in `config_warnings` and the session starts.
 #[tokio::test]
 async fn a_committed_guard_in_claude_settings_blocks_rm_rf_in_a_trusted_workspace() {
@@ -102,9 +103,9 @@ async fn a_committed_guard_in_claude_settings_blocks_rm_rf_in_a_trusted_workspac
         .collect();
     let settings = ws.join(".claude/settings.json").display().to_string();
     assert!(
-        warnings
-            .iter()
-            .any(|w| w.starts_with(&format!("{settings}:7:")) && w.contains("\"Notification\"")),
+        warnings.iter().any(
+            |w| w.starts_with(&format!("{settings}:7:")) && w.contains("\"PermissionRequest\"")
+        ),
         "{warnings:?}"
     );
     assert!(
@@ -872,4 +873,69 @@ async fn a_commands_bang_lines_run_when_allowed_and_at_files_attach() {
     let sent = rig.mock.requests()[1].body.to_string();
     assert!(sent.contains("!`echo from-the-repo`"), "{sent}");
     assert!(sent.contains("not trusted"), "{sent}");
+}
+
+/// `Notification` fires while SCV waits for an approval
+/// (`notification_type` `permission_prompt`, matched by the matcher) and
+/// never holds the approval up; `SubagentStart` fires as a `task` child
+/// starts, with its `agent_type`.
+#[tokio::test]
+async fn notification_and_subagent_start_hooks_fire() {
+    let mut rig = Rig::with_capabilities("", json!({"subagents": true})).await;
+    user_settings(
+        &rig.home,
+        json!({"hooks": {
+            "Notification": [{"matcher": "permission_prompt", "hooks": [{"type": "command",
+                "command": "cat > \"$CLAUDE_PROJECT_DIR/notified.json\""}]}],
+            "SubagentStart": [{"hooks": [{"type": "command",
+                "command": "cat > \"$CLAUDE_PROJECT_DIR/subagent-started.json\""}]}],
+        }}),
+    );
+    let ws = rig.home.workspace();
+    let (_, session) = rig.start(json!({})).await;
+    rig.mock.push(Reply::tool_calls(&[(
+        "b",
+        "bash",
+        json!({"command": "echo hi"}),
+    )]));
+    rig.mock.push(Reply::text(["ok"]));
+    rig.server.start_turn(&session, "t", "go").await;
+    let events = rig.server.until("approval.requested").await;
+    let asked = events.last().unwrap().clone();
+    let notified = ws.join("notified.json");
+    assert!(
+        scv_test_support::eventually(|| std::fs::metadata(&notified).is_ok_and(|m| m.len() > 0))
+            .await,
+        "no Notification hook ran"
+    );
+    rig.server
+        .send(
+            json!({"type":"approval.resolve","request_id":"a","session_id": session,
+                     "approval_id": asked["approval_id"],"approved":true}),
+        )
+        .await;
+    let events = rig.server.until_terminal().await;
+    assert_eq!(completed_of(&events, "b")["success"], true);
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&notified).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "Notification");
+    assert_eq!(input["notification_type"], "permission_prompt");
+    assert!(
+        input["message"].as_str().unwrap().contains("bash"),
+        "{input}"
+    );
+
+    rig.mock.push(Reply::tool_calls(&[(
+        "x",
+        "task",
+        json!({"description": "look", "prompt": "CHILD-LOOK"}),
+    )]));
+    rig.mock.push_matching("CHILD-LOOK", Reply::text(["seen"]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.turn(&session, "delegate").await;
+    let input: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.join("subagent-started.json")).unwrap())
+            .unwrap();
+    assert_eq!(input["hook_event_name"], "SubagentStart");
+    assert_eq!(input["agent_type"], "general-purpose");
+    assert!(!input["agent_id"].as_str().unwrap().is_empty());
 }

@@ -17,6 +17,7 @@ use crate::tools::ToolOutput;
 use scv_hooks::{Decision, Event, Input};
 use scv_protocol::{EventBody, FailureCode, HookMessage, Risk};
 use serde_json::Value;
+use std::future::Future;
 
 /// What the `PreToolUse` hooks decided for one call.
 #[derive(Default)]
@@ -34,6 +35,41 @@ pub(super) struct Gate {
 }
 
 impl Turn {
+    /// `fut`, with `Notification` hooks (`permission_prompt`, saying
+    /// `message`) running beside it: they are told SCV waits for the
+    /// user, and never hold the wait up (those still running when `fut`
+    /// ends are stopped).
+    pub(super) async fn notifying<T>(&self, message: &str, fut: impl Future<Output = T>) -> T {
+        if self.settings.custom.hooks.is_empty() {
+            return fut.await;
+        }
+        let input = Input::Notification {
+            message,
+            notification_type: "permission_prompt",
+        };
+        let notify = self.hooks(Event::Notification, Some("permission_prompt"), None, &input);
+        tokio::pin!(fut, notify);
+        let mut told = false;
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                _ = &mut notify, if !told => told = true,
+            }
+        }
+    }
+
+    /// `SubagentStart`, as a child session `agent_id` running `agent_type`
+    /// starts (it blocks nothing).
+    pub(super) async fn subagent_start_hooks(&self, agent_id: &str, agent_type: &str) {
+        let input = Input::SubagentStart {
+            agent_id,
+            agent_type,
+        };
+        let _ = self
+            .hooks(Event::SubagentStart, Some(agent_type), None, &input)
+            .await;
+    }
+
     /// Adds `message` to `history` and the transcript hooks read.
     pub(super) async fn record(
         &self,

@@ -886,6 +886,8 @@ impl Turn {
             let emit = sink.emit(Some(&self.request_id), Some(turn_id), &requested);
             self.cancellable(emit).await??;
             // A dropped sender (session gone) counts as a denial.
+            let message = format!("SCV needs your permission to use {}", call.name);
+            let answer = self.notifying(&message, answer);
             Ok(self.cancellable(answer).await?.unwrap_or(false))
         }
         .await;

@@ -254,6 +254,9 @@ impl Turn {
             self.checkpoint().await?;
         }
         let child = Child::new(self, subagents, call, &args, definition, tools);
+        let agent_type = child.agent.as_deref().unwrap_or("general-purpose");
+        self.subagent_start_hooks(&child.session_id, agent_type)
+            .await;
         child.run(self, subagents, args).await
     }
 
