@@ -24,6 +24,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// Past this many folders in `$SCV_HOME/transcripts` (sessions of a
+/// server that died kept theirs), those a day old are removed when the
+/// next one is made.
+const MAX_FOLDERS: usize = 256;
+
 /// The name of `CLAUDE_ENV_FILE` in its folder.
 const ENV_FILE: &str = "claude-env.sh";
 
@@ -50,6 +55,7 @@ impl Transcript {
     pub(crate) fn create(scv_home: &Path) -> Option<Transcript> {
         use std::os::unix::fs::DirBuilderExt;
         let parent = scv_home.join("transcripts");
+        sweep(&parent);
         let dir = parent.join(uuid::Uuid::new_v4().simple().to_string());
         let made = std::fs::DirBuilder::new()
             .recursive(true)
@@ -173,6 +179,32 @@ pub(crate) struct Pending {
     rewrite: bool,
     messages: Vec<Message>,
     first: Option<String>,
+}
+
+/// Removes the day-old folders of `parent` when it holds more than
+/// [`MAX_FOLDERS`]: those whose transcript was last written a day ago (a
+/// live session's is written before each of its hooks).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let entries: Vec<_> = entries.flatten().take(MAX_FOLDERS * 4).collect();
+    if entries.len() <= MAX_FOLDERS {
+        return;
+    }
+    let day = std::time::Duration::from_secs(24 * 3600);
+    for entry in entries {
+        let file = entry.path().join("transcript.jsonl");
+        let old = std::fs::metadata(&file)
+            .or_else(|_| entry.metadata())
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > day);
+        if old {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 impl Drop for Transcript {
