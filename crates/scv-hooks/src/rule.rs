@@ -332,7 +332,8 @@ fn glob(pattern: &str, star: &str) -> Result<Regex, String> {
 }
 
 fn command_matches(re: &Regex, bare: Option<&str>, command: &str, mode: Mode) -> bool {
-    let one = |part: &str| re.is_match(part) || bare.is_some_and(|b| part == b);
+    let matches = |part: &str| re.is_match(part) || bare.is_some_and(|b| part == b);
+    let one = |part: &str| matches(part) || unquote_program(part).is_some_and(|p| matches(&p));
     let parts = split_command(command);
     match mode {
         Mode::Any => one(command.trim()) || parts.iter().any(|p| one(p)),
@@ -361,6 +362,7 @@ pub(crate) fn split_command(command: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut quote: Option<char> = None;
+    let mut heredocs: Vec<String> = Vec::new();
     let mut chars = command.chars().peekable();
     while let Some(c) = chars.next() {
         match (quote, c) {
@@ -385,6 +387,30 @@ pub(crate) fn split_command(command: &str) -> Vec<String> {
                     current.push(next);
                 }
             }
+            (None, '<') if chars.peek() == Some(&'<') => {
+                chars.next();
+                current.push_str("<<");
+                if let Some(delimiter) = heredoc_delimiter(&mut chars, &mut current) {
+                    heredocs.push(delimiter);
+                }
+            }
+            (None, '\n') if !heredocs.is_empty() => {
+                // A here-document's lines are its command's input, not
+                // commands: skipped up to each delimiter.
+                parts.push(std::mem::take(&mut current));
+                for delimiter in heredocs.drain(..) {
+                    let mut line = String::new();
+                    for c in chars.by_ref() {
+                        if c != '\n' {
+                            line.push(c);
+                        } else if line.trim_start_matches('\t') == delimiter {
+                            break;
+                        } else {
+                            line.clear();
+                        }
+                    }
+                }
+            }
             (None, '&' | '|' | ';' | '\n') => {
                 if matches!(chars.peek(), Some('&' | '|')) && c != ';' && c != '\n' {
                     chars.next();
@@ -400,6 +426,48 @@ pub(crate) fn split_command(command: &str) -> Vec<String> {
         .map(|p| unwrap_command(p.trim()))
         .filter(|p| !p.is_empty())
         .collect()
+}
+
+/// The delimiter of a here-document after `<<` (`-`, blanks, then a word,
+/// quoted or not; `<<<` is a here-string, not one), copied to `current`.
+fn heredoc_delimiter(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    current: &mut String,
+) -> Option<String> {
+    if chars.peek() == Some(&'<') {
+        return None;
+    }
+    if chars.peek() == Some(&'-') {
+        current.push('-');
+        chars.next();
+    }
+    while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+        current.push(' ');
+        chars.next();
+    }
+    let mut word = String::new();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() || matches!(c, ';' | '&' | '|' | '<' | '>' | '(' | ')') {
+            break;
+        }
+        current.push(c);
+        chars.next();
+        if c != '\'' && c != '"' {
+            word.push(c);
+        }
+    }
+    (!word.is_empty()).then_some(word)
+}
+
+/// `part` with the quotes of its first word taken off
+/// (`"/p/run.sh" --x` is `/p/run.sh --x`), as a rule names a program.
+fn unquote_program(part: &str) -> Option<String> {
+    let first = part.chars().next()?;
+    if first != '"' && first != '\'' {
+        return None;
+    }
+    let end = part[1..].find(first)? + 1;
+    Some(format!("{}{}", &part[1..end], &part[end + 1..]))
 }
 
 /// A part without its `VAR=value` prefixes and `nohup`/`nice`/`time`/
@@ -608,6 +676,21 @@ mod tests {
         ));
         // Quotes keep their separators.
         assert_eq!(split_command("echo 'a; b' | wc"), ["echo 'a; b'", "wc"]);
+        // A here-document is input, not commands; a quoted program is
+        // matched without its quotes.
+        let heredoc = "\"/p/setup.sh\" --from-stdin <<'END'\nrm -rf / && x\nEND\necho done";
+        assert_eq!(
+            split_command(heredoc),
+            ["\"/p/setup.sh\" --from-stdin <<'END'", "echo done"]
+        );
+        assert!(!bash("Bash(/p/setup.sh:*)", heredoc, Mode::All));
+        assert!(bash(
+            "Bash(/p/setup.sh:*)",
+            &heredoc.replace("\necho done", ""),
+            Mode::All
+        ));
+        assert!(bash("Bash(cat <<EOF*)", "cat <<EOF\nline\nEOF", Mode::All));
+        assert_eq!(split_command("cat <<< word; ls"), ["cat <<< word", "ls"]);
     }
 
     #[test]

@@ -49,6 +49,16 @@ pub(crate) async fn expand(
     let (prompt, Some(command)) = found else {
         return Ok(found.0);
     };
+    // A plugin's command names its folder `${CLAUDE_PLUGIN_ROOT}`.
+    let plugin = (settings.custom.plugins.iter()).find(|p| command.path.starts_with(&p.root));
+    let root = plugin.map(|p| p.root.display().to_string());
+    let with_root = |text: &str| match &root {
+        Some(root) => text.replace("${CLAUDE_PLUGIN_ROOT}", root),
+        None => text.to_string(),
+    };
+    let prompt = with_root(&prompt);
+    let mut command = command;
+    command.allowed_tools = command.allowed_tools.iter().map(|r| with_root(r)).collect();
     let (prompt, notes) = run_references(&settings, mcp, &command, prompt).await;
     let prompt = attach_files(&settings, prompt).await;
     if notes.is_empty() {
@@ -83,7 +93,7 @@ async fn run_references(
     };
     let mut out = prompt.clone();
     let mut notes = Vec::new();
-    for (i, line) in references.into_iter().enumerate() {
+    for (i, (original, line)) in references.into_iter().enumerate() {
         let args = json!({ "command": line });
         let covered = rules
             .iter()
@@ -110,29 +120,54 @@ async fn run_references(
             None
         };
         if let Some(why) = why_not {
-            notes.push(format!("[SCV did not run `{line}`: {why}]"));
+            let shown = crate::text::cut(line.lines().next().unwrap_or(""), 200);
+            notes.push(format!("[SCV did not run `{shown}`: {why}]"));
             continue;
         }
         let output = run(settings, mcp, &line).await;
-        out = out.replacen(&format!("!`{line}`"), &output, 1);
+        out = out.replacen(&original, &output, 1);
     }
     (out, notes)
 }
 
-/// The ``!`…` `` references of a body, in order.
-fn references(text: &str) -> Vec<String> {
+/// The ``!`…` `` references and ```` ```! ```` blocks of a body, in
+/// order: each as written and the command it holds.
+fn references(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find("!`") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('`') else {
-            break;
-        };
-        let line = after[..end].trim();
-        if !line.is_empty() && !line.contains('\n') {
-            out.push(line.to_string());
+    loop {
+        let fence = rest
+            .match_indices("```!\n")
+            .map(|(i, _)| i)
+            .find(|&i| i == 0 || rest[..i].ends_with('\n'));
+        let inline = rest.find("!`");
+        match (fence, inline) {
+            (Some(open), inline) if inline.is_none_or(|i| open < i) => {
+                // ```!\nCOMMAND\n```
+                let body_start = open + 5;
+                let Some(close) = rest[body_start..].find("\n```") else {
+                    break;
+                };
+                let end = body_start + close + 4;
+                let body = rest[body_start..body_start + close].trim();
+                if !body.is_empty() {
+                    out.push((rest[open..end].to_string(), body.to_string()));
+                }
+                rest = &rest[end..];
+            }
+            (_, Some(start)) => {
+                let after = &rest[start + 2..];
+                let Some(end) = after.find('`') else {
+                    break;
+                };
+                let line = after[..end].trim();
+                if !line.is_empty() && !line.contains('\n') {
+                    out.push((format!("!`{}`", &after[..end]), line.to_string()));
+                }
+                rest = &after[end + 1..];
+            }
+            _ => break,
         }
-        rest = &after[end + 1..];
     }
     out
 }
@@ -202,10 +237,16 @@ mod tests {
 
     #[test]
     fn references_are_bang_backquoted() {
-        assert_eq!(
-            references("Status: !`git status`\nDiff: !`git diff HEAD` and `not this`"),
-            ["git status", "git diff HEAD"]
-        );
+        let found = references("Status: !`git status`\nDiff: !`git diff HEAD` and `not this`");
+        let lines: Vec<&str> = found.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(lines, ["git status", "git diff HEAD"]);
+        assert_eq!(found[0].0, "!`git status`");
         assert!(references("plain ! and `code`").is_empty());
+        let block = "Run:\n\n```!\n\"$R/setup.sh\" <<'E'\nargs\nE\n```\n\nThen !`ls`";
+        let found = references(block);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].1, "\"$R/setup.sh\" <<'E'\nargs\nE");
+        assert!(found[0].0.starts_with("```!") && found[0].0.ends_with("```"));
+        assert_eq!(found[1].1, "ls");
     }
 }

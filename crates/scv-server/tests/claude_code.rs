@@ -757,6 +757,17 @@ async fn a_plugins_hook_finds_its_root_and_blocks_and_its_command_runs() {
         "input=$(cat)\nwhile read -r pattern; do\n  if printf '%s' \"$input\" | grep -q -- \"$pattern\"; then\n    echo \"guard plugin: '$pattern' is blocked\" >&2; exit 2\n  fi\ndone < \"$CLAUDE_PLUGIN_ROOT/rules/blocked.txt\"\nexit 0\n",
     );
     write("rules/blocked.txt", "rm -rf\n");
+    // A command as ralph-loop writes its own: a ```! block running the
+    // plugin's setup script with the arguments on a here-document,
+    // allowed by an `allowed-tools` rule naming `${CLAUDE_PLUGIN_ROOT}`.
+    write(
+        "commands/loop.md",
+        "---\ndescription: \"Start a loop\"\nargument-hint: \"PROMPT\"\nallowed-tools: [\"Bash(${CLAUDE_PLUGIN_ROOT}/scripts/setup.sh:*)\"]\n---\n\n# Loop\n\n```!\n\"${CLAUDE_PLUGIN_ROOT}/scripts/setup.sh\" --from-stdin <<'__ARGS_END__'\n$ARGUMENTS\n__ARGS_END__\n```\n\nPlease work on the task.\n",
+    );
+    write(
+        "scripts/setup.sh",
+        "#!/bin/bash\nset -euo pipefail\nprompt=$(cat)\nmkdir -p .claude\nprintf 'prompt: %s\\n' \"$prompt\" > .claude/loop.local.md\necho \"Loop set up for: $prompt\"\n",
+    );
     write(
         "commands/greet.md",
         "---\ndescription: Greets\n---\nPLUGIN-GREETING for $ARGUMENTS\n",
@@ -798,6 +809,22 @@ async fn a_plugins_hook_finds_its_root_and_blocks_and_its_command_runs() {
     server.until_terminal().await;
     let sent = mock.requests()[0].body.to_string();
     assert!(sent.contains("PLUGIN-GREETING for the team"), "{sent}");
+
+    mock.push(Reply::text(["looping"]));
+    server
+        .send(
+            json!({"type":"turn.start","request_id":"l","session_id": session,
+                     "prompt":"/loop fix the build","command":true}),
+        )
+        .await;
+    server.until_terminal().await;
+    let sent = mock.requests()[1].body.to_string();
+    if common::sandbox::enforced() {
+        assert!(sent.contains("Loop set up for: fix the build"), "{sent}");
+        assert!(!sent.contains("```!"), "{sent}");
+        let state = std::fs::read_to_string(ws.join(".claude/loop.local.md")).unwrap();
+        assert_eq!(state, "prompt: fix the build\n");
+    }
 
     mock.push(Reply::tool_calls(&[
         ("ok", "bash", json!({"command": "ls victim"})),
