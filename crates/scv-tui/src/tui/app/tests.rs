@@ -382,3 +382,16 @@ fn the_status_line_says_a_session_is_not_saved_until_its_journal_recovers() {
     );
     assert!(notices(&app).iter().any(|n| n.starts_with("saved again")));
 }
+
+#[test]
+fn init_asks_the_model_to_write_agents_md() {
+    let mut app = app_with_commands();
+    let start = turn_start(&run(&mut app, "/init"));
+    assert!(
+        start.prompt.contains("create an AGENTS.md"),
+        "{}",
+        start.prompt
+    );
+    assert!(start.prompt.contains("CLAUDE.md"), "{}", start.prompt);
+    assert!(!start.command, "/init is SCV's, not a custom command");
+}
