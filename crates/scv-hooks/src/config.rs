@@ -587,6 +587,15 @@ impl Parser<'_> {
             None | Some(Value::Null) => DEFAULT_TIMEOUT,
             Some(t) => match t.as_f64() {
                 Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
+                // Longer than SCV waits: the hook runs, cut to the bound.
+                Some(secs) if secs > MAX_TIMEOUT_SECS && secs.is_finite() => {
+                    self.warn(
+                        &field("timeout"),
+                        false,
+                        format!("\"timeout\" {t} is over {MAX_TIMEOUT_SECS} seconds; the hook gets {MAX_TIMEOUT_SECS}"),
+                    );
+                    Duration::from_secs_f64(MAX_TIMEOUT_SECS)
+                }
                 _ => {
                     return Err(self.err_value(
                         &field("timeout"),
@@ -938,10 +947,17 @@ mod tests {
             hook("3600").unwrap().matching(Event::Stop, None)[0].timeout,
             Duration::from_secs(3600)
         );
-        for bad in ["0", "-1", "3601", "\"30\"", "true"] {
+        for bad in ["0", "-1", "\"30\"", "true"] {
             let e = hook(bad).unwrap_err();
             assert!(e.message.contains("\"timeout\""), "{bad}: {e}");
         }
+        // Over the bound: cut to it, with a warning.
+        let long = hook("7200").unwrap();
+        assert_eq!(
+            long.matching(Event::Stop, None)[0].timeout,
+            Duration::from_secs(3600)
+        );
+        assert!(long.warnings()[0].contains("over 3600"));
     }
 
     #[test]
