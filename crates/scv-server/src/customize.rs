@@ -36,7 +36,14 @@ pub(crate) struct Customization {
     pub warnings: Vec<String>,
     /// The Claude Code plugins config.toml names (`plugins`).
     pub plugins: Vec<crate::plugins::Plugin>,
+    /// What custom commands' `allowed-tools` grant their turns: the
+    /// expanded prompt and its rules (`inline`), the last
+    /// [`MAX_GRANTS`].
+    pub grants: std::sync::Mutex<std::collections::VecDeque<(String, Vec<String>)>>,
 }
+
+/// The most commands' grants a session keeps.
+pub(crate) const MAX_GRANTS: usize = 16;
 
 /// The repository's files that hold hooks, relative to the workspace:
 /// SCV's hooks.json (which must have `hooks`), then Claude Code's settings
@@ -109,6 +116,7 @@ pub(crate) fn load(
         permissions,
         warnings,
         plugins,
+        grants: Default::default(),
     })
 }
 

@@ -10,6 +10,10 @@
 //!   (`Bash(git status:*)`). Anything else stays text, and a note after
 //!   the prompt says why it did not run. At most [`MAX_RUNS`] a command,
 //!   each with the session's `bash` timeout and output cap.
+//! - `allowed-tools` also lets the command's turn make the calls its rules
+//!   cover without asking — only calls that stay in the sandbox, and only
+//!   for the user's commands or a trusted workspace's (the turn is found
+//!   by its prompt, as expanded; the last 16 commands are kept).
 //! - `@path`: the file (beneath the workspace: a link leading out is not
 //!   followed; opened once) is attached after the prompt. At most
 //!   [`MAX_FILES`] files, each cut to [`MAX_FILE_BYTES`].
@@ -61,10 +65,30 @@ pub(crate) async fn expand(
     command.allowed_tools = command.allowed_tools.iter().map(|r| with_root(r)).collect();
     let (prompt, notes) = run_references(&settings, mcp, &command, prompt).await;
     let prompt = attach_files(&settings, prompt).await;
-    if notes.is_empty() {
-        return Ok(prompt);
+    let prompt = if notes.is_empty() {
+        prompt
+    } else {
+        format!("{prompt}\n\n{}", notes.join("\n"))
+    };
+    grant(&settings, &command, &prompt);
+    Ok(prompt)
+}
+
+/// Keeps what the command's `allowed-tools` grants the turn of `prompt`
+/// (`agent::hooked`: without asking, inside the sandbox only), when the
+/// command is the user's or its workspace trusted.
+fn grant(settings: &SessionSettings, command: &scv_commands::Command, prompt: &str) {
+    let trusted = command.scope == scv_commands::Scope::User
+        || settings.custom.trust.as_ref().is_some_and(|t| t.trusted);
+    if command.allowed_tools.is_empty() || !trusted {
+        return;
     }
-    Ok(format!("{prompt}\n\n{}", notes.join("\n")))
+    let mut grants = (settings.custom.grants.lock()).unwrap_or_else(|p| p.into_inner());
+    grants.retain(|(p, _)| p != prompt);
+    if grants.len() >= crate::customize::MAX_GRANTS {
+        grants.pop_front();
+    }
+    grants.push_back((prompt.to_string(), command.allowed_tools.clone()));
 }
 
 /// ``!`cmd` `` references of `prompt` replaced by their output where they

@@ -966,3 +966,70 @@ async fn notification_and_subagent_start_hooks_fire() {
     assert_eq!(input["agent_type"], "general-purpose");
     assert!(!input["agent_id"].as_str().unwrap().is_empty());
 }
+
+/// A command's `allowed-tools` lets its own turn make the calls it covers
+/// without asking (inside the sandbox); another call of that turn, and
+/// the same call in a plain turn, are asked.
+#[tokio::test]
+async fn a_commands_allowed_tools_pre_approve_its_turn_only() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "auto_approve = [\"read\"]");
+    let dir = home.claude_dir().join("commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("greet.md"),
+        "---\nallowed-tools: Bash(echo:*)\n---\nGreet $ARGUMENTS with echo.\n",
+    )
+    .unwrap();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    let ws = home.workspace();
+    let session = server.start_session(&ws).await;
+    // Runs every approval asked for to its end, denying each; the ids
+    // of the calls asked about.
+    async fn asked_in(server: &mut TestServer, session: &str) -> Vec<String> {
+        let mut asked = Vec::new();
+        loop {
+            let event = server.next().await;
+            match event["type"].as_str().unwrap() {
+                "approval.requested" => {
+                    asked.push(event["call_id"].as_str().unwrap().to_string());
+                    server
+                        .send(json!({"type":"approval.resolve","request_id":"a",
+                                     "session_id": session, "approval_id": event["approval_id"],
+                                     "approved": false}))
+                        .await;
+                }
+                "turn.completed" | "turn.failed" => return asked,
+                _ => {}
+            }
+        }
+    }
+    mock.push(Reply::tool_calls(&[
+        ("e1", "bash", json!({"command": "echo hello team"})),
+        ("t1", "bash", json!({"command": "touch made"})),
+    ]));
+    mock.push(Reply::text(["done"]));
+    server
+        .send(
+            json!({"type":"turn.start","request_id":"c","session_id": session,
+                     "prompt":"/greet the team","command":true}),
+        )
+        .await;
+    let asked = asked_in(&mut server, &session).await;
+    if common::sandbox::enforced() {
+        assert_eq!(asked, ["t1"], "the command's echo was asked");
+    } else {
+        // Outside a sandbox nothing is pre-approved.
+        assert_eq!(asked, ["e1", "t1"]);
+    }
+    // A plain turn: the same echo is asked.
+    mock.push(Reply::tool_calls(&[(
+        "e2",
+        "bash",
+        json!({"command": "echo hello team"}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    server.start_turn(&session, "p", "greet them").await;
+    assert_eq!(asked_in(&mut server, &session).await, ["e2"]);
+}

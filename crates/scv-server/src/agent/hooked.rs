@@ -231,6 +231,22 @@ impl Turn {
         Ok(gate)
     }
 
+    /// The rules the `allowed-tools` of the command this turn runs grant
+    /// it (`inline::grant`).
+    fn granted(&self) -> Vec<scv_hooks::Rule> {
+        let grants = (self.settings.custom.grants.lock()).unwrap_or_else(|p| p.into_inner());
+        grants
+            .iter()
+            .find(|(prompt, _)| **prompt == *self.prompt)
+            .map(|(_, rules)| {
+                rules
+                    .iter()
+                    .filter_map(|r| scv_hooks::Rule::parse(r).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// What the permission rules say of the call, on top of the hooks'.
     fn permission_rules(
         &self,
@@ -240,7 +256,8 @@ impl Turn {
         gate: &mut Gate,
     ) {
         let permissions = &self.settings.custom.permissions;
-        if permissions.is_empty() {
+        let granted = self.granted();
+        if permissions.is_empty() && granted.is_empty() {
             return;
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -248,7 +265,14 @@ impl Turn {
             cwd: &self.settings.cwd,
             home: home.as_deref(),
         };
-        match permissions.check(&call.name, arguments, &places, contained) {
+        let verdict = permissions.check(&call.name, arguments, &places, contained);
+        let verdict = verdict.or_else(|| {
+            let mode = scv_hooks::Mode::All;
+            let rule = (granted.iter()).find(|r| r.matches(&call.name, arguments, &places, mode));
+            rule.filter(|_| contained)
+                .map(|r| Verdict::Allow(format!("`{}` (the command's allowed-tools)", r.as_str())))
+        });
+        match verdict {
             Some(Verdict::Deny(rule)) => {
                 gate.denied = Some(format!(
                     "error: the permission rule {rule} denies this call"
