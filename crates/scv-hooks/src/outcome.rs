@@ -464,14 +464,9 @@ fn json_output(event: Event, label: &str, o: &Map<String, Value>) -> Result<Outc
                 ));
             }
         },
-        // SessionStart: additionalContext (above). SessionEnd "cannot block
-        // session termination"; PreCompact has no decision here.
-        // Notification and SubagentStart are told, not asked.
-        Event::SessionStart
-        | Event::SessionEnd
-        | Event::PreCompact
-        | Event::Notification
-        | Event::SubagentStart => {}
+        // SessionStart: additionalContext (above); SessionEnd, PreCompact,
+        // Notification, SubagentStart are told and decide nothing here.
+        _ => {}
     }
     Ok(out)
 }

@@ -314,6 +314,15 @@ impl From<RiskArg> for Risk {
     }
 }
 
+/// `scv plugin ACTION`.
+fn plugin(home: &std::path::Path, action: PluginAction) -> anyhow::Result<ExitCode> {
+    match action {
+        PluginAction::Add { source } => scv_tui::plugin_cmd::add(home, &source),
+        PluginAction::List => scv_tui::plugin_cmd::list(home),
+        PluginAction::Remove { which } => scv_tui::plugin_cmd::remove(home, &which),
+    }
+}
+
 /// What only acts on this machine (its store, its daemon's process, its
 /// socket), by name: `--remote` is refused for it.
 fn local_only(command: &Command) -> Option<&'static str> {
@@ -489,11 +498,7 @@ fn main() -> ExitCode {
             Some(Command::Mcp {
                 action: McpAction::List { json },
             }) => mcp_cmd::list(&home, &socket, json).await,
-            Some(Command::Plugin { action }) => match action {
-                PluginAction::Add { source } => scv_tui::plugin_cmd::add(&home, &source),
-                PluginAction::List => scv_tui::plugin_cmd::list(&home),
-                PluginAction::Remove { which } => scv_tui::plugin_cmd::remove(&home, &which),
-            },
+            Some(Command::Plugin { action }) => plugin(&home, action),
             Some(Command::Acp) => scv_acp::run(scv_acp::Options {
                 endpoint,
                 provider: choice.provider,
