@@ -12,6 +12,10 @@ fn scv(home: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(SCV)
         .args(args)
         .env("SCV_HOME", home)
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home)),
+        )
         .output()
         .unwrap()
 }
