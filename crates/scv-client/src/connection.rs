@@ -34,7 +34,7 @@ impl Opened {
     /// `session.started`'s body.
     pub fn started(&self) -> Option<&SessionStarted> {
         self.events.iter().find_map(|e| match &e.body {
-            EventBody::SessionStarted(started) => Some(started),
+            EventBody::SessionStarted(started) => Some(&**started),
             _ => None,
         })
     }

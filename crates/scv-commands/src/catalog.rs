@@ -14,15 +14,32 @@ use crate::skills::{self, Skill};
 pub const MAX_INDEXED_SKILLS: usize = 64;
 /// At most this many agents are listed in [`Catalog::agent_index`].
 pub const MAX_INDEXED_AGENTS: usize = 32;
-/// A description in [`Catalog::skill_index`] and [`Catalog::agent_index`]
-/// is cut to this many bytes (≈ 40 tokens), "…" included.
+/// A description in [`Catalog::agent_index`] is cut to this many bytes
+/// (≈ 40 tokens), "…" included.
 pub const MAX_INDEX_DESCRIPTION_BYTES: usize = 160;
+/// A skill's description in [`Catalog::skill_index`] is kept to this many
+/// characters, as Claude Code allows ("Must be 1-1024 characters"): its
+/// "Use when…" trigger is most often past the first 160 bytes.
+pub const MAX_INDEX_DESCRIPTION_CHARS: usize = 1024;
+/// The descriptions of [`Catalog::skill_index`] together take at most this
+/// many bytes (the bound the index had when each was cut to 160 bytes:
+/// [`MAX_INDEXED_SKILLS`] × [`MAX_INDEX_DESCRIPTION_BYTES`]). Past it the
+/// longest are shortened evenly — every one to the same length, as long
+/// as the bound allows — and none is dropped.
+pub const MAX_SKILL_INDEX_DESCRIPTION_BYTES: usize =
+    MAX_INDEXED_SKILLS * MAX_INDEX_DESCRIPTION_BYTES;
 
 /// Where to look.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Roots {
     pub workspace: PathBuf,
     pub scv_home: PathBuf,
+    /// Claude Code's user folder (`~/.claude`), whose `commands/`,
+    /// `skills/` and `agents/` are the user's too, after SCV's own.
+    pub claude_home: Option<PathBuf>,
+    /// Claude Code plugins' folders, whose `commands/`, `skills/` and
+    /// `agents/` are the user's, after `claude_home`'s.
+    pub plugins: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -33,6 +50,14 @@ impl Roots {
             (self.workspace.join(".claude/commands"), Scope::Workspace),
             (self.scv_home.join("commands"), Scope::User),
         ]
+        .into_iter()
+        .chain(
+            self.claude_home
+                .iter()
+                .chain(&self.plugins)
+                .map(|dir| (dir.join("commands"), Scope::User)),
+        )
+        .collect()
     }
 
     /// The skill folders, first wins.
@@ -42,6 +67,14 @@ impl Roots {
             (self.workspace.join(".claude/skills"), Scope::Workspace),
             (self.scv_home.join("skills"), Scope::User),
         ]
+        .into_iter()
+        .chain(
+            self.claude_home
+                .iter()
+                .chain(&self.plugins)
+                .map(|dir| (dir.join("skills"), Scope::User)),
+        )
+        .collect()
     }
 
     /// The agent folders, first wins.
@@ -51,6 +84,14 @@ impl Roots {
             (self.workspace.join(".claude/agents"), Scope::Workspace),
             (self.scv_home.join("agents"), Scope::User),
         ]
+        .into_iter()
+        .chain(
+            self.claude_home
+                .iter()
+                .chain(&self.plugins)
+                .map(|dir| (dir.join("agents"), Scope::User)),
+        )
+        .collect()
     }
 }
 
@@ -70,24 +111,23 @@ impl Catalog {
     /// skipped with a [`Diagnostic`]. A folder that does not exist is
     /// silently empty.
     ///
-    /// A name that is both a command and a skill: `/NAME` runs the command
-    /// (a [`Diagnostic`] on the skill says so); the skill stays in
-    /// [`Catalog::skills`] and the index, so the model can still load it.
+    /// A name that is both a command and a skill: `/NAME` runs the skill,
+    /// as in Claude Code (a [`Diagnostic`] on the command says so).
     /// Agents are not typed after `/`, so an agent may share a command's or
     /// a skill's name.
     pub fn load(roots: &Roots) -> Catalog {
         let mut diagnostics = Vec::new();
         let commands = commands::load(&roots.commands(), &mut diagnostics);
         let skills = skills::load(&roots.skills(), &mut diagnostics);
-        for skill in &skills {
-            if let Some(command) = commands.iter().find(|c| c.name == skill.name) {
+        for command in &commands {
+            if let Some(skill) = skills.iter().find(|s| s.name == command.name) {
                 diagnostics.push(Diagnostic::new(
-                    &skill.path,
+                    &command.path,
                     None,
                     format!(
-                        "/{} runs the command {}, not this skill (the model can still load the skill by name)",
-                        skill.name,
-                        command.path.display()
+                        "/{} runs the skill {}, not this command (a skill wins over a command of its name, as in Claude Code)",
+                        command.name,
+                        skill.path.display()
                     ),
                 ));
             }
@@ -128,13 +168,6 @@ impl Catalog {
         let Some((name, args)) = expand::parse_invocation(text) else {
             return Ok(None);
         };
-        if let Some(command) = self.command(name) {
-            return Ok(Some(Expansion {
-                name: command.name.clone(),
-                kind: Kind::Command,
-                prompt: expand::substitute(&command.body, args),
-            }));
-        }
         if let Some(skill) = self.skill(name) {
             let body = skill.read_body().map_err(|error| ExpandError::Unreadable {
                 name: skill.name.clone(),
@@ -153,6 +186,13 @@ impl Catalog {
                 prompt,
             }));
         }
+        if let Some(command) = self.command(name) {
+            return Ok(Some(Expansion {
+                name: command.name.clone(),
+                kind: Kind::Command,
+                prompt: expand::substitute(&command.body, args),
+            }));
+        }
         let names = self
             .commands
             .iter()
@@ -166,15 +206,42 @@ impl Catalog {
     }
 
     /// The system prompt's skill index: one line per skill, "- NAME:
-    /// DESCRIPTION" (the description on one line, cut to
-    /// [`MAX_INDEX_DESCRIPTION_BYTES`] at a char boundary with "…"), at most
-    /// [`MAX_INDEXED_SKILLS`] lines, then "(N more skills not listed; …)"
-    /// if cut. `None` when there are no skills.
+    /// DESCRIPTION" (the description on one line, at most
+    /// [`MAX_INDEX_DESCRIPTION_CHARS`] characters, and all of them within
+    /// [`MAX_SKILL_INDEX_DESCRIPTION_BYTES`], the longest shortened evenly,
+    /// cut at a char boundary with "…"), at most [`MAX_INDEXED_SKILLS`]
+    /// lines, then "(N more skills not listed; …)" if cut. `None` when
+    /// there are no skills.
     pub fn skill_index(&self) -> Option<String> {
-        let entries = self.skills.iter().map(|s| (&*s.name, &*s.description));
-        index(entries, MAX_INDEXED_SKILLS, |more| {
-            format!("({more} more skills not listed; the user can name one with /NAME)")
-        })
+        let listed = &self.skills[..self.skills.len().min(MAX_INDEXED_SKILLS)];
+        let descriptions: Vec<String> = listed
+            .iter()
+            .map(|s| {
+                cut_chars(
+                    &shared::one_line(&s.description),
+                    MAX_INDEX_DESCRIPTION_CHARS,
+                )
+            })
+            .collect();
+        let cap = even_cap(
+            descriptions.iter().map(String::len),
+            MAX_SKILL_INDEX_DESCRIPTION_BYTES,
+        );
+        let mut lines: Vec<String> = listed
+            .iter()
+            .zip(&descriptions)
+            .map(|(skill, d)| format!("- {}: {}", skill.name, shared::cut(d, cap)))
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let more = self.skills.len() - listed.len();
+        if more > 0 {
+            lines.push(format!(
+                "({more} more skills not listed; the user can name one with /NAME)"
+            ));
+        }
+        Some(lines.join("\n"))
     }
 
     /// The agent index, for the model to pick a subagent by: one line per
@@ -187,6 +254,37 @@ impl Catalog {
             format!("({more} more agents not listed)")
         })
     }
+}
+
+/// `text` cut to `max` characters, "…" last when cut.
+fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((end, _)) if text.chars().count() > max => {
+            format!("{}…", text[..end].trim_end())
+        }
+        _ => text.to_owned(),
+    }
+}
+
+/// The largest length `cap` such that the `lengths`, each cut to `cap`,
+/// add up to at most `budget` (every length when they fit already). At
+/// least 16, so that no description goes whole.
+fn even_cap(lengths: impl Iterator<Item = usize> + Clone, budget: usize) -> usize {
+    let total = |cap: usize| lengths.clone().map(|l| l.min(cap)).sum::<usize>();
+    let longest = lengths.clone().max().unwrap_or(0);
+    if total(longest) <= budget {
+        return longest.max(16);
+    }
+    let (mut low, mut high) = (0, longest);
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if total(mid) <= budget {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    low.max(16)
 }
 
 /// "- NAME: DESCRIPTION" lines for the first `max` of `entries`, then

@@ -45,6 +45,13 @@ pub struct Command {
     pub body: String,
     pub path: PathBuf,
     pub scope: Scope,
+    /// `allowed-tools`: Claude Code permission rules (a list, or one
+    /// string of comma-separated rules), as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
+    /// `model`: the model its turn asks for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Whether `name` can be typed as `/name`: `[A-Za-z0-9_:.-]+`.
@@ -250,7 +257,12 @@ fn parse(
     let argument_hint = string_field("argument-hint")?;
     // `model` is a plain string in Claude Code; checked so a typo'd list is
     // reported. `allowed-tools` may be a string or a list (both parsed above).
-    string_field("model")?;
+    let model = string_field("model")?;
+    let allowed_tools = match parsed.get("allowed-tools").map(|f| &f.value) {
+        Some(Value::List(items)) => items.iter().map(|i| i.trim().to_owned()).collect(),
+        Some(Value::Str(s)) => split_rules(s),
+        _ => Vec::new(),
+    };
     let description = if namespace.is_empty() {
         description
     } else {
@@ -268,7 +280,34 @@ fn parse(
         body,
         path: path.to_path_buf(),
         scope,
+        allowed_tools,
+        model,
     })
+}
+
+/// `Bash(git add:*), Bash(git status:*), Read` as its rules: split at the
+/// commas outside parentheses.
+fn split_rules(text: &str) -> Vec<String> {
+    let mut rules = Vec::new();
+    let (mut depth, mut current) = (0usize, String::new());
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                rules.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    rules.push(current);
+    rules
+        .into_iter()
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty())
+        .collect()
 }
 
 /// The first non-empty line, without Markdown heading marks, cut.
@@ -295,6 +334,15 @@ mod tests {
         assert_eq!(c.description, "Review a PR");
         assert_eq!(c.argument_hint.as_deref(), Some("[pr] [prio]"));
         assert_eq!(c.body, "Review PR $1.");
+        assert_eq!(c.allowed_tools, ["Read"]);
+        let c = parse_ok(
+            "---\nallowed-tools: Bash(git add:*), Bash(git status:*), Read\nmodel: haiku\n---\nx",
+        );
+        assert_eq!(
+            c.allowed_tools,
+            ["Bash(git add:*)", "Bash(git status:*)", "Read"]
+        );
+        assert_eq!(c.model.as_deref(), Some("haiku"));
         let c = parse_ok("\n\n# Optimize this code\n\nMore.\n");
         assert_eq!(c.description, "Optimize this code");
         assert_eq!(c.argument_hint, None);

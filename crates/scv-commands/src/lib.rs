@@ -7,11 +7,14 @@
 //! # Where they are found
 //!
 //! First found wins on a name clash; each loser is a [`Diagnostic`] saying
-//! which file shadows it.
+//! which file shadows it. Claude Code's user folder (`~/.claude`, given as
+//! [`Roots::claude_home`]) comes after `SCV_HOME`: its `commands/`,
+//! `skills/` and `agents/` are the user's too. A skill wins over a command
+//! of the same name (`/NAME` runs the skill), as in Claude Code.
 //!
 //! - **Commands** (Claude Code's command files): `*.md` in
 //!   `WORKSPACE/.scv/commands/`, `WORKSPACE/.claude/commands/`,
-//!   `SCV_HOME/commands/`, named by the file stem (`[A-Za-z0-9_:.-]+`).
+//!   `SCV_HOME/commands/`, `~/.claude/commands/`, named by the file stem (`[A-Za-z0-9_:.-]+`).
 //!   Subfolders (up to 3 levels) namespace without renaming, as Claude Code
 //!   documents: `.claude/commands/frontend/component.md` is `/component`,
 //!   described "(project:frontend)". Frontmatter is optional: `description`
@@ -19,11 +22,11 @@
 //!   `model`; other keys are accepted and ignored (Claude Code has more).
 //! - **Skills** (the Agent Skills format): `SKILL.md` in each folder of
 //!   `WORKSPACE/.scv/skills/`, `WORKSPACE/.claude/skills/`,
-//!   `SCV_HOME/skills/`, with required `name` and `description`; see
+//!   `SCV_HOME/skills/`, `~/.claude/skills/`, with required `name` and `description`; see
 //!   [`Skill`] for what is checked.
 //! - **Agents** (Claude Code's subagent files): `*.md` directly in
 //!   `WORKSPACE/.scv/agents/`, `WORKSPACE/.claude/agents/`,
-//!   `SCV_HOME/agents/` (subfolders are not entered), with required `name`
+//!   `SCV_HOME/agents/`, `~/.claude/agents/` (subfolders are not entered), with required `name`
 //!   (a skill's rules) and `description`; optional `tools` (a
 //!   comma-separated string or a list; absent, the parent's tools),
 //!   `model`, and SCV's `sandbox: read-only`. The body is the subagent's
@@ -69,9 +72,12 @@
 //! A skill's prompt is a short instruction, a header naming its folder, and
 //! its body (substituted the same way).
 //!
-//! **Nothing is executed or inlined.** Claude Code runs ``!`command` ``
+//! **Nothing is executed or inlined here.** Claude Code runs ``!`command` ``
 //! lines through bash and inlines `@file` references when it expands a
-//! command; here both are left as text. A command file comes from the
+//! command; this crate leaves both as text (and keeps the command's
+//! `allowed-tools` and `model`), and the server decides (its `inline`
+//! module: sandboxed, only what `allowed-tools` covers, only the user's
+//! commands or a trusted workspace's). A command file comes from the
 //! repository being worked on, and running what it says when someone types
 //! its name would be code execution from a repository without approval:
 //! the model sees the text and asks for tools like for any other request.
@@ -88,6 +94,7 @@ mod skills;
 pub use agents::{Agent, MAX_AGENTS};
 pub use catalog::{
     Catalog, Roots, MAX_INDEXED_AGENTS, MAX_INDEXED_SKILLS, MAX_INDEX_DESCRIPTION_BYTES,
+    MAX_INDEX_DESCRIPTION_CHARS, MAX_SKILL_INDEX_DESCRIPTION_BYTES,
 };
 pub use commands::{Command, MAX_COMMANDS};
 pub use expand::{ExpandError, Expansion, Kind, Unknown};

@@ -19,6 +19,8 @@ impl Fixture {
         let roots = Roots {
             workspace: dir.path().join("ws"),
             scv_home: dir.path().join("home"),
+            claude_home: Some(dir.path().join("claude")),
+            plugins: Vec::new(),
         };
         fs::create_dir_all(&roots.workspace).unwrap();
         fs::create_dir_all(&roots.scv_home).unwrap();
@@ -326,7 +328,7 @@ fn skills_precedence_validation_and_expansion() {
 }
 
 #[test]
-fn a_command_wins_over_a_skill_of_the_same_name() {
+fn a_skill_wins_over_a_command_of_the_same_name() {
     let f = Fixture::new();
     write(&f.ws(".scv/commands/deploy.md"), "Deploy command.");
     write(
@@ -334,10 +336,40 @@ fn a_command_wins_over_a_skill_of_the_same_name() {
         skill_md("deploy", "Deploy skill."),
     );
     let c = f.load();
-    assert_eq!(c.expand("/deploy").unwrap().unwrap().kind, Kind::Command);
-    assert!(c.skill("deploy").is_some());
-    let d = diagnostics_for(&c, &f.ws(".scv/skills/deploy/SKILL.md"));
-    assert!(d[0].message.contains("runs the command"), "{}", d[0]);
+    assert_eq!(c.expand("/deploy").unwrap().unwrap().kind, Kind::Skill);
+    assert!(c.command("deploy").is_some());
+    let d = diagnostics_for(&c, &f.ws(".scv/commands/deploy.md"));
+    assert!(d[0].message.contains("runs the skill"), "{}", d[0]);
+}
+
+#[test]
+fn claude_codes_user_folder_comes_after_scv_home() {
+    let f = Fixture::new();
+    let claude = f.roots.claude_home.clone().unwrap();
+    write(&claude.join("commands/review.md"), "Review from ~/.claude.");
+    write(&f.home("commands/review.md"), "Review from SCV_HOME.");
+    write(
+        &claude.join("commands/only-claude.md"),
+        "Only in ~/.claude.",
+    );
+    write(
+        &claude.join("skills/pdf/SKILL.md"),
+        skill_md("pdf", "PDF things."),
+    );
+    write(
+        &claude.join("agents/explorer.md"),
+        agent_md("explorer", "Explores.", "P"),
+    );
+    let c = f.load();
+    assert_eq!(
+        c.command("review").unwrap().path,
+        f.home("commands/review.md")
+    );
+    let only = c.command("only-claude").unwrap();
+    assert_eq!(only.scope, Scope::User);
+    assert_eq!(c.skill("pdf").unwrap().scope, Scope::User);
+    assert!(c.agent("explorer").is_some());
+    assert!(!diagnostics_for(&c, &claude.join("commands/review.md")).is_empty());
 }
 
 #[test]
@@ -365,21 +397,16 @@ fn skill_index_bounds() {
 }
 
 #[test]
-fn skill_index_cuts_descriptions_at_a_char_boundary() {
+fn skill_index_keeps_1024_characters_and_cuts_at_a_char_boundary() {
     let f = Fixture::new();
-    // 155 ASCII bytes then "é" (2 bytes) at 155..157 and more: the cut at
-    // 160 - 3 ("…") = 157 falls just after "é"; one byte earlier (156) is
-    // inside it.
-    let description = format!("{}é{}", "a".repeat(155), "b".repeat(50));
-    write(
-        &f.ws(".scv/skills/long/SKILL.md"),
-        skill_md("long", &description),
+    // anthropics/skills' descriptions put "Use when…" past 160 bytes.
+    let trigger = format!(
+        "{} Use when the user asks for a PDF.",
+        "Handles documents.".repeat(12)
     );
-    let shifted = format!("{}é{}", "a".repeat(156), "b".repeat(50));
-    write(
-        &f.ws(".scv/skills/shifted/SKILL.md"),
-        skill_md("shifted", &shifted),
-    );
+    write(&f.ws(".scv/skills/pdf/SKILL.md"), skill_md("pdf", &trigger));
+    let long = format!("{}é{}", "a".repeat(1022), "b".repeat(50));
+    write(&f.ws(".scv/skills/long/SKILL.md"), skill_md("long", &long));
     write(
         &f.ws(".scv/skills/multi/SKILL.md"),
         "---\nname: multi\ndescription: |\n  line one\n  line two\n---\n",
@@ -387,16 +414,53 @@ fn skill_index_cuts_descriptions_at_a_char_boundary() {
     let c = f.load();
     let index = c.skill_index().unwrap();
     let lines: Vec<&str> = index.lines().collect();
-    let long = lines.iter().find(|l| l.starts_with("- long: ")).unwrap();
-    let long_desc = &long["- long: ".len()..];
-    assert_eq!(long_desc, format!("{}é…", "a".repeat(155)));
-    assert!(long_desc.len() <= MAX_INDEX_DESCRIPTION_BYTES);
-    let shifted_line = lines.iter().find(|l| l.starts_with("- shifted: ")).unwrap();
-    assert_eq!(
-        &shifted_line["- shifted: ".len()..],
-        format!("{}…", "a".repeat(156))
+    assert!(
+        lines.contains(&format!("- pdf: {trigger}").as_str()),
+        "{index}"
     );
+    let long_line = lines.iter().find(|l| l.starts_with("- long: ")).unwrap();
+    let long_desc = &long_line["- long: ".len()..];
+    assert_eq!(long_desc, format!("{}é…", "a".repeat(1022)));
+    assert_eq!(long_desc.chars().count(), MAX_INDEX_DESCRIPTION_CHARS);
     assert!(lines.contains(&"- multi: line one line two"), "{index}");
+}
+
+#[test]
+fn skill_index_shortens_evenly_within_its_bound_and_drops_none() {
+    let f = Fixture::new();
+    // Three short descriptions and 61 of 1,000 bytes: over the bound.
+    for i in 0..MAX_INDEXED_SKILLS {
+        let name = format!("s{i:02}");
+        let description = if i < 3 {
+            format!("Short {i}.")
+        } else {
+            format!("{i:02} {}", "x".repeat(997))
+        };
+        write(
+            &f.home(&format!("skills/{name}/SKILL.md")),
+            skill_md(&name, &description),
+        );
+    }
+    let c = f.load();
+    let index = c.skill_index().unwrap();
+    let lines: Vec<&str> = index.lines().collect();
+    assert_eq!(lines.len(), MAX_INDEXED_SKILLS);
+    assert_eq!(lines[0], "- s00: Short 0.");
+    let descriptions: Vec<&str> = lines.iter().map(|l| &l["- s00: ".len()..]).collect();
+    let total: usize = descriptions.iter().map(|d| d.len()).sum();
+    assert!(total <= MAX_SKILL_INDEX_DESCRIPTION_BYTES, "{total}");
+    // The long ones: all the same length, well over 160 bytes, each
+    // starting with its own number.
+    let long: Vec<usize> = descriptions[3..].iter().map(|d| d.len()).collect();
+    assert!(long.iter().all(|l| *l == long[0]), "{long:?}");
+    assert!(long[0] > 160 && long[0] < 1000, "{}", long[0]);
+    assert!(total > MAX_SKILL_INDEX_DESCRIPTION_BYTES - 64, "{total}");
+    for (i, d) in descriptions.iter().enumerate().skip(3) {
+        assert!(
+            d.starts_with(&format!("{i:02} ")) && d.ends_with('…'),
+            "{d}"
+        );
+    }
 }
 
 #[test]
@@ -832,6 +896,8 @@ fn catalog_with(body: &str) -> Catalog {
             body: body.into(),
             path: PathBuf::from("/c.md"),
             scope: Scope::Workspace,
+            allowed_tools: Vec::new(),
+            model: None,
         }],
         ..Catalog::default()
     }

@@ -8,6 +8,14 @@
 //! Other top-level keys are ignored, so a Claude Code `.claude/settings.json`
 //! (which has `permissions`, `env`, ...) loads as well. Other keys of a
 //! matcher group or of a hook (`description`, ...) are ignored too.
+//!
+//! Read as Claude Code reads it, never more strictly: an event SCV does not
+//! fire (`Notification`, `PermissionRequest`, ...) and a hook of a type
+//! other than `command` (`prompt`, `agent`, `http`) are skipped with a
+//! warning naming them ([`Hooks::warnings`]), never a refused session. A
+//! hook's `if` (Claude Code's permission rule syntax, `"Bash(git push *)"`)
+//! narrows the tool calls it runs for; an `if` SCV cannot read is an error
+//! at its line.
 
 use std::fmt;
 use std::io::ErrorKind;
@@ -19,6 +27,7 @@ use serde_json::Value;
 
 use crate::event::Event;
 use crate::matcher::Matcher;
+use crate::rule::{Mode, Places, Rule};
 use crate::span::{key_position, value_position, Step};
 
 /// The largest hooks.json read.
@@ -29,6 +38,8 @@ pub const MAX_HOOKS: usize = 256;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest `timeout` a hook may ask for, in seconds.
 pub const MAX_TIMEOUT_SECS: f64 = 3600.0;
+/// The most warnings one file keeps.
+const MAX_WARNINGS: usize = 32;
 /// How much of a command a label shows.
 const LABEL_COMMAND_CHARS: usize = 80;
 
@@ -48,7 +59,23 @@ pub struct HookCommand {
     pub line: Option<usize>,
     /// Whose file that is.
     pub origin: Origin,
+    /// Its `if`: the tool calls it runs for (within its group's matcher).
+    pub condition: Option<Condition>,
+    /// The plugin folder it came from (`CLAUDE_PLUGIN_ROOT`), if any.
+    pub plugin_root: Option<PathBuf>,
 }
+
+/// A hook's `if`, read.
+#[derive(Clone, Debug)]
+pub struct Condition(pub Rule);
+
+impl PartialEq for Condition {
+    fn eq(&self, other: &Condition) -> bool {
+        self.0.as_str() == other.0.as_str()
+    }
+}
+
+impl Eq for Condition {}
 
 /// Whose hooks file a hook came from: the user's own, or a repository's
 /// (which the model may have written, and which runs only in a trusted
@@ -175,6 +202,8 @@ struct Group {
 struct Table {
     /// Indexed by [`Event::index`].
     events: [Vec<Group>; Event::ALL.len()],
+    /// What was skipped, and why ("FILE:LINE: what").
+    warnings: Vec<String>,
 }
 
 /// Every configured hook, by event. Cheap to clone.
@@ -231,6 +260,51 @@ impl Hooks {
 
     /// Parses one hooks.json whose hooks are `origin`'s.
     pub fn parse_from(path: &Path, text: &str, origin: Origin) -> Result<Hooks, LoadError> {
+        Hooks::parse_file(path, text, origin, true)
+    }
+
+    /// Parses a Claude Code settings file (`settings.json`,
+    /// `settings.local.json`): like a hooks.json, but one without `hooks`
+    /// (only `permissions`, say) is no hooks rather than an error.
+    pub fn parse_settings(path: &Path, text: &str, origin: Origin) -> Result<Hooks, LoadError> {
+        Hooks::parse_file(path, text, origin, false)
+    }
+
+    /// The same hooks, each told its plugin folder (`CLAUDE_PLUGIN_ROOT`).
+    pub fn in_plugin(self, root: &Path) -> Hooks {
+        let mut table = Table {
+            warnings: self.table.warnings.clone(),
+            ..Table::default()
+        };
+        for (i, groups) in table.events.iter_mut().enumerate() {
+            for group in &self.table.events[i] {
+                let commands = group
+                    .commands
+                    .iter()
+                    .map(|c| {
+                        Arc::new(HookCommand {
+                            plugin_root: Some(root.to_path_buf()),
+                            ..HookCommand::clone(c)
+                        })
+                    })
+                    .collect();
+                groups.push(Group {
+                    matcher: group.matcher.clone(),
+                    commands,
+                });
+            }
+        }
+        Hooks {
+            table: Arc::new(table),
+        }
+    }
+
+    fn parse_file(
+        path: &Path,
+        text: &str,
+        origin: Origin,
+        needs_hooks: bool,
+    ) -> Result<Hooks, LoadError> {
         if text.len() as u64 > MAX_FILE_BYTES {
             return Err(LoadError::new(
                 path,
@@ -245,7 +319,14 @@ impl Hooks {
             let at = (e.line() > 0).then(|| (e.line(), e.column()));
             LoadError::new(path, at, format!("not valid JSON: {}", strip_position(&e)))
         })?;
-        Parser { path, text, origin }.root(&root)
+        Parser {
+            path,
+            text,
+            origin,
+            needs_hooks,
+            warnings: Default::default(),
+        }
+        .root(&root)
     }
 
     /// Reads and merges these files in order. A file that does not exist is
@@ -274,13 +355,23 @@ impl Hooks {
         Ok(hooks)
     }
 
+    /// Reads one Claude Code settings file ([`Hooks::parse_settings`]); a
+    /// file that does not exist is no hooks.
+    pub fn load_settings(path: &Path, origin: Origin) -> Result<Hooks, LoadError> {
+        match read_bounded(path) {
+            Ok(Some(text)) => Hooks::parse_settings(path, &text, origin),
+            Ok(None) => Ok(Hooks::default()),
+            Err(message) => Err(LoadError::new(path, None, message)),
+        }
+    }
+
     /// `self`'s hooks and then `other`'s, event by event (the order they run
     /// in and their outcomes are combined in).
     pub fn merge(self, other: Hooks) -> Hooks {
-        if other.is_empty() {
+        if other.is_empty() && other.warnings().is_empty() {
             return self;
         }
-        if self.is_empty() {
+        if self.is_empty() && self.warnings().is_empty() {
             return other;
         }
         let mut table = Table::default();
@@ -288,9 +379,17 @@ impl Hooks {
             groups.extend(self.table.events[i].iter().cloned());
             groups.extend(other.table.events[i].iter().cloned());
         }
+        table.warnings = self.table.warnings.clone();
+        table.warnings.extend(other.table.warnings.iter().cloned());
         Hooks {
             table: Arc::new(table),
         }
+    }
+
+    /// What the files held that SCV skipped (an event it does not fire, a
+    /// hook type it does not run), one line each: "FILE:LINE: what".
+    pub fn warnings(&self) -> &[String] {
+        &self.table.warnings
     }
 
     /// No hooks at all.
@@ -319,7 +418,23 @@ impl Hooks {
     /// "Multiple identical hook commands are deduplicated automatically":
     /// a command that two groups both match runs once (the first one's
     /// timeout).
+    ///
+    /// A hook with an `if` runs only through [`Hooks::matching_call`],
+    /// which knows the call's arguments.
     pub fn matching(&self, event: Event, tool: Option<&str>) -> Vec<Arc<HookCommand>> {
+        self.matching_call(event, tool, None)
+    }
+
+    /// [`Hooks::matching`] for a tool call whose `arguments` (and the
+    /// places its paths are relative to) a hook's `if` is tested against:
+    /// it runs when its rule matches the call — any part of a compound
+    /// command is enough, as in Claude Code.
+    pub fn matching_call(
+        &self,
+        event: Event,
+        tool: Option<&str>,
+        call: Option<(&Value, &Places<'_>)>,
+    ) -> Vec<Arc<HookCommand>> {
         let mut out: Vec<Arc<HookCommand>> = Vec::new();
         for group in &self.table.events[event.index()] {
             let matches = match (tool, event) {
@@ -333,6 +448,17 @@ impl Hooks {
                 continue;
             }
             for command in &group.commands {
+                if let Some(Condition(rule)) = &command.condition {
+                    let holds = match (tool, call) {
+                        (Some(tool), Some((arguments, places))) => {
+                            rule.matches(tool, arguments, places, Mode::Any)
+                        }
+                        _ => false,
+                    };
+                    if !holds {
+                        continue;
+                    }
+                }
                 if !out.iter().any(|c| c.command == command.command) {
                     out.push(Arc::clone(command));
                 }
@@ -384,6 +510,11 @@ struct Parser<'a> {
     path: &'a Path,
     text: &'a str,
     origin: Origin,
+    /// A file without `hooks` is an error (a hooks.json), not no hooks (a
+    /// settings file).
+    needs_hooks: bool,
+    /// What was skipped: "FILE:LINE:COL: what".
+    warnings: std::cell::RefCell<Vec<String>>,
 }
 
 impl Parser<'_> {
@@ -391,8 +522,17 @@ impl Parser<'_> {
         LoadError::new(self.path, value_position(self.text, at), message)
     }
 
-    fn err_key(&self, at: &[Step<'_>], message: impl Into<String>) -> LoadError {
-        LoadError::new(self.path, key_position(self.text, at), message)
+    /// Notes something skipped, located at the key (or value) `at`.
+    fn warn(&self, at: &[Step<'_>], key: bool, message: impl Into<String>) {
+        let position = if key {
+            key_position(self.text, at)
+        } else {
+            value_position(self.text, at)
+        };
+        let mut warnings = self.warnings.borrow_mut();
+        if warnings.len() < MAX_WARNINGS {
+            warnings.push(LoadError::new(self.path, position, message).to_string());
+        }
     }
 
     fn root(&self, root: &Value) -> Result<Hooks, LoadError> {
@@ -400,6 +540,9 @@ impl Parser<'_> {
             return Err(self.err_value(&[], "must be a JSON object with a \"hooks\" object"));
         };
         let Some(events) = root.get("hooks") else {
+            if !self.needs_hooks {
+                return Ok(Hooks::default());
+            }
             return Err(self.err_value(&[], "has no \"hooks\" object"));
         };
         let Some(events) = events.as_object() else {
@@ -410,13 +553,15 @@ impl Parser<'_> {
         for (name, groups) in events {
             let Some(event) = Event::from_name(name) else {
                 let known: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
-                return Err(self.err_key(
+                self.warn(
                     &[Step::Key("hooks"), Step::Key(name)],
+                    true,
                     format!(
-                        "unknown hook event \"{name}\"; SCV knows {}",
+                        "hook event \"{name}\" is not one SCV fires, so its hooks are skipped (SCV fires {})",
                         known.join(", ")
                     ),
-                ));
+                );
+                continue;
             };
             let at = [Step::Key("hooks"), Step::Key(name)];
             let Some(groups) = groups.as_array() else {
@@ -436,6 +581,7 @@ impl Parser<'_> {
                 table.events[event.index()].push(group);
             }
         }
+        table.warnings = self.warnings.take();
         Ok(Hooks {
             table: Arc::new(table),
         })
@@ -480,12 +626,19 @@ impl Parser<'_> {
                 hooks_at[3],
                 Step::Index(j),
             ];
-            commands.push(Arc::new(self.hook(&at, hook)?));
+            if let Some(hook) = self.hook(event, &at, hook)? {
+                commands.push(Arc::new(hook));
+            }
         }
         Ok(Group { matcher, commands })
     }
 
-    fn hook(&self, at: &[Step<'_>; 5], hook: &Value) -> Result<HookCommand, LoadError> {
+    fn hook(
+        &self,
+        event: &str,
+        at: &[Step<'_>; 5],
+        hook: &Value,
+    ) -> Result<Option<HookCommand>, LoadError> {
         let Some(hook) = hook.as_object() else {
             return Err(
                 self.err_value(at, "a hook must be an object with \"type\" and \"command\"")
@@ -495,10 +648,12 @@ impl Parser<'_> {
         match hook.get("type") {
             Some(Value::String(t)) if t == "command" => {}
             Some(Value::String(t)) => {
-                return Err(self.err_value(
+                self.warn(
                     &field("type"),
-                    format!("hook type \"{t}\" is not supported; SCV runs only \"command\" hooks"),
-                ))
+                    false,
+                    format!("a \"{t}\" hook is skipped: SCV runs only \"command\" hooks"),
+                );
+                return Ok(None);
             }
             Some(_) => return Err(self.err_value(&field("type"), "\"type\" must be \"command\"")),
             None => {
@@ -519,6 +674,15 @@ impl Parser<'_> {
             None | Some(Value::Null) => DEFAULT_TIMEOUT,
             Some(t) => match t.as_f64() {
                 Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
+                // Longer than SCV waits: the hook runs, cut to the bound.
+                Some(secs) if secs > MAX_TIMEOUT_SECS && secs.is_finite() => {
+                    self.warn(
+                        &field("timeout"),
+                        false,
+                        format!("\"timeout\" {t} is over {MAX_TIMEOUT_SECS} seconds; the hook gets {MAX_TIMEOUT_SECS}"),
+                    );
+                    Duration::from_secs_f64(MAX_TIMEOUT_SECS)
+                }
                 _ => {
                     return Err(self.err_value(
                         &field("timeout"),
@@ -529,13 +693,43 @@ impl Parser<'_> {
                 }
             },
         };
-        Ok(HookCommand {
+        let condition = match hook.get("if") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(rule)) => match Rule::parse(rule) {
+                Ok(rule) => Some(Condition(rule)),
+                Err(e) => {
+                    return Err(self.err_value(
+                        &field("if"),
+                        format!("\"if\" is not a rule SCV can read: {e}"),
+                    ))
+                }
+            },
+            Some(_) => {
+                return Err(self.err_value(
+                    &field("if"),
+                    "\"if\" must be a string: a permission rule such as \"Bash(git push *)\"",
+                ))
+            }
+        };
+        if condition.is_some() && !Event::from_name(event).is_some_and(Event::is_tool_event) {
+            self.warn(
+                &field("if"),
+                false,
+                format!(
+                    "a hook with \"if\" runs only for tool events, so this {event} hook never runs"
+                ),
+            );
+            return Ok(None);
+        }
+        Ok(Some(HookCommand {
             command,
             timeout,
             source: self.path.to_path_buf(),
             line: value_position(self.text, &field("command")).map(|(line, _)| line),
             origin: self.origin,
-        })
+            condition,
+            plugin_root: None,
+        }))
     }
 }
 
@@ -674,17 +868,87 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_event_is_named_with_its_line_and_the_known_ones() {
-        let e = parse("{\n  \"hooks\": {\n    \"Stop\": [],\n    \"PreToolUs\": []\n  }\n}")
-            .unwrap_err();
-        assert_eq!((e.line, e.column), (Some(4), Some(5)));
-        assert!(e.message.contains("\"PreToolUs\""), "{e}");
+    fn an_unknown_event_is_a_warning_with_its_line_and_the_known_ones() {
+        let hooks = parse(
+            "{\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"s\"}]}],\n    \"PreToolUs\": []\n  }\n}",
+        )
+        .unwrap();
+        assert_eq!(commands(&hooks, Event::Stop, None), ["s"]);
+        let [w] = hooks.warnings() else {
+            panic!("{:?}", hooks.warnings())
+        };
+        assert!(w.starts_with("/p/.scv/hooks.json:4:5: "), "{w}");
+        assert!(w.contains("\"PreToolUs\""), "{w}");
         for known in Event::ALL {
-            assert!(e.message.contains(known.as_str()), "{e}");
+            assert!(w.contains(known.as_str()), "{w}");
         }
-        // Claude Code events SCV does not fire are unknown too.
-        let e = parse(r#"{"hooks": {"Notification": []}}"#).unwrap_err();
-        assert!(e.message.contains("\"Notification\""), "{e}");
+        // Claude Code events SCV does not fire: skipped, named.
+        let hooks = parse(
+            r#"{"hooks": {"PostToolUseFailure": [{"hooks": [{"type": "command", "command": "n"}]}], "PermissionRequest": []}}"#,
+        )
+        .unwrap();
+        assert!(hooks.is_empty());
+        assert_eq!(hooks.warnings().len(), 2);
+        assert!(hooks.warnings()[1].contains("\"PostToolUseFailure\""));
+        // Warnings survive a merge.
+        let merged = Hooks::default().merge(hooks.clone()).merge(hooks);
+        assert_eq!(merged.warnings().len(), 4);
+    }
+
+    #[test]
+    fn if_narrows_the_calls_a_hook_runs_for() {
+        let hooks = parse(
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "guard", "if": "Bash(git push --force*)"},
+                {"type": "command", "command": "always"}]}]}}"#,
+        )
+        .unwrap();
+        let places = Places {
+            cwd: Path::new("/w"),
+            home: None,
+        };
+        let run = |command: &str| -> Vec<String> {
+            let args = serde_json::json!({ "command": command });
+            hooks
+                .matching_call(Event::PreToolUse, Some("bash"), Some((&args, &places)))
+                .iter()
+                .map(|c| c.command.clone())
+                .collect()
+        };
+        assert_eq!(run("ls"), ["always"]);
+        assert_eq!(run("cd x && git push --force origin"), ["guard", "always"]);
+        // Without the call's arguments an `if` hook does not run.
+        assert_eq!(
+            commands(&hooks, Event::PreToolUse, Some("bash")),
+            ["always"]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_if_is_an_error_at_its_line() {
+        let text = "{\"hooks\": {\"PreToolUse\": [{\"hooks\": [\n  {\"type\": \"command\", \"command\": \"x\",\n   \"if\": \"tool_input.command matches 'git push'\"}]}]}}";
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(e.message.contains("\"if\" is not a rule"), "{e}");
+        let e = parse(r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "if": 1}]}]}}"#).unwrap_err();
+        assert!(e.message.contains("must be a string"), "{e}");
+        // On an event without tools: a warning, and the hook never runs.
+        let hooks = parse(r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "if": "Bash"}]}]}}"#).unwrap();
+        assert!(hooks.is_empty());
+        assert!(hooks.warnings()[0].contains("only for tool events"));
+    }
+
+    #[test]
+    fn a_settings_file_without_hooks_is_no_hooks() {
+        let path = Path::new("/p/.claude/settings.json");
+        let hooks = Hooks::parse_settings(
+            path,
+            r#"{"permissions": {"allow": []}}"#,
+            Origin::Repository,
+        )
+        .unwrap();
+        assert!(hooks.is_empty() && hooks.warnings().is_empty());
+        assert!(Hooks::parse_from(path, "{}", Origin::Repository).is_err());
     }
 
     #[test]
@@ -743,10 +1007,17 @@ mod tests {
     }
 
     #[test]
-    fn only_command_hooks_are_supported() {
-        let e = parse("{\"hooks\": {\"Stop\": [{\"hooks\": [\n {\"type\": \"prompt\", \"prompt\": \"x\"}]}]}}").unwrap_err();
-        assert!(e.message.contains("\"prompt\" is not supported"), "{e}");
-        assert_eq!(e.line, Some(2));
+    fn hooks_other_than_command_hooks_are_skipped_with_a_warning() {
+        let hooks = parse("{\"hooks\": {\"Stop\": [{\"hooks\": [\n {\"type\": \"prompt\", \"prompt\": \"x\"}, {\"type\": \"command\", \"command\": \"c\"}]}]}}").unwrap();
+        assert_eq!(commands(&hooks, Event::Stop, None), ["c"]);
+        let [w] = hooks.warnings() else {
+            panic!("{:?}", hooks.warnings())
+        };
+        assert!(w.contains("\"prompt\" hook is skipped"), "{w}");
+        assert!(w.starts_with("/p/.scv/hooks.json:2:"), "{w}");
+        let e = parse(r#"{"hooks": {"Stop": [{"hooks": [{"type": 1, "command": "c"}]}]}}"#)
+            .unwrap_err();
+        assert!(e.message.contains("must be"), "{e}");
     }
 
     #[test]
@@ -764,10 +1035,17 @@ mod tests {
             hook("3600").unwrap().matching(Event::Stop, None)[0].timeout,
             Duration::from_secs(3600)
         );
-        for bad in ["0", "-1", "3601", "\"30\"", "true"] {
+        for bad in ["0", "-1", "\"30\"", "true"] {
             let e = hook(bad).unwrap_err();
             assert!(e.message.contains("\"timeout\""), "{bad}: {e}");
         }
+        // Over the bound: cut to it, with a warning.
+        let long = hook("7200").unwrap();
+        assert_eq!(
+            long.matching(Event::Stop, None)[0].timeout,
+            Duration::from_secs(3600)
+        );
+        assert!(long.warnings()[0].contains("over 3600"));
     }
 
     #[test]
@@ -798,6 +1076,8 @@ mod tests {
             source: "/p/.scv/hooks.json".into(),
             line: None,
             origin: Origin::User,
+            condition: None,
+            plugin_root: None,
         };
         assert_eq!(hook.label(), "hook `./x.sh` (/p/.scv/hooks.json)");
         let at = |command: &str| HookCommand {

@@ -26,11 +26,18 @@ pub enum Event {
     SessionEnd,
     /// "Runs before Claude Code is about to run a compact operation."
     PreCompact,
+    /// "Runs when Claude Code sends notifications": SCV fires it when it
+    /// waits for the user's approval (`notification_type`
+    /// `permission_prompt`).
+    Notification,
+    /// "Runs when a Claude Code subagent is spawned" (SCV: a `task`
+    /// call's child session, as it starts).
+    SubagentStart,
 }
 
 impl Event {
     /// Every event, in the order hooks.json lists are kept.
-    pub const ALL: [Event; 8] = [
+    pub const ALL: [Event; 10] = [
         Event::PreToolUse,
         Event::PostToolUse,
         Event::UserPromptSubmit,
@@ -39,6 +46,8 @@ impl Event {
         Event::SessionStart,
         Event::SessionEnd,
         Event::PreCompact,
+        Event::Notification,
+        Event::SubagentStart,
     ];
 
     /// Claude Code's name of the event.
@@ -52,6 +61,8 @@ impl Event {
             Event::SessionStart => "SessionStart",
             Event::SessionEnd => "SessionEnd",
             Event::PreCompact => "PreCompact",
+            Event::Notification => "Notification",
+            Event::SubagentStart => "SubagentStart",
         }
     }
 

@@ -67,6 +67,17 @@ pub enum Input<'a> {
         trigger: &'a str,
         custom_instructions: &'a str,
     },
+    Notification {
+        message: &'a str,
+        /// `permission_prompt` (SCV waits for an approval).
+        notification_type: &'a str,
+    },
+    SubagentStart {
+        /// The child session's id.
+        agent_id: &'a str,
+        /// The definition it runs (`general-purpose` without one).
+        agent_type: &'a str,
+    },
 }
 
 impl Input<'_> {
@@ -81,6 +92,8 @@ impl Input<'_> {
             Input::SessionStart { .. } => Event::SessionStart,
             Input::SessionEnd { .. } => Event::SessionEnd,
             Input::PreCompact { .. } => Event::PreCompact,
+            Input::Notification { .. } => Event::Notification,
+            Input::SubagentStart { .. } => Event::SubagentStart,
         }
     }
 }
@@ -134,6 +147,20 @@ pub fn input_json(common: &Common<'_>, input: &Input<'_>) -> Vec<u8> {
             o.insert("trigger".into(), trigger.into());
             o.insert("custom_instructions".into(), custom_instructions.into());
         }
+        Input::Notification {
+            message,
+            notification_type,
+        } => {
+            o.insert("message".into(), message.into());
+            o.insert("notification_type".into(), notification_type.into());
+        }
+        Input::SubagentStart {
+            agent_id,
+            agent_type,
+        } => {
+            o.insert("agent_id".into(), agent_id.into());
+            o.insert("agent_type".into(), agent_type.into());
+        }
     }
     // Serializing a Value with string keys cannot fail.
     serde_json::to_vec(&Value::Object(o)).unwrap_or_default()
@@ -152,7 +179,7 @@ fn tool_fields(o: &mut Map<String, Value>, cwd: &Path, tool: &str, arguments: &V
 /// `timeout_ms`), Task's `subagent_type` (SCV's `agent`). list_dir and search already use Glob's and Grep's names
 /// (`path`, `pattern`, `glob`). A key the arguments already have is never
 /// overwritten.
-fn tool_input(cwd: &Path, tool: &str, arguments: &Value) -> Value {
+pub fn tool_input(cwd: &Path, tool: &str, arguments: &Value) -> Value {
     let Some(args) = arguments.as_object() else {
         return arguments.clone();
     };

@@ -13,8 +13,8 @@
 //! back here.
 //!
 //! Module graph (no cycles): `event`, `tools` and `span` import nothing of
-//! the crate; `matcher` imports `tools`; `config` imports `event`, `matcher`,
-//! `span`; `input` imports `event`, `tools`; `outcome` imports `config`,
+//! the crate; `matcher` imports `tools`; `rule` imports nothing of the
+//! crate; `config` imports `event`, `matcher`, `rule`, `span`; `input` imports `event`, `tools`; `outcome` imports `config`,
 //! `event`.
 
 mod config;
@@ -22,17 +22,19 @@ mod event;
 mod input;
 mod matcher;
 mod outcome;
+mod rule;
 mod span;
 mod tools;
 
 pub use config::{
-    HookCommand, Hooks, LoadError, Origin, DEFAULT_TIMEOUT, MAX_FILE_BYTES, MAX_HOOKS,
+    Condition, HookCommand, Hooks, LoadError, Origin, DEFAULT_TIMEOUT, MAX_FILE_BYTES, MAX_HOOKS,
     MAX_TIMEOUT_SECS,
 };
 pub use event::Event;
-pub use input::{input_json, Common, Input};
+pub use input::{input_json, tool_input, Common, Input};
 pub use outcome::{
     combine, interpret, Decision, Exit, Outcome, Run, MAX_CONTEXT_BYTES, MAX_MESSAGE_BYTES,
     MAX_STDERR_BYTES, MAX_STDOUT_BYTES,
 };
+pub use rule::{command_parts, Mode, Places, Rule, MAX_RULE_CHARS};
 pub use tools::claude_tool_name;

@@ -206,7 +206,11 @@ fn blocking_error(event: Event, label: &str, run: &Run) -> Outcome {
             reason: Some(reason("blocking the stop")),
             ..Outcome::default()
         },
-        Event::SessionStart | Event::SessionEnd | Event::PreCompact => {
+        Event::SessionStart
+        | Event::SessionEnd
+        | Event::PreCompact
+        | Event::Notification
+        | Event::SubagentStart => {
             let message = if stderr.is_empty() {
                 format!("{label} exited 2")
             } else {
@@ -460,9 +464,9 @@ fn json_output(event: Event, label: &str, o: &Map<String, Value>) -> Result<Outc
                 ));
             }
         },
-        // SessionStart: additionalContext (above). SessionEnd "cannot block
-        // session termination"; PreCompact has no decision here.
-        Event::SessionStart | Event::SessionEnd | Event::PreCompact => {}
+        // SessionStart: additionalContext (above); SessionEnd, PreCompact,
+        // Notification, SubagentStart are told and decide nothing here.
+        _ => {}
     }
     Ok(out)
 }
@@ -548,7 +552,7 @@ mod tests {
     use crate::config::Origin;
     use std::path::PathBuf;
 
-    const ALL: [Event; 8] = Event::ALL;
+    const ALL: [Event; 10] = Event::ALL;
 
     fn hook() -> HookCommand {
         HookCommand {
@@ -557,6 +561,8 @@ mod tests {
             source: PathBuf::from("/p/.scv/hooks.json"),
             line: None,
             origin: Origin::User,
+            condition: None,
+            plugin_root: None,
         }
     }
 

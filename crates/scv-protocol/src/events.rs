@@ -111,7 +111,7 @@ pub enum EventBody {
         capabilities: Option<Capabilities>,
     },
     #[serde(rename = "session.started")]
-    SessionStarted(SessionStarted),
+    SessionStarted(Box<SessionStarted>),
     #[serde(rename = "daemon.status")]
     DaemonStatus { status: DaemonStatus },
     #[serde(rename = "queue.snapshot")]
@@ -401,6 +401,13 @@ pub struct SessionStarted {
     pub commands: Option<Vec<crate::customize::CommandInfo>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_diagnostics: Vec<String>,
+    /// Extension (capability `commands`): the instruction files the
+    /// system prompt carries, in its order (`~/.claude/CLAUDE.md`, the
+    /// repository's `CLAUDE.md`s from its root down, `CLAUDE.local.md`,
+    /// `AGENTS.md`, each import after the file importing it), as read when
+    /// the session started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Vec<String>>,
     /// Extension: whether the session's sandboxed commands may open
     /// network (IP) sockets (`sandbox_network`); absent when commands run
     /// unconfined.
@@ -416,6 +423,16 @@ pub struct SessionStarted {
     /// workspace carries none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<Box<crate::trust::WorkspaceTrust>>,
+}
+
+impl SessionStarted {
+    /// Clears what only a client with capability `commands` gets
+    /// (`commands`, `command_diagnostics`, `instructions`).
+    pub fn drop_commands_fields(&mut self) {
+        self.commands = None;
+        self.command_diagnostics.clear();
+        self.instructions = None;
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

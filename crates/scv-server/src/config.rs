@@ -319,6 +319,7 @@ const KNOWN_KEYS: &[&str] = &[
     "sandbox_max_processes",
     "tool_env_passthrough",
     "trusted_workspaces",
+    "plugins",
     "session_store",
     "session_retention_days",
     "max_session_store_bytes",

@@ -1,6 +1,8 @@
-//! What the user's files add to a session: hooks (`$SCV_HOME/hooks.json`,
-//! and the repository's `WORKSPACE/.scv/hooks.json` in a trusted
-//! workspace: `trust`), custom commands and skills (`scv_commands`). Read
+//! What the user's files add to a session: hooks (`$SCV_HOME/hooks.json`
+//! and Claude Code's `~/.claude/settings.json`; the repository's
+//! `WORKSPACE/.scv/hooks.json`, `.claude/settings.json` and
+//! `.claude/settings.local.json` in a trusted workspace: `trust`), custom
+//! commands and skills (`scv_commands`). Read
 //! when the session starts — a session never runs without the hooks the
 //! user wrote, so a malformed hooks file of theirs (or of a repository
 //! they trusted) refuses the session with the file and line — and kept for
@@ -28,10 +30,30 @@ pub(crate) struct Customization {
     pub source: &'static str,
     /// The workspace's trust as it was decided when this was loaded.
     pub trust: Option<Decision>,
+    /// Claude Code's permission rules (`permissions`).
+    pub permissions: crate::permissions::Permissions,
+    /// What of the settings files SCV skipped (`config_warnings`).
+    pub warnings: Vec<String>,
+    /// The Claude Code plugins config.toml names (`plugins`).
+    pub plugins: Vec<crate::plugins::Plugin>,
+    /// What custom commands' `allowed-tools` grant their turns: the
+    /// expanded prompt and its rules (`inline`), the last
+    /// [`MAX_GRANTS`].
+    pub grants: std::sync::Mutex<std::collections::VecDeque<(String, Vec<String>)>>,
 }
 
-/// The repository's hooks file, relative to the workspace.
-const REPOSITORY_HOOKS: &str = ".scv/hooks.json";
+/// The most commands' grants a session keeps.
+pub(crate) const MAX_GRANTS: usize = 16;
+
+/// The repository's files that hold hooks, relative to the workspace:
+/// SCV's hooks.json (which must have `hooks`), then Claude Code's settings
+/// files (which need not). Each is a repository configuration file of
+/// `scv_client::trust`.
+const REPOSITORY_HOOKS: [(&str, bool); 3] = [
+    (".scv/hooks.json", true),
+    (".claude/settings.json", false),
+    (".claude/settings.local.json", false),
+];
 
 /// Reads a session's hooks, commands and skills (blocking); `trusted` is
 /// `trusted_workspaces`. The error is a malformed or unreadable hooks
@@ -40,33 +62,45 @@ pub(crate) fn load(
     scv_home: &Path,
     workspace: &Path,
     trusted: &[PathBuf],
+    plugins: &[PathBuf],
     source: &'static str,
 ) -> Result<Customization, String> {
-    let user = Hooks::load(&[scv_home.join("hooks.json")]).map_err(|err| err.to_string())?;
+    let mut hooks = Hooks::load(&[scv_home.join("hooks.json")]).map_err(|err| err.to_string())?;
+    if let Some(dir) = crate::claude::user_dir() {
+        let settings = Hooks::load_settings(&dir.join("settings.json"), Origin::User)
+            .map_err(|err| err.to_string())?;
+        hooks = bounded(hooks.merge(settings), &dir.join("settings.json"))?;
+    }
+    let (plugins, plugin_warnings) = crate::plugins::read(plugins);
+    for plugin in &plugins {
+        hooks = bounded(hooks.merge(plugin_hooks(plugin)?), &plugin.root)?;
+    }
     let trust = crate::trust::decide(scv_home, trusted, workspace);
-    let hooks = match trust.usable(REPOSITORY_HOOKS) {
-        Some(bytes) => {
-            let path = workspace.join(REPOSITORY_HOOKS);
-            let text = std::str::from_utf8(bytes)
-                .map_err(|_| format!("{}: not valid UTF-8", path.display()))?;
-            let repository =
-                Hooks::parse_from(&path, text, Origin::Repository).map_err(|e| e.to_string())?;
-            let hooks = user.merge(repository);
-            if hooks.len() > scv_hooks::MAX_HOOKS {
-                return Err(format!(
-                    "{}: brings the hook commands to {}; at most {} are allowed in all",
-                    path.display(),
-                    hooks.len(),
-                    scv_hooks::MAX_HOOKS
-                ));
-            }
-            hooks
+    for (rel, needs_hooks) in REPOSITORY_HOOKS {
+        let Some(bytes) = trust.usable(rel) else {
+            continue;
+        };
+        let path = workspace.join(rel);
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| format!("{}: not valid UTF-8", path.display()))?;
+        let repository = if needs_hooks {
+            Hooks::parse_from(&path, text, Origin::Repository)
+        } else {
+            Hooks::parse_settings(&path, text, Origin::Repository)
         }
-        None => user,
-    };
+        .map_err(|e| e.to_string())?;
+        hooks = bounded(hooks.merge(repository), &path)?;
+    }
+    for warning in hooks.warnings() {
+        tracing::warn!("hooks: {warning}");
+    }
+    let (permissions, mut warnings) = permissions(scv_home, workspace, &trust);
+    warnings.extend(plugin_warnings);
     let catalog = Catalog::load(&Roots {
         workspace: workspace.to_path_buf(),
         scv_home: scv_home.to_path_buf(),
+        claude_home: crate::claude::user_dir(),
+        plugins: plugins.iter().map(|p| p.root.clone()).collect(),
     });
     for diagnostic in &catalog.diagnostics {
         tracing::warn!("{diagnostic}");
@@ -79,7 +113,75 @@ pub(crate) fn load(
         started: tokio::sync::OnceCell::new(),
         source,
         trust: Some(trust),
+        permissions,
+        warnings,
+        plugins,
+        grants: Default::default(),
     })
+}
+
+/// A plugin's hooks (the user's), told their plugin's folder.
+fn plugin_hooks(plugin: &crate::plugins::Plugin) -> Result<Hooks, String> {
+    let hooks = match (plugin.hooks_file(), plugin.inline_hooks()) {
+        (Some(file), _) => Hooks::load_settings(&file, Origin::User),
+        (None, Some(text)) => {
+            let path = plugin.root.join(".claude-plugin/plugin.json");
+            Hooks::parse_settings(&path, &text, Origin::User)
+        }
+        (None, None) => Ok(Hooks::default()),
+    };
+    Ok(hooks.map_err(|e| e.to_string())?.in_plugin(&plugin.root))
+}
+
+/// The permission rules of the user's settings (`~/.claude/settings.json`,
+/// `$SCV_HOME/settings.json`) and of the trusted repository's
+/// (`.claude/settings.json`, `.claude/settings.local.json`), and what
+/// could not be read of them.
+fn permissions(
+    scv_home: &Path,
+    workspace: &Path,
+    trust: &Decision,
+) -> (crate::permissions::Permissions, Vec<String>) {
+    let mut permissions = crate::permissions::Permissions::default();
+    let mut warnings = Vec::new();
+    let user = crate::claude::user_dir()
+        .map(|dir| dir.join("settings.json"))
+        .into_iter()
+        .chain([scv_home.join("settings.json")]);
+    for path in user {
+        let text = std::fs::File::open(&path).and_then(|file| {
+            use std::io::Read;
+            let mut text = String::new();
+            file.take(scv_hooks::MAX_FILE_BYTES)
+                .read_to_string(&mut text)
+                .map(|_| text)
+        });
+        if let Ok(text) = text {
+            permissions.add_file(&path, &text, &mut warnings);
+        }
+    }
+    for (rel, needs_hooks) in REPOSITORY_HOOKS {
+        if needs_hooks {
+            continue;
+        }
+        if let Some(text) = trust.usable(rel).and_then(|b| std::str::from_utf8(b).ok()) {
+            permissions.add_file(&workspace.join(rel), text, &mut warnings);
+        }
+    }
+    (permissions, warnings)
+}
+
+/// `hooks`, unless `path` brought them over [`scv_hooks::MAX_HOOKS`].
+fn bounded(hooks: Hooks, path: &Path) -> Result<Hooks, String> {
+    if hooks.len() > scv_hooks::MAX_HOOKS {
+        return Err(format!(
+            "{}: brings the hook commands to {}; at most {} are allowed in all",
+            path.display(),
+            hooks.len(),
+            scv_hooks::MAX_HOOKS
+        ));
+    }
+    Ok(hooks)
 }
 
 impl Customization {
@@ -170,7 +272,9 @@ pub(crate) fn alias(model: &str) -> Option<&'static str> {
 }
 
 /// The definitions of `agents` SCV can run, and a diagnostic ("FILE:
-/// what") for each one skipped: an unknown tool or model.
+/// what") for each one skipped (an unknown model) or narrowed (tools SCV
+/// does not have are dropped, as Claude Code's agents load with what
+/// there is).
 pub(crate) fn definitions(
     agents: &[scv_commands::Agent],
     known_model: impl Fn(&str) -> bool,
@@ -193,11 +297,10 @@ pub(crate) fn definitions(
                 }
                 if !unknown.is_empty() {
                     diagnostics.push(format!(
-                        "{path}: agent `{}` names tools SCV does not have ({}); agent skipped (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
+                        "{path}: agent `{}` names tools SCV does not have ({}); it runs without them (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
                         agent.name,
                         unknown.join(", ")
                     ));
-                    continue;
                 }
                 tools.dedup();
                 Some(tools)

@@ -29,6 +29,8 @@ pub(crate) struct HookContext<'a> {
     /// The session's sandbox (read-only in plan mode); `None`: unconfined,
     /// as the session's commands are.
     pub sandbox: Option<crate::sandbox::SandboxView>,
+    /// The session's transcript in Claude Code's format, if it keeps one.
+    pub transcript: Option<&'a Path>,
 }
 
 /// What the hooks of one event decided.
@@ -64,15 +66,25 @@ pub(crate) async fn run(
     if hooks.is_empty() {
         return None;
     }
-    let matching = hooks.matching(event, tool);
+    let arguments = match input {
+        Input::PreToolUse { arguments, .. } | Input::PostToolUse { arguments, .. } => {
+            Some(*arguments)
+        }
+        _ => None,
+    };
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let places = scv_hooks::Places {
+        cwd: cx.cwd,
+        home: home.as_deref(),
+    };
+    let matching = hooks.matching_call(event, tool, arguments.map(|a| (a, &places)));
     if matching.is_empty() {
         return None;
     }
     let common = Common {
         session_id: cx.session_id,
-        // SCV's journal is not Claude Code's transcript format; a hook
-        // that reads one finds none rather than something it misreads.
-        transcript_path: None,
+        // Claude Code's format (`crate::transcript`), kept current.
+        transcript_path: cx.transcript,
         cwd: cx.cwd,
         permission_mode: if cx.plan { "plan" } else { "default" },
     };
@@ -121,6 +133,19 @@ pub(crate) async fn run(
 }
 
 impl HookContext<'_> {
+    /// The tool environment plus Claude Code's variables: the project
+    /// (and SCV's name of it), and a plugin hook's own folder.
+    fn hook_env(&self, hook: &HookCommand) -> Vec<(OsString, OsString)> {
+        let mut env = self.env.to_vec();
+        for name in ["CLAUDE_PROJECT_DIR", "SCV_PROJECT_DIR"] {
+            env.push((name.into(), self.cwd.as_os_str().to_os_string()));
+        }
+        if let Some(root) = &hook.plugin_root {
+            env.push(("CLAUDE_PLUGIN_ROOT".into(), root.as_os_str().to_os_string()));
+        }
+        env
+    }
+
     async fn run_one(&self, hook: &HookCommand, stdin: &[u8]) -> Run {
         match self.spawn_and_wait(hook, stdin).await {
             Ok(run) => run,
@@ -142,11 +167,7 @@ impl HookContext<'_> {
             scv_hooks::Origin::Repository => crate::sandbox::Runs::Command,
         };
         let (in_read, in_write) = std::io::pipe().map_err(pipe("stdin"))?;
-        let mut env = self.env.to_vec();
-        // Claude Code's variable (hooks written for it use it) and ours.
-        for name in ["CLAUDE_PROJECT_DIR", "SCV_PROJECT_DIR"] {
-            env.push((name.into(), self.cwd.as_os_str().to_os_string()));
-        }
+        let env = self.hook_env(hook);
         let (reaper, policy) = crate::launch::bash(
             self.sandbox.as_ref().map(|view| (view, runs)),
             crate::launch::Bash {

@@ -1,5 +1,6 @@
-//! The user's hooks file as a daemon component: read when the daemon
-//! starts and again on `reload`, so a malformed `$SCV_HOME/hooks.json` is
+//! The user's hooks files as a daemon component: read when the daemon
+//! starts and again on `reload`, so a malformed `$SCV_HOME/hooks.json` (or
+//! Claude Code's `~/.claude/settings.json`) is
 //! reported at once — in the log and in `daemon.status` (`scv daemon
 //! reload` prints it) as `hooks:user`, `failed`, with the file and line —
 //! not only when the next session refuses to start. Sessions read the
@@ -17,12 +18,18 @@ pub(crate) struct UserHooks(Mutex<Option<Result<(), String>>>);
 impl UserHooks {
     async fn check(&self, cx: &Context) {
         let path = cx.shared.scv_home.join("hooks.json");
+        let settings = crate::claude::user_dir().map(|dir| dir.join("settings.json"));
         let read = crate::blocking::run(move || {
-            if !path.exists() {
+            let settings = settings.filter(|s| s.exists());
+            if !path.exists() && settings.is_none() {
                 return None;
             }
+            let hooks = scv_hooks::Hooks::load(&[path]);
+            let claude =
+                settings.map(|s| scv_hooks::Hooks::load_settings(&s, scv_hooks::Origin::User));
             Some(
-                scv_hooks::Hooks::load(&[path])
+                hooks
+                    .and_then(|_| claude.transpose())
                     .map(drop)
                     .map_err(|e| e.to_string()),
             )

@@ -6,6 +6,7 @@
 mod agent;
 mod blocking;
 mod checkpoint;
+mod claude;
 mod clawbot;
 mod component;
 pub mod config;
@@ -17,13 +18,18 @@ pub mod daemon;
 mod handles;
 mod hooks;
 mod hooks_component;
+mod inline;
+mod instructions;
 mod journal;
 mod launch;
 mod live;
 
 mod mcp_component;
+mod mcp_json;
 pub mod memory;
 mod model;
+mod permissions;
+mod plugins;
 mod provider;
 pub mod reaper;
 /// Entry points for the fuzz targets in `fuzz/` (cargo-fuzz): the provider
@@ -41,5 +47,6 @@ mod sync;
 mod telemetry;
 mod text;
 pub mod tools;
+mod transcript;
 mod transport;
 mod trust;

@@ -256,6 +256,25 @@ impl SandboxView {
         }
     }
 
+    /// The same session's sandbox showing `read` too, read-only, and
+    /// `write` writable (in `workspace-write`), to every process: the
+    /// session's transcript and `CLAUDE_ENV_FILE` folder for its hooks,
+    /// its plugins' folders. Call before its first command.
+    pub(crate) fn with_roots(&self, read: &[PathBuf], write: &[PathBuf]) -> SandboxView {
+        let mut base = Policy::clone(&self.session.base);
+        base.readable_roots.extend(read.iter().cloned());
+        base.writable_roots.extend(write.iter().cloned());
+        SandboxView {
+            session: Arc::new(SessionSandbox {
+                base: Arc::new(base),
+                scv_home: self.session.scv_home.clone(),
+                ready: tokio::sync::OnceCell::new(),
+                host: tokio::sync::OnceCell::new(),
+            }),
+            read_only: self.read_only,
+        }
+    }
+
     /// Whether its commands may use the network.
     pub(crate) fn network(&self) -> bool {
         self.session.base.network
@@ -405,6 +424,13 @@ impl Ready {
                 policy
                     .readable_roots
                     .push(home.join(".claude").join("hooks"));
+            }
+            // `$CLAUDE_CONFIG_DIR`, when it moves Claude Code's folder.
+            if let Some(dir) = crate::claude::user_dir() {
+                let hooks = dir.join("hooks");
+                if !policy.readable_roots.contains(&hooks) {
+                    policy.readable_roots.push(hooks);
+                }
             }
             policy
         };

@@ -123,6 +123,10 @@ async fn a_second_daemon_on_the_same_socket_exits_and_leaves_the_first_alone() {
         .arg("--socket")
         .arg(&daemon.socket)
         .env("SCV_HOME", daemon.home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&daemon.home.path())),
+        )
         .stdin(Stdio::null())
         .output()
         .await
@@ -431,6 +435,10 @@ async fn a_home_others_can_write_is_refused_by_server_and_client() {
         let out = Command::new(BIN)
             .args(&args)
             .env("SCV_HOME", home.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+            )
             .stdin(Stdio::null())
             .output()
             .await
@@ -459,6 +467,10 @@ async fn a_regular_file_at_the_socket_path_is_never_deleted() {
         .arg("--socket")
         .arg(&path)
         .env("SCV_HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+        )
         .stdin(Stdio::null())
         .output()
         .await

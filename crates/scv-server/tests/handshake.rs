@@ -131,6 +131,10 @@ async fn malformed_config_is_a_startup_error_naming_file_and_line() {
     let output = std::process::Command::new(BIN)
         .arg("--stdio")
         .env("SCV_HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+        )
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

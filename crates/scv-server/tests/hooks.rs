@@ -426,11 +426,11 @@ async fn a_malformed_hooks_file_refuses_the_session_naming_file_and_line() {
     let other = tempfile::tempdir().unwrap();
     server.start_session(other.path()).await;
 
-    // An unknown event name is an error too, with its line (trusted
+    // An `if` SCV cannot read is an error too, with its line (trusted
     // again, as `scv trust` would: the first reading is recorded anew).
     std::fs::write(
         dir.join("hooks.json"),
-        "{\"hooks\": {\n\"PreToolUze\": []}}",
+        "{\"hooks\": {\"PreToolUse\": [{\"hooks\": [\n{\"type\": \"command\", \"command\": \"x\", \"if\": \"Bash(rm -rf\"}]}]}}",
     )
     .unwrap();
     std::fs::remove_file(home.path().join("trust.json")).unwrap();
@@ -439,8 +439,8 @@ async fn a_malformed_hooks_file_refuses_the_session_naming_file_and_line() {
         .await;
     let error = server.expect_error("invalid_request", "s2").await;
     let message = error["message"].as_str().unwrap();
-    assert!(message.contains("PreToolUze"), "{message}");
-    assert!(message.contains(":2"), "{message}");
+    assert!(message.contains("\"if\" is not a rule"), "{message}");
+    assert!(message.contains(".scv/hooks.json:2"), "{message}");
 }
 
 /// A client that did not ask for capability `hooks` never sees

@@ -856,6 +856,10 @@ async fn a_malformed_mcp_servers_table_names_the_file_and_the_line() {
         let out = tokio::process::Command::new(BIN)
             .arg("--stdio")
             .env("SCV_HOME", home.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+            )
             .stdin(std::process::Stdio::null())
             .output()
             .await

@@ -271,6 +271,10 @@ async fn an_old_client_sees_turn_completed_as_the_document_writes_it() {
         let out = tokio::process::Command::new(BIN)
             .arg("--stdio")
             .env("SCV_HOME", home.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+            )
             .stdin(std::process::Stdio::null())
             .output()
             .await
@@ -342,6 +346,7 @@ async fn a_malformed_price_or_budget_is_a_config_error_naming_file_and_line() {
         let out = tokio::process::Command::new(BIN)
             .arg("--stdio")
             .env("SCV_HOME", home.path())
+            .env("CLAUDE_CONFIG_DIR", scv_test_support::client::claude_dir(std::path::Path::new(&home.path())))
             .stdin(std::process::Stdio::null())
             .output()
             .await

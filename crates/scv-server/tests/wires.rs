@@ -406,6 +406,10 @@ async fn an_unknown_provider_in_config_stops_the_server_naming_file_and_names() 
     let out = tokio::process::Command::new(BIN)
         .arg("--stdio")
         .env("SCV_HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+        )
         .stdin(std::process::Stdio::null())
         .output()
         .await

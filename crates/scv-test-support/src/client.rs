@@ -47,6 +47,11 @@ impl TestHome {
         self.home.path()
     }
 
+    /// The test's `~/.claude` (see [`claude_dir`]).
+    pub fn claude_dir(&self) -> std::path::PathBuf {
+        claude_dir(self.path())
+    }
+
     /// The workspace, canonical (as the server reports it).
     pub fn workspace(&self) -> PathBuf {
         self.workspace.path().canonicalize().unwrap()
@@ -58,6 +63,12 @@ impl TestHome {
     pub fn trust_workspace(&self) {
         trust_in(self.path(), &self.workspace());
     }
+}
+
+/// The Claude Code user folder (`CLAUDE_CONFIG_DIR`, standing for
+/// `~/.claude`) of the servers the tests spawn with `SCV_HOME=home`.
+pub fn claude_dir(home: &Path) -> std::path::PathBuf {
+    home.join("claude-user")
 }
 
 /// Puts `trusted_workspaces = [dir]` in `home`'s config.toml (first, so
@@ -114,6 +125,9 @@ impl TestServer {
         command
             .arg("--stdio")
             .env("SCV_HOME", home)
+            // Claude Code's user folder: the test's own, never the
+            // machine's `~/.claude`.
+            .env("CLAUDE_CONFIG_DIR", claude_dir(home))
             .env_remove("OPENAI_API_KEY")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

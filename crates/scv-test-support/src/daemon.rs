@@ -31,6 +31,7 @@ pub fn spawn_daemon(bin: &str, home: &Path, socket: &Path, log: &DaemonLog) -> C
         .arg("--socket")
         .arg(socket)
         .env("SCV_HOME", home)
+        .env("CLAUDE_CONFIG_DIR", crate::client::claude_dir(home))
         .env_remove("OPENAI_API_KEY")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

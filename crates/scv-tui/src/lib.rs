@@ -10,6 +10,7 @@ pub mod daemon_cmd;
 pub mod exec;
 pub mod first_run;
 pub mod mcp_cmd;
+pub mod plugin_cmd;
 pub mod session;
 pub mod sessions_cmd;
 pub mod trust_cmd;

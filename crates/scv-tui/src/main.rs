@@ -128,6 +128,11 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// Claude Code plugins every session gets (`plugins` in config.toml).
+    Plugin {
+        #[command(subcommand)]
+        action: PluginAction,
+    },
     /// Trust a workspace: its repository configuration (hooks in
     /// .scv/hooks.json and .claude/settings.json, MCP servers in .mcp.json,
     /// permission rules) runs and applies, as it is now.
@@ -175,6 +180,19 @@ enum ByArg {
 enum FormatArg {
     Md,
     Json,
+}
+
+#[derive(Subcommand)]
+enum PluginAction {
+    /// Add a plugin folder, or clone a git URL into $SCV_HOME/plugins/.
+    Add {
+        /// A folder with .claude-plugin/plugin.json, or a git URL.
+        source: String,
+    },
+    /// The plugins added.
+    List,
+    /// Remove a plugin (by folder or name); its files stay.
+    Remove { which: String },
 }
 
 #[derive(Subcommand)]
@@ -308,6 +326,15 @@ impl From<RiskArg> for Risk {
     }
 }
 
+/// `scv plugin ACTION`.
+fn plugin(home: &std::path::Path, action: PluginAction) -> anyhow::Result<ExitCode> {
+    match action {
+        PluginAction::Add { source } => scv_tui::plugin_cmd::add(home, &source),
+        PluginAction::List => scv_tui::plugin_cmd::list(home),
+        PluginAction::Remove { which } => scv_tui::plugin_cmd::remove(home, &which),
+    }
+}
+
 /// What only acts on this machine (its store, its daemon's process, its
 /// socket), by name: `--remote` is refused for it.
 fn local_only(command: &Command) -> Option<&'static str> {
@@ -318,6 +345,7 @@ fn local_only(command: &Command) -> Option<&'static str> {
         Command::Clawbot { .. } => Some("clawbot"),
         Command::Mcp { .. } => Some("mcp"),
         Command::Trust { .. } => Some("trust"),
+        Command::Plugin { .. } => Some("plugin"),
         Command::Bridge => Some("bridge"),
         Command::Exec { .. } | Command::Resume { .. } | Command::Acp | Command::Undo { .. } => None,
     }
@@ -488,6 +516,7 @@ fn main() -> ExitCode {
             Some(Command::Mcp {
                 action: McpAction::Logout { name },
             }) => mcp_cmd::logout(&home, &name),
+            Some(Command::Plugin { action }) => plugin(&home, action),
             Some(Command::Acp) => scv_acp::run(scv_acp::Options {
                 endpoint,
                 provider: choice.provider,

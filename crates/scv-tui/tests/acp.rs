@@ -1013,6 +1013,10 @@ async fn the_official_typescript_sdk_drives_scv_acp() {
         .arg(SCV)
         .arg(home.workspace())
         .env("SCV_HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+        )
         .env("SCV_SERVER_BIN", server_bin())
         .env_remove("OPENAI_API_KEY")
         .kill_on_drop(true);

@@ -11,6 +11,10 @@ fn help_describes_every_command() {
         let output = std::process::Command::new(SCV)
             .args(args)
             .env("SCV_HOME", home.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+            )
             .output()
             .unwrap();
         assert!(output.status.success(), "{args:?}");

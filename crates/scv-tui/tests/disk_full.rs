@@ -31,6 +31,10 @@ async fn exec_says_on_stderr_that_the_session_is_not_saved_and_then_saved_again(
     let scv = |args: &[&str]| {
         std::process::Command::new(SCV)
             .env("SCV_HOME", &home)
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&home)),
+            )
             .env("SCV_SERVER_BIN", server_bin())
             .env_remove("OPENAI_API_KEY")
             .current_dir(workspace.path())

@@ -128,6 +128,10 @@ impl Home {
             .arg("--socket")
             .arg(self.socket())
             .env("SCV_HOME", self.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&self.path())),
+            )
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap()

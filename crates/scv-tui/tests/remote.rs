@@ -123,6 +123,10 @@ impl Sshd {
         command
             .args(["--remote", "127.0.0.1"])
             .env("SCV_HOME", local)
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&local)),
+            )
             .env("SCV_SERVER_BIN", "/nonexistent/scv-server")
             .env("SCV_SSH", ssh)
             .env("SCV_REMOTE_COMMAND", remote_command(remote))
@@ -299,6 +303,10 @@ fn what_only_acts_locally_refuses_remote_in_one_line() {
             .args(["--remote", "somewhere"])
             .args(args)
             .env("SCV_HOME", local.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&local.path())),
+            )
             .env("SCV_SSH", "/nonexistent/ssh")
             .output()
             .unwrap();
@@ -502,6 +510,10 @@ fn a_bridge_that_cannot_start_the_daemon_says_so_in_one_line_and_exits_1() {
     let output = Command::new(SCV)
         .arg("bridge")
         .env("SCV_HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+        )
         .env("SCV_SERVER_BIN", "/nonexistent/scv-server")
         .stdin(Stdio::null())
         .output()

@@ -288,7 +288,7 @@ impl SessionClient {
             if event.session_id == self.session_id {
                 applied
                     .updates
-                    .push(Update::Opened(Box::new(started.clone())));
+                    .push(Update::Opened(started.clone()));
             }
             return applied;
         }

@@ -11,11 +11,13 @@
 use super::{Stop, Turn};
 use crate::hooks::Hooked;
 use crate::model::ToolCall;
+use crate::permissions::Verdict;
 use crate::tools::registry::Tool;
 use crate::tools::ToolOutput;
 use scv_hooks::{Decision, Event, Input};
 use scv_protocol::{EventBody, FailureCode, HookMessage, Risk};
 use serde_json::Value;
+use std::future::Future;
 
 /// How many times a `Stop` (or `SubagentStop`) hook may send the model
 /// back in one turn; blocking once more ends the turn anyway, with its
@@ -39,6 +41,66 @@ pub(super) struct Gate {
 }
 
 impl Turn {
+    /// `fut`, with `Notification` hooks (`permission_prompt`, saying
+    /// `message`) running beside it: they are told SCV waits for the
+    /// user, and never hold the wait up (those still running when `fut`
+    /// ends are stopped).
+    pub(super) async fn notifying<T>(&self, message: &str, fut: impl Future<Output = T>) -> T {
+        if self.settings.custom.hooks.is_empty() {
+            return fut.await;
+        }
+        let input = Input::Notification {
+            message,
+            notification_type: "permission_prompt",
+        };
+        let notify = self.hooks(Event::Notification, Some("permission_prompt"), None, &input);
+        tokio::pin!(fut, notify);
+        let mut told = false;
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                _ = &mut notify, if !told => told = true,
+            }
+        }
+    }
+
+    /// `SubagentStart`, as a child session `agent_id` running `agent_type`
+    /// starts (it blocks nothing).
+    pub(super) async fn subagent_start_hooks(&self, agent_id: &str, agent_type: &str) {
+        let input = Input::SubagentStart {
+            agent_id,
+            agent_type,
+        };
+        let _ = self
+            .hooks(Event::SubagentStart, Some(agent_type), None, &input)
+            .await;
+    }
+
+    /// Adds `message` to `history` and the transcript hooks read.
+    pub(super) async fn record(
+        &self,
+        history: &mut crate::context::History,
+        message: crate::model::Message,
+    ) {
+        history.push(message);
+        self.mirror(history).await;
+    }
+
+    /// Brings the session's transcript (`transcript_path`) up to
+    /// `history` before hooks read it; nothing without hooks.
+    pub(super) async fn mirror(&self, history: &crate::context::History) {
+        let Some(transcript) = &self.settings.transcript else {
+            return;
+        };
+        let Some(pending) = transcript.pending(history.messages()) else {
+            return;
+        };
+        let transcript = transcript.clone();
+        let session = self.sink.session_id().to_string();
+        let cwd = self.settings.cwd.clone();
+        let _ = crate::blocking::run(move || transcript.write(pending, &session, &cwd)).await;
+    }
+
     /// Runs the hooks of `event`; what they say to the user is sent (to a
     /// connection with capability `hooks`) or logged, and a `continue:
     /// false` ends the turn.
@@ -123,55 +185,118 @@ impl Turn {
         ))
     }
 
-    /// `PreToolUse` for one call that passed the tool and mode checks.
+    /// `PreToolUse` for one call that passed the tool and mode checks,
+    /// then the permission rules (`crate::permissions`).
     pub(super) async fn pre_tool_hooks(
         &self,
         call: &ToolCall,
         tool: &Tool,
         arguments: &Value,
     ) -> Result<Gate, Stop> {
+        // A call that stays in the sandbox: only such a call may skip its
+        // approval (`unsandboxed: true`, an MCP tool, any command with the
+        // sandbox off never does: a hook of the user's may run a script
+        // the model can rewrite, and a rule is text the model can match).
+        let enforced = self.settings.sandbox.is_some();
+        let contained = matches!(tool.risk(), Risk::Read | Risk::Write)
+            || tool.sandboxed(arguments, enforced) == Some(true);
         let input = Input::PreToolUse {
             tool: &call.name,
             arguments,
         };
-        let Some(hooked) = self
+        let mut gate = Gate::default();
+        if let Some(hooked) = self
             .hooks(Event::PreToolUse, Some(&call.name), Some(&call.id), &input)
             .await?
-        else {
-            return Ok(Gate::default());
+        {
+            let outcome = hooked.outcome;
+            let reason = outcome.reason.clone();
+            gate.context = outcome.context;
+            match outcome.decision {
+                Decision::Deny | Decision::Block => {
+                    gate.denied = Some(format!(
+                        "error: a PreToolUse hook blocked this call: {}",
+                        reason.unwrap_or_else(|| "no reason given".into())
+                    ));
+                    return Ok(gate);
+                }
+                Decision::Ask => {
+                    gate.ask = true;
+                    gate.reason = reason;
+                }
+                Decision::Allow => {
+                    // A repository hook's `allow` skips nothing the
+                    // user's `auto_approve` asks.
+                    gate.allowed = contained && !hooked.repository_allow;
+                    gate.reason = reason;
+                }
+                Decision::None => {}
+            }
+        }
+        self.permission_rules(call, arguments, contained, &mut gate);
+        Ok(gate)
+    }
+
+    /// The rules the `allowed-tools` of the command this turn runs grant
+    /// it (`inline::grant`).
+    fn granted(&self) -> Vec<scv_hooks::Rule> {
+        let grants = (self.settings.custom.grants.lock()).unwrap_or_else(|p| p.into_inner());
+        grants
+            .iter()
+            .find(|(prompt, _)| **prompt == *self.prompt)
+            .map(|(_, rules)| {
+                rules
+                    .iter()
+                    .filter_map(|r| scv_hooks::Rule::parse(r).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// What the permission rules say of the call, on top of the hooks'.
+    fn permission_rules(
+        &self,
+        call: &ToolCall,
+        arguments: &Value,
+        contained: bool,
+        gate: &mut Gate,
+    ) {
+        let permissions = &self.settings.custom.permissions;
+        let granted = self.granted();
+        if permissions.is_empty() && granted.is_empty() {
+            return;
+        }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let places = scv_hooks::Places {
+            cwd: &self.settings.cwd,
+            home: home.as_deref(),
         };
-        let outcome = hooked.outcome;
-        let reason = outcome.reason.clone();
-        let mut gate = Gate {
-            context: outcome.context,
-            ..Gate::default()
-        };
-        match outcome.decision {
-            Decision::Deny | Decision::Block => {
+        let verdict = permissions.check(&call.name, arguments, &places, contained);
+        let verdict = verdict.or_else(|| {
+            let mode = scv_hooks::Mode::All;
+            let rule = (granted.iter()).find(|r| r.matches(&call.name, arguments, &places, mode));
+            rule.filter(|_| contained)
+                .map(|r| Verdict::Allow(format!("`{}` (the command's allowed-tools)", r.as_str())))
+        });
+        match verdict {
+            Some(Verdict::Deny(rule)) => {
                 gate.denied = Some(format!(
-                    "error: a PreToolUse hook blocked this call: {}",
-                    reason.unwrap_or_else(|| "no reason given".into())
+                    "error: the permission rule {rule} denies this call"
                 ));
             }
-            Decision::Ask => {
+            Some(Verdict::Ask(rule)) => {
                 gate.ask = true;
-                gate.reason = reason;
+                gate.allowed = false;
+                gate.reason
+                    .get_or_insert(format!("the permission rule {rule} asks"));
             }
-            Decision::Allow => {
-                // No hook's `allow` skips the approval of a call that runs
-                // unconfined (`unsandboxed: true`, an MCP tool, any command
-                // with the sandbox off): a hook of the user's may run a
-                // script the model can rewrite. A repository hook's
-                // `allow` skips nothing the user's `auto_approve` asks.
-                let enforced = self.settings.sandbox.is_some();
-                let contained = matches!(tool.risk(), Risk::Read | Risk::Write)
-                    || tool.sandboxed(arguments, enforced) == Some(true);
-                gate.allowed = contained && !hooked.repository_allow;
-                gate.reason = reason;
+            Some(Verdict::Allow(rule)) if !gate.ask => {
+                gate.allowed = true;
+                gate.reason
+                    .get_or_insert(format!("allowed by the permission rule {rule}"));
             }
-            Decision::None => {}
+            _ => {}
         }
-        Ok(gate)
     }
 
     /// `PostToolUse`: what the hooks say to the model about the result.

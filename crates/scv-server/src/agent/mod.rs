@@ -123,6 +123,9 @@ pub(crate) struct SessionSettings {
     pub config: Arc<crate::config::Config>,
     /// Its turn limits, made from `config`.
     pub limits: Arc<Limits>,
+    /// Its transcript in Claude Code's format, for its hooks
+    /// (`transcript_path`); `None` without hooks (and for a subagent).
+    pub transcript: Option<Arc<crate::transcript::Transcript>>,
 }
 
 impl SessionSettings {
@@ -139,6 +142,7 @@ impl SessionSettings {
             env: &self.tool_env,
             plan,
             sandbox: self.sandbox_now(plan),
+            transcript: self.transcript.as_deref().map(|t| t.path()),
         }
     }
 
@@ -265,6 +269,7 @@ impl Turn {
     /// `turn.started` was emitted by the caller.
     pub(crate) async fn run(mut self, mut history: History, prompt: String) -> TurnOutcome {
         let mut usage = None;
+        self.mirror(&history).await;
         let result = match self.submitted(prompt).await {
             Ok(prompt) => {
                 let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
@@ -429,7 +434,7 @@ impl Turn {
             })
             .await?;
             let tool_calls = message.tool_calls.clone();
-            history.push(Message::Assistant(message));
+            self.record(history, Message::Assistant(message)).await;
             if tool_calls.is_empty() && !paused {
                 // A Stop hook may send the model back to work, saying why.
                 if let Some(reason) = self.stop_round(&mut stop_rounds).await? {
@@ -902,6 +907,8 @@ impl Turn {
             let emit = sink.emit(Some(&self.request_id), Some(turn_id), &requested);
             self.cancellable(emit).await??;
             // A dropped sender (session gone) counts as a denial.
+            let message = format!("SCV needs your permission to use {}", call.name);
+            let answer = self.notifying(&message, answer);
             Ok(self.cancellable(answer).await?.unwrap_or(false))
         }
         .await;

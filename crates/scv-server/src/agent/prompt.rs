@@ -1,14 +1,10 @@
 //! The system prompt: what SCV is, where it works, its tools and rules, and
-//! the workspace's own AGENTS.md when there is one.
+//! the instruction files (`CLAUDE.md`s, `AGENTS.md`: `crate::instructions`
+//! says which, in what order).
 
 use crate::model::ToolSpec;
-use crate::text::cut;
-use crate::tools::beneath::Workspace;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-/// Most of AGENTS.md we include.
-const MAX_AGENTS_MD_BYTES: usize = 64 * 1024;
 
 /// What a session adds to the system prompt.
 #[derive(Debug, Default)]
@@ -24,7 +20,8 @@ pub(crate) struct Extras {
 }
 
 /// The system prompt for a turn in `workspace` with `tools` (none: a
-/// session without tools). Reads AGENTS.md off the async threads.
+/// session without tools). Reads the instruction files off the async
+/// threads.
 pub(crate) async fn system_prompt(
     workspace: PathBuf,
     tools: &[ToolSpec],
@@ -77,31 +74,25 @@ fn build(workspace: &Path, tools: &[(String, String)], extras: &Extras) -> Strin
         prompt.push_str(subagent);
     }
     prompt.push_str("\nAnswer concisely in Markdown.\n");
-    if let Some(agents) = read_agents_md(workspace) {
-        let _ = write!(prompt, "\nThe workspace's AGENTS.md says:\n\n{agents}\n");
+    for file in crate::instructions::load(workspace) {
+        let text = &file.text;
+        if file.path == workspace.join("AGENTS.md") {
+            let _ = write!(prompt, "\nThe workspace's AGENTS.md says:\n\n{text}\n");
+            continue;
+        }
+        let path = file.path.display();
+        match &file.imported_by {
+            Some(by) => {
+                let by = by.display();
+                let _ = write!(prompt, "\n{path} (imported by {by}) says:\n\n{text}\n");
+            }
+            None => {
+                let _ = write!(prompt, "\nInstructions in {path} say:\n\n{text}\n");
+            }
+        }
     }
     for context in &extras.context {
         let _ = write!(prompt, "\nA SessionStart hook adds:\n\n{context}\n");
     }
     prompt
-}
-
-/// Largest AGENTS.md read at all (a hostile repository may link it to a
-/// device or ship a huge one).
-const MAX_AGENTS_MD_FILE: u64 = 1024 * 1024;
-
-/// The workspace's AGENTS.md: a regular file beneath the workspace (a link
-/// leading outside is not followed), cut to [`MAX_AGENTS_MD_BYTES`].
-fn read_agents_md(workspace: &Path) -> Option<String> {
-    let ws = Workspace::open(workspace).ok()?;
-    let rel = ws.relative("AGENTS.md").ok()?;
-    let bytes = ws.read_small(&rel, MAX_AGENTS_MD_FILE)?;
-    let text = String::from_utf8_lossy(&bytes);
-    if text.len() > MAX_AGENTS_MD_BYTES {
-        return Some(format!(
-            "{}\n[AGENTS.md cut here]",
-            cut(&text, MAX_AGENTS_MD_BYTES)
-        ));
-    }
-    Some(text.into_owned())
 }

@@ -254,6 +254,9 @@ impl Turn {
             self.checkpoint().await?;
         }
         let child = Child::new(self, subagents, call, &args, definition, tools);
+        let agent_type = child.agent.as_deref().unwrap_or("general-purpose");
+        self.subagent_start_hooks(&child.session_id, agent_type)
+            .await;
         child.run(self, subagents, args).await
     }
 
@@ -366,6 +369,8 @@ impl Child {
             scv_home: from.scv_home.clone(),
             config: from.config.clone(),
             limits: from.limits.clone(),
+            // A child's history is its own; its hooks get no transcript.
+            transcript: None,
         };
         Child {
             session_id,

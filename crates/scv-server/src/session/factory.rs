@@ -33,6 +33,13 @@ pub(crate) struct Made {
     pub commands: Vec<scv_protocol::CommandInfo>,
 }
 
+/// A session's transcript, sandbox and tool environment (`hook_files`).
+pub(super) type HookFiles = (
+    Option<Arc<crate::transcript::Transcript>>,
+    Option<crate::sandbox::SandboxView>,
+    Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
+);
+
 pub(crate) struct SessionFactory<'a> {
     shared: &'a Shared,
 }
@@ -60,9 +67,12 @@ impl<'a> SessionFactory<'a> {
         let config = &current.config;
         let def = definition(config, start.provider.as_deref())?;
         let provider = self.provider(&current, def, start.model, start.base_url)?;
-        let session_servers = match &start.mcp_servers {
-            Some(servers) if !servers.is_empty() => Some(session_servers(config, servers)?),
-            _ => None,
+        // The workspace's `.mcp.json` (trusted), then the client's own.
+        let (mut servers, mcp_warnings) = workspace_servers(config, &custom, &cwd);
+        servers.extend(start.mcp_servers.clone().unwrap_or_default());
+        let session_servers = match servers.is_empty() {
+            false => Some(session_servers(config, &servers)?),
+            true => None,
         };
         // `--stdio` starts its MCP servers with its first session.
         self.shared.start_mcp(std::slice::from_ref(&cwd)).await;
@@ -78,7 +88,25 @@ impl<'a> SessionFactory<'a> {
         let mut started = started(&current.sandbox, &cwd, &provider.model, def);
         started.mode = Some(mode);
         started.command_diagnostics = custom.diagnostics();
+        let workspace = cwd.clone();
+        started.instructions = crate::blocking::run(move || {
+            crate::instructions::load(&workspace)
+                .into_iter()
+                .map(|file| file.path.display().to_string())
+                .collect()
+        })
+        .await
+        .ok();
         started.config_warnings = self.shared.live.warnings();
+        started.config_warnings.extend(
+            custom
+                .hooks
+                .warnings()
+                .iter()
+                .chain(&custom.warnings)
+                .chain(&mcp_warnings)
+                .cloned(),
+        );
         if let Some(decision) = &custom.trust {
             started
                 .config_warnings
@@ -91,7 +119,16 @@ impl<'a> SessionFactory<'a> {
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
+        // A plugin's hooks read their own folder (`CLAUDE_PLUGIN_ROOT`).
+        let roots: Vec<PathBuf> = custom.plugins.iter().map(|p| p.root.clone()).collect();
         let sandbox = current.sandbox.session(&cwd);
+        let sandbox = sandbox.map(|view| match roots.is_empty() {
+            true => view,
+            false => view.with_roots(&roots, &[]),
+        });
+        let (transcript, sandbox, tool_env) = self
+            .hook_files(!custom.hooks.is_empty(), sandbox, current.sandbox.env())
+            .await;
         started.sandbox_network = sandbox.as_ref().map(|view| view.network());
         let settings = SessionSettings {
             sandbox,
@@ -105,9 +142,10 @@ impl<'a> SessionFactory<'a> {
             no_tools: start.no_tools,
             submitter: "client".into(),
             sandbox_trusted: current.sandbox.trusted(),
-            tool_env: current.sandbox.env(),
+            tool_env,
             config: current.config.clone(),
             limits: current.limits.clone(),
+            transcript,
         };
         Ok(Made {
             settings,
@@ -115,6 +153,35 @@ impl<'a> SessionFactory<'a> {
             started,
             commands,
         })
+    }
+
+    /// For a session with hooks: its transcript (`transcript_path`), and
+    /// its sandbox and tool environment made to show the transcript's
+    /// folder and `CLAUDE_ENV_FILE`. Without hooks, `sandbox` and `env`
+    /// as they are.
+    pub(super) async fn hook_files(
+        &self,
+        hooks: bool,
+        sandbox: Option<crate::sandbox::SandboxView>,
+        env: Arc<[(std::ffi::OsString, std::ffi::OsString)]>,
+    ) -> HookFiles {
+        if !hooks {
+            return (None, sandbox, env);
+        }
+        let home = self.shared.scv_home.to_path_buf();
+        let Some(transcript) =
+            crate::blocking::run(move || crate::transcript::Transcript::create(&home))
+                .await
+                .ok()
+                .flatten()
+        else {
+            return (None, sandbox, env);
+        };
+        let sandbox = sandbox
+            .map(|view| view.with_roots(&[transcript.dir().into()], &[transcript.env_dir()]));
+        let file = ("CLAUDE_ENV_FILE".into(), transcript.env_file().into());
+        let env = env.iter().cloned().chain([file]).collect();
+        (Some(Arc::new(transcript)), sandbox, env)
     }
 
     /// What the user's files, and the repository's where it is trusted,
@@ -128,8 +195,10 @@ impl<'a> SessionFactory<'a> {
     ) -> Result<crate::customize::Customization, Reject> {
         let (home, cwd) = (self.shared.scv_home.clone(), cwd.to_path_buf());
         let trusted = current.config.trusted_workspaces.clone();
-        let mut custom =
-            crate::blocking::run(move || crate::customize::load(&home, &cwd, &trusted, source))
+        let (plugins, plugin_warnings) = crate::plugins::configured(&current.config.table);
+        let mut custom = crate::blocking::run(move || {
+            crate::customize::load(&home, &cwd, &trusted, &plugins, source)
+        })
                 .await
                 .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
                 .map_err(|err| {
@@ -137,6 +206,7 @@ impl<'a> SessionFactory<'a> {
                         "hooks: {err} (the session does not start without the hooks you wrote or trusted; fix the file or move it away)"
                     ))
                 })?;
+        custom.warnings.extend(plugin_warnings);
         let config = &current.config;
         custom.check_agents(|model| {
             config.cost.pricing.price(model).is_some() || config.provider.defs.has_model(model)
@@ -195,6 +265,7 @@ impl<'a> SessionFactory<'a> {
             tool_env: current.tool_env.clone(),
             config: now.config.clone(),
             limits: now.limits.clone(),
+            transcript: current.transcript.clone(),
         };
         Ok((settings, configured))
     }
@@ -276,6 +347,7 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         mode: None,
         commands: None,
         command_diagnostics: Vec::new(),
+        instructions: None,
         config_warnings: Vec::new(),
         sandbox_network: None,
         trust: None,
@@ -323,6 +395,74 @@ fn session_servers(
         specs.push(spec);
     }
     Ok(specs)
+}
+
+/// The MCP servers of the workspace's `.mcp.json` when it is trusted
+/// (`mcp_json`), each checked as a session's server; one that is not
+/// valid, or whose name the daemon's servers have, is a warning.
+fn workspace_servers(
+    config: &Config,
+    custom: &crate::customize::Customization,
+    cwd: &Path,
+) -> (
+    std::collections::BTreeMap<String, serde_json::Value>,
+    Vec<String>,
+) {
+    let text = custom
+        .trust
+        .as_ref()
+        .and_then(|trust| trust.usable(".mcp.json"))
+        .and_then(|bytes| std::str::from_utf8(bytes).ok());
+    let path = cwd.join(".mcp.json");
+    let env = |name: &str| std::env::var(name).ok();
+    let (mut servers, mut warnings) = match text {
+        Some(text) => crate::mcp_json::servers(&path, text, &env),
+        None => Default::default(),
+    };
+    // The plugins' (`${CLAUDE_PLUGIN_ROOT}` is the plugin's folder).
+    for plugin in &custom.plugins {
+        let Some(text) = plugin.mcp_json() else {
+            continue;
+        };
+        let root = plugin.root.display().to_string();
+        let env = |name: &str| match name {
+            "CLAUDE_PLUGIN_ROOT" => Some(root.clone()),
+            _ => std::env::var(name).ok(),
+        };
+        let (found, skipped) =
+            crate::mcp_json::servers(&plugin.root.join(".mcp.json"), &text, &env);
+        warnings.extend(skipped);
+        for (name, server) in found {
+            match servers.entry(name) {
+                std::collections::btree_map::Entry::Occupied(taken) => warnings.push(format!(
+                    "plugin {}: MCP server `{}` is skipped: another has that name",
+                    plugin.name,
+                    taken.key()
+                )),
+                std::collections::btree_map::Entry::Vacant(room) => {
+                    room.insert(server);
+                }
+            }
+        }
+    }
+    servers.retain(|name, value| {
+        let why = if config.mcp_servers.iter().any(|spec| spec.name == *name) {
+            Some("config.toml has a server of that name".to_string())
+        } else {
+            serde_json::from_value::<scv_mcp::RawServer>(value.clone())
+                .map_err(|err| err.to_string())
+                .and_then(|raw| scv_mcp::ServerSpec::new(name, raw))
+                .err()
+        };
+        if let Some(why) = &why {
+            warnings.push(format!(
+                "{}: MCP server `{name}` is skipped: {why}",
+                path.display()
+            ));
+        }
+        why.is_none()
+    });
+    (servers, warnings)
 }
 
 /// The canonical workspace for `cwd`, or an `invalid_request` naming why not.

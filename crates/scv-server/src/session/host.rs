@@ -322,7 +322,7 @@ impl SessionHost {
         if self.caps.commands {
             made.started.commands = Some(std::mem::take(&mut made.commands));
         } else {
-            made.started.command_diagnostics.clear();
+            made.started.drop_commands_fields();
         }
         if !self.caps.trust {
             made.started.trust = None;
@@ -353,7 +353,7 @@ impl SessionHost {
             first_seq,
         ));
         let started = Event {
-            body: EventBody::SessionStarted(made.started),
+            body: EventBody::SessionStarted(Box::new(made.started)),
             request_id: Some(rid.to_string()),
             session_id: Some(session_id.to_string()),
             turn_id: None,
@@ -521,19 +521,14 @@ impl SessionHost {
                 "custom commands and skills are not available in a session without tools",
             ));
         }
-        let (own, custom) = (session.mcp.clone(), session.settings.custom.clone());
+        let (own, settings) = (session.mcp.clone(), session.settings.clone());
         if let Some(expanded) = mcp::prompt(own, &self.shared, &prompt).await {
             return expanded;
         }
-        let expanded = crate::blocking::run(move || {
-            custom
-                .catalog
-                .expand(&prompt)
-                .map(|found| found.map(|e| e.prompt).unwrap_or(prompt))
-        })
-        .await
-        .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?;
-        expanded.map_err(|err| invalid(err.to_string()))
+        let mcp = self.shared.mcp.clone();
+        crate::inline::expand(settings, &mcp, prompt)
+            .await
+            .map_err(invalid)
     }
 
     /// `turn.start`: runs at once on an idle session, else is queued.

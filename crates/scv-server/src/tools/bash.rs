@@ -63,6 +63,28 @@ fn stays_sandboxed(arguments: &Value) -> bool {
         .unwrap_or(false)
 }
 
+/// `command`, after sourcing the session's `CLAUDE_ENV_FILE` (what its
+/// `SessionStart` hooks exported) when that file has something — only
+/// where the hooks' own confinement holds (`confined`: sandboxed, or no
+/// sandbox at all): a call that leaves the sandbox never runs what a
+/// sandboxed hook wrote.
+fn with_env_file<'a>(
+    command: &'a str,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    confined: bool,
+) -> std::borrow::Cow<'a, str> {
+    let file = env
+        .iter()
+        .find(|(name, _)| name == "CLAUDE_ENV_FILE")
+        .map(|(_, value)| std::path::Path::new(value));
+    match file {
+        Some(file) if confined && std::fs::metadata(file).is_ok_and(|m| m.len() > 0) => {
+            format!(". \"$CLAUDE_ENV_FILE\" >/dev/null 2>&1\n{command}").into()
+        }
+        _ => command.into(),
+    }
+}
+
 /// Room kept at the end of the output for the status lines, and in the
 /// middle for the "omitted" marker, so the whole stays within the cap.
 const STATUS_ROOM: usize = 256;
@@ -93,10 +115,15 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         .as_ref()
         .filter(|_| !args.unsandboxed)
         .map(|view| (view, crate::sandbox::Runs::Command));
+    let line = with_env_file(
+        &args.command,
+        ctx.env,
+        sandbox.is_some() || ctx.sandbox.is_none(),
+    );
     let started = crate::launch::bash(
         sandbox,
         crate::launch::Bash {
-            line: &args.command,
+            line: &line,
             cwd: ctx.workspace,
             env: ctx.env.to_vec(),
             stdin: OwnedFd::from(null),
@@ -145,7 +172,6 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         }
     }
     reaper.finish(false).await;
-    let timed_out = ended == Ended::TimedOut;
     let report = crate::blocking::run(move || {
         let mut text = String::new();
         let _ = report_read.read_to_string(&mut text);
@@ -159,36 +185,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
-    let success = if ended == Ended::Cancelled {
-        out.push_str("[cancelled; the command was killed]");
-        false
-    } else if timed_out {
-        out.push_str(&format!(
-            "[command timed out after {} ms and was killed]",
-            timeout.as_millis()
-        ));
-        false
-    } else {
-        match report {
-            Some(Report {
-                code: Some(code), ..
-            }) => {
-                out.push_str(&format!("[exit code: {code}]"));
-                code == 0
-            }
-            Some(Report {
-                signal: Some(signal),
-                ..
-            }) => {
-                out.push_str(&format!("[killed by signal {signal}]"));
-                false
-            }
-            _ => {
-                out.push_str("[the command's status is unknown]");
-                false
-            }
-        }
-    };
+    let success = status_line(&mut out, ended, timeout, report.as_ref());
     if let Some(note) = policy
         .as_ref()
         .filter(|_| !success)
@@ -228,6 +225,40 @@ fn refusal_note(
     } else {
         note
     })
+}
+
+/// Ends `out` with how the command ended; whether it succeeded.
+fn status_line(out: &mut String, ended: Ended, timeout: Duration, report: Option<&Report>) -> bool {
+    if ended == Ended::Cancelled {
+        out.push_str("[cancelled; the command was killed]");
+        false
+    } else if ended == Ended::TimedOut {
+        out.push_str(&format!(
+            "[command timed out after {} ms and was killed]",
+            timeout.as_millis()
+        ));
+        false
+    } else {
+        match report {
+            Some(Report {
+                code: Some(code), ..
+            }) => {
+                out.push_str(&format!("[exit code: {code}]"));
+                *code == 0
+            }
+            Some(Report {
+                signal: Some(signal),
+                ..
+            }) => {
+                out.push_str(&format!("[killed by signal {signal}]"));
+                false
+            }
+            _ => {
+                out.push_str("[the command's status is unknown]");
+                false
+            }
+        }
+    }
 }
 
 /// What a sandboxed command that failed the way the sandbox makes

@@ -66,6 +66,10 @@ impl Home {
         let mut command = std::process::Command::new(SCV);
         command
             .env("SCV_HOME", self.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(self.path()),
+            )
             .env("SCV_SERVER_BIN", server_bin())
             .env_remove("OPENAI_API_KEY")
             .current_dir(self.workspace());

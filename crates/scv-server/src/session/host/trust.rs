@@ -35,6 +35,13 @@ impl SessionHost {
             .await?;
         let trust = custom.trust.as_ref().and_then(crate::trust::info);
         let mut next = (*settings).clone();
+        if next.transcript.is_none() && !custom.hooks.is_empty() {
+            // Hooks now, none before: they get their transcript and
+            // `CLAUDE_ENV_FILE` from here on.
+            (next.transcript, next.sandbox, next.tool_env) = SessionFactory::new(&self.shared)
+                .hook_files(true, next.sandbox.take(), next.tool_env.clone())
+                .await;
+        }
         next.custom = Arc::new(custom);
         self.session(session_id)?.settings = Arc::new(next);
         let trust = trust.unwrap_or_else(|| scv_protocol::WorkspaceTrust {

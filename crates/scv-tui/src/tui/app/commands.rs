@@ -13,6 +13,9 @@ use crate::tui::transcript::ItemKind;
 use scv_protocol::SessionPause;
 use scv_protocol::{ClientMessage, CommandInfo, CommandKind, SessionClear, SessionConfigure};
 
+/// What `/init` asks of the model.
+pub(super) const INIT_PROMPT: &str = "Please analyze this codebase and create an AGENTS.md file in the workspace's root, which will be given to future coding agents working in this repository.\n\nWhat to add:\n1. The commands that will be commonly used: how to build, lint and run the tests, including how to run a single test.\n2. The high-level architecture and structure of the code, the big picture that takes reading several files to understand.\n\nUsage notes:\n- If there is already an AGENTS.md, suggest improvements to it.\n- If there is a CLAUDE.md, .cursor/rules/, .cursorrules, .github/copilot-instructions.md or a README.md, include what is important in them.\n- Do not repeat yourself, and do not list every file or generic advice.\n- Start the file with a line saying what it is for.";
+
 /// One slash command.
 pub(super) struct SlashCommand {
     /// What is typed, `/` included.
@@ -73,6 +76,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         help: "show the workspace's git diff",
         takes_arg: false,
         run: Run::WithSession(App::show_diff),
+    },
+    SlashCommand {
+        name: "/init",
+        help: "write an AGENTS.md for this project (as Claude Code's /init writes its CLAUDE.md)",
+        takes_arg: false,
+        run: Run::WithSession(App::init_command),
     },
     SlashCommand {
         name: "/model",
@@ -313,6 +322,12 @@ impl App {
     /// `/plan`: as Shift+Tab.
     fn plan_command(&mut self, _: SessionView, _: &str) -> Vec<Outgoing> {
         self.toggle_mode()
+    }
+
+    /// `/init`: a turn asking the model to study the project and write
+    /// its `AGENTS.md` (which SCV reads, as it reads `CLAUDE.md`).
+    fn init_command(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
+        vec![self.start_turn(session.session_id, INIT_PROMPT.to_string())]
     }
 
     /// Text `/copy` wants on the clipboard.

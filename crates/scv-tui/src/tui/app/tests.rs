@@ -492,3 +492,16 @@ fn a_plan_mode_approval_says_read_only_and_offers_no_rule() {
     assert!(screen.contains("sandboxed"), "{screen}");
     assert!(screen.contains("always allow"), "{screen}");
 }
+
+#[test]
+fn init_asks_the_model_to_write_agents_md() {
+    let mut app = app_with_commands();
+    let start = turn_start(&run(&mut app, "/init"));
+    assert!(
+        start.prompt.contains("create an AGENTS.md"),
+        "{}",
+        start.prompt
+    );
+    assert!(start.prompt.contains("CLAUDE.md"), "{}", start.prompt);
+    assert!(!start.command, "/init is SCV's, not a custom command");
+}
