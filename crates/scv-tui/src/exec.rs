@@ -113,6 +113,8 @@ pub async fn run(
         subagents: true,
         retries: true,
         budgets: true,
+        // Command, skill and agent files it could not use whole.
+        commands: true,
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
@@ -147,6 +149,11 @@ pub async fn run(
         if let EventBody::SessionStarted(started) = &event.body {
             for warning in &started.config_warnings {
                 eprintln!("[config] {}", scv_client::text::visible(warning));
+            }
+            // Command, skill and agent files it could not use whole (an
+            // agent's tools SCV lacks, a command a skill hides).
+            for skipped in started.command_diagnostics.iter() {
+                eprintln!("[commands] {}", scv_client::text::visible(skipped));
             }
         }
     }

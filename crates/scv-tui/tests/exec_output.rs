@@ -218,3 +218,31 @@ async fn exec_shows_a_hooks_non_blocking_error_on_stderr() {
     );
     assert!(!mock.requests()[1].body.to_string().contains("prefer rg"));
 }
+
+/// An agent definition of the user's (`$SCV_HOME/agents/`) naming a tool
+/// SCV lacks loads without it, and `scv exec` says so on stderr (as the
+/// TUI's `skipped:` notice does).
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_says_which_tools_an_agent_definition_lost() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let agents = home.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("web.md"),
+        "---\nname: web\ndescription: d\ntools: WebFetch, Read\n---\nbody\n",
+    )
+    .unwrap();
+    mock.push(Reply::text(["done"]));
+    let output = home.scv().args(["exec", "hello"]).output().unwrap();
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("[commands] "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("web.md") && line.contains("WebFetch"),
+        "{err}"
+    );
+}

@@ -682,7 +682,13 @@ impl Bridge {
         // What is wrong with the configuration (a broken edit of
         // config.toml, an unknown key, a provider without its key): the
         // editor's user is told as the session opens, as the TUI's is.
-        let warnings = &started.config_warnings;
+        // Command, skill and agent files it could not use whole (an
+        // agent's tools SCV lacks) are said the same way.
+        let warnings: Vec<&String> = started
+            .config_warnings
+            .iter()
+            .chain(&started.command_diagnostics)
+            .collect();
         if !warnings.is_empty() {
             let text: String = warnings
                 .iter()

@@ -286,9 +286,7 @@ impl SessionClient {
             }
             self.pending.take(event.request_id.as_deref());
             if event.session_id == self.session_id {
-                applied
-                    .updates
-                    .push(Update::Opened(started.clone()));
+                applied.updates.push(Update::Opened(started.clone()));
             }
             return applied;
         }

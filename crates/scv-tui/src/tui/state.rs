@@ -42,6 +42,9 @@ pub struct SessionView {
     /// The custom commands and skills the session offers as `/NAME`
     /// (capability `commands`; empty from an older server).
     pub commands: Vec<scv_protocol::CommandInfo>,
+    /// The instruction files the model reads (`CLAUDE.md`, `AGENTS.md`…,
+    /// in order; capability `commands`).
+    pub instructions: Vec<String>,
     /// The session is not being saved (`session.warning`
     /// `journal_failed`, until `journal_recovered`): what the status line
     /// says.

@@ -384,6 +384,7 @@ impl App {
             provider: started.provider,
             mode: started.mode.unwrap_or_default(),
             commands: started.commands.unwrap_or_default(),
+            instructions: started.instructions.unwrap_or_default(),
             not_saved: None,
         });
         // A repository's configuration that does not run until the user

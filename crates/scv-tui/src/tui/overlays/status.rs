@@ -53,6 +53,9 @@ impl Overlay for Status {
                     lines.push(pair("network", network, w));
                 }
                 lines.push(pair("workspace", &session.cwd, w));
+                if !session.instructions.is_empty() {
+                    lines.push(pair("instructions", &session.instructions.join(", "), w));
+                }
             }
             None => lines.push(pair("session", "not connected", w)),
         }
