@@ -143,20 +143,7 @@ pub async fn run(
     if !json {
         eprintln!("[session] {session_id}");
     }
-    // config.toml's error (the server runs on the last good one) and
-    // unknown keys, on stderr whatever the output format.
-    for event in &events {
-        if let EventBody::SessionStarted(started) = &event.body {
-            for warning in &started.config_warnings {
-                eprintln!("[config] {}", scv_client::text::visible(warning));
-            }
-            // Command, skill and agent files it could not use whole (an
-            // agent's tools SCV lacks, a command a skill hides).
-            for skipped in started.command_diagnostics.iter() {
-                eprintln!("[commands] {}", scv_client::text::visible(skipped));
-            }
-        }
-    }
+    session_notes(&events);
     let mut client = SessionClient::new("exec-");
     client.set_session(session_id.clone());
     // The reader on a task of its own, events in batches: a burst of
@@ -217,6 +204,23 @@ pub async fn run(
                 anyhow::bail!("the SCV daemon closed the connection before the turn ended")
             }
             Some(why) => anyhow::bail!("{why}"),
+        }
+    }
+}
+
+/// What the session says as it opens, on stderr whatever the output
+/// format: config.toml's error (the server runs on the last good one) and
+/// unknown keys, and the command, skill and agent files it could not use
+/// whole (an agent's tools SCV lacks, a command a skill hides).
+fn session_notes(events: &[scv_protocol::Event]) {
+    for event in events {
+        if let EventBody::SessionStarted(started) = &event.body {
+            for warning in &started.config_warnings {
+                eprintln!("[config] {}", scv_client::text::visible(warning));
+            }
+            for skipped in &started.command_diagnostics {
+                eprintln!("[commands] {}", scv_client::text::visible(skipped));
+            }
         }
     }
 }

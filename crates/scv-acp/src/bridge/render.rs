@@ -38,19 +38,12 @@ impl Bridge {
             // The session is no longer being saved (a full disk), or is
             // again: said in the conversation, as config warnings are, on
             // a line of its own.
-            Update::Warning(warning) => {
-                let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(&warning.message));
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
-            }
+            Update::Warning(warning) => self.say(session_id, &warning.message),
             // What a hook said or blocked: told in the conversation.
             Update::Hook(note) => {
                 let verb = if note.blocked { "blocked" } else { "says" };
-                let text = format!(
-                    "\n\n⚠ hook {} {verb}: {}\n\n",
-                    scv_client::text::visible(&note.hook),
-                    scv_client::text::visible(&note.message)
-                );
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
+                let text = format!("hook {} {verb}: {}", note.hook, note.message);
+                self.say(session_id, &text);
             }
             Update::Tool(change) => self.tool(session_id, change).await,
             Update::Transcript { items, truncated } => {
@@ -136,6 +129,12 @@ impl Bridge {
             }
             _ => {}
         }
+    }
+
+    /// A note of SCV's in the conversation, on a line of its own.
+    fn say(&self, session_id: &str, text: &str) {
+        let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(text));
+        self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
     }
 
     /// A tool call of the session: proposed, running, done.
