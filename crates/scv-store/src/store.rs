@@ -46,6 +46,8 @@ pub struct Listed {
     pub modified_nanos: i128,
     /// A subagent's: the `task` call that started it.
     pub parent: Option<scv_protocol::Parent>,
+    /// A fork's: the session it came from.
+    pub forked_from: Option<ForkedFrom>,
 }
 
 /// A listed session as `session.listed` (and `scv sessions list --json`)
@@ -64,6 +66,7 @@ impl From<Listed> for scv_protocol::StoredSession {
             open: s.open,
             damaged: s.damaged,
             parent: s.parent,
+            forked_from: s.forked_from,
         }
     }
 }
@@ -83,6 +86,9 @@ pub struct Meta {
     /// A subagent's: the `task` call that started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<scv_protocol::Parent>,
+    /// A fork's: the session it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
 }
 
 #[derive(Debug, Clone)]
@@ -399,6 +405,7 @@ impl SessionStore {
             bytes: 0,
             modified_nanos: 0,
             parent: None,
+            forked_from: None,
         };
         let path = self.dir.join(format!("{id}.jsonl"));
         // What a damaged one is dated by.
@@ -446,6 +453,7 @@ impl SessionStore {
         listed.provider = meta.provider;
         listed.model = meta.model;
         listed.parent = meta.parent;
+        listed.forked_from = meta.forked_from;
         listed
     }
 
@@ -566,6 +574,7 @@ impl Replay {
             model: self.model.clone(),
             len,
             parent: self.header.parent.clone(),
+            forked_from: self.header.forked_from.clone(),
         }
     }
 }

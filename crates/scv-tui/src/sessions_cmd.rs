@@ -65,6 +65,10 @@ pub fn table(sessions: &[Listed], now: u64) -> String {
                 s.parent
                     .as_ref()
                     .map(|p| format!("  [subagent of {}]", p.session_id))
+                    .or_else(|| s
+                        .forked_from
+                        .as_ref()
+                        .map(|f| format!("  [fork of {}]", short_id(&f.session_id))))
                     .unwrap_or_default()
             ),
         };
@@ -78,6 +82,12 @@ pub fn table(sessions: &[Listed], now: u64) -> String {
         );
     }
     out
+}
+
+/// A session id as the TUI prints it: its UUID's first group (8 hex
+/// digits); any unique start of an id names it where one is asked.
+pub fn short_id(id: &str) -> &str {
+    id.split('-').next().unwrap_or(id)
 }
 
 /// `3m ago`, `5h ago`, `2d ago`.

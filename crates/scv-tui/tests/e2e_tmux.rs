@@ -348,6 +348,26 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     tmux.keys(&["/fork", "Enter"]);
     let screen = tmux.wait_for("forked").await;
     assert!(screen.contains("penguins live in the south"), "{screen}");
+    // It says which session the user is in now and which one is kept.
+    let line = screen
+        .lines()
+        .find(|l| l.contains("forked: you are in "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let rest = line.split("forked: you are in ").nth(1).unwrap();
+    let (fork, source) = (&rest[..8], &rest[10..18]);
+    assert!(rest[18..].starts_with(" is kept"), "{line}");
+    assert_ne!(fork, source, "{line}");
+    // `scv sessions list` tells the fork apart.
+    let listed = std::process::Command::new(SCV)
+        .args(["sessions", "list"])
+        .env("SCV_HOME", home.path())
+        .output()
+        .unwrap();
+    let table = stdout(&listed);
+    let fork_row = table
+        .lines()
+        .find(|l| l.contains(&format!("[fork of {source}]")));
+    assert!(fork_row.is_some_and(|r| r.starts_with(fork)), "{table}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 
@@ -358,6 +378,16 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     assert!(!screen.contains("camels"), "{screen}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
+
+    // So does the picker: the fork's short id and where it came from.
+    tmux.restart_scv_with(&home, "resume");
+    let screen = tmux.wait_for(&format!("forked from {source}")).await;
+    let row = screen.lines().find(|l| l.contains("forked from")).unwrap();
+    assert!(row.contains(fork), "{row}");
+    assert!(
+        screen.contains(&format!("{source} ·")),
+        "the source: {screen}"
+    );
 }
 
 /// `/undo` undoes the last turn that changed files, not a later one whose

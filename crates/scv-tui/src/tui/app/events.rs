@@ -416,7 +416,8 @@ impl App {
         }
         if let Some(from) = &started.forked_from {
             self.notice(format!(
-                "forked from session {}",
+                "forked: you are in {}; {} is kept",
+                short_id(&self.session_id().unwrap_or_default()),
                 short_id(&from.session_id)
             ));
         }
@@ -693,5 +694,5 @@ impl App {
 
 /// The first block of a session id, enough to tell sessions apart.
 pub(crate) fn short_id(session_id: &str) -> &str {
-    session_id.split('-').next().unwrap_or(session_id)
+    crate::sessions_cmd::short_id(session_id)
 }

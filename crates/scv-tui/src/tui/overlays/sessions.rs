@@ -67,10 +67,18 @@ impl Overlay for Sessions<'_> {
                 Span::styled(title, style.add_modifier(Modifier::BOLD)),
                 Span::styled(
                     format!(
-                        "  {} · {age} · {} turn{}",
+                        "  {}{} · {} · {age} · {} turn{}",
+                        crate::sessions_cmd::short_id(&s.session_id),
+                        s.forked_from
+                            .as_ref()
+                            .map(|f| format!(
+                                " forked from {}",
+                                crate::sessions_cmd::short_id(&f.session_id)
+                            ))
+                            .unwrap_or_default(),
                         s.cwd,
                         s.turns,
-                        if s.turns == 1 { "" } else { "s" }
+                        if s.turns == 1 { "" } else { "s" },
                     ),
                     if marked { style } else { dim },
                 ),
