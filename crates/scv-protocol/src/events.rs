@@ -379,6 +379,16 @@ pub struct SessionStarted {
     /// resumed session was given by `session.configure`); absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_session_cost_usd: Option<f64>,
+    /// Extension (capability `usage`), a resumed session's: what it spent
+    /// since its last clear (every ended turn, cancelled and failed ones
+    /// too), as its next `turn.completed.session_usage_detail` goes on
+    /// from; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_usage_detail: Option<UsageDetail>,
+    /// Extension (capability `usage`), with `session_usage_detail`: USD
+    /// over those turns that were priced; absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_cost_usd: Option<f64>,
     /// Extension (capability `sessions`): this is a stored session
     /// resumed (`session.resume`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

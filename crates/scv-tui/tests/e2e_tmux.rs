@@ -883,3 +883,55 @@ async fn quitting_prints_how_to_resume_the_session() {
     assert!(text.contains("resume it with `scv resume "), "{screen}");
     assert!(text.contains("input and "), "{screen}");
 }
+
+/// A cancelled turn's spend counts on the status line, and after a resume
+/// the counters and `/cost` come back with what the session spent, as
+/// `scv usage` counts it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n",
+    );
+    let tmux = Tmux::new("resume-cost");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    // 1,000 in and 500 out: $0.0030.
+    mock.push(Reply::text(["first answer"]).with_usage(1000, 500));
+    tmux.keys(&["first", "Enter"]);
+    tmux.wait_for("first answer").await;
+    let screen = tmux.wait_for("1.0k↑ 500↓").await;
+    assert!(screen.contains("$0.0030"), "{screen}");
+    // A step of 2,000 in and 100 out ($0.0024) asks to run a command;
+    // Esc cancels the turn there.
+    mock.push(
+        Reply::tool_calls(&[("c1", "bash", json!({"command": "echo hi"}))]).with_usage(2000, 100),
+    );
+    tmux.keys(&["second", "Enter"]);
+    tmux.wait_for("Approval needed").await;
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("turn cancelled").await;
+    tmux.wait_for("3.0k↑ 600↓").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    tmux.restart_scv_with(&home, "--continue");
+    tmux.wait_for("resumed").await;
+    let screen = tmux.wait_for("3.0k↑ 600↓").await;
+    assert!(screen.contains("$0.0054"), "{screen}");
+    tmux.keys(&["/cost", "Enter"]);
+    let screen = tmux.wait_for("turns before this resume").await;
+    assert!(screen.contains("3.0k in"), "{screen}");
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    let output = std::process::Command::new(SCV)
+        .args(["usage", "--by", "model"])
+        .env("SCV_HOME", home.path())
+        .output()
+        .unwrap();
+    let table = stdout(&output);
+    assert!(table.contains("0.0054"), "{table}");
+}

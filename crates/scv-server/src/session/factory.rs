@@ -270,6 +270,8 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         sandbox_gaps: sandbox.gaps().to_vec(),
         sandbox_warnings: sandbox.warnings(cwd),
         max_session_cost_usd: None,
+        session_usage_detail: None,
+        session_cost_usd: None,
         resumed: false,
         unsent_prompts: None,
         forked_from: None,

@@ -140,6 +140,12 @@ impl SessionHost {
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
         made.started.max_session_cost_usd = replay.max_session_cost_usd;
+        if self.caps().usage {
+            // What it spent, so a client's counters and `/cost` come back.
+            let (detail, cost) = super::spending::spent_in(&replay);
+            made.started.session_usage_detail = Some(detail.detail());
+            made.started.session_cost_usd = cost;
+        }
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {
             live.caught_up_on_resume(records);

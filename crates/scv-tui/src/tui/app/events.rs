@@ -234,10 +234,12 @@ impl App {
                 self.end_turn();
             }
             Outcome::Cancelled => {
+                self.count_unfinished();
                 self.end_turn();
                 self.notice("turn cancelled".into());
             }
             Outcome::Failed { code, message } => {
+                self.count_unfinished();
                 self.end_turn();
                 self.transcript.push(ItemKind::Error {
                     code: code.as_str().to_string(),
@@ -408,6 +410,14 @@ impl App {
         if started.mode == Some(scv_protocol::Mode::Plan) {
             self.notice(super::plan::PLAN_ON.into());
         }
+        // A resumed session's spending so far: the counters and `/cost`
+        // go on from it.
+        if let Some(detail) = started.session_usage_detail {
+            self.costs.session = detail;
+            self.costs.session_usd = started.session_cost_usd;
+            self.costs.earlier = true;
+            self.usage = self.costs.session_usage();
+        }
         if started.resumed {
             self.notice(format!(
                 "resumed session {}",
@@ -536,6 +546,15 @@ impl App {
         self.context_used = usage.input_tokens / u64::from(steps.max(1));
     }
 
+    /// A turn that ended without `turn.completed` spent what its
+    /// `usage.updated` said; the session's next sum carries it too.
+    fn count_unfinished(&mut self) {
+        if let Some(active) = &self.turn {
+            self.usage.input_tokens += active.usage.input_tokens;
+            self.usage.output_tokens += active.usage.output_tokens;
+        }
+    }
+
     fn count_cost(&mut self, cost: scv_protocol::TurnCost, steps: u32) {
         let number = self.costs.turns.len() + 1;
         self.costs.turns.push(crate::tui::state::TurnCostRow {
@@ -547,6 +566,9 @@ impl App {
         self.costs.session = cost.session_usage_detail;
         self.costs.session_usd = cost.session_cost_usd;
         self.costs.unpriced = cost.cost_usd.is_none();
+        // The server's sum: cancelled and failed turns (and a resumed
+        // session's earlier ones) included, as `scv usage` counts them.
+        self.usage = self.costs.session_usage();
     }
 
     pub(super) fn end_turn(&mut self) {
