@@ -17,6 +17,25 @@ pub const LOCAL_SERVERS: &[(&str, &str, &str)] = &[
     ("LM Studio", "lmstudio", "http://127.0.0.1:1234"),
 ];
 
+/// Providers other than the default, by the key variable that serves
+/// them (`scv-server`'s presets).
+pub const KEYED_PROVIDERS: &[(&str, &str)] = &[
+    ("anthropic", "ANTHROPIC_API_KEY"),
+    ("openrouter", "OPENROUTER_API_KEY"),
+    ("deepseek", "DEEPSEEK_API_KEY"),
+    ("gemini", "GEMINI_API_KEY"),
+];
+
+/// The other providers whose key variable is set here, as (provider,
+/// variable).
+pub fn keys_set() -> Vec<(&'static str, &'static str)> {
+    KEYED_PROVIDERS
+        .iter()
+        .filter(|(_, var)| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+        .copied()
+        .collect()
+}
+
 /// A local server that answered, with its models.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Local {
@@ -90,15 +109,30 @@ pub async fn probe_locals() -> Vec<Local> {
         .collect()
 }
 
-/// The note's lines, for `key` unset and the local servers that answered.
-/// Lines starting with four spaces are a command or config lines to copy.
-pub fn note(key: &str, home: &Path, locals: &[Local]) -> Vec<String> {
+/// The note's lines, for `key` unset, the other providers whose key is set
+/// (`set`: provider, variable) and the local servers that answered. Lines
+/// starting with four spaces are a command or config lines to copy.
+pub fn note(key: &str, home: &Path, set: &[(&str, &str)], locals: &[Local]) -> Vec<String> {
     let config = home.join("config.toml");
-    let mut lines = vec![
-        format!("First run? {key} is not set: the default provider (OpenAI) needs it."),
+    let mut lines = vec![format!(
+        "First run? {key} is not set: the default provider (OpenAI) needs it."
+    )];
+    // A key that is set names its provider, once, before anything else.
+    if let Some((provider, var)) = set.first() {
+        lines.push(format!("{var} is set: use {provider} with"));
+        lines.push(format!("    scv --provider {provider}"));
+        lines.push(format!("or put this line in {}:", config.display()));
+        lines.push(format!("    provider = \"{provider}\""));
+        for (other, var) in &set[1..] {
+            lines.push(format!("({var} is set too: scv --provider {other})"));
+        }
+        lines.push("Nothing was changed for you. /help lists keys and commands.".into());
+        return lines;
+    }
+    lines.push(
         "Set it, stop the daemon that started without it (scv daemon stop), start scv:".to_string(),
-        format!("    export {key}=…"),
-    ];
+    );
+    lines.push(format!("    export {key}=…"));
     if locals.is_empty() {
         lines.push(
             "Or use a local server: none answered on Ollama's port (127.0.0.1:11434) or \

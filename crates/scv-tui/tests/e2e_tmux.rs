@@ -74,7 +74,11 @@ impl Tmux {
 
     /// [`Tmux::start_scv`] with arguments (shell words) for `scv`.
     fn start_scv_with(&self, home: &Home, args: &str) {
-        let command = scv_command(home, args);
+        self.start_command(home, &scv_command(home, args));
+    }
+
+    /// Runs the shell line `command` in `home`'s workspace.
+    fn start_command(&self, home: &Home, command: &str) {
         let workspace = home.workspace();
         self.run(&[
             "new-session",
@@ -87,7 +91,7 @@ impl Tmux {
             "30",
             "-c",
             workspace.to_str().unwrap(),
-            &command,
+            command,
         ]);
     }
 
@@ -677,6 +681,40 @@ async fn a_first_run_without_a_key_opens_with_a_note() {
         before,
         "nothing written on the user's behalf"
     );
+}
+
+/// With the default provider's key unset but Anthropic's set, the note
+/// names Anthropic and the command that uses it, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_run_with_another_providers_key_names_that_provider_once() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    std::fs::write(
+        home.path().join("config.toml"),
+        "api_key_env = \"SCV_E2E_KEY_NEVER_SET\"\n",
+    )
+    .unwrap();
+    let tmux = Tmux::new("firstrun-anthropic");
+    tmux.start_command(
+        &home,
+        &format!(
+            "env -u OPENROUTER_API_KEY -u DEEPSEEK_API_KEY -u GEMINI_API_KEY ANTHROPIC_API_KEY=sk-ant-test {}",
+            scv_command(&home, "")
+        ),
+    );
+    tmux.wait_for("First run?").await;
+    let screen = tmux.wait_for("scv --provider anthropic").await;
+    assert!(
+        screen.contains("ANTHROPIC_API_KEY is set: use anthropic with"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("--provider").count(), 1, "once: {screen}");
+    assert_eq!(screen.matches("First run?").count(), 1, "once: {screen}");
+    // The server's warning of the same missing key is not said again.
+    assert_eq!(screen.matches("is not set").count(), 1, "once: {screen}");
+    assert!(!screen.contains("export SCV_E2E_KEY_NEVER_SET"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

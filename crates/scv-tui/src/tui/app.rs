@@ -112,6 +112,9 @@ pub struct App {
     /// text needs Shift). Off by default; Ctrl+T toggles, `SCV_MOUSE=1`
     /// starts with it on.
     pub mouse: bool,
+    /// The key variable the first-run note is about: the server's warning
+    /// that it is not set is not said a second time.
+    pub first_run_key: Option<String>,
     /// Ctrl+T changed [`App::mouse`]; the event loop tells the terminal.
     pub mouse_changed: bool,
     /// Ctrl+L asked for the whole screen to be painted again.
@@ -162,6 +165,7 @@ impl App {
             attach_offer: None,
             redraw: false,
             mouse: false,
+            first_run_key: None,
             mouse_changed: false,
             queue_paused_by_cancel: false,
             hint_ends: None,

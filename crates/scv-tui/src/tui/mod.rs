@@ -140,18 +140,24 @@ pub async fn run(
         session::open(&endpoint, true, "scv-tui", REASONING, &cwd, &choice, &which),
         async {
             match &missing_key {
-                Some(_) => crate::first_run::probe_locals().await,
+                // A provider whose key is set is named instead.
+                Some(_) if crate::first_run::keys_set().is_empty() => {
+                    crate::first_run::probe_locals().await
+                }
+                Some(_) => Vec::new(),
                 None => Vec::new(),
             }
         }
     );
     let opened = opened?;
     let mut app = App::new(Instant::now());
+    app.first_run_key = missing_key.clone();
     for event in opened.events {
         app.apply(event);
     }
     if let (Some(key), Some(home)) = (&missing_key, &home) {
-        app.notes(crate::first_run::note(key, home, &locals));
+        let set = crate::first_run::keys_set();
+        app.notes(crate::first_run::note(key, home, &set, &locals));
     }
     let mut link = Some(Link::new(opened.conn));
     if pick {

@@ -398,6 +398,10 @@ impl App {
         // config.toml's error (the server runs on the last good one),
         // unknown keys, and what the workspace's trust skipped.
         for warning in started.config_warnings {
+            let first_run = self.first_run_key.as_ref();
+            if first_run.is_some_and(|key| warning.contains(&format!("{key} is not set"))) {
+                continue; // the first-run note says it
+            }
             self.notice(format!("config: {warning}"));
         }
         for warning in started.sandbox_warnings {
