@@ -174,6 +174,36 @@ pub fn note(key: &str, home: &Path, set: &[(&str, &str)], locals: &[Local]) -> V
     lines
 }
 
+/// A daemon's warning that a provider key "is not set in the server's
+/// environment", when this shell has that variable set: said exactly,
+/// with when the daemon started (`daemon_started`: "HH:MM UTC") and how to
+/// give it the key.
+pub fn key_in_shell_only(warning: &str, daemon_started: Option<&str>) -> Option<String> {
+    let var = warning
+        .split_once("needs a key: ")?
+        .1
+        .split_once(" is not set in the server's environment")?
+        .0;
+    if var.is_empty() || !std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let when = daemon_started
+        .map(|at| format!(" started at {at}"))
+        .unwrap_or_default();
+    Some(format!(
+        "{var} is set in this shell, not in the daemon{when}: `scv daemon restart`, then /new"
+    ))
+}
+
+/// When the daemon on `socket` started, as "HH:MM UTC": its socket is
+/// made as it starts.
+pub fn daemon_started(socket: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let made = std::fs::symlink_metadata(socket).ok()?.mtime();
+    let utc = scv_client::time::utc(u64::try_from(made).ok()?);
+    utc.split_once(' ').map(|(_, time)| time.to_string())
+}
+
 /// How to install the daemon, when `err` is that `scv-server` could not be
 /// started because there is none (not beside `scv`, not on `PATH`, not
 /// at `$SCV_SERVER_BIN`).

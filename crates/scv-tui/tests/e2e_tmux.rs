@@ -100,7 +100,11 @@ impl Tmux {
     /// quits with its last session, and a `new-session` sent meanwhile
     /// can land on the dying server and leave no pane at all).
     fn restart_scv_with(&self, home: &Home, args: &str) {
-        let command = scv_command(home, args);
+        self.restart_command(home, &scv_command(home, args));
+    }
+
+    /// Runs the shell line `command` again in the same pane.
+    fn restart_command(&self, home: &Home, command: &str) {
         let workspace = home.workspace();
         self.run(&[
             "respawn-pane",
@@ -109,7 +113,7 @@ impl Tmux {
             "e2e",
             "-c",
             workspace.to_str().unwrap(),
-            &command,
+            command,
         ]);
         self.run(&["clear-history", "-t", "e2e"]);
     }
@@ -972,4 +976,56 @@ async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend
         .unwrap();
     let table = stdout(&output);
     assert!(table.contains("0.0054"), "{table}");
+}
+
+/// A provider key exported in this shell but missing in the running daemon
+/// is said exactly, with when the daemon started; `scv daemon restart`
+/// from this shell gives the daemon the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_set_in_the_shell_but_not_in_the_daemon_is_said_and_restart_fixes_it() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // The default provider (a public API, so it needs its key).
+    std::fs::write(
+        home.path().join("config.toml"),
+        "api_key_env = \"SCV_E2E_A2_KEY\"\n",
+    )
+    .unwrap();
+    let mut daemon = home.start_daemon(); // without SCV_E2E_A2_KEY
+    while !home.socket().exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let tmux = Tmux::new("key-in-shell");
+    let with_key = format!("env SCV_E2E_A2_KEY=sk-test {}", scv_command(&home, ""));
+    tmux.start_command(&home, &with_key);
+    let screen = tmux
+        .wait_for("SCV_E2E_A2_KEY is set in this shell, not in the daemon started at ")
+        .await;
+    let flat = screen.replace('\n', " ");
+    assert!(flat.contains("`scv daemon restart`, then /new"), "{screen}");
+    assert!(!screen.contains("not set in the server's"), "{screen}");
+    assert!(!screen.contains("First run?"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    let restarted = Command::new(SCV)
+        .args(["daemon", "restart"])
+        .env("SCV_HOME", home.path())
+        .env("SCV_SERVER_BIN", server_bin())
+        .env("SCV_E2E_A2_KEY", "sk-test")
+        .output()
+        .unwrap();
+    assert!(restarted.status.success(), "{}", stderr(&restarted));
+    assert!(
+        stdout(&restarted).contains("started"),
+        "{}",
+        stdout(&restarted)
+    );
+    daemon.wait().unwrap(); // the first one stopped
+
+    tmux.restart_command(&home, &with_key);
+    let screen = tmux.wait_for("idle").await;
+    assert!(!screen.contains("SCV_E2E_A2_KEY"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
 }

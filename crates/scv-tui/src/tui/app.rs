@@ -115,6 +115,9 @@ pub struct App {
     /// The key variable the first-run note is about: the server's warning
     /// that it is not set is not said a second time.
     pub first_run_key: Option<String>,
+    /// When the local daemon started ("HH:MM UTC"), for a key set in this
+    /// shell but not in it; `None` for a remote one.
+    pub daemon_started: Option<String>,
     /// Ctrl+T changed [`App::mouse`]; the event loop tells the terminal.
     pub mouse_changed: bool,
     /// Ctrl+L asked for the whole screen to be painted again.
@@ -166,6 +169,7 @@ impl App {
             redraw: false,
             mouse: false,
             first_run_key: None,
+            daemon_started: None,
             mouse_changed: false,
             queue_paused_by_cancel: false,
             hint_ends: None,

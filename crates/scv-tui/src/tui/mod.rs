@@ -152,6 +152,9 @@ pub async fn run(
     let opened = opened?;
     let mut app = App::new(Instant::now());
     app.first_run_key = missing_key.clone();
+    if let Endpoint::Local { socket, .. } = &endpoint {
+        app.daemon_started = crate::first_run::daemon_started(socket);
+    }
     for event in opened.events {
         app.apply(event);
     }

@@ -402,6 +402,14 @@ impl App {
             if first_run.is_some_and(|key| warning.contains(&format!("{key} is not set"))) {
                 continue; // the first-run note says it
             }
+            if self.daemon_started.is_some() {
+                // Local: a key this shell has and the daemon lacks.
+                let started = self.daemon_started.as_deref();
+                if let Some(said) = crate::first_run::key_in_shell_only(&warning, started) {
+                    self.notice(format!("config: {said}"));
+                    continue;
+                }
+            }
             self.notice(format!("config: {warning}"));
         }
         for warning in started.sandbox_warnings {
