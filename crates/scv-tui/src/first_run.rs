@@ -184,7 +184,7 @@ pub fn key_in_shell_only(warning: &str, daemon_started: Option<&str>) -> Option<
         .1
         .split_once(" is not set in the server's environment")?
         .0;
-    if var.is_empty() || !std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+    if var.is_empty() || std::env::var_os(var).is_none_or(|v| v.is_empty()) {
         return None;
     }
     let when = daemon_started

@@ -143,8 +143,10 @@ impl SessionHost {
         if self.caps().usage {
             // What it spent, so a client's counters and `/cost` come back.
             let (detail, cost) = super::spending::spent_in(&replay);
-            made.started.session_usage_detail = Some(detail.detail());
-            made.started.session_cost_usd = cost;
+            made.started.spent = Some(Box::new(scv_protocol::SessionSpent {
+                session_usage_detail: detail.detail(),
+                session_cost_usd: cost,
+            }));
         }
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {

@@ -424,9 +424,9 @@ impl App {
         }
         // A resumed session's spending so far: the counters and `/cost`
         // go on from it.
-        if let Some(detail) = started.session_usage_detail {
-            self.costs.session = detail;
-            self.costs.session_usd = started.session_cost_usd;
+        if let Some(spent) = started.spent {
+            self.costs.session = spent.session_usage_detail;
+            self.costs.session_usd = spent.session_cost_usd;
             self.costs.earlier = true;
             self.usage = self.costs.session_usage();
         }
