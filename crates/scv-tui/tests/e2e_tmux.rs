@@ -1029,3 +1029,37 @@ async fn a_key_set_in_the_shell_but_not_in_the_daemon_is_said_and_restart_fixes_
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 }
+
+/// An edit of `config.toml` the open session does not take is said on the
+/// status line until `/new`; a budget's edit (which it takes) is not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_change_the_open_session_does_not_take_is_on_the_status_line() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("config-changed");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    let config = home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    // A budget reaches the open session: nothing to say.
+    std::fs::write(&config, format!("max_turn_tokens = 900000\n{text}")).unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !tmux.screen().contains("config changed"),
+        "{}",
+        tmux.screen()
+    );
+    // The step bound does not.
+    std::fs::write(
+        &config,
+        format!("max_turn_tokens = 900000\nmax_steps = 7\n{text}"),
+    )
+    .unwrap();
+    let screen = tmux.wait_for("config changed: /new to use it").await;
+    assert!(screen.contains("idle"), "{screen}");
+    tmux.keys(&["/new", "Enter"]);
+    tmux.wait_for("new session started").await;
+    tmux.wait_without("config changed").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}

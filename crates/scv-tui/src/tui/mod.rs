@@ -152,8 +152,9 @@ pub async fn run(
     let opened = opened?;
     let mut app = App::new(Instant::now());
     app.first_run_key = missing_key.clone();
-    if let Endpoint::Local { socket, .. } = &endpoint {
+    if let Endpoint::Local { socket, home } = &endpoint {
         app.daemon_started = crate::first_run::daemon_started(socket);
+        app.config_file = Some(home.join("config.toml"));
     }
     for event in opened.events {
         app.apply(event);
@@ -305,6 +306,9 @@ async fn event_loop(
                     dirty = true;
                 }
                 if app.expire_hint(Instant::now()) {
+                    dirty = true;
+                }
+                if app.check_config(Instant::now()) {
                     dirty = true;
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {

@@ -290,6 +290,13 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(sep());
         spans.push(Span::raw(cost));
     }
+    if app.config_changed {
+        spans.push(sep());
+        spans.push(Span::styled(
+            "config changed: /new to use it".to_string(),
+            Style::default().fg(Color::Yellow),
+        ));
+    }
     if app.costs.warning_budget.is_some() {
         // Which budget: `/status` says.
         spans.push(sep());

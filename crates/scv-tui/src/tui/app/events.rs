@@ -422,6 +422,7 @@ impl App {
         if started.mode == Some(scv_protocol::Mode::Plan) {
             self.notice(super::plan::PLAN_ON.into());
         }
+        self.watch_config();
         // A resumed session's spending so far: the counters and `/cost`
         // go on from it.
         if let Some(spent) = started.spent {
