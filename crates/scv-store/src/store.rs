@@ -22,6 +22,9 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 
 const JOURNAL: &str = "jsonl";
+
+/// The fewest characters of a session id that name it (`resolve`).
+pub(crate) const MIN_ID_PREFIX: usize = 4;
 const META: &str = "meta";
 
 /// A session as `session.list` shows it.
@@ -455,6 +458,33 @@ impl SessionStore {
         listed.parent = meta.parent;
         listed.forked_from = meta.forked_from;
         listed
+    }
+
+    /// The stored session `id` names: itself, or the one session whose id
+    /// starts with it (at least [`MIN_ID_PREFIX`] characters: the short
+    /// ids front ends print). Unknown → `NotFound`; a start of more than
+    /// one → `Ambiguous`.
+    pub fn resolve(&self, id: &str) -> Result<String, StoreError> {
+        let path = self.path(id, JOURNAL)?;
+        if std::fs::symlink_metadata(&path).is_ok() || id.len() < MIN_ID_PREFIX {
+            return Ok(id.to_string());
+        }
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| StoreError::io("cannot list the session store", &self.dir, e))?;
+        let mut found: Option<String> = None;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if stem.starts_with(id) && valid_id(stem) {
+                if found.is_some() {
+                    return Err(StoreError::Ambiguous(id.to_string()));
+                }
+                found = Some(stem.to_string());
+            }
+        }
+        found.ok_or_else(|| StoreError::NotFound(id.to_string()))
     }
 
     /// Deletes a session that is not open (journal and summary).

@@ -100,16 +100,27 @@ pub fn age(seconds: u64) -> String {
     }
 }
 
-/// `scv sessions delete ID`.
+/// `scv sessions delete ID` (or the start of one: its short id).
 pub fn delete(home: &Path, session_id: &str) -> Result<ExitCode> {
-    store(home)?.delete(session_id).map_err(refusal)?;
+    let store = store(home)?;
+    let session_id = store.resolve(session_id).map_err(refusal)?;
+    store.delete(&session_id).map_err(|err| match err {
+        // Open: where it lives, and how to let it go.
+        StoreError::Open(id) => anyhow!(
+            "session {id} is open in a running scv, scv exec, editor or chat; end it there (Ctrl+D, /new or /resume in the TUI), then run `scv sessions delete {}` again",
+            short_id(&id)
+        ),
+        other => refusal(other),
+    })?;
     eprintln!("deleted session {session_id}");
     Ok(ExitCode::SUCCESS)
 }
 
 /// `scv sessions export ID --format md|json` to stdout.
 pub fn export(home: &Path, session_id: &str, format: Format) -> Result<ExitCode> {
-    let replay = store(home)?.read(session_id, None).map_err(refusal)?;
+    let store = store(home)?;
+    let session_id = &store.resolve(session_id).map_err(refusal)?;
+    let replay = store.read(session_id, None).map_err(refusal)?;
     let items = scv_store::transcript_whole(&replay.turns);
     let title = replay.title.clone().unwrap_or_default();
     match format {

@@ -19,12 +19,18 @@ pub struct Picker {
 }
 
 impl Picker {
-    /// The sessions the filter keeps: every word of it in the title or
-    /// the directory, case aside.
+    /// The sessions the filter keeps: every word of it in the title, the
+    /// directory or the id (a short id typed finds its session), case
+    /// aside.
     pub fn shown(&self) -> Vec<&StoredSession> {
         self.sessions
             .iter()
-            .filter(|s| picker::keeps(&self.filter, &format!("{} {}", s.title, s.cwd)))
+            .filter(|s| {
+                picker::keeps(
+                    &self.filter,
+                    &format!("{} {} {}", s.title, s.cwd, s.session_id),
+                )
+            })
             .collect()
     }
 }
