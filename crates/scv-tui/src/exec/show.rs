@@ -393,9 +393,12 @@ impl<O: Write, E: Write> Printer<O, E> {
                 if !self.json {
                     writeln!(
                         self.err,
-                        "scv: the turn failed: {} — {}",
-                        failure_words(code),
-                        shown(&message, self.err_tty)
+                        "scv: the turn failed: {}",
+                        scv_client::text::failure_line(
+                            code.as_str(),
+                            &shown(&message, self.err_tty),
+                            " — "
+                        )
                     )?;
                 }
                 Exit::Failed

@@ -315,8 +315,12 @@ impl Item {
                 .collect(),
             ItemKind::Error { code, message } => vec![Line::from(vec![
                 Span::styled(
-                    // In words: raw codes mean nothing to a reader.
-                    format!("✗ {}: ", scv_client::text::code_words(code)),
+                    // In words: raw codes mean nothing to a reader; a
+                    // message that says it already gets no heading.
+                    match scv_client::text::failure_heading(code, message) {
+                        Some(heading) => format!("✗ {heading}: "),
+                        None => "✗ ".to_string(),
+                    },
                     Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
                 ),
                 Span::styled(message.clone(), Style::default().fg(Color::Red)),
