@@ -469,10 +469,7 @@ fn main() -> ExitCode {
                 }
                 DaemonAction::Start => daemon_cmd::start(&home, &socket).await,
                 DaemonAction::Stop => daemon_cmd::stop(&socket).await,
-                DaemonAction::Restart => {
-                    daemon_cmd::stop(&socket).await?;
-                    daemon_cmd::start(&home, &socket).await
-                }
+                DaemonAction::Restart => daemon_cmd::restart(&home, &socket).await,
             },
             Some(Command::Mcp {
                 action: McpAction::List { json },

@@ -305,10 +305,7 @@ async fn event_loop(
                 if app.turn.is_some() {
                     dirty = true;
                 }
-                if app.expire_hint(Instant::now()) {
-                    dirty = true;
-                }
-                if app.check_config(Instant::now()) {
+                if app.expire_hint(Instant::now()) | app.check_config(Instant::now()) {
                     dirty = true;
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {
