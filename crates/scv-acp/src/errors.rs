@@ -29,7 +29,7 @@ pub fn refused(code: ErrorCode, message: &str) -> Error {
 pub fn turn_failed(code: FailureCode, message: &str) -> Error {
     Error::new(
         INTERNAL_ERROR,
-        format!("{}: {message}", scv_client::text::failure_words(code)),
+        scv_client::text::failure_line(code.as_str(), message, ": "),
     )
     .data(json!({ "scvCode": code.as_str() }))
 }

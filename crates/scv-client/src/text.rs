@@ -62,6 +62,38 @@ pub fn failure_words(code: FailureCode) -> &'static str {
     }
 }
 
+/// The heading a failure's `message` is shown under: `code` in words, or
+/// what the message's own start says happened (a provider that could not
+/// be reached did not "return an error"); `None` when the message already
+/// starts with it (headings never stack).
+pub fn failure_heading(code: &str, message: &str) -> Option<String> {
+    let lower = message.trim_start().to_lowercase();
+    let heading = match code {
+        "provider_error"
+            if lower.starts_with("cannot connect") || lower.contains("request timed out") =>
+        {
+            "the model provider could not be reached".to_string()
+        }
+        "provider_error" if lower.starts_with("provider request failed") => {
+            "the request to the model provider failed".to_string()
+        }
+        "provider_error" if lower.starts_with("provider response body failed") => {
+            "the model provider's answer broke off".to_string()
+        }
+        _ => code_words(code),
+    };
+    (!lower.starts_with(&heading.to_lowercase())).then_some(heading)
+}
+
+/// A failure as one line: its heading (see [`failure_heading`]), then the
+/// message after `sep`.
+pub fn failure_line(code: &str, message: &str, sep: &str) -> String {
+    match failure_heading(code, message) {
+        Some(heading) => format!("{heading}{sep}{message}"),
+        None => message.to_string(),
+    }
+}
+
 /// An `error` event's code in words.
 pub fn error_words(code: ErrorCode) -> &'static str {
     match code {
@@ -115,6 +147,34 @@ mod tests {
         );
         assert_eq!(code_words("disconnected"), "disconnected");
         assert_eq!(code_words("some_new_code"), "some new code");
+    }
+
+    #[test]
+    fn failure_headings_say_what_happened_and_never_stack() {
+        assert_eq!(
+            failure_line(
+                "provider_error",
+                "cannot connect to provider at h: refused",
+                ": "
+            ),
+            "the model provider could not be reached: cannot connect to provider at h: refused"
+        );
+        assert_eq!(
+            failure_line("provider_error", "HTTP 500: overloaded", ": "),
+            "the model provider returned an error: HTTP 500: overloaded"
+        );
+        assert_eq!(
+            failure_line(
+                "provider_error",
+                "The model provider returned an error: 503",
+                ": "
+            ),
+            "The model provider returned an error: 503"
+        );
+        assert_eq!(
+            failure_line("step_limit", "24 steps", " — "),
+            "the step limit was reached — 24 steps"
+        );
     }
 
     #[test]

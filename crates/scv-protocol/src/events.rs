@@ -379,6 +379,11 @@ pub struct SessionStarted {
     /// resumed session was given by `session.configure`); absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_session_cost_usd: Option<f64>,
+    /// Extension (capability `usage`), a resumed session's: what it spent
+    /// since its last clear (`session_usage_detail`, `session_cost_usd`,
+    /// flattened); absent otherwise.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<Box<SessionSpent>>,
     /// Extension (capability `sessions`): this is a stored session
     /// resumed (`session.resume`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -486,6 +491,16 @@ pub struct TurnCost {
     /// USD; `null` when the model has no price (never 0 for "unknown").
     pub cost_usd: Option<f64>,
     /// USD over the session's priced turns; `null` when none was priced.
+    pub session_cost_usd: Option<f64>,
+}
+
+/// What a resumed session spent since its last clear, in its
+/// `session.started` (capability `usage`): every ended turn, cancelled and
+/// failed ones too, as its next `turn.completed` goes on from.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionSpent {
+    pub session_usage_detail: UsageDetail,
+    /// USD over the turns that were priced; `null` when none was.
     pub session_cost_usd: Option<f64>,
 }
 

@@ -68,6 +68,9 @@ pub struct StoredSession {
     /// started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<crate::subagents::Parent>,
+    /// A fork's source (the session and the last turn it kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
 }
 
 /// Where a fork came from (`session.started.forked_from`).

@@ -656,3 +656,68 @@ async fn daemon_and_stdio_share_the_store() {
     let texts = texts(&transcript);
     assert_eq!(texts, ["on the daemon", "from the daemon"]);
 }
+
+/// A resume by the start of an id (the short id front ends print) opens
+/// that session; a fork's listing says where it came from; a resumed
+/// session's `session.started` says what it spent only to a client with
+/// capability `usage`.
+#[tokio::test]
+async fn short_ids_resume_forks_are_listed_with_their_source_and_resumes_carry_spending() {
+    let (mock, home, workspace) =
+        setup("[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n").await;
+    let mut first = server(home.path()).await;
+    let id = first.start_session(&workspace).await;
+    mock.push(Reply::text(["one"]).with_usage(1000, 500));
+    turn(&mut first, &id, "first").await;
+    first.wait().await;
+
+    // Without capability `usage`: no spending in session.started.
+    let mut plain = server(home.path()).await;
+    let short = &id[..8];
+    let (started, _, _) = resume(&mut plain, short).await;
+    assert_eq!(started["session_id"], id.as_str(), "the whole id");
+    assert!(started.get("session_usage_detail").is_none(), "{started}");
+    assert!(started.get("session_cost_usd").is_none(), "{started}");
+    // A fork, listed with its source.
+    plain
+        .send(json!({"type":"session.fork","request_id":"f","session_id":short}))
+        .await;
+    let forked = plain.expect("session.started").await;
+    plain.expect("queue.snapshot").await;
+    plain.expect("session.transcript").await;
+    assert_eq!(forked["forked_from"]["session_id"], id.as_str());
+    let fork_id = forked["session_id"].as_str().unwrap().to_string();
+    let sessions = list(&mut plain, json!({})).await;
+    let fork = sessions
+        .iter()
+        .find(|s| s["session_id"] == fork_id.as_str())
+        .unwrap();
+    assert_eq!(fork["forked_from"]["session_id"], id.as_str());
+    let source = sessions
+        .iter()
+        .find(|s| s["session_id"] == id.as_str())
+        .unwrap();
+    assert!(source.get("forked_from").is_none(), "{source}");
+    plain.wait().await;
+
+    let mut with_usage = TestServer::spawn(BIN, home.path());
+    with_usage
+        .send(
+            json!({"type":"initialize","request_id":"init","protocol_version":2,
+            "capabilities":{"sessions":true,"usage":true}}),
+        )
+        .await;
+    with_usage.expect("initialized").await;
+    let (started, _, _) = resume(&mut with_usage, &id).await;
+    assert_eq!(
+        started["session_usage_detail"],
+        json!({"input":1000,"cache_read":0,"cache_write":0,"output":500,"reasoning":0})
+    );
+    let cost = started["session_cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.003).abs() < 1e-12, "{started}");
+    // A start no session has is not found.
+    with_usage
+        .send(json!({"type":"session.resume","request_id":"x","session_id":"ffffffff"}))
+        .await;
+    with_usage.expect_error("session_not_found", "x").await;
+}

@@ -10,6 +10,8 @@ pub enum StoreError {
     Open(String),
     #[error("session {session_id} cannot be read: {why}")]
     Damaged { session_id: String, why: String },
+    #[error("more than one session id starts with {0}; give more of it")]
+    Ambiguous(String),
     #[error("turn {0} is not a turn of that session that ended")]
     NoSuchTurn(String),
     #[error("the session store is refused: {0}")]

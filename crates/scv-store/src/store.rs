@@ -22,6 +22,9 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 
 const JOURNAL: &str = "jsonl";
+
+/// The fewest characters of a session id that name it (`resolve`).
+pub(crate) const MIN_ID_PREFIX: usize = 4;
 const META: &str = "meta";
 
 /// A session as `session.list` shows it.
@@ -46,6 +49,8 @@ pub struct Listed {
     pub modified_nanos: i128,
     /// A subagent's: the `task` call that started it.
     pub parent: Option<scv_protocol::Parent>,
+    /// A fork's: the session it came from.
+    pub forked_from: Option<ForkedFrom>,
 }
 
 /// A listed session as `session.listed` (and `scv sessions list --json`)
@@ -64,6 +69,7 @@ impl From<Listed> for scv_protocol::StoredSession {
             open: s.open,
             damaged: s.damaged,
             parent: s.parent,
+            forked_from: s.forked_from,
         }
     }
 }
@@ -83,6 +89,9 @@ pub struct Meta {
     /// A subagent's: the `task` call that started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<scv_protocol::Parent>,
+    /// A fork's: the session it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
 }
 
 #[derive(Debug, Clone)]
@@ -399,6 +408,7 @@ impl SessionStore {
             bytes: 0,
             modified_nanos: 0,
             parent: None,
+            forked_from: None,
         };
         let path = self.dir.join(format!("{id}.jsonl"));
         // What a damaged one is dated by.
@@ -446,7 +456,35 @@ impl SessionStore {
         listed.provider = meta.provider;
         listed.model = meta.model;
         listed.parent = meta.parent;
+        listed.forked_from = meta.forked_from;
         listed
+    }
+
+    /// The stored session `id` names: itself, or the one session whose id
+    /// starts with it (at least [`MIN_ID_PREFIX`] characters: the short
+    /// ids front ends print). Unknown → `NotFound`; a start of more than
+    /// one → `Ambiguous`.
+    pub fn resolve(&self, id: &str) -> Result<String, StoreError> {
+        let path = self.path(id, JOURNAL)?;
+        if std::fs::symlink_metadata(&path).is_ok() || id.len() < MIN_ID_PREFIX {
+            return Ok(id.to_string());
+        }
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| StoreError::io("cannot list the session store", &self.dir, e))?;
+        let mut found: Option<String> = None;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if stem.starts_with(id) && valid_id(stem) {
+                if found.is_some() {
+                    return Err(StoreError::Ambiguous(id.to_string()));
+                }
+                found = Some(stem.to_string());
+            }
+        }
+        found.ok_or_else(|| StoreError::NotFound(id.to_string()))
     }
 
     /// Deletes a session that is not open (journal and summary).
@@ -566,6 +604,7 @@ impl Replay {
             model: self.model.clone(),
             len,
             parent: self.header.parent.clone(),
+            forked_from: self.header.forked_from.clone(),
         }
     }
 }

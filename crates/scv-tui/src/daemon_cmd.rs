@@ -129,6 +129,13 @@ pub async fn start(home: &Path, socket: &Path) -> Result<ExitCode> {
 
 /// Asks the daemon its pid, sends SIGTERM, waits (bounded) for the socket
 /// to go.
+/// `scv daemon restart`: stopped, then started from this shell (its
+/// environment: the provider keys it has).
+pub async fn restart(home: &Path, socket: &Path) -> Result<ExitCode> {
+    stop(socket).await?;
+    start(home, socket).await
+}
+
 pub async fn stop(socket: &Path) -> Result<ExitCode> {
     let status = match control(socket, DaemonCommand::Status).await {
         Ok(status) => status,

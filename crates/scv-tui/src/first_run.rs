@@ -17,6 +17,25 @@ pub const LOCAL_SERVERS: &[(&str, &str, &str)] = &[
     ("LM Studio", "lmstudio", "http://127.0.0.1:1234"),
 ];
 
+/// Providers other than the default, by the key variable that serves
+/// them (`scv-server`'s presets).
+pub const KEYED_PROVIDERS: &[(&str, &str)] = &[
+    ("anthropic", "ANTHROPIC_API_KEY"),
+    ("openrouter", "OPENROUTER_API_KEY"),
+    ("deepseek", "DEEPSEEK_API_KEY"),
+    ("gemini", "GEMINI_API_KEY"),
+];
+
+/// The other providers whose key variable is set here, as (provider,
+/// variable).
+pub fn keys_set() -> Vec<(&'static str, &'static str)> {
+    KEYED_PROVIDERS
+        .iter()
+        .filter(|(_, var)| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+        .copied()
+        .collect()
+}
+
 /// A local server that answered, with its models.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Local {
@@ -90,15 +109,30 @@ pub async fn probe_locals() -> Vec<Local> {
         .collect()
 }
 
-/// The note's lines, for `key` unset and the local servers that answered.
-/// Lines starting with four spaces are a command or config lines to copy.
-pub fn note(key: &str, home: &Path, locals: &[Local]) -> Vec<String> {
+/// The note's lines, for `key` unset, the other providers whose key is set
+/// (`set`: provider, variable) and the local servers that answered. Lines
+/// starting with four spaces are a command or config lines to copy.
+pub fn note(key: &str, home: &Path, set: &[(&str, &str)], locals: &[Local]) -> Vec<String> {
     let config = home.join("config.toml");
-    let mut lines = vec![
-        format!("First run? {key} is not set: the default provider (OpenAI) needs it."),
+    let mut lines = vec![format!(
+        "First run? {key} is not set: the default provider (OpenAI) needs it."
+    )];
+    // A key that is set names its provider, once, before anything else.
+    if let Some((provider, var)) = set.first() {
+        lines.push(format!("{var} is set: use {provider} with"));
+        lines.push(format!("    scv --provider {provider}"));
+        lines.push(format!("or put this line in {}:", config.display()));
+        lines.push(format!("    provider = \"{provider}\""));
+        for (other, var) in &set[1..] {
+            lines.push(format!("({var} is set too: scv --provider {other})"));
+        }
+        lines.push("Nothing was changed for you. /help lists keys and commands.".into());
+        return lines;
+    }
+    lines.push(
         "Set it, stop the daemon that started without it (scv daemon stop), start scv:".to_string(),
-        format!("    export {key}=…"),
-    ];
+    );
+    lines.push(format!("    export {key}=…"));
     if locals.is_empty() {
         lines.push(
             "Or use a local server: none answered on Ollama's port (127.0.0.1:11434) or \
@@ -138,6 +172,36 @@ pub fn note(key: &str, home: &Path, locals: &[Local]) -> Vec<String> {
     }
     lines.push("Nothing was changed for you. /help lists keys and commands.".into());
     lines
+}
+
+/// A daemon's warning that a provider key "is not set in the server's
+/// environment", when this shell has that variable set: said exactly,
+/// with when the daemon started (`daemon_started`: "HH:MM UTC") and how to
+/// give it the key.
+pub fn key_in_shell_only(warning: &str, daemon_started: Option<&str>) -> Option<String> {
+    let var = warning
+        .split_once("needs a key: ")?
+        .1
+        .split_once(" is not set in the server's environment")?
+        .0;
+    if var.is_empty() || std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+        return None;
+    }
+    let when = daemon_started
+        .map(|at| format!(" started at {at}"))
+        .unwrap_or_default();
+    Some(format!(
+        "{var} is set in this shell, not in the daemon{when}: `scv daemon restart`, then /new"
+    ))
+}
+
+/// When the daemon on `socket` started, as "HH:MM UTC": its socket is
+/// made as it starts.
+pub fn daemon_started(socket: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let made = std::fs::symlink_metadata(socket).ok()?.mtime();
+    let utc = scv_client::time::utc(u64::try_from(made).ok()?);
+    utc.split_once(' ').map(|(_, time)| time.to_string())
 }
 
 /// How to install the daemon, when `err` is that `scv-server` could not be

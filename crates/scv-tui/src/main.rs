@@ -304,6 +304,9 @@ enum DaemonAction {
     Start,
     /// Stop the daemon (SIGTERM) and wait for it to exit.
     Stop,
+    /// Stop the daemon and start it again from this shell (with this
+    /// shell's environment: its provider keys).
+    Restart,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -506,6 +509,7 @@ fn main() -> ExitCode {
                 }
                 DaemonAction::Start => daemon_cmd::start(&home, &socket).await,
                 DaemonAction::Stop => daemon_cmd::stop(&socket).await,
+                DaemonAction::Restart => daemon_cmd::restart(&home, &socket).await,
             },
             Some(Command::Mcp {
                 action: McpAction::List { json },

@@ -65,6 +65,10 @@ pub fn table(sessions: &[Listed], now: u64) -> String {
                 s.parent
                     .as_ref()
                     .map(|p| format!("  [subagent of {}]", p.session_id))
+                    .or_else(|| s
+                        .forked_from
+                        .as_ref()
+                        .map(|f| format!("  [fork of {}]", short_id(&f.session_id))))
                     .unwrap_or_default()
             ),
         };
@@ -80,6 +84,12 @@ pub fn table(sessions: &[Listed], now: u64) -> String {
     out
 }
 
+/// A session id as the TUI prints it: its UUID's first group (8 hex
+/// digits); any unique start of an id names it where one is asked.
+pub fn short_id(id: &str) -> &str {
+    id.split('-').next().unwrap_or(id)
+}
+
 /// `3m ago`, `5h ago`, `2d ago`.
 pub fn age(seconds: u64) -> String {
     match seconds {
@@ -90,16 +100,27 @@ pub fn age(seconds: u64) -> String {
     }
 }
 
-/// `scv sessions delete ID`.
+/// `scv sessions delete ID` (or the start of one: its short id).
 pub fn delete(home: &Path, session_id: &str) -> Result<ExitCode> {
-    store(home)?.delete(session_id).map_err(refusal)?;
+    let store = store(home)?;
+    let session_id = store.resolve(session_id).map_err(refusal)?;
+    store.delete(&session_id).map_err(|err| match err {
+        // Open: where it lives, and how to let it go.
+        StoreError::Open(id) => anyhow!(
+            "session {id} is open in a running scv, scv exec, editor or chat; end it there (Ctrl+D, /new or /resume in the TUI), then run `scv sessions delete {}` again",
+            short_id(&id)
+        ),
+        other => refusal(other),
+    })?;
     eprintln!("deleted session {session_id}");
     Ok(ExitCode::SUCCESS)
 }
 
 /// `scv sessions export ID --format md|json` to stdout.
 pub fn export(home: &Path, session_id: &str, format: Format) -> Result<ExitCode> {
-    let replay = store(home)?.read(session_id, None).map_err(refusal)?;
+    let store = store(home)?;
+    let session_id = &store.resolve(session_id).map_err(refusal)?;
+    let replay = store.read(session_id, None).map_err(refusal)?;
     let items = scv_store::transcript_whole(&replay.turns);
     let title = replay.title.clone().unwrap_or_default();
     match format {

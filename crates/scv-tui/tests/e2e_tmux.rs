@@ -74,7 +74,11 @@ impl Tmux {
 
     /// [`Tmux::start_scv`] with arguments (shell words) for `scv`.
     fn start_scv_with(&self, home: &Home, args: &str) {
-        let command = scv_command(home, args);
+        self.start_command(home, &scv_command(home, args));
+    }
+
+    /// Runs the shell line `command` in `home`'s workspace.
+    fn start_command(&self, home: &Home, command: &str) {
         let workspace = home.workspace();
         self.run(&[
             "new-session",
@@ -87,7 +91,7 @@ impl Tmux {
             "30",
             "-c",
             workspace.to_str().unwrap(),
-            &command,
+            command,
         ]);
     }
 
@@ -96,7 +100,11 @@ impl Tmux {
     /// quits with its last session, and a `new-session` sent meanwhile
     /// can land on the dying server and leave no pane at all).
     fn restart_scv_with(&self, home: &Home, args: &str) {
-        let command = scv_command(home, args);
+        self.restart_command(home, &scv_command(home, args));
+    }
+
+    /// Runs the shell line `command` again in the same pane.
+    fn restart_command(&self, home: &Home, command: &str) {
         let workspace = home.workspace();
         self.run(&[
             "respawn-pane",
@@ -105,7 +113,7 @@ impl Tmux {
             "e2e",
             "-c",
             workspace.to_str().unwrap(),
-            &command,
+            command,
         ]);
         self.run(&["clear-history", "-t", "e2e"]);
     }
@@ -352,6 +360,26 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     tmux.keys(&["/fork", "Enter"]);
     let screen = tmux.wait_for("forked").await;
     assert!(screen.contains("penguins live in the south"), "{screen}");
+    // It says which session the user is in now and which one is kept.
+    let line = screen
+        .lines()
+        .find(|l| l.contains("forked: you are in "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let rest = line.split("forked: you are in ").nth(1).unwrap();
+    let (fork, source) = (&rest[..8], &rest[10..18]);
+    assert!(rest[18..].starts_with(" is kept"), "{line}");
+    assert_ne!(fork, source, "{line}");
+    // `scv sessions list` tells the fork apart.
+    let listed = std::process::Command::new(SCV)
+        .args(["sessions", "list"])
+        .env("SCV_HOME", home.path())
+        .output()
+        .unwrap();
+    let table = stdout(&listed);
+    let fork_row = table
+        .lines()
+        .find(|l| l.contains(&format!("[fork of {source}]")));
+    assert!(fork_row.is_some_and(|r| r.starts_with(fork)), "{table}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
 
@@ -362,6 +390,16 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     assert!(!screen.contains("camels"), "{screen}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
+
+    // So does the picker: the fork's short id and where it came from.
+    tmux.restart_scv_with(&home, "resume");
+    let screen = tmux.wait_for(&format!("forked from {source}")).await;
+    let row = screen.lines().find(|l| l.contains("forked from")).unwrap();
+    assert!(row.contains(fork), "{row}");
+    assert!(
+        screen.contains(&format!("{source} ·")),
+        "the source: {screen}"
+    );
 }
 
 /// `/undo` undoes the last turn that changed files, not a later one whose
@@ -653,6 +691,40 @@ async fn a_first_run_without_a_key_opens_with_a_note() {
     );
 }
 
+/// With the default provider's key unset but Anthropic's set, the note
+/// names Anthropic and the command that uses it, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_run_with_another_providers_key_names_that_provider_once() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    std::fs::write(
+        home.path().join("config.toml"),
+        "api_key_env = \"SCV_E2E_KEY_NEVER_SET\"\n",
+    )
+    .unwrap();
+    let tmux = Tmux::new("firstrun-anthropic");
+    tmux.start_command(
+        &home,
+        &format!(
+            "env -u OPENROUTER_API_KEY -u DEEPSEEK_API_KEY -u GEMINI_API_KEY ANTHROPIC_API_KEY=sk-ant-test {}",
+            scv_command(&home, "")
+        ),
+    );
+    tmux.wait_for("First run?").await;
+    let screen = tmux.wait_for("scv --provider anthropic").await;
+    assert!(
+        screen.contains("ANTHROPIC_API_KEY is set: use anthropic with"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("--provider").count(), 1, "once: {screen}");
+    assert_eq!(screen.matches("First run?").count(), 1, "once: {screen}");
+    // The server's warning of the same missing key is not said again.
+    assert_eq!(screen.matches("is not set").count(), 1, "once: {screen}");
+    assert!(!screen.contains("export SCV_E2E_KEY_NEVER_SET"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn model_switches_the_running_session_and_copy_sets_the_clipboard() {
     let mock = MockProvider::start().await;
@@ -856,4 +928,142 @@ async fn quitting_prints_how_to_resume_the_session() {
     let text = screen.replace('\n', "");
     assert!(text.contains("resume it with `scv resume "), "{screen}");
     assert!(text.contains("input and "), "{screen}");
+}
+
+/// A cancelled turn's spend counts on the status line, and after a resume
+/// the counters and `/cost` come back with what the session spent, as
+/// `scv usage` counts it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(
+        &mock,
+        "[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n",
+    );
+    let tmux = Tmux::new("resume-cost");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    // 1,000 in and 500 out: $0.0030.
+    mock.push(Reply::text(["first answer"]).with_usage(1000, 500));
+    tmux.keys(&["first", "Enter"]);
+    tmux.wait_for("first answer").await;
+    let screen = tmux.wait_for("1.0k↑ 500↓").await;
+    assert!(screen.contains("$0.0030"), "{screen}");
+    // A step of 2,000 in and 100 out ($0.0024) asks to run a command;
+    // Esc cancels the turn there.
+    mock.push(
+        Reply::tool_calls(&[("c1", "bash", json!({"command": "echo hi"}))]).with_usage(2000, 100),
+    );
+    tmux.keys(&["second", "Enter"]);
+    tmux.wait_for("Approval needed").await;
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("turn cancelled").await;
+    tmux.wait_for("3.0k↑ 600↓").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    tmux.restart_scv_with(&home, "--continue");
+    tmux.wait_for("resumed").await;
+    let screen = tmux.wait_for("3.0k↑ 600↓").await;
+    assert!(screen.contains("$0.0054"), "{screen}");
+    tmux.keys(&["/cost", "Enter"]);
+    let screen = tmux.wait_for("turns before this resume").await;
+    assert!(screen.contains("3.0k in"), "{screen}");
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    let output = std::process::Command::new(SCV)
+        .args(["usage", "--by", "model"])
+        .env("SCV_HOME", home.path())
+        .output()
+        .unwrap();
+    let table = stdout(&output);
+    assert!(table.contains("0.0054"), "{table}");
+}
+
+/// A provider key exported in this shell but missing in the running daemon
+/// is said exactly, with when the daemon started; `scv daemon restart`
+/// from this shell gives the daemon the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_set_in_the_shell_but_not_in_the_daemon_is_said_and_restart_fixes_it() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // The default provider (a public API, so it needs its key).
+    std::fs::write(
+        home.path().join("config.toml"),
+        "api_key_env = \"SCV_E2E_A2_KEY\"\n",
+    )
+    .unwrap();
+    let mut daemon = home.start_daemon(); // without SCV_E2E_A2_KEY
+    while !home.socket().exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let tmux = Tmux::new("key-in-shell");
+    let with_key = format!("env SCV_E2E_A2_KEY=sk-test {}", scv_command(&home, ""));
+    tmux.start_command(&home, &with_key);
+    let screen = tmux
+        .wait_for("SCV_E2E_A2_KEY is set in this shell, not in the daemon started at ")
+        .await;
+    let flat = screen.replace('\n', " ");
+    assert!(flat.contains("`scv daemon restart`, then /new"), "{screen}");
+    assert!(!screen.contains("not set in the server's"), "{screen}");
+    assert!(!screen.contains("First run?"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    let restarted = Command::new(SCV)
+        .args(["daemon", "restart"])
+        .env("SCV_HOME", home.path())
+        .env("SCV_SERVER_BIN", server_bin())
+        .env("SCV_E2E_A2_KEY", "sk-test")
+        .output()
+        .unwrap();
+    assert!(restarted.status.success(), "{}", stderr(&restarted));
+    assert!(
+        stdout(&restarted).contains("started"),
+        "{}",
+        stdout(&restarted)
+    );
+    daemon.wait().unwrap(); // the first one stopped
+
+    tmux.restart_command(&home, &with_key);
+    let screen = tmux.wait_for("idle").await;
+    assert!(!screen.contains("SCV_E2E_A2_KEY"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+}
+
+/// An edit of `config.toml` the open session does not take is said on the
+/// status line until `/new`; a budget's edit (which it takes) is not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_change_the_open_session_does_not_take_is_on_the_status_line() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("config-changed");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    let config = home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    // A budget reaches the open session: nothing to say.
+    std::fs::write(&config, format!("max_turn_tokens = 900000\n{text}")).unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !tmux.screen().contains("config changed"),
+        "{}",
+        tmux.screen()
+    );
+    // The step bound does not.
+    std::fs::write(
+        &config,
+        format!("max_turn_tokens = 900000\nmax_steps = 7\n{text}"),
+    )
+    .unwrap();
+    let screen = tmux.wait_for("config changed: /new to use it").await;
+    assert!(screen.contains("idle"), "{screen}");
+    tmux.keys(&["/new", "Enter"]);
+    tmux.wait_for("new session started").await;
+    tmux.wait_without("config changed").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
 }

@@ -246,3 +246,35 @@ async fn exec_says_which_tools_an_agent_definition_lost() {
         "{err}"
     );
 }
+
+/// A provider that cannot be reached is said as such, once: not "the
+/// model provider returned an error", and no heading twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_provider_is_said_in_its_own_words() {
+    // A port nothing listens on: taken, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let home = Home {
+        home: TestHome::new(
+            &format!("http://127.0.0.1:{port}/v1"),
+            "provider_max_retries = 0",
+        ),
+    };
+    let output = home.scv().args(["exec", "hello"]).output().unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("scv: the turn failed: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.starts_with(
+            "scv: the turn failed: the model provider could not be reached — cannot connect to provider"
+        ),
+        "{line}"
+    );
+    assert!(!err.contains("returned an error"), "{err}");
+}

@@ -131,12 +131,12 @@ async fn exec_text_shows_a_child_as_lines_on_stderr_and_only_the_parents_answer(
     assert_eq!(
         lines[2..8],
         [
-            "  [tool] read_file running: a.txt",
-            "  [tool] read_file done: a.txt",
+            "  «find the answer» [tool] read_file running: a.txt",
+            "  «find the answer» [tool] read_file done: a.txt",
             "    |      1\tforty-two",
             &format!("  [denied] Run shell command: {touch}"),
             "  [denied: allow with --approve process]",
-            &format!("  [tool] bash denied, not run: {touch}"),
+            &format!("  «find the answer» [tool] bash denied, not run: {touch}"),
         ],
         "{err}"
     );

@@ -109,6 +109,7 @@ fn render_note(locals: &[Local]) -> String {
     app.notes(first_run::note(
         "OPENAI_API_KEY",
         Path::new("/home/me/.scv"),
+        &[],
         locals,
     ));
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();

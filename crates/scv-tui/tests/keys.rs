@@ -1150,3 +1150,38 @@ fn an_untrusted_repository_is_asked_about_once_and_y_trusts_it() {
     assert!(app.overlay.is_none());
     assert!(sent(&out).is_empty());
 }
+
+/// Ctrl+C with a draft in the box clears the box first (↑ brings it
+/// back), cancelling nothing and arming no quit; then two presses quit.
+#[test]
+fn ctrl_c_with_a_draft_clears_the_box_first() {
+    let mut app = app();
+    start_turn(&mut app);
+    let draft = "a long prompt I was still writing, ".repeat(8);
+    type_text(&mut app, &draft);
+    let out = press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(sent(&out).is_empty(), "nothing cancelled: {out:?}");
+    assert_eq!(app.input.text(), "");
+    assert_eq!(
+        app.hint.as_deref(),
+        Some("input cleared (↑ brings it back)")
+    );
+    app.now += Duration::from_millis(200);
+    // The next press is the first of the usual two: it cancels the turn.
+    let out = press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(
+        matches!(sent(&out)[..], [ClientMessage::TurnCancel(_)]),
+        "{out:?}"
+    );
+    assert!(!app.should_quit);
+    app.now += Duration::from_millis(200);
+    assert_eq!(
+        press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL),
+        [Outgoing::Quit]
+    );
+    let mut app = self::app();
+    type_text(&mut app, &draft);
+    press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.input.text(), draft);
+}

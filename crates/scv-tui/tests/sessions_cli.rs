@@ -253,3 +253,114 @@ async fn scv_undo_puts_back_the_last_changing_turn_of_this_directory() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\n");
     assert!(!home.workspace().join("mine.txt").exists());
 }
+
+/// The short id the TUI prints names the session everywhere: `scv exec
+/// --resume`, `scv sessions export` and `delete`; a start shared by two
+/// sessions is refused; deleting an open session says how.
+#[tokio::test(flavor = "multi_thread")]
+async fn short_ids_name_a_session_and_an_open_one_is_not_deleted_but_explained() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["noted: fig"]));
+    let first = home
+        .scv()
+        .args(["exec", "remember the word fig"])
+        .output()
+        .unwrap();
+    let id = session_of(&first);
+    let short = id.split('-').next().unwrap().to_string();
+    assert_eq!(short.len(), 8);
+
+    mock.push(Reply::text(["it was fig"]));
+    let resumed = home
+        .scv()
+        .args(["exec", "--resume", &short, "which word?"])
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(session_of(&resumed), id, "the same session");
+    assert!(last_history(&mock).contains("remember the word fig"));
+
+    let exported = home
+        .scv()
+        .args(["sessions", "export", &short, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    assert!(stdout(&exported).contains(&id));
+
+    // Open in a running `scv exec` (its turn stalls): not deleted, and
+    // the refusal says where it lives and what to do.
+    mock.push(Reply::text(["thinking"]).then(1, Ending::Stall));
+    let mut running = home
+        .scv()
+        .args(["exec", "--resume", &id, "take your time"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut open = false;
+    for _ in 0..400 {
+        let out = home
+            .scv()
+            .args(["sessions", "list", "--json"])
+            .output()
+            .unwrap();
+        let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        if listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["session_id"] == id.as_str() && s["open"] == true)
+        {
+            open = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(open, "the session was never open");
+    let refused = home
+        .scv()
+        .args(["sessions", "delete", &short])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = stderr(&refused);
+    assert!(
+        said.contains(&format!("session {id} is open in a running scv")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("then run `scv sessions delete {short}` again")),
+        "{said}"
+    );
+    assert!(!said.contains("fork it"), "{said}");
+    unsafe { libc::kill(running.id() as i32, libc::SIGTERM) };
+    running.wait().unwrap();
+
+    // A start two sessions share names neither.
+    mock.push(Reply::text(["second"]));
+    let second = home.scv().args(["exec", "another"]).output().unwrap();
+    let other = session_of(&second);
+    let shared: String = id
+        .chars()
+        .zip(other.chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    if shared.len() >= 4 {
+        let out = home
+            .scv()
+            .args(["sessions", "export", &shared])
+            .output()
+            .unwrap();
+        assert!(stderr(&out).contains("more than one session id starts with"));
+    }
+    let gone = home
+        .scv()
+        .args(["sessions", "delete", &short])
+        .output()
+        .unwrap();
+    assert!(gone.status.success(), "{}", stderr(&gone));
+    assert!(stderr(&gone).contains(&format!("deleted session {id}")));
+}

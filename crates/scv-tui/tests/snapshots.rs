@@ -636,3 +636,18 @@ fn the_counters_move_while_the_turn_runs() {
     assert!(screen.contains("1.5k↑ 40↓"), "{screen}");
     assert!(screen.contains("ctx 1.5k/"), "{screen}");
 }
+
+/// A paste of more lines than the input box shows says how many it holds;
+/// a one-line message says nothing.
+#[test]
+fn a_pasted_message_counts_its_lines_in_the_box() {
+    let mut app = started_app();
+    type_text(&mut app, "one line");
+    assert!(!render(&app).contains(" lines "), "{}", render(&app));
+    let mut app = started_app();
+    let pasted: Vec<String> = (1..=40).map(|n| format!("log line {n}")).collect();
+    app.on_paste(&pasted.join("\n"));
+    let screen = render(&app);
+    assert!(screen.contains(" 40 lines "), "{screen}");
+    assert!(screen.contains("log line 40"), "the end shows: {screen}");
+}

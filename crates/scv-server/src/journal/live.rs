@@ -75,6 +75,7 @@ impl LiveJournal {
             model: header.model.clone(),
             len: journal.len(),
             parent: header.parent.clone(),
+            forked_from: header.forked_from.clone(),
         };
         let mut live = LiveJournal::new(store, journal, meta, &header.session_id)?;
         live.untouched = true;

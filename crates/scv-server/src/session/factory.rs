@@ -341,6 +341,7 @@ fn started(sandbox: &Sandbox, cwd: &Path, model: &str, def: &ProviderDef) -> Ses
         sandbox_gaps: sandbox.gaps().to_vec(),
         sandbox_warnings: sandbox.warnings(cwd),
         max_session_cost_usd: None,
+        spent: None,
         resumed: false,
         unsent_prompts: None,
         forked_from: None,

@@ -47,6 +47,9 @@ pub(crate) enum Exit {
 }
 
 /// `text` as it may be printed on `tty`.
+/// How much of a child's description names its tool lines.
+const LABEL_CHARS: usize = 32;
+
 pub(crate) fn shown(text: &str, tty: bool) -> Cow<'_, str> {
     if tty {
         visible(text)
@@ -390,9 +393,12 @@ impl<O: Write, E: Write> Printer<O, E> {
                 if !self.json {
                     writeln!(
                         self.err,
-                        "scv: the turn failed: {} — {}",
-                        failure_words(code),
-                        shown(&message, self.err_tty)
+                        "scv: the turn failed: {}",
+                        scv_client::text::failure_line(
+                            code.as_str(),
+                            &shown(&message, self.err_tty),
+                            " — "
+                        )
                     )?;
                 }
                 Exit::Failed
@@ -447,7 +453,18 @@ impl<O: Write, E: Write> Printer<O, E> {
         );
         let inner = indent(depth);
         Some(match update {
-            Update::Tool(change) => return self.calls.lines(Some(session_id), change, &inner, tty),
+            // Its calls name it: children running at once interleave.
+            Update::Tool(change) => {
+                let lines = self.calls.lines(Some(session_id), change, &inner, tty)?;
+                let label: String = if description.chars().count() > LABEL_CHARS {
+                    let cut: String = description.chars().take(LABEL_CHARS - 1).collect();
+                    format!("{cut}…")
+                } else {
+                    description.to_string()
+                };
+                let tagged = format!("{inner}«{}» [tool]", shown(&label, tty));
+                return Some(lines.replacen(&format!("{inner}[tool]"), &tagged, 1));
+            }
             Update::Hook(note) => format!("{inner}{}", hook_line(note, tty)),
             Update::Ended { outcome, .. } => match outcome {
                 Outcome::Completed { steps, usage, .. } => {
@@ -759,8 +776,8 @@ mod tests {
              [tool] task running: «count the tests»\n\
              [subagent] «find the auth code» (agent explore, model gpt-test) started\n\
              [subagent] «count the tests» (agent general-purpose, model gpt-test) started\n  \
-             [tool] read_file running\n  \
-             [tool] read_file done\n    \
+             «find the auth code» [tool] read_file running\n  \
+             «find the auth code» [tool] read_file done\n    \
              | out\n\
              [subagent] «find the auth code» completed (2 steps, 120 tokens)\n\
              [subagent] «count the tests» failed: the step limit was reached — 24 steps\n\
@@ -1006,8 +1023,8 @@ mod tests {
             run.err(),
             "[tool] task running\n\
              [subagent] «look» (agent general-purpose, model gpt-test) started\n  \
-             [tool] list_dir running: .\n  \
-             [tool] list_dir done: .\n    \
+             «look» [tool] list_dir running: .\n  \
+             «look» [tool] list_dir done: .\n    \
              | a.txt\n    \
              | b.txt\n"
         );

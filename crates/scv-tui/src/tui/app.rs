@@ -13,6 +13,7 @@ mod attach;
 mod budget;
 mod children;
 mod commands;
+mod config_watch;
 mod events;
 mod keys;
 mod link;
@@ -112,6 +113,18 @@ pub struct App {
     /// text needs Shift). Off by default; Ctrl+T toggles, `SCV_MOUSE=1`
     /// starts with it on.
     pub mouse: bool,
+    /// The key variable the first-run note is about: the server's warning
+    /// that it is not set is not said a second time.
+    pub first_run_key: Option<String>,
+    /// When the local daemon started ("HH:MM UTC"), for a key set in this
+    /// shell but not in it; `None` for a remote one.
+    pub daemon_started: Option<String>,
+    /// The local daemon's `config.toml` (`None`: a remote daemon).
+    pub config_file: Option<std::path::PathBuf>,
+    /// What the session in view opened with from it.
+    config_watch: Option<config_watch::ConfigWatch>,
+    /// It changed in a way the open session does not take.
+    pub config_changed: bool,
     /// Ctrl+T changed [`App::mouse`]; the event loop tells the terminal.
     pub mouse_changed: bool,
     /// Ctrl+L asked for the whole screen to be painted again.
@@ -162,6 +175,11 @@ impl App {
             attach_offer: None,
             redraw: false,
             mouse: false,
+            first_run_key: None,
+            daemon_started: None,
+            config_file: None,
+            config_watch: None,
+            config_changed: false,
             mouse_changed: false,
             queue_paused_by_cancel: false,
             hint_ends: None,

@@ -146,7 +146,19 @@ impl InputBox {
             (false, false, false) => " Message ",
             (false, false, true) => " Message (plan mode; Shift+Tab leaves) ",
         };
-        let block = super::panel::block(focused).title(title);
+        let mut block = super::panel::block(focused).title(title);
+        // A message of more lines than the box shows (a paste) says how
+        // many it holds.
+        let lines = self.input.text().split('\n').count();
+        if lines > usize::from(area.height.saturating_sub(2).max(1)) {
+            block = block.title_bottom(
+                Line::styled(
+                    format!(" {lines} lines "),
+                    ratatui::style::Style::default().fg(ratatui::style::Color::DarkGray),
+                )
+                .right_aligned(),
+            );
+        }
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let (row, col) = self.input.cursor_position();

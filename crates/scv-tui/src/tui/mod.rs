@@ -142,18 +142,28 @@ pub async fn run(
         session::open(&endpoint, true, "scv-tui", REASONING, &cwd, &choice, &which),
         async {
             match &missing_key {
-                Some(_) => crate::first_run::probe_locals().await,
+                // A provider whose key is set is named instead.
+                Some(_) if crate::first_run::keys_set().is_empty() => {
+                    crate::first_run::probe_locals().await
+                }
+                Some(_) => Vec::new(),
                 None => Vec::new(),
             }
         }
     );
     let opened = opened?;
     let mut app = App::new(Instant::now());
+    app.first_run_key = missing_key.clone();
+    if let Endpoint::Local { socket, home } = &endpoint {
+        app.daemon_started = crate::first_run::daemon_started(socket);
+        app.config_file = Some(home.join("config.toml"));
+    }
     for event in opened.events {
         app.apply(event);
     }
     if let (Some(key), Some(home)) = (&missing_key, &home) {
-        app.notes(crate::first_run::note(key, home, &locals));
+        let set = crate::first_run::keys_set();
+        app.notes(crate::first_run::note(key, home, &set, &locals));
     }
     let mut link = Some(Link::new(opened.conn));
     if pick {
@@ -297,7 +307,7 @@ async fn event_loop(
                 if app.turn.is_some() {
                     dirty = true;
                 }
-                if app.expire_hint(Instant::now()) {
+                if app.expire_hint(Instant::now()) | app.check_config(Instant::now()) {
                     dirty = true;
                 }
                 if link.is_none() && Instant::now() >= next_reconnect {

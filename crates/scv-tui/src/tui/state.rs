@@ -194,6 +194,26 @@ pub struct Costs {
     /// The session's budget as `/budget AMOUNT` set it (`None`:
     /// config.toml's, which this screen is not told).
     pub budget: Option<f64>,
+    /// The session's figures include turns from before this view (a
+    /// resumed session's, `session.started.session_usage_detail`).
+    pub earlier: bool,
+}
+
+impl Costs {
+    /// Whether there is anything to show: a turn here, or earlier ones.
+    pub fn any(&self) -> bool {
+        self.earlier || !self.turns.is_empty()
+    }
+
+    /// The session's tokens as the status line counts them: input (cache
+    /// reads and writes included) and output.
+    pub fn session_usage(&self) -> scv_protocol::Usage {
+        let s = self.session;
+        scv_protocol::Usage {
+            input_tokens: s.input + s.cache_read + s.cache_write,
+            output_tokens: s.output,
+        }
+    }
 }
 
 /// One completed turn's figures.
@@ -220,7 +240,7 @@ impl Costs {
     /// The status line's figure: `$0.0123`, `no price`, or nothing before
     /// the first turn (or from a server without capability `usage`).
     pub fn compact(&self) -> Option<String> {
-        match (self.session_usd, self.unpriced, self.turns.is_empty()) {
+        match (self.session_usd, self.unpriced, !self.any()) {
             (_, _, true) => None,
             (Some(usd_total), false, _) => Some(usd(usd_total)),
             (Some(usd_total), true, _) => Some(format!("{}+ (no price)", usd(usd_total))),

@@ -315,8 +315,9 @@ impl Item {
                 .collect(),
             ItemKind::Error { code, message } => vec![Line::from(vec![
                 Span::styled(
-                    // In words: raw codes mean nothing to a reader.
-                    format!("✗ {}: ", scv_client::text::code_words(code)),
+                    // In words (a message that says it gets none).
+                    scv_client::text::failure_heading(code, message)
+                        .map_or_else(|| "✗ ".into(), |h| format!("✗ {h}: ")),
                     Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
                 ),
                 Span::styled(message.clone(), Style::default().fg(Color::Red)),

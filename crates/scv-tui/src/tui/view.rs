@@ -290,13 +290,14 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(sep());
         spans.push(Span::raw(cost));
     }
-    if app.costs.warning_budget.is_some() {
-        // Which budget: `/status` says.
+    // Which budget: `/status` says.
+    let warnings = [
+        (app.config_changed, "config changed: /new to use it"),
+        (app.costs.warning_budget.is_some(), "budget 80%"),
+    ];
+    for (_, warning) in warnings.iter().filter(|(on, _)| *on) {
         spans.push(sep());
-        spans.push(Span::styled(
-            "budget 80%".to_string(),
-            Style::default().fg(Color::Yellow),
-        ));
+        spans.push(Span::styled(*warning, Style::default().fg(Color::Yellow)));
     }
     if let Some(session) = &app.session {
         spans.push(sep());

@@ -34,24 +34,36 @@ impl Session {
 
     /// A resumed session's spending since its last clear, from its journal.
     pub(super) fn restore_spending(&mut self, replay: &scv_store::Replay) {
-        for spent in replay
-            .turns
-            .iter()
-            .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
-        {
-            let d = spent.usage_detail;
-            let usage = crate::model::Usage {
-                input: d.input,
-                cache_read: d.cache_read,
-                cache_write: d.cache_write,
-                output: d.output,
-                reasoning: d.reasoning,
-            };
-            self.detail.add(usage);
-            add_usage(&mut self.usage, usage.into());
-            if let Some(cost) = spent.cost_usd {
-                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
-            }
+        let (detail, cost) = spent_in(replay);
+        self.detail.add(detail);
+        add_usage(&mut self.usage, detail.into());
+        if let Some(cost) = cost {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
     }
+}
+
+/// What a stored session's ended turns spent since its last clear: tokens
+/// by kind, and USD over the priced ones (`None`: none was).
+pub(super) fn spent_in(replay: &scv_store::Replay) -> (crate::model::Usage, Option<f64>) {
+    let mut detail = crate::model::Usage::default();
+    let mut cost_usd: Option<f64> = None;
+    for spent in replay
+        .turns
+        .iter()
+        .filter_map(|t| t.ended.as_ref()?.spent.as_ref())
+    {
+        let d = spent.usage_detail;
+        detail.add(crate::model::Usage {
+            input: d.input,
+            cache_read: d.cache_read,
+            cache_write: d.cache_write,
+            output: d.output,
+            reasoning: d.reasoning,
+        });
+        if let Some(cost) = spent.cost_usd {
+            cost_usd = Some(cost_usd.unwrap_or(0.0) + cost);
+        }
+    }
+    (detail, cost_usd)
 }

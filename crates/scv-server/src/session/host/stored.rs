@@ -100,6 +100,7 @@ impl SessionHost {
             model,
         } = resume;
         self.check_room()?;
+        let session_id = self.stored_id(&session_id).await?;
         if self.sessions.contains_key(session_id.as_str()) {
             return Err(invalid(format!(
                 "session {session_id} is already open on this connection"
@@ -140,6 +141,14 @@ impl SessionHost {
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
         made.started.max_session_cost_usd = replay.max_session_cost_usd;
+        if self.caps().usage {
+            // What it spent, so a client's counters and `/cost` come back.
+            let (detail, cost) = super::spending::spent_in(&replay);
+            made.started.spent = Some(Box::new(scv_protocol::SessionSpent {
+                session_usage_detail: detail.detail(),
+                session_cost_usd: cost,
+            }));
+        }
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {
             live.caught_up_on_resume(records);
@@ -187,6 +196,7 @@ impl SessionHost {
             turn_id,
         } = fork;
         self.check_room()?;
+        let source = self.stored_id(&source).await?;
         let store = self.store(&source)?;
         let new_id = uuid::Uuid::new_v4().to_string();
         let (from, until, id, forking) = (
@@ -312,6 +322,14 @@ impl SessionHost {
     }
 
     /// The store, or `session_not_found` when there is none.
+    /// A full session id, or the stored session's whose id starts with
+    /// `id` (the short ids front ends print).
+    async fn stored_id(&self, id: &str) -> Result<String, Reject> {
+        let store = self.store(id)?;
+        let id = id.to_string();
+        off_thread(move || store.sessions.resolve(&id).map_err(store_reject)).await?
+    }
+
     fn store(&self, session_id: &str) -> Result<Arc<Store>, Reject> {
         self.shared.store.clone().ok_or_else(|| {
             Reject::new(
@@ -419,6 +437,7 @@ fn store_reject(err: StoreError) -> Reject {
         StoreError::Open(_)
         | StoreError::Damaged { .. }
         | StoreError::NoSuchTurn(_)
+        | StoreError::Ambiguous(_)
         | StoreError::Unsafe(_) => invalid(err.to_string()),
         StoreError::Io { .. } | StoreError::Encode(_) => {
             Reject::new(ErrorCode::InternalError, err.to_string())

@@ -234,10 +234,12 @@ impl App {
                 self.end_turn();
             }
             Outcome::Cancelled => {
+                self.count_unfinished();
                 self.end_turn();
                 self.notice("turn cancelled".into());
             }
             Outcome::Failed { code, message } => {
+                self.count_unfinished();
                 self.end_turn();
                 self.transcript.push(ItemKind::Error {
                     code: code.as_str().to_string(),
@@ -397,6 +399,18 @@ impl App {
         // config.toml's error (the server runs on the last good one),
         // unknown keys, and what the workspace's trust skipped.
         for warning in started.config_warnings {
+            let first_run = self.first_run_key.as_ref();
+            if first_run.is_some_and(|key| warning.contains(&format!("{key} is not set"))) {
+                continue; // the first-run note says it
+            }
+            if self.daemon_started.is_some() {
+                // Local: a key this shell has and the daemon lacks.
+                let started = self.daemon_started.as_deref();
+                if let Some(said) = crate::first_run::key_in_shell_only(&warning, started) {
+                    self.notice(format!("config: {said}"));
+                    continue;
+                }
+            }
             self.notice(format!("config: {warning}"));
         }
         for warning in started.sandbox_warnings {
@@ -409,6 +423,15 @@ impl App {
         if started.mode == Some(scv_protocol::Mode::Plan) {
             self.notice(super::plan::PLAN_ON.into());
         }
+        self.watch_config();
+        // A resumed session's spending so far: the counters and `/cost`
+        // go on from it.
+        if let Some(spent) = started.spent {
+            self.costs.session = spent.session_usage_detail;
+            self.costs.session_usd = spent.session_cost_usd;
+            self.costs.earlier = true;
+            self.usage = self.costs.session_usage();
+        }
         if started.resumed {
             self.notice(format!(
                 "resumed session {}",
@@ -417,7 +440,8 @@ impl App {
         }
         if let Some(from) = &started.forked_from {
             self.notice(format!(
-                "forked from session {}",
+                "forked: you are in {}; {} is kept",
+                short_id(&self.session_id().unwrap_or_default()),
                 short_id(&from.session_id)
             ));
         }
@@ -536,6 +560,15 @@ impl App {
         self.context_used = usage.input_tokens / u64::from(steps.max(1));
     }
 
+    /// A turn that ended without `turn.completed` spent what its
+    /// `usage.updated` said; the session's next sum carries it too.
+    fn count_unfinished(&mut self) {
+        if let Some(active) = &self.turn {
+            self.usage.input_tokens += active.usage.input_tokens;
+            self.usage.output_tokens += active.usage.output_tokens;
+        }
+    }
+
     fn count_cost(&mut self, cost: scv_protocol::TurnCost, steps: u32) {
         let number = self.costs.turns.len() + 1;
         self.costs.turns.push(crate::tui::state::TurnCostRow {
@@ -547,6 +580,9 @@ impl App {
         self.costs.session = cost.session_usage_detail;
         self.costs.session_usd = cost.session_cost_usd;
         self.costs.unpriced = cost.cost_usd.is_none();
+        // The server's sum: cancelled and failed turns (and a resumed
+        // session's earlier ones) included, as `scv usage` counts them.
+        self.usage = self.costs.session_usage();
     }
 
     pub(super) fn end_turn(&mut self) {
@@ -694,5 +730,5 @@ impl App {
 
 /// The first block of a session id, enough to tell sessions apart.
 pub(crate) fn short_id(session_id: &str) -> &str {
-    session_id.split('-').next().unwrap_or(session_id)
+    crate::sessions_cmd::short_id(session_id)
 }

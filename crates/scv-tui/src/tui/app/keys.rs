@@ -291,6 +291,20 @@ impl App {
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {
         let now = self.now;
+        // A draft in the box goes first (kept in the input history), as
+        // in Claude Code: nothing is cancelled, nothing armed to quit.
+        if !self.input.text().trim().is_empty() {
+            let draft = self.input.text().to_string();
+            self.input.remember(draft);
+            self.input.set("");
+            self.input.stop_editing();
+            self.ctrl_c_at = None;
+            self.hint_ending(
+                "input cleared (↑ brings it back)".into(),
+                Some(now + DOUBLE_PRESS),
+            );
+            return Vec::new();
+        }
         if self
             .ctrl_c_at
             .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)

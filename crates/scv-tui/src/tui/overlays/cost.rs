@@ -14,11 +14,18 @@ impl Overlay for Cost {
     fn lines(&self, data: &OverlayData<'_>, _selected: usize) -> Vec<Line<'static>> {
         let costs = data.costs;
         let mut lines = Vec::new();
-        if costs.turns.is_empty() {
+        if !costs.any() {
             lines.push(pair("cost", "no turn has completed in this session yet", 6));
             return lines;
         }
         lines.push(heading("Turns"));
+        if costs.earlier {
+            lines.push(pair(
+                "earlier",
+                "turns before this resume count in the session's figures below",
+                6,
+            ));
+        }
         lines.push(pair(
             "turn",
             "   input  cached  written  output  (reasoning)  cost",

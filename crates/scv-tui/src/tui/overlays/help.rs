@@ -15,7 +15,7 @@ const KEYS: &[(&str, &str)] = &[
         "",
         "an approval waiting: Esc denies it and cancels the turn",
     ),
-    ("Ctrl+C", "cancel the turn; twice quits"),
+    ("Ctrl+C", "clear the box, else cancel the turn; twice quits"),
     ("Ctrl+D", "quit (empty input)"),
     ("Ctrl+L", "redraw the screen"),
     (

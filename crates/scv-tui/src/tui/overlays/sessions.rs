@@ -19,12 +19,18 @@ pub struct Picker {
 }
 
 impl Picker {
-    /// The sessions the filter keeps: every word of it in the title or
-    /// the directory, case aside.
+    /// The sessions the filter keeps: every word of it in the title, the
+    /// directory or the id (a short id typed finds its session), case
+    /// aside.
     pub fn shown(&self) -> Vec<&StoredSession> {
         self.sessions
             .iter()
-            .filter(|s| picker::keeps(&self.filter, &format!("{} {}", s.title, s.cwd)))
+            .filter(|s| {
+                picker::keeps(
+                    &self.filter,
+                    &format!("{} {} {}", s.title, s.cwd, s.session_id),
+                )
+            })
             .collect()
     }
 }
@@ -67,10 +73,18 @@ impl Overlay for Sessions<'_> {
                 Span::styled(title, style.add_modifier(Modifier::BOLD)),
                 Span::styled(
                     format!(
-                        "  {} · {age} · {} turn{}",
+                        "  {}{} · {} · {age} · {} turn{}",
+                        crate::sessions_cmd::short_id(&s.session_id),
+                        s.forked_from
+                            .as_ref()
+                            .map(|f| format!(
+                                " forked from {}",
+                                crate::sessions_cmd::short_id(&f.session_id)
+                            ))
+                            .unwrap_or_default(),
                         s.cwd,
                         s.turns,
-                        if s.turns == 1 { "" } else { "s" }
+                        if s.turns == 1 { "" } else { "s" },
                     ),
                     if marked { style } else { dim },
                 ),

@@ -69,7 +69,7 @@ impl Overlay for Status {
             w,
         ));
         let costs = data.costs;
-        if !costs.turns.is_empty() {
+        if costs.any() {
             let s = costs.session;
             lines.push(pair(
                 "by kind",
