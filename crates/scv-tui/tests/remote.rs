@@ -520,7 +520,10 @@ fn a_bridge_that_cannot_start_the_daemon_says_so_in_one_line_and_exits_1() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("/nonexistent/scv-server"), "{err}");
+    // The reason in one line, then how to install the daemon.
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].contains("/nonexistent/scv-server"), "{err}");
+    assert!(lines[1].starts_with("scv needs scv-server"), "{err}");
     assert!(output.stdout.is_empty());
 }
