@@ -126,15 +126,27 @@ async fn sessions_list_export_and_delete() {
     let text = stdout(&list);
     assert!(text.contains(&id), "{text}");
     assert!(text.contains("summarize notes.md"), "{text}");
-    let json = home
-        .scv()
-        .args(["sessions", "list", "--json"])
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&json.stdout).unwrap();
+    // `scv exec` has exited; the daemon closes its session as it reads
+    // the end of that connection, which may come a moment later.
+    let mut listed = Value::Null;
+    for _ in 0..200 {
+        let json = home
+            .scv()
+            .args(["sessions", "list", "--json"])
+            .output()
+            .unwrap();
+        listed = serde_json::from_slice(&json.stdout).unwrap();
+        if listed[0]["open"] == false {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(listed[0]["session_id"], id.as_str());
     assert_eq!(listed[0]["turns"], 1);
-    assert_eq!(listed[0]["open"], false);
+    assert_eq!(
+        listed[0]["open"], false,
+        "closed once exec's connection ended"
+    );
 
     let md = home
         .scv()
