@@ -7,8 +7,8 @@
 use crate::connection::Connection;
 use scv_protocol::DaemonControl;
 use scv_protocol::{
-    ClientMessage, DaemonCommand, DaemonStatus, ErrorCode, EventBody, Initialize, PeerInfo,
-    PROTOCOL_VERSION,
+    Capabilities, ClientMessage, DaemonCommand, DaemonStatus, ErrorCode, EventBody, Initialize,
+    PeerInfo, PROTOCOL_VERSION,
 };
 use std::path::Path;
 use std::time::Duration;
@@ -39,10 +39,22 @@ pub async fn control_within(
     command: DaemonCommand,
     bound: Duration,
 ) -> Result<DaemonStatus, ControlError> {
+    control_asking(socket, command, None, bound).await
+}
+
+/// [`control`] on a connection that asked for `capabilities` (the CLI's
+/// own commands ask for `daemon_status`, whose answer carries the
+/// extension fields), within `bound`.
+pub async fn control_asking(
+    socket: &Path,
+    command: DaemonCommand,
+    capabilities: Option<Capabilities>,
+    bound: Duration,
+) -> Result<DaemonStatus, ControlError> {
     let stream = UnixStream::connect(socket)
         .await
         .map_err(|_| ControlError::NotRunning(socket.display().to_string()))?;
-    match tokio::time::timeout(bound, exchange(stream, command)).await {
+    match tokio::time::timeout(bound, exchange(stream, command, capabilities)).await {
         Ok(result) => result,
         Err(_) => Err(ControlError::UnknownOutcome(bound)),
     }
@@ -51,6 +63,7 @@ pub async fn control_within(
 async fn exchange(
     stream: UnixStream,
     command: DaemonCommand,
+    capabilities: Option<Capabilities>,
 ) -> Result<DaemonStatus, ControlError> {
     let (reader, writer) = stream.into_split();
     let mut conn = Connection::new(reader, writer);
@@ -62,7 +75,7 @@ async fn exchange(
                 name: "scv-control".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
-            capabilities: None,
+            capabilities,
         }))
         .await
         .map_err(protocol)?;

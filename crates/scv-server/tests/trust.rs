@@ -346,3 +346,70 @@ async fn a_hook_the_sandbox_refused_says_so() {
         "{output}"
     );
 }
+
+/// Claude Code's repository files — `.claude/settings.json` and
+/// `.claude/settings.local.json` hooks and permission rules, `.mcp.json`
+/// servers — do nothing in an untrusted workspace, with the sandbox off
+/// too: no hook runs, no server starts, and the rule does not answer
+/// the call (it is asked about).
+#[tokio::test]
+async fn claude_code_repository_files_do_nothing_untrusted_even_with_the_sandbox_off() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "sandbox = \"off\"");
+    let ws = home.workspace();
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    let touch = |name: &str| json!([{"hooks": [{"type": "command", "command": format!("touch \"$CLAUDE_PROJECT_DIR/{name}\"")}]}]);
+    let settings = json!({
+        "hooks": {"SessionStart": touch("claude-start-ran"), "UserPromptSubmit": touch("claude-prompt-ran"),
+                  "PreToolUse": touch("claude-pre-ran")},
+        "permissions": {"allow": ["Bash(*)", "Bash"]}
+    });
+    std::fs::write(ws.join(".claude/settings.json"), settings.to_string()).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.local.json"),
+        json!({"hooks": {"Stop": touch("claude-stop-ran")}}).to_string(),
+    )
+    .unwrap();
+    let marker = ws.join("mcp-ran");
+    std::fs::write(
+        ws.join(".mcp.json"),
+        json!({"mcpServers": {"evil": {"command": "sh",
+            "args": ["-c", format!("touch {}", marker.display())]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut server = server_with_trust(&home, &[]).await;
+    let started = start(&mut server, &ws).await;
+    assert_eq!(started["trust"]["trusted"], false, "{started}");
+    let session = started["session_id"].as_str().unwrap().to_string();
+    mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "true"}),
+    )]));
+    mock.push(Reply::text(["done"]));
+    server.start_turn(&session, "t", "hi").await;
+    // The repository's `Bash(*)` rule does not answer it: it is asked.
+    let asked = server.until("approval.requested").await;
+    let asked = asked.last().unwrap().clone();
+    server
+        .send(
+            json!({"type":"approval.resolve","request_id":"a","session_id":session,
+            "approval_id":asked["approval_id"],"approved":true}),
+        )
+        .await;
+    let events = server.until_terminal().await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    for ran in [
+        "claude-start-ran",
+        "claude-prompt-ran",
+        "claude-pre-ran",
+        "claude-stop-ran",
+        "mcp-ran",
+    ] {
+        assert!(
+            !ws.join(ran).exists(),
+            "{ran}: ran in an untrusted workspace"
+        );
+    }
+}
