@@ -195,7 +195,7 @@ fn rewind_picks_a_checkpoint_shows_its_changes_and_asks_before_forcing() {
     let OverlayKind::Rewind(rewind) = &open.kind else {
         panic!()
     };
-    assert_eq!(rewind.conflicts.as_ref().unwrap().1, ["README.md"]);
+    assert_eq!(rewind.conflicts.as_ref().unwrap().2, ["README.md"]);
     let (rid, message) = one(&key(&mut app, KeyCode::Char('y')));
     assert!(
         matches!(&message, ClientMessage::CheckpointRestore(r) if r.checkpoint_id == "ck-t1" && r.force)
@@ -208,6 +208,69 @@ fn rewind_picks_a_checkpoint_shows_its_changes_and_asks_before_forcing() {
         !shown.iter().any(|t| t == "> first" || t == "> second"),
         "{shown:?}"
     );
+}
+
+/// Opens `/rewind` on checkpoints of t1 and t2 and answers the newest's
+/// diff; the picker is left on the newest.
+fn rewind_open(app: &mut App) {
+    let (rid, _) = one(&run(app, "/rewind"));
+    app.apply(event(json!({"type":"checkpoint.listed","request_id":rid,"session_id":S,"seq":5,"checkpoints":listed(&["t1","t2"])})));
+    let (rid, _) = one(&app.take_outgoing());
+    app.apply(event(json!({"type":"checkpoint.diffed","request_id":rid,"session_id":S,"seq":6,"checkpoint_id":"ck-t2",
+        "files":[],"diff":"","truncated":false})));
+}
+
+#[test]
+fn rewind_offers_files_only_and_conversation_only() {
+    // `c`: the conversation goes back, the files stay.
+    let mut app = app();
+    turn(&mut app, "t1", "first", "one");
+    turn(&mut app, "t2", "second", "two");
+    rewind_open(&mut app);
+    let (rid, message) = one(&key(&mut app, KeyCode::Char('c')));
+    assert!(
+        matches!(&message, ClientMessage::CheckpointRestore(r) if r.checkpoint_id == "ck-t2" && !r.files && r.conversation),
+        "{message:?}"
+    );
+    app.apply(event(json!({"type":"checkpoint.restored","request_id":rid,"session_id":S,"seq":7,"checkpoint_id":"ck-t2",
+        "files_restored":false,"files":[],"conversation_restored":true})));
+    let shown = texts(&app);
+    assert!(!shown.iter().any(|t| t == "> second"), "{shown:?}");
+    assert!(shown.iter().any(|t| t == "> first"), "{shown:?}");
+    assert!(
+        shown.last().unwrap().contains("the files stay as they are"),
+        "{shown:?}"
+    );
+
+    // `f`: the files go back, the conversation stays (and no prompt comes
+    // back to the input box).
+    let mut app = crate::app();
+    turn(&mut app, "t1", "first", "one");
+    turn(&mut app, "t2", "second", "two");
+    rewind_open(&mut app);
+    let (rid, message) = one(&key(&mut app, KeyCode::Char('f')));
+    assert!(
+        matches!(&message, ClientMessage::CheckpointRestore(r) if r.checkpoint_id == "ck-t2" && r.files && !r.conversation),
+        "{message:?}"
+    );
+    // A conflict asks; `y` forces the same scope.
+    app.apply(event(json!({"type":"error","request_id":rid,"session_id":S,"code":"invalid_request","fatal":false,
+        "message":"changed","conflicts":["README.md"]})));
+    let (rid, message) = one(&key(&mut app, KeyCode::Char('y')));
+    assert!(
+        matches!(&message, ClientMessage::CheckpointRestore(r) if r.force && r.files && !r.conversation),
+        "{message:?}"
+    );
+    app.apply(event(json!({"type":"checkpoint.restored","request_id":rid,"session_id":S,"seq":7,"checkpoint_id":"ck-t2",
+        "files_restored":true,"files":[{"path":"src/lib.rs","change":"modified"}],"conversation_restored":false})));
+    let shown = texts(&app);
+    assert!(shown.iter().any(|t| t == "> second"), "{shown:?}");
+    let last = shown.last().unwrap();
+    assert!(
+        last.contains("1 put back") && last.contains("the conversation stays as it is"),
+        "{shown:?}"
+    );
+    assert!(app.input.is_empty());
 }
 
 #[test]

@@ -115,7 +115,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     },
     SlashCommand {
         name: "/rewind",
-        help: "pick a checkpoint of this session and go back to it",
+        help: "go back to a checkpoint: files, conversation or both",
         takes_arg: false,
         run: Run::WithSession(App::rewind_command),
     },

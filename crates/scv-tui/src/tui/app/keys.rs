@@ -91,8 +91,9 @@ impl App {
             }
             OverlayKey::Restore {
                 checkpoint_id,
+                scope,
                 force,
-            } => return Some(self.restore(checkpoint_id, force)),
+            } => return Some(self.restore(checkpoint_id, scope, force)),
             OverlayKey::SelectCheckpoint(checkpoint_id) => {
                 return Some(self.rewind_selected(checkpoint_id))
             }

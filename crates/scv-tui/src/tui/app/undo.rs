@@ -6,7 +6,7 @@
 
 use super::events::outgoing;
 use super::{App, Outgoing};
-use crate::tui::overlays::{OpenOverlay, OverlayKind, Rewind};
+use crate::tui::overlays::{OpenOverlay, OverlayKind, RestoreScope, Rewind};
 use crate::tui::transcript::ItemKind;
 use scv_protocol::{
     CheckpointDiff, CheckpointInfo, CheckpointList, CheckpointRestore, ClientMessage, ErrorBody,
@@ -26,6 +26,7 @@ enum Asked {
     /// A restore; `from_picker`: a conflict asks in the picker.
     Restore {
         checkpoint_id: String,
+        scope: RestoreScope,
         from_picker: bool,
     },
 }
@@ -128,7 +129,12 @@ impl App {
     }
 
     /// A restore chosen in the picker (`force` after the user agreed).
-    pub(super) fn restore(&mut self, checkpoint_id: String, force: bool) -> Vec<Outgoing> {
+    pub(super) fn restore(
+        &mut self,
+        checkpoint_id: String,
+        scope: RestoreScope,
+        force: bool,
+    ) -> Vec<Outgoing> {
         let Some(session_id) = self.session_id() else {
             return Vec::new();
         };
@@ -136,12 +142,13 @@ impl App {
             ClientMessage::CheckpointRestore(CheckpointRestore {
                 session_id,
                 checkpoint_id: checkpoint_id.clone(),
-                files: true,
-                conversation: true,
+                files: scope.files(),
+                conversation: scope.conversation(),
                 force,
             }),
             Asked::Restore {
                 checkpoint_id,
+                scope,
                 from_picker: true,
             },
         )]
@@ -200,6 +207,7 @@ impl App {
                     }),
                     Asked::Restore {
                         checkpoint_id: last.checkpoint_id.clone(),
+                        scope: RestoreScope::Both,
                         from_picker: false,
                     },
                 );
@@ -256,7 +264,10 @@ impl App {
         files: Vec<FileChange>,
         conversation: bool,
     ) {
-        self.undo.asked.remove(rid);
+        let scope = match self.undo.asked.remove(rid) {
+            Some(Asked::Restore { scope, .. }) => scope,
+            _ => RestoreScope::Both,
+        };
         if matches!(
             &self.overlay,
             Some(OpenOverlay {
@@ -285,7 +296,15 @@ impl App {
                 }
             }
         }
-        let mut note = restored_note(&files, conversation);
+        let mut note = if scope.files() {
+            restored_note(&files, conversation)
+        } else {
+            "rewound: the conversation is back to before that turn; the files stay as they are"
+                .to_string()
+        };
+        if scope == RestoreScope::Files {
+            note.push_str("; the conversation stays as it is");
+        }
         if prompt_back {
             note.push_str("; its prompt is back in the input box");
         }
@@ -299,6 +318,7 @@ impl App {
         if let (
             Some(Asked::Restore {
                 checkpoint_id,
+                scope,
                 from_picker: true,
             }),
             Some(conflicts),
@@ -309,7 +329,7 @@ impl App {
                 ..
             }) = self.overlay.as_mut()
             {
-                rewind.conflicts = Some((checkpoint_id.clone(), conflicts.clone()));
+                rewind.conflicts = Some((checkpoint_id.clone(), *scope, conflicts.clone()));
                 return;
             }
         }

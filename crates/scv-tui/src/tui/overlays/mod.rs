@@ -22,7 +22,7 @@ mod status;
 mod subagent;
 mod trust;
 
-pub use rewind::Rewind;
+pub use rewind::{RestoreScope, Rewind};
 pub use sessions::Picker;
 
 use super::panel::more_below;
@@ -167,9 +167,13 @@ pub enum OverlayKey {
     RemoveRule(usize),
     /// The App opens this stored session: resumes it, or forks it.
     Pick { session_id: String, fork: bool },
-    /// The App restores this checkpoint (`force`: over conflicts the user
-    /// was shown).
-    Restore { checkpoint_id: String, force: bool },
+    /// The App restores this checkpoint, what `scope` says (`force`: over
+    /// conflicts the user was shown).
+    Restore {
+        checkpoint_id: String,
+        scope: RestoreScope,
+        force: bool,
+    },
     /// The selection moved to this checkpoint (its changes are asked for).
     SelectCheckpoint(String),
     /// Show this subagent's transcript instead.

@@ -1,8 +1,10 @@
 //! The checkpoint picker (`/rewind`): the session's checkpoints, newest
 //! first, each with its turn's prompt, its age and — once the daemon
 //! says — the paths changed since. Enter restores the selected one
-//! (files and conversation); when someone other than the agent changed
-//! a path since, the picker lists them and asks before forcing.
+//! (files and conversation), `f` the files only, `c` the conversation
+//! only (Claude Code's rewind offers the same three); when someone other
+//! than the agent changed a path since, the picker lists them and asks
+//! before forcing.
 
 use super::{Overlay, OverlayData, OverlayKey};
 use crossterm::event::{KeyCode, KeyEvent};
@@ -14,14 +16,36 @@ use std::collections::HashMap;
 /// Paths shown under the selected checkpoint.
 const SHOWN_PATHS: usize = 8;
 
+/// What a restore puts back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoreScope {
+    /// Files and conversation (Enter, `/undo`).
+    Both,
+    /// The workspace's files; the conversation stays.
+    Files,
+    /// The conversation; the files stay as they are.
+    Conversation,
+}
+
+impl RestoreScope {
+    pub fn files(self) -> bool {
+        self != RestoreScope::Conversation
+    }
+
+    pub fn conversation(self) -> bool {
+        self != RestoreScope::Files
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Rewind {
     /// Newest first.
     pub checkpoints: Vec<CheckpointInfo>,
     /// What changed since each checkpoint, as far as asked.
     pub changes: HashMap<String, Vec<FileChange>>,
-    /// A restore refused for these paths: the picker asks to force it.
-    pub conflicts: Option<(String, Vec<String>)>,
+    /// A restore (of this checkpoint, this scope) refused for these
+    /// paths: the picker asks to force it.
+    pub conflicts: Option<(String, RestoreScope, Vec<String>)>,
     /// When the list came (unix seconds), for ages.
     pub now: u64,
 }
@@ -38,14 +62,14 @@ fn mark(change: FileChangeKind) -> &'static str {
 
 impl Overlay for Checkpoints<'_> {
     fn title(&self) -> &'static str {
-        " Rewind — ↑/↓ select · Enter restores files and conversation · Esc closes "
+        " Rewind — ↑/↓ select · Enter files and conversation · f files only · c conversation only · Esc closes "
     }
 
     fn lines(&self, _data: &OverlayData<'_>, selected: usize) -> Vec<Line<'static>> {
         let dim = Style::default().fg(Color::DarkGray);
         let warn = Style::default().fg(Color::Yellow);
         let mut lines = Vec::new();
-        if let Some((_, conflicts)) = &self.0.conflicts {
+        if let Some((_, _, conflicts)) = &self.0.conflicts {
             lines.push(Line::styled(
                 "Changed since by someone other than the agent — a restore overwrites them:",
                 warn.add_modifier(Modifier::BOLD),
@@ -110,10 +134,11 @@ impl Overlay for Checkpoints<'_> {
 
     fn on_key(&self, key: KeyEvent, _data: &OverlayData<'_>, selected: &mut usize) -> OverlayKey {
         let count = self.0.checkpoints.len();
-        if let Some((checkpoint_id, _)) = &self.0.conflicts {
+        if let Some((checkpoint_id, scope, _)) = &self.0.conflicts {
             return match key.code {
                 KeyCode::Char('y') => OverlayKey::Restore {
                     checkpoint_id: checkpoint_id.clone(),
+                    scope: *scope,
                     force: true,
                 },
                 KeyCode::Char('n') => OverlayKey::Close,
@@ -129,7 +154,12 @@ impl Overlay for Checkpoints<'_> {
                 *selected = (*selected + 1).min(count.saturating_sub(1));
                 true
             }
-            KeyCode::Enter => {
+            KeyCode::Enter | KeyCode::Char('f') | KeyCode::Char('c') => {
+                let scope = match key.code {
+                    KeyCode::Char('f') => RestoreScope::Files,
+                    KeyCode::Char('c') => RestoreScope::Conversation,
+                    _ => RestoreScope::Both,
+                };
                 return match self
                     .0
                     .checkpoints
@@ -137,10 +167,11 @@ impl Overlay for Checkpoints<'_> {
                 {
                     Some(c) => OverlayKey::Restore {
                         checkpoint_id: c.checkpoint_id.clone(),
+                        scope,
                         force: false,
                     },
                     None => OverlayKey::Taken,
-                }
+                };
             }
             _ => return OverlayKey::Pass,
         };
