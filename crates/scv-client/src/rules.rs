@@ -74,6 +74,22 @@ impl Rule {
         }
     }
 
+    /// The rule in Claude Code's syntax, as a settings file keeps it
+    /// (`permissions.keep`); `None` for one that is not kept: an MCP
+    /// tool's (its calls leave the sandbox, so no kept rule skips their
+    /// approval) and a command with leading assignments (Claude Code's
+    /// syntax has no way to say "exactly these assignments").
+    pub fn claude(&self) -> Option<String> {
+        match self {
+            Rule::Command { env, words } if env.is_empty() => {
+                Some(format!("Bash({}:*)", words.join(" ")))
+            }
+            Rule::Exact { command } => Some(format!("Bash({command})")),
+            Rule::WorkspaceEdits { .. } => Some("Edit(./**)".into()),
+            Rule::Command { .. } | Rule::McpTool { .. } => None,
+        }
+    }
+
     /// What the rule allows, in a sentence (the prompt's preview).
     pub fn scope(&self) -> String {
         match self {

@@ -23,7 +23,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -243,6 +243,35 @@ pub fn trust(scv_home: &Path, workspace: &Path, files: &[RepoFile]) -> Result<bo
     Ok(added)
 }
 
+/// SCV itself rewrote the repository configuration file `rel` of a
+/// trusted `workspace` for the user (a rule kept with
+/// `permissions.keep`): its record moves from `before` (the digest of
+/// what was there, `None`: no file) to `after`, so the user's own change
+/// does not ask for trust again. Refused when the record does not hold
+/// `before` (the file was not trusted as it was): nothing else is
+/// trusted by this.
+pub fn rerecord(
+    scv_home: &Path,
+    workspace: &Path,
+    rel: &str,
+    before: Option<&str>,
+    after: &[u8],
+) -> Result<(), String> {
+    with_records(scv_home, |records| {
+        let record = records
+            .workspaces
+            .get_mut(&workspace.display().to_string())
+            .ok_or_else(|| format!("{} is not trusted", workspace.display()))?;
+        if record.files.get(rel).map(String::as_str) != before {
+            return Err(format!(
+                "{rel} changed since the workspace was trusted; trust it again first (`scv trust`)"
+            ));
+        }
+        record.files.insert(rel.to_string(), digest(after));
+        Ok(())
+    })?
+}
+
 /// What `revoke` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Revoked {
@@ -425,7 +454,7 @@ fn edit_config(
         array.push(dir.display().to_string());
     }
     doc[CONFIG_KEY] = toml_edit::value(array);
-    write_private(&path, doc.to_string().as_bytes())?;
+    crate::home::write_private(&path, doc.to_string().as_bytes())?;
     Ok(true)
 }
 
@@ -450,7 +479,7 @@ fn with_records<T>(scv_home: &Path, change: impl FnOnce(&mut Records) -> T) -> R
             };
         }
         let json = serde_json::to_vec_pretty(&records).map_err(|e| e.to_string())?;
-        write_private(&path, &json)?;
+        crate::home::write_private(&path, &json)?;
     }
     Ok(out)
 }
@@ -466,33 +495,6 @@ fn read_records(path: &Path) -> Result<Records, String> {
 
 /// Writes `bytes` to `path` whole or not at all (a temporary file renamed
 /// over it), 0600, the temporary file removed on failure.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::home::create_private_dir(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write {}: {err}", path.display()));
-    }
-    Ok(())
-}
-
 /// An exclusive lock on `$SCV_HOME/trust.lock` (the daemon and `scv trust`
 /// may edit the same files).
 struct Lock {

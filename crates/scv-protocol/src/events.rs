@@ -293,6 +293,10 @@ pub enum EventBody {
     /// Extension (capability `trust`): the answer to `workspace.trust`.
     #[serde(rename = "workspace.trusted")]
     WorkspaceTrusted(crate::trust::WorkspaceTrust),
+    /// Extension (capability `permissions`): the answer to
+    /// `permissions.list`, `permissions.keep` and `permissions.remove`.
+    #[serde(rename = "permissions.listed")]
+    PermissionsListed(crate::permissions::PermissionsListed),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -340,6 +344,7 @@ impl EventBody {
             EventBody::HookMessage(_) => "hook.message",
             EventBody::SubagentStarted(_) => "subagent.started",
             EventBody::WorkspaceTrusted(_) => "workspace.trusted",
+            EventBody::PermissionsListed(_) => "permissions.listed",
             EventBody::Error(_) => "error",
         }
     }

@@ -69,6 +69,16 @@ pub enum ClientMessage {
     /// Extension (capability `trust`): trust the session's workspace.
     #[serde(rename = "workspace.trust")]
     WorkspaceTrust(crate::trust::WorkspaceTrustRequest),
+    /// Extension (capability `permissions`): the rules of the settings
+    /// files.
+    #[serde(rename = "permissions.list")]
+    PermissionsList(crate::permissions::PermissionsList),
+    /// Extension (capability `permissions`): keep an `allow` rule.
+    #[serde(rename = "permissions.keep")]
+    PermissionsKeep(crate::permissions::PermissionsEdit),
+    /// Extension (capability `permissions`): remove a kept rule.
+    #[serde(rename = "permissions.remove")]
+    PermissionsRemove(crate::permissions::PermissionsEdit),
     /// Extension (capability `elicitation`): the answer to an MCP
     /// server's question.
     #[serde(rename = "elicitation.resolve")]
@@ -197,6 +207,9 @@ impl ClientMessage {
             ClientMessage::CheckpointRestore(_) => "checkpoint.restore",
             ClientMessage::ModelsList(_) => "models.list",
             ClientMessage::WorkspaceTrust(_) => "workspace.trust",
+            ClientMessage::PermissionsList(_) => "permissions.list",
+            ClientMessage::PermissionsKeep(_) => "permissions.keep",
+            ClientMessage::PermissionsRemove(_) => "permissions.remove",
             ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
         }
     }
@@ -226,6 +239,9 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "models.list",
     "workspace.trust",
     "elicitation.resolve",
+    "permissions.list",
+    "permissions.keep",
+    "permissions.remove",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,6 +308,10 @@ pub struct Capabilities {
     /// `elicitation.resolve`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub elicitation: bool,
+    /// Kept permission rules: `permissions.list`, `permissions.keep`,
+    /// `permissions.remove` and `permissions.listed`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub permissions: bool,
 }
 
 /// Name and version of a client or server.

@@ -36,10 +36,29 @@ pub(crate) struct Customization {
     pub warnings: Vec<String>,
     /// The Claude Code plugins config.toml names (`plugins`).
     pub plugins: Vec<crate::plugins::Plugin>,
-    /// What custom commands' `allowed-tools` grant their turns: the
-    /// expanded prompt and its rules (`inline`), the last
+    /// What custom commands grant their turns (`inline`), the last
     /// [`MAX_GRANTS`].
-    pub grants: std::sync::Mutex<std::collections::VecDeque<(String, Vec<String>)>>,
+    pub grants: std::sync::Mutex<std::collections::VecDeque<Grant>>,
+}
+
+/// What a custom command grants the turn of its expanded prompt (the turn
+/// is found by that prompt).
+#[derive(Debug, Clone)]
+pub(crate) struct Grant {
+    pub prompt: String,
+    /// `allowed-tools` rules (only the user's commands' or a trusted
+    /// workspace's).
+    pub rules: Vec<String>,
+    /// `model:`: the model that turn asks for.
+    pub model: Option<String>,
+}
+
+impl Customization {
+    /// The grant of the turn that runs `prompt`, if a command made one.
+    pub(crate) fn grant_of(&self, prompt: &str) -> Option<Grant> {
+        let grants = crate::sync::lock(&self.grants);
+        grants.iter().find(|g| g.prompt == prompt).cloned()
+    }
 }
 
 /// The most commands' grants a session keeps.
@@ -259,6 +278,19 @@ fn scv_tools(name: &str) -> Option<&'static [&'static str]> {
         "Task" | "Agent" | "task" => &["task"],
         _ => return None,
     })
+}
+
+/// `provider` asked to use `model` (an agent's or a command's `model:`):
+/// a Claude Code alias is an Anthropic model, or the provider's own model
+/// on another wire; any other name is used as it is.
+pub(crate) fn use_model(provider: &mut crate::provider::Provider, model: &str) {
+    match alias(model) {
+        Some(anthropic) if provider.wire == crate::model::Wire::Anthropic => {
+            provider.model = anthropic.into()
+        }
+        Some(_) => {}
+        None => provider.model = model.into(),
+    }
 }
 
 /// Claude Code's model aliases, as the Anthropic models they stand for now.

@@ -10,6 +10,8 @@
 //!   (`Bash(git status:*)`). Anything else stays text, and a note after
 //!   the prompt says why it did not run. At most [`MAX_RUNS`] a command,
 //!   each with the session's `bash` timeout and output cap.
+//! - `model:` picks the model of the command's turn (a Claude Code alias
+//!   on another wire than Anthropic's keeps the session's model).
 //! - `allowed-tools` also lets the command's turn make the calls its rules
 //!   cover without asking — only calls that stay in the sandbox, and only
 //!   for the user's commands or a trusted workspace's (the turn is found
@@ -74,21 +76,33 @@ pub(crate) async fn expand(
     Ok(prompt)
 }
 
-/// Keeps what the command's `allowed-tools` grants the turn of `prompt`
-/// (`agent::hooked`: without asking, inside the sandbox only), when the
-/// command is the user's or its workspace trusted.
+/// Keeps what the command grants the turn of `prompt`: its `model:`, and
+/// what its `allowed-tools` allow (`agent::hooked`: without asking, inside
+/// the sandbox only) when the command is the user's or its workspace
+/// trusted. A model is a choice of prompt, not code: a repository's
+/// command picks its model either way (budgets still hold).
 fn grant(settings: &SessionSettings, command: &scv_commands::Command, prompt: &str) {
     let trusted = command.scope == scv_commands::Scope::User
         || settings.custom.trust.as_ref().is_some_and(|t| t.trusted);
-    if command.allowed_tools.is_empty() || !trusted {
+    let rules = if trusted {
+        command.allowed_tools.clone()
+    } else {
+        Vec::new()
+    };
+    let model = command.model.clone().filter(|m| m != "inherit");
+    if rules.is_empty() && model.is_none() {
         return;
     }
-    let mut grants = (settings.custom.grants.lock()).unwrap_or_else(|p| p.into_inner());
-    grants.retain(|(p, _)| p != prompt);
+    let mut grants = crate::sync::lock(&settings.custom.grants);
+    grants.retain(|g| g.prompt != prompt);
     if grants.len() >= crate::customize::MAX_GRANTS {
         grants.pop_front();
     }
-    grants.push_back((prompt.to_string(), command.allowed_tools.clone()));
+    grants.push_back(crate::customize::Grant {
+        prompt: prompt.to_string(),
+        rules,
+        model,
+    });
 }
 
 /// ``!`cmd` `` references of `prompt` replaced by their output where they

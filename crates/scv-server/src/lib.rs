@@ -21,6 +21,7 @@ mod hooks_component;
 mod inline;
 mod instructions;
 mod journal;
+mod kept_rules;
 mod launch;
 mod live;
 

@@ -904,7 +904,7 @@ async fn a_commands_bang_lines_run_when_allowed_and_at_files_attach() {
 
 /// `Notification` fires while SCV waits for an approval
 /// (`notification_type` `permission_prompt`, matched by the matcher) and
-/// never holds the approval up; `SubagentStart` fires as a `task` child
+/// never holds the approval up, and as a turn ends (`idle_prompt`); `SubagentStart` fires as a `task` child
 /// starts, with its `agent_type`.
 #[tokio::test]
 async fn notification_and_subagent_start_hooks_fire() {
@@ -913,7 +913,9 @@ async fn notification_and_subagent_start_hooks_fire() {
         &rig.home,
         json!({"hooks": {
             "Notification": [{"matcher": "permission_prompt", "hooks": [{"type": "command",
-                "command": "cat > \"$CLAUDE_PROJECT_DIR/notified.json\""}]}],
+                "command": "cat > \"$CLAUDE_PROJECT_DIR/notified.json\""}]},
+                {"matcher": "idle_prompt", "hooks": [{"type": "command",
+                "command": "cat > \"$CLAUDE_PROJECT_DIR/idle.json\""}]}],
             "SubagentStart": [{"hooks": [{"type": "command",
                 "command": "cat > \"$CLAUDE_PROJECT_DIR/subagent-started.json\""}]}],
         }}),
@@ -946,6 +948,11 @@ async fn notification_and_subagent_start_hooks_fire() {
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&notified).unwrap()).unwrap();
     assert_eq!(input["hook_event_name"], "Notification");
     assert_eq!(input["notification_type"], "permission_prompt");
+    // The finished turn told the `idle_prompt` hook before its end.
+    let idle: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.join("idle.json")).unwrap()).unwrap();
+    assert_eq!(idle["notification_type"], "idle_prompt");
+    assert_eq!(idle["message"], "SCV is waiting for your input");
     assert!(
         input["message"].as_str().unwrap().contains("bash"),
         "{input}"
@@ -1032,4 +1039,57 @@ async fn a_commands_allowed_tools_pre_approve_its_turn_only() {
     mock.push(Reply::text(["done"]));
     server.start_turn(&session, "p", "greet them").await;
     assert_eq!(asked_in(&mut server, &session).await, ["e2"]);
+}
+
+/// A command's `model:` picks the model of its own turn (as Claude Code's
+/// does); the next plain turn is the session's model again. A repository
+/// command's model applies in an untrusted workspace too (a prompt's
+/// choice, not code), and `inherit` keeps the session's.
+#[tokio::test]
+async fn a_commands_model_is_used_for_its_turn_only() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), "");
+    let ws = home.workspace();
+    let dir = ws.join(".claude/commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("quick.md"),
+        "---\nmodel: gpt-quick-1\n---\nAnswer $ARGUMENTS briefly.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("same.md"),
+        "---\nmodel: inherit\n---\nSame $ARGUMENTS.\n",
+    )
+    .unwrap();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    let session = server.start_session(&ws).await;
+    let session_model = mock.requests().len();
+    for (rid, prompt, command) in [
+        ("c", "/quick what time", true),
+        ("p", "plain", false),
+        ("s", "/same thing", true),
+    ] {
+        mock.push(Reply::text(["ok"]));
+        server
+            .send(
+                json!({"type":"turn.start","request_id": rid,"session_id": session,
+                         "prompt": prompt,"command": command}),
+            )
+            .await;
+        let events = server.until_terminal().await;
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "turn.completed",
+            "{events:?}"
+        );
+    }
+    let models: Vec<String> = mock.requests()[session_model..]
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(models[0], "gpt-quick-1");
+    assert_ne!(models[1], "gpt-quick-1");
+    assert_eq!(models[1], models[2], "inherit keeps the session's model");
 }

@@ -5,7 +5,7 @@
 
 use scv_protocol::{
     CheckpointInfo, ClientMessage, DaemonStatus, EventBody, FileChange, MissedCheckpoint, Mode,
-    StoredSession, WorkspaceTrust,
+    PermissionRule, StoredSession, WorkspaceTrust,
 };
 use std::collections::VecDeque;
 
@@ -62,6 +62,12 @@ pub enum Asked {
     Elicitation {
         elicitation_id: String,
     },
+    /// `permissions.list`, `.keep` or `.remove`: the rule kept or
+    /// removed (`None`: a listing).
+    Permissions {
+        kept: Option<String>,
+        removed: Option<String>,
+    },
 }
 
 impl Asked {
@@ -114,6 +120,18 @@ impl Asked {
             ClientMessage::ElicitationResolve(resolve) => Asked::Elicitation {
                 elicitation_id: resolve.elicitation_id.clone(),
             },
+            ClientMessage::PermissionsList(_) => Asked::Permissions {
+                kept: None,
+                removed: None,
+            },
+            ClientMessage::PermissionsKeep(edit) => Asked::Permissions {
+                kept: Some(edit.rule.clone()),
+                removed: None,
+            },
+            ClientMessage::PermissionsRemove(edit) => Asked::Permissions {
+                kept: None,
+                removed: Some(edit.rule.clone()),
+            },
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)
@@ -161,6 +179,8 @@ pub enum Answer {
     },
     Configured(Configured),
     Trusted(Box<WorkspaceTrust>),
+    /// The rules of the settings files (`permissions.listed`).
+    Permissions(Vec<PermissionRule>),
 }
 
 impl Answer {
@@ -217,6 +237,7 @@ impl Answer {
                 mode: *mode,
             }),
             EventBody::WorkspaceTrusted(trust) => Answer::Trusted(Box::new(trust.clone())),
+            EventBody::PermissionsListed(listed) => Answer::Permissions(listed.rules.clone()),
             _ => return None,
         })
     }

@@ -240,17 +240,12 @@ impl Turn {
     /// The rules the `allowed-tools` of the command this turn runs grant
     /// it (`inline::grant`).
     fn granted(&self) -> Vec<scv_hooks::Rule> {
-        let grants = (self.settings.custom.grants.lock()).unwrap_or_else(|p| p.into_inner());
-        grants
-            .iter()
-            .find(|(prompt, _)| **prompt == *self.prompt)
-            .map(|(_, rules)| {
-                rules
-                    .iter()
-                    .filter_map(|r| scv_hooks::Rule::parse(r).ok())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let Some(grant) = self.settings.custom.grant_of(&self.prompt) else {
+            return Vec::new();
+        };
+        (grant.rules.iter())
+            .filter_map(|r| scv_hooks::Rule::parse(r).ok())
+            .collect()
     }
 
     /// What the permission rules say of the call, on top of the hooks'.
@@ -336,14 +331,33 @@ impl Turn {
     /// when the turn ends with its answer and the user is told.
     pub(super) async fn stop_round(&self, rounds: &mut u32) -> Result<Option<String>, Stop> {
         let Some(reason) = self.stop_hooks(*rounds > 0).await? else {
+            self.idle_notification().await;
             return Ok(None);
         };
         *rounds += 1;
         if *rounds > MAX_STOP_HOOK_ROUNDS {
             self.stop_hook_gave_up(&reason).await?;
+            self.idle_notification().await;
             return Ok(None);
         }
         Ok(Some(reason))
+    }
+
+    /// The session's own turn has its answer: `Notification` hooks
+    /// (`idle_prompt`, as Claude Code names SCV waiting for the next
+    /// prompt) are told before `turn.completed` (a subagent's end tells
+    /// nobody: its parent goes on). What they decide is ignored.
+    async fn idle_notification(&self) {
+        if self.child.is_some() || self.settings.custom.hooks.is_empty() {
+            return;
+        }
+        let input = Input::Notification {
+            message: "SCV is waiting for your input",
+            notification_type: "idle_prompt",
+        };
+        let _ = self
+            .hooks(Event::Notification, Some("idle_prompt"), None, &input)
+            .await;
     }
 
     /// A Stop hook blocked the end more than [`MAX_STOP_HOOK_ROUNDS`]

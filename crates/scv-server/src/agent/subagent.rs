@@ -16,7 +16,7 @@
 
 use super::{SessionSettings, SessionSink, Stop, Turn};
 use crate::context::History;
-use crate::customize::{alias, Definition};
+use crate::customize::{use_model, Definition};
 use crate::model::{Message, ToolCall, Usage};
 use crate::tools::registry::Registry;
 use crate::tools::task::{self, TaskArgs};
@@ -340,15 +340,7 @@ impl Child {
         let from = &parent.settings;
         let mut provider = from.provider.clone();
         if let Some(model) = definition.and_then(|d| d.model.as_deref()) {
-            match alias(model) {
-                // An alias is Claude Code's: an Anthropic model, or the
-                // parent's on another wire.
-                Some(anthropic) if provider.wire == crate::model::Wire::Anthropic => {
-                    provider.model = anthropic.into()
-                }
-                Some(_) => {}
-                None => provider.model = model.into(),
-            }
+            use_model(&mut provider, model);
         }
         let read_only = definition.is_some_and(|d| d.read_only);
         let settings = SessionSettings {

@@ -10,8 +10,8 @@ use crate::server::{SERVER_NAME, SERVER_VERSION};
 use crate::session::{Handled, Reject, SessionHost};
 use crate::transport::{encode, Outbound};
 use scv_protocol::{
-    Capabilities, ClientFrame, ClientMessage, DaemonCommand, DaemonControl, ErrorBody, ErrorCode,
-    Event, EventBody, Initialize, PeerInfo, PROTOCOL_VERSION,
+    ClientFrame, ClientMessage, DaemonCommand, DaemonControl, ErrorBody, ErrorCode, Event,
+    EventBody, Initialize, PeerInfo, PROTOCOL_VERSION,
 };
 use std::sync::Arc;
 
@@ -87,6 +87,14 @@ impl Connection {
             }
             // A process SCV runs must never trust its own workspace.
             ClientMessage::WorkspaceTrust(_) if self.tool_peer => Err(from_tool("workspace trust")),
+            // Nor keep a rule that would approve its own calls.
+            ClientMessage::PermissionsList(_)
+            | ClientMessage::PermissionsKeep(_)
+            | ClientMessage::PermissionsRemove(_)
+                if self.tool_peer =>
+            {
+                Err(from_tool("permission rules"))
+            }
             // Nor answer an MCP server's question for the user.
             ClientMessage::ElicitationResolve(_) if self.tool_peer => {
                 Err(from_tool("answering an MCP server's question"))
@@ -121,23 +129,10 @@ impl Connection {
             tracing::debug!("client {} {} initialized", client.name, client.version);
         }
         self.initialized = true;
-        // Extensions go only to a client that asked; what it asked for and
-        // SCV supports is echoed back.
-        let granted = init.capabilities.map(|asked| Capabilities {
-            reasoning: asked.reasoning,
-            sessions: asked.sessions,
-            checkpoints: asked.checkpoints,
-            usage: asked.usage,
-            commands: asked.commands,
-            hooks: asked.hooks,
-            subagents: asked.subagents,
-            retries: asked.retries,
-            step_usage: asked.step_usage,
-            trust: asked.trust,
-            budgets: asked.budgets,
-            daemon_status: asked.daemon_status,
-            elicitation: asked.elicitation,
-        });
+        // Extensions go only to a client that asked; SCV supports every
+        // capability the type names, so what was asked is what is granted
+        // (a field the client did not know deserialized as false).
+        let granted = init.capabilities;
         if let Some(granted) = granted {
             self.host.grant(granted);
         }

@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
 mod mcp;
+mod permissions;
 mod spending;
 mod stored;
 mod trust;
@@ -234,6 +235,21 @@ impl SessionHost {
             ClientMessage::WorkspaceTrust(request) => {
                 self.trust_workspace(rid, &request.session_id).await
             }
+            ClientMessage::PermissionsList(_)
+            | ClientMessage::PermissionsKeep(_)
+            | ClientMessage::PermissionsRemove(_)
+                if !self.caps.permissions =>
+            {
+                Err(invalid(format!(
+                    "{} needs capability `permissions` (ask for it in initialize)",
+                    message.type_name()
+                )))
+            }
+            ClientMessage::PermissionsList(list) => {
+                self.permissions_list(rid, &list.session_id).await
+            }
+            ClientMessage::PermissionsKeep(edit) => self.permissions_edit(rid, edit, true).await,
+            ClientMessage::PermissionsRemove(edit) => self.permissions_edit(rid, edit, false).await,
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",
@@ -594,7 +610,8 @@ impl SessionHost {
         // take the turn's start (or caught up with it), or it could not
         // be written since the session opened.
         session.tell_journal(Some(&request_id)).await;
-        let model = session.settings.provider.model.clone();
+        let settings = turn_settings(&session.settings, &prompt);
+        let model = settings.provider.model.clone();
         let spending = session.spending(budgets, self.caps.usage);
         let trace = self.shared.telemetry.as_ref().map(|t| {
             t.turn(
@@ -613,7 +630,7 @@ impl SessionHost {
             checkpoints: session.checkpoints.clone(),
             announce_checkpoints: self.caps.checkpoints,
             prompt: prompt.as_str().into(),
-            settings: session.settings.clone(),
+            settings,
             sink,
             approvals: session.approvals.clone(),
             session_mcp: session.mcp_state.clone(),
@@ -1143,5 +1160,18 @@ fn queue_reject(err: QueueError) -> Reject {
             ),
             entry: Some(Box::new(entry)),
         },
+    }
+}
+
+/// The session's settings for the turn of `prompt`: the `model:` of the
+/// command that expanded to it (`inline::grant`), for that turn alone.
+fn turn_settings(settings: &Arc<SessionSettings>, prompt: &str) -> Arc<SessionSettings> {
+    match settings.custom.grant_of(prompt).and_then(|g| g.model) {
+        Some(model) => {
+            let mut next = (**settings).clone();
+            crate::customize::use_model(&mut next.provider, &model);
+            Arc::new(next)
+        }
+        None => settings.clone(),
     }
 }

@@ -17,6 +17,7 @@ mod config_watch;
 mod events;
 mod keys;
 mod link;
+mod permissions;
 mod plan;
 #[cfg(test)]
 mod tests;

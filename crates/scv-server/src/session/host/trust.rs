@@ -28,6 +28,29 @@ impl SessionHost {
         })?;
         // config.toml changed: the session reads what it trusts now.
         self.shared.live.refresh().await;
+        let trust = self.reload_customization(session_id).await?;
+        let trust = trust.unwrap_or_else(|| scv_protocol::WorkspaceTrust {
+            workspace: settings.cwd.display().to_string(),
+            trusted: true,
+            files: Vec::new(),
+        });
+        self.reply(
+            rid,
+            Some(session_id.to_string()),
+            EventBody::WorkspaceTrusted(trust),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// The session's hooks, rules, commands and trust read again, for its
+    /// next turn (a turn running now keeps what it started with); its
+    /// workspace's trust as it is now.
+    pub(super) async fn reload_customization(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<scv_protocol::WorkspaceTrust>, Reject> {
+        let settings = self.session(session_id)?.settings.clone();
         let current = self.shared.current();
         let source = settings.custom.source;
         let custom = SessionFactory::new(&self.shared)
@@ -44,17 +67,6 @@ impl SessionHost {
         }
         next.custom = Arc::new(custom);
         self.session(session_id)?.settings = Arc::new(next);
-        let trust = trust.unwrap_or_else(|| scv_protocol::WorkspaceTrust {
-            workspace: settings.cwd.display().to_string(),
-            trusted: true,
-            files: Vec::new(),
-        });
-        self.reply(
-            rid,
-            Some(session_id.to_string()),
-            EventBody::WorkspaceTrusted(trust),
-        )
-        .await;
-        Ok(())
+        Ok(trust)
     }
 }

@@ -73,8 +73,12 @@ impl App {
         rule: Rule,
     ) -> Vec<Outgoing> {
         let mut out = self.resolve(approval, true);
+        let keep = match rule.claude() {
+            Some(_) => " · /permissions keep keeps it for every project (--project: this one)",
+            None => "",
+        };
         self.notice(format!(
-            "rule added: {} — /approvals lists and removes rules",
+            "rule added: {} while scv runs — /approvals lists and removes rules{keep}",
             rule.scope()
         ));
         let waiting = self

@@ -114,6 +114,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::WithSession(App::undo_command),
     },
     SlashCommand {
+        name: "/permissions",
+        help: "permission rules kept in settings files; /permissions keep [--project]: keep the newest \"always allow\"",
+        takes_arg: true,
+        run: Run::WithSession(App::permissions_command),
+    },
+    SlashCommand {
         name: "/rewind",
         help: "go back to a checkpoint: files, conversation or both",
         takes_arg: false,

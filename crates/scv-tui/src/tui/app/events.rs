@@ -285,6 +285,13 @@ impl App {
                 ..
             } => self.checkpoint_restored(rid, &checkpoint_id, files, conversation_restored),
             Answer::Configured(configured) => self.configured(configured, request_id.as_deref()),
+            Answer::Permissions(rules) => {
+                let (kept, removed) = match asked {
+                    Some(Asked::Permissions { kept, removed }) => (kept, removed),
+                    _ => (None, None),
+                };
+                self.permissions_listed(kept, removed, rules);
+            }
             Answer::Trusted(trust) => {
                 let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
                 self.notice(if files.is_empty() {
