@@ -1,19 +1,23 @@
 //! Session approval rules: "always allow" in a client's approval prompt
 //! (the TUI's option 2, an ACP client's "Always allow") approves a call and
 //! adds a rule that answers later calls of the same kind, for as long as
-//! the client runs. Rules are the client's alone: never written to disk,
-//! never sent to the server (the protocol keeps approval per call; a rule
-//! only answers `approval.requested` with `approval.resolve` itself).
+//! the client runs. Rules are the client's alone, never sent to the server
+//! (the protocol keeps approval per call; a rule only answers
+//! `approval.requested` with `approval.resolve` itself) — unless the user
+//! keeps one (`Rule::claude`, `permissions.keep`), which writes it to a
+//! settings file in Claude Code's syntax.
 //!
 //! A rule's scope is shown before it is made and is narrow on purpose:
 //! - `bash`: the program and its subcommand (`cargo test`, `npm run build`,
-//!   `git status`) with any further arguments, and exactly the leading
+//!   `git status`; a program without subcommands alone: `ls`, `echo`) with
+//!   any further arguments, and exactly the leading
 //!   environment assignments the command had (`RUST_LOG=debug cargo test`
 //!   is its own rule: an assignment such as `RUSTC_WRAPPER=…` or
 //!   `LD_PRELOAD=…` changes what runs). Never a bare interpreter, shell or
-//!   program runner (`bash`, `python`, `env`, `sudo`, …): such a rule would
-//!   allow anything. For those, the rule is the exact command line and
-//!   nothing else (`python3 test_calc.py`), labelled as exact, and only
+//!   program runner (`bash`, `python`, `env`, `sudo`, …), nor `sed` / `awk`
+//!   (which run shell commands) or a program that removes, moves or stops
+//!   things (`rm`, `mv`, `kill`, …): such a rule would allow anything.
+//!   For those, the rule is the exact command line and nothing else (`python3 test_calc.py`), labelled as exact, and only
 //!   when its words expand to nothing else (no `$`, globs, `~`).
 //! - A command matches only when it is one simple command: the words are
 //!   split as a shell would (the `shlex` crate), and anything that makes it
@@ -212,8 +216,81 @@ fn mcp_parts(name: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
 }
 
+/// Programs whose first argument is a subcommand or target (`git status`,
+/// `cargo test`, `make test`): their rules take it. Any other program's
+/// rule is the program alone (`ls`, `echo`, `cat` with any arguments):
+/// its first argument is an argument like the rest (`echo hello` is no
+/// subcommand).
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "apt",
+    "apt-get",
+    "aws",
+    "az",
+    "bazel",
+    "brew",
+    "bun",
+    "bundle",
+    "cabal",
+    "cargo",
+    "cmake",
+    "composer",
+    "conda",
+    "corepack",
+    "docker",
+    "dotnet",
+    "flyctl",
+    "gcloud",
+    "gh",
+    "git",
+    "go",
+    "gradle",
+    "hatch",
+    "helm",
+    "heroku",
+    "hg",
+    "jj",
+    "just",
+    "kubectl",
+    "lerna",
+    "make",
+    "mamba",
+    "meson",
+    "mix",
+    "mvn",
+    "ninja",
+    "nix",
+    "nox",
+    "npm",
+    "nx",
+    "pdm",
+    "pip",
+    "pip3",
+    "pipenv",
+    "pixi",
+    "pnpm",
+    "podman",
+    "poetry",
+    "rails",
+    "rake",
+    "rustup",
+    "rye",
+    "stack",
+    "svn",
+    "swift",
+    "systemctl",
+    "terraform",
+    "tox",
+    "turbo",
+    "uv",
+    "vercel",
+    "wrangler",
+    "yarn",
+    "zig",
+];
+
 /// How many leading words a rule takes: the program, and its subcommand
-/// when the second word is one (`cargo test`, not `ls -la`); package
+/// when it has them and the second word is one (`cargo test`, not `cargo
+/// --version`; `ls`, not `ls -la`; `echo`, not `echo hello`); package
 /// runners take the script too (`npm run build`).
 fn rule_words(words: &[String]) -> usize {
     let is_sub = |w: &String| {
@@ -223,6 +300,9 @@ fn rule_words(words: &[String]) -> usize {
             && !w.starts_with(['-', '.'])
     };
     let program = basename(words.first().map(String::as_str).unwrap_or(""));
+    if !SUBCOMMAND_PROGRAMS.contains(&program) {
+        return 1;
+    }
     match words.get(1) {
         Some(sub) if is_sub(sub) => {
             let two_level = matches!(
@@ -334,6 +414,13 @@ fn refused_program(program: &str) -> Option<&'static str> {
         | "chroot" | "unshare" | "nsenter" | "flock" | "script" => "runs another program",
         "sudo" | "doas" | "su" | "pkexec" | "runuser" => "runs programs as another user",
         "find" | "parallel" => "runs other programs (-exec and the like)",
+        "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk" => {
+            "can run shell commands (sed's `e`, awk's `system()`)"
+        }
+        "rm" | "rmdir" | "mv" | "cp" | "dd" | "shred" | "truncate" | "chmod" | "chown"
+        | "chgrp" | "ln" | "install" | "tee" | "kill" | "pkill" | "killall" => {
+            "changes, removes or stops things: any arguments would reach anything"
+        }
         _ => return None,
     };
     Some(why)

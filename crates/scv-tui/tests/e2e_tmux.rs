@@ -592,14 +592,14 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
     tmux.keys(&["greet", "Enter"]);
     let screen = tmux.wait_for("Approval needed").await;
     assert!(
-        screen.contains("always allow `echo hello …` (any arguments)"),
+        screen.contains("always allow `echo …` (any arguments)"),
         "{screen}"
     );
     tmux.wait_for("❯ 1 Yes, once").await;
     tmux.keys(&["2", "Enter"]);
     let screen = tmux.wait_for("first done").await;
     assert!(screen.contains("hello rule-2"), "{screen}");
-    assert!(screen.contains("rule added: `echo hello …`"), "{screen}");
+    assert!(screen.contains("rule added: `echo …`"), "{screen}");
 
     // A matching command runs without a prompt.
     mock.push(Reply::tool_calls(&[(
@@ -611,10 +611,7 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
     tmux.keys(&["greet again", "Enter"]);
     let screen = tmux.wait_for("second done").await;
     assert!(screen.contains("hello again-3"), "{screen}");
-    assert!(
-        screen.contains("✓ approved by rule `echo hello`"),
-        "{screen}"
-    );
+    assert!(screen.contains("✓ approved by rule `echo`"), "{screen}");
     assert!(!screen.contains("Approval needed"), "{screen}");
 
     // A compound command with the same start still asks.

@@ -261,6 +261,11 @@ fn rules_take_the_program_and_its_subcommand() {
         ("git status --short", "git status", "git status", "git push"),
         ("ls -la src", "ls", "ls target", "rm -rf src"),
         ("make test", "make test", "make test V=1", "make install"),
+        // A program without subcommands: its first argument is no
+        // subcommand (`echo hello` allows `echo` with any arguments).
+        ("echo hello", "echo", "echo bye", "cat x"),
+        ("cat notes.txt", "cat", "cat other.txt", "echo x"),
+        ("cargo --version", "cargo", "cargo build", "make"),
     ] {
         let mut app = app();
         assert_eq!(
@@ -350,6 +355,12 @@ fn shells_interpreters_and_runners_get_only_an_exact_rule() {
         ("docker run --rm ubuntu sh", "docker run --rm alpine sh"),
         ("go run /tmp/x.go", "go run /tmp/y.go"),
         ("npm exec -- node x.js", "npm exec -- node y.js"),
+        // sed's `e` and awk's `system()` run shell commands; rm, mv, kill
+        // with any arguments would reach anything.
+        ("sed -n 1,5p notes.txt", "sed -i 1e\\ id notes.txt"),
+        ("awk -f report.awk data.txt", "awk -f evil.awk data.txt"),
+        ("rm build.log", "rm -rf src"),
+        ("kill 1234", "kill 1"),
     ] {
         let mut app = app();
         ask_bash(&mut app, "q", command);
