@@ -1185,3 +1185,29 @@ fn ctrl_c_with_a_draft_clears_the_box_first() {
     key(&mut app, KeyCode::Up);
     assert_eq!(app.input.text(), draft);
 }
+
+/// A cancelled turn leaves no card "awaiting approval" or "running": each
+/// says it stopped, and no approval prompt stays.
+#[test]
+fn a_cancelled_turn_settles_its_open_cards() {
+    use scv_tui::tui::transcript::ToolState;
+    let mut app = app();
+    start_turn(&mut app);
+    request_approval(&mut app, "Run shell command: ls");
+    app.apply(event(json!({"type":"tool.proposed","request_id":"r","session_id":S,"turn_id":"t1","seq":4,"call_id":"d","name":"bash","arguments":{"command":"sleep 9"}})));
+    app.apply(event(json!({"type":"tool.started","request_id":"r","session_id":S,"turn_id":"t1","seq":5,"call_id":"d","name":"bash"})));
+    app.apply(event(
+        json!({"type":"turn.cancelled","request_id":"r","session_id":S,"turn_id":"t1","seq":6}),
+    ));
+    let states: Vec<ToolState> = app
+        .transcript
+        .items()
+        .iter()
+        .filter_map(|item| match &item.kind {
+            ItemKind::Tool(card) => Some(card.state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states, [ToolState::Stopped, ToolState::Stopped]);
+    assert!(app.approval.is_empty());
+}

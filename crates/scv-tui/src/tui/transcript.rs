@@ -32,6 +32,8 @@ pub enum ToolState {
     Done,
     Failed,
     Denied,
+    /// The turn ended (cancelled, failed) before the call's result.
+    Stopped,
 }
 
 impl ToolState {
@@ -43,6 +45,7 @@ impl ToolState {
             ToolState::Done => ("done", Color::Green),
             ToolState::Failed => ("failed", Color::Red),
             ToolState::Denied => ("denied", Color::Red),
+            ToolState::Stopped => ("stopped", Color::DarkGray),
         }
     }
 }
@@ -895,6 +898,17 @@ impl Transcript {
                 *streaming = false;
             }
         });
+    }
+
+    /// The turn ended: cards still proposed, awaiting approval or running
+    /// will get no result, and say so instead of waiting forever.
+    pub fn settle_unfinished(&mut self) {
+        let open = |k: &ItemKind| matches!(k, ItemKind::Tool(c) if matches!(c.state, ToolState::Proposed | ToolState::AwaitingApproval | ToolState::Running));
+        while self.update_last(open, |k| {
+            if let ItemKind::Tool(card) = k {
+                card.state = ToolState::Stopped;
+            }
+        }) {}
     }
 
     /// The card of `call_id` (the latest of that id).

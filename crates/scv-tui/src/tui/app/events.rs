@@ -597,6 +597,7 @@ impl App {
         self.end_turn_hint();
         self.approval.clear();
         self.transcript.end_streaming(self.now);
+        self.transcript.settle_unfinished();
     }
 
     /// A queue conflict refreshes the entry and says so under the input;
