@@ -8,7 +8,9 @@
 #   bash scripts/floor-both.sh [path/to/scv-server]     (from the project root)
 # Knobs: DELTAS (15000), RUNS (15), RELAY_TARGET (cargo target dir for the relay).
 set -euo pipefail
-bench=$(cd "$(dirname "$0")/../../shared/bench" && pwd)
+# The relay kit (relay, mock_chat.py, scv_rawprobe.py) is not part of this
+# repository: SCV_BENCH_DIR names it (default: the shared kit beside it).
+bench=${SCV_BENCH_DIR:-$(cd "$(dirname "$0")/../../shared/bench" && pwd)}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-target/release/scv-server}
 N=${DELTAS:-15000}; RUNS=${RUNS:-15}
