@@ -74,11 +74,11 @@ impl App {
     ) -> Vec<Outgoing> {
         let mut out = self.resolve(approval, true);
         let keep = match rule.claude() {
-            Some(_) => " · /permissions keep keeps it for every project (--project: this one)",
+            Some(_) => "; /permissions keep keeps it",
             None => "",
         };
         self.notice(format!(
-            "rule added: {} while scv runs — /approvals lists and removes rules{keep}",
+            "rule added: {} while scv runs (/approvals lists rules{keep})",
             rule.scope()
         ));
         let waiting = self

@@ -115,7 +115,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     },
     SlashCommand {
         name: "/permissions",
-        help: "permission rules kept in settings files; /permissions keep [--project]: keep the newest \"always allow\"",
+        help: "rules kept in settings files (/permissions keep [--project])",
         takes_arg: true,
         run: Run::WithSession(App::permissions_command),
     },

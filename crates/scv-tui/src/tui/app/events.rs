@@ -262,7 +262,10 @@ impl App {
                     status
                         .components
                         .into_iter()
-                        .filter(|c| c.kind() == scv_protocol::ComponentKind::Mcp)
+                        .filter(|c| {
+                            use scv_protocol::ComponentKind::{Hooks, Mcp};
+                            matches!(c.kind(), Mcp | Hooks)
+                        })
                         .collect(),
                 );
             }

@@ -1,5 +1,6 @@
-//! `/status`: provider, model, context, usage, queue, sandbox, rules and
-//! the daemon's MCP servers (asked for when the overlay opens).
+//! `/status`: the session (id, provider, model, context, sandbox,
+//! instruction files, commands), usage, budget, queue, rules, and the
+//! daemon's hooks file and MCP servers (asked for when the overlay opens).
 
 use super::{pair, Overlay, OverlayData};
 use crate::tui::state::{short, usd, McpView};
@@ -18,6 +19,7 @@ impl Overlay for Status {
         let mut lines = Vec::new();
         match data.session {
             Some(session) => {
+                lines.push(pair("session", &session.session_id, w));
                 lines.push(pair(
                     "provider",
                     session.provider.as_deref().unwrap_or("(not reported)"),
@@ -55,6 +57,15 @@ impl Overlay for Status {
                 lines.push(pair("workspace", &session.cwd, w));
                 if !session.instructions.is_empty() {
                     lines.push(pair("instructions", &session.instructions.join(", "), w));
+                }
+                if !session.commands.is_empty() {
+                    let names: Vec<String> = session
+                        .commands
+                        .iter()
+                        .map(|c| format!("/{}", c.name))
+                        .collect();
+                    let names = scv_client::text::visible(&names.join(" ")).into_owned();
+                    lines.push(pair("commands", &names, w));
                 }
             }
             None => lines.push(pair("session", "not connected", w)),
@@ -106,7 +117,11 @@ impl Overlay for Status {
             w,
         ));
         if data.rules.is_empty() {
-            lines.push(pair("rules", "none (a in an approval prompt adds one)", w));
+            lines.push(pair(
+                "rules",
+                "none (2 in an approval adds one; /permissions: the kept ones)",
+                w,
+            ));
         } else {
             for (i, rule) in data.rules.iter().enumerate() {
                 lines.push(pair(if i == 0 { "rules" } else { "" }, &rule.scope(), w));
@@ -115,10 +130,20 @@ impl Overlay for Status {
         match &data.mcp {
             McpView::Unknown | McpView::Asking => lines.push(pair("MCP", "asking the daemon…", w)),
             McpView::Unavailable(why) => lines.push(pair("MCP", why, w)),
-            McpView::Known(servers) if servers.is_empty() => {
-                lines.push(pair("MCP", "no servers configured", w))
-            }
-            McpView::Known(servers) => {
+            McpView::Known(components) => {
+                let (hooks, servers): (Vec<_>, Vec<_>) = components
+                    .iter()
+                    .partition(|c| c.kind() == scv_protocol::ComponentKind::Hooks);
+                for hook in hooks {
+                    let mut text = state_name(hook.state);
+                    if let Some(error) = &hook.error {
+                        text.push_str(&format!(" · {error}"));
+                    }
+                    lines.push(pair("hooks", &format!("your hooks file: {text}"), w));
+                }
+                if servers.is_empty() {
+                    lines.push(pair("MCP", "no servers configured", w));
+                }
                 for (i, server) in servers.iter().enumerate() {
                     let name = server.name();
                     let mut text = format!("{name}: {}", state_name(server.state));
