@@ -694,3 +694,39 @@ async fn a_bash_turn_that_changed_nothing_leaves_no_checkpoint() {
         "one\n"
     );
 }
+
+/// Undone turns leave the session's turn count: `session.list` says one
+/// turn after two were taken and the second undone (as after a resume).
+#[tokio::test]
+async fn undone_turns_are_not_counted_in_the_session_list() {
+    let (mock, home, workspace) = setup(AUTO).await;
+    let mut server = server(home.path()).await;
+    let session = server.start_session(&workspace).await;
+    for (n, file) in ["a.txt", "b.txt"].iter().enumerate() {
+        mock.push(bash(&format!("echo {n} > {file}")));
+        mock.push(Reply::text(["done"]));
+        turn(&mut server, &session, &format!("write {file}")).await;
+    }
+    let checkpoints = list(&mut server, &session).await;
+    assert_eq!(checkpoints.len(), 2);
+    let last = checkpoints[1]["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let restored = restore(&mut server, &session, &last, json!({})).await;
+    assert_eq!(restored["type"], "checkpoint.restored", "{restored}");
+    let listed = request(
+        &mut server,
+        json!({"type":"session.list","request_id":"sl"}),
+        "session.listed",
+    )
+    .await;
+    let entry = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == session.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(entry["turns"], 1, "{entry}");
+}

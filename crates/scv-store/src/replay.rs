@@ -173,6 +173,12 @@ impl Replay {
                 self.updated = self.updated.max(at);
                 self.history = history;
                 if let Some(at) = self.turns.iter().position(|t| t.turn_id == turn_id) {
+                    // Undone turns are no longer the session's turns.
+                    let undone = self.turns[at..]
+                        .iter()
+                        .filter(|t| t.ended.is_some())
+                        .count();
+                    self.ended_turns = self.ended_turns.saturating_sub(undone);
                     self.turns.truncate(at);
                 }
             }

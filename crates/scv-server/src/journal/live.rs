@@ -370,6 +370,23 @@ impl LiveJournal {
             history: encode(history.messages()),
         });
         self.flush().await;
+        // The undone turns leave the summary's count (as a replay counts
+        // them): read from the journal, once per restore.
+        let (store, session_id) = (self.store.clone(), self.session_id.clone());
+        let replay =
+            crate::blocking::run(move || store.sessions.read(&session_id, None).ok()).await;
+        if let Ok(Some(replay)) = replay {
+            if self.journal.backlog_len() == 0 {
+                self.meta.turns = replay.ended_turns as u64;
+                let (store, session_id, meta) = (
+                    self.store.clone(),
+                    self.session_id.clone(),
+                    self.meta.clone(),
+                );
+                let _ = crate::blocking::run(move || store.sessions.write_meta(&session_id, &meta))
+                    .await;
+            }
+        }
     }
 
     /// The queue is now `prompts` (`seq`: the event that said so).
