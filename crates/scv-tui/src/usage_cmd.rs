@@ -89,6 +89,8 @@ pub fn usage(home: &Path, since: Option<u64>, by: By, now: u64) -> Result<ExitCo
     let (sessions, _) = store.list();
     let from = since.map_or(0, |s| now.saturating_sub(s));
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    // By session: each one's directory and title, after its figures.
+    let mut labels: BTreeMap<String, String> = BTreeMap::new();
     let mut total = Row::default();
     for session in &sessions {
         if session.updated < from {
@@ -103,7 +105,11 @@ pub fn usage(home: &Path, since: Option<u64>, by: By, now: u64) -> Result<ExitCo
                     .get(..10)
                     .unwrap_or_default()
                     .to_string(),
-                By::Session => session.session_id.clone(),
+                By::Session => {
+                    let id = crate::sessions_cmd::short_id(&session.session_id).to_string();
+                    labels.insert(id.clone(), format!("{} · {}", session.cwd, session.title));
+                    id
+                }
                 By::Model => turn.spent.model.clone(),
                 By::Workspace => session.cwd.clone(),
             };
@@ -111,11 +117,16 @@ pub fn usage(home: &Path, since: Option<u64>, by: By, now: u64) -> Result<ExitCo
             total.add(turn);
         }
     }
-    print!("{}", visible(&table(&rows, &total, by)));
+    print!("{}", visible(&table(&rows, &total, by, &labels)));
     Ok(ExitCode::SUCCESS)
 }
 
-fn table(rows: &BTreeMap<String, Row>, total: &Row, by: By) -> String {
+fn table(
+    rows: &BTreeMap<String, Row>,
+    total: &Row,
+    by: By,
+    labels: &BTreeMap<String, String>,
+) -> String {
     if rows.is_empty() {
         return "no usage recorded in that period\n".into();
     }
@@ -132,15 +143,32 @@ fn table(rows: &BTreeMap<String, Row>, total: &Row, by: By) -> String {
         .max()
         .unwrap_or(5);
     let mut out = String::new();
+    // The cost column is padded only when a label follows it.
+    let pad = match labels.is_empty() {
+        true => 0,
+        false => (rows.values().chain([total]))
+            .map(|r| r.cost().len())
+            .max()
+            .unwrap_or(4),
+    };
+    let _ = write!(
+        out,
+        "{heading:<width$}  {:>5}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:<pad$}",
+        "TURNS", "INPUT", "CACHE_READ", "CACHE_WRITE", "OUTPUT", "REASONING", "COST"
+    );
     let _ = writeln!(
         out,
-        "{heading:<width$}  {:>5}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  COST",
-        "TURNS", "INPUT", "CACHE_READ", "CACHE_WRITE", "OUTPUT", "REASONING"
+        "{}",
+        if labels.is_empty() {
+            ""
+        } else {
+            "  DIRECTORY · TITLE"
+        }
     );
     let line = |out: &mut String, key: &str, row: &Row| {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{key:<width$}  {:>5}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {}",
+            "{key:<width$}  {:>5}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:<pad$}",
             row.turns,
             row.input,
             row.cache_read,
@@ -149,6 +177,11 @@ fn table(rows: &BTreeMap<String, Row>, total: &Row, by: By) -> String {
             row.reasoning,
             row.cost()
         );
+        let label = labels
+            .get(key)
+            .map(|l| format!("  {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "{}", label);
     };
     for (key, row) in rows {
         line(&mut out, key, row);

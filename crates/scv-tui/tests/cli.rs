@@ -741,6 +741,34 @@ async fn usage_tables_what_the_store_journaled() {
         "{table}"
     );
 
+    // By session: the short id, then the directory and title after the
+    // figures.
+    let output = home
+        .scv()
+        .args(["usage", "--by", "session"])
+        .output()
+        .unwrap();
+    let table = stdout(&output);
+    let header = table.lines().next().unwrap();
+    assert!(header.ends_with("DIRECTORY · TITLE"), "{table}");
+    let workspace = home
+        .workspace()
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains(&format!("{workspace} · ")))
+        .collect();
+    assert_eq!(rows.len(), 3, "one row per exec session: {table}");
+    assert!(
+        rows.iter()
+            .all(|r| r.split_whitespace().next().unwrap().len() == 8),
+        "{table}"
+    );
+    assert!(table.contains(" · three"), "the title: {table}");
+
     let output = home
         .scv()
         .args(["usage", "--since", "1d", "--by", "day"])
