@@ -651,3 +651,14 @@ fn a_pasted_message_counts_its_lines_in_the_box() {
     assert!(screen.contains(" 40 lines "), "{screen}");
     assert!(screen.contains("log line 40"), "the end shows: {screen}");
 }
+
+/// `scv --remote HOST`: the status line names the host the session's
+/// commands run on.
+#[test]
+fn the_remote_host_is_on_the_status_line() {
+    let mut app = started_app();
+    app.remote_host = Some("build-box".into());
+    let screen = render(&app);
+    let status = screen.lines().rev().find(|l| l.contains("idle")).unwrap();
+    assert!(status.contains("on build-box"), "{screen}");
+}

@@ -122,6 +122,9 @@ pub struct App {
     pub daemon_started: Option<String>,
     /// The local daemon's `config.toml` (`None`: a remote daemon).
     pub config_file: Option<std::path::PathBuf>,
+    /// The host of a remote daemon (`scv --remote HOST`), on the status
+    /// line: where the session's commands run.
+    pub remote_host: Option<String>,
     /// What the session in view opened with from it.
     config_watch: Option<config_watch::ConfigWatch>,
     /// It changed in a way the open session does not take.
@@ -179,6 +182,7 @@ impl App {
             first_run_key: None,
             daemon_started: None,
             config_file: None,
+            remote_host: None,
             config_watch: None,
             config_changed: false,
             mouse_changed: false,

@@ -155,6 +155,9 @@ pub async fn run(
     let opened = opened?;
     let mut app = App::new(Instant::now());
     app.first_run_key = missing_key.clone();
+    if let Endpoint::Remote { host, .. } = &endpoint {
+        app.remote_host = Some(host.clone());
+    }
     if let Endpoint::Local { socket, home } = &endpoint {
         app.daemon_started = crate::first_run::daemon_started(socket);
         app.config_file = Some(home.join("config.toml"));

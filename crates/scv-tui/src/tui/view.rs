@@ -181,6 +181,13 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Red),
         )],
     };
+    if let Some(host) = &app.remote_host {
+        spans.push(Span::styled(
+            format!("on {} ", scv_client::text::visible(host)),
+            Style::default().fg(Color::Magenta),
+        ));
+        spans.push(sep());
+    }
     if let Some(session) = &app.session {
         if let Some(provider) = &session.provider {
             spans.push(Span::styled(format!("{provider} "), dim));
