@@ -527,6 +527,7 @@ fn ctrl_o_opens_the_latest_subagent_and_esc_closes_it() {
         app.overlay.as_ref().map(|o| &o.kind),
         Some(OverlayKind::Subagent(id)) if id == B
     ));
+    assert!(app.expanded, "the session's own cards expand too");
     let screen = render(&app);
     assert!(
         screen.contains("Run the auth tests and report."),
@@ -551,11 +552,12 @@ fn ctrl_o_opens_the_latest_subagent_and_esc_closes_it() {
         screen.contains("Auth is checked in src/auth.rs::check."),
         "{screen}"
     );
-    // Ctrl+O there expands tool output; the overlay stays.
+    // Ctrl+O there folds tool output again; the overlay stays.
+    ctrl(&mut app, 'o');
     assert!(!app.expanded);
+    assert!(app.overlay.is_some());
     ctrl(&mut app, 'o');
     assert!(app.expanded);
-    assert!(app.overlay.is_some());
 
     key(&mut app, KeyCode::Esc);
     assert!(app.overlay.is_none());

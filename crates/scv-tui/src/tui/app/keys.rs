@@ -266,14 +266,17 @@ impl App {
     /// without subagents has none to show: Ctrl+O expands (or folds) tool
     /// output and thinking, as it always did, and says that there are none.
     fn ctrl_o(&mut self) {
+        // The session's own cards expand (or fold) either way; with
+        // subagents, the latest one's transcript opens over them too.
+        self.expanded = !self.expanded;
+        let what = if self.expanded { "expanded" } else { "folded" };
         match self.subagents.latest() {
-            Some(child) => {
+            Some(child) if self.expanded => {
                 let id = child.session_id.clone();
                 self.open_subagent(id);
             }
+            Some(_) => self.hint = Some(format!("tool output and thinking {what}")),
             None => {
-                self.expanded = !self.expanded;
-                let what = if self.expanded { "expanded" } else { "folded" };
                 self.hint = Some(format!(
                     "tool output and thinking {what} (no subagents to show)"
                 ));
