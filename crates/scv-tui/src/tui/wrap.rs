@@ -1,6 +1,7 @@
 //! Word-wrapping styled lines to a width (display columns, so wide CJK
 //! characters count double). Long words are broken; leading indentation of
-//! a wrapped line is not repeated.
+//! a wrapped line is not repeated, but a gutter is (`  │ ` before tool
+//! output and diffs): each continuation line starts with it too.
 //!
 //! Text reaches the screen only through here, so this is also where tabs
 //! become spaces to the next tab stop and control characters become
@@ -13,7 +14,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use scv_client::text::visible;
 use std::borrow::Cow;
-use unicode_width::UnicodeWidthChar;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// Columns between tab stops.
 pub const TAB_WIDTH: usize = 4;
@@ -58,6 +59,19 @@ pub fn wrap_lines(lines: &[Line<'static>], width: u16) -> Vec<Line<'static>> {
 }
 
 fn wrap_one(line: &Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
+    if let Some((gutter, rest)) = split_gutter(line) {
+        let gutter_width = gutter.content.width();
+        if gutter_width < width {
+            let mut inner = Vec::new();
+            wrap_one(&rest, width - gutter_width, &mut inner);
+            for wrapped in inner {
+                let mut spans = vec![gutter.clone()];
+                spans.extend(wrapped.spans);
+                out.push(Line::from(spans).style(line.style));
+            }
+            return;
+        }
+    }
     let mut cells: Vec<(char, Style)> = Vec::new();
     let mut col = 0;
     for span in &line.spans {
@@ -113,6 +127,22 @@ fn wrap_one(line: &Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
     }
 }
 
+/// A line's leading gutter (a first span of spaces and one `│`, ending
+/// `│ `) and the rest of it.
+fn split_gutter(line: &Line<'static>) -> Option<(Span<'static>, Line<'static>)> {
+    let first = line.spans.first()?;
+    let text = first.content.as_ref();
+    let is_gutter = text.ends_with("│ ")
+        && text.chars().filter(|&c| c == '│').count() == 1
+        && text.chars().all(|c| c == ' ' || c == '│')
+        && line.spans.len() > 1;
+    if !is_gutter {
+        return None;
+    }
+    let rest = Line::from(line.spans[1..].to_vec()).style(line.style);
+    Some((first.clone(), rest))
+}
+
 /// Groups cells of equal style into spans.
 fn spans_of(cells: &[(char, Style)]) -> Line<'static> {
     let mut spans: Vec<Span<'static>> = Vec::new();
@@ -142,6 +172,18 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    #[test]
+    fn a_gutter_starts_every_continuation_line() {
+        let line = Line::from(vec![Span::raw("  │ "), Span::raw("alpha beta gamma delta")]);
+        assert_eq!(
+            texts(&wrap_lines(&[line], 15)),
+            ["  │ alpha beta", "  │ gamma delta"]
+        );
+        // Not a gutter: wrapped as text.
+        let line = Line::from(vec![Span::raw("  "), Span::raw("alpha beta gamma")]);
+        assert_eq!(texts(&wrap_lines(&[line], 12)), ["  alpha", "beta gamma"]);
     }
 
     #[test]
