@@ -662,3 +662,27 @@ fn the_remote_host_is_on_the_status_line() {
     let status = screen.lines().rev().find(|l| l.contains("idle")).unwrap();
     assert!(status.contains("on build-box"), "{screen}");
 }
+
+/// At 50 columns the approval's options and keys wrap instead of being
+/// cut: the whole rule and "No" are on screen.
+#[test]
+fn a_narrow_approval_wraps_its_options() {
+    let mut app = started_app();
+    app.resize(50, 30);
+    start_turn(&mut app, "Test it");
+    app.apply(turn_event(json!({"type":"tool.proposed","seq":2,"call_id":"c1","name":"bash","arguments":{"command":"cargo test --workspace --all-targets"}})));
+    app.apply(turn_event(json!({"type":"approval.requested","seq":3,"approval_id":"ap-1","call_id":"c1","name":"bash","risk":"process","cwd":"/work/project/with/a/long/path","summary":"Run shell command: cargo test --workspace --all-targets"})));
+    app.now += Duration::from_secs(1);
+    let mut terminal = Terminal::new(TestBackend::new(50, 30)).unwrap();
+    terminal.draw(|frame| view::draw(frame, &app)).unwrap();
+    let screen = terminal.backend().to_string();
+    let text: String = screen
+        .lines()
+        .map(|l| l.trim_matches('"').trim_matches('┃').trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("(any arguments)"), "{screen}");
+    assert!(text.contains("while scv runs"), "{screen}");
+    assert!(text.contains("3 No"), "{screen}");
+    assert!(text.contains("/work/project/with/a/long/path"), "{screen}");
+}

@@ -212,14 +212,21 @@ impl ApprovalPrompt {
         self.scroll >= self.max_scroll()
     }
 
-    /// Rows the prompt needs: the call (at most [`MAX_BODY_ROWS`]), a line
-    /// for risk and place, the three options, a line of keys, the borders.
+    /// Rows the prompt needs: the call (at most [`MAX_BODY_ROWS`]), then
+    /// risk and place, the three options and the keys, each wrapped to the
+    /// width (never cut), and the borders.
     pub fn height(&self) -> u16 {
-        if self.pending.is_empty() {
+        let Some(front) = self.pending.front() else {
             return 0;
-        }
+        };
         let body = self.body_rows().clamp(1, usize::from(self.body_rows_max)) as u16;
-        body + 5 + 2
+        // Armed and not typing: the longest the keys line gets.
+        let at = self
+            .shown_at
+            .map(|t| t + ARM_DELAY)
+            .unwrap_or_else(Instant::now);
+        let tail = wrap::wrap_lines(&self.tail(front, at, false, self.plan), self.width.max(1));
+        body + u16::try_from(tail.len()).unwrap_or(u16::MAX) + 2
     }
 
     /// Takes every waiting call `answered` picks (a rule answers them),
@@ -446,6 +453,20 @@ impl ApprovalPrompt {
         let body = self.body();
         let rows = body.len().clamp(1, usize::from(self.body_rows_max));
         let mut lines: Vec<Line<'static>> = body.into_iter().skip(self.scroll).take(rows).collect();
+        let tail = self.tail(approval, now, typing, plan);
+        lines.extend(wrap::wrap_lines(&tail, inner.width.max(1)));
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+
+    /// What follows the call: risk and place, the options, the keys.
+    fn tail(
+        &self,
+        approval: &PendingApproval,
+        now: Instant,
+        typing: bool,
+        plan: bool,
+    ) -> Vec<Line<'static>> {
+        let mut lines = Vec::new();
         let below = self.max_scroll() - self.scroll.min(self.max_scroll());
         let mut place = vec![
             Span::styled("risk ", Style::default().fg(Color::DarkGray)),
@@ -480,7 +501,7 @@ impl ApprovalPrompt {
         lines.push(Line::from(place));
         lines.extend(self.option_lines(approval, now, typing, plan));
         lines.push(self.keys_line(now, typing));
-        frame.render_widget(Paragraph::new(lines), inner);
+        lines
     }
 
     /// `1 Yes, once`, `2 Yes, and always allow <rule>`, `3 No`, the
