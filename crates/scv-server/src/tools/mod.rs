@@ -9,7 +9,10 @@
 //! tool imports that vocabulary, so neither may live where the other is
 //! imported from.
 
+pub(crate) mod background;
 pub(crate) mod bash;
+mod bash_kill;
+mod bash_output;
 pub(crate) mod beneath;
 mod builtin;
 mod edit_file;
