@@ -15,13 +15,15 @@ use scv_test_support::mcp_python::python;
 use std::path::Path;
 use std::time::Duration;
 
-const BUILTINS: [&str; 7] = [
+const BUILTINS: [&str; 9] = [
     "bash",
     "read_file",
     "write_file",
     "edit_file",
     "list_dir",
     "search",
+    "bash_output",
+    "bash_kill",
     "task",
 ];
 
