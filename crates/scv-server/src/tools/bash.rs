@@ -63,9 +63,8 @@ struct BashArgs {
     #[serde(default)]
     unsandboxed: bool,
     #[schemars(
-        description = "Start the command in the background and return at once with its process_id (a dev \
-                       server, a watcher); read its output with bash_output, stop it with bash_kill. It \
-                       runs until it exits, is killed, or the session ends."
+        description = "Start it in the background and return at once with its process_id (a dev server, \
+                       a watcher); read its output with bash_output, stop it with bash_kill."
     )]
     #[serde(default)]
     background: bool,

@@ -12,7 +12,7 @@ use serde_json::Value;
 pub(crate) const TOOL: Builtin = Builtin {
     name: "bash_kill",
     risk: Risk::Read,
-    description: "Stop a background process started with bash {background: true}, and every process it started. Returns once none is left.",
+    description: "Stop a background process and every process it started.",
     parameters: schema_of::<Args>,
     summary: |arguments| {
         format!(

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub(crate) const TOOL: Builtin = Builtin {
     name: "bash_output",
     risk: Risk::Read,
-    description: "Read the output (stdout and stderr together) a background process started with bash {background: true} wrote since the last read, and whether it still runs. With wait_ms, waits up to that long (at most 60000) for output when there is none yet.",
+    description: "The output (stdout and stderr) a background process wrote since the last read, and whether it still runs.",
     parameters: schema_of::<Args>,
     summary: |arguments| {
         format!(
@@ -31,7 +31,7 @@ pub(crate) const TOOL: Builtin = Builtin {
 struct Args {
     /// The process_id bash returned.
     process_id: String,
-    /// Wait up to this many milliseconds for output when there is none yet.
+    /// Wait up to this long (at most 60000) for output when there is none yet.
     wait_ms: Option<u64>,
 }
 

@@ -313,7 +313,7 @@ mod tests {
                         "command": {"type": "string", "description": "The command line to run."},
                         "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."},
                         "unsandboxed": {"type": "boolean", "description": "Run outside the sandbox (asks the user first). Only after a command failed because the sandbox forbade it."},
-                        "background": {"type": "boolean", "description": "Start the command in the background and return at once with its process_id (a dev server, a watcher); read its output with bash_output, stop it with bash_kill. It runs until it exits, is killed, or the session ends."}
+                        "background": {"type": "boolean", "description": "Start it in the background and return at once with its process_id (a dev server, a watcher); read its output with bash_output, stop it with bash_kill."}
                     },
                     "required": ["command"]
                 }),
@@ -380,7 +380,7 @@ mod tests {
                     "type": "object",
                     "properties": {
                         "process_id": {"type": "string", "description": "The process_id bash returned."},
-                        "wait_ms": {"type": "integer", "minimum": 0, "description": "Wait up to this many milliseconds for output when there is none yet."}
+                        "wait_ms": {"type": "integer", "minimum": 0, "description": "Wait up to this long (at most 60000) for output when there is none yet."}
                     },
                     "required": ["process_id"]
                 }),
