@@ -15,6 +15,7 @@ pub mod input_box;
 pub mod markdown;
 pub mod overlays;
 mod panel;
+pub mod processes;
 pub mod queue_panel;
 pub use scv_client::rules;
 pub mod state;

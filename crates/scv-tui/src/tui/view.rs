@@ -265,6 +265,14 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Magenta),
         ));
     }
+    let background = app.processes.running();
+    if background > 0 {
+        spans.push(sep());
+        spans.push(Span::styled(
+            format!("{background} bg (/ps)"),
+            Style::default().fg(Color::Cyan),
+        ));
+    }
     if !app.queue.is_empty() || app.queue.paused() {
         spans.push(sep());
         let paused = if app.queue.paused() { " (paused)" } else { "" };

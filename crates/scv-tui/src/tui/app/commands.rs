@@ -60,6 +60,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::Always(App::copy_last_answer),
     },
     SlashCommand {
+        name: "/ps",
+        help: "/ps: this session's background processes; /ps ID: the output last read of one",
+        takes_arg: true,
+        run: Run::Always(App::show_processes),
+    },
+    SlashCommand {
         name: "/cost",
         help: "what this session's turns cost, turn by turn",
         takes_arg: false,
@@ -342,6 +348,15 @@ impl App {
 
     fn show_help(&mut self, _: &str) -> Vec<Outgoing> {
         self.overlay = Some(OpenOverlay::new(OverlayKind::Help));
+        Vec::new()
+    }
+
+    fn show_processes(&mut self, id: &str) -> Vec<Outgoing> {
+        let text = match id.trim() {
+            "" => self.processes.listing(),
+            id => self.processes.detail(id),
+        };
+        self.notice(text);
         Vec::new()
     }
 

@@ -198,6 +198,7 @@ impl App {
                 name,
                 arguments,
             } => {
+                self.processes.proposed(&call_id, &name, &arguments);
                 let cwd = self.session.as_ref().map(|s| s.cwd.clone());
                 self.transcript
                     .tool_proposed(call_id, name, arguments, cwd.as_deref(), self.now)
@@ -209,14 +210,17 @@ impl App {
             // A call that fails after the user denied it shows as denied.
             ToolChange::Done {
                 call_id,
+                name,
                 success,
                 output,
                 truncated,
                 denied,
-                ..
-            } => self
-                .transcript
-                .tool_completed(&call_id, success, denied, output, truncated),
+            } => {
+                self.processes
+                    .completed(&call_id, &name, success, &output);
+                self.transcript
+                    .tool_completed(&call_id, success, denied, output, truncated)
+            }
         }
     }
 

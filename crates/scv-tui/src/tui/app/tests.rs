@@ -505,3 +505,73 @@ fn init_asks_the_model_to_write_agents_md() {
     assert!(start.prompt.contains("CLAUDE.md"), "{}", start.prompt);
     assert!(!start.command, "/init is SCV's, not a custom command");
 }
+
+/// Background processes, known from the tool results alone: counted on
+/// the status line while they run, listed by `/ps`, their output last
+/// read by `/ps ID`.
+#[test]
+fn background_processes_show_on_the_status_line_and_in_ps() {
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "serve it"));
+    let mut seq = 4;
+    let mut apply = |app: &mut App, mut body: Value| {
+        body["request_id"] = json!(request_id);
+        body["session_id"] = json!(S);
+        body["turn_id"] = json!("turn-1");
+        body["seq"] = json!(seq);
+        seq += 1;
+        app.apply(event(body));
+    };
+    apply(&mut app, json!({"type":"turn.started"}));
+    apply(
+        &mut app,
+        json!({"type":"tool.proposed","call_id":"c1","name":"bash",
+        "arguments":{"command":"python3 -m http.server 8000","background":true}}),
+    );
+    apply(
+        &mut app,
+        json!({"type":"tool.completed","call_id":"c1","name":"bash","success":true,"truncated":false,
+        "output":"Started in the background in the sandbox.\nprocess_id: bg1\nRead its output with bash_output."}),
+    );
+    let wide = |app: &App| {
+        let mut terminal = Terminal::new(TestBackend::new(200, 24)).unwrap();
+        terminal
+            .draw(|frame| crate::tui::view::draw(frame, app))
+            .unwrap();
+        terminal.backend().to_string().lines().last().unwrap().to_string()
+    };
+    assert!(wide(&app).contains("1 bg (/ps)"), "{}", wide(&app));
+    apply(
+        &mut app,
+        json!({"type":"tool.proposed","call_id":"c2","name":"bash_output",
+        "arguments":{"process_id":"bg1"}}),
+    );
+    apply(
+        &mut app,
+        json!({"type":"tool.completed","call_id":"c2","name":"bash_output","success":true,"truncated":false,
+        "output":"Serving HTTP on 127.0.0.1 port 8000\n\"GET / HTTP/1.1\" 200 -\n[process bg1: running]"}),
+    );
+    assert!(run(&mut app, "/ps").is_empty());
+    let listed = notices(&app).last().unwrap().clone();
+    assert!(
+        listed.contains("bg1  running  python3 -m http.server 8000"),
+        "{listed}"
+    );
+    assert!(run(&mut app, "/ps bg1").is_empty());
+    let detail = notices(&app).last().unwrap().clone();
+    assert!(detail.contains("\"GET / HTTP/1.1\" 200"), "{detail}");
+
+    apply(
+        &mut app,
+        json!({"type":"tool.proposed","call_id":"c3","name":"bash_kill",
+        "arguments":{"process_id":"bg1"}}),
+    );
+    apply(
+        &mut app,
+        json!({"type":"tool.completed","call_id":"c3","name":"bash_kill","success":true,"truncated":false,
+        "output":"[process bg1: killed]"}),
+    );
+    assert!(!wide(&app).contains("bg (/ps)"), "{}", wide(&app));
+    assert!(run(&mut app, "/ps").is_empty());
+    assert!(notices(&app).last().unwrap().contains("bg1  killed"));
+}
