@@ -55,7 +55,10 @@ pub fn title(name: &str, arguments: &Value) -> String {
             format!("Run shell command in the background: {}", arg("command"))
         }
         "bash" => format!("Run shell command: {}", arg("command")),
-        "bash_output" => format!("Read the output of background process {}", arg("process_id")),
+        "bash_output" => format!(
+            "Read the output of background process {}",
+            arg("process_id")
+        ),
         "bash_kill" => format!("Stop background process {}", arg("process_id")),
         "read_file" => format!("Read file: {}", arg("path")),
         "write_file" => format!("Write file: {}", arg("path")),

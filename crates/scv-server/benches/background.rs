@@ -66,7 +66,10 @@ async fn call(mode: &mut Mode, name: &str, arguments: Value) -> (Duration, Strin
             assert_eq!(event["success"], true, "{event}");
             output = event["output"].as_str().unwrap().to_string();
         }
-        if matches!(kind.as_str(), "turn.completed" | "turn.failed" | "turn.cancelled") {
+        if matches!(
+            kind.as_str(),
+            "turn.completed" | "turn.failed" | "turn.cancelled"
+        ) {
             break;
         }
     }
@@ -77,7 +80,8 @@ async fn call(mode: &mut Mode, name: &str, arguments: Value) -> (Duration, Strin
     (at("tool.completed") - at("tool.proposed"), output)
 }
 
-const STUBBORN: &str = "trap '' TERM; (setsid sh -c 'trap \"\" TERM; exec sleep 1000' &); exec sleep 1000";
+const STUBBORN: &str =
+    "trap '' TERM; (setsid sh -c 'trap \"\" TERM; exec sleep 1000' &); exec sleep 1000";
 
 fn median(mut values: Vec<Duration>) -> f64 {
     values.sort();
@@ -132,10 +136,14 @@ async fn main() {
     let pid = mode.server.pid();
     let before = scv_test_support::procfs::resident(pid);
     for n in 0..8 {
-        let command = format!(
-            "head -c 3000000 /dev/zero | tr '\\0' x; touch done{n}; exec sleep 1000"
-        );
-        call(mode, "bash", json!({"command": command, "background": true})).await;
+        let command =
+            format!("head -c 3000000 /dev/zero | tr '\\0' x; touch done{n}; exec sleep 1000");
+        call(
+            mode,
+            "bash",
+            json!({"command": command, "background": true}),
+        )
+        .await;
     }
     let workspace = mode.home.workspace();
     for n in 0..8 {

@@ -319,19 +319,31 @@ mod tests {
         let mut from = 0;
         ring.push(b"0123");
         let read = ring.read(&mut from, 100);
-        assert_eq!((read.bytes.as_slice(), read.lost, read.more), (&b"0123"[..], 0, 0));
+        assert_eq!(
+            (read.bytes.as_slice(), read.lost, read.more),
+            (&b"0123"[..], 0, 0)
+        );
         ring.push(b"456789abcdef");
         assert_eq!(ring.len(), 8);
         let read = ring.read(&mut from, 100);
         // 4..=7 went before they were read.
-        assert_eq!((read.bytes.as_slice(), read.lost), (&b"456789abcdef"[4..], 4));
+        assert_eq!(
+            (read.bytes.as_slice(), read.lost),
+            (&b"456789abcdef"[4..], 4)
+        );
         assert_eq!(ring.read(&mut from, 100).bytes, b"");
         // More than the cap at once: only its tail is kept.
         ring.push(b"ABCDEFGHIJKL");
         let read = ring.read(&mut from, 3);
-        assert_eq!((read.bytes.as_slice(), read.lost, read.more), (&b"EFG"[..], 4, 5));
+        assert_eq!(
+            (read.bytes.as_slice(), read.lost, read.more),
+            (&b"EFG"[..], 4, 5)
+        );
         let read = ring.read(&mut from, 100);
-        assert_eq!((read.bytes.as_slice(), read.lost, read.more), (&b"HIJKL"[..], 0, 0));
+        assert_eq!(
+            (read.bytes.as_slice(), read.lost, read.more),
+            (&b"HIJKL"[..], 0, 0)
+        );
     }
 
     #[test]

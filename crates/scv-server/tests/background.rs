@@ -30,7 +30,11 @@ fn marked(marker: &str) -> Vec<(i32, String)> {
     let me = std::process::id() as i32;
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         if pid == me || !scv_test_support::procfs::is_running(pid) {
@@ -51,7 +55,11 @@ fn marked(marker: &str) -> Vec<(i32, String)> {
 /// Waits (bounded) until at least `n` marked processes run.
 async fn running(marker: &str, n: usize) {
     let up = scv_test_support::eventually(|| marked(marker).len() >= n).await;
-    assert!(up, "expected {n} processes marked {marker}: {:?}", marked(marker));
+    assert!(
+        up,
+        "expected {n} processes marked {marker}: {:?}",
+        marked(marker)
+    );
 }
 
 /// Waits (bounded) until no marked process is left.
@@ -165,17 +173,15 @@ async fn a_background_server_answers_its_output_is_read_and_bash_kill_leaves_not
         "{summary}"
     );
     rig.server
-        .send(json!({"type":"approval.resolve","request_id":"ap","session_id":session,
-                     "approval_id":approval["approval_id"],"approved":true}))
+        .send(
+            json!({"type":"approval.resolve","request_id":"ap","session_id":session,
+                     "approval_id":approval["approval_id"],"approved":true}),
+        )
         .await;
     let events = rig.server.until_terminal().await;
     let results = completed(&events);
     assert!(results[0].1, "{results:?}");
-    assert!(
-        results[0].2.contains("in the sandbox"),
-        "{}",
-        results[0].2
-    );
+    assert!(results[0].2.contains("in the sandbox"), "{}", results[0].2);
     let id = process_id(&results[0].2);
     assert_eq!(id, "bg1");
 
@@ -233,7 +239,10 @@ async fn a_background_server_answers_its_output_is_read_and_bash_kill_leaves_not
         &[call("k1", "bash_kill", json!({"process_id": id}))],
     )
     .await;
-    assert!(results[0].2.starts_with("[process bg1: killed"), "{results:?}");
+    assert!(
+        results[0].2.starts_with("[process bg1: killed"),
+        "{results:?}"
+    );
     assert!(
         marked(&mark).is_empty(),
         "left after bash_kill returned: {:?}",
@@ -311,7 +320,10 @@ async fn the_ninth_is_refused_in_words_and_the_rings_loss_is_said() {
         json!({"command": chatty, "background": true}),
     ));
     let results = calls(&mut rig.server, &rig.mock, &session, &kill_and_start).await;
-    assert!(results[0].2.starts_with("[process bg3: killed"), "{results:?}");
+    assert!(
+        results[0].2.starts_with("[process bg3: killed"),
+        "{results:?}"
+    );
     assert_eq!(process_id(&results[1].2), "bg9");
     assert!(
         scv_test_support::eventually(|| workspace.join("finished").exists()).await,
@@ -350,7 +362,11 @@ async fn the_ninth_is_refused_in_words_and_the_rings_loss_is_said() {
             &mut rig.server,
             &rig.mock,
             &session,
-            &[call(&format!("r{n}"), "bash_output", json!({"process_id": "bg9"}))],
+            &[call(
+                &format!("r{n}"),
+                "bash_output",
+                json!({"process_id": "bg9"}),
+            )],
         )
         .await;
         rest = results[0].2.clone();
@@ -425,7 +441,9 @@ async fn nothing_outlives_its_session_or_the_daemon(sandboxed: bool) {
     let (mut second, second_session) = daemon.client().await;
     let closed = marker(&format!("closed{sandboxed}"));
     let killed = marker(&format!("daemon{sandboxed}"));
-    daemon.stubborn_pair(&mut first, &first_session, &closed).await;
+    daemon
+        .stubborn_pair(&mut first, &first_session, &closed)
+        .await;
     daemon
         .stubborn_pair(&mut second, &second_session, &killed)
         .await;

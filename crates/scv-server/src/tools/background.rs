@@ -1,10 +1,10 @@
 //! `bash {background: true}`: a background process started as a `bash`
-//! call is (`bash::start`), its output read into its ring by a task of
+//! call is (`command::start`), its output read into its ring by a task of
 //! its own until all of it is gone. The table, its bounds and how nothing
 //! outlives the session: `crate::background`.
 
-use super::bash::{read_report, start, Started};
 use super::builtin::{ToolContext, ToolOutput, ToolResult};
+use super::command::{read_report, start, Started};
 use crate::background::Proc;
 use crate::reaper::Report;
 use std::sync::Arc;
@@ -98,4 +98,3 @@ fn describe(killed: bool, report: Option<&Report>) -> String {
     }
     text
 }
-

@@ -4,8 +4,8 @@
 //! `background::MAX_WAIT`) for output when there is none yet. Reads only:
 //! no approval.
 
-use crate::background::RING_BYTES;
 use super::builtin::{parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
+use crate::background::RING_BYTES;
 use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;

@@ -15,6 +15,7 @@ mod bash_kill;
 mod bash_output;
 pub(crate) mod beneath;
 mod builtin;
+mod command;
 mod edit_file;
 mod list_dir;
 mod mcp;

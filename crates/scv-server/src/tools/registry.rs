@@ -4,7 +4,10 @@
 
 use super::builtin::{Builtin, ToolContext, ToolResult};
 use super::tool_search::{self, Loaded};
-use super::{bash, bash_kill, bash_output, edit_file, list_dir, mcp, output, read_file, search, skill, task, write_file};
+use super::{
+    bash, bash_kill, bash_output, edit_file, list_dir, mcp, output, read_file, search, skill, task,
+    write_file,
+};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;

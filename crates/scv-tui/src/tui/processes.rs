@@ -190,10 +190,20 @@ mod tests {
             true,
             "Serving HTTP on 0.0.0.0\nGET /\n[process bg1: running]",
         );
-        assert_eq!(ps.get("bg1").unwrap().tail, "Serving HTTP on 0.0.0.0\nGET /\n");
-        ps.completed("c4", "bash_output", true, "(no new output)\n[process bg1: running]");
+        assert_eq!(
+            ps.get("bg1").unwrap().tail,
+            "Serving HTTP on 0.0.0.0\nGET /\n"
+        );
+        ps.completed(
+            "c4",
+            "bash_output",
+            true,
+            "(no new output)\n[process bg1: running]",
+        );
         assert_eq!(ps.running(), 1);
-        assert!(ps.listing().contains("bg1  running  python3 -m http.server"));
+        assert!(ps
+            .listing()
+            .contains("bg1  running  python3 -m http.server"));
         ps.completed("c5", "bash_kill", true, "[process bg1: killed]");
         assert_eq!(ps.running(), 0);
         assert_eq!(ps.get("bg1").unwrap().ended.as_deref(), Some("killed"));

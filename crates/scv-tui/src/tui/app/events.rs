@@ -216,8 +216,7 @@ impl App {
                 truncated,
                 denied,
             } => {
-                self.processes
-                    .completed(&call_id, &name, success, &output);
+                self.processes.completed(&call_id, &name, success, &output);
                 self.transcript
                     .tool_completed(&call_id, success, denied, output, truncated)
             }

@@ -538,7 +538,13 @@ fn background_processes_show_on_the_status_line_and_in_ps() {
         terminal
             .draw(|frame| crate::tui::view::draw(frame, app))
             .unwrap();
-        terminal.backend().to_string().lines().last().unwrap().to_string()
+        terminal
+            .backend()
+            .to_string()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
     };
     assert!(wide(&app).contains("1 bg (/ps)"), "{}", wide(&app));
     apply(
