@@ -176,6 +176,9 @@ impl Background {
     pub(crate) fn admit(&self, command: &str) -> Result<Arc<Proc>, String> {
         let mut table = crate::sync::lock(&self.table);
         let running = table.procs.iter().filter(|p| !p.ended()).count();
+        if self.max == 0 {
+            return Err("refused: background processes are off here (max_background_processes = 0); run the command in the foreground".into());
+        }
         if running >= self.max {
             let list: Vec<String> = table
                 .procs

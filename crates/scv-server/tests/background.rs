@@ -513,3 +513,68 @@ async fn sandboxed_ones_end_when_the_daemon_is_killed_outright() {
 async fn unsandboxed_ones_end_when_the_daemon_is_killed_outright() {
     nothing_outlives_a_killed_daemon(false).await;
 }
+
+/// Hooks see the two tools by their names, SCV's or Claude Code's: a
+/// `PreToolUse` hook on `KillShell` (told `tool_name` "KillShell") blocks
+/// `bash_kill`, which then kills nothing; `bash_output` does not match it.
+#[tokio::test]
+async fn hooks_see_bash_kill_as_kill_shell_and_can_block_it() {
+    let mock = MockProvider::start().await;
+    let home = TestHome::new(&mock.base_url(), &format!("{AUTO}\nsandbox = \"off\""));
+    let dir = home.workspace().join(".scv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = "python3 -c 'import json, sys; print(\"no killing\", json.load(sys.stdin)[\"tool_name\"], file=sys.stderr)'; exit 2";
+    std::fs::write(
+        dir.join("hooks.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "KillShell",
+            "hooks": [{"type": "command", "command": hook}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    home.trust_workspace();
+    let mut server = TestServer::spawn(BIN, home.path());
+    server.initialize().await;
+    let session = server.start_session(&home.workspace()).await;
+    let mark = marker("hooked");
+    let results = calls(
+        &mut server,
+        &mock,
+        &session,
+        &[call(
+            "b",
+            "bash",
+            json!({"command": format!("export M={mark}; echo up; exec sleep 1000"), "background": true}),
+        )],
+    )
+    .await;
+    let id = process_id(&results[0].2);
+    running(&mark, 1).await;
+    let results = calls(
+        &mut server,
+        &mock,
+        &session,
+        &[
+            call("k", "bash_kill", json!({"process_id": id})),
+            call(
+                "o",
+                "bash_output",
+                json!({"process_id": id, "wait_ms": 10000}),
+            ),
+        ],
+    )
+    .await;
+    assert!(!results[0].1);
+    assert!(
+        results[0].2.contains("PreToolUse hook blocked")
+            && results[0].2.contains("no killing KillShell"),
+        "{results:?}"
+    );
+    assert!(results[1].2.contains("up"), "{results:?}");
+    assert!(
+        results[1].2.ends_with("[process bg1: running]"),
+        "{results:?}"
+    );
+    assert!(!marked(&mark).is_empty(), "a blocked bash_kill killed it");
+    drop(server);
+    none_left(&mark, "the server was dropped").await;
+}
