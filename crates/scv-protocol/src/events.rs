@@ -293,6 +293,10 @@ pub enum EventBody {
     /// Extension (capability `trust`): the answer to `workspace.trust`.
     #[serde(rename = "workspace.trusted")]
     WorkspaceTrusted(crate::trust::WorkspaceTrust),
+    /// Extension (capability `processes`): the answer to `process.kill`
+    /// and `process.peek`.
+    #[serde(rename = "process.state")]
+    ProcessState(crate::processes::ProcessState),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -340,6 +344,7 @@ impl EventBody {
             EventBody::HookMessage(_) => "hook.message",
             EventBody::SubagentStarted(_) => "subagent.started",
             EventBody::WorkspaceTrusted(_) => "workspace.trusted",
+            EventBody::ProcessState(_) => "process.state",
             EventBody::Error(_) => "error",
         }
     }

@@ -73,6 +73,13 @@ pub enum ClientMessage {
     /// server's question.
     #[serde(rename = "elicitation.resolve")]
     ElicitationResolve(crate::elicitation::ElicitationResolve),
+    /// Extension (capability `processes`): stop a background process.
+    #[serde(rename = "process.kill")]
+    ProcessKill(crate::processes::ProcessRequest),
+    /// Extension (capability `processes`): the end of a background
+    /// process's output.
+    #[serde(rename = "process.peek")]
+    ProcessPeek(crate::processes::ProcessRequest),
 }
 
 /// `models.list` (extension): what the session's provider offers.
@@ -198,6 +205,8 @@ impl ClientMessage {
             ClientMessage::ModelsList(_) => "models.list",
             ClientMessage::WorkspaceTrust(_) => "workspace.trust",
             ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
+            ClientMessage::ProcessKill(_) => "process.kill",
+            ClientMessage::ProcessPeek(_) => "process.peek",
         }
     }
 }
@@ -226,6 +235,8 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "models.list",
     "workspace.trust",
     "elicitation.resolve",
+    "process.kill",
+    "process.peek",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,6 +303,10 @@ pub struct Capabilities {
     /// `elicitation.resolve`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub elicitation: bool,
+    /// Background processes: `process.kill`, `process.peek` and
+    /// `process.state`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub processes: bool,
 }
 
 /// Name and version of a client or server.

@@ -293,6 +293,21 @@ impl Proc {
         }
     }
 
+    /// The end of its output (at most `max` bytes, from a character
+    /// boundary), without moving where the model's next read starts.
+    pub(crate) fn peek(&self, max: usize) -> String {
+        let out = crate::sync::lock(&self.out);
+        let ring = &out.ring;
+        let mut from = ring.written - (ring.bytes.len().min(max)) as u64;
+        // Not in the middle of a character: skip continuation bytes.
+        let oldest = ring.written - ring.bytes.len() as u64;
+        while from < ring.written && (ring.bytes[(from - oldest) as usize] & 0xC0) == 0x80 {
+            from += 1;
+        }
+        let read = ring.read(&mut from, usize::MAX);
+        String::from_utf8_lossy(&read.bytes).into_owned()
+    }
+
     /// Told to end (`bash_kill`, the session's end).
     pub(crate) async fn kill_requested(&self) {
         self.kill.cancelled().await;

@@ -578,3 +578,100 @@ async fn hooks_see_bash_kill_as_kill_shell_and_can_block_it() {
     drop(server);
     none_left(&mark, "the server was dropped").await;
 }
+
+/// A client that asked for capability `processes` looks at the end of a
+/// background process's output (`process.peek`, which leaves the model's
+/// next read whole) and stops it (`process.kill`: nothing of it is left
+/// when `process.state` comes); one that did not is refused in words.
+#[tokio::test]
+async fn a_client_peeks_at_and_kills_a_background_process() {
+    let mut rig = Rig::with_capabilities(
+        &format!("{AUTO}\nsandbox = \"off\""),
+        json!({"processes": true}),
+    )
+    .await;
+    let session = rig.session().await;
+    let mark = marker("client");
+    let command = stubborn(&mark, "echo serving; while :; do sleep 1; done");
+    let results = calls(
+        &mut rig.server,
+        &rig.mock,
+        &session,
+        &[call(
+            "b",
+            "bash",
+            json!({"command": command, "background": true}),
+        )],
+    )
+    .await;
+    let id = process_id(&results[0].2);
+    running(&mark, 2).await;
+
+    let peek = json!({"type":"process.peek","request_id":"p","session_id":session,"process_id":id});
+    let mut state = Value::Null;
+    for _ in 0..200 {
+        rig.server.send(peek.clone()).await;
+        state = rig.server.expect("process.state").await;
+        if state["output"].as_str().unwrap().contains("serving") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(state["request_id"], "p");
+    assert_eq!(state["session_id"], session);
+    assert_eq!(state["running"], true, "{state}");
+    assert_eq!(state["output"], "ready\nserving\n", "{state}");
+    assert!(state["command"].as_str().unwrap().contains(&mark));
+
+    rig.server
+        .send(
+            json!({"type":"process.kill","request_id":"k","session_id":session,"process_id":"bg7"}),
+        )
+        .await;
+    let error = rig.server.expect_error("invalid_request", "k").await;
+    assert_eq!(
+        error["message"],
+        "no background process `bg7` in this session (there are: bg1)"
+    );
+    rig.server
+        .send(json!({"type":"process.kill","request_id":"k","session_id":session,"process_id":id}))
+        .await;
+    let state = rig.server.expect("process.state").await;
+    assert_eq!(state["running"], false, "{state}");
+    assert!(
+        state["status"].as_str().unwrap().starts_with("killed"),
+        "{state}"
+    );
+    assert!(
+        marked(&mark).is_empty(),
+        "left after process.state said it was killed: {:?}",
+        marked(&mark)
+    );
+    // The model still reads everything, and how it ended.
+    let results = calls(
+        &mut rig.server,
+        &rig.mock,
+        &session,
+        &[call("o", "bash_output", json!({"process_id": id}))],
+    )
+    .await;
+    assert!(
+        results[0]
+            .2
+            .starts_with("ready\nserving\n[process bg1: killed"),
+        "{results:?}"
+    );
+
+    // Without the capability: refused, named.
+    let mut plain = Rig::new(&format!("{AUTO}\nsandbox = \"off\"")).await;
+    let other = plain.session().await;
+    plain
+        .server
+        .send(json!({"type":"process.kill","request_id":"x","session_id":other,"process_id":"bg1"}))
+        .await;
+    let error = plain.server.expect_error("invalid_request", "x").await;
+    assert_eq!(
+        error["message"],
+        "process.kill needs capability `processes` (ask for it in initialize)"
+    );
+}

@@ -5,7 +5,7 @@
 
 use scv_protocol::{
     CheckpointInfo, ClientMessage, DaemonStatus, EventBody, FileChange, MissedCheckpoint, Mode,
-    StoredSession, WorkspaceTrust,
+    ProcessState, StoredSession, WorkspaceTrust,
 };
 use std::collections::VecDeque;
 
@@ -62,6 +62,11 @@ pub enum Asked {
     Elicitation {
         elicitation_id: String,
     },
+    /// `process.kill` (`kill`) or `process.peek` of a background process.
+    Process {
+        process_id: String,
+        kill: bool,
+    },
 }
 
 impl Asked {
@@ -114,6 +119,14 @@ impl Asked {
             ClientMessage::ElicitationResolve(resolve) => Asked::Elicitation {
                 elicitation_id: resolve.elicitation_id.clone(),
             },
+            ClientMessage::ProcessKill(request) => Asked::Process {
+                process_id: request.process_id.clone(),
+                kill: true,
+            },
+            ClientMessage::ProcessPeek(request) => Asked::Process {
+                process_id: request.process_id.clone(),
+                kill: false,
+            },
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)
@@ -161,6 +174,8 @@ pub enum Answer {
     },
     Configured(Configured),
     Trusted(Box<WorkspaceTrust>),
+    /// A background process as it stands (`process.kill`, `process.peek`).
+    Process(ProcessState),
 }
 
 impl Answer {
@@ -217,6 +232,7 @@ impl Answer {
                 mode: *mode,
             }),
             EventBody::WorkspaceTrusted(trust) => Answer::Trusted(Box::new(trust.clone())),
+            EventBody::ProcessState(state) => Answer::Process(state.clone()),
             _ => return None,
         })
     }

@@ -137,6 +137,7 @@ impl Connection {
             budgets: asked.budgets,
             daemon_status: asked.daemon_status,
             elicitation: asked.elicitation,
+            processes: asked.processes,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

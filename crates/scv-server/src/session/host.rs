@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
 mod mcp;
+mod processes;
 mod spending;
 mod stored;
 mod trust;
@@ -234,6 +235,8 @@ impl SessionHost {
             ClientMessage::WorkspaceTrust(request) => {
                 self.trust_workspace(rid, &request.session_id).await
             }
+            ClientMessage::ProcessKill(request) => self.process(rid, request, true).await,
+            ClientMessage::ProcessPeek(request) => self.process(rid, request, false).await,
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",

@@ -74,6 +74,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     daemon_status: true,
     // The TUI does not show MCP servers' questions yet: they are declined.
     elicitation: false,
+    processes: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

@@ -14,6 +14,8 @@ use serde_json::Value;
 pub const MAX_PROCESSES: usize = 64;
 /// Output kept per process: the end of what the model last read.
 pub const MAX_TAIL_BYTES: usize = 4096;
+/// Lines of a process's output `/ps ID` shows (its end).
+const SHOWN_LINES: usize = 40;
 /// Calls awaiting their result.
 const MAX_PENDING: usize = 64;
 
@@ -144,7 +146,38 @@ impl Processes {
         out
     }
 
-    /// `/ps ID`.
+    /// A `process.state` (the answer to `/ps ID` or `/ps kill ID`): the
+    /// process's state taken in; what to show.
+    pub fn state(&mut self, state: &scv_protocol::ProcessState) -> String {
+        let ended =
+            (!state.running).then(|| state.status.clone().unwrap_or_else(|| "ended".into()));
+        if let Some(process) = self.list.iter_mut().find(|p| p.id == state.process_id) {
+            process.ended = ended.clone();
+        }
+        let shown = ended.as_deref().unwrap_or("running");
+        let mut text = format!(
+            "{} ({shown}): {}",
+            state.process_id,
+            state.command.lines().next().unwrap_or("")
+        );
+        if let Some(output) = &state.output {
+            let lines: Vec<&str> = output.lines().collect();
+            let from = lines.len().saturating_sub(SHOWN_LINES);
+            if from > 0 {
+                text.push_str(&format!("\n… {from} lines before"));
+            }
+            for line in &lines[from..] {
+                text.push('\n');
+                text.push_str(line);
+            }
+            if lines.is_empty() {
+                text.push_str("\n(no output yet)");
+            }
+        }
+        text
+    }
+
+    /// `/ps ID` without a session: the output the model read last.
     pub fn detail(&self, id: &str) -> String {
         match self.get(id) {
             None => format!("no background process `{id}` (/ps lists them)"),

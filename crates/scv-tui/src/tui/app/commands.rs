@@ -61,7 +61,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     },
     SlashCommand {
         name: "/ps",
-        help: "/ps: this session's background processes; /ps ID: the output last read of one",
+        help: "/ps: this session's background processes; /ps ID: the end of one's output; /ps kill ID: stop it",
         takes_arg: true,
         run: Run::Always(App::show_processes),
     },
@@ -351,12 +351,28 @@ impl App {
         Vec::new()
     }
 
-    fn show_processes(&mut self, id: &str) -> Vec<Outgoing> {
-        let text = match id.trim() {
-            "" => self.processes.listing(),
-            id => self.processes.detail(id),
+    /// `/ps`: the list; `/ps ID`: the end of its output (asked of the
+    /// server; without a session, what the model read last); `/ps kill
+    /// ID`: stop it.
+    fn show_processes(&mut self, arg: &str) -> Vec<Outgoing> {
+        let session_id = self.session.as_ref().map(|s| s.session_id.clone());
+        let (kill, id) = match arg.trim().strip_prefix("kill ") {
+            Some(id) => (true, id.trim()),
+            None => (false, arg.trim()),
         };
-        self.notice(text);
+        let request = scv_protocol::ProcessRequest {
+            session_id: session_id.clone().unwrap_or_default(),
+            process_id: id.to_string(),
+        };
+        match (id, kill, session_id) {
+            ("", _, _) => self.notice(self.processes.listing()),
+            (_, true, Some(_)) => return vec![self.send(ClientMessage::ProcessKill(request))],
+            (_, true, None) => {
+                self.notice("not connected: the process cannot be stopped now".into())
+            }
+            (_, false, Some(_)) => return vec![self.send(ClientMessage::ProcessPeek(request))],
+            (id, false, None) => self.notice(self.processes.detail(id)),
+        }
         Vec::new()
     }
 

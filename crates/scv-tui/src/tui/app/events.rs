@@ -288,6 +288,10 @@ impl App {
                 ..
             } => self.checkpoint_restored(rid, &checkpoint_id, files, conversation_restored),
             Answer::Configured(configured) => self.configured(configured, request_id.as_deref()),
+            Answer::Process(state) => {
+                let text = self.processes.state(&state);
+                self.notice(text);
+            }
             Answer::Trusted(trust) => {
                 let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
                 self.notice(if files.is_empty() {

@@ -506,9 +506,9 @@ fn init_asks_the_model_to_write_agents_md() {
     assert!(!start.command, "/init is SCV's, not a custom command");
 }
 
-/// Background processes, known from the tool results alone: counted on
-/// the status line while they run, listed by `/ps`, their output last
-/// read by `/ps ID`.
+/// Background processes, known from the tool results: counted on the
+/// status line while they run, listed by `/ps`; `/ps ID` asks the server
+/// for the end of one's output, `/ps kill ID` stops it.
 #[test]
 fn background_processes_show_on_the_status_line_and_in_ps() {
     let mut app = app_with_commands();
@@ -563,20 +563,38 @@ fn background_processes_show_on_the_status_line_and_in_ps() {
         listed.contains("bg1  running  python3 -m http.server 8000"),
         "{listed}"
     );
-    assert!(run(&mut app, "/ps bg1").is_empty());
+    // `/ps bg1` asks the server for the end of its output.
+    let (peek_id, message) = sent(&run(&mut app, "/ps bg1"));
+    match message {
+        ClientMessage::ProcessPeek(request) => {
+            assert_eq!(
+                (request.session_id.as_str(), request.process_id.as_str()),
+                (S, "bg1")
+            )
+        }
+        other => panic!("expected process.peek, got {other:?}"),
+    }
+    app.apply(event(
+        json!({"type":"process.state","request_id":peek_id,"session_id":S,
+        "process_id":"bg1","command":"python3 -m http.server 8000","running":true,
+        "output":"Serving HTTP on 127.0.0.1 port 8000\n\"GET /new HTTP/1.1\" 200 -\n"}),
+    ));
     let detail = notices(&app).last().unwrap().clone();
-    assert!(detail.contains("\"GET / HTTP/1.1\" 200"), "{detail}");
+    assert!(detail.starts_with("bg1 (running): python3"), "{detail}");
+    assert!(detail.contains("\"GET /new HTTP/1.1\" 200"), "{detail}");
 
-    apply(
-        &mut app,
-        json!({"type":"tool.proposed","call_id":"c3","name":"bash_kill",
-        "arguments":{"process_id":"bg1"}}),
+    // `/ps kill bg1` stops it; the answer ends it on the status line.
+    let (kill_id, message) = sent(&run(&mut app, "/ps kill bg1"));
+    assert!(
+        matches!(&message, ClientMessage::ProcessKill(r) if r.process_id == "bg1"),
+        "{message:?}"
     );
-    apply(
-        &mut app,
-        json!({"type":"tool.completed","call_id":"c3","name":"bash_kill","success":true,"truncated":false,
-        "output":"[process bg1: killed]"}),
-    );
+    app.apply(event(
+        json!({"type":"process.state","request_id":kill_id,"session_id":S,
+        "process_id":"bg1","command":"python3 -m http.server 8000","running":false,
+        "status":"killed"}),
+    ));
+    assert!(notices(&app).last().unwrap().starts_with("bg1 (killed)"));
     assert!(!wide(&app).contains("bg (/ps)"), "{}", wide(&app));
     assert!(run(&mut app, "/ps").is_empty());
     assert!(notices(&app).last().unwrap().contains("bg1  killed"));
