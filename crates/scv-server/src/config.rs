@@ -789,6 +789,24 @@ mod tests {
     }
 
     #[test]
+    fn max_background_processes_defaults_to_8_and_is_bounded() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.limits.max_background_processes, 8);
+        let config = Config::parse("max_background_processes = 2\n", Path::new("c")).unwrap();
+        assert_eq!(config.limits.max_background_processes, 2);
+        let err = Config::parse(
+            "model = \"m\"\nmax_background_processes = 65\n",
+            Path::new("/h/config.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "/h/config.toml: line 2: max_background_processes is at most 64"
+        );
+    }
+
+    #[test]
     fn mcp_server_errors_name_the_line_however_the_table_is_written() {
         for (text, expected) in [
             (
