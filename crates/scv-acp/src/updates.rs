@@ -33,9 +33,9 @@ const MAX_TITLE_CHARS: usize = 200;
 /// The ACP kind of an SCV tool.
 pub fn kind(name: &str) -> ToolKind {
     match name {
-        "read_file" | "list_dir" => ToolKind::Read,
+        "read_file" | "list_dir" | "bash_output" => ToolKind::Read,
         "write_file" | "edit_file" => ToolKind::Edit,
-        "bash" => ToolKind::Execute,
+        "bash" | "bash_kill" => ToolKind::Execute,
         "search" => ToolKind::Search,
         // A subagent thinks the task through (see `subagents`).
         "task" => ToolKind::Think,
@@ -51,7 +51,15 @@ pub fn title(name: &str, arguments: &Value) -> String {
         "bash" if arguments.get("unsandboxed").and_then(Value::as_bool) == Some(true) => {
             format!("Run shell command outside the sandbox: {}", arg("command"))
         }
+        "bash" if arguments.get("background").and_then(Value::as_bool) == Some(true) => {
+            format!("Run shell command in the background: {}", arg("command"))
+        }
         "bash" => format!("Run shell command: {}", arg("command")),
+        "bash_output" => format!(
+            "Read the output of background process {}",
+            arg("process_id")
+        ),
+        "bash_kill" => format!("Stop background process {}", arg("process_id")),
         "read_file" => format!("Read file: {}", arg("path")),
         "write_file" => format!("Write file: {}", arg("path")),
         "edit_file" => format!("Edit file: {}", arg("path")),

@@ -8,7 +8,7 @@
 /// SCV's tool and the Claude Code tools that correspond to it. The first
 /// Claude Code name is the one a hook is told (`tool_name`); the rest only
 /// match (`MultiEdit` is an edit too).
-const NAMES: [(&str, &[&str]); 8] = [
+const NAMES: [(&str, &[&str]); 10] = [
     ("bash", &["Bash"]),
     ("read_file", &["Read"]),
     ("write_file", &["Write"]),
@@ -18,6 +18,9 @@ const NAMES: [(&str, &[&str]); 8] = [
     // Claude Code's subagent tool was `Task`, later also called `Agent`.
     ("task", &["Task", "Agent"]),
     ("skill", &["Skill"]),
+    // A background `bash`'s output and its end (`KillShell` was `KillBash`).
+    ("bash_output", &["BashOutput"]),
+    ("bash_kill", &["KillShell", "KillBash"]),
 ];
 
 /// Claude Code's name of SCV's tool `scv` (`bash` → `Bash`); an MCP tool or
@@ -49,6 +52,9 @@ mod tests {
         assert_eq!(claude_tool_name("search"), "Grep");
         assert_eq!(claude_tool_name("task"), "Task");
         assert_eq!(claude_tool_name("skill"), "Skill");
+        assert_eq!(claude_tool_name("bash_output"), "BashOutput");
+        assert_eq!(claude_tool_name("bash_kill"), "KillShell");
+        assert_eq!(claude_names("bash_kill"), &["KillShell", "KillBash"]);
     }
 
     #[test]

@@ -297,6 +297,10 @@ pub enum EventBody {
     /// `permissions.list`, `permissions.keep` and `permissions.remove`.
     #[serde(rename = "permissions.listed")]
     PermissionsListed(crate::permissions::PermissionsListed),
+    /// Extension (capability `processes`): the answer to `process.kill`
+    /// and `process.peek`.
+    #[serde(rename = "process.state")]
+    ProcessState(crate::processes::ProcessState),
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -345,6 +349,7 @@ impl EventBody {
             EventBody::SubagentStarted(_) => "subagent.started",
             EventBody::WorkspaceTrusted(_) => "workspace.trusted",
             EventBody::PermissionsListed(_) => "permissions.listed",
+            EventBody::ProcessState(_) => "process.state",
             EventBody::Error(_) => "error",
         }
     }

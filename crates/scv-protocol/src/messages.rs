@@ -83,6 +83,13 @@ pub enum ClientMessage {
     /// server's question.
     #[serde(rename = "elicitation.resolve")]
     ElicitationResolve(crate::elicitation::ElicitationResolve),
+    /// Extension (capability `processes`): stop a background process.
+    #[serde(rename = "process.kill")]
+    ProcessKill(crate::processes::ProcessRequest),
+    /// Extension (capability `processes`): the end of a background
+    /// process's output.
+    #[serde(rename = "process.peek")]
+    ProcessPeek(crate::processes::ProcessRequest),
 }
 
 /// `models.list` (extension): what the session's provider offers.
@@ -211,6 +218,8 @@ impl ClientMessage {
             ClientMessage::PermissionsKeep(_) => "permissions.keep",
             ClientMessage::PermissionsRemove(_) => "permissions.remove",
             ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
+            ClientMessage::ProcessKill(_) => "process.kill",
+            ClientMessage::ProcessPeek(_) => "process.peek",
         }
     }
 }
@@ -242,6 +251,8 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "permissions.list",
     "permissions.keep",
     "permissions.remove",
+    "process.kill",
+    "process.peek",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -312,6 +323,10 @@ pub struct Capabilities {
     /// `permissions.remove` and `permissions.listed`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub permissions: bool,
+    /// Background processes: `process.kill`, `process.peek` and
+    /// `process.state`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub processes: bool,
 }
 
 /// Name and version of a client or server.

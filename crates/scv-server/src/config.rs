@@ -70,6 +70,7 @@ struct Raw {
     max_subagent_depth: u32,
     subagent_max_steps: u32,
     subagent_timeout_ms: u64,
+    max_background_processes: u32,
 }
 
 /// A `[pricing."MODEL"]` table: USD per million tokens. `cached_input` and
@@ -133,6 +134,7 @@ impl Default for Raw {
             max_subagent_depth: 1,
             subagent_max_steps: 24,
             subagent_timeout_ms: 600_000,
+            max_background_processes: 8,
         }
     }
 }
@@ -219,6 +221,10 @@ pub(crate) struct TurnLimits {
     pub subagent_max_steps: u32,
     /// `subagent_timeout_ms`: a subagent's wall-clock cap.
     pub subagent_timeout_ms: u64,
+    /// `max_background_processes`: `bash {background: true}` processes a
+    /// session may have running at once (8; 0 refuses every one; at most
+    /// 64).
+    pub max_background_processes: u32,
 }
 
 /// The sandbox under tool processes.
@@ -333,6 +339,7 @@ const KNOWN_KEYS: &[&str] = &[
     "otel_endpoint",
     "otel_log_content",
     "max_subagents",
+    "max_background_processes",
     "max_subagent_depth",
     "subagent_max_steps",
     "subagent_timeout_ms",
@@ -408,6 +415,12 @@ impl Config {
                 "{}{key} is at most {}",
                 at(text, key),
                 if key == "max_subagents" { 64 } else { 4 }
+            ));
+        }
+        if raw.max_background_processes > 64 {
+            return Err(anyhow!(
+                "{}max_background_processes is at most 64",
+                at(text, "max_background_processes")
             ));
         }
         if raw.context_max_tokens == Some(0) {
@@ -503,6 +516,7 @@ impl Config {
                 max_subagent_depth: raw.max_subagent_depth,
                 subagent_max_steps: raw.subagent_max_steps,
                 subagent_timeout_ms: raw.subagent_timeout_ms,
+                max_background_processes: raw.max_background_processes,
             },
             sandbox: SandboxConfig {
                 mode: raw.sandbox,
@@ -772,6 +786,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("/h/config.toml: line 1:"), "{err}");
+    }
+
+    #[test]
+    fn max_background_processes_defaults_to_8_and_is_bounded() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.limits.max_background_processes, 8);
+        let config = Config::parse("max_background_processes = 2\n", Path::new("c")).unwrap();
+        assert_eq!(config.limits.max_background_processes, 2);
+        let err = Config::parse(
+            "model = \"m\"\nmax_background_processes = 65\n",
+            Path::new("/h/config.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "/h/config.toml: line 2: max_background_processes is at most 64"
+        );
     }
 
     #[test]

@@ -267,7 +267,10 @@ pub(crate) struct Definition {
 /// Claude Code's tool names, as SCV's.
 fn scv_tools(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
-        "Bash" | "bash" => &["bash"],
+        // A background `bash` is read and stopped with these two.
+        "Bash" | "bash" => &["bash", "bash_output", "bash_kill"],
+        "BashOutput" | "bash_output" => &["bash_output"],
+        "KillShell" | "KillBash" | "bash_kill" => &["bash_kill"],
         "Read" | "read_file" => &["read_file"],
         "Write" | "write_file" => &["write_file"],
         "Edit" | "MultiEdit" | "edit_file" => &["edit_file"],
@@ -329,7 +332,7 @@ pub(crate) fn definitions(
                 }
                 if !unknown.is_empty() {
                     diagnostics.push(format!(
-                        "{path}: agent `{}` names tools SCV does not have ({}); it runs without them (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
+                        "{path}: agent `{}` names tools SCV does not have ({}); it runs without them (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, bash_output, bash_kill, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, BashOutput, KillShell, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
                         agent.name,
                         unknown.join(", ")
                     ));

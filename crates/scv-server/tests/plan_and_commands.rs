@@ -445,6 +445,8 @@ async fn nothing_changes_for_a_session_without_any() {
             "edit_file",
             "list_dir",
             "search",
+            "bash_output",
+            "bash_kill",
             "task"
         ]
     );

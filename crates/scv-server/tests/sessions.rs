@@ -154,6 +154,8 @@ async fn sessions_are_independent_and_overrides_apply_to_one_session() {
             "edit_file",
             "list_dir",
             "search",
+            "bash_output",
+            "bash_kill",
             "task"
         ]
     );

@@ -5,7 +5,7 @@
 
 use scv_protocol::{
     CheckpointInfo, ClientMessage, DaemonStatus, EventBody, FileChange, MissedCheckpoint, Mode,
-    PermissionRule, StoredSession, WorkspaceTrust,
+    PermissionRule, ProcessState, StoredSession, WorkspaceTrust,
 };
 use std::collections::VecDeque;
 
@@ -67,6 +67,11 @@ pub enum Asked {
     Permissions {
         kept: Option<String>,
         removed: Option<String>,
+    },
+    /// `process.kill` (`kill`) or `process.peek` of a background process.
+    Process {
+        process_id: String,
+        kill: bool,
     },
 }
 
@@ -132,6 +137,14 @@ impl Asked {
                 kept: None,
                 removed: Some(edit.rule.clone()),
             },
+            ClientMessage::ProcessKill(request) => Asked::Process {
+                process_id: request.process_id.clone(),
+                kill: true,
+            },
+            ClientMessage::ProcessPeek(request) => Asked::Process {
+                process_id: request.process_id.clone(),
+                kill: false,
+            },
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)
@@ -181,6 +194,8 @@ pub enum Answer {
     Trusted(Box<WorkspaceTrust>),
     /// The rules of the settings files (`permissions.listed`).
     Permissions(Vec<PermissionRule>),
+    /// A background process as it stands (`process.kill`, `process.peek`).
+    Process(ProcessState),
 }
 
 impl Answer {
@@ -238,6 +253,7 @@ impl Answer {
             }),
             EventBody::WorkspaceTrusted(trust) => Answer::Trusted(Box::new(trust.clone())),
             EventBody::PermissionsListed(listed) => Answer::Permissions(listed.rules.clone()),
+            EventBody::ProcessState(state) => Answer::Process(state.clone()),
             _ => return None,
         })
     }

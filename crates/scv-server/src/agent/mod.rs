@@ -126,6 +126,9 @@ pub(crate) struct SessionSettings {
     /// Its transcript in Claude Code's format, for its hooks
     /// (`transcript_path`); `None` without hooks (and for a subagent).
     pub transcript: Option<Arc<crate::transcript::Transcript>>,
+    /// Its background processes (shared with its subagents); they end
+    /// when the last holder of this goes, with the session.
+    pub background: Arc<crate::background::Background>,
 }
 
 impl SessionSettings {
@@ -795,6 +798,7 @@ impl Turn {
             mcp: &self.mcp,
             elicitor: self.elicitor(),
             catalog: &self.settings.custom.catalog,
+            background: &self.settings.background,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)

@@ -363,6 +363,8 @@ impl Child {
             limits: from.limits.clone(),
             // A child's history is its own; its hooks get no transcript.
             transcript: None,
+            // Its processes are the session's.
+            background: from.background.clone(),
         };
         Child {
             session_id,

@@ -146,6 +146,9 @@ impl<'a> SessionFactory<'a> {
             config: current.config.clone(),
             limits: current.limits.clone(),
             transcript,
+            background: crate::background::Background::new(
+                current.config.limits.max_background_processes,
+            ),
         };
         Ok(Made {
             settings,
@@ -266,6 +269,7 @@ impl<'a> SessionFactory<'a> {
             config: now.config.clone(),
             limits: now.limits.clone(),
             transcript: current.transcript.clone(),
+            background: current.background.clone(),
         };
         Ok((settings, configured))
     }

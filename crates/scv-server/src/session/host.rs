@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 mod checkpoints;
 mod mcp;
 mod permissions;
+mod processes;
 mod spending;
 mod stored;
 mod trust;
@@ -250,6 +251,8 @@ impl SessionHost {
             }
             ClientMessage::PermissionsKeep(edit) => self.permissions_edit(rid, edit, true).await,
             ClientMessage::PermissionsRemove(edit) => self.permissions_edit(rid, edit, false).await,
+            ClientMessage::ProcessKill(request) => self.process(rid, request, true).await,
+            ClientMessage::ProcessPeek(request) => self.process(rid, request, false).await,
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",

@@ -9,14 +9,13 @@
 //! says so.
 
 use super::builtin::{parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult};
+use super::command::{read_report, start, Started};
 use crate::reaper::Report;
 use schemars::JsonSchema;
 use scv_protocol::Risk;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::io::Read;
-use std::os::fd::OwnedFd;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
@@ -28,10 +27,19 @@ pub(crate) const TOOL: Builtin = Builtin {
     // The whole command, every line: a second line is a second command.
     summary: |arguments| {
         let command = super::builtin::arg(arguments, "command");
-        if stays_sandboxed(arguments) {
-            format!("Run shell command: {command}")
+        let background = arguments
+            .get("background")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let what = if background {
+            "Run shell command in the background"
         } else {
-            format!("Run shell command outside the sandbox: {command}")
+            "Run shell command"
+        };
+        if stays_sandboxed(arguments) {
+            format!("{what}: {command}")
+        } else {
+            format!("{what} outside the sandbox: {command}")
         }
     },
     stays_sandboxed: Some(stays_sandboxed),
@@ -53,6 +61,12 @@ struct BashArgs {
     )]
     #[serde(default)]
     unsandboxed: bool,
+    #[schemars(
+        description = "Start it in the background and return at once with its process_id (a dev server, \
+                       a watcher); read its output with bash_output, stop it with bash_kill."
+    )]
+    #[serde(default)]
+    background: bool,
 }
 
 /// False when the call asks to leave the sandbox (`unsandboxed: true`).
@@ -61,28 +75,6 @@ fn stays_sandboxed(arguments: &Value) -> bool {
         .get("unsandboxed")
         .and_then(Value::as_bool)
         .unwrap_or(false)
-}
-
-/// `command`, after sourcing the session's `CLAUDE_ENV_FILE` (what its
-/// `SessionStart` hooks exported) when that file has something — only
-/// where the hooks' own confinement holds (`confined`: sandboxed, or no
-/// sandbox at all): a call that leaves the sandbox never runs what a
-/// sandboxed hook wrote.
-fn with_env_file<'a>(
-    command: &'a str,
-    env: &[(std::ffi::OsString, std::ffi::OsString)],
-    confined: bool,
-) -> std::borrow::Cow<'a, str> {
-    let file = env
-        .iter()
-        .find(|(name, _)| name == "CLAUDE_ENV_FILE")
-        .map(|(_, value)| std::path::Path::new(value));
-    match file {
-        Some(file) if confined && std::fs::metadata(file).is_ok_and(|m| m.len() > 0) => {
-            format!(". \"$CLAUDE_ENV_FILE\" >/dev/null 2>&1\n{command}").into()
-        }
-        _ => command.into(),
-    }
 }
 
 /// Room kept at the end of the output for the status lines, and in the
@@ -95,55 +87,21 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     if args.command.trim().is_empty() {
         return Err(ToolError::Model("command is empty".into()));
     }
+    if args.background {
+        return super::background::run(&args.command, args.unsandboxed, ctx).await;
+    }
     let timeout = args
         .timeout_ms
         .filter(|ms| *ms > 0)
         .map(Duration::from_millis)
         .unwrap_or(ctx.bash_timeout)
         .min(ctx.bash_max_timeout);
-
-    let (reader, writer) = std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
-    let writer_err = writer
-        .try_clone()
-        .map_err(|err| format!("cannot create pipe: {err}"))?;
-    let (mut report_read, report_write) =
-        std::io::pipe().map_err(|err| format!("cannot create pipe: {err}"))?;
-    let null =
-        std::fs::File::open("/dev/null").map_err(|err| format!("cannot open /dev/null: {err}"))?;
-    let sandbox = ctx
-        .sandbox
-        .as_ref()
-        .filter(|_| !args.unsandboxed)
-        .map(|view| (view, crate::sandbox::Runs::Command));
-    let line = with_env_file(
-        &args.command,
-        ctx.env,
-        sandbox.is_some() || ctx.sandbox.is_none(),
-    );
-    let started = crate::launch::bash(
-        sandbox,
-        crate::launch::Bash {
-            line: &line,
-            cwd: ctx.workspace,
-            env: ctx.env.to_vec(),
-            stdin: OwnedFd::from(null),
-            stdout: OwnedFd::from(writer),
-            stderr: OwnedFd::from(writer_err),
-            report: OwnedFd::from(report_write),
-        },
-    )
-    .await;
-    let (reaper, policy) = match started {
-        Ok(started) => started,
-        Err(err) if sandbox.is_some() => {
-            return Err(ToolError::Model(format!(
-                "the sandbox could not be set up, so the command did not run: {err}"
-            )))
-        }
-        Err(err) => return Err(ToolError::Internal(err)),
-    };
-    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
-        .map_err(|err| format!("cannot read command output: {err}"))?;
+    let Started {
+        reaper,
+        policy,
+        mut pipe,
+        report_read,
+    } = start(&args.command, args.unsandboxed, ctx).await?;
     let budget = ctx
         .max_output_bytes
         .saturating_sub(STATUS_ROOM + MARKER_ROOM)
@@ -172,14 +130,7 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         }
     }
     reaper.finish(false).await;
-    let report = crate::blocking::run(move || {
-        let mut text = String::new();
-        let _ = report_read.read_to_string(&mut text);
-        Report::decode(&text)
-    })
-    .await
-    .ok()
-    .flatten();
+    let report = read_report(report_read).await;
 
     let (mut out, truncated) = capture.finish();
     if !out.is_empty() && !out.ends_with('\n') {

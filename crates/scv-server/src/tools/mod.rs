@@ -9,9 +9,13 @@
 //! tool imports that vocabulary, so neither may live where the other is
 //! imported from.
 
+pub(crate) mod background;
 pub(crate) mod bash;
+mod bash_kill;
+mod bash_output;
 pub(crate) mod beneath;
 mod builtin;
+mod command;
 mod edit_file;
 mod list_dir;
 mod mcp;

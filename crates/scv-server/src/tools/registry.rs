@@ -4,7 +4,10 @@
 
 use super::builtin::{Builtin, ToolContext, ToolResult};
 use super::tool_search::{self, Loaded};
-use super::{bash, edit_file, list_dir, mcp, output, read_file, search, skill, task, write_file};
+use super::{
+    bash, bash_kill, bash_output, edit_file, list_dir, mcp, output, read_file, search, skill, task,
+    write_file,
+};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
@@ -19,6 +22,8 @@ const BUILTINS: &[&Builtin] = &[
     &edit_file::TOOL,
     &list_dir::TOOL,
     &search::TOOL,
+    &bash_output::TOOL,
+    &bash_kill::TOOL,
 ];
 
 /// What a session offers beyond the built-in tools.
@@ -310,7 +315,8 @@ mod tests {
                     "properties": {
                         "command": {"type": "string", "description": "The command line to run."},
                         "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds."},
-                        "unsandboxed": {"type": "boolean", "description": "Run outside the sandbox (asks the user first). Only after a command failed because the sandbox forbade it."}
+                        "unsandboxed": {"type": "boolean", "description": "Run outside the sandbox (asks the user first). Only after a command failed because the sandbox forbade it."},
+                        "background": {"type": "boolean", "description": "Start it in the background and return at once with its process_id (a dev server, a watcher); read its output with bash_output, stop it with bash_kill."}
                     },
                     "required": ["command"]
                 }),
@@ -369,6 +375,27 @@ mod tests {
                         "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. *.rs"}
                     },
                     "required": ["pattern"]
+                }),
+            ),
+            (
+                "bash_output",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "process_id": {"type": "string", "description": "The process_id bash returned."},
+                        "wait_ms": {"type": "integer", "minimum": 0, "description": "Wait up to this long (at most 60000) for output when there is none yet."}
+                    },
+                    "required": ["process_id"]
+                }),
+            ),
+            (
+                "bash_kill",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "process_id": {"type": "string", "description": "The process_id bash returned."}
+                    },
+                    "required": ["process_id"]
                 }),
             ),
         ];

@@ -145,6 +145,8 @@ pub struct App {
     /// The session's subagents, their transcripts and cards (bounded:
     /// see [`super::subagents`]).
     pub subagents: super::subagents::Subagents,
+    /// Its background processes, from the tool results (`/ps`).
+    pub processes: super::processes::Processes,
 }
 
 impl App {
@@ -192,6 +194,7 @@ impl App {
             plan: Default::default(),
             budgets: Default::default(),
             subagents: Default::default(),
+            processes: Default::default(),
         };
         app.approval.resize(80, 24);
         app

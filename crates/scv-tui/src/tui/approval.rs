@@ -605,7 +605,14 @@ impl ApprovalPrompt {
 fn known_tool(name: &str) -> bool {
     matches!(
         name,
-        "bash" | "read_file" | "write_file" | "edit_file" | "list_dir" | "search"
+        "bash"
+            | "read_file"
+            | "write_file"
+            | "edit_file"
+            | "list_dir"
+            | "search"
+            | "bash_output"
+            | "bash_kill"
     )
 }
 

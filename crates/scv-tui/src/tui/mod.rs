@@ -15,6 +15,7 @@ pub mod input_box;
 pub mod markdown;
 pub mod overlays;
 mod panel;
+pub mod processes;
 pub mod queue_panel;
 pub use scv_client::rules;
 pub mod state;
@@ -74,6 +75,7 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     // The TUI does not show MCP servers' questions yet: they are declined.
     elicitation: false,
     permissions: true,
+    processes: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

@@ -401,7 +401,12 @@ fn render_reasoning(
 pub fn tool_title(name: &str, arguments: &Value) -> String {
     let arg = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("");
     match name {
+        "bash" if arguments.get("background").and_then(Value::as_bool) == Some(true) => {
+            format!("$ {} (in the background)", arg("command"))
+        }
         "bash" => format!("$ {}", arg("command")),
+        "bash_output" => format!("output of {}", arg("process_id")),
+        "bash_kill" => format!("stop {}", arg("process_id")),
         "read_file" | "write_file" | "edit_file" | "list_dir" => format!("{name} {}", arg("path")),
         "search" => format!("search /{}/", arg("pattern")),
         "task" => match arguments.get("agent").and_then(Value::as_str) {

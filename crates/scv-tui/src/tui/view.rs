@@ -272,6 +272,12 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Magenta),
         ));
     }
+    spans.extend(
+        background(app)
+            .map(|span| [sep(), span])
+            .into_iter()
+            .flatten(),
+    );
     if !app.queue.is_empty() || app.queue.paused() {
         spans.push(sep());
         let paused = if app.queue.paused() { " (paused)" } else { "" };
@@ -311,6 +317,17 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(Span::styled(tilde(&session.cwd), dim));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The running background processes, when there are (`/ps` lists them).
+fn background(app: &App) -> Option<Span<'static>> {
+    let running = app.processes.running();
+    (running > 0).then(|| {
+        Span::styled(
+            format!("{running} bg (/ps)"),
+            Style::default().fg(Color::Cyan),
+        )
+    })
 }
 
 /// `/home/me/x` → `~/x`.

@@ -60,6 +60,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::Always(App::copy_last_answer),
     },
     SlashCommand {
+        name: "/ps",
+        help: "/ps: this session's background processes; /ps ID: the end of one's output; /ps kill ID: stop it",
+        takes_arg: true,
+        run: Run::Always(App::show_processes),
+    },
+    SlashCommand {
         name: "/cost",
         help: "what this session's turns cost, turn by turn",
         takes_arg: false,
@@ -348,6 +354,31 @@ impl App {
 
     fn show_help(&mut self, _: &str) -> Vec<Outgoing> {
         self.overlay = Some(OpenOverlay::new(OverlayKind::Help));
+        Vec::new()
+    }
+
+    /// `/ps`: the list; `/ps ID`: the end of its output (asked of the
+    /// server; without a session, what the model read last); `/ps kill
+    /// ID`: stop it.
+    fn show_processes(&mut self, arg: &str) -> Vec<Outgoing> {
+        let session_id = self.session.as_ref().map(|s| s.session_id.clone());
+        let (kill, id) = match arg.trim().strip_prefix("kill ") {
+            Some(id) => (true, id.trim()),
+            None => (false, arg.trim()),
+        };
+        let request = scv_protocol::ProcessRequest {
+            session_id: session_id.clone().unwrap_or_default(),
+            process_id: id.to_string(),
+        };
+        match (id, kill, session_id) {
+            ("", _, _) => self.notice(self.processes.listing()),
+            (_, true, Some(_)) => return vec![self.send(ClientMessage::ProcessKill(request))],
+            (_, true, None) => {
+                self.notice("not connected: the process cannot be stopped now".into())
+            }
+            (_, false, Some(_)) => return vec![self.send(ClientMessage::ProcessPeek(request))],
+            (id, false, None) => self.notice(self.processes.detail(id)),
+        }
         Vec::new()
     }
 

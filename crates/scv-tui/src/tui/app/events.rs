@@ -198,6 +198,7 @@ impl App {
                 name,
                 arguments,
             } => {
+                self.processes.proposed(&call_id, &name, &arguments);
                 let cwd = self.session.as_ref().map(|s| s.cwd.clone());
                 self.transcript
                     .tool_proposed(call_id, name, arguments, cwd.as_deref(), self.now)
@@ -209,14 +210,16 @@ impl App {
             // A call that fails after the user denied it shows as denied.
             ToolChange::Done {
                 call_id,
+                name,
                 success,
                 output,
                 truncated,
                 denied,
-                ..
-            } => self
-                .transcript
-                .tool_completed(&call_id, success, denied, output, truncated),
+            } => {
+                self.processes.completed(&call_id, &name, success, &output);
+                self.transcript
+                    .tool_completed(&call_id, success, denied, output, truncated)
+            }
         }
     }
 
@@ -294,6 +297,10 @@ impl App {
                     _ => (None, None),
                 };
                 self.permissions_listed(kept, removed, rules);
+            }
+            Answer::Process(state) => {
+                let text = self.processes.state(&state);
+                self.notice(text);
             }
             Answer::Trusted(trust) => {
                 let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();

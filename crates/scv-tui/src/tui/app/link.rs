@@ -88,6 +88,7 @@ impl App {
         self.queue.clear();
         self.transcript.clear();
         self.subagents.clear();
+        self.processes = Default::default();
         self.usage = Usage::default();
         self.costs = Default::default();
         self.context_used = 0;

@@ -505,3 +505,97 @@ fn init_asks_the_model_to_write_agents_md() {
     assert!(start.prompt.contains("CLAUDE.md"), "{}", start.prompt);
     assert!(!start.command, "/init is SCV's, not a custom command");
 }
+
+/// Background processes, known from the tool results: counted on the
+/// status line while they run, listed by `/ps`; `/ps ID` asks the server
+/// for the end of one's output, `/ps kill ID` stops it.
+#[test]
+fn background_processes_show_on_the_status_line_and_in_ps() {
+    let mut app = app_with_commands();
+    let (request_id, _) = sent(&run(&mut app, "serve it"));
+    let mut seq = 4;
+    let mut apply = |app: &mut App, mut body: Value| {
+        body["request_id"] = json!(request_id);
+        body["session_id"] = json!(S);
+        body["turn_id"] = json!("turn-1");
+        body["seq"] = json!(seq);
+        seq += 1;
+        app.apply(event(body));
+    };
+    apply(&mut app, json!({"type":"turn.started"}));
+    apply(
+        &mut app,
+        json!({"type":"tool.proposed","call_id":"c1","name":"bash",
+        "arguments":{"command":"python3 -m http.server 8000","background":true}}),
+    );
+    apply(
+        &mut app,
+        json!({"type":"tool.completed","call_id":"c1","name":"bash","success":true,"truncated":false,
+        "output":"Started in the background in the sandbox.\nprocess_id: bg1\nRead its output with bash_output."}),
+    );
+    let wide = |app: &App| {
+        let mut terminal = Terminal::new(TestBackend::new(200, 24)).unwrap();
+        terminal
+            .draw(|frame| crate::tui::view::draw(frame, app))
+            .unwrap();
+        terminal
+            .backend()
+            .to_string()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert!(wide(&app).contains("1 bg (/ps)"), "{}", wide(&app));
+    apply(
+        &mut app,
+        json!({"type":"tool.proposed","call_id":"c2","name":"bash_output",
+        "arguments":{"process_id":"bg1"}}),
+    );
+    apply(
+        &mut app,
+        json!({"type":"tool.completed","call_id":"c2","name":"bash_output","success":true,"truncated":false,
+        "output":"Serving HTTP on 127.0.0.1 port 8000\n\"GET / HTTP/1.1\" 200 -\n[process bg1: running]"}),
+    );
+    assert!(run(&mut app, "/ps").is_empty());
+    let listed = notices(&app).last().unwrap().clone();
+    assert!(
+        listed.contains("bg1  running  python3 -m http.server 8000"),
+        "{listed}"
+    );
+    // `/ps bg1` asks the server for the end of its output.
+    let (peek_id, message) = sent(&run(&mut app, "/ps bg1"));
+    match message {
+        ClientMessage::ProcessPeek(request) => {
+            assert_eq!(
+                (request.session_id.as_str(), request.process_id.as_str()),
+                (S, "bg1")
+            )
+        }
+        other => panic!("expected process.peek, got {other:?}"),
+    }
+    app.apply(event(
+        json!({"type":"process.state","request_id":peek_id,"session_id":S,
+        "process_id":"bg1","command":"python3 -m http.server 8000","running":true,
+        "output":"Serving HTTP on 127.0.0.1 port 8000\n\"GET /new HTTP/1.1\" 200 -\n"}),
+    ));
+    let detail = notices(&app).last().unwrap().clone();
+    assert!(detail.starts_with("bg1 (running): python3"), "{detail}");
+    assert!(detail.contains("\"GET /new HTTP/1.1\" 200"), "{detail}");
+
+    // `/ps kill bg1` stops it; the answer ends it on the status line.
+    let (kill_id, message) = sent(&run(&mut app, "/ps kill bg1"));
+    assert!(
+        matches!(&message, ClientMessage::ProcessKill(r) if r.process_id == "bg1"),
+        "{message:?}"
+    );
+    app.apply(event(
+        json!({"type":"process.state","request_id":kill_id,"session_id":S,
+        "process_id":"bg1","command":"python3 -m http.server 8000","running":false,
+        "status":"killed"}),
+    ));
+    assert!(notices(&app).last().unwrap().starts_with("bg1 (killed)"));
+    assert!(!wide(&app).contains("bg (/ps)"), "{}", wide(&app));
+    assert!(run(&mut app, "/ps").is_empty());
+    assert!(notices(&app).last().unwrap().contains("bg1  killed"));
+}
