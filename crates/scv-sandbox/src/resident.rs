@@ -37,12 +37,18 @@ pub struct Resident {
     _private_tmp: Option<tempfile::TempDir>,
     /// The credential files there were when the machine was built.
     credentials: Vec<PathBuf>,
+    /// The proxy's listener in the machine's network namespace, until the
+    /// caller takes it (`sandbox_network = "allowlist"`, `egress`).
+    listener: Option<OwnedFd>,
 }
 
 struct Holder {
     pid: libc::pid_t,
     user: OwnedFd,
     mnt: OwnedFd,
+    /// The network namespace of its own (allowlist), and the proxy's
+    /// listener the holder made in it.
+    net: Option<(OwnedFd, Option<OwnedFd>)>,
     /// A path to mask went while the machine was built.
     gone: bool,
 }
@@ -59,7 +65,7 @@ impl Resident {
     /// (call it from a single-threaded process).
     pub fn new(policy: &Policy) -> Result<Resident, crate::Error> {
         let mut filters = doors::filters(ruleset::rules_unix_sockets())?;
-        if !policy.network {
+        if policy.refuses_ip() {
             filters.extend(network::filters()?);
         }
         let join = match &policy.pids_cgroup {
@@ -82,7 +88,9 @@ impl Resident {
                     .iter()
                     .map(|p| (p.clone(), rights.all)),
             );
-            let holder = Holder::start(machine, ruleset.as_raw_fd(), &paths)?;
+            let mut holder =
+                Holder::start(machine, ruleset.as_raw_fd(), &paths, policy.own_network())?;
+            let listener = holder.net.as_mut().and_then(|(_, listener)| listener.take());
             let nproc = (join.is_none() && policy.max_processes > 0)
                 .then_some(u64::from(policy.max_processes));
             Ok(Resident {
@@ -94,6 +102,7 @@ impl Resident {
                 tmpdir: PathBuf::from("/tmp"),
                 _private_tmp: None,
                 credentials,
+                listener,
             })
         } else {
             let private_tmp = match policy.session_tmp() {
@@ -127,6 +136,7 @@ impl Resident {
                 tmpdir,
                 _private_tmp: private_tmp,
                 credentials: crate::credentials::present(policy.home.as_deref()),
+                listener: None,
             })
         }
     }
@@ -143,15 +153,30 @@ impl Resident {
         &self.tmpdir
     }
 
+    /// The proxy's listener in the commands' network namespace, once:
+    /// whoever takes it answers the commands' connections to the proxy.
+    pub fn take_listener(&mut self) -> Option<OwnedFd> {
+        self.listener.take()
+    }
+
+    /// Whether commands run in a network namespace of their own, where
+    /// the proxy is the way out: they are told it ([`crate::egress::proxy_env`]).
+    pub fn behind_proxy(&self) -> bool {
+        self.holder.as_ref().is_some_and(|h| h.net.is_some())
+    }
+
     /// What a command's child applies to join this, working in `cwd`.
     /// Its descriptors are the resident's: it must outlive the spawn.
     pub fn joining(&self, cwd: &Path) -> Joining {
         Joining {
             join: self.join.as_ref().map(AsRawFd::as_raw_fd),
-            namespaces: self
-                .holder
-                .as_ref()
-                .map(|h| (h.user.as_raw_fd(), h.mnt.as_raw_fd())),
+            namespaces: self.holder.as_ref().map(|h| {
+                (
+                    h.user.as_raw_fd(),
+                    h.mnt.as_raw_fd(),
+                    h.net.as_ref().map_or(-1, |(net, _)| net.as_raw_fd()),
+                )
+            }),
             nproc: self.nproc,
             ruleset: self.ruleset.as_raw_fd(),
             filters: self.filters.clone(),
@@ -165,7 +190,8 @@ impl Resident {
 /// resident's descriptors, which must stay open until the command runs.
 pub struct Joining {
     join: Option<RawFd>,
-    namespaces: Option<(RawFd, RawFd)>,
+    /// User, mount and network (or -1) namespaces.
+    namespaces: Option<(RawFd, RawFd, RawFd)>,
     nproc: Option<u64>,
     ruleset: RawFd,
     filters: Vec<BpfProgram>,
@@ -180,12 +206,16 @@ impl Joining {
         if let Some(fd) = self.join {
             crate::pids::join(fd)?;
         }
-        if let Some((user, mnt)) = self.namespaces {
+        if let Some((user, mnt, net)) = self.namespaces {
             // SAFETY: setns on the resident's descriptors, in a single
             // thread.
             sys::check(unsafe { libc::setns(user, libc::CLONE_NEWUSER) })?;
             // SAFETY: as above.
             sys::check(unsafe { libc::setns(mnt, libc::CLONE_NEWNS) })?;
+            if net >= 0 {
+                // SAFETY: as above.
+                sys::check(unsafe { libc::setns(net, libc::CLONE_NEWNET) })?;
+            }
         }
         if let Some(cwd) = &self.cwd {
             // Entering the mount namespace put us at its root.
@@ -250,12 +280,22 @@ impl Holder {
         mut machine: Machine,
         ruleset: RawFd,
         rules: &[(CString, u64)],
+        own_network: bool,
     ) -> Result<Holder, crate::Error> {
         let mut pipe = [0 as RawFd; 2];
-        // SAFETY: a pipe of two descriptors we own.
-        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        // SAFETY: a socket pair of two descriptors we own (a pipe that
+        // can carry the proxy's listener back).
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                pipe.as_mut_ptr(),
+            )
+        } < 0
+        {
             return Err(crate::Error::io(
-                "cannot make a pipe",
+                "cannot make a socket pair",
                 io::Error::last_os_error(),
             ));
         }
@@ -273,6 +313,7 @@ impl Holder {
         }
         if pid == 0 {
             let mut step = 0usize;
+            let mut listener: RawFd = -1;
             let code: i32 = (|| {
                 // SAFETY: prctl on this process.
                 sys::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
@@ -284,12 +325,16 @@ impl Holder {
                     step = RULE_STEPS + index;
                     sys::landlock_add_path(ruleset, path, *access)?;
                 }
+                if own_network {
+                    step = RULE_STEPS - 2;
+                    listener = crate::egress::listen()?;
+                }
                 Ok::<_, io::Error>(0)
             })()
             .unwrap_or_else(|err: io::Error| err.raw_os_error().unwrap_or(libc::EPERM));
             // The errno, and the step it failed at (a machine step, or a
             // rule past RULE_STEPS) for the error to name.
-            let step = if step >= RULE_STEPS {
+            let step = if step >= RULE_STEPS - 2 {
                 step
             } else {
                 machine.failed_at.unwrap_or(RULE_STEPS - 1)
@@ -301,9 +346,12 @@ impl Holder {
                 step[1],
                 u8::from(machine.gone),
             ];
-            // SAFETY: a four-byte write to our pipe, then wait forever.
+            let _ = crate::egress::send_with_fd(write.as_raw_fd(), &report, listener);
+            if listener >= 0 {
+                sys::close(listener);
+            }
+            // SAFETY: wait forever.
             unsafe {
-                libc::write(write.as_raw_fd(), report.as_ptr().cast(), report.len());
                 if code != 0 {
                     libc::_exit(1);
                 }
@@ -314,9 +362,9 @@ impl Holder {
         }
         drop(write);
         let mut report = [255u8; 4];
-        // SAFETY: a read into a buffer we own (one write of four bytes
-        // to a pipe arrives whole).
-        let n = unsafe { libc::read(read.as_raw_fd(), report.as_mut_ptr().cast(), 4) };
+        // One message of four bytes, with the listener if it made one.
+        let (n, listener) = crate::egress::receive_with_fd(read.as_raw_fd(), &mut report)
+            .unwrap_or((0, None));
         let failed = |why: io::Error| {
             // SAFETY: the holder we forked.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -330,6 +378,9 @@ impl Holder {
         if report[0] != 0 {
             let step = usize::from(u16::from_le_bytes([report[1], report[2]]));
             let at = match step.checked_sub(RULE_STEPS) {
+                _ if step == RULE_STEPS - 2 => {
+                    format!("listening on the proxy's port {}", crate::egress::PROXY_PORT)
+                }
                 Some(rule) => match rules.get(rule) {
                     Some((path, _)) => format!(
                         "adding the rule on {}",
@@ -351,10 +402,16 @@ impl Holder {
         };
         let user = open("user").map_err(failed)?;
         let mnt = open("mnt").map_err(failed)?;
+        let net = if own_network {
+            Some((open("net").map_err(failed)?, listener))
+        } else {
+            None
+        };
         Ok(Holder {
             pid,
             user,
             mnt,
+            net,
             gone: report[3] != 0,
         })
     }

@@ -42,7 +42,10 @@ struct Raw {
     initialize_timeout_ms: u64,
     max_connections: usize,
     sandbox: SandboxMode,
-    sandbox_network: bool,
+    sandbox_network: scv_sandbox::Network,
+    sandbox_allowed_domains: Option<Vec<String>>,
+    web_fetch_max_bytes: usize,
+    web_fetch_timeout_ms: u64,
     sandbox_writable_roots: Vec<PathBuf>,
     sandbox_readable_roots: Vec<PathBuf>,
     sandbox_unix_sockets: Vec<PathBuf>,
@@ -109,7 +112,10 @@ impl Default for Raw {
             initialize_timeout_ms: 10_000,
             max_connections: 2048,
             sandbox: SandboxMode::WorkspaceWrite,
-            sandbox_network: true,
+            sandbox_network: scv_sandbox::Network::On,
+            sandbox_allowed_domains: None,
+            web_fetch_max_bytes: 256 * 1024,
+            web_fetch_timeout_ms: 30_000,
             sandbox_writable_roots: Vec::new(),
             sandbox_readable_roots: Vec::new(),
             sandbox_unix_sockets: Vec::new(),
@@ -227,7 +233,13 @@ pub(crate) struct SandboxConfig {
     /// `sandbox`.
     pub mode: SandboxMode,
     /// `sandbox_network`.
-    pub network: bool,
+    pub network: scv_sandbox::Network,
+    /// `sandbox_allowed_domains` (default: the package registries).
+    pub allowed: std::sync::Arc<crate::egress::allowlist::Allowlist>,
+    /// `web_fetch_max_bytes`: the most of a page `web_fetch` reads.
+    pub web_fetch_max_bytes: usize,
+    /// `web_fetch_timeout_ms`: how long one `web_fetch` may take.
+    pub web_fetch_timeout_ms: u64,
     /// `sandbox_writable_roots`.
     pub writable_roots: Vec<PathBuf>,
     /// `sandbox_readable_roots`: more to read in the home.
@@ -312,6 +324,9 @@ const KNOWN_KEYS: &[&str] = &[
     "max_connections",
     "sandbox",
     "sandbox_network",
+    "sandbox_allowed_domains",
+    "web_fetch_max_bytes",
+    "web_fetch_timeout_ms",
     "sandbox_writable_roots",
     "sandbox_readable_roots",
     "sandbox_unix_sockets",
@@ -436,6 +451,23 @@ impl Config {
                 ));
             }
         }
+        let allowed = match &raw.sandbox_allowed_domains {
+            Some(entries) => crate::egress::allowlist::Allowlist::parse(entries)
+                .map_err(|why| anyhow!("{}{why}", at(text, "sandbox_allowed_domains")))?,
+            None => crate::egress::allowlist::Allowlist::default_list(),
+        };
+        if !(1024..=64 << 20).contains(&raw.web_fetch_max_bytes) {
+            return Err(anyhow!(
+                "{}web_fetch_max_bytes must be 1024 to 67108864",
+                at(text, "web_fetch_max_bytes")
+            ));
+        }
+        if !(100..=600_000).contains(&raw.web_fetch_timeout_ms) {
+            return Err(anyhow!(
+                "{}web_fetch_timeout_ms must be 100 to 600000",
+                at(text, "web_fetch_timeout_ms")
+            ));
+        }
         if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
             return Err(anyhow!(
                 "{}at most {} MCP servers can be configured",
@@ -507,6 +539,9 @@ impl Config {
             sandbox: SandboxConfig {
                 mode: raw.sandbox,
                 network: raw.sandbox_network,
+                allowed: std::sync::Arc::new(allowed),
+                web_fetch_max_bytes: raw.web_fetch_max_bytes,
+                web_fetch_timeout_ms: raw.web_fetch_timeout_ms,
                 writable_roots: raw.sandbox_writable_roots,
                 readable_roots: raw.sandbox_readable_roots,
                 unix_sockets: raw.sandbox_unix_sockets,

@@ -194,6 +194,13 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         out.push('\n');
         out.push_str(&note);
     }
+    if let (Some(_), Some(view)) = (&policy, ctx.sandbox.as_ref()) {
+        for refused in view.egress_refused() {
+            out.push_str(&format!(
+                "\n[network: the sandbox's allowlist refused {refused}]"
+            ));
+        }
+    }
     if let Some(killed) = report.map(|r| r.killed).filter(|k| *k > 0) {
         let noun = if killed == 1 { "process" } else { "processes" };
         out.push_str(&format!(
@@ -291,7 +298,7 @@ pub(crate) fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<St
         scv_sandbox::Mode::ReadOnly => "every write (the sandbox is read-only)",
         _ => "writes outside the workspace, the temp directory and sandbox_writable_roots",
     };
-    let (network, allow_network) = if policy.network {
+    let (network, allow_network) = if !policy.refuses_ip() {
         ("", "")
     } else {
         (
