@@ -1,0 +1,125 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! `sandbox_network = "allowlist"` through the real binaries: sandboxed
+//! `bash` commands (curl, python3) against web servers on this machine's
+//! loopback, reached by names the daemon resolves through
+//! `SCV_TEST_RESOLVE`. The servers run outside the sandbox, as the
+//! internet would: a command reaches them only through the session's
+//! proxy, and only those the allowlist names.
+
+mod common;
+#[path = "common/web.rs"]
+mod web;
+use common::sandbox::*;
+use common::*;
+
+/// Names the daemon resolves to loopback, and the list allowing some.
+const RESOLVE: &str = "allowed.test=127.0.0.1,other.test=127.0.0.1,evil.wild.test=127.0.0.1";
+
+fn config(extra: &str) -> String {
+    format!(
+        "{AUTO_SANDBOXED}\nsandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"allowed.test\", \"*.wild.test\"]\n{extra}"
+    )
+}
+
+async fn start_allowlist(extra: &str) -> Option<(Place, Rig, String)> {
+    if !enforced() {
+        return None;
+    }
+    let place = Place::new();
+    let mut rig = rig_in(&place, &config(extra), &[("SCV_TEST_RESOLVE", RESOLVE)]).await;
+    let session = rig.session().await;
+    Some((place, rig, session))
+}
+
+/// Runs one sandboxed command; its output.
+async fn run(rig: &mut Rig, session: &str, command: &str) -> String {
+    let results = run_all(rig, session, &[("c", command.to_string())]).await;
+    results[0].2.clone()
+}
+
+#[tokio::test]
+async fn allowed_hosts_are_reached_through_the_proxy_and_others_are_refused_by_name() {
+    let Some((_place, mut rig, session)) = start_allowlist("").await else {
+        return;
+    };
+    let http = web::serve(None).await;
+    let port = http.port;
+    // Allowed by name: curl honours HTTP_PROXY, and the proxy forwards.
+    let out = run(&mut rig, &session, &format!("curl -sS -m 20 http://allowed.test:{port}/hello")).await;
+    assert!(out.starts_with("hello over http\n"), "{out}");
+    assert_eq!(http.hits(), 1);
+    // Not listed: 403 with a body naming it, and the tool result says
+    // which line to add.
+    let out = run(&mut rig, &session, &format!("curl -sS -m 20 http://other.test:{port}/hello")).await;
+    assert!(out.contains("the sandbox's network allowlist refused other.test"), "{out}");
+    assert!(
+        out.contains("[network: the sandbox's allowlist refused other.test: not in sandbox_allowed_domains; to allow it, add \"other.test\" to sandbox_allowed_domains in config.toml]"),
+        "{out}"
+    );
+    // A wildcard entry whose name resolves to loopback: refused.
+    let out = run(&mut rig, &session, &format!("curl -sS -m 20 -o /dev/null -w '%{{http_code}}' http://evil.wild.test:{port}/hello")).await;
+    assert!(out.starts_with("403"), "{out}");
+    assert!(out.contains("resolves to 127.0.0.1, a private, loopback or link-local address"), "{out}");
+    // A raw IP through the proxy: refused.
+    let out = run(&mut rig, &session, &format!("curl -sS -m 20 --noproxy '' -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/hello")).await;
+    assert!(out.starts_with("403"), "{out}");
+    assert!(out.contains("refused 127.0.0.1: a raw IP address"), "{out}");
+    assert_eq!(http.hits(), 1, "a refused request reached the server");
+}
+
+/// The wall: without the proxy nothing is reachable, however it is
+/// tried — the server's loopback, a public address, the proxy's port
+/// under another host name.
+#[tokio::test]
+async fn direct_connections_reach_nothing() {
+    let Some((_place, mut rig, session)) = start_allowlist("").await else {
+        return;
+    };
+    let http = web::serve(None).await;
+    let port = http.port;
+    let script = format!(
+        "import socket\nfor host, port in [('127.0.0.1', {port}), ('1.1.1.1', 443), ('::1', {port})]:\n    try:\n        socket.create_connection((host, port), timeout=5)\n        print('connected', host)\n    except OSError as e:\n        print('failed', host, e.__class__.__name__)\n"
+    );
+    std::fs::write(rig.home.workspace().join("direct.py"), script).unwrap();
+    let out = run(&mut rig, &session, "python3 direct.py; curl -sS -m 10 --noproxy '*' http://allowed.test/ 2>&1 | head -c 200").await;
+    assert!(!out.contains("connected"), "{out}");
+    assert!(out.contains("failed 127.0.0.1"), "{out}");
+    assert!(out.contains("failed 1.1.1.1"), "{out}");
+    assert!(out.contains("Could not resolve host"), "{out}");
+    assert_eq!(http.hits(), 0);
+}
+
+#[tokio::test]
+async fn https_is_tunnelled_only_when_the_tls_server_name_is_the_connect_host() {
+    let Some((_place, mut rig, session)) = start_allowlist("").await else {
+        return;
+    };
+    let (ca, tls) = web::test_ca(&["allowed.test", "other.test"]);
+    let https = web::serve(Some(tls)).await;
+    let port = https.port;
+    let ws = rig.home.workspace();
+    std::fs::write(ws.join("ca.pem"), ca).unwrap();
+    // Allowed, with the test CA.
+    let out = run(&mut rig, &session, &format!("curl -sS -m 20 --cacert ca.pem https://allowed.test:{port}/hello")).await;
+    assert!(out.starts_with("hello over https\n"), "{out}");
+    assert_eq!(https.hits(), 1);
+    // Not listed: the CONNECT is answered 403.
+    let out = run(&mut rig, &session, &format!("curl -sS -m 20 --cacert ca.pem https://other.test:{port}/hello")).await;
+    assert!(out.contains("403"), "{out}");
+    assert!(out.contains("refused other.test: not in sandbox_allowed_domains"), "{out}");
+    // CONNECT to the allowed name, but a ClientHello for another: closed
+    // before anything reaches the server, and said.
+    let script = format!(
+        "import socket, ssl\ns = socket.create_connection(('127.0.0.1', 3128))\ns.sendall(b'CONNECT allowed.test:{port} HTTP/1.1\\r\\nHost: allowed.test:{port}\\r\\n\\r\\n')\nprint(s.recv(100))\nctx = ssl.create_default_context(cafile='ca.pem')\ntry:\n    t = ctx.wrap_socket(s, server_hostname='other.test')\n    t.sendall(b'GET /hello HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n')\n    print('got', t.recv(100))\nexcept (OSError, ssl.SSLError) as e:\n    print('refused', e.__class__.__name__)\n"
+    );
+    std::fs::write(ws.join("sni.py"), script).unwrap();
+    let out = run(&mut rig, &session, "python3 sni.py").await;
+    assert!(out.contains("200 Connection established"), "{out}");
+    assert!(out.contains("refused"), "{out}");
+    assert!(!out.contains("got"), "{out}");
+    assert!(
+        out.contains("the TLS server name (SNI) `other.test` of the tunnel differs from the CONNECT host"),
+        "{out}"
+    );
+    assert_eq!(https.hits(), 1, "the mismatched tunnel reached the server");
+}
