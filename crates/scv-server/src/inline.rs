@@ -212,6 +212,7 @@ async fn run(settings: &SessionSettings, mcp: &scv_mcp::Hub, line: &str) -> Stri
         env: &settings.tool_env,
         mcp,
         catalog: &settings.custom.catalog,
+        web: &settings.limits.web,
         // A command's `!` line is bash: no MCP server asks anything.
         elicitor: None,
     };

@@ -15,13 +15,14 @@ use scv_test_support::mcp_python::python;
 use std::path::Path;
 use std::time::Duration;
 
-const BUILTINS: [&str; 7] = [
+const BUILTINS: [&str; 8] = [
     "bash",
     "read_file",
     "write_file",
     "edit_file",
     "list_dir",
     "search",
+    "web_fetch",
     "task",
 ];
 

@@ -445,6 +445,7 @@ async fn nothing_changes_for_a_session_without_any() {
             "edit_file",
             "list_dir",
             "search",
+            "web_fetch",
             "task"
         ]
     );

@@ -154,6 +154,7 @@ async fn sessions_are_independent_and_overrides_apply_to_one_session() {
             "edit_file",
             "list_dir",
             "search",
+            "web_fetch",
             "task"
         ]
     );

@@ -16,6 +16,7 @@
 
 pub mod allowlist;
 pub mod check;
+pub(crate) mod fetch;
 mod proxy;
 pub mod sni;
 

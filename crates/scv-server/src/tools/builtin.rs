@@ -37,6 +37,8 @@ pub(crate) struct ToolContext<'a> {
     pub elicitor: Option<scv_mcp::Elicitor>,
     /// The session's custom commands and skills (`skill` loads one).
     pub catalog: &'a scv_commands::Catalog,
+    /// `web_fetch`'s allowlist and bounds.
+    pub web: &'a crate::egress::fetch::WebLimits,
 }
 
 /// What a call produced: shown to the client and given to the model.

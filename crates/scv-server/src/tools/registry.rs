@@ -4,7 +4,9 @@
 
 use super::builtin::{Builtin, ToolContext, ToolResult};
 use super::tool_search::{self, Loaded};
-use super::{bash, edit_file, list_dir, mcp, output, read_file, search, skill, task, write_file};
+use super::{
+    bash, edit_file, list_dir, mcp, output, read_file, search, skill, task, web_fetch, write_file,
+};
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
 use scv_protocol::Risk;
@@ -19,6 +21,7 @@ const BUILTINS: &[&Builtin] = &[
     &edit_file::TOOL,
     &list_dir::TOOL,
     &search::TOOL,
+    &web_fetch::TOOL,
 ];
 
 /// What a session offers beyond the built-in tools.
@@ -68,6 +71,11 @@ impl Tool {
     /// `task`: the call starts a subagent.
     pub(crate) fn is_task(&self) -> bool {
         matches!(self.kind, Kind::Task)
+    }
+
+    /// `web_fetch`: runs without asking for an allowed host.
+    pub(crate) fn is_web_fetch(&self) -> bool {
+        matches!(&self.kind, Kind::Builtin(builtin) if builtin.name == web_fetch::TOOL.name)
     }
 
     /// The tool's MCP server is configured with `auto_approve = true`.
