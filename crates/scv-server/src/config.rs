@@ -847,7 +847,11 @@ mod tests {
     fn sandbox_keys_default_parse_and_refuse_relative_roots() {
         let config = Config::parse("", Path::new("config.toml")).unwrap();
         assert_eq!(config.sandbox.mode, SandboxMode::WorkspaceWrite);
-        assert!(config.sandbox.network);
+        assert_eq!(config.sandbox.network, scv_sandbox::Network::On);
+        assert_eq!(
+            *config.sandbox.allowed,
+            crate::egress::allowlist::Allowlist::default_list()
+        );
         assert!(
             config.sandbox.writable_roots.is_empty()
                 && config.sandbox.tool_env_passthrough.is_empty()
@@ -858,7 +862,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
-        assert!(!config.sandbox.network);
+        assert_eq!(config.sandbox.network, scv_sandbox::Network::Off);
         assert_eq!(config.sandbox.writable_roots, [PathBuf::from("/cache")]);
         assert_eq!(config.sandbox.tool_env_passthrough, ["NPM_TOKEN"]);
         assert_eq!(config.limits.auto_approve, [Risk::Read, Risk::Sandboxed]);
@@ -872,6 +876,24 @@ mod tests {
             err.starts_with("/h/config.toml: line 2: sandbox_writable_roots"),
             "{err}"
         );
+        let config = Config::parse(
+            "sandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"*.corp.example\", \"10.1.2.3\"]\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.sandbox.network, scv_sandbox::Network::Allowlist);
+        assert!(config.sandbox.allowed.allows("git.corp.example").is_some());
+        assert!(config.sandbox.allowed.allows("crates.io").is_none());
+        for (text, expected) in [
+            ("sandbox_network = \"proxy\"\n", "line 1: sandbox_network is true, false or \"allowlist\""),
+            ("model = \"m\"\nsandbox_allowed_domains = [\"http://x.com\"]\n", "line 2: sandbox_allowed_domains: `http://x.com` is not a host name"),
+            ("web_fetch_max_bytes = 10\n", "line 1: web_fetch_max_bytes must be 1024 to 67108864"),
+        ] {
+            let err = Config::parse(text, Path::new("/h/config.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(&format!("/h/config.toml: {expected}")), "{err}");
+        }
         let err = Config::parse("sandbox = \"strict\"\n", Path::new("/h/config.toml"))
             .unwrap_err()
             .to_string();

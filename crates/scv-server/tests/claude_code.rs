@@ -480,7 +480,7 @@ async fn the_users_claude_commands_skills_and_agents_load_and_a_skill_wins() {
     let diagnostics = started["command_diagnostics"].to_string();
     assert!(
         diagnostics.contains("code-explorer.md")
-            && diagnostics.contains("NotebookRead, WebFetch, TodoWrite, WebSearch")
+            && diagnostics.contains("NotebookRead, TodoWrite, WebSearch")
             && diagnostics.contains("runs without them"),
         "{diagnostics}"
     );

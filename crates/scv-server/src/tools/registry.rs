@@ -379,6 +379,16 @@ mod tests {
                     "required": ["pattern"]
                 }),
             ),
+            (
+                "web_fetch",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "url": {"type": "string", "description": "The http:// or https:// URL to fetch."}
+                    },
+                    "required": ["url"]
+                }),
+            ),
         ];
         let specs = Registry::builtins();
         let names: Vec<&str> = specs.specs().iter().map(|s| s.name.as_str()).collect();
