@@ -123,3 +123,46 @@ async fn https_is_tunnelled_only_when_the_tls_server_name_is_the_connect_host() 
     );
     assert_eq!(https.hits(), 1, "the mismatched tunnel reached the server");
 }
+
+/// Whether the package managers work through the proxy with the default
+/// allowlist, against the real registries (ignored: it needs the
+/// internet; run with `--ignored` to decide the default again). Each
+/// prints OK or its error.
+#[tokio::test]
+#[ignore]
+async fn package_managers_work_through_the_proxy_with_the_default_list() {
+    if !enforced() {
+        return;
+    }
+    let place = Place::new();
+    // This machine's toolchains, shown read-only.
+    let home = std::env::var("HOME").unwrap();
+    let mut rig = rig_in(
+        &place,
+        &format!("{AUTO_SANDBOXED}\nsandbox_network = \"allowlist\"\nbash_timeout_ms = 300000\nsandbox_readable_roots = [\"{home}/.cargo\", \"{home}/.rustup\"]"),
+        &[],
+    )
+    .await;
+    let session = rig.session().await;
+    let ws = rig.home.workspace();
+    std::fs::create_dir_all(ws.join("crate/src")).unwrap();
+    std::fs::write(
+        ws.join("crate/Cargo.toml"),
+        "[package]\nname = \"probe\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nitoa = \"1\"\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("crate/src/lib.rs"), "").unwrap();
+    let cargo = format!("cd crate && RUSTUP_HOME={home}/.rustup CARGO_HOME=\"$TMPDIR/cargo\" {home}/.cargo/bin/cargo fetch && echo OK");
+    let checks = [
+        ("pip", "PIP_FIND_LINKS= pip download --no-deps --no-cache-dir -d \"$TMPDIR/pip\" six==1.16.0 -q && echo OK"),
+        ("npm", "npm view left-pad version --cache \"$TMPDIR/npm\" && echo OK"),
+        ("cargo", cargo.as_str()),
+        ("git", "git ls-remote https://github.com/rust-lang/log HEAD && echo OK"),
+        ("curl", "curl -sS -o /dev/null -w '%{http_code}\\n' https://pypi.org/simple/six/ && echo OK"),
+        ("go", "command -v go >/dev/null || { echo 'go: not installed here'; exit 0; }; cd \"$TMPDIR\" && mkdir -p g && cd g && go mod init probe >/dev/null 2>&1; GOPATH=\"$TMPDIR/go\" GOMODCACHE=\"$TMPDIR/gomod\" go get golang.org/x/text@v0.14.0 && echo OK"),
+    ];
+    for (name, command) in checks {
+        let out = run(&mut rig, &session, command).await;
+        eprintln!("=== {name}\n{out}");
+    }
+}

@@ -32,8 +32,18 @@ impl Refusal {
         }
     }
 
-    /// The refusal with how to allow the host, for a tool result.
+    /// Whether the allowlist refused it (else the host is listed but has
+    /// no address here).
+    pub fn is_policy(&self) -> bool {
+        !(self.why.starts_with("cannot be looked up") || self.why == "has no address")
+    }
+
+    /// The refusal with how to allow the host, for a tool result (a host
+    /// that is listed but cannot be looked up or reached is only named).
     pub fn explain(&self) -> String {
+        if !self.is_policy() {
+            return format!("{}: {}", self.host, self.why);
+        }
         format!(
             "{}: {}; to allow it, add \"{}\" to sandbox_allowed_domains in config.toml",
             self.host, self.why, self.host

@@ -80,12 +80,17 @@ pub(super) async fn serve(shared: &Shared, mut client: TcpStream) {
 
 /// Records `refusal` and answers 403 naming it.
 async fn refuse(shared: &Shared, client: &mut TcpStream, refusal: Refusal) {
-    let body = format!(
-        "scv: the sandbox's network allowlist refused {}\n",
-        refusal.explain()
-    );
+    let (code, reason, body) = if refusal.is_policy() {
+        let body = format!(
+            "scv: the sandbox's network allowlist refused {}\n",
+            refusal.explain()
+        );
+        (403, "Forbidden", body)
+    } else {
+        (502, "Bad Gateway", format!("scv: {}\n", refusal.explain()))
+    };
     shared.record(refusal);
-    let _ = reply(client, 403, "Forbidden", &body).await;
+    let _ = reply(client, code, reason, &body).await;
 }
 
 async fn connect(addrs: &[SocketAddr]) -> Option<TcpStream> {
