@@ -166,3 +166,57 @@ async fn package_managers_work_through_the_proxy_with_the_default_list() {
         eprintln!("=== {name}\n{out}");
     }
 }
+
+/// The proxy's cost per connection (ignored: a measurement, not a test;
+/// `docs/BENCHMARKS.md` has the figures): 300 sequential requests, each on
+/// a new connection, to a loopback server — through the proxy in the
+/// allowlist's namespace, and directly with `sandbox_network = true` —
+/// over HTTP and over HTTPS (a tunnel, TLS handshake included).
+#[tokio::test]
+#[ignore]
+async fn proxy_cost_per_connection() {
+    if !enforced() {
+        return;
+    }
+    let (ca, tls) = web::test_ca(&["allowed.test", "localhost"]);
+    let http = web::serve(None).await;
+    let https = web::serve(Some(tls)).await;
+    let script = |proxied: bool| {
+        let (host, prefix, connect) = if proxied {
+            ("allowed.test", format!("http://allowed.test:{}", http.port), "('127.0.0.1', 3128)".to_string())
+        } else {
+            ("localhost", String::new(), format!("('127.0.0.1', {})", http.port))
+        };
+        let tunnel = if proxied {
+            format!("s.sendall(b'CONNECT allowed.test:{0} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)", https.port)
+        } else {
+            String::new()
+        };
+        let tls_connect = if proxied { "('127.0.0.1', 3128)".to_string() } else { format!("('127.0.0.1', {})", https.port) };
+        format!(
+            "import socket, ssl, time, statistics\n\
+def http():\n    s = socket.create_connection({connect})\n    s.sendall(b'GET {prefix}/hello HTTP/1.1\\r\\nHost: {host}\\r\\n\\r\\n')\n    while s.recv(4096): pass\n    s.close()\n\
+ctx = ssl.create_default_context(cafile='ca.pem')\n\
+def https():\n    s = socket.create_connection({tls_connect})\n    {tunnel}\n    t = ctx.wrap_socket(s, server_hostname='{host}')\n    t.sendall(b'GET /hello HTTP/1.1\\r\\nHost: {host}\\r\\n\\r\\n')\n    while t.recv(4096): pass\n    t.close()\n\
+for name, f in [('http', http), ('https', https)]:\n    for _ in range(20): f()\n    times = []\n    for _ in range(300):\n        t0 = time.perf_counter(); f(); times.append(time.perf_counter() - t0)\n    print(name, 'median_us', int(statistics.median(times) * 1e6), 'p90_us', int(sorted(times)[270] * 1e6))\n"
+        )
+    };
+    for (proxied, config) in [
+        (true, "sandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"allowed.test\"]"),
+        (false, "sandbox_network = true"),
+    ] {
+        let place = Place::new();
+        let mut rig = rig_in(
+            &place,
+            &format!("{AUTO_SANDBOXED}\n{config}\nbash_timeout_ms = 300000"),
+            &[("SCV_TEST_RESOLVE", RESOLVE)],
+        )
+        .await;
+        let session = rig.session().await;
+        let ws = rig.home.workspace();
+        std::fs::write(ws.join("ca.pem"), &ca).unwrap();
+        std::fs::write(ws.join("bench.py"), script(proxied)).unwrap();
+        let out = run(&mut rig, &session, "python3 bench.py").await;
+        eprintln!("=== {}\n{out}", if proxied { "through the proxy" } else { "direct" });
+    }
+}
