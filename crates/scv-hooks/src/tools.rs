@@ -8,7 +8,7 @@
 /// SCV's tool and the Claude Code tools that correspond to it. The first
 /// Claude Code name is the one a hook is told (`tool_name`); the rest only
 /// match (`MultiEdit` is an edit too).
-const NAMES: [(&str, &[&str]); 8] = [
+const NAMES: [(&str, &[&str]); 9] = [
     ("bash", &["Bash"]),
     ("read_file", &["Read"]),
     ("write_file", &["Write"]),
@@ -18,6 +18,7 @@ const NAMES: [(&str, &[&str]); 8] = [
     // Claude Code's subagent tool was `Task`, later also called `Agent`.
     ("task", &["Task", "Agent"]),
     ("skill", &["Skill"]),
+    ("web_fetch", &["WebFetch"]),
 ];
 
 /// Claude Code's name of SCV's tool `scv` (`bash` → `Bash`); an MCP tool or
@@ -49,6 +50,7 @@ mod tests {
         assert_eq!(claude_tool_name("search"), "Grep");
         assert_eq!(claude_tool_name("task"), "Task");
         assert_eq!(claude_tool_name("skill"), "Skill");
+        assert_eq!(claude_tool_name("web_fetch"), "WebFetch");
     }
 
     #[test]
@@ -57,7 +59,7 @@ mod tests {
             claude_tool_name("mcp__memory__create_entities"),
             "mcp__memory__create_entities"
         );
-        assert_eq!(claude_tool_name("web_fetch"), "web_fetch");
+        assert_eq!(claude_tool_name("mcp_tool_search"), "mcp_tool_search");
         // Claude Code's names are not SCV's: no mapping backwards.
         assert_eq!(claude_tool_name("Bash"), "Bash");
         assert!(claude_names("Bash").is_empty());

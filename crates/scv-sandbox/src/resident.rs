@@ -90,7 +90,10 @@ impl Resident {
             );
             let mut holder =
                 Holder::start(machine, ruleset.as_raw_fd(), &paths, policy.own_network())?;
-            let listener = holder.net.as_mut().and_then(|(_, listener)| listener.take());
+            let listener = holder
+                .net
+                .as_mut()
+                .and_then(|(_, listener)| listener.take());
             let nproc = (join.is_none() && policy.max_processes > 0)
                 .then_some(u64::from(policy.max_processes));
             Ok(Resident {
@@ -363,8 +366,8 @@ impl Holder {
         drop(write);
         let mut report = [255u8; 4];
         // One message of four bytes, with the listener if it made one.
-        let (n, listener) = crate::egress::receive_with_fd(read.as_raw_fd(), &mut report)
-            .unwrap_or((0, None));
+        let (n, listener) =
+            crate::egress::receive_with_fd(read.as_raw_fd(), &mut report).unwrap_or((0, None));
         let failed = |why: io::Error| {
             // SAFETY: the holder we forked.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -379,7 +382,10 @@ impl Holder {
             let step = usize::from(u16::from_le_bytes([report[1], report[2]]));
             let at = match step.checked_sub(RULE_STEPS) {
                 _ if step == RULE_STEPS - 2 => {
-                    format!("listening on the proxy's port {}", crate::egress::PROXY_PORT)
+                    format!(
+                        "listening on the proxy's port {}",
+                        crate::egress::PROXY_PORT
+                    )
                 }
                 Some(rule) => match rules.get(rule) {
                     Some((path, _)) => format!(

@@ -885,14 +885,26 @@ mod tests {
         assert!(config.sandbox.allowed.allows("git.corp.example").is_some());
         assert!(config.sandbox.allowed.allows("crates.io").is_none());
         for (text, expected) in [
-            ("sandbox_network = \"proxy\"\n", "line 1: sandbox_network is true, false or \"allowlist\""),
-            ("model = \"m\"\nsandbox_allowed_domains = [\"http://x.com\"]\n", "line 2: sandbox_allowed_domains: `http://x.com` is not a host name"),
-            ("web_fetch_max_bytes = 10\n", "line 1: web_fetch_max_bytes must be 1024 to 67108864"),
+            (
+                "sandbox_network = \"proxy\"\n",
+                "line 1: sandbox_network is true, false or \"allowlist\"",
+            ),
+            (
+                "model = \"m\"\nsandbox_allowed_domains = [\"http://x.com\"]\n",
+                "line 2: sandbox_allowed_domains: `http://x.com` is not a host name",
+            ),
+            (
+                "web_fetch_max_bytes = 10\n",
+                "line 1: web_fetch_max_bytes must be 1024 to 67108864",
+            ),
         ] {
             let err = Config::parse(text, Path::new("/h/config.toml"))
                 .unwrap_err()
                 .to_string();
-            assert!(err.starts_with(&format!("/h/config.toml: {expected}")), "{err}");
+            assert!(
+                err.starts_with(&format!("/h/config.toml: {expected}")),
+                "{err}"
+            );
         }
         let err = Config::parse("sandbox = \"strict\"\n", Path::new("/h/config.toml"))
             .unwrap_err()

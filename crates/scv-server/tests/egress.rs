@@ -45,21 +45,44 @@ async fn allowed_hosts_are_reached_through_the_proxy_and_others_are_refused_by_n
     let http = web::serve(None).await;
     let port = http.port;
     // Allowed by name: curl honours HTTP_PROXY, and the proxy forwards.
-    let out = run(&mut rig, &session, &format!("curl -sS -m 20 http://allowed.test:{port}/hello")).await;
+    let out = run(
+        &mut rig,
+        &session,
+        &format!("curl -sS -m 20 http://allowed.test:{port}/hello"),
+    )
+    .await;
     assert!(out.starts_with("hello over http\n"), "{out}");
     assert_eq!(http.hits(), 1);
     // Not listed: 403 with a body naming it, and the tool result says
     // which line to add.
-    let out = run(&mut rig, &session, &format!("curl -sS -m 20 http://other.test:{port}/hello")).await;
-    assert!(out.contains("the sandbox's network allowlist refused other.test"), "{out}");
+    let out = run(
+        &mut rig,
+        &session,
+        &format!("curl -sS -m 20 http://other.test:{port}/hello"),
+    )
+    .await;
+    assert!(
+        out.contains("the sandbox's network allowlist refused other.test"),
+        "{out}"
+    );
     assert!(
         out.contains("[network: the sandbox's allowlist refused other.test: not in sandbox_allowed_domains; to allow it, add \"other.test\" to sandbox_allowed_domains in config.toml]"),
         "{out}"
     );
     // A wildcard entry whose name resolves to loopback: refused.
-    let out = run(&mut rig, &session, &format!("curl -sS -m 20 -o /dev/null -w '%{{http_code}}' http://evil.wild.test:{port}/hello")).await;
+    let out = run(
+        &mut rig,
+        &session,
+        &format!(
+            "curl -sS -m 20 -o /dev/null -w '%{{http_code}}' http://evil.wild.test:{port}/hello"
+        ),
+    )
+    .await;
     assert!(out.starts_with("403"), "{out}");
-    assert!(out.contains("resolves to 127.0.0.1, a private, loopback or link-local address"), "{out}");
+    assert!(
+        out.contains("resolves to 127.0.0.1, a private, loopback or link-local address"),
+        "{out}"
+    );
     // A raw IP through the proxy: refused.
     let out = run(&mut rig, &session, &format!("curl -sS -m 20 --noproxy '' -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/hello")).await;
     assert!(out.starts_with("403"), "{out}");
@@ -81,7 +104,12 @@ async fn direct_connections_reach_nothing() {
         "import socket\nfor host, port in [('127.0.0.1', {port}), ('1.1.1.1', 443), ('::1', {port})]:\n    try:\n        socket.create_connection((host, port), timeout=5)\n        print('connected', host)\n    except OSError as e:\n        print('failed', host, e.__class__.__name__)\n"
     );
     std::fs::write(rig.home.workspace().join("direct.py"), script).unwrap();
-    let out = run(&mut rig, &session, "python3 direct.py; curl -sS -m 10 --noproxy '*' http://allowed.test/ 2>&1 | head -c 200").await;
+    let out = run(
+        &mut rig,
+        &session,
+        "python3 direct.py; curl -sS -m 10 --noproxy '*' http://allowed.test/ 2>&1 | head -c 200",
+    )
+    .await;
     assert!(!out.contains("connected"), "{out}");
     assert!(out.contains("failed 127.0.0.1"), "{out}");
     assert!(out.contains("failed 1.1.1.1"), "{out}");
@@ -100,13 +128,26 @@ async fn https_is_tunnelled_only_when_the_tls_server_name_is_the_connect_host() 
     let ws = rig.home.workspace();
     std::fs::write(ws.join("ca.pem"), ca).unwrap();
     // Allowed, with the test CA.
-    let out = run(&mut rig, &session, &format!("curl -sS -m 20 --cacert ca.pem https://allowed.test:{port}/hello")).await;
+    let out = run(
+        &mut rig,
+        &session,
+        &format!("curl -sS -m 20 --cacert ca.pem https://allowed.test:{port}/hello"),
+    )
+    .await;
     assert!(out.starts_with("hello over https\n"), "{out}");
     assert_eq!(https.hits(), 1);
     // Not listed: the CONNECT is answered 403.
-    let out = run(&mut rig, &session, &format!("curl -sS -m 20 --cacert ca.pem https://other.test:{port}/hello")).await;
+    let out = run(
+        &mut rig,
+        &session,
+        &format!("curl -sS -m 20 --cacert ca.pem https://other.test:{port}/hello"),
+    )
+    .await;
     assert!(out.contains("403"), "{out}");
-    assert!(out.contains("refused other.test: not in sandbox_allowed_domains"), "{out}");
+    assert!(
+        out.contains("refused other.test: not in sandbox_allowed_domains"),
+        "{out}"
+    );
     // CONNECT to the allowed name, but a ClientHello for another: closed
     // before anything reaches the server, and said.
     let script = format!(
@@ -118,7 +159,9 @@ async fn https_is_tunnelled_only_when_the_tls_server_name_is_the_connect_host() 
     assert!(out.contains("refused"), "{out}");
     assert!(!out.contains("got"), "{out}");
     assert!(
-        out.contains("the TLS server name (SNI) `other.test` of the tunnel differs from the CONNECT host"),
+        out.contains(
+            "the TLS server name (SNI) `other.test` of the tunnel differs from the CONNECT host"
+        ),
         "{out}"
     );
     assert_eq!(https.hits(), 1, "the mismatched tunnel reached the server");
@@ -183,16 +226,31 @@ async fn proxy_cost_per_connection() {
     let https = web::serve(Some(tls)).await;
     let script = |proxied: bool| {
         let (host, prefix, connect) = if proxied {
-            ("allowed.test", format!("http://allowed.test:{}", http.port), "('127.0.0.1', 3128)".to_string())
+            (
+                "allowed.test",
+                format!("http://allowed.test:{}", http.port),
+                "('127.0.0.1', 3128)".to_string(),
+            )
         } else {
-            ("localhost", String::new(), format!("('127.0.0.1', {})", http.port))
+            (
+                "localhost",
+                String::new(),
+                format!("('127.0.0.1', {})", http.port),
+            )
         };
         let tunnel = if proxied {
-            format!("s.sendall(b'CONNECT allowed.test:{0} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)", https.port)
+            format!(
+                "s.sendall(b'CONNECT allowed.test:{0} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)",
+                https.port
+            )
         } else {
             String::new()
         };
-        let tls_connect = if proxied { "('127.0.0.1', 3128)".to_string() } else { format!("('127.0.0.1', {})", https.port) };
+        let tls_connect = if proxied {
+            "('127.0.0.1', 3128)".to_string()
+        } else {
+            format!("('127.0.0.1', {})", https.port)
+        };
         format!(
             "import socket, ssl, time, statistics\n\
 def http():\n    s = socket.create_connection({connect})\n    s.sendall(b'GET {prefix}/hello HTTP/1.1\\r\\nHost: {host}\\r\\n\\r\\n')\n    while s.recv(4096): pass\n    s.close()\n\
@@ -202,7 +260,10 @@ for name, f in [('http', http), ('https', https)]:\n    for _ in range(20): f()\
         )
     };
     for (proxied, config) in [
-        (true, "sandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"allowed.test\"]"),
+        (
+            true,
+            "sandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"allowed.test\"]",
+        ),
         (false, "sandbox_network = true"),
     ] {
         let place = Place::new();
@@ -217,6 +278,13 @@ for name, f in [('http', http), ('https', https)]:\n    for _ in range(20): f()\
         std::fs::write(ws.join("ca.pem"), &ca).unwrap();
         std::fs::write(ws.join("bench.py"), script(proxied)).unwrap();
         let out = run(&mut rig, &session, "python3 bench.py").await;
-        eprintln!("=== {}\n{out}", if proxied { "through the proxy" } else { "direct" });
+        eprintln!(
+            "=== {}\n{out}",
+            if proxied {
+                "through the proxy"
+            } else {
+                "direct"
+            }
+        );
     }
 }

@@ -25,16 +25,18 @@ async fn rig(extra: &str, ca: Option<&str>) -> (Rig, String, Option<tempfile::Te
     if let Some(file) = &ca_file {
         env.push(("SSL_CERT_FILE", file.as_str()));
     }
-    let config = format!(
-        "sandbox_allowed_domains = [\"allowed.test\", \"*.wild.test\"]\n{extra}"
-    );
+    let config = format!("sandbox_allowed_domains = [\"allowed.test\", \"*.wild.test\"]\n{extra}");
     let mut rig = Rig::with_env(&config, &env).await;
     let session = rig.session().await;
     (rig, session, dir)
 }
 
 /// Runs `web_fetch` calls without approvals; `(id, success, output)`.
-async fn fetch_all(rig: &mut Rig, session: &str, urls: &[(&str, String)]) -> Vec<(String, bool, String)> {
+async fn fetch_all(
+    rig: &mut Rig,
+    session: &str,
+    urls: &[(&str, String)],
+) -> Vec<(String, bool, String)> {
     let calls: Vec<(&str, &str, serde_json::Value)> = urls
         .iter()
         .map(|(id, url)| (*id, "web_fetch", json!({ "url": url })))
@@ -73,18 +75,35 @@ async fn pages_of_allowed_hosts_are_read_as_markdown_and_text_without_asking() {
     let &(_, ok, ref page) = find(&results, "page");
     assert!(ok, "{page}");
     assert!(page.contains("# Release notes"), "{page}");
-    assert!(page.contains("[the docs](https://example.org/docs)"), "{page}");
+    assert!(
+        page.contains("[the docs](https://example.org/docs)"),
+        "{page}"
+    );
     assert!(page.contains("```\ncargo build --release\n```"), "{page}");
-    assert!(page.contains("| name  | size |") && page.contains("| alpha | 12   |"), "{page}");
+    assert!(
+        page.contains("| name  | size |") && page.contains("| alpha | 12   |"),
+        "{page}"
+    );
     assert!(!page.contains("var x"), "a script survived: {page}");
     let &(_, ok, ref tls) = find(&results, "tls");
     assert!(ok && tls.starts_with("hello over https"), "{tls}");
     let &(_, ok, ref binary) = find(&results, "binary");
-    assert!(!ok && binary.contains("is `application/octet-stream`, not a web page or text"), "{binary}");
+    assert!(
+        !ok && binary.contains("is `application/octet-stream`, not a web page or text"),
+        "{binary}"
+    );
     // No cookie is kept: every answer set one, none is sent back.
-    let results = fetch_all(&mut rig, &session, &[("text", format!("http://allowed.test:{p}/text"))]).await;
+    let results = fetch_all(
+        &mut rig,
+        &session,
+        &[("text", format!("http://allowed.test:{p}/text"))],
+    )
+    .await;
     let &(_, ok, ref text) = find(&results, "text");
-    assert!(ok && text.starts_with("plain text, cookie sent: false"), "{text}");
+    assert!(
+        ok && text.starts_with("plain text, cookie sent: false"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -96,10 +115,22 @@ async fn redirects_are_followed_only_to_allowed_hosts() {
         &mut rig,
         &session,
         &[
-            ("inside", format!("http://allowed.test:{p}/redirect?to=/hello")),
-            ("outside", format!("http://allowed.test:{p}/redirect?to=http://other.test:{p}/hello")),
-            ("private", format!("http://allowed.test:{p}/redirect?to=http://evil.wild.test:{p}/hello")),
-            ("userinfo", format!("http://allowed.test:{p}/redirect?to=http://me:pw@allowed.test:{p}/hello")),
+            (
+                "inside",
+                format!("http://allowed.test:{p}/redirect?to=/hello"),
+            ),
+            (
+                "outside",
+                format!("http://allowed.test:{p}/redirect?to=http://other.test:{p}/hello"),
+            ),
+            (
+                "private",
+                format!("http://allowed.test:{p}/redirect?to=http://evil.wild.test:{p}/hello"),
+            ),
+            (
+                "userinfo",
+                format!("http://allowed.test:{p}/redirect?to=http://me:pw@allowed.test:{p}/hello"),
+            ),
         ],
     )
     .await;
@@ -112,9 +143,15 @@ async fn redirects_are_followed_only_to_allowed_hosts() {
         "{outside}"
     );
     let &(_, ok, ref private) = find(&results, "private");
-    assert!(!ok && private.contains("resolves to 127.0.0.1, a private, loopback or link-local address"), "{private}");
+    assert!(
+        !ok && private.contains("resolves to 127.0.0.1, a private, loopback or link-local address"),
+        "{private}"
+    );
     let &(_, ok, ref userinfo) = find(&results, "userinfo");
-    assert!(!ok && userinfo.contains("web_fetch sends no credentials"), "{userinfo}");
+    assert!(
+        !ok && userinfo.contains("web_fetch sends no credentials"),
+        "{userinfo}"
+    );
     // Four redirects and the one allowed target: nothing else arrived.
     assert_eq!(http.hits(), 5);
 }
@@ -122,7 +159,11 @@ async fn redirects_are_followed_only_to_allowed_hosts() {
 #[tokio::test]
 async fn huge_pages_are_cut_and_slow_ones_time_out() {
     let http = web::serve(None).await;
-    let (mut rig, session, _) = rig("web_fetch_max_bytes = 4096\nweb_fetch_timeout_ms = 1500", None).await;
+    let (mut rig, session, _) = rig(
+        "web_fetch_max_bytes = 4096\nweb_fetch_timeout_ms = 1500",
+        None,
+    )
+    .await;
     let p = http.port;
     let results = fetch_all(
         &mut rig,
@@ -136,10 +177,16 @@ async fn huge_pages_are_cut_and_slow_ones_time_out() {
     let &(_, ok, ref huge) = find(&results, "huge");
     assert!(ok, "{huge}");
     assert!(huge.starts_with("0123456789abcdef\n"), "{huge}");
-    assert!(huge.contains("[truncated: the page is longer than web_fetch_max_bytes (4096 bytes)"), "{huge}");
+    assert!(
+        huge.contains("[truncated: the page is longer than web_fetch_max_bytes (4096 bytes)"),
+        "{huge}"
+    );
     assert!(huge.len() < 4096 + 200, "{}", huge.len());
     let &(_, ok, ref slow) = find(&results, "slow");
-    assert!(!ok && slow.contains("did not answer within web_fetch_timeout_ms (1500 ms)"), "{slow}");
+    assert!(
+        !ok && slow.contains("did not answer within web_fetch_timeout_ms (1500 ms)"),
+        "{slow}"
+    );
 }
 
 /// A host the list does not name asks first (risk `network`); once
@@ -153,7 +200,11 @@ async fn other_hosts_ask_and_private_addresses_are_refused_even_when_approved() 
         ("name", format!("http://other.test:{p}/hello")),
         ("ip", format!("http://127.0.0.1:{p}/hello")),
     ] {
-        rig.mock.push(Reply::tool_calls(&[(id, "web_fetch", json!({ "url": url }))]));
+        rig.mock.push(Reply::tool_calls(&[(
+            id,
+            "web_fetch",
+            json!({ "url": url }),
+        )]));
         rig.mock.push(Reply::text(["read"]));
         rig.server.start_turn(&session, id, "fetch").await;
         let events = rig.server.until("approval.requested").await;
@@ -161,13 +212,18 @@ async fn other_hosts_ask_and_private_addresses_are_refused_even_when_approved() 
         assert_eq!(asked["risk"], "network", "{asked}");
         assert_eq!(asked["summary"], format!("Fetch {url}"), "{asked}");
         rig.server
-            .send(json!({"type":"approval.resolve","request_id":"a","session_id": session,
-                         "approval_id": asked["approval_id"],"approved":true}))
+            .send(
+                json!({"type":"approval.resolve","request_id":"a","session_id": session,
+                         "approval_id": asked["approval_id"],"approved":true}),
+            )
             .await;
         let events = rig.server.until_terminal().await;
         let (_, ok, out) = completed(&events)[0].clone();
         assert!(!ok, "{out}");
-        assert!(out.contains("a private, loopback or link-local address"), "{out}");
+        assert!(
+            out.contains("a private, loopback or link-local address"),
+            "{out}"
+        );
     }
     assert_eq!(http.hits(), 0);
 }

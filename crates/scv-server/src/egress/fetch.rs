@@ -65,7 +65,10 @@ async fn follow(limits: &WebLimits, mut url: reqwest::Url, approved: &str) -> Re
             .map_err(|e| format!("cannot make the HTTP client: {e}"))?;
         let response = client
             .get(url.clone())
-            .header(reqwest::header::ACCEPT, "text/html, text/markdown, text/plain, */*;q=0.5")
+            .header(
+                reqwest::header::ACCEPT,
+                "text/html, text/markdown, text/plain, */*;q=0.5",
+            )
             .send()
             .await
             .map_err(|e| format!("cannot fetch {url}: {}", error_chain(&e)))?;
@@ -89,7 +92,12 @@ async fn follow(limits: &WebLimits, mut url: reqwest::Url, approved: &str) -> Re
 /// The addresses `host` may be fetched at: the allowlist's answer, or for
 /// the host the user approved, any public address (never a private or
 /// loopback one unless listed).
-async fn check(list: &Allowlist, host: &str, port: u16, approved: bool) -> Result<Vec<std::net::SocketAddr>, Refusal> {
+async fn check(
+    list: &Allowlist,
+    host: &str,
+    port: u16,
+    approved: bool,
+) -> Result<Vec<std::net::SocketAddr>, Refusal> {
     if list.allows(host).is_some() || !approved {
         return decide(list, host, port).await;
     }
@@ -106,7 +114,10 @@ async fn check(list: &Allowlist, host: &str, port: u16, approved: bool) -> Resul
     {
         return Err(Refusal::new(
             &name,
-            format!("is at {}, a private, loopback or link-local address", private.ip()),
+            format!(
+                "is at {}, a private, loopback or link-local address",
+                private.ip()
+            ),
         ));
     }
     Ok(addrs)
@@ -120,7 +131,9 @@ fn parse(url: &str) -> Result<reqwest::Url, String> {
 /// http or https, without credentials.
 fn checked_scheme(url: reqwest::Url) -> Result<reqwest::Url, String> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("{url}: web_fetch reads http:// and https:// URLs only"));
+        return Err(format!(
+            "{url}: web_fetch reads http:// and https:// URLs only"
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(format!(
@@ -138,7 +151,11 @@ fn host_of(url: &reqwest::Url) -> Result<String, String> {
 }
 
 /// The body, up to the cap, as text: HTML as Markdown, text as is.
-async fn read(limits: &WebLimits, url: &reqwest::Url, mut response: reqwest::Response) -> Result<Page, String> {
+async fn read(
+    limits: &WebLimits,
+    url: &reqwest::Url,
+    mut response: reqwest::Response,
+) -> Result<Page, String> {
     let status = response.status();
     let kind = response
         .headers()
@@ -152,7 +169,12 @@ async fn read(limits: &WebLimits, url: &reqwest::Url, mut response: reqwest::Res
         || mime.is_empty()
         || matches!(
             mime.as_str(),
-            "application/json" | "application/xml" | "application/javascript" | "application/x-yaml" | "application/yaml" | "application/toml"
+            "application/json"
+                | "application/xml"
+                | "application/javascript"
+                | "application/x-yaml"
+                | "application/yaml"
+                | "application/toml"
         )
         || mime.ends_with("+json")
         || mime.ends_with("+xml");
@@ -194,7 +216,9 @@ async fn read(limits: &WebLimits, url: &reqwest::Url, mut response: reqwest::Res
 /// scripts, styles and the like dropped.
 pub(crate) fn markdown(html: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(vec!["script", "style", "noscript", "template", "svg", "head"])
+        .skip_tags(vec![
+            "script", "style", "noscript", "template", "svg", "head",
+        ])
         .build();
     converter.convert(html).unwrap_or_else(|_| html.to_string())
 }

@@ -24,7 +24,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 pub(super) async fn serve(shared: &Shared, mut client: TcpStream) {
     let Ok(Ok((head, rest))) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await
     else {
-        let _ = reply(&mut client, 400, "Bad Request", "scv: expected an HTTP proxy request\n").await;
+        let _ = reply(
+            &mut client,
+            400,
+            "Bad Request",
+            "scv: expected an HTTP proxy request\n",
+        )
+        .await;
         return;
     };
     let request = match Request::parse(&head) {
@@ -95,7 +101,8 @@ async fn refuse(shared: &Shared, client: &mut TcpStream, refusal: Refusal) {
 
 async fn connect(addrs: &[SocketAddr]) -> Option<TcpStream> {
     for addr in addrs {
-        if let Ok(Ok(stream)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await
         {
             let _ = stream.set_nodelay(true);
             return Some(stream);
@@ -128,7 +135,10 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)
 
 /// Reads the tunnel's first bytes into `hello` until the ClientHello is
 /// whole; its server name (`None`: not TLS, or no name).
-async fn read_hello(client: &mut TcpStream, hello: &mut Vec<u8>) -> std::io::Result<Option<String>> {
+async fn read_hello(
+    client: &mut TcpStream,
+    hello: &mut Vec<u8>,
+) -> std::io::Result<Option<String>> {
     let mut chunk = [0u8; 4096];
     loop {
         match sni::parse(hello) {

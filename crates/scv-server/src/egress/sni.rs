@@ -42,9 +42,10 @@ pub fn parse(bytes: &[u8]) -> Hello {
             if handshake[0] != 0x01 {
                 return Hello::NotTls;
             }
-            let need = 4 + (usize::from(handshake[1]) << 16
-                | usize::from(handshake[2]) << 8
-                | usize::from(handshake[3]));
+            let need = 4
+                + (usize::from(handshake[1]) << 16
+                    | usize::from(handshake[2]) << 8
+                    | usize::from(handshake[3]));
             if handshake.len() >= need {
                 return match server_name(&handshake[4..need]) {
                     Some(name) => Hello::Name(name),

@@ -173,7 +173,11 @@ fn serve(
         return Err(format!("cannot open a pidfd: {err}"));
     }
     // SAFETY: a descriptor the kernel just gave us.
-    Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) }, listener))
+    Ok((
+        pid,
+        unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) },
+        listener,
+    ))
 }
 
 /// SIGCHLD blocked and read from a signalfd, so the host reaps its ended

@@ -83,7 +83,11 @@ const PAGE: &str = "<html><head><title>T</title><script>var x = 1;</script></hea
 <table><tr><th>name</th><th>size</th></tr><tr><td>alpha</td><td>12</td></tr></table>\
 </body></html>";
 
-async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, hits: &AtomicUsize, scheme: &str) {
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    hits: &AtomicUsize,
+    scheme: &str,
+) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -95,7 +99,9 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, hits: &AtomicU
     hits.fetch_add(1, Ordering::SeqCst);
     let head = String::from_utf8_lossy(&head).into_owned();
     let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let cookie = head.lines().any(|l| l.to_ascii_lowercase().starts_with("cookie:"));
+    let cookie = head
+        .lines()
+        .any(|l| l.to_ascii_lowercase().starts_with("cookie:"));
     let send = |status: &str, kind: &str, extra: &str, body: Vec<u8>| {
         let mut out = format!(
             "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nSet-Cookie: s=1\r\n{extra}Connection: close\r\n\r\n",
@@ -106,24 +112,46 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, hits: &AtomicU
         out
     };
     let reply = if path == "/hello" {
-        send("200 OK", "text/plain", "", format!("hello over {scheme}\n").into_bytes())
+        send(
+            "200 OK",
+            "text/plain",
+            "",
+            format!("hello over {scheme}\n").into_bytes(),
+        )
     } else if path == "/page" {
-        send("200 OK", "text/html; charset=utf-8", "", PAGE.as_bytes().to_vec())
+        send(
+            "200 OK",
+            "text/html; charset=utf-8",
+            "",
+            PAGE.as_bytes().to_vec(),
+        )
     } else if path == "/text" {
         let body = format!("plain text, cookie sent: {cookie}\n");
         send("200 OK", "text/plain", "", body.into_bytes())
     } else if path == "/binary" {
         send("200 OK", "application/octet-stream", "", vec![0u8, 1, 2, 3])
     } else if path == "/huge" {
-        send("200 OK", "text/plain", "", "0123456789abcdef\n".repeat(1 << 18).into_bytes())
+        send(
+            "200 OK",
+            "text/plain",
+            "",
+            "0123456789abcdef\n".repeat(1 << 18).into_bytes(),
+        )
     } else if path == "/slow" {
         let _ = stream
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nstart")
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nstart",
+            )
             .await;
         tokio::time::sleep(std::time::Duration::from_secs(120)).await;
         return;
     } else if let Some(to) = path.strip_prefix("/redirect?to=") {
-        send("302 Found", "text/plain", &format!("Location: {to}\r\n"), b"moved".to_vec())
+        send(
+            "302 Found",
+            "text/plain",
+            &format!("Location: {to}\r\n"),
+            b"moved".to_vec(),
+        )
     } else {
         send("404 Not Found", "text/plain", "", b"no such page".to_vec())
     };
