@@ -193,3 +193,29 @@ pub(crate) fn receive_with_fd(
     }
     Ok((n, fd))
 }
+
+/// A connected pair of `SOCK_SEQPACKET` sockets (close-on-exec): the
+/// holder's report, which can carry a descriptor.
+pub(crate) fn report_pair() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut pair = [0 as RawFd; 2];
+    // SAFETY: a socket pair into an array we own.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            pair.as_mut_ptr(),
+        )
+    } < 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are ours from here on.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(pair[0]),
+            std::os::fd::OwnedFd::from_raw_fd(pair[1]),
+        )
+    })
+}

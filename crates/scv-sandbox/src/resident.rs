@@ -18,7 +18,7 @@ use crate::{doors, network, ruleset, sys};
 use seccompiler::BpfProgram;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 pub struct Resident {
@@ -271,6 +271,67 @@ fn close_all_but(keep: &[RawFd]) {
     unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
 }
 
+/// The holder's life, in the forked child: builds `machine` (with the
+/// network namespace and the proxy's listener when `own_network`), adds
+/// `rules` to `ruleset`, reports on `write` (the errno, the step it failed
+/// at, whether a masked path went; the listener with it) and sleeps until
+/// killed. System calls only.
+fn holder(
+    machine: &mut Machine,
+    write: &OwnedFd,
+    ruleset: RawFd,
+    rules: &[(CString, u64)],
+    own_network: bool,
+) -> ! {
+    let mut step = 0usize;
+    let mut listener: RawFd = -1;
+    let code: i32 = (|| {
+        // SAFETY: prctl on this process.
+        sys::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
+        // Nothing the caller had open is held here for the
+        // session's life (a request's pipes would never close).
+        close_all_but(&[write.as_raw_fd(), ruleset]);
+        machine.apply()?;
+        for (index, (path, access)) in rules.iter().enumerate() {
+            step = RULE_STEPS + index;
+            sys::landlock_add_path(ruleset, path, *access)?;
+        }
+        if own_network {
+            step = RULE_STEPS - 2;
+            listener = crate::egress::listen()?;
+        }
+        Ok::<_, io::Error>(0)
+    })()
+    .unwrap_or_else(|err: io::Error| err.raw_os_error().unwrap_or(libc::EPERM));
+    // The errno, and the step it failed at (a machine step, or a
+    // rule past RULE_STEPS) for the error to name.
+    let step = if step >= RULE_STEPS - 2 {
+        step
+    } else {
+        machine.failed_at.unwrap_or(RULE_STEPS - 1)
+    };
+    let step = u16::try_from(step).unwrap_or(u16::MAX).to_le_bytes();
+    let report = [
+        code.clamp(0, 255) as u8,
+        step[0],
+        step[1],
+        u8::from(machine.gone),
+    ];
+    let _ = crate::egress::send_with_fd(write.as_raw_fd(), &report, listener);
+    if listener >= 0 {
+        sys::close(listener);
+    }
+    // SAFETY: wait forever.
+    unsafe {
+        if code != 0 {
+            libc::_exit(1);
+        }
+        loop {
+            libc::pause();
+        }
+    }
+}
+
 /// Steps past this number in a holder's report are rules, not machine
 /// steps.
 const RULE_STEPS: usize = 0x8000;
@@ -285,26 +346,9 @@ impl Holder {
         rules: &[(CString, u64)],
         own_network: bool,
     ) -> Result<Holder, crate::Error> {
-        let mut pipe = [0 as RawFd; 2];
-        // SAFETY: a socket pair of two descriptors we own (a pipe that
-        // can carry the proxy's listener back).
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                pipe.as_mut_ptr(),
-            )
-        } < 0
-        {
-            return Err(crate::Error::io(
-                "cannot make a socket pair",
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: both ends are ours from here on.
-        let (read, write) =
-            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+        // A pipe that can carry the proxy's listener back.
+        let (read, write) = crate::egress::report_pair()
+            .map_err(|e| crate::Error::io("cannot make a socket pair", e))?;
         // SAFETY: the child makes only system calls (the machine was
         // planned before the fork) and never returns.
         let pid = unsafe { libc::fork() };
@@ -315,53 +359,7 @@ impl Holder {
             ));
         }
         if pid == 0 {
-            let mut step = 0usize;
-            let mut listener: RawFd = -1;
-            let code: i32 = (|| {
-                // SAFETY: prctl on this process.
-                sys::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
-                // Nothing the caller had open is held here for the
-                // session's life (a request's pipes would never close).
-                close_all_but(&[write.as_raw_fd(), ruleset]);
-                machine.apply()?;
-                for (index, (path, access)) in rules.iter().enumerate() {
-                    step = RULE_STEPS + index;
-                    sys::landlock_add_path(ruleset, path, *access)?;
-                }
-                if own_network {
-                    step = RULE_STEPS - 2;
-                    listener = crate::egress::listen()?;
-                }
-                Ok::<_, io::Error>(0)
-            })()
-            .unwrap_or_else(|err: io::Error| err.raw_os_error().unwrap_or(libc::EPERM));
-            // The errno, and the step it failed at (a machine step, or a
-            // rule past RULE_STEPS) for the error to name.
-            let step = if step >= RULE_STEPS - 2 {
-                step
-            } else {
-                machine.failed_at.unwrap_or(RULE_STEPS - 1)
-            };
-            let step = u16::try_from(step).unwrap_or(u16::MAX).to_le_bytes();
-            let report = [
-                code.clamp(0, 255) as u8,
-                step[0],
-                step[1],
-                u8::from(machine.gone),
-            ];
-            let _ = crate::egress::send_with_fd(write.as_raw_fd(), &report, listener);
-            if listener >= 0 {
-                sys::close(listener);
-            }
-            // SAFETY: wait forever.
-            unsafe {
-                if code != 0 {
-                    libc::_exit(1);
-                }
-                loop {
-                    libc::pause();
-                }
-            }
+            holder(&mut machine, &write, ruleset, rules, own_network);
         }
         drop(write);
         let mut report = [255u8; 4];

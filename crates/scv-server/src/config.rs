@@ -234,12 +234,9 @@ pub(crate) struct SandboxConfig {
     pub mode: SandboxMode,
     /// `sandbox_network`.
     pub network: scv_sandbox::Network,
-    /// `sandbox_allowed_domains` (default: the package registries).
-    pub allowed: std::sync::Arc<crate::egress::allowlist::Allowlist>,
-    /// `web_fetch_max_bytes`: the most of a page `web_fetch` reads.
-    pub web_fetch_max_bytes: usize,
-    /// `web_fetch_timeout_ms`: how long one `web_fetch` may take.
-    pub web_fetch_timeout_ms: u64,
+    /// `sandbox_allowed_domains` (default: the package registries),
+    /// `web_fetch_max_bytes` and `web_fetch_timeout_ms`.
+    pub web: crate::egress::fetch::WebLimits,
     /// `sandbox_writable_roots`.
     pub writable_roots: Vec<PathBuf>,
     /// `sandbox_readable_roots`: more to read in the home.
@@ -451,23 +448,7 @@ impl Config {
                 ));
             }
         }
-        let allowed = match &raw.sandbox_allowed_domains {
-            Some(entries) => crate::egress::allowlist::Allowlist::parse(entries)
-                .map_err(|why| anyhow!("{}{why}", at(text, "sandbox_allowed_domains")))?,
-            None => crate::egress::allowlist::Allowlist::default_list(),
-        };
-        if !(1024..=64 << 20).contains(&raw.web_fetch_max_bytes) {
-            return Err(anyhow!(
-                "{}web_fetch_max_bytes must be 1024 to 67108864",
-                at(text, "web_fetch_max_bytes")
-            ));
-        }
-        if !(100..=600_000).contains(&raw.web_fetch_timeout_ms) {
-            return Err(anyhow!(
-                "{}web_fetch_timeout_ms must be 100 to 600000",
-                at(text, "web_fetch_timeout_ms")
-            ));
-        }
+        let web = egress_config(&raw, text)?;
         if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
             return Err(anyhow!(
                 "{}at most {} MCP servers can be configured",
@@ -539,9 +520,7 @@ impl Config {
             sandbox: SandboxConfig {
                 mode: raw.sandbox,
                 network: raw.sandbox_network,
-                allowed: std::sync::Arc::new(allowed),
-                web_fetch_max_bytes: raw.web_fetch_max_bytes,
-                web_fetch_timeout_ms: raw.web_fetch_timeout_ms,
+                web,
                 writable_roots: raw.sandbox_writable_roots,
                 readable_roots: raw.sandbox_readable_roots,
                 unix_sockets: raw.sandbox_unix_sockets,
@@ -610,6 +589,33 @@ impl ProviderConfig {
 
 /// `[pricing."MODEL"]` and the budgets, checked: a price is a finite
 /// number ≥ 0, a budget one > 0.
+/// `sandbox_allowed_domains` parsed (the default list when absent), and
+/// `web_fetch`'s bounds checked.
+fn egress_config(raw: &Raw, text: &str) -> Result<crate::egress::fetch::WebLimits> {
+    let allowed = match &raw.sandbox_allowed_domains {
+        Some(entries) => crate::egress::allowlist::Allowlist::parse(entries)
+            .map_err(|why| anyhow!("{}{why}", at(text, "sandbox_allowed_domains")))?,
+        None => crate::egress::allowlist::Allowlist::default_list(),
+    };
+    if !(1024..=64 << 20).contains(&raw.web_fetch_max_bytes) {
+        return Err(anyhow!(
+            "{}web_fetch_max_bytes must be 1024 to 67108864",
+            at(text, "web_fetch_max_bytes")
+        ));
+    }
+    if !(100..=600_000).contains(&raw.web_fetch_timeout_ms) {
+        return Err(anyhow!(
+            "{}web_fetch_timeout_ms must be 100 to 600000",
+            at(text, "web_fetch_timeout_ms")
+        ));
+    }
+    Ok(crate::egress::fetch::WebLimits {
+        allowed: std::sync::Arc::new(allowed),
+        max_bytes: raw.web_fetch_max_bytes,
+        timeout: std::time::Duration::from_millis(raw.web_fetch_timeout_ms),
+    })
+}
+
 fn cost_config(raw: &Raw, text: &str) -> Result<CostConfig> {
     let mut configured = BTreeMap::new();
     for (model, price) in &raw.pricing {
@@ -849,7 +855,7 @@ mod tests {
         assert_eq!(config.sandbox.mode, SandboxMode::WorkspaceWrite);
         assert_eq!(config.sandbox.network, scv_sandbox::Network::On);
         assert_eq!(
-            *config.sandbox.allowed,
+            *config.sandbox.web.allowed,
             crate::egress::allowlist::Allowlist::default_list()
         );
         assert!(
@@ -882,8 +888,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.sandbox.network, scv_sandbox::Network::Allowlist);
-        assert!(config.sandbox.allowed.allows("git.corp.example").is_some());
-        assert!(config.sandbox.allowed.allows("crates.io").is_none());
+        assert!(config
+            .sandbox
+            .web
+            .allowed
+            .allows("git.corp.example")
+            .is_some());
+        assert!(config.sandbox.web.allowed.allows("crates.io").is_none());
         for (text, expected) in [
             (
                 "sandbox_network = \"proxy\"\n",

@@ -110,7 +110,7 @@ impl Sandbox {
             },
             env: env.into(),
             held: Mutex::new(Vec::new()),
-            allowed: config.sandbox.allowed.clone(),
+            allowed: config.sandbox.web.allowed.clone(),
         }
     }
 

@@ -41,11 +41,7 @@ impl Limits {
             max_subagent_depth: limits.max_subagent_depth,
             subagent_max_steps: limits.subagent_max_steps,
             subagent_timeout: Duration::from_millis(limits.subagent_timeout_ms),
-            web: crate::egress::fetch::WebLimits {
-                allowed: config.sandbox.allowed.clone(),
-                max_bytes: config.sandbox.web_fetch_max_bytes,
-                timeout: Duration::from_millis(config.sandbox.web_fetch_timeout_ms),
-            },
+            web: config.sandbox.web.clone(),
         }
     }
 }

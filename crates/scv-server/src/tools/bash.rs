@@ -194,12 +194,8 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         out.push('\n');
         out.push_str(&note);
     }
-    if let (Some(_), Some(view)) = (&policy, ctx.sandbox.as_ref()) {
-        for refused in view.egress_refused() {
-            out.push_str(&format!(
-                "\n[network: the sandbox's allowlist refused {refused}]"
-            ));
-        }
+    if policy.is_some() {
+        egress_notes(&mut out, ctx.sandbox.as_ref());
     }
     if let Some(killed) = report.map(|r| r.killed).filter(|k| *k > 0) {
         let noun = if killed == 1 { "process" } else { "processes" };
@@ -212,6 +208,16 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         output: out,
         truncated,
     })
+}
+
+/// Ends a sandboxed call's `out` with the hosts its session's proxy
+/// refused meanwhile, each with the line that allows it.
+fn egress_notes(out: &mut String, view: Option<&crate::sandbox::SandboxView>) {
+    for refused in view.map(|v| v.egress_refused()).unwrap_or_default() {
+        out.push_str(&format!(
+            "\n[network: the sandbox's allowlist refused {refused}]"
+        ));
+    }
 }
 
 /// What a command refused by the read-only sandbox of plan mode (or of
