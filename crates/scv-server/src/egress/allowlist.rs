@@ -91,7 +91,7 @@ impl Allowlist {
         if let Some(ip) = ip_of(&host) {
             return self.addresses.contains(&ip).then_some(Allowed::Exactly);
         }
-        if self.names.iter().any(|name| *name == host) {
+        if self.names.contains(&host) {
             return Some(Allowed::Exactly);
         }
         self.suffixes
