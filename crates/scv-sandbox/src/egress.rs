@@ -29,12 +29,16 @@ pub fn proxy_url() -> String {
     format!("http://127.0.0.1:{PROXY_PORT}")
 }
 
+/// The loopback names a command reaches directly (its own namespace's
+/// loopback), unless the allowlist names them.
+pub const DIRECT: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
 /// What a command in the namespace gets in its environment: the proxy
 /// under each name clients read (curl, pip, npm, cargo, go, git read the
-/// lower or upper case forms), and loopback left direct.
-pub fn proxy_env() -> Vec<(&'static str, String)> {
+/// lower or upper case forms), and `direct` (`NO_PROXY`) left direct.
+pub fn proxy_env(direct: &str) -> Vec<(&'static str, String)> {
     let url = proxy_url();
-    let direct = "localhost,127.0.0.1,::1".to_string();
+    let direct = direct.to_string();
     vec![
         ("HTTP_PROXY", url.clone()),
         ("HTTPS_PROXY", url.clone()),

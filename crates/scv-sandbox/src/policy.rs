@@ -230,6 +230,12 @@ pub struct Policy {
     /// `RLIMIT_NPROC` in the command's own user namespace.
     #[serde(default)]
     pub pids_cgroup: Option<PathBuf>,
+    /// `sandbox_network = "allowlist"`: what commands reach without the
+    /// proxy (their `NO_PROXY`: their own loopback, less the loopback
+    /// names the allowlist lists, which then go through the proxy to the
+    /// host's). `None`: [`crate::egress::DIRECT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_proxy: Option<String>,
 }
 
 impl Policy {
@@ -258,6 +264,7 @@ impl Policy {
             git: Vec::new(),
             shared_files: Vec::new(),
             pids_cgroup: None,
+            no_proxy: None,
         }
     }
 

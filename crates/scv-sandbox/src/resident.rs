@@ -40,6 +40,8 @@ pub struct Resident {
     /// The proxy's listener in the machine's network namespace, until the
     /// caller takes it (`sandbox_network = "allowlist"`, `egress`).
     listener: Option<OwnedFd>,
+    /// What commands are told of the proxy (empty without one).
+    proxy_env: Vec<(&'static str, String)>,
 }
 
 struct Holder {
@@ -105,6 +107,15 @@ impl Resident {
                 tmpdir: PathBuf::from("/tmp"),
                 _private_tmp: None,
                 credentials,
+                proxy_env: match &listener {
+                    Some(_) => crate::egress::proxy_env(
+                        policy
+                            .no_proxy
+                            .as_deref()
+                            .unwrap_or(&crate::egress::DIRECT.join(",")),
+                    ),
+                    None => Vec::new(),
+                },
                 listener,
             })
         } else {
@@ -140,6 +151,7 @@ impl Resident {
                 _private_tmp: private_tmp,
                 credentials: crate::credentials::present(policy.home.as_deref()),
                 listener: None,
+                proxy_env: Vec::new(),
             })
         }
     }
@@ -162,10 +174,11 @@ impl Resident {
         self.listener.take()
     }
 
-    /// Whether commands run in a network namespace of their own, where
-    /// the proxy is the way out: they are told it ([`crate::egress::proxy_env`]).
-    pub fn behind_proxy(&self) -> bool {
-        self.holder.as_ref().is_some_and(|h| h.net.is_some())
+    /// What commands are told of the proxy, when they run in a network
+    /// namespace of their own where it is the way out
+    /// ([`crate::egress::proxy_env`]); empty otherwise.
+    pub fn proxy_env(&self) -> &[(&'static str, String)] {
+        &self.proxy_env
     }
 
     /// What a command's child applies to join this, working in `cwd`.

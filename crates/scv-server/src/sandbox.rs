@@ -164,6 +164,9 @@ impl Sandbox {
         if self.holds_home(workspace).is_some() {
             policy.mode = Mode::ReadOnly;
         }
+        if policy.own_network() {
+            policy.no_proxy = Some(crate::egress::allowlist::direct(&self.allowed));
+        }
         Some(policy)
     }
 

@@ -288,3 +288,42 @@ for name, f in [('http', http), ('https', https)]:\n    for _ in range(20): f()\
         );
     }
 }
+
+/// Loopback under the allowlist: a command's own servers are reached
+/// directly (its namespace's loopback, `NO_PROXY`); the host's
+/// `localhost` only when the list names it, through the proxy.
+#[tokio::test]
+async fn a_listed_localhost_is_the_hosts_and_the_commands_own_loopback_stays_direct() {
+    if !enforced() {
+        return;
+    }
+    let http = web::serve(None).await;
+    let port = http.port;
+    let place = Place::new();
+    let mut rig = rig_in(
+        &place,
+        &format!("{AUTO_SANDBOXED}\nsandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"localhost\"]"),
+        &[],
+    )
+    .await;
+    let session = rig.session().await;
+    let out = run(
+        &mut rig,
+        &session,
+        &format!("echo \"NO_PROXY=$NO_PROXY\"; curl -sS -m 20 http://localhost:{port}/hello"),
+    )
+    .await;
+    assert!(
+        out.starts_with("NO_PROXY=127.0.0.1,::1\nhello over http\n"),
+        "{out}"
+    );
+    assert_eq!(http.hits(), 1);
+    // Its own server on its own loopback, with the host's port number:
+    // reached directly, never the host's.
+    let own = format!(
+        "cd \"$TMPDIR\" && echo own > own.txt && (python3 -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 &) && sleep 1 && curl -sS -m 10 http://127.0.0.1:{port}/own.txt"
+    );
+    let out = run(&mut rig, &session, &own).await;
+    assert!(out.starts_with("own\n"), "{out}");
+    assert_eq!(http.hits(), 1);
+}

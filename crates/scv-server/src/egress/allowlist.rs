@@ -106,6 +106,18 @@ impl Allowlist {
     }
 }
 
+/// What commands under the allowlist reach without the proxy (their
+/// `NO_PROXY`): their own loopback names, less those `list` names — a
+/// listed `localhost` means the host's, reached through the proxy.
+pub fn direct(list: &Allowlist) -> String {
+    scv_sandbox::egress::DIRECT
+        .iter()
+        .filter(|name| list.allows(name).is_none())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn bad(entry: &str) -> String {
     format!(
         "sandbox_allowed_domains: `{entry}` is not a host name, a `*.domain` wildcard or an IP address"

@@ -289,12 +289,7 @@ fn reap(
         .env_clear()
         .envs(request.env.iter().map(|(k, v)| (k, v)))
         .env("TMPDIR", resident.tmpdir())
-        .envs(
-            resident
-                .behind_proxy()
-                .then(scv_sandbox::egress::proxy_env)
-                .unwrap_or_default(),
-        )
+        .envs(resident.proxy_env().iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr));
