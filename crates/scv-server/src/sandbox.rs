@@ -139,6 +139,14 @@ impl Sandbox {
     pub(crate) fn warnings(&self, workspace: &Path) -> Vec<String> {
         let mut warnings: Vec<String> = self.holds_home(workspace).into_iter().collect();
         warnings.extend(self.planting_roots.iter().cloned());
+        if self.enforced
+            && self.settings.network == scv_sandbox::Network::Allowlist
+            && !self.settings.mount_namespace
+        {
+            warnings.push(
+                "sandbox_network = \"allowlist\" needs user namespaces, which this machine does not give: sandboxed commands get no network at all (as with sandbox_network = false); web_fetch still follows sandbox_allowed_domains".into(),
+            );
+        }
         warnings
     }
 

@@ -274,3 +274,45 @@ fn split_authority(authority: &str, default_port: u16) -> Result<(String, u16), 
     }
     Ok((super::allowlist::normalize(host), port))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(head: &str) -> Result<Request, String> {
+        Request::parse(head.as_bytes())
+    }
+
+    #[test]
+    fn requests_name_their_host_once_and_drop_the_proxys_headers() {
+        let r = parse("CONNECT Crates.IO.:443 HTTP/1.1\r\nHost: crates.io:443\r\n\r\n").unwrap();
+        assert!(r.connect);
+        assert_eq!((r.host.as_str(), r.port), ("crates.io", 443));
+        let r = parse("CONNECT [::1]:8443 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("::1", 8443));
+        let r = parse(
+            "GET http://user:pw@pypi.org/simple/ HTTP/1.1\r\nHost: pypi.org\r\nProxy-Authorization: x\r\nAccept: */*\r\n\r\n",
+        )
+        .unwrap();
+        assert!(!r.connect);
+        assert_eq!((r.host.as_str(), r.port), ("pypi.org", 80));
+        let head = String::from_utf8(r.forwarded_head()).unwrap();
+        assert_eq!(
+            head,
+            "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nAccept: */*\r\n\r\n"
+        );
+        // The credentials' `@` cannot smuggle another host in.
+        let r = parse("GET http://pypi.org@evil.test/ HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(r.host, "evil.test");
+        for bad in [
+            "GET http://pypi.org/ HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+            "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\n\r\n",
+            "GET https://pypi.org/ HTTP/1.1\r\n\r\n",
+            "CONNECT pypi.org:http HTTP/1.1\r\n\r\n",
+            "CONNECT :443 HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}
