@@ -327,3 +327,33 @@ async fn a_listed_localhost_is_the_hosts_and_the_commands_own_loopback_stays_dir
     assert!(out.starts_with("own\n"), "{out}");
     assert_eq!(http.hits(), 1);
 }
+
+/// Clients that read the proxy variables on their own: Python's urllib
+/// (what pip's vendored requests follows too) and npm.
+#[tokio::test]
+async fn python_and_npm_clients_go_through_the_proxy() {
+    let Some((_place, mut rig, session)) = start_allowlist("").await else {
+        return;
+    };
+    let http = web::serve(None).await;
+    let port = http.port;
+    let python = format!(
+        "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://allowed.test:{port}/hello').read().decode())\""
+    );
+    let out = run(&mut rig, &session, &python).await;
+    assert!(out.starts_with("hello over http"), "{out}");
+    let npm = format!(
+        "command -v npm >/dev/null || {{ echo 'no npm'; exit 0; }}; npm view left-pad version --registry http://allowed.test:{port}/ --cache \"$TMPDIR/npm\" --no-update-notifier"
+    );
+    let out = run(&mut rig, &session, &npm).await;
+    assert!(
+        out.starts_with("1.3.0") || out.starts_with("no npm"),
+        "{out}"
+    );
+    let refused = format!(
+        "python3 -c \"import urllib.request; urllib.request.urlopen('http://other.test:{port}/hello')\" 2>&1 | tail -1"
+    );
+    let out = run(&mut rig, &session, &refused).await;
+    assert!(out.contains("HTTP Error 403"), "{out}");
+    assert!(out.contains("refused other.test"), "{out}");
+}

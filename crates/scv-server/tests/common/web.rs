@@ -1,6 +1,7 @@
 //! Web servers on loopback for the egress tests: plain HTTP, and HTTPS
 //! with a certificate from a test CA (rcgen), each counting what it
-//! served. Paths: `/hello`, `/page` (HTML), `/text`, `/binary`, `/huge`
+//! served. Paths: `/hello`, `/page` (HTML), `/text`, `/binary`,
+//! `/left-pad` (an npm package document), `/huge`
 //! (4 MiB), `/slow` (headers, then nothing), `/redirect?to=URL`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -128,6 +129,10 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     } else if path == "/text" {
         let body = format!("plain text, cookie sent: {cookie}\n");
         send("200 OK", "text/plain", "", body.into_bytes())
+    } else if path == "/left-pad" {
+        // An npm registry's package document.
+        let body = r#"{"name":"left-pad","dist-tags":{"latest":"1.3.0"},"versions":{"1.3.0":{"name":"left-pad","version":"1.3.0","dist":{"tarball":"http://allowed.test/left-pad-1.3.0.tgz","shasum":"0"}}}}"#;
+        send("200 OK", "application/json", "", body.as_bytes().to_vec())
     } else if path == "/binary" {
         send("200 OK", "application/octet-stream", "", vec![0u8, 1, 2, 3])
     } else if path == "/huge" {
