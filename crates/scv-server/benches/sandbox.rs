@@ -2,7 +2,8 @@
 //! The sandbox's cost per `bash` call (`cargo bench -p scv-server --bench
 //! sandbox`): the same trivial command (`true`) through the release
 //! `scv-server --stdio` with `sandbox = "off"`, `"workspace-write"` and
-//! `"workspace-write"` with the network off, `"read-only"`, and
+//! `"workspace-write"` with the network off and with the allowlist (a
+//! network namespace of the session's own, joined per call), `"read-only"`, and
 //! `"workspace-write"` with `$SCV_HOME` inside /tmp, turns interleaved
 //! across the servers so drift hits all alike. A call is timed from
 //! `tool.started` to `tool.completed` as the client sees them; the added
