@@ -134,3 +134,62 @@ impl Drop for Proxy {
         self.stop.cancel();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The proxy ends with its session: dropping it closes an open
+    /// forwarded connection and stops accepting new ones.
+    #[tokio::test]
+    async fn dropping_the_proxy_ends_its_connections_and_its_listener() {
+        let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up_port = upstream.local_addr().unwrap().port();
+        // The host answers nothing and keeps the connection open.
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = upstream.accept().await {
+                held.push(stream);
+            }
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let list = allowlist::Allowlist::parse(&["127.0.0.1"]).unwrap();
+        let proxy = Proxy::new(Arc::new(list));
+        proxy.serve(OwnedFd::from(listener));
+        let mut client = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        client
+            .write_all(format!("GET http://127.0.0.1:{up_port}/ HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        // Forwarded and open: nothing comes back yet.
+        let mut byte = [0u8; 1];
+        let waited = tokio::time::timeout(
+            std::time::Duration::from_millis(300),
+            client.read(&mut byte),
+        )
+        .await;
+        assert!(waited.is_err(), "the connection ended early: {waited:?}");
+        drop(proxy);
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), client.read(&mut byte))
+            .await
+            .expect("the connection outlived the proxy");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+        // The listener is closed: a new connection is refused, or
+        // accepted by nobody and closed.
+        if let Ok(mut late) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            let _ = late
+                .write_all(b"GET http://127.0.0.1/ HTTP/1.1\r\n\r\n")
+                .await;
+            let read =
+                tokio::time::timeout(std::time::Duration::from_secs(10), late.read(&mut byte))
+                    .await
+                    .expect("a connection after the proxy ended was served");
+            assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+        }
+    }
+}
