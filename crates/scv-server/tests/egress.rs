@@ -357,3 +357,31 @@ async fn python_and_npm_clients_go_through_the_proxy() {
     assert!(out.contains("HTTP Error 403"), "{out}");
     assert!(out.contains("refused other.test"), "{out}");
 }
+
+/// A listed address is reached through a tunnel too: clients send no
+/// server name for an address, and none is asked for.
+#[tokio::test]
+async fn a_listed_address_is_tunnelled_without_a_server_name() {
+    if !enforced() {
+        return;
+    }
+    let (ca, tls) = web::test_ca(&["127.0.0.1"]);
+    let https = web::serve(Some(tls)).await;
+    let port = https.port;
+    let place = Place::new();
+    let mut rig = rig_in(
+        &place,
+        &format!("{AUTO_SANDBOXED}\nsandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"127.0.0.1\"]"),
+        &[],
+    )
+    .await;
+    let session = rig.session().await;
+    std::fs::write(rig.home.workspace().join("ca.pem"), ca).unwrap();
+    // 127.0.0.1 is listed, so it is not in NO_PROXY: curl tunnels.
+    let out = run(&mut rig, &session, &format!("echo \"NO_PROXY=$NO_PROXY\"; curl -sS -m 20 --cacert ca.pem https://127.0.0.1:{port}/hello")).await;
+    assert!(
+        out.starts_with("NO_PROXY=localhost,::1\nhello over https\n"),
+        "{out}"
+    );
+    assert_eq!(https.hits(), 1);
+}

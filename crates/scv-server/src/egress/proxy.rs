@@ -58,13 +58,16 @@ pub(super) async fn serve(shared: &Shared, mut client: TcpStream) {
         }
         let mut hello = rest;
         match tokio::time::timeout(HEAD_TIMEOUT, read_hello(&mut client, &mut hello)).await {
-            Ok(Ok(Some(name))) if super::allowlist::normalize(&name) == request.host => {}
-            Ok(Ok(name)) => {
-                let why = match name {
-                    Some(name) => format!(
+            Ok(Ok(Hello::Name(Some(name))))
+                if super::allowlist::normalize(&name) == request.host => {}
+            // Clients send no server name for an address (a listed IP).
+            Ok(Ok(Hello::Name(None))) if super::allowlist::ip_of(&request.host).is_some() => {}
+            Ok(Ok(hello)) => {
+                let why = match hello {
+                    Hello::Name(Some(name)) => format!(
                         "the TLS server name (SNI) `{name}` of the tunnel differs from the CONNECT host"
                     ),
-                    None => "the tunnel did not start with a TLS ClientHello naming the host".into(),
+                    _ => "the tunnel did not start with a TLS ClientHello naming the host".into(),
                 };
                 shared.record(Refusal::new(&request.host, why));
                 return;
@@ -134,22 +137,18 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)
 }
 
 /// Reads the tunnel's first bytes into `hello` until the ClientHello is
-/// whole; its server name (`None`: not TLS, or no name).
-async fn read_hello(
-    client: &mut TcpStream,
-    hello: &mut Vec<u8>,
-) -> std::io::Result<Option<String>> {
+/// whole: its server name, or `NotTls` (also when it never completes).
+async fn read_hello(client: &mut TcpStream, hello: &mut Vec<u8>) -> std::io::Result<Hello> {
     let mut chunk = [0u8; 4096];
     loop {
         match sni::parse(hello) {
-            Hello::Name(name) => return Ok(name),
-            Hello::NotTls => return Ok(None),
-            Hello::Incomplete if hello.len() >= sni::MAX_HELLO => return Ok(None),
+            Hello::Incomplete if hello.len() >= sni::MAX_HELLO => return Ok(Hello::NotTls),
             Hello::Incomplete => {}
+            done => return Ok(done),
         }
         let n = client.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(None);
+            return Ok(Hello::NotTls);
         }
         hello.extend_from_slice(&chunk[..n]);
     }
