@@ -214,7 +214,9 @@ impl Request {
         let mut kept = Vec::new();
         for header in parsed.headers.iter() {
             let name = header.name.to_ascii_lowercase();
-            if name.starts_with("proxy-") {
+            // One request per connection (`Connection: close` below): a
+            // client's next request, for any host, comes on a new one.
+            if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
                 continue;
             }
             if name == "host" {
@@ -246,7 +248,7 @@ impl Request {
             out.extend_from_slice(value);
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(b"Connection: close\r\n\r\n");
         out
     }
 }
@@ -299,7 +301,7 @@ mod tests {
         let head = String::from_utf8(r.forwarded_head()).unwrap();
         assert_eq!(
             head,
-            "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nAccept: */*\r\n\r\n"
+            "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         // The credentials' `@` cannot smuggle another host in.
         let r = parse("GET http://pypi.org@evil.test/ HTTP/1.1\r\n\r\n").unwrap();
