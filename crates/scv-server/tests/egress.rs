@@ -13,7 +13,8 @@ use common::sandbox::*;
 use common::*;
 
 /// Names the daemon resolves to loopback, and the list allowing some.
-const RESOLVE: &str = "allowed.test=127.0.0.1,other.test=127.0.0.1,evil.wild.test=127.0.0.1";
+const RESOLVE: &str =
+    "allowed.test=127.0.0.1,other.test=127.0.0.1,evil.wild.test=127.0.0.1,a.b.wild.test=127.0.0.1,wild.test=127.0.0.1";
 
 fn config(extra: &str) -> String {
     format!(
@@ -384,4 +385,42 @@ async fn a_listed_address_is_tunnelled_without_a_server_name() {
         "{out}"
     );
     assert_eq!(https.hits(), 1);
+}
+
+/// A wildcard covers the names below its domain, not the domain itself;
+/// here the address they lead to is listed too, so loopback is allowed.
+#[tokio::test]
+async fn a_wildcard_covers_subdomains_only() {
+    if !enforced() {
+        return;
+    }
+    let http = web::serve(None).await;
+    let port = http.port;
+    let place = Place::new();
+    let mut rig = rig_in(
+        &place,
+        &format!("{AUTO_SANDBOXED}\nsandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"*.wild.test\", \"127.0.0.1\"]"),
+        &[("SCV_TEST_RESOLVE", RESOLVE)],
+    )
+    .await;
+    let session = rig.session().await;
+    let fetch =
+        |host: &str| format!("curl -sS -m 20 -w ' %{{http_code}}\\n' http://{host}:{port}/hello");
+    let out = run(
+        &mut rig,
+        &session,
+        &format!("{}; {}", fetch("evil.wild.test"), fetch("a.b.wild.test")),
+    )
+    .await;
+    assert!(
+        out.starts_with("hello over http\n 200\nhello over http\n 200\n"),
+        "{out}"
+    );
+    let out = run(&mut rig, &session, &fetch("wild.test")).await;
+    assert!(out.contains(" 403"), "{out}");
+    assert!(
+        out.contains("refused wild.test: not in sandbox_allowed_domains"),
+        "{out}"
+    );
+    assert_eq!(http.hits(), 2);
 }
