@@ -28,6 +28,9 @@
 //! - `write_file` / `edit_file`: edits to files in this workspace (the
 //!   server refuses paths outside it).
 //! - An MCP tool: that tool of that server.
+//! - `web_fetch` (risk `network`): URLs of that host (exactly; the
+//!   server still refuses a private or loopback address, and redirects
+//!   off the allowlist).
 
 use serde_json::Value;
 
@@ -58,6 +61,8 @@ pub enum Rule {
     /// Exactly this `bash` command line, nothing else (for a program no
     /// prefix rule may cover: an interpreter, a shell, a runner).
     Exact { command: String },
+    /// `web_fetch` of URLs on this host (lower case, no port).
+    FetchHost { host: String },
 }
 
 impl Rule {
@@ -75,6 +80,7 @@ impl Rule {
                 None => name.clone(),
             },
             Rule::Exact { command } => format!("exactly `{command}`"),
+            Rule::FetchHost { host } => format!("web_fetch of {host}"),
         }
     }
 
@@ -90,6 +96,7 @@ impl Rule {
             }
             Rule::Exact { command } => Some(format!("Bash({command})")),
             Rule::WorkspaceEdits { .. } => Some("Edit(./**)".into()),
+            Rule::FetchHost { host } => Some(format!("WebFetch(domain:{host})")),
             Rule::Command { .. } | Rule::McpTool { .. } => None,
         }
     }
@@ -102,6 +109,7 @@ impl Rule {
                 "edits to files in this workspace (write_file, edit_file)".into()
             }
             Rule::McpTool { .. } => self.label(),
+            Rule::FetchHost { host } => format!("fetching pages of {host} (web_fetch)"),
             Rule::Exact { command } => {
                 format!("exactly `{command}` (this command line, nothing else)")
             }
@@ -141,6 +149,11 @@ impl Rule {
                     && call.cwd == cwd
             }
             Rule::McpTool { name } => call.risk == "mcp" && call.name == *name,
+            Rule::FetchHost { host } => {
+                call.name == "web_fetch"
+                    && call.risk == "network"
+                    && fetched_host(call).as_deref() == Some(host.as_str())
+            }
         }
     }
 }
@@ -184,6 +197,9 @@ pub fn propose(call: &Call<'_>) -> Result<Rule, String> {
             cwd: call.cwd.to_string(),
         }),
         (name, "mcp") if mcp_parts(name).is_some() => Ok(Rule::McpTool { name: name.into() }),
+        ("web_fetch", "network") => fetched_host(call)
+            .map(|host| Rule::FetchHost { host })
+            .ok_or_else(|| "the URL names no host".to_string()),
         (name, _) => Err(format!("`{name}` calls are approved one at a time")),
     }
 }
@@ -207,6 +223,24 @@ fn unsandboxed(call: &Call<'_>) -> bool {
         || call
             .summary
             .starts_with("Run shell command outside the sandbox:")
+}
+
+/// The host of a `web_fetch` call's `url` (http or https), lower case,
+/// without user name or port.
+fn fetched_host(call: &Call<'_>) -> Option<String> {
+    let url = call.arguments.get("url").and_then(Value::as_str)?.trim();
+    let (scheme, rest) = url.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => authority.split(':').next()?,
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
 }
 
 /// `mcp__github__get_issue` → (`github`, `get_issue`).
@@ -576,5 +610,43 @@ mod tests {
         assert!(simple_command("echo '$(id)'").is_ok());
         assert!(simple_command("FOO=1").is_err());
         assert!(simple_command("echo 'open").is_err());
+    }
+
+    #[test]
+    fn a_fetch_rule_answers_that_host_only() {
+        let args = |url: &str| serde_json::json!({ "url": url });
+        fn call(arguments: &Value) -> Call<'_> {
+            Call {
+                name: "web_fetch",
+                risk: "network",
+                cwd: "/w",
+                summary: "Fetch",
+                arguments,
+            }
+        }
+        let first = args("https://Docs.RS./serde/latest/serde/");
+        let rule = propose(&call(&first)).unwrap();
+        assert_eq!(
+            rule,
+            Rule::FetchHost {
+                host: "docs.rs".into()
+            }
+        );
+        assert_eq!(rule.label(), "web_fetch of docs.rs");
+        for same in ["http://docs.rs:8080/x", "https://me@docs.rs/?q=1"] {
+            assert!(rule.matches(&call(&args(same))), "{same}");
+        }
+        for other in [
+            "https://docs.rs.evil.test/",
+            "https://evil.test/docs.rs",
+            "https://evil.test?docs.rs",
+            "ftp://docs.rs/",
+        ] {
+            assert!(!rule.matches(&call(&args(other))), "{other}");
+        }
+        let mut bash = call(&first);
+        bash.name = "bash";
+        assert!(!rule.matches(&bash));
+        assert!(propose(&call(&args("not a url"))).is_err());
     }
 }

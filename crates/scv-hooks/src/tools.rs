@@ -8,7 +8,7 @@
 /// SCV's tool and the Claude Code tools that correspond to it. The first
 /// Claude Code name is the one a hook is told (`tool_name`); the rest only
 /// match (`MultiEdit` is an edit too).
-const NAMES: [(&str, &[&str]); 10] = [
+const NAMES: [(&str, &[&str]); 11] = [
     ("bash", &["Bash"]),
     ("read_file", &["Read"]),
     ("write_file", &["Write"]),
@@ -21,6 +21,7 @@ const NAMES: [(&str, &[&str]); 10] = [
     // A background `bash`'s output and its end (`KillShell` was `KillBash`).
     ("bash_output", &["BashOutput"]),
     ("bash_kill", &["KillShell", "KillBash"]),
+    ("web_fetch", &["WebFetch"]),
 ];
 
 /// Claude Code's name of SCV's tool `scv` (`bash` → `Bash`); an MCP tool or
@@ -55,6 +56,7 @@ mod tests {
         assert_eq!(claude_tool_name("bash_output"), "BashOutput");
         assert_eq!(claude_tool_name("bash_kill"), "KillShell");
         assert_eq!(claude_names("bash_kill"), &["KillShell", "KillBash"]);
+        assert_eq!(claude_tool_name("web_fetch"), "WebFetch");
     }
 
     #[test]
@@ -63,7 +65,7 @@ mod tests {
             claude_tool_name("mcp__memory__create_entities"),
             "mcp__memory__create_entities"
         );
-        assert_eq!(claude_tool_name("web_fetch"), "web_fetch");
+        assert_eq!(claude_tool_name("mcp_tool_search"), "mcp_tool_search");
         // Claude Code's names are not SCV's: no mapping backwards.
         assert_eq!(claude_tool_name("Bash"), "Bash");
         assert!(claude_names("Bash").is_empty());

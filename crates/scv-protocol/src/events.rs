@@ -556,6 +556,9 @@ pub enum Risk {
     Sandboxed,
     /// Extension: a call of an MCP server's tool.
     Mcp,
+    /// Extension: a `web_fetch` of a host `sandbox_allowed_domains` does
+    /// not list (one it lists runs without asking).
+    Network,
 }
 
 impl Risk {
@@ -566,6 +569,7 @@ impl Risk {
             Risk::Process => "process",
             Risk::Sandboxed => "sandboxed",
             Risk::Mcp => "mcp",
+            Risk::Network => "network",
         }
     }
 }

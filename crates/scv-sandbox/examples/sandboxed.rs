@@ -18,7 +18,7 @@ fn main() {
         } else {
             scv_sandbox::Mode::WorkspaceWrite
         },
-        network: true,
+        network: scv_sandbox::Network::On,
         protect_git: true,
         mount_namespace: std::env::var_os("NO_USERNS").is_none(),
         scv_home: home.clone().unwrap_or_default().join(".scv"),

@@ -27,6 +27,7 @@
 mod caps;
 pub mod credentials;
 mod doors;
+pub mod egress;
 pub mod env;
 mod error;
 mod machine;
@@ -46,7 +47,7 @@ pub use error::Error;
 pub use machine::SYSTEM;
 pub use pids::{CgroupTree, SessionCgroup};
 pub use policy::{
-    holds_home, plants_code, system_temp_dirs, Mode, Policy, Settings, HOME_READABLE,
+    holds_home, plants_code, system_temp_dirs, Mode, Network, Policy, Settings, HOME_READABLE,
 };
 pub use prepared::{detach, Confinement, Prepared};
 pub use probe::{probe, Support, TEST_NO_LANDLOCK, TEST_NO_USERNS};

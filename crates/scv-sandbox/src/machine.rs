@@ -178,6 +178,9 @@ pub(crate) struct Machine {
     /// is shown now, but a machine that lasts must be built again before
     /// it is used (the path could come back unmasked).
     pub(crate) gone: bool,
+    /// A network namespace of its own too, holding only loopback
+    /// (`sandbox_network = "allowlist"`, `egress`).
+    own_network: bool,
 }
 
 impl Machine {
@@ -391,6 +394,7 @@ impl Machine {
             writable_tmpfs: home.as_deref().and_then(c_path).into_iter().collect(),
             failed_at: None,
             gone: false,
+            own_network: policy.own_network(),
         };
         if policy.session_dir.is_none() {
             machine.writable_tmpfs.extend([
@@ -568,15 +572,25 @@ impl Machine {
         }
     }
 
-    /// Enters a new user and mount namespace, builds the machine and pivots
+    /// Enters a new user and mount namespace (and network namespace,
+    /// loopback up, for the allowlist), builds the machine and pivots
     /// into it. For the child between `fork` and `exec`: system calls only.
     pub(crate) fn apply(&mut self) -> io::Result<()> {
+        // A network namespace of its own with the others (`egress`).
+        let net = if self.own_network {
+            libc::CLONE_NEWNET
+        } else {
+            0
+        };
         // SAFETY: plain system calls on this process.
-        sys::check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })?;
+        sys::check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | net) })?;
         // Without "deny" an unprivileged process may not write its gid map.
         sys::write_file(c"/proc/self/setgroups", b"deny", false)?;
         sys::write_file(c"/proc/self/uid_map", &self.uid_map, false)?;
         sys::write_file(c"/proc/self/gid_map", &self.gid_map, false)?;
+        if self.own_network {
+            crate::egress::loopback_up()?;
+        }
         // Nothing done here may reach the parent namespace.
         sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
         let result = self.run_ops();

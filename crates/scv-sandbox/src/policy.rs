@@ -29,6 +29,63 @@ impl Mode {
     }
 }
 
+/// Config `sandbox_network`: `true` (the host's network), `false` (no IP
+/// socket at all) or `"allowlist"` (a network namespace of the session's
+/// own holding only loopback, where the daemon's proxy is the one way
+/// out: `egress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    #[default]
+    On,
+    Off,
+    Allowlist,
+}
+
+impl Network {
+    /// Whether commands may open IP sockets at all.
+    pub fn sockets(self) -> bool {
+        self != Network::Off
+    }
+
+    /// As the configuration writes it.
+    pub fn as_config(self) -> &'static str {
+        match self {
+            Network::On => "true",
+            Network::Off => "false",
+            Network::Allowlist => "\"allowlist\"",
+        }
+    }
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Network::On => serializer.serialize_bool(true),
+            Network::Off => serializer.serialize_bool(false),
+            Network::Allowlist => serializer.serialize_str("allowlist"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Flag(bool),
+            Word(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Flag(true) => Ok(Network::On),
+            Raw::Flag(false) => Ok(Network::Off),
+            Raw::Word(word) if word == "allowlist" => Ok(Network::Allowlist),
+            Raw::Word(word) => Err(serde::de::Error::custom(format!(
+                "sandbox_network is true, false or \"allowlist\", not \"{word}\""
+            ))),
+        }
+    }
+}
+
 /// Entries of the user's home a sandboxed command is shown (read-only):
 /// toolchains, package caches and the configuration builds read. Nothing
 /// else of the home exists for it (on the made-up machine not even its
@@ -103,7 +160,7 @@ pub struct Settings {
     /// Config `sandbox_readable_roots` (absolute): more to read in the home.
     pub readable_roots: Vec<PathBuf>,
     /// Config `sandbox_network`.
-    pub network: bool,
+    pub network: Network,
     /// Config `sandbox_unix_sockets`: socket paths (or directories of
     /// them) a command may connect to, where the kernel can say so.
     pub unix_sockets: Vec<PathBuf>,
@@ -143,8 +200,9 @@ pub struct Policy {
     /// trees ([`HOME_READABLE`]), the readable roots and the writable
     /// roots inside it.
     pub home: Option<PathBuf>,
-    /// Config `sandbox_network`: false forbids IPv4 and IPv6 sockets.
-    pub network: bool,
+    /// Config `sandbox_network`: `Off` forbids IPv4 and IPv6 sockets;
+    /// `Allowlist` gives the commands a network namespace of their own.
+    pub network: Network,
     /// Unix sockets a command may connect to (Landlock ABI 9 only; below
     /// that no Unix socket can be opened at all).
     pub unix_sockets: Vec<PathBuf>,
@@ -172,6 +230,12 @@ pub struct Policy {
     /// `RLIMIT_NPROC` in the command's own user namespace.
     #[serde(default)]
     pub pids_cgroup: Option<PathBuf>,
+    /// `sandbox_network = "allowlist"`: what commands reach without the
+    /// proxy (their `NO_PROXY`: their own loopback, less the loopback
+    /// names the allowlist lists, which then go through the proxy to the
+    /// host's). `None`: [`crate::egress::DIRECT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_proxy: Option<String>,
 }
 
 impl Policy {
@@ -200,7 +264,27 @@ impl Policy {
             git: Vec::new(),
             shared_files: Vec::new(),
             pids_cgroup: None,
+            no_proxy: None,
         }
+    }
+
+    /// Whether commands may open no IP socket at all: `sandbox_network =
+    /// false`, or `"allowlist"` where there is no network namespace to
+    /// give them (no user namespaces): the proxy's port alone cannot be
+    /// told from the same port on any other host (Landlock rules ports,
+    /// not addresses), so the allowlist fails closed.
+    pub fn refuses_ip(&self) -> bool {
+        match self.network {
+            Network::On => false,
+            Network::Off => true,
+            Network::Allowlist => !self.mount_namespace,
+        }
+    }
+
+    /// Whether commands get a network namespace of their own, reaching
+    /// out only through the session's proxy.
+    pub fn own_network(&self) -> bool {
+        self.network == Network::Allowlist && self.mount_namespace
     }
 
     /// The policy as the tool process's argument.
@@ -422,7 +506,7 @@ mod tests {
             mode: Mode::ReadOnly,
             writable_roots: vec![PathBuf::from("/cache")],
             readable_roots: vec![PathBuf::from("/h/tools")],
-            network: false,
+            network: Network::Off,
             unix_sockets: vec![PathBuf::from("/run/pg.sock")],
             protect_git: true,
             max_processes: 64,

@@ -63,7 +63,7 @@ impl Prepared {
             (None, ruleset, None, tmpdir, private_tmp)
         };
         let mut filters = doors::filters(ruleset::rules_unix_sockets())?;
-        if !policy.network {
+        if policy.refuses_ip() {
             filters.extend(network::filters()?);
         }
         let (join, nproc) = match (&policy.pids_cgroup, policy.max_processes) {

@@ -18,7 +18,7 @@ use crate::{doors, network, ruleset, sys};
 use seccompiler::BpfProgram;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 pub struct Resident {
@@ -37,12 +37,20 @@ pub struct Resident {
     _private_tmp: Option<tempfile::TempDir>,
     /// The credential files there were when the machine was built.
     credentials: Vec<PathBuf>,
+    /// The proxy's listener in the machine's network namespace, until the
+    /// caller takes it (`sandbox_network = "allowlist"`, `egress`).
+    listener: Option<OwnedFd>,
+    /// What commands are told of the proxy (empty without one).
+    proxy_env: Vec<(&'static str, String)>,
 }
 
 struct Holder {
     pid: libc::pid_t,
     user: OwnedFd,
     mnt: OwnedFd,
+    /// The network namespace of its own (allowlist), and the proxy's
+    /// listener the holder made in it.
+    net: Option<(OwnedFd, Option<OwnedFd>)>,
     /// A path to mask went while the machine was built.
     gone: bool,
 }
@@ -59,7 +67,7 @@ impl Resident {
     /// (call it from a single-threaded process).
     pub fn new(policy: &Policy) -> Result<Resident, crate::Error> {
         let mut filters = doors::filters(ruleset::rules_unix_sockets())?;
-        if !policy.network {
+        if policy.refuses_ip() {
             filters.extend(network::filters()?);
         }
         let join = match &policy.pids_cgroup {
@@ -82,7 +90,12 @@ impl Resident {
                     .iter()
                     .map(|p| (p.clone(), rights.all)),
             );
-            let holder = Holder::start(machine, ruleset.as_raw_fd(), &paths)?;
+            let mut holder =
+                Holder::start(machine, ruleset.as_raw_fd(), &paths, policy.own_network())?;
+            let listener = holder
+                .net
+                .as_mut()
+                .and_then(|(_, listener)| listener.take());
             let nproc = (join.is_none() && policy.max_processes > 0)
                 .then_some(u64::from(policy.max_processes));
             Ok(Resident {
@@ -94,6 +107,16 @@ impl Resident {
                 tmpdir: PathBuf::from("/tmp"),
                 _private_tmp: None,
                 credentials,
+                proxy_env: match &listener {
+                    Some(_) => crate::egress::proxy_env(
+                        policy
+                            .no_proxy
+                            .as_deref()
+                            .unwrap_or(&crate::egress::DIRECT.join(",")),
+                    ),
+                    None => Vec::new(),
+                },
+                listener,
             })
         } else {
             let private_tmp = match policy.session_tmp() {
@@ -127,6 +150,8 @@ impl Resident {
                 tmpdir,
                 _private_tmp: private_tmp,
                 credentials: crate::credentials::present(policy.home.as_deref()),
+                listener: None,
+                proxy_env: Vec::new(),
             })
         }
     }
@@ -143,15 +168,31 @@ impl Resident {
         &self.tmpdir
     }
 
+    /// The proxy's listener in the commands' network namespace, once:
+    /// whoever takes it answers the commands' connections to the proxy.
+    pub fn take_listener(&mut self) -> Option<OwnedFd> {
+        self.listener.take()
+    }
+
+    /// What commands are told of the proxy, when they run in a network
+    /// namespace of their own where it is the way out
+    /// ([`crate::egress::proxy_env`]); empty otherwise.
+    pub fn proxy_env(&self) -> &[(&'static str, String)] {
+        &self.proxy_env
+    }
+
     /// What a command's child applies to join this, working in `cwd`.
     /// Its descriptors are the resident's: it must outlive the spawn.
     pub fn joining(&self, cwd: &Path) -> Joining {
         Joining {
             join: self.join.as_ref().map(AsRawFd::as_raw_fd),
-            namespaces: self
-                .holder
-                .as_ref()
-                .map(|h| (h.user.as_raw_fd(), h.mnt.as_raw_fd())),
+            namespaces: self.holder.as_ref().map(|h| {
+                (
+                    h.user.as_raw_fd(),
+                    h.mnt.as_raw_fd(),
+                    h.net.as_ref().map_or(-1, |(net, _)| net.as_raw_fd()),
+                )
+            }),
             nproc: self.nproc,
             ruleset: self.ruleset.as_raw_fd(),
             filters: self.filters.clone(),
@@ -165,7 +206,8 @@ impl Resident {
 /// resident's descriptors, which must stay open until the command runs.
 pub struct Joining {
     join: Option<RawFd>,
-    namespaces: Option<(RawFd, RawFd)>,
+    /// User, mount and network (or -1) namespaces.
+    namespaces: Option<(RawFd, RawFd, RawFd)>,
     nproc: Option<u64>,
     ruleset: RawFd,
     filters: Vec<BpfProgram>,
@@ -180,12 +222,16 @@ impl Joining {
         if let Some(fd) = self.join {
             crate::pids::join(fd)?;
         }
-        if let Some((user, mnt)) = self.namespaces {
+        if let Some((user, mnt, net)) = self.namespaces {
             // SAFETY: setns on the resident's descriptors, in a single
             // thread.
             sys::check(unsafe { libc::setns(user, libc::CLONE_NEWUSER) })?;
             // SAFETY: as above.
             sys::check(unsafe { libc::setns(mnt, libc::CLONE_NEWNS) })?;
+            if net >= 0 {
+                // SAFETY: as above.
+                sys::check(unsafe { libc::setns(net, libc::CLONE_NEWNET) })?;
+            }
         }
         if let Some(cwd) = &self.cwd {
             // Entering the mount namespace put us at its root.
@@ -238,6 +284,67 @@ fn close_all_but(keep: &[RawFd]) {
     unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
 }
 
+/// The holder's life, in the forked child: builds `machine` (with the
+/// network namespace and the proxy's listener when `own_network`), adds
+/// `rules` to `ruleset`, reports on `write` (the errno, the step it failed
+/// at, whether a masked path went; the listener with it) and sleeps until
+/// killed. System calls only.
+fn holder(
+    machine: &mut Machine,
+    write: &OwnedFd,
+    ruleset: RawFd,
+    rules: &[(CString, u64)],
+    own_network: bool,
+) -> ! {
+    let mut step = 0usize;
+    let mut listener: RawFd = -1;
+    let code: i32 = (|| {
+        // SAFETY: prctl on this process.
+        sys::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
+        // Nothing the caller had open is held here for the
+        // session's life (a request's pipes would never close).
+        close_all_but(&[write.as_raw_fd(), ruleset]);
+        machine.apply()?;
+        for (index, (path, access)) in rules.iter().enumerate() {
+            step = RULE_STEPS + index;
+            sys::landlock_add_path(ruleset, path, *access)?;
+        }
+        if own_network {
+            step = RULE_STEPS - 2;
+            listener = crate::egress::listen()?;
+        }
+        Ok::<_, io::Error>(0)
+    })()
+    .unwrap_or_else(|err: io::Error| err.raw_os_error().unwrap_or(libc::EPERM));
+    // The errno, and the step it failed at (a machine step, or a
+    // rule past RULE_STEPS) for the error to name.
+    let step = if step >= RULE_STEPS - 2 {
+        step
+    } else {
+        machine.failed_at.unwrap_or(RULE_STEPS - 1)
+    };
+    let step = u16::try_from(step).unwrap_or(u16::MAX).to_le_bytes();
+    let report = [
+        code.clamp(0, 255) as u8,
+        step[0],
+        step[1],
+        u8::from(machine.gone),
+    ];
+    let _ = crate::egress::send_with_fd(write.as_raw_fd(), &report, listener);
+    if listener >= 0 {
+        sys::close(listener);
+    }
+    // SAFETY: wait forever.
+    unsafe {
+        if code != 0 {
+            libc::_exit(1);
+        }
+        loop {
+            libc::pause();
+        }
+    }
+}
+
 /// Steps past this number in a holder's report are rules, not machine
 /// steps.
 const RULE_STEPS: usize = 0x8000;
@@ -250,18 +357,11 @@ impl Holder {
         mut machine: Machine,
         ruleset: RawFd,
         rules: &[(CString, u64)],
+        own_network: bool,
     ) -> Result<Holder, crate::Error> {
-        let mut pipe = [0 as RawFd; 2];
-        // SAFETY: a pipe of two descriptors we own.
-        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(crate::Error::io(
-                "cannot make a pipe",
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: both ends are ours from here on.
-        let (read, write) =
-            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+        // A pipe that can carry the proxy's listener back.
+        let (read, write) = crate::egress::report_pair()
+            .map_err(|e| crate::Error::io("cannot make a socket pair", e))?;
         // SAFETY: the child makes only system calls (the machine was
         // planned before the fork) and never returns.
         let pid = unsafe { libc::fork() };
@@ -272,51 +372,13 @@ impl Holder {
             ));
         }
         if pid == 0 {
-            let mut step = 0usize;
-            let code: i32 = (|| {
-                // SAFETY: prctl on this process.
-                sys::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
-                // Nothing the caller had open is held here for the
-                // session's life (a request's pipes would never close).
-                close_all_but(&[write.as_raw_fd(), ruleset]);
-                machine.apply()?;
-                for (index, (path, access)) in rules.iter().enumerate() {
-                    step = RULE_STEPS + index;
-                    sys::landlock_add_path(ruleset, path, *access)?;
-                }
-                Ok::<_, io::Error>(0)
-            })()
-            .unwrap_or_else(|err: io::Error| err.raw_os_error().unwrap_or(libc::EPERM));
-            // The errno, and the step it failed at (a machine step, or a
-            // rule past RULE_STEPS) for the error to name.
-            let step = if step >= RULE_STEPS {
-                step
-            } else {
-                machine.failed_at.unwrap_or(RULE_STEPS - 1)
-            };
-            let step = u16::try_from(step).unwrap_or(u16::MAX).to_le_bytes();
-            let report = [
-                code.clamp(0, 255) as u8,
-                step[0],
-                step[1],
-                u8::from(machine.gone),
-            ];
-            // SAFETY: a four-byte write to our pipe, then wait forever.
-            unsafe {
-                libc::write(write.as_raw_fd(), report.as_ptr().cast(), report.len());
-                if code != 0 {
-                    libc::_exit(1);
-                }
-                loop {
-                    libc::pause();
-                }
-            }
+            holder(&mut machine, &write, ruleset, rules, own_network);
         }
         drop(write);
         let mut report = [255u8; 4];
-        // SAFETY: a read into a buffer we own (one write of four bytes
-        // to a pipe arrives whole).
-        let n = unsafe { libc::read(read.as_raw_fd(), report.as_mut_ptr().cast(), 4) };
+        // One message of four bytes, with the listener if it made one.
+        let (n, listener) =
+            crate::egress::receive_with_fd(read.as_raw_fd(), &mut report).unwrap_or((0, None));
         let failed = |why: io::Error| {
             // SAFETY: the holder we forked.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -330,6 +392,12 @@ impl Holder {
         if report[0] != 0 {
             let step = usize::from(u16::from_le_bytes([report[1], report[2]]));
             let at = match step.checked_sub(RULE_STEPS) {
+                _ if step == RULE_STEPS - 2 => {
+                    format!(
+                        "listening on the proxy's port {}",
+                        crate::egress::PROXY_PORT
+                    )
+                }
                 Some(rule) => match rules.get(rule) {
                     Some((path, _)) => format!(
                         "adding the rule on {}",
@@ -351,10 +419,16 @@ impl Holder {
         };
         let user = open("user").map_err(failed)?;
         let mnt = open("mnt").map_err(failed)?;
+        let net = if own_network {
+            Some((open("net").map_err(failed)?, listener))
+        } else {
+            None
+        };
         Ok(Holder {
             pid,
             user,
             mnt,
+            net,
             gone: report[3] != 0,
         })
     }

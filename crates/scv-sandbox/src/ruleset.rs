@@ -137,7 +137,7 @@ pub(crate) fn build(
     let mut ruleset = Ruleset::default()
         .handle_access(handled)?
         .scope(Scope::from_all(TARGET))?;
-    if !policy.network {
+    if policy.refuses_ip() {
         // No TCP bind or connect either (Linux 6.7); seccomp does the rest.
         ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
     }
@@ -173,7 +173,7 @@ pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), c
     let mut ruleset = Ruleset::default()
         .handle_access(handled)?
         .scope(Scope::from_all(TARGET))?;
-    if !policy.network {
+    if policy.refuses_ip() {
         ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
     }
     let created = ruleset

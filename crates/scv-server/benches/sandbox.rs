@@ -2,7 +2,8 @@
 //! The sandbox's cost per `bash` call (`cargo bench -p scv-server --bench
 //! sandbox`): the same trivial command (`true`) through the release
 //! `scv-server --stdio` with `sandbox = "off"`, `"workspace-write"` and
-//! `"workspace-write"` with the network off, `"read-only"`, and
+//! `"workspace-write"` with the network off and with the allowlist (a
+//! network namespace of the session's own, joined per call), `"read-only"`, and
 //! `"workspace-write"` with `$SCV_HOME` inside /tmp, turns interleaved
 //! across the servers so drift hits all alike. A call is timed from
 //! `tool.started` to `tool.completed` as the client sees them; the added
@@ -132,6 +133,7 @@ async fn main() {
         mode("off", "sandbox = \"off\"", false).await,
         mode("workspace-write", "", false).await,
         mode("no network", "sandbox_network = false", false).await,
+        mode("allowlist", "sandbox_network = \"allowlist\"", false).await,
         mode("read-only", "sandbox = \"read-only\"", false).await,
         // A temp directory holding $SCV_HOME is cut entry by entry, and the
         // command gets its own TMPDIR.
@@ -205,7 +207,7 @@ async fn main() {
     // The build alone, as the tool process does it.
     let home = PathBuf::from(std::env::var_os("HOME").unwrap());
     let workspace = tempfile::tempdir().unwrap();
-    for network in [true, false] {
+    for network in [scv_sandbox::Network::On, scv_sandbox::Network::Off] {
         let settings = scv_sandbox::Settings {
             mode: scv_sandbox::Mode::WorkspaceWrite,
             network,
@@ -226,7 +228,11 @@ async fn main() {
         }
         println!(
             "  ruleset{} build: {:.3} ms median",
-            if network { "" } else { " + seccomp filters" },
+            if network.sockets() {
+                ""
+            } else {
+                " + seccomp filters"
+            },
             median(builds).as_secs_f64() * 1e3
         );
     }

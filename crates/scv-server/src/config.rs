@@ -42,7 +42,10 @@ struct Raw {
     initialize_timeout_ms: u64,
     max_connections: usize,
     sandbox: SandboxMode,
-    sandbox_network: bool,
+    sandbox_network: scv_sandbox::Network,
+    sandbox_allowed_domains: Option<Vec<String>>,
+    web_fetch_max_bytes: usize,
+    web_fetch_timeout_ms: u64,
     sandbox_writable_roots: Vec<PathBuf>,
     sandbox_readable_roots: Vec<PathBuf>,
     sandbox_unix_sockets: Vec<PathBuf>,
@@ -110,7 +113,10 @@ impl Default for Raw {
             initialize_timeout_ms: 10_000,
             max_connections: 2048,
             sandbox: SandboxMode::WorkspaceWrite,
-            sandbox_network: true,
+            sandbox_network: scv_sandbox::Network::On,
+            sandbox_allowed_domains: None,
+            web_fetch_max_bytes: 256 * 1024,
+            web_fetch_timeout_ms: 30_000,
             sandbox_writable_roots: Vec::new(),
             sandbox_readable_roots: Vec::new(),
             sandbox_unix_sockets: Vec::new(),
@@ -233,7 +239,10 @@ pub(crate) struct SandboxConfig {
     /// `sandbox`.
     pub mode: SandboxMode,
     /// `sandbox_network`.
-    pub network: bool,
+    pub network: scv_sandbox::Network,
+    /// `sandbox_allowed_domains` (default: the package registries),
+    /// `web_fetch_max_bytes` and `web_fetch_timeout_ms`.
+    pub web: crate::egress::fetch::WebLimits,
     /// `sandbox_writable_roots`.
     pub writable_roots: Vec<PathBuf>,
     /// `sandbox_readable_roots`: more to read in the home.
@@ -318,6 +327,9 @@ const KNOWN_KEYS: &[&str] = &[
     "max_connections",
     "sandbox",
     "sandbox_network",
+    "sandbox_allowed_domains",
+    "web_fetch_max_bytes",
+    "web_fetch_timeout_ms",
     "sandbox_writable_roots",
     "sandbox_readable_roots",
     "sandbox_unix_sockets",
@@ -449,6 +461,7 @@ impl Config {
                 ));
             }
         }
+        let web = egress_config(&raw, text)?;
         if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
             return Err(anyhow!(
                 "{}at most {} MCP servers can be configured",
@@ -521,6 +534,7 @@ impl Config {
             sandbox: SandboxConfig {
                 mode: raw.sandbox,
                 network: raw.sandbox_network,
+                web,
                 writable_roots: raw.sandbox_writable_roots,
                 readable_roots: raw.sandbox_readable_roots,
                 unix_sockets: raw.sandbox_unix_sockets,
@@ -589,6 +603,33 @@ impl ProviderConfig {
 
 /// `[pricing."MODEL"]` and the budgets, checked: a price is a finite
 /// number ≥ 0, a budget one > 0.
+/// `sandbox_allowed_domains` parsed (the default list when absent), and
+/// `web_fetch`'s bounds checked.
+fn egress_config(raw: &Raw, text: &str) -> Result<crate::egress::fetch::WebLimits> {
+    let allowed = match &raw.sandbox_allowed_domains {
+        Some(entries) => crate::egress::allowlist::Allowlist::parse(entries)
+            .map_err(|why| anyhow!("{}{why}", at(text, "sandbox_allowed_domains")))?,
+        None => crate::egress::allowlist::Allowlist::default_list(),
+    };
+    if !(1024..=64 << 20).contains(&raw.web_fetch_max_bytes) {
+        return Err(anyhow!(
+            "{}web_fetch_max_bytes must be 1024 to 67108864",
+            at(text, "web_fetch_max_bytes")
+        ));
+    }
+    if !(100..=600_000).contains(&raw.web_fetch_timeout_ms) {
+        return Err(anyhow!(
+            "{}web_fetch_timeout_ms must be 100 to 600000",
+            at(text, "web_fetch_timeout_ms")
+        ));
+    }
+    Ok(crate::egress::fetch::WebLimits {
+        allowed: std::sync::Arc::new(allowed),
+        max_bytes: raw.web_fetch_max_bytes,
+        timeout: std::time::Duration::from_millis(raw.web_fetch_timeout_ms),
+    })
+}
+
 fn cost_config(raw: &Raw, text: &str) -> Result<CostConfig> {
     let mut configured = BTreeMap::new();
     for (model, price) in &raw.pricing {
@@ -844,7 +885,11 @@ mod tests {
     fn sandbox_keys_default_parse_and_refuse_relative_roots() {
         let config = Config::parse("", Path::new("config.toml")).unwrap();
         assert_eq!(config.sandbox.mode, SandboxMode::WorkspaceWrite);
-        assert!(config.sandbox.network);
+        assert_eq!(config.sandbox.network, scv_sandbox::Network::On);
+        assert_eq!(
+            *config.sandbox.web.allowed,
+            crate::egress::allowlist::Allowlist::default_list()
+        );
         assert!(
             config.sandbox.writable_roots.is_empty()
                 && config.sandbox.tool_env_passthrough.is_empty()
@@ -855,7 +900,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
-        assert!(!config.sandbox.network);
+        assert_eq!(config.sandbox.network, scv_sandbox::Network::Off);
         assert_eq!(config.sandbox.writable_roots, [PathBuf::from("/cache")]);
         assert_eq!(config.sandbox.tool_env_passthrough, ["NPM_TOKEN"]);
         assert_eq!(config.limits.auto_approve, [Risk::Read, Risk::Sandboxed]);
@@ -869,6 +914,41 @@ mod tests {
             err.starts_with("/h/config.toml: line 2: sandbox_writable_roots"),
             "{err}"
         );
+        let config = Config::parse(
+            "sandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"*.corp.example\", \"10.1.2.3\"]\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.sandbox.network, scv_sandbox::Network::Allowlist);
+        assert!(config
+            .sandbox
+            .web
+            .allowed
+            .allows("git.corp.example")
+            .is_some());
+        assert!(config.sandbox.web.allowed.allows("crates.io").is_none());
+        for (text, expected) in [
+            (
+                "sandbox_network = \"proxy\"\n",
+                "line 1: sandbox_network is true, false or \"allowlist\"",
+            ),
+            (
+                "model = \"m\"\nsandbox_allowed_domains = [\"http://x.com\"]\n",
+                "line 2: sandbox_allowed_domains: `http://x.com` is not a host name",
+            ),
+            (
+                "web_fetch_max_bytes = 10\n",
+                "line 1: web_fetch_max_bytes must be 1024 to 67108864",
+            ),
+        ] {
+            let err = Config::parse(text, Path::new("/h/config.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("/h/config.toml: {expected}")),
+                "{err}"
+            );
+        }
         let err = Config::parse("sandbox = \"strict\"\n", Path::new("/h/config.toml"))
             .unwrap_err()
             .to_string();

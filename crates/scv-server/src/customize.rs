@@ -278,6 +278,7 @@ fn scv_tools(name: &str) -> Option<&'static [&'static str]> {
         "Glob" => &["list_dir", "search"],
         "LS" | "list_dir" => &["list_dir"],
         "Skill" | "skill" => &["skill"],
+        "WebFetch" | "web_fetch" => &["web_fetch"],
         "Task" | "Agent" | "task" => &["task"],
         _ => return None,
     })
@@ -332,7 +333,7 @@ pub(crate) fn definitions(
                 }
                 if !unknown.is_empty() {
                     diagnostics.push(format!(
-                        "{path}: agent `{}` names tools SCV does not have ({}); it runs without them (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, bash_output, bash_kill, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, BashOutput, KillShell, Read, Write, Edit, MultiEdit, Grep, Glob, LS are understood)",
+                        "{path}: agent `{}` names tools SCV does not have ({}); it runs without them (SCV's tools: bash, read_file, write_file, edit_file, list_dir, search, bash_output, bash_kill, web_fetch, skill, task, mcp__SERVER__TOOL; Claude Code's Bash, BashOutput, KillShell, Read, Write, Edit, MultiEdit, Grep, Glob, LS, WebFetch are understood)",
                         agent.name,
                         unknown.join(", ")
                     ));

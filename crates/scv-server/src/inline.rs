@@ -227,6 +227,7 @@ async fn run(settings: &SessionSettings, mcp: &scv_mcp::Hub, line: &str) -> Stri
         mcp,
         catalog: &settings.custom.catalog,
         background: &settings.background,
+        web: &settings.limits.web,
         // A command's `!` line is bash: no MCP server asks anything.
         elicitor: None,
     };

@@ -16,6 +16,7 @@ mod context;
 mod cost;
 mod customize;
 pub mod daemon;
+pub mod egress;
 mod handles;
 mod hooks;
 mod hooks_component;

@@ -26,6 +26,8 @@ pub(crate) struct Sandbox {
     env: Arc<[(OsString, OsString)]>,
     /// The policies live sessions hold, one copy of each (`shared`).
     held: Mutex<Vec<Weak<Policy>>>,
+    /// `sandbox_allowed_domains`, for each session's proxy.
+    allowed: Arc<crate::egress::allowlist::Allowlist>,
 }
 
 impl Sandbox {
@@ -108,6 +110,7 @@ impl Sandbox {
             },
             env: env.into(),
             held: Mutex::new(Vec::new()),
+            allowed: config.sandbox.web.allowed.clone(),
         }
     }
 
@@ -136,6 +139,14 @@ impl Sandbox {
     pub(crate) fn warnings(&self, workspace: &Path) -> Vec<String> {
         let mut warnings: Vec<String> = self.holds_home(workspace).into_iter().collect();
         warnings.extend(self.planting_roots.iter().cloned());
+        if self.enforced
+            && self.settings.network == scv_sandbox::Network::Allowlist
+            && !self.settings.mount_namespace
+        {
+            warnings.push(
+                "sandbox_network = \"allowlist\" needs user namespaces, which this machine does not give: sandboxed commands get no network at all (as with sandbox_network = false); web_fetch still follows sandbox_allowed_domains".into(),
+            );
+        }
         warnings
     }
 
@@ -161,6 +172,9 @@ impl Sandbox {
         if self.holds_home(workspace).is_some() {
             policy.mode = Mode::ReadOnly;
         }
+        if policy.own_network() {
+            policy.no_proxy = Some(crate::egress::allowlist::direct(&self.allowed));
+        }
         Some(policy)
     }
 
@@ -170,12 +184,16 @@ impl Sandbox {
     /// at its first sandboxed command ([`SessionSandbox::policy`]).
     pub(crate) fn session(&self, workspace: &Path) -> Option<SandboxView> {
         let policy = self.policy(workspace)?;
+        let egress = policy
+            .own_network()
+            .then(|| crate::egress::Proxy::new(self.allowed.clone()));
         Some(SandboxView {
             session: Arc::new(SessionSandbox {
                 base: self.shared(policy),
                 scv_home: self.settings.scv_home.clone(),
                 ready: tokio::sync::OnceCell::new(),
                 host: tokio::sync::OnceCell::new(),
+                egress,
             }),
             read_only: false,
         })
@@ -266,6 +284,11 @@ impl SandboxView {
         base.writable_roots.extend(write.iter().cloned());
         SandboxView {
             session: Arc::new(SessionSandbox {
+                egress: self
+                    .session
+                    .egress
+                    .as_ref()
+                    .map(crate::egress::Proxy::same_list),
                 base: Arc::new(base),
                 scv_home: self.session.scv_home.clone(),
                 ready: tokio::sync::OnceCell::new(),
@@ -275,9 +298,20 @@ impl SandboxView {
         }
     }
 
-    /// Whether its commands may use the network.
+    /// Whether its commands may use the network (through the proxy, for
+    /// the allowlist).
     pub(crate) fn network(&self) -> bool {
-        self.session.base.network
+        self.session.base.network.sockets()
+    }
+
+    /// The hosts its proxy refused since the last call, each with the
+    /// line that allows it.
+    pub(crate) fn egress_refused(&self) -> Vec<String> {
+        self.session
+            .egress
+            .as_ref()
+            .map(crate::egress::Proxy::take_refused)
+            .unwrap_or_default()
     }
 
     /// Starts a process of this session through its tool host (started
@@ -303,7 +337,10 @@ impl SandboxView {
             .await
             .as_ref()
             .map_err(Clone::clone)?;
-        let hosted = host.spawn(self.index(runs), request, fds).await?;
+        let mut hosted = host.spawn(self.index(runs), request, fds).await?;
+        if let (Some(listener), Some(proxy)) = (hosted.listener.take(), &self.session.egress) {
+            proxy.serve(listener);
+        }
         Ok((policy, hosted))
     }
 
@@ -351,6 +388,9 @@ pub(crate) struct SessionSandbox {
     /// reapers kill what they started), then the folder and cgroup.
     host: tokio::sync::OnceCell<Result<crate::reaper::ToolHost, String>>,
     ready: tokio::sync::OnceCell<Result<Ready, String>>,
+    /// Its proxy (`sandbox_network = "allowlist"`): serves the listener
+    /// of each network namespace its tool host makes; dropped with it.
+    egress: Option<crate::egress::Proxy>,
 }
 
 /// What a session's sandbox makes of its own at its first command.

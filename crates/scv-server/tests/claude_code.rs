@@ -480,7 +480,7 @@ async fn the_users_claude_commands_skills_and_agents_load_and_a_skill_wins() {
     let diagnostics = started["command_diagnostics"].to_string();
     assert!(
         diagnostics.contains("code-explorer.md")
-            && diagnostics.contains("NotebookRead, WebFetch, TodoWrite, WebSearch")
+            && diagnostics.contains("NotebookRead, TodoWrite, WebSearch")
             && diagnostics.contains("runs without them"),
         "{diagnostics}"
     );
@@ -541,7 +541,8 @@ async fn the_users_claude_commands_skills_and_agents_load_and_a_skill_wins() {
         .map(|t| t["function"]["name"].as_str().unwrap().to_string())
         .collect();
     tools.sort();
-    assert_eq!(tools, ["list_dir", "read_file", "search"]);
+    // Claude Code's WebFetch is SCV's web_fetch.
+    assert_eq!(tools, ["list_dir", "read_file", "search", "web_fetch"]);
     assert!(child.body.to_string().contains("EXPLORER-PROMPT"));
 }
 

@@ -15,7 +15,7 @@ use scv_test_support::mcp_python::python;
 use std::path::Path;
 use std::time::Duration;
 
-const BUILTINS: [&str; 9] = [
+const BUILTINS: [&str; 10] = [
     "bash",
     "read_file",
     "write_file",
@@ -24,6 +24,7 @@ const BUILTINS: [&str; 9] = [
     "search",
     "bash_output",
     "bash_kill",
+    "web_fetch",
     "task",
 ];
 

@@ -447,6 +447,7 @@ async fn nothing_changes_for_a_session_without_any() {
             "search",
             "bash_output",
             "bash_kill",
+            "web_fetch",
             "task"
         ]
     );

@@ -156,6 +156,7 @@ async fn sessions_are_independent_and_overrides_apply_to_one_session() {
             "search",
             "bash_output",
             "bash_kill",
+            "web_fetch",
             "task"
         ]
     );

@@ -600,7 +600,7 @@ async fn definitions_narrow_a_child_and_bad_ones_are_skipped_with_a_reason() {
     );
     write(
         "web.md",
-        "---\nname: web\ndescription: d\ntools: WebFetch, Read\n---\nbody\n",
+        "---\nname: web\ndescription: d\ntools: WebSearch, Read\n---\nbody\n",
     );
     write(
         "odd-model.md",
@@ -613,7 +613,7 @@ async fn definitions_narrow_a_child_and_bad_ones_are_skipped_with_a_reason() {
     let (started, session) = rig.start(json!({})).await;
     let diagnostics = started["command_diagnostics"].to_string();
     assert!(
-        diagnostics.contains("web.md") && diagnostics.contains("(WebFetch); it runs without them"),
+        diagnostics.contains("web.md") && diagnostics.contains("(WebSearch); it runs without them"),
         "{diagnostics}"
     );
     assert!(

@@ -230,7 +230,7 @@ async fn exec_says_which_tools_an_agent_definition_lost() {
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
         agents.join("web.md"),
-        "---\nname: web\ndescription: d\ntools: WebFetch, Read\n---\nbody\n",
+        "---\nname: web\ndescription: d\ntools: WebSearch, Read\n---\nbody\n",
     )
     .unwrap();
     mock.push(Reply::text(["done"]));
@@ -242,7 +242,7 @@ async fn exec_says_which_tools_an_agent_definition_lost() {
         .find(|l| l.starts_with("[commands] "))
         .unwrap_or_else(|| panic!("{err}"));
     assert!(
-        line.contains("web.md") && line.contains("WebFetch"),
+        line.contains("web.md") && line.contains("WebSearch"),
         "{err}"
     );
 }

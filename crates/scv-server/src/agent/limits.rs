@@ -22,6 +22,8 @@ pub(crate) struct Limits {
     pub subagent_max_steps: u32,
     /// A subagent's wall-clock cap.
     pub subagent_timeout: Duration,
+    /// `web_fetch`: the allowlist, its cap and time limit.
+    pub web: crate::egress::fetch::WebLimits,
 }
 
 impl Limits {
@@ -39,6 +41,7 @@ impl Limits {
             max_subagent_depth: limits.max_subagent_depth,
             subagent_max_steps: limits.subagent_max_steps,
             subagent_timeout: Duration::from_millis(limits.subagent_timeout_ms),
+            web: config.sandbox.web.clone(),
         }
     }
 }

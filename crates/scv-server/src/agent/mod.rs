@@ -799,6 +799,7 @@ impl Turn {
             elicitor: self.elicitor(),
             catalog: &self.settings.custom.catalog,
             background: &self.settings.background,
+            web: &self.limits.web,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
@@ -883,6 +884,8 @@ impl Turn {
         }
         classes.contains(&tool.risk())
             || tool.server_auto_approves()
+            || (tool.is_web_fetch()
+                && crate::tools::web_fetch::runs_unasked(arguments, &self.limits.web))
             || (sandboxed == Some(true)
                 && self.settings.sandbox_trusted
                 && classes.contains(&scv_protocol::Risk::Sandboxed))

@@ -21,6 +21,9 @@ pub(crate) struct ToolHost {
 pub(crate) struct Hosted {
     pub pid: i32,
     pidfd: AsyncFd<OwnedFd>,
+    /// The proxy's listener in the network namespace of a sandbox the
+    /// host made for this request (`sandbox_network = "allowlist"`).
+    pub listener: Option<OwnedFd>,
 }
 
 impl ToolHost {
@@ -102,7 +105,7 @@ impl ToolHost {
         }
         drop((payload, fds));
         let mut buf = [0u8; 4096];
-        let (n, mut received) = loop {
+        let (n, received) = loop {
             let mut ready = self
                 .socket
                 .readable()
@@ -125,8 +128,10 @@ impl ToolHost {
             .strip_prefix("ok ")
             .and_then(|p| p.trim().parse().ok())
             .ok_or_else(|| format!("the tool host answered `{text}`"))?;
-        let pidfd = received.pop().ok_or("the tool host sent no pidfd")?;
+        let mut received = received.into_iter();
+        let pidfd = received.next().ok_or("the tool host sent no pidfd")?;
         Ok(Hosted {
+            listener: received.next(),
             pid,
             pidfd: watch(pidfd, Interest::READABLE)
                 .map_err(|e| format!("cannot watch the reaper: {e}"))?,

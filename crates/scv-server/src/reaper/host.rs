@@ -83,31 +83,29 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             &mut residents,
             socket.as_raw_fd(),
         );
-        let (text, pidfd) = match reply {
-            Ok((pid, pidfd)) => (format!("ok {pid}"), Some(pidfd)),
-            Err(why) => (format!("err {why}"), None),
+        // The reaper's pidfd, then the proxy's listener of a sandbox just
+        // made with a network of its own (`scv_sandbox::egress`).
+        let (text, fds) = match reply {
+            Ok((pid, pidfd, listener)) => (format!("ok {pid}"), [Some(pidfd), listener]),
+            Err(why) => (format!("err {why}"), [None, None]),
         };
-        if send(
-            socket.as_raw_fd(),
-            text.as_bytes(),
-            pidfd.as_ref().map(AsRawFd::as_raw_fd),
-        )
-        .is_err()
-        {
+        let raw: Vec<RawFd> = fds.iter().flatten().map(AsRawFd::as_raw_fd).collect();
+        if send_fds(socket.as_raw_fd(), text.as_bytes(), &raw).is_err() {
             return ExitCode::SUCCESS;
         }
     }
 }
 
 /// One request: the policy's index, then its resident sandbox made if it
-/// is not, then a reaper forked for it.
+/// is not, then a reaper forked for it. Returns the reaper's pid and
+/// pidfd, and the proxy's listener of a sandbox made for this request.
 fn serve(
     header: &[u8],
     fds: Vec<OwnedFd>,
     policies: &[OsString],
     residents: &mut [Option<Result<scv_sandbox::Resident, String>>],
     socket: RawFd,
-) -> Result<(i32, OwnedFd), String> {
+) -> Result<(i32, OwnedFd, Option<OwnedFd>), String> {
     if fds.len() != REQUEST_FDS {
         return Err(format!(
             "expected {REQUEST_FDS} descriptors, got {}",
@@ -134,6 +132,10 @@ fn serve(
     }
     let resident = residents[index]
         .get_or_insert_with(|| scv_sandbox::Resident::new(&policy).map_err(|err| err.to_string()));
+    let listener = resident
+        .as_mut()
+        .ok()
+        .and_then(scv_sandbox::Resident::take_listener);
     // SAFETY: the host is single threaded; the child runs the reaper and
     // exits, never returning here.
     let pid = unsafe { libc::fork() };
@@ -142,7 +144,8 @@ fn serve(
     }
     if pid == 0 {
         // SAFETY: closes our copy of the server's socket (its end must see
-        // the host go, not wait on this reaper); SIGCHLD as it was.
+        // the host go, not wait on this reaper); SIGCHLD as it was. (The
+        // listener is closed at `exec`.)
         unsafe {
             libc::close(socket);
             ChildSignals::undo();
@@ -170,7 +173,11 @@ fn serve(
         return Err(format!("cannot open a pidfd: {err}"));
     }
     // SAFETY: a descriptor the kernel just gave us.
-    Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) }))
+    Ok((
+        pid,
+        unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) },
+        listener,
+    ))
 }
 
 /// SIGCHLD blocked and read from a signalfd, so the host reaps its ended
@@ -282,6 +289,7 @@ fn reap(
         .env_clear()
         .envs(request.env.iter().map(|(k, v)| (k, v)))
         .env("TMPDIR", resident.tmpdir())
+        .envs(resident.proxy_env().iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr));
@@ -445,11 +453,4 @@ pub(crate) fn send_fds(socket: RawFd, data: &[u8], fds: &[RawFd]) -> std::io::Re
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-fn send(socket: RawFd, data: &[u8], fd: Option<RawFd>) -> std::io::Result<()> {
-    match fd {
-        Some(fd) => send_fds(socket, data, &[fd]),
-        None => send_fds(socket, data, &[]),
-    }
 }

@@ -145,6 +145,9 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         out.push('\n');
         out.push_str(&note);
     }
+    if policy.is_some() {
+        egress_notes(&mut out, ctx.sandbox.as_ref());
+    }
     if let Some(killed) = report.map(|r| r.killed).filter(|k| *k > 0) {
         let noun = if killed == 1 { "process" } else { "processes" };
         out.push_str(&format!(
@@ -156,6 +159,16 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         output: out,
         truncated,
     })
+}
+
+/// Ends a sandboxed call's `out` with the hosts its session's proxy
+/// refused meanwhile, each with the line that allows it.
+fn egress_notes(out: &mut String, view: Option<&crate::sandbox::SandboxView>) {
+    for refused in view.map(|v| v.egress_refused()).unwrap_or_default() {
+        out.push_str(&format!(
+            "\n[network: the sandbox's allowlist refused {refused}]"
+        ));
+    }
 }
 
 /// What a command refused by the read-only sandbox of plan mode (or of
@@ -242,7 +255,7 @@ pub(crate) fn sandbox_note(policy: &scv_sandbox::Policy, out: &str) -> Option<St
         scv_sandbox::Mode::ReadOnly => "every write (the sandbox is read-only)",
         _ => "writes outside the workspace, the temp directory and sandbox_writable_roots",
     };
-    let (network, allow_network) = if policy.network {
+    let (network, allow_network) = if !policy.refuses_ip() {
         ("", "")
     } else {
         (

@@ -39,6 +39,8 @@ pub(crate) struct ToolContext<'a> {
     pub catalog: &'a scv_commands::Catalog,
     /// The session's background processes (`bash {background: true}`).
     pub background: &'a crate::background::Background,
+    /// `web_fetch`'s allowlist and bounds.
+    pub web: &'a crate::egress::fetch::WebLimits,
 }
 
 /// What a call produced: shown to the client and given to the model.

@@ -27,6 +27,7 @@ mod skill;
 pub(crate) mod task;
 mod textfile;
 pub(crate) mod tool_search;
+pub(crate) mod web_fetch;
 mod write_file;
 
 pub(crate) use builtin::{ToolContext, ToolError, ToolOutput};

@@ -6,7 +6,7 @@ use super::builtin::{Builtin, ToolContext, ToolResult};
 use super::tool_search::{self, Loaded};
 use super::{
     bash, bash_kill, bash_output, edit_file, list_dir, mcp, output, read_file, search, skill, task,
-    write_file,
+    web_fetch, write_file,
 };
 use crate::model::ToolSpec;
 use scv_mcp::McpTool;
@@ -24,6 +24,7 @@ const BUILTINS: &[&Builtin] = &[
     &search::TOOL,
     &bash_output::TOOL,
     &bash_kill::TOOL,
+    &web_fetch::TOOL,
 ];
 
 /// What a session offers beyond the built-in tools.
@@ -73,6 +74,11 @@ impl Tool {
     /// `task`: the call starts a subagent.
     pub(crate) fn is_task(&self) -> bool {
         matches!(self.kind, Kind::Task)
+    }
+
+    /// `web_fetch`: runs without asking for an allowed host.
+    pub(crate) fn is_web_fetch(&self) -> bool {
+        matches!(&self.kind, Kind::Builtin(builtin) if builtin.name == web_fetch::TOOL.name)
     }
 
     /// The tool's MCP server is configured with `auto_approve = true`.
@@ -396,6 +402,16 @@ mod tests {
                         "process_id": {"type": "string", "description": "The process_id bash returned."}
                     },
                     "required": ["process_id"]
+                }),
+            ),
+            (
+                "web_fetch",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "url": {"type": "string", "description": "The http:// or https:// URL to fetch."}
+                    },
+                    "required": ["url"]
                 }),
             ),
         ];

@@ -111,7 +111,7 @@ fn git(cwd: &Path, args: &[&str]) -> Result<Output, String> {
 fn read_only(cwd: &Path, mount_namespace: bool) -> Result<scv_sandbox::Prepared, String> {
     let settings = scv_sandbox::Settings {
         mode: scv_sandbox::Mode::ReadOnly,
-        network: false,
+        network: scv_sandbox::Network::Off,
         protect_git: true,
         max_processes: 64,
         mount_namespace,
