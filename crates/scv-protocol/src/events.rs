@@ -297,6 +297,12 @@ pub enum EventBody {
     /// and `process.peek`.
     #[serde(rename = "process.state")]
     ProcessState(crate::processes::ProcessState),
+    /// Extension (capability `processes`): the answer to `process.list`,
+    /// oldest first (no `output`).
+    #[serde(rename = "process.listed")]
+    ProcessListed {
+        processes: Vec<crate::processes::ProcessState>,
+    },
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -345,6 +351,7 @@ impl EventBody {
             EventBody::SubagentStarted(_) => "subagent.started",
             EventBody::WorkspaceTrusted(_) => "workspace.trusted",
             EventBody::ProcessState(_) => "process.state",
+            EventBody::ProcessListed { .. } => "process.listed",
             EventBody::Error(_) => "error",
         }
     }

@@ -76,6 +76,10 @@ pub enum ClientMessage {
     /// Extension (capability `processes`): stop a background process.
     #[serde(rename = "process.kill")]
     ProcessKill(crate::processes::ProcessRequest),
+    /// Extension (capability `processes`): a session's background
+    /// processes.
+    #[serde(rename = "process.list")]
+    ProcessList(crate::processes::ProcessList),
     /// Extension (capability `processes`): the end of a background
     /// process's output.
     #[serde(rename = "process.peek")]
@@ -206,6 +210,7 @@ impl ClientMessage {
             ClientMessage::WorkspaceTrust(_) => "workspace.trust",
             ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
             ClientMessage::ProcessKill(_) => "process.kill",
+            ClientMessage::ProcessList(_) => "process.list",
             ClientMessage::ProcessPeek(_) => "process.peek",
         }
     }
@@ -237,6 +242,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "elicitation.resolve",
     "process.kill",
     "process.peek",
+    "process.list",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

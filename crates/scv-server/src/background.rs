@@ -171,6 +171,11 @@ impl Background {
         ))
     }
 
+    /// Every process it keeps, oldest first.
+    pub(crate) fn list(&self) -> Vec<Arc<Proc>> {
+        crate::sync::lock(&self.table).procs.clone()
+    }
+
     /// Takes a place for a new process, or says why there is none; the
     /// oldest ended processes beyond the bound are forgotten.
     pub(crate) fn admit(&self, command: &str) -> Result<Arc<Proc>, String> {

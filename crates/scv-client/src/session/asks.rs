@@ -62,6 +62,8 @@ pub enum Asked {
     Elicitation {
         elicitation_id: String,
     },
+    /// `process.list`.
+    Processes,
     /// `process.kill` (`kill`) or `process.peek` of a background process.
     Process {
         process_id: String,
@@ -119,6 +121,7 @@ impl Asked {
             ClientMessage::ElicitationResolve(resolve) => Asked::Elicitation {
                 elicitation_id: resolve.elicitation_id.clone(),
             },
+            ClientMessage::ProcessList(_) => Asked::Processes,
             ClientMessage::ProcessKill(request) => Asked::Process {
                 process_id: request.process_id.clone(),
                 kill: true,
@@ -176,6 +179,8 @@ pub enum Answer {
     Trusted(Box<WorkspaceTrust>),
     /// A background process as it stands (`process.kill`, `process.peek`).
     Process(ProcessState),
+    /// The session's background processes (`process.list`).
+    Processes(Vec<ProcessState>),
 }
 
 impl Answer {
@@ -233,6 +238,7 @@ impl Answer {
             }),
             EventBody::WorkspaceTrusted(trust) => Answer::Trusted(Box::new(trust.clone())),
             EventBody::ProcessState(state) => Answer::Process(state.clone()),
+            EventBody::ProcessListed { processes } => Answer::Processes(processes.clone()),
             _ => return None,
         })
     }

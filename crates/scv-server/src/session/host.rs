@@ -237,6 +237,7 @@ impl SessionHost {
             }
             ClientMessage::ProcessKill(request) => self.process(rid, request, true).await,
             ClientMessage::ProcessPeek(request) => self.process(rid, request, false).await,
+            ClientMessage::ProcessList(list) => self.processes(rid, list).await,
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",
