@@ -61,7 +61,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     },
     SlashCommand {
         name: "/ps",
-        help: "/ps: this session's background processes; /ps ID: the end of one's output; /ps kill ID: stop it",
+        help: "background processes; /ps ID: one's output; /ps kill ID: stop it",
         takes_arg: true,
         run: Run::Always(App::show_processes),
     },
