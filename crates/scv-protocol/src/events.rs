@@ -301,6 +301,12 @@ pub enum EventBody {
     /// and `process.peek`.
     #[serde(rename = "process.state")]
     ProcessState(crate::processes::ProcessState),
+    /// Extension (capability `processes`): the answer to `process.list`,
+    /// oldest first (no `output`).
+    #[serde(rename = "process.listed")]
+    ProcessListed {
+        processes: Vec<crate::processes::ProcessState>,
+    },
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -350,6 +356,7 @@ impl EventBody {
             EventBody::WorkspaceTrusted(_) => "workspace.trusted",
             EventBody::PermissionsListed(_) => "permissions.listed",
             EventBody::ProcessState(_) => "process.state",
+            EventBody::ProcessListed { .. } => "process.listed",
             EventBody::Error(_) => "error",
         }
     }

@@ -86,6 +86,10 @@ pub enum ClientMessage {
     /// Extension (capability `processes`): stop a background process.
     #[serde(rename = "process.kill")]
     ProcessKill(crate::processes::ProcessRequest),
+    /// Extension (capability `processes`): a session's background
+    /// processes.
+    #[serde(rename = "process.list")]
+    ProcessList(crate::processes::ProcessList),
     /// Extension (capability `processes`): the end of a background
     /// process's output.
     #[serde(rename = "process.peek")]
@@ -219,6 +223,7 @@ impl ClientMessage {
             ClientMessage::PermissionsRemove(_) => "permissions.remove",
             ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
             ClientMessage::ProcessKill(_) => "process.kill",
+            ClientMessage::ProcessList(_) => "process.list",
             ClientMessage::ProcessPeek(_) => "process.peek",
         }
     }
@@ -253,6 +258,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "permissions.remove",
     "process.kill",
     "process.peek",
+    "process.list",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,13 +1,20 @@
 //! Background processes (extension, capability `processes`): a client
 //! stops one of a session's `bash {background: true}` processes, or looks
 //! at the end of its output without taking it from the model (the model's
-//! `bash_output` still returns everything new to it).
+//! `bash_output` still returns everything new to it), or lists them (a
+//! client that attached late learns what runs).
 //! docs/PROTOCOL-EXTENSIONS.md describes each.
 
 use serde::{Deserialize, Serialize};
 
 /// Most output a `process.state` carries (bytes): the end of the ring.
 pub const MAX_PROCESS_PEEK_BYTES: usize = 64 * 1024;
+
+/// `process.list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessList {
+    pub session_id: String,
+}
 
 /// `process.kill` and `process.peek`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

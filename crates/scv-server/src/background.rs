@@ -37,6 +37,8 @@ use tokio_util::sync::CancellationToken;
 
 /// What a background process's ring keeps of its output: the last MiB.
 pub(crate) const RING_BYTES: usize = 1 << 20;
+/// What of a process's command line is kept (to name it in lists).
+pub(crate) const MAX_COMMAND_BYTES: usize = 4096;
 /// The longest a `bash_output` waits for output (`wait_ms` is capped).
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(60);
 
@@ -171,6 +173,11 @@ impl Background {
         ))
     }
 
+    /// Every process it keeps, oldest first.
+    pub(crate) fn list(&self) -> Vec<Arc<Proc>> {
+        crate::sync::lock(&self.table).procs.clone()
+    }
+
     /// Takes a place for a new process, or says why there is none; the
     /// oldest ended processes beyond the bound are forgotten.
     pub(crate) fn admit(&self, command: &str) -> Result<Arc<Proc>, String> {
@@ -184,7 +191,12 @@ impl Background {
                 .procs
                 .iter()
                 .filter(|p| !p.ended())
-                .map(|p| format!("{} ({})", p.id, p.command))
+                .map(|p| {
+                    let line = p.command.lines().next().unwrap_or("");
+                    let end = crate::text::floor_boundary(line, 80);
+                    let more = if end < p.command.len() { "…" } else { "" };
+                    format!("{} ({}{more})", p.id, &line[..end])
+                })
                 .collect();
             return Err(format!(
                 "refused: this session already has {running} background processes running, the most max_background_processes ({}) allows{}. Stop one with bash_kill first, or run the command in the foreground",
@@ -209,7 +221,7 @@ impl Background {
         table.next += 1;
         let proc = Arc::new(Proc {
             id: format!("bg{}", table.next),
-            command: command.to_string(),
+            command: command[..crate::text::floor_boundary(command, MAX_COMMAND_BYTES)].to_string(),
             out: Mutex::new(Output {
                 ring: Ring::new(RING_BYTES),
                 read: 0,

@@ -417,24 +417,7 @@ impl Config {
             };
             return Err(anyhow!("{}{key} must be at least 1", at(text, key)));
         }
-        if raw.max_subagents > 64 || raw.max_subagent_depth > 4 {
-            let key = if raw.max_subagents > 64 {
-                "max_subagents"
-            } else {
-                "max_subagent_depth"
-            };
-            return Err(anyhow!(
-                "{}{key} is at most {}",
-                at(text, key),
-                if key == "max_subagents" { 64 } else { 4 }
-            ));
-        }
-        if raw.max_background_processes > 64 {
-            return Err(anyhow!(
-                "{}max_background_processes is at most 64",
-                at(text, "max_background_processes")
-            ));
-        }
+        at_most(&raw, text)?;
         if raw.context_max_tokens == Some(0) {
             return Err(anyhow!(
                 "{}context_max_tokens must be at least 1",
@@ -702,6 +685,24 @@ fn unknown_key(text: &str, key: &str) -> String {
             format!("{line}unknown key `{key}` ignored (did you mean `{known}`?)")
         }
         None => format!("{line}unknown key `{key}` ignored"),
+    }
+}
+
+/// The keys with an upper bound: the first one past it, named with its
+/// line.
+fn at_most(raw: &Raw, text: &str) -> Result<()> {
+    let bounded = [
+        ("max_subagents", u64::from(raw.max_subagents), 64),
+        ("max_subagent_depth", u64::from(raw.max_subagent_depth), 4),
+        (
+            "max_background_processes",
+            u64::from(raw.max_background_processes),
+            64,
+        ),
+    ];
+    match bounded.iter().find(|(_, value, max)| value > max) {
+        Some((key, _, max)) => Err(anyhow!("{}{key} is at most {max}", at(text, key))),
+        None => Ok(()),
     }
 }
 

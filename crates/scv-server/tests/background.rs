@@ -579,8 +579,8 @@ async fn hooks_see_bash_kill_as_kill_shell_and_can_block_it() {
     none_left(&mark, "the server was dropped").await;
 }
 
-/// A client that asked for capability `processes` looks at the end of a
-/// background process's output (`process.peek`, which leaves the model's
+/// A client that asked for capability `processes` lists a session's
+/// background processes, looks at the end of one's output (`process.peek`, which leaves the model's
 /// next read whole) and stops it (`process.kill`: nothing of it is left
 /// when `process.state` comes); one that did not is refused in words.
 #[tokio::test]
@@ -622,6 +622,16 @@ async fn a_client_peeks_at_and_kills_a_background_process() {
     assert_eq!(state["running"], true, "{state}");
     assert_eq!(state["output"], "ready\nserving\n", "{state}");
     assert!(state["command"].as_str().unwrap().contains(&mark));
+
+    rig.server
+        .send(json!({"type":"process.list","request_id":"l","session_id":session}))
+        .await;
+    let listed = rig.server.expect("process.listed").await;
+    assert_eq!(listed["request_id"], "l");
+    assert_eq!(
+        listed["processes"],
+        json!([{"process_id": "bg1", "command": command, "running": true}])
+    );
 
     rig.server
         .send(

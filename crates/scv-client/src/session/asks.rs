@@ -68,6 +68,8 @@ pub enum Asked {
         kept: Option<String>,
         removed: Option<String>,
     },
+    /// `process.list`.
+    Processes,
     /// `process.kill` (`kill`) or `process.peek` of a background process.
     Process {
         process_id: String,
@@ -137,6 +139,7 @@ impl Asked {
                 kept: None,
                 removed: Some(edit.rule.clone()),
             },
+            ClientMessage::ProcessList(_) => Asked::Processes,
             ClientMessage::ProcessKill(request) => Asked::Process {
                 process_id: request.process_id.clone(),
                 kill: true,
@@ -196,6 +199,8 @@ pub enum Answer {
     Permissions(Vec<PermissionRule>),
     /// A background process as it stands (`process.kill`, `process.peek`).
     Process(ProcessState),
+    /// The session's background processes (`process.list`).
+    Processes(Vec<ProcessState>),
 }
 
 impl Answer {
@@ -254,6 +259,7 @@ impl Answer {
             EventBody::WorkspaceTrusted(trust) => Answer::Trusted(Box::new(trust.clone())),
             EventBody::PermissionsListed(listed) => Answer::Permissions(listed.rules.clone()),
             EventBody::ProcessState(state) => Answer::Process(state.clone()),
+            EventBody::ProcessListed { processes } => Answer::Processes(processes.clone()),
             _ => return None,
         })
     }

@@ -253,6 +253,7 @@ impl SessionHost {
             ClientMessage::PermissionsRemove(edit) => self.permissions_edit(rid, edit, false).await,
             ClientMessage::ProcessKill(request) => self.process(rid, request, true).await,
             ClientMessage::ProcessPeek(request) => self.process(rid, request, false).await,
+            ClientMessage::ProcessList(list) => self.processes(rid, list).await,
             ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",

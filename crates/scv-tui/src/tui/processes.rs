@@ -177,6 +177,28 @@ impl Processes {
         text
     }
 
+    /// A `process.listed`: the server's list replaces what the tool
+    /// results said (a client that attached late learns what runs); the
+    /// output read so far is kept.
+    pub fn listed(&mut self, processes: &[scv_protocol::ProcessState]) {
+        let mut known = std::mem::take(&mut self.list);
+        for state in processes.iter().rev().take(MAX_PROCESSES).rev() {
+            let tail = known
+                .iter_mut()
+                .find(|p| p.id == state.process_id)
+                .map(|p| std::mem::take(&mut p.tail))
+                .unwrap_or_default();
+            self.list.push(Process {
+                id: state.process_id.clone(),
+                command: state.command.clone(),
+                ended: (!state.running)
+                    .then(|| state.status.clone().unwrap_or_else(|| "ended".into())),
+                tail,
+            });
+        }
+        known.clear();
+    }
+
     /// `/ps ID` without a session: the output the model read last.
     pub fn detail(&self, id: &str) -> String {
         match self.get(id) {

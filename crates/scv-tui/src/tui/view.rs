@@ -272,12 +272,7 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Magenta),
         ));
     }
-    spans.extend(
-        background(app)
-            .map(|span| [sep(), span])
-            .into_iter()
-            .flatten(),
-    );
+    background(app, sep(), &mut spans);
     if !app.queue.is_empty() || app.queue.paused() {
         spans.push(sep());
         let paused = if app.queue.paused() { " (paused)" } else { "" };
@@ -319,15 +314,17 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The running background processes, when there are (`/ps` lists them).
-fn background(app: &App) -> Option<Span<'static>> {
+/// The running background processes, after `sep`, when there are
+/// (`/ps` lists them).
+fn background(app: &App, sep: Span<'static>, spans: &mut Vec<Span<'static>>) {
     let running = app.processes.running();
-    (running > 0).then(|| {
-        Span::styled(
+    if running > 0 {
+        spans.push(sep);
+        spans.push(Span::styled(
             format!("{running} bg (/ps)"),
             Style::default().fg(Color::Cyan),
-        )
-    })
+        ));
+    }
 }
 
 /// `/home/me/x` → `~/x`.

@@ -1,11 +1,13 @@
 //! A client's requests about a session's background processes
 //! (capability `processes`): `process.kill` stops one as `bash_kill`
 //! does, `process.peek` shows the end of its output without taking it
-//! from the model. Both answer `process.state`.
+//! from the model. Both answer `process.state`; `process.list` lists
+//! them (`process.listed`).
 
 use super::SessionHost;
+use crate::background::Proc;
 use crate::session::reject::{invalid, Handled};
-use scv_protocol::{EventBody, ProcessRequest, ProcessState, MAX_PROCESS_PEEK_BYTES};
+use scv_protocol::{EventBody, ProcessList, ProcessRequest, ProcessState, MAX_PROCESS_PEEK_BYTES};
 
 impl SessionHost {
     /// `process.kill` (`kill`) or `process.peek`. A kill waits until
@@ -16,12 +18,7 @@ impl SessionHost {
         request: ProcessRequest,
         kill: bool,
     ) -> Handled {
-        if !self.caps.processes {
-            let kind = if kill { "process.kill" } else { "process.peek" };
-            return Err(invalid(format!(
-                "{kind} needs capability `processes` (ask for it in initialize)"
-            )));
-        }
+        self.processes_granted(if kill { "process.kill" } else { "process.peek" })?;
         let background = self
             .session(&request.session_id)?
             .settings
@@ -31,15 +28,42 @@ impl SessionHost {
         if kill && !proc.ended() {
             proc.kill().await;
         }
-        let state = ProcessState {
-            process_id: proc.id.clone(),
-            command: proc.command.clone(),
-            running: !proc.ended(),
-            status: proc.status(),
-            output: (!kill).then(|| proc.peek(MAX_PROCESS_PEEK_BYTES)),
-        };
+        let mut state = state(&proc);
+        if !kill {
+            state.output = Some(proc.peek(MAX_PROCESS_PEEK_BYTES));
+        }
         let body = EventBody::ProcessState(state);
         self.reply(rid, Some(request.session_id), body).await;
         Ok(())
+    }
+
+    /// `process.list`.
+    pub(super) async fn processes(&mut self, rid: &str, list: ProcessList) -> Handled {
+        self.processes_granted("process.list")?;
+        let background = self.session(&list.session_id)?.settings.background.clone();
+        let processes = background.list().iter().map(|p| state(p)).collect();
+        let body = EventBody::ProcessListed { processes };
+        self.reply(rid, Some(list.session_id), body).await;
+        Ok(())
+    }
+
+    fn processes_granted(&self, kind: &str) -> Handled {
+        if self.caps.processes {
+            return Ok(());
+        }
+        Err(invalid(format!(
+            "{kind} needs capability `processes` (ask for it in initialize)"
+        )))
+    }
+}
+
+/// A process as `process.state` and `process.listed` show it (no output).
+fn state(proc: &Proc) -> ProcessState {
+    ProcessState {
+        process_id: proc.id.clone(),
+        command: proc.command.clone(),
+        running: !proc.ended(),
+        status: proc.status(),
+        output: None,
     }
 }

@@ -61,7 +61,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
     },
     SlashCommand {
         name: "/ps",
-        help: "/ps: this session's background processes; /ps ID: the end of one's output; /ps kill ID: stop it",
+        help: "background processes; /ps ID: one's output; /ps kill ID: stop it",
         takes_arg: true,
         run: Run::Always(App::show_processes),
     },
@@ -357,9 +357,9 @@ impl App {
         Vec::new()
     }
 
-    /// `/ps`: the list; `/ps ID`: the end of its output (asked of the
-    /// server; without a session, what the model read last); `/ps kill
-    /// ID`: stop it.
+    /// `/ps`: the list; `/ps ID`: the end of its output; `/ps kill ID`:
+    /// stop it — asked of the server (without a session: what the tool
+    /// results said).
     fn show_processes(&mut self, arg: &str) -> Vec<Outgoing> {
         let session_id = self.session.as_ref().map(|s| s.session_id.clone());
         let (kill, id) = match arg.trim().strip_prefix("kill ") {
@@ -371,7 +371,11 @@ impl App {
             process_id: id.to_string(),
         };
         match (id, kill, session_id) {
-            ("", _, _) => self.notice(self.processes.listing()),
+            ("", _, Some(session_id)) => {
+                let list = scv_protocol::ProcessList { session_id };
+                return vec![self.send(ClientMessage::ProcessList(list))];
+            }
+            ("", _, None) => self.notice(self.processes.listing()),
             (_, true, Some(_)) => return vec![self.send(ClientMessage::ProcessKill(request))],
             (_, true, None) => {
                 self.notice("not connected: the process cannot be stopped now".into())

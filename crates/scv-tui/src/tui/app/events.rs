@@ -302,6 +302,10 @@ impl App {
                 let text = self.processes.state(&state);
                 self.notice(text);
             }
+            Answer::Processes(list) => {
+                self.processes.listed(&list);
+                self.notice(self.processes.listing());
+            }
             Answer::Trusted(trust) => {
                 let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
                 self.notice(if files.is_empty() {

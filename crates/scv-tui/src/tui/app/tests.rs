@@ -557,12 +557,26 @@ fn background_processes_show_on_the_status_line_and_in_ps() {
         json!({"type":"tool.completed","call_id":"c2","name":"bash_output","success":true,"truncated":false,
         "output":"Serving HTTP on 127.0.0.1 port 8000\n\"GET / HTTP/1.1\" 200 -\n[process bg1: running]"}),
     );
-    assert!(run(&mut app, "/ps").is_empty());
+    // `/ps` asks the server; its list holds one the tool results did not
+    // show (this client came late).
+    let (list_id, message) = sent(&run(&mut app, "/ps"));
+    assert!(
+        matches!(&message, ClientMessage::ProcessList(l) if l.session_id == S),
+        "{message:?}"
+    );
+    app.apply(event(
+        json!({"type":"process.listed","request_id":list_id,"session_id":S,
+        "processes":[
+            {"process_id":"bg1","command":"python3 -m http.server 8000","running":true},
+            {"process_id":"bg2","command":"npm run watch","running":true}]}),
+    ));
     let listed = notices(&app).last().unwrap().clone();
     assert!(
-        listed.contains("bg1  running  python3 -m http.server 8000"),
+        listed.contains("bg1  running  python3 -m http.server 8000")
+            && listed.contains("bg2  running  npm run watch"),
         "{listed}"
     );
+    assert!(wide(&app).contains("2 bg (/ps)"), "{}", wide(&app));
     // `/ps bg1` asks the server for the end of its output.
     let (peek_id, message) = sent(&run(&mut app, "/ps bg1"));
     match message {
@@ -595,7 +609,12 @@ fn background_processes_show_on_the_status_line_and_in_ps() {
         "status":"killed"}),
     ));
     assert!(notices(&app).last().unwrap().starts_with("bg1 (killed)"));
-    assert!(!wide(&app).contains("bg (/ps)"), "{}", wide(&app));
-    assert!(run(&mut app, "/ps").is_empty());
+    assert!(wide(&app).contains("1 bg (/ps)"), "{}", wide(&app));
+    let (list_id, _) = sent(&run(&mut app, "/ps"));
+    app.apply(event(json!({"type":"process.listed","request_id":list_id,"session_id":S,
+        "processes":[
+            {"process_id":"bg1","command":"python3 -m http.server 8000","running":false,"status":"killed"},
+            {"process_id":"bg2","command":"npm run watch","running":false,"status":"exited with code 0"}]})));
     assert!(notices(&app).last().unwrap().contains("bg1  killed"));
+    assert!(!wide(&app).contains("bg (/ps)"), "{}", wide(&app));
 }
