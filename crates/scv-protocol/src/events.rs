@@ -293,6 +293,18 @@ pub enum EventBody {
     /// Extension (capability `trust`): the answer to `workspace.trust`.
     #[serde(rename = "workspace.trusted")]
     WorkspaceTrusted(crate::trust::WorkspaceTrust),
+    /// Extension (capability `detach`): the answer to `session.detach`.
+    #[serde(rename = "session.detached")]
+    SessionDetached {},
+    /// Extension (capability `detach`): the answer to `session.attach`;
+    /// its envelope's `seq` is the last the session sent (live events go
+    /// on at `seq + 1`).
+    #[serde(rename = "session.attached")]
+    SessionAttached { state: crate::detach::LiveState },
+    /// Extension (capability `detach`): the session's life in the daemon
+    /// ended (`session.close`); to every attached connection.
+    #[serde(rename = "session.closed")]
+    SessionClosed {},
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -331,6 +343,9 @@ impl EventBody {
             EventBody::SessionListed { .. } => "session.listed",
             EventBody::SessionTranscript { .. } => "session.transcript",
             EventBody::SessionDeleted {} => "session.deleted",
+            EventBody::SessionDetached {} => "session.detached",
+            EventBody::SessionAttached { .. } => "session.attached",
+            EventBody::SessionClosed {} => "session.closed",
             EventBody::SessionWarning(_) => "session.warning",
             EventBody::CheckpointFailed { .. } => "checkpoint.failed",
             EventBody::CheckpointCreated { .. } => "checkpoint.created",

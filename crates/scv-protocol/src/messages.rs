@@ -73,6 +73,16 @@ pub enum ClientMessage {
     /// server's question.
     #[serde(rename = "elicitation.resolve")]
     ElicitationResolve(crate::elicitation::ElicitationResolve),
+    /// Extension (capability `detach`): the session outlives this
+    /// connection.
+    #[serde(rename = "session.detach")]
+    SessionDetach(crate::detach::SessionDetach),
+    /// Extension (capability `detach`): follow a detached live session.
+    #[serde(rename = "session.attach")]
+    SessionAttach(crate::detach::SessionAttach),
+    /// Extension (capability `detach`): end a live session's life.
+    #[serde(rename = "session.close")]
+    SessionClose(crate::detach::SessionClose),
 }
 
 /// `models.list` (extension): what the session's provider offers.
@@ -198,6 +208,9 @@ impl ClientMessage {
             ClientMessage::ModelsList(_) => "models.list",
             ClientMessage::WorkspaceTrust(_) => "workspace.trust",
             ClientMessage::ElicitationResolve(_) => "elicitation.resolve",
+            ClientMessage::SessionDetach(_) => "session.detach",
+            ClientMessage::SessionAttach(_) => "session.attach",
+            ClientMessage::SessionClose(_) => "session.close",
         }
     }
 }
@@ -226,6 +239,9 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "models.list",
     "workspace.trust",
     "elicitation.resolve",
+    "session.detach",
+    "session.attach",
+    "session.close",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,6 +308,11 @@ pub struct Capabilities {
     /// `elicitation.resolve`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub elicitation: bool,
+    /// Sessions that outlive their client: `session.detach`,
+    /// `session.attach`, `session.close`, and the live fields of
+    /// `session.listed`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub detach: bool,
 }
 
 /// Name and version of a client or server.

@@ -4,6 +4,7 @@
 //! the layers and who owns what.
 
 mod agent;
+mod attach;
 mod blocking;
 mod checkpoint;
 mod claude;

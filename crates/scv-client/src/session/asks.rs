@@ -62,6 +62,12 @@ pub enum Asked {
     Elicitation {
         elicitation_id: String,
     },
+    /// `session.detach` (capability `detach`).
+    Detach,
+    /// `session.attach`.
+    Attach,
+    /// `session.close`.
+    Close,
 }
 
 impl Asked {
@@ -114,6 +120,9 @@ impl Asked {
             ClientMessage::ElicitationResolve(resolve) => Asked::Elicitation {
                 elicitation_id: resolve.elicitation_id.clone(),
             },
+            ClientMessage::SessionDetach(_) => Asked::Detach,
+            ClientMessage::SessionAttach(_) => Asked::Attach,
+            ClientMessage::SessionClose(_) => Asked::Close,
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)

@@ -21,6 +21,8 @@ pub(super) struct Connection {
     pub out: Outbound,
     pub control: Option<Arc<dyn Control>>,
     pub tool_peer: bool,
+    /// Capability `detach` may be granted here.
+    pub detach: bool,
     pub initialized: bool,
 }
 
@@ -137,6 +139,7 @@ impl Connection {
             budgets: asked.budgets,
             daemon_status: asked.daemon_status,
             elicitation: asked.elicitation,
+            detach: asked.detach && self.detach,
         });
         if let Some(granted) = granted {
             self.host.grant(granted);

@@ -30,10 +30,12 @@ use scv_protocol::{
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::{Id as TaskId, JoinError, JoinSet};
+use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod detached;
+mod keeper;
 mod mcp;
 mod spending;
 mod stored;
@@ -83,10 +85,22 @@ struct ActiveTurn {
     /// The request that started it (its events answer that request).
     request_id: Arc<str>,
     token: CancellationToken,
+    /// The turn's task (`None` once joined). Held by the session, so a
+    /// detached session takes its running turn along.
+    handle: Option<JoinHandle<TurnOutcome>>,
 }
 
-/// A turn task that ended (or was aborted).
-pub(crate) type Joined = Result<(TaskId, TurnOutcome), JoinError>;
+impl Drop for ActiveTurn {
+    fn drop(&mut self) {
+        // As a `JoinSet` would: a turn whose session is gone stops.
+        if let Some(handle) = &self.handle {
+            handle.abort();
+        }
+    }
+}
+
+/// A turn task that ended (or was aborted): its session and outcome.
+pub(crate) type Joined = (Arc<str>, Result<TurnOutcome, JoinError>);
 
 pub(crate) struct SessionHost {
     shared: Arc<Shared>,
@@ -94,9 +108,12 @@ pub(crate) struct SessionHost {
     /// Boxed: a map holding one session (the usual connection) reserves
     /// four slots, so unboxed it cost 800 bytes per connection.
     sessions: HashMap<Arc<str>, Box<Session>>,
-    turns: JoinSet<TurnOutcome>,
-    /// Which session each running turn task belongs to.
-    turn_sessions: HashMap<TaskId, Arc<str>>,
+    /// Capability `detach`: the detached sessions this connection is
+    /// attached to (their keepers answer their messages).
+    attached: HashMap<Arc<str>, crate::attach::Keeper>,
+    /// This connection among those attached to detached sessions (0:
+    /// none yet).
+    conn: u64,
     /// What the connection opted into (`initialize.capabilities`); every
     /// extension event and field is gated on it.
     caps: scv_protocol::Capabilities,
@@ -110,8 +127,8 @@ impl SessionHost {
             shared,
             out,
             sessions: HashMap::new(),
-            turns: JoinSet::new(),
-            turn_sessions: HashMap::new(),
+            attached: HashMap::new(),
+            conn: 0,
             caps: scv_protocol::Capabilities::default(),
             children: Arc::default(),
         }
@@ -120,7 +137,24 @@ impl SessionHost {
     /// The one dispatch of a session message (the connection answers
     /// `initialize` and `daemon.control` itself).
     pub(crate) async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
+        let message = match self.forward(rid, message).await {
+            Ok(handled) => return handled,
+            Err(message) => message,
+        };
         match message {
+            ClientMessage::SessionDetach(_)
+            | ClientMessage::SessionAttach(_)
+            | ClientMessage::SessionClose(_)
+                if !self.caps.detach =>
+            {
+                Err(invalid(format!(
+                    "{} needs capability `detach` (ask for it in initialize)",
+                    message.type_name()
+                )))
+            }
+            ClientMessage::SessionDetach(detach) => self.detach(rid, &detach.session_id).await,
+            ClientMessage::SessionAttach(attach) => self.attach(rid, &attach.session_id).await,
+            ClientMessage::SessionClose(close) => self.close_session(rid, &close.session_id).await,
             ClientMessage::SessionStart(start) => self.start(rid, start).await,
             ClientMessage::TurnStart(TurnStart {
                 session_id,
@@ -576,6 +610,7 @@ impl SessionHost {
             prompt: session.journal.is_some().then(|| prompt.clone()),
             request_id: request_id.clone(),
             token: token.clone(),
+            handle: None,
         });
         let started = sink
             .emit(
@@ -647,18 +682,44 @@ impl SessionHost {
                 .clone()
                 .unwrap_or_else(|| self.shared.mcp.clone()),
         };
-        let handle = self.turns.spawn(turn.run(history, prompt));
-        self.turn_sessions.insert(handle.id(), session_id.clone());
+        let handle = tokio::spawn(turn.run(history, prompt));
+        if let Some(active) = &mut session.active {
+            active.handle = Some(handle);
+        }
     }
 
     /// Whether any turn is running.
     pub(crate) fn has_turns(&self) -> bool {
-        !self.turns.is_empty()
+        self.sessions
+            .values()
+            .any(|s| s.active.as_ref().is_some_and(|a| a.handle.is_some()))
     }
 
     /// The next turn task to end.
     pub(crate) async fn next_finished(&mut self) -> Option<Joined> {
-        self.turns.join_next_with_id().await
+        std::future::poll_fn(|cx| {
+            let mut any = false;
+            for (session_id, session) in &mut self.sessions {
+                let Some(handle) = session.active.as_mut().and_then(|a| a.handle.as_mut()) else {
+                    continue;
+                };
+                any = true;
+                if let std::task::Poll::Ready(result) =
+                    std::future::Future::poll(std::pin::Pin::new(handle), cx)
+                {
+                    if let Some(active) = &mut session.active {
+                        active.handle = None;
+                    }
+                    return std::task::Poll::Ready(Some((session_id.clone(), result)));
+                }
+            }
+            if any {
+                std::task::Poll::Pending
+            } else {
+                std::task::Poll::Ready(None)
+            }
+        })
+        .await
     }
 
     /// A turn task ended: its terminal event, then the next queued prompt.
@@ -671,16 +732,7 @@ impl SessionHost {
     /// Takes a finished turn's history back and emits its terminal event
     /// once the session is idle again; returns the session.
     async fn settle(&mut self, joined: Joined) -> Option<Arc<str>> {
-        let (task, outcome) = match joined {
-            Ok((task, outcome)) => (task, Ok(outcome)),
-            Err(err) => (err.id(), Err(err)),
-        };
-        let session_id = self.turn_sessions.remove(&task)?;
-        if self.turn_sessions.is_empty() {
-            // Made while a burst of turns ran, kept for the connection's
-            // life: an idle connection holds no table for turns.
-            self.turn_sessions = HashMap::new();
-        }
+        let (session_id, outcome) = joined;
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
         let mut spent = None;
@@ -985,16 +1037,21 @@ impl SessionHost {
             }
         }
         let drained = tokio::time::timeout(CLEANUP_GRACE, async {
-            while let Some(joined) = self.turns.join_next_with_id().await {
+            while let Some(joined) = self.next_finished().await {
                 self.settle(joined).await;
             }
         })
         .await;
         if drained.is_err() {
             tracing::warn!("turns did not stop within {CLEANUP_GRACE:?}; aborting them");
-            self.turns.abort_all();
-            while self.turns.join_next().await.is_some() {}
+            for session in self.sessions.values_mut() {
+                if let Some(handle) = session.active.as_mut().and_then(|a| a.handle.take()) {
+                    handle.abort();
+                    let _ = handle.await;
+                }
+            }
         }
+        self.leave_attached();
         for session in self.sessions.values() {
             if let Some(hub) = &session.mcp {
                 hub.shutdown().await;

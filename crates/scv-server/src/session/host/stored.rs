@@ -57,10 +57,27 @@ impl SessionHost {
                 )))
             }
         };
-        let sessions = match self.shared.store.clone() {
+        let mut sessions = match self.shared.store.clone() {
             None => Vec::new(),
             Some(store) => off_thread(move || listed(&store, list.cwd, limit)).await?,
         };
+        if self.caps().detach {
+            let mut live = self.live_infos();
+            for session in &mut sessions {
+                session.live = Some(live.remove(&session.session_id).unwrap_or(
+                    scv_protocol::LiveInfo {
+                        // Live on a connection that did not detach it:
+                        // what it does is that connection's to know.
+                        state: scv_protocol::LiveState::Idle,
+                        attached: u32::from(session.open),
+                        live: session.open,
+                        detached: false,
+                        waiting_for: None,
+                        cost_usd: None,
+                    },
+                ));
+            }
+        }
         self.reply(rid, None, EventBody::SessionListed { sessions })
             .await;
         Ok(())
