@@ -72,3 +72,21 @@ pub struct LiveInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
 }
+
+/// `session.attached`: what the attaching connection learns first. Its
+/// envelope's `seq` is the last the session sent (live events go on at
+/// `seq + 1`); its `turn_id`, the turn running now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionAttached {
+    pub state: LiveState,
+    /// The session's workspace, provider, model and context window (as
+    /// `session.started` said them), for a client that did not see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_max_tokens: Option<u64>,
+}

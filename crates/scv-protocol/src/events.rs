@@ -300,7 +300,7 @@ pub enum EventBody {
     /// its envelope's `seq` is the last the session sent (live events go
     /// on at `seq + 1`).
     #[serde(rename = "session.attached")]
-    SessionAttached { state: crate::detach::LiveState },
+    SessionAttached(crate::detach::SessionAttached),
     /// Extension (capability `detach`): the session's life in the daemon
     /// ended (`session.close`); to every attached connection.
     #[serde(rename = "session.closed")]
@@ -344,7 +344,7 @@ impl EventBody {
             EventBody::SessionTranscript { .. } => "session.transcript",
             EventBody::SessionDeleted {} => "session.deleted",
             EventBody::SessionDetached {} => "session.detached",
-            EventBody::SessionAttached { .. } => "session.attached",
+            EventBody::SessionAttached(_) => "session.attached",
             EventBody::SessionClosed {} => "session.closed",
             EventBody::SessionWarning(_) => "session.warning",
             EventBody::CheckpointFailed { .. } => "checkpoint.failed",

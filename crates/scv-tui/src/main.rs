@@ -39,6 +39,11 @@ struct Cli {
     /// Continue the last session of this directory (the terminal UI).
     #[arg(long = "continue", short = 'c')]
     continue_last: bool,
+    /// Run PROMPT in a new session that outlives this command: prints the
+    /// session's id and returns (`scv agents`, `scv logs ID`, `scv attach
+    /// ID`, `scv stop ID`).
+    #[arg(long, requires = "prompt", conflicts_with = "continue_last")]
+    bg: bool,
     /// Open the terminal UI and send this as the first message (a word
     /// that names a subcommand is that subcommand).
     #[arg(value_name = "PROMPT")]
@@ -87,6 +92,29 @@ enum Command {
         #[arg(long, conflicts_with = "id")]
         last: bool,
     },
+    /// The daemon's live sessions, every workspace's: state, age, cost,
+    /// what each waits for.
+    Agents {
+        /// As JSON (the entries of `session.listed`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The terminal UI on a live session (one `--bg` started, or one a
+    /// closed terminal left running).
+    Attach {
+        /// The session (`scv agents` shows them; the first 8 characters do).
+        id: String,
+    },
+    /// Print a live session's conversation; with --follow, its events as
+    /// they come until it is idle or closed.
+    Logs {
+        id: String,
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+    /// Stop a live session: its turn is cancelled, its life in the daemon
+    /// ends (its journal stays: `scv resume ID`).
+    Stop { id: String },
     /// Undo the last turn of this directory's last session that changed
     /// files: its files and its conversation, back to before it.
     Undo {
@@ -350,7 +378,14 @@ fn local_only(command: &Command) -> Option<&'static str> {
         Command::Trust { .. } => Some("trust"),
         Command::Plugin { .. } => Some("plugin"),
         Command::Bridge => Some("bridge"),
-        Command::Exec { .. } | Command::Resume { .. } | Command::Acp | Command::Undo { .. } => None,
+        Command::Exec { .. }
+        | Command::Resume { .. }
+        | Command::Acp
+        | Command::Undo { .. }
+        | Command::Agents { .. }
+        | Command::Attach { .. }
+        | Command::Logs { .. }
+        | Command::Stop { .. } => None,
     }
 }
 
@@ -418,6 +453,23 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
+            None if cli.bg => match std::env::current_dir() {
+                Ok(cwd) => {
+                    let prompt = cli.prompt.unwrap_or_default();
+                    scv_tui::agents_cmd::background(&endpoint, &cwd, &choice, &prompt).await
+                }
+                Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
+            },
+            Some(Command::Agents { json }) => scv_tui::agents_cmd::agents(&endpoint, json).await,
+            Some(Command::Logs { id, follow }) => {
+                scv_tui::agents_cmd::logs(&endpoint, &id, follow).await
+            }
+            Some(Command::Stop { id }) => scv_tui::agents_cmd::stop(&endpoint, &id).await,
+            Some(Command::Attach { id }) => {
+                tui::run(endpoint, launched, choice, Which::Attach(id), false, None)
+                    .await
+                    .map(|()| ExitCode::SUCCESS)
+            }
             None => {
                 let which = if cli.continue_last {
                     Which::Last

@@ -81,7 +81,7 @@ impl SessionClient {
             // Only ever a child's, or the handshake's.
             EventBody::SubagentStarted(_)
             | EventBody::Initialized { .. }
-            | EventBody::SessionAttached { .. }
+            | EventBody::SessionAttached(_)
             | EventBody::SessionStarted(_) => {}
             body => match Answer::of(body) {
                 Some(answer) => applied.updates.push(Update::Answered {

@@ -127,7 +127,7 @@ pub enum Update {
     /// `seq`: the last it sent (the next live event has `seq + 1`).
     /// Its queue, transcript and waiting approvals follow as updates.
     Attached {
-        state: scv_protocol::LiveState,
+        attached: scv_protocol::SessionAttached,
         seq: Option<u64>,
         /// The turn running as it attached.
         turn_id: Option<String>,

@@ -113,7 +113,16 @@ impl SessionHost {
         };
         let mut attached = Event {
             session_id: Some(session_id.to_string()),
-            ..Event::reply(Some(rid.to_string()), EventBody::SessionAttached { state })
+            ..Event::reply(
+                Some(rid.to_string()),
+                EventBody::SessionAttached(scv_protocol::SessionAttached {
+                    state,
+                    cwd: Some(session.settings.cwd.display().to_string()),
+                    provider: Some(session.settings.provider.name.clone()),
+                    model: Some(session.settings.provider.model.clone()),
+                    context_max_tokens: Some(session.settings.context_max_tokens),
+                }),
+            )
         };
         // The turn running now, so the client can cancel it.
         attached.turn_id = session.active.as_ref().map(|a| a.turn_id.to_string());
