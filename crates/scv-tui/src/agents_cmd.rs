@@ -193,17 +193,30 @@ pub async fn logs(endpoint: &Endpoint, id: &str, follow: bool) -> Result<ExitCod
     let events = conn.attach_session(id).await?;
     let mut client = SessionClient::new("logs-");
     let mut out = std::io::stdout().lock();
-    let mut idle = true;
+    let mut state = LiveState::Idle;
     for event in &events {
         for update in client.apply(event).updates {
             if let Update::Attached { attached, .. } = &update {
-                idle = attached.state == LiveState::Idle;
+                state = attached.state;
             }
             print_update(&mut out, update)?;
         }
     }
+    if state == LiveState::AwaitingApproval && !follow {
+        // The approvals still waiting come next (as they were requested).
+        let wait = std::time::Duration::from_secs(2);
+        while let Ok(Ok(Some(event))) = tokio::time::timeout(wait, conn.next_event()).await {
+            let approval = matches!(event.body, scv_protocol::EventBody::ApprovalRequested { .. });
+            for update in client.apply(&event).updates {
+                print_update(&mut out, update)?;
+            }
+            if !approval || !client.approvals().is_empty() {
+                break;
+            }
+        }
+    }
     out.flush()?;
-    if !follow || idle {
+    if !follow || state == LiveState::Idle {
         return Ok(ExitCode::SUCCESS);
     }
     loop {
