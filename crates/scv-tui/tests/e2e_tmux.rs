@@ -228,7 +228,7 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     let first = home.daemon_pid().expect("scv started the daemon");
 
     unsafe { libc::kill(first, libc::SIGTERM) };
-    tmux.wait_for("went away").await;
+    tmux.wait_for("the connection dropped").await;
 
     // Nobody starts it: `scv` does, and says so.
     let screen = tmux.wait_for("a new session started").await;
@@ -256,7 +256,7 @@ async fn the_ui_reconnects_to_a_daemon_someone_else_started() {
     tmux.start_scv(&home);
     tmux.wait_for("idle").await;
     stop(&mut daemon);
-    tmux.wait_for("went away").await;
+    tmux.wait_for("the connection dropped").await;
     let mut daemon = home.start_daemon();
     tmux.wait_for("a new session started").await;
     mock.push(Reply::text(["back in business"]));
@@ -543,7 +543,10 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         tmux.keys(&["-l", &c.to_string()]);
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    let screen = tmux.wait_for("Approval needed").await;
+    tmux.wait_for("Approval needed").await;
+    // Every key typed lands in the box (the last may be drawn a frame
+    // after the prompt).
+    let screen = tmux.wait_for(typed).await;
     assert!(
         screen.contains(typed),
         "the typed text is intact:\n{screen}"

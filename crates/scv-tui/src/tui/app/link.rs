@@ -27,11 +27,7 @@ impl App {
         }
         self.transcript.push(ItemKind::Error {
             code: "disconnected".into(),
-            message: if self.live.detached && !self.live.closed {
-                "the connection dropped; the session goes on in the daemon — reconnecting to attach to it again…".into()
-            } else {
-                "the connection dropped; reconnecting (starting the SCV daemon again if it stopped)…".into()
-            },
+            message: "the connection dropped; reconnecting (and starting the SCV daemon again if it stopped)…".into(),
         });
     }
 
