@@ -99,7 +99,9 @@ impl Status {
             attached: u32::try_from(fan.count()).unwrap_or(u32::MAX),
             live: true,
             detached: true,
-            waiting_for: waiting.filter(|_| running).and_then(|frame| summary_of(&frame)),
+            waiting_for: waiting
+                .filter(|_| running)
+                .and_then(|frame| summary_of(&frame)),
             cost_usd: self
                 .priced
                 .load(Ordering::Acquire)
@@ -212,7 +214,10 @@ impl Registry {
     pub(crate) async fn stop(&self, within: std::time::Duration) {
         self.shutdown.cancel();
         self.tasks.close();
-        if tokio::time::timeout(within, self.tasks.wait()).await.is_err() {
+        if tokio::time::timeout(within, self.tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("detached sessions did not stop within {within:?}");
         }
     }

@@ -43,8 +43,10 @@ impl Daemon {
     async fn client(&self) -> TestServer {
         let mut client = TestServer::connect(&self.socket).await;
         client
-            .send(json!({"type":"initialize","request_id":"i","protocol_version":2,
-                "capabilities":{"detach":true,"sessions":true}}))
+            .send(
+                json!({"type":"initialize","request_id":"i","protocol_version":2,
+                "capabilities":{"detach":true,"sessions":true}}),
+            )
             .await;
         let initialized = client.expect("initialized").await;
         assert_eq!(initialized["capabilities"]["detach"], true);
@@ -111,10 +113,7 @@ async fn until_listed(client: &mut TestServer, session: &str, check: impl Fn(&Va
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!(
-        "session never matched: {}",
-        listed(client, session).await
-    );
+    panic!("session never matched: {}", listed(client, session).await);
 }
 
 fn seqs(events: &[Value]) -> Vec<u64> {
@@ -150,7 +149,10 @@ async fn a_detached_turn_completes_after_its_client_closes() {
         .await;
     let attached = second.expect("session.attached").await;
     assert_eq!(attached["state"], "idle");
-    assert!(attached.get("turn_id").is_none(), "nothing runs: {attached}");
+    assert!(
+        attached.get("turn_id").is_none(),
+        "nothing runs: {attached}"
+    );
     second.expect("queue.snapshot").await;
     let transcript = second.expect("session.transcript").await;
     let items = transcript["items"].as_array().unwrap();
@@ -295,7 +297,10 @@ async fn two_attached_clients_race_an_approval_and_the_first_answers() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     let error = &errors[0];
     assert_eq!(error["code"], "approval_not_found");
-    assert!(matches!(error["request_id"].as_str(), Some("first" | "second")));
+    assert!(matches!(
+        error["request_id"].as_str(),
+        Some("first" | "second")
+    ));
     assert_eq!(error["fatal"], false);
     let theirs = runs.pop().unwrap();
     let mine = runs.pop().unwrap();
@@ -314,8 +319,14 @@ async fn two_attached_clients_race_an_approval_and_the_first_answers() {
     // The session goes on for both.
     daemon.mock.push(Reply::text(["again"]));
     first.start_turn(&session, "t2", "again").await;
-    assert_eq!(first.until_terminal().await.last().unwrap()["type"], "turn.completed");
-    assert_eq!(second.until_terminal().await.last().unwrap()["type"], "turn.completed");
+    assert_eq!(
+        first.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
+    assert_eq!(
+        second.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
 }
 
 #[tokio::test]
@@ -340,8 +351,14 @@ async fn close_cancels_the_turn_tells_every_client_and_ends_the_session() {
     );
     let ended = first.until("session.closed").await;
     assert_eq!(types(&ended), ["turn.cancelled", "session.closed"]);
-    assert_eq!(ended[1], json!({"type":"session.closed","session_id":session}));
-    assert!(daemon.mock.wait_dropped(1).await, "the provider stream was cut");
+    assert_eq!(
+        ended[1],
+        json!({"type":"session.closed","session_id":session})
+    );
+    assert!(
+        daemon.mock.wait_dropped(1).await,
+        "the provider stream was cut"
+    );
 
     // Gone from the daemon; its journal stays (a stored session).
     let entry = listed(&mut other, &session).await;
@@ -363,7 +380,10 @@ async fn close_cancels_the_turn_tells_every_client_and_ends_the_session() {
     daemon.mock.push(Reply::text(["still here"]));
     let fresh = first.start_session(&daemon.home.workspace()).await;
     first.start_turn(&fresh, "f", "hi").await;
-    assert_eq!(first.until_terminal().await.last().unwrap()["type"], "turn.completed");
+    assert_eq!(
+        first.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
 }
 
 #[tokio::test]
@@ -406,7 +426,10 @@ async fn bad_requests_get_exact_codes_and_the_connection_goes_on() {
     client.expect_error("invalid_request", "twice").await;
     daemon.mock.push(Reply::text(["fine"]));
     client.start_turn(&session, "t", "still fine").await;
-    assert_eq!(client.until_terminal().await.last().unwrap()["type"], "turn.completed");
+    assert_eq!(
+        client.until_terminal().await.last().unwrap()["type"],
+        "turn.completed"
+    );
 }
 
 #[tokio::test]
@@ -418,7 +441,10 @@ async fn without_the_capability_protocol_2_is_unchanged_and_eof_cancels() {
         .send(json!({"type":"session.detach","request_id":"d","session_id":session}))
         .await;
     let refused = plain.expect_error("invalid_request", "d").await;
-    assert!(refused["message"].as_str().unwrap().contains("capability `detach`"));
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .contains("capability `detach`"));
     daemon
         .mock
         .push(Reply::text(["stuck", "never"]).then(2, Ending::Stall));
@@ -455,8 +481,10 @@ async fn without_the_capability_protocol_2_is_unchanged_and_eof_cancels() {
     // capability), and no live fields reach a `sessions`-only client.
     let mut sessions_only = TestServer::connect(&daemon.socket).await;
     sessions_only
-        .send(json!({"type":"initialize","request_id":"i","protocol_version":2,
-            "capabilities":{"sessions":true}}))
+        .send(
+            json!({"type":"initialize","request_id":"i","protocol_version":2,
+            "capabilities":{"sessions":true}}),
+        )
         .await;
     sessions_only.expect("initialized").await;
     sessions_only

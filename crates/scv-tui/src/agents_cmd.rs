@@ -206,7 +206,10 @@ pub async fn logs(endpoint: &Endpoint, id: &str, follow: bool) -> Result<ExitCod
         // The approvals still waiting come next (as they were requested).
         let wait = std::time::Duration::from_secs(2);
         while let Ok(Ok(Some(event))) = tokio::time::timeout(wait, conn.next_event()).await {
-            let approval = matches!(event.body, scv_protocol::EventBody::ApprovalRequested { .. });
+            let approval = matches!(
+                event.body,
+                scv_protocol::EventBody::ApprovalRequested { .. }
+            );
             for update in client.apply(&event).updates {
                 print_update(&mut out, update)?;
             }

@@ -453,23 +453,13 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            None if cli.bg => match std::env::current_dir() {
-                Ok(cwd) => {
-                    let prompt = cli.prompt.unwrap_or_default();
-                    scv_tui::agents_cmd::background(&endpoint, &cwd, &choice, &prompt).await
-                }
-                Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
-            },
-            Some(Command::Agents { json }) => scv_tui::agents_cmd::agents(&endpoint, json).await,
-            Some(Command::Logs { id, follow }) => {
-                scv_tui::agents_cmd::logs(&endpoint, &id, follow).await
-            }
-            Some(Command::Stop { id }) => scv_tui::agents_cmd::stop(&endpoint, &id).await,
-            Some(Command::Attach { id }) => {
-                tui::run(endpoint, launched, choice, Which::Attach(id), false, None)
-                    .await
-                    .map(|()| ExitCode::SUCCESS)
-            }
+            None if cli.bg => background(&endpoint, &choice, cli.prompt).await,
+            Some(
+                command @ (Command::Agents { .. }
+                | Command::Logs { .. }
+                | Command::Stop { .. }
+                | Command::Attach { .. }),
+            ) => live(command, endpoint, launched, choice).await,
             None => {
                 let which = if cli.continue_last {
                     Which::Last
@@ -606,6 +596,39 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => failed(&err),
+    }
+}
+
+/// `scv --bg PROMPT`: run in the current directory.
+async fn background(
+    endpoint: &scv_client::Endpoint,
+    choice: &scv_tui::session::Choice,
+    prompt: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let cwd =
+        std::env::current_dir().map_err(|err| anyhow::anyhow!("the current directory: {err}"))?;
+    let prompt = prompt.unwrap_or_default();
+    scv_tui::agents_cmd::background(endpoint, &cwd, choice, &prompt).await
+}
+
+/// `scv agents | attach | logs | stop`: the daemon's live sessions.
+async fn live(
+    command: Command,
+    endpoint: scv_client::Endpoint,
+    launched: std::time::Instant,
+    choice: scv_tui::session::Choice,
+) -> anyhow::Result<ExitCode> {
+    use scv_tui::agents_cmd;
+    match command {
+        Command::Agents { json } => agents_cmd::agents(&endpoint, json).await,
+        Command::Logs { id, follow } => agents_cmd::logs(&endpoint, &id, follow).await,
+        Command::Stop { id } => agents_cmd::stop(&endpoint, &id).await,
+        Command::Attach { id } => {
+            tui::run(endpoint, launched, choice, Which::Attach(id), false, None)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::FAILURE),
     }
 }
 

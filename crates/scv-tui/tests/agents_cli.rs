@@ -59,7 +59,11 @@ async fn bg_agents_logs_and_stop() {
     assert_eq!(entry["detached"], true);
     assert_eq!(
         entry["cwd"],
-        home.workspace().canonicalize().unwrap().display().to_string()
+        home.workspace()
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
     );
     let table = stdout(&run(&home, &["agents"]));
     assert!(table.starts_with("SESSION"), "{table}");
@@ -88,10 +92,17 @@ async fn bg_agents_logs_and_stop() {
     assert_eq!(stdout(&run(&home, &["agents"])), "no live sessions\n");
     let gone = run(&home, &["logs", &id]);
     assert!(!gone.status.success());
-    assert!(stderr(&gone).contains("the server has no such session"), "{}", stderr(&gone));
+    assert!(
+        stderr(&gone).contains("the server has no such session"),
+        "{}",
+        stderr(&gone)
+    );
     let stored = stdout(&run(&home, &["sessions", "list", "--json"]));
     let stored: Vec<Value> = serde_json::from_str(&stored).unwrap();
-    let kept = stored.iter().find(|s| s["session_id"] == id.as_str()).unwrap();
+    let kept = stored
+        .iter()
+        .find(|s| s["session_id"] == id.as_str())
+        .unwrap();
     assert_eq!(kept["turns"], 1);
     assert_eq!(kept["open"], false);
 }
@@ -107,7 +118,10 @@ async fn agents_says_what_a_session_waits_for_and_stop_cancels_it() {
     )]));
     let id = background(&home, "run a command");
     let entry = until_agent(&home, &id, |e| e["state"] == "awaiting_approval").await;
-    assert_eq!(entry["waiting_for"], "Run shell command: echo from the background");
+    assert_eq!(
+        entry["waiting_for"],
+        "Run shell command: echo from the background"
+    );
     let table = stdout(&run(&home, &["agents"]));
     assert!(
         table.contains("waits for approval: Run shell command: echo from the background"),
@@ -133,9 +147,16 @@ async fn bad_ids_and_an_empty_prompt_are_one_line_each() {
     let home = Home::new(&mock, "");
     let empty = run(&home, &["--bg", "  "]);
     assert!(!empty.status.success());
-    assert!(stderr(&empty).contains("--bg needs a prompt"), "{}", stderr(&empty));
+    assert!(
+        stderr(&empty).contains("--bg needs a prompt"),
+        "{}",
+        stderr(&empty)
+    );
     // No daemon yet: nothing is live.
-    assert_eq!(stdout(&run(&home, &["agents"])), "no live sessions (the SCV daemon is not running)\n");
+    assert_eq!(
+        stdout(&run(&home, &["agents"])),
+        "no live sessions (the SCV daemon is not running)\n"
+    );
     mock.push(Reply::text(["ok"]));
     let _id = background(&home, "hello");
     for args in [["stop", "nope-nope"], ["logs", "nope-nope"]] {

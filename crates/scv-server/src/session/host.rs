@@ -40,6 +40,7 @@ mod mcp;
 mod spending;
 mod stored;
 mod trust;
+mod turns;
 
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
@@ -137,24 +138,15 @@ impl SessionHost {
     /// The one dispatch of a session message (the connection answers
     /// `initialize` and `daemon.control` itself).
     pub(crate) async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
-        let message = match self.forward(rid, message).await {
-            Ok(handled) => return handled,
-            Err(message) => message,
-        };
+        match self.forward(rid, message).await {
+            Ok(handled) => handled,
+            Err(message) => self.dispatch(rid, message).await,
+        }
+    }
+
+    /// A message for a session of this connection's own.
+    async fn dispatch(&mut self, rid: &str, message: ClientMessage) -> Handled {
         match message {
-            ClientMessage::SessionDetach(_)
-            | ClientMessage::SessionAttach(_)
-            | ClientMessage::SessionClose(_)
-                if !self.caps.detach =>
-            {
-                Err(invalid(format!(
-                    "{} needs capability `detach` (ask for it in initialize)",
-                    message.type_name()
-                )))
-            }
-            ClientMessage::SessionDetach(detach) => self.detach(rid, &detach.session_id).await,
-            ClientMessage::SessionAttach(attach) => self.attach(rid, &attach.session_id).await,
-            ClientMessage::SessionClose(close) => self.close_session(rid, &close.session_id).await,
             ClientMessage::SessionStart(start) => self.start(rid, start).await,
             ClientMessage::TurnStart(TurnStart {
                 session_id,
@@ -268,7 +260,8 @@ impl SessionHost {
             ClientMessage::WorkspaceTrust(request) => {
                 self.trust_workspace(rid, &request.session_id).await
             }
-            ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
+            // The connection's own, and `detach`'s (`forward`).
+            _ => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",
             )),
@@ -686,40 +679,6 @@ impl SessionHost {
         if let Some(active) = &mut session.active {
             active.handle = Some(handle);
         }
-    }
-
-    /// Whether any turn is running.
-    pub(crate) fn has_turns(&self) -> bool {
-        self.sessions
-            .values()
-            .any(|s| s.active.as_ref().is_some_and(|a| a.handle.is_some()))
-    }
-
-    /// The next turn task to end.
-    pub(crate) async fn next_finished(&mut self) -> Option<Joined> {
-        std::future::poll_fn(|cx| {
-            let mut any = false;
-            for (session_id, session) in &mut self.sessions {
-                let Some(handle) = session.active.as_mut().and_then(|a| a.handle.as_mut()) else {
-                    continue;
-                };
-                any = true;
-                if let std::task::Poll::Ready(result) =
-                    std::future::Future::poll(std::pin::Pin::new(handle), cx)
-                {
-                    if let Some(active) = &mut session.active {
-                        active.handle = None;
-                    }
-                    return std::task::Poll::Ready(Some((session_id.clone(), result)));
-                }
-            }
-            if any {
-                std::task::Poll::Pending
-            } else {
-                std::task::Poll::Ready(None)
-            }
-        })
-        .await
     }
 
     /// A turn task ended: its terminal event, then the next queued prompt.

@@ -5,7 +5,7 @@
 //! follows go to its keeper; the live fields of `session.listed`.
 
 use super::{Session, SessionHost};
-use crate::attach::{Answer, Command, Keeper, Lookup, Refusal, Status, INBOX};
+use crate::attach::{Answer, Command, Keeper, Lookup, Status, INBOX};
 use crate::session::reject::{invalid, Handled, Reject};
 use scv_protocol::{ClientMessage, ErrorCode, EventBody, LiveInfo, LiveState};
 use std::collections::HashMap;
@@ -21,13 +21,34 @@ impl SessionHost {
         self.conn
     }
 
-    /// A message for a detached session this connection follows goes to
-    /// its keeper (`Ok`: its answer); any other comes back (`Err`).
+    /// `session.detach`, `session.attach`, `session.close`, and a message
+    /// for a detached session this connection follows (its keeper answers
+    /// it): `Ok` with the answer; any other message comes back (`Err`).
     pub(super) async fn forward(
         &mut self,
         rid: &str,
         message: ClientMessage,
     ) -> Result<Handled, ClientMessage> {
+        let detaching = matches!(
+            message,
+            ClientMessage::SessionDetach(_)
+                | ClientMessage::SessionAttach(_)
+                | ClientMessage::SessionClose(_)
+        );
+        if detaching && !self.caps.detach {
+            return Ok(Err(invalid(format!(
+                "{} needs capability `detach` (ask for it in initialize)",
+                message.type_name()
+            ))));
+        }
+        match message {
+            ClientMessage::SessionDetach(m) => return Ok(self.detach(rid, &m.session_id).await),
+            ClientMessage::SessionAttach(m) => return Ok(self.attach(rid, &m.session_id).await),
+            ClientMessage::SessionClose(m) => {
+                return Ok(self.close_session(rid, &m.session_id).await)
+            }
+            _ => {}
+        }
         if self.attached.is_empty() {
             return Err(message);
         }
@@ -49,7 +70,9 @@ impl SessionHost {
             answer,
         };
         let handled = ask(&keeper, command, answered, &key).await;
-        if handled.as_ref().is_err_and(|r| r.code == ErrorCode::SessionNotFound)
+        if handled
+            .as_ref()
+            .is_err_and(|r| r.code == ErrorCode::SessionNotFound)
             && keeper.inbox.is_closed()
         {
             self.attached.remove(&key);
@@ -61,8 +84,12 @@ impl SessionHost {
     /// closes, kept by a task of its own; this connection stays attached.
     pub(super) async fn detach(&mut self, rid: &str, session_id: &str) -> Handled {
         if self.attached.contains_key(session_id) {
-            self.reply(rid, Some(session_id.to_string()), EventBody::SessionDetached {})
-                .await;
+            self.reply(
+                rid,
+                Some(session_id.to_string()),
+                EventBody::SessionDetached {},
+            )
+            .await;
             return Ok(());
         }
         if !self.sessions.contains_key(session_id) {
@@ -178,10 +205,7 @@ impl SessionHost {
     /// The live fields of `session.listed` (capability `detach`): the
     /// daemon's detached sessions, and this connection's own.
     pub(super) fn live_infos(&self) -> HashMap<String, LiveInfo> {
-        let mut infos: HashMap<String, LiveInfo> = self
-            .shared
-            .detached
-            .infos();
+        let mut infos: HashMap<String, LiveInfo> = self.shared.detached.infos();
         for (id, session) in &self.sessions {
             let waiting = session.sink.fan().first_waiting().is_some();
             let state = match (&session.active, waiting) {
@@ -254,16 +278,6 @@ async fn ask(
         }),
         Err(_) => Err(gone()),
     }
-}
-
-/// A keeper's answer from a host's.
-pub(super) fn refusal(handled: Handled) -> Answer {
-    handled.map_err(|reject| Refusal {
-        code: reject.code,
-        message: reject.message,
-        entry: reject.entry,
-        conflicts: reject.conflicts,
-    })
 }
 
 fn not_live(session_id: &str) -> Reject {

@@ -4,9 +4,9 @@
 //! `session.close` or the daemon's stop. Nothing it does starts a turn
 //! by itself but the queue the session already had.
 
-use super::detached::refusal;
 use super::SessionHost;
 use crate::attach::{Answer, Command, Refusal, Status};
+use crate::session::reject::Handled;
 use crate::transport::{encode, Outbound};
 use scv_protocol::{ErrorCode, Event, EventBody, TranscriptItem};
 use std::sync::Arc;
@@ -61,9 +61,14 @@ pub(super) async fn keep(
         )
     };
     let fan = status.sink.fan();
-    let requester = closing.as_ref().map(|(rid, out, _)| (rid.clone(), out.clone()));
+    let requester = closing
+        .as_ref()
+        .map(|(rid, out, _)| (rid.clone(), out.clone()));
     for out in fan.take_all() {
-        if requester.as_ref().is_some_and(|(_, asked)| asked.same(&out)) {
+        if requester
+            .as_ref()
+            .is_some_and(|(_, asked)| asked.same(&out))
+        {
             continue;
         }
         let _ = out.send(closed(None)).await;
@@ -87,7 +92,10 @@ impl SessionHost {
         status: &Status,
     ) -> Answer {
         let Some(session) = self.sessions.get(session_id) else {
-            return Err(refused(ErrorCode::SessionNotFound, "the session is closing"));
+            return Err(refused(
+                ErrorCode::SessionNotFound,
+                "the session is closing",
+            ));
         };
         let reply = |body: EventBody| {
             encode(
@@ -109,7 +117,10 @@ impl SessionHost {
         let (items, truncated) = self.transcript_now(session_id, running).await;
         let transcript = reply(EventBody::SessionTranscript { items, truncated });
         let Some(session) = self.sessions.get(session_id) else {
-            return Err(refused(ErrorCode::SessionNotFound, "the session is closing"));
+            return Err(refused(
+                ErrorCode::SessionNotFound,
+                "the session is closing",
+            ));
         };
         let mut attached = Event {
             session_id: Some(session_id.to_string()),
@@ -188,4 +199,14 @@ fn refused(code: ErrorCode, message: impl Into<String>) -> Refusal {
         entry: None,
         conflicts: None,
     }
+}
+
+/// A keeper's answer from a host's.
+fn refusal(handled: Handled) -> Answer {
+    handled.map_err(|reject| Refusal {
+        code: reject.code,
+        message: reject.message,
+        entry: reject.entry,
+        conflicts: reject.conflicts,
+    })
 }

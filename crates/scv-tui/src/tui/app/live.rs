@@ -106,7 +106,9 @@ impl App {
         self.reconnect_error = None;
         self.switched(&crate::session::Which::Attach(String::new()));
         self.live.own = own;
-        self.notice("the connection is back; attached to the session again — nothing was lost".into());
+        self.notice(
+            "the connection is back; attached to the session again — nothing was lost".into(),
+        );
     }
 
     /// A quit asked while a turn runs: the keys that answer the question.
