@@ -590,6 +590,8 @@ impl App {
 
     pub(super) fn end_turn(&mut self) {
         self.turn = None;
+        // A quit asked while it ran: the question no longer stands.
+        self.live.quit_asked = false;
         self.end_turn_hint();
         self.approval.clear();
         self.transcript.end_streaming(self.now);
