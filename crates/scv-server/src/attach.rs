@@ -34,7 +34,9 @@ pub(crate) enum Command {
     /// A session message from an attached connection; replies go to `out`.
     Request {
         rid: String,
-        message: ClientMessage,
+        /// Boxed: the inbox's blocks hold 32 commands each, for the
+        /// session's life.
+        message: Box<ClientMessage>,
         out: Outbound,
         answer: oneshot::Sender<Answer>,
     },

@@ -542,3 +542,109 @@ async fn a_daemon_restart_runs_no_detached_turn_again() {
         "the restarted daemon sent no provider request"
     );
 }
+
+/// Runs `n` sessions on `client`, each with one turn (detached when
+/// `detach`); returns their ids once every turn completed.
+async fn sessions_with_a_turn(
+    client: &mut TestServer,
+    daemon: &Daemon,
+    n: usize,
+    detach: bool,
+) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(if detach {
+            detached_session(client, daemon).await
+        } else {
+            client.start_session(&daemon.home.workspace()).await
+        });
+    }
+    for (i, id) in ids.iter().enumerate() {
+        daemon.mock.push_matching(
+            &format!("question {i}."),
+            Reply::text([format!("answer {i}")]),
+        );
+        client.start_turn(id, &format!("t{i}"), &format!("question {i}.")).await;
+    }
+    let mut completed = 0;
+    while completed < n {
+        let event = client.next().await;
+        assert_ne!(event["type"], "turn.failed", "{event}");
+        if event["type"] == "turn.completed" {
+            completed += 1;
+        }
+    }
+    ids
+}
+
+/// The daemon's anonymous resident memory in KiB, after the allocator
+/// settled.
+async fn settled_kib(pid: u32) -> f64 {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    scv_test_support::procfs::resident(pid).anonymous * 1024.0
+}
+
+/// 200 detached sessions with a turn each on one daemon, their client
+/// gone: every one is listed idle with its turn and attachable with its
+/// whole transcript. The memory a detached idle session costs beside an
+/// idle session on a connection is printed (docs/BENCHMARKS.md).
+/// `n` idle sessions with a turn each on a fresh daemon (detached, their
+/// client gone, when `detach`): the daemon, their ids, and the anonymous
+/// resident KiB each one costs over the daemon warmed by one of them.
+async fn idle_sessions(n: usize, detach: bool) -> (Daemon, Vec<String>, TestServer, f64) {
+    let daemon = Daemon::start().await;
+    let pid = daemon.child.id().unwrap();
+    let mut warm = daemon.client().await;
+    sessions_with_a_turn(&mut warm, &daemon, 1, detach).await;
+    let before = settled_kib(pid).await;
+    let mut owner = daemon.client().await;
+    let ids = sessions_with_a_turn(&mut owner, &daemon, n, detach).await;
+    if detach {
+        drop(owner);
+        owner = daemon.client().await;
+    }
+    let after = settled_kib(pid).await;
+    (daemon, ids, owner, (after - before) / n as f64)
+}
+
+#[tokio::test]
+async fn two_hundred_detached_sessions_with_a_turn_each_are_all_attachable() {
+    const N: usize = 200;
+    let (plain, _, _held, on_connection) = idle_sessions(N, false).await;
+    drop(plain);
+    let (daemon, ids, _, detached) = idle_sessions(N, true).await;
+    println!(
+        "per idle session with one turn: {on_connection:.1} KiB on its connection, {detached:.1} KiB detached with its client gone (debug build, anonymous resident)"
+    );
+    let mut follower = daemon.client().await;
+    follower
+        .send(json!({"type":"session.list","request_id":"l","limit":1000}))
+        .await;
+    let listed = follower.expect("session.listed").await;
+    let live: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["detached"] == true)
+        .collect();
+    assert_eq!(live.len(), N + 1, "the warm one too");
+    for id in &ids {
+        let entry = live.iter().find(|s| s["session_id"] == id.as_str()).unwrap();
+        assert_eq!(entry["state"], "idle");
+        assert_eq!(entry["turns"], 1);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        follower
+            .send(json!({"type":"session.attach","request_id":format!("a{i}"),"session_id":id}))
+            .await;
+        let attached = follower.expect("session.attached").await;
+        assert_eq!(attached["session_id"], id.as_str());
+        assert_eq!(attached["state"], "idle");
+        follower.expect("queue.snapshot").await;
+        let transcript = follower.expect("session.transcript").await;
+        let items = &transcript["items"];
+        assert_eq!(items[0]["text"], format!("question {i}."));
+        assert_eq!(items[1]["text"], format!("answer {i}"));
+        assert_eq!(items[2]["outcome"], "completed");
+    }
+}

@@ -65,7 +65,7 @@ impl SessionHost {
         let (answer, answered) = oneshot::channel();
         let command = Command::Request {
             rid: rid.to_string(),
-            message,
+            message: Box::new(message),
             out: self.out.clone(),
             answer,
         };

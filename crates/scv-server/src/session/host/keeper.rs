@@ -33,7 +33,7 @@ pub(super) async fn keep(
                 None => break None,
                 Some(Command::Request { rid, message, out, answer }) => {
                     host.out = out;
-                    let handled = Box::pin(host.handle(&rid, message)).await;
+                    let handled = Box::pin(host.handle(&rid, *message)).await;
                     let _ = answer.send(refusal(handled));
                 }
                 Some(Command::Attach { rid, conn, out, answer }) => {
