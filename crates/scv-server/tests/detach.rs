@@ -564,7 +564,9 @@ async fn sessions_with_a_turn(
             &format!("question {i}."),
             Reply::text([format!("answer {i}")]),
         );
-        client.start_turn(id, &format!("t{i}"), &format!("question {i}.")).await;
+        client
+            .start_turn(id, &format!("t{i}"), &format!("question {i}."))
+            .await;
     }
     let mut completed = 0;
     while completed < n {
@@ -629,7 +631,10 @@ async fn two_hundred_detached_sessions_with_a_turn_each_are_all_attachable() {
         .collect();
     assert_eq!(live.len(), N + 1, "the warm one too");
     for id in &ids {
-        let entry = live.iter().find(|s| s["session_id"] == id.as_str()).unwrap();
+        let entry = live
+            .iter()
+            .find(|s| s["session_id"] == id.as_str())
+            .unwrap();
         assert_eq!(entry["state"], "idle");
         assert_eq!(entry["turns"], 1);
     }

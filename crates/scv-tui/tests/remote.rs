@@ -551,7 +551,15 @@ async fn killing_the_ssh_mid_turn_leaves_the_turn_running_and_the_ui_attaches_ag
     let workspace = remote.workspace();
     let started = Command::new("tmux")
         .args(["-L", &tmux.0, "new-session", "-d", "-s", "e2e"])
-        .args(["-x", "100", "-y", "30", "-c", workspace.to_str().unwrap(), &line])
+        .args([
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-c",
+            workspace.to_str().unwrap(),
+            &line,
+        ])
         .status()
         .unwrap();
     assert!(started.success());
