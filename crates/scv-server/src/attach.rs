@@ -69,6 +69,8 @@ pub(crate) struct Keeper {
 /// its keeper.
 pub(crate) struct Status {
     pub sink: Arc<SessionSink>,
+    /// Its live subagents: their approvals and cancels go to its keeper.
+    pub children: Arc<crate::agent::subagent::ChildIndex>,
     /// A turn runs (the keeper sets it after each step of its loop).
     pub running: AtomicBool,
     /// USD spent since it went live, in millionths.
@@ -77,9 +79,13 @@ pub(crate) struct Status {
 }
 
 impl Status {
-    pub(crate) fn new(sink: Arc<SessionSink>) -> Status {
+    pub(crate) fn new(
+        sink: Arc<SessionSink>,
+        children: Arc<crate::agent::subagent::ChildIndex>,
+    ) -> Status {
         Status {
             sink,
+            children,
             running: AtomicBool::new(false),
             cost_micros: AtomicU64::new(0),
             priced: AtomicBool::new(false),

@@ -653,3 +653,62 @@ async fn two_hundred_detached_sessions_with_a_turn_each_are_all_attachable() {
         assert_eq!(items[2]["outcome"], "completed");
     }
 }
+
+/// A subagent's approval in a detached session is answered, with the
+/// child's id, from a connection that attached to it (its keeper takes it).
+#[tokio::test]
+async fn a_subagents_approval_is_answered_from_an_attached_connection() {
+    let daemon = Daemon::start().await;
+    daemon.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "task",
+        json!({"description": "make a file", "prompt": "CHILD-BASH"}),
+    )]));
+    daemon.mock.push_matching(
+        "CHILD-BASH",
+        Reply::tool_calls(&[("k1", "bash", json!({"command": "echo made > made.txt"}))]),
+    );
+    daemon
+        .mock
+        .push_matching("CHILD-BASH", Reply::text(["Made it."]));
+    daemon.mock.push(Reply::text(["ok"]));
+    let mut first = TestServer::connect(&daemon.socket).await;
+    first
+        .send(
+            json!({"type":"initialize","request_id":"i","protocol_version":2,
+            "capabilities":{"detach":true,"sessions":true,"subagents":true}}),
+        )
+        .await;
+    first.expect("initialized").await;
+    let session = detached_session(&mut first, &daemon).await;
+    first.start_turn(&session, "t", "go").await;
+    let asked = first.until("approval.requested").await.pop().unwrap();
+    let child = asked["session_id"].as_str().unwrap().to_string();
+    assert_ne!(child, session);
+    drop(first);
+
+    let mut second = TestServer::connect(&daemon.socket).await;
+    second
+        .send(
+            json!({"type":"initialize","request_id":"i","protocol_version":2,
+            "capabilities":{"detach":true,"sessions":true,"subagents":true}}),
+        )
+        .await;
+    second.expect("initialized").await;
+    second
+        .send(json!({"type":"session.attach","request_id":"a","session_id":session}))
+        .await;
+    assert_eq!(second.expect("session.attached").await["state"], "running");
+    second.expect("queue.snapshot").await;
+    second.expect("session.transcript").await;
+    second
+        .send(
+            json!({"type":"approval.resolve","request_id":"r","session_id":child,
+            "approval_id":asked["approval_id"],"approved":true}),
+        )
+        .await;
+    let events = second.until_terminal().await;
+    assert!(!events.iter().any(|e| e["type"] == "error"), "{events:#?}");
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(daemon.home.workspace().join("made.txt").exists());
+}

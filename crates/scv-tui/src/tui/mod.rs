@@ -383,7 +383,14 @@ async fn switch(
     match opened {
         Ok(Ok(mut opened)) => {
             detach_own(&mut opened, which).await;
+            // The session left: closed when idle and ours, else it runs on.
+            let leaving = app.leaving();
+            send_all(leaving, link, app).await;
+            let left = app.live.left_running.take();
             app.switched(which);
+            app.live = Default::default();
+            app.live.left_running = left;
+            app.say_left_running();
             for event in opened.events {
                 app.apply(event);
             }

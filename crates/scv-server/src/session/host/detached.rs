@@ -55,11 +55,21 @@ impl SessionHost {
         let Some(target) = crate::attach::target(&message) else {
             return Err(message);
         };
-        let Some((key, keeper)) = self
+        // The session's own id, or one of its live subagents'.
+        let found = self
             .attached
             .get_key_value(target)
-            .map(|(k, v)| (k.clone(), v.clone()))
-        else {
+            .or_else(|| {
+                (!self.sessions.contains_key(target))
+                    .then(|| {
+                        self.attached
+                            .iter()
+                            .find(|(_, k)| k.status.children.get(target).is_some())
+                    })
+                    .flatten()
+            })
+            .map(|(k, v)| (k.clone(), v.clone()));
+        let Some((key, keeper)) = found else {
             return Err(message);
         };
         let (answer, answered) = oneshot::channel();
@@ -103,7 +113,7 @@ impl SessionHost {
             return Err(not_live(session_id));
         };
         let sink = session.sink.clone();
-        let status = Arc::new(Status::new(sink.clone()));
+        let status = Arc::new(Status::new(sink.clone(), self.children.clone()));
         let (inbox, commands) = mpsc::channel(INBOX);
         let keeper = Keeper {
             inbox,

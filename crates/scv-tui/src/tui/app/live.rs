@@ -26,6 +26,8 @@ pub struct Live {
     /// It was closed (`session.close` here or elsewhere): nothing to
     /// attach to again.
     pub closed: bool,
+    /// The session a switch left with its turn running.
+    pub left_running: Option<String>,
 }
 
 const QUIT_ASK: &str =
@@ -155,6 +157,36 @@ impl App {
         let mut closing = self.close_request();
         closing.extend(out);
         closing
+    }
+
+    /// This view leaves its session for another (`/new`, `/resume`,
+    /// `/fork`): one this TUI opened with nothing running is closed; one
+    /// whose turn runs goes on in the daemon, said after the switch
+    /// (`left_running`).
+    pub fn leaving(&mut self) -> Vec<Outgoing> {
+        self.live.left_running = None;
+        if !self.live.detached || self.live.closed {
+            return Vec::new();
+        }
+        let busy = self.turn.is_some() || !self.book.client.queue().is_empty();
+        if busy {
+            self.live.left_running = self.session.as_ref().map(|s| s.session_id.clone());
+            return Vec::new();
+        }
+        if self.live.own {
+            return self.close_request();
+        }
+        Vec::new()
+    }
+
+    /// After a switch: the session left running, said once.
+    pub fn say_left_running(&mut self) {
+        if let Some(id) = self.live.left_running.take() {
+            self.notice(format!(
+                "the session you left runs on in the background: `scv attach {}` (or `scv agents`)",
+                short_id(&id)
+            ));
+        }
     }
 
     fn close_request(&mut self) -> Vec<Outgoing> {
