@@ -712,3 +712,31 @@ async fn a_subagents_approval_is_answered_from_an_attached_connection() {
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
     assert!(daemon.home.workspace().join("made.txt").exists());
 }
+
+/// stdio ends with its client: `detach` is not granted there, and a
+/// resume of a live detached session says to attach instead.
+#[tokio::test]
+async fn stdio_grants_no_detach_and_resume_points_to_attach() {
+    let mut rig = Rig::with_capabilities("", json!({"detach": true, "sessions": true})).await;
+    let session = rig.session().await;
+    rig.server
+        .send(json!({"type":"session.detach","request_id":"d","session_id":session}))
+        .await;
+    rig.server.expect_error("invalid_request", "d").await;
+
+    let daemon = Daemon::start().await;
+    let mut client = daemon.client().await;
+    let live = detached_session(&mut client, &daemon).await;
+    let mut other = daemon.client().await;
+    other
+        .send(json!({"type":"session.resume","request_id":"r","session_id":live}))
+        .await;
+    let refused = other.expect_error("invalid_request", "r").await;
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("attach to it"),
+        "{refused}"
+    );
+}

@@ -123,6 +123,11 @@ impl SessionHost {
                 "session {session_id} is already open on this connection"
             )));
         }
+        if let crate::attach::Lookup::Found(..) = self.shared.detached.find(&session_id) {
+            return Err(invalid(format!(
+                "session {session_id} is live in the daemon (detached); attach to it (session.attach, `scv attach {session_id}`) or fork it"
+            )));
+        }
         let store = self.store(&session_id)?;
         let id = session_id.clone();
         let taken = store.clone();
