@@ -94,26 +94,14 @@ impl Status {
 
     /// Its live fields for `session.listed`.
     pub(crate) fn info(&self) -> LiveInfo {
-        let fan = self.sink.fan();
-        let waiting = fan.first_waiting();
-        let running = self.running.load(Ordering::Acquire);
-        let state = match (&waiting, running) {
-            (Some(_), true) => LiveState::AwaitingApproval,
-            (_, true) => LiveState::Running,
-            _ => LiveState::Idle,
-        };
         LiveInfo {
-            state,
-            attached: u32::try_from(fan.count()).unwrap_or(u32::MAX),
-            live: true,
+            attached: u32::try_from(self.sink.fan().count()).unwrap_or(u32::MAX),
             detached: true,
-            waiting_for: waiting
-                .filter(|_| running)
-                .and_then(|frame| summary_of(&frame)),
             cost_usd: self
                 .priced
                 .load(Ordering::Acquire)
                 .then(|| self.cost_micros.load(Ordering::Acquire) as f64 / 1e6),
+            ..live_info(&self.sink)
         }
     }
 
@@ -128,6 +116,24 @@ impl Status {
     }
 }
 
+/// What `session.listed` says of a live session on its connection (a
+/// detached one's status adds its own fields).
+pub(crate) fn live_info(sink: &SessionSink) -> LiveInfo {
+    let fan = sink.fan();
+    let state = fan.state();
+    LiveInfo {
+        state,
+        attached: 1,
+        live: true,
+        detached: false,
+        waiting_for: (state == LiveState::AwaitingApproval)
+            .then(|| fan.first_waiting())
+            .flatten()
+            .and_then(|frame| summary_of(&frame)),
+        cost_usd: None,
+    }
+}
+
 /// The `summary` of an `approval.requested` frame.
 fn summary_of(frame: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(frame).ok()?;
@@ -137,6 +143,9 @@ fn summary_of(frame: &[u8]) -> Option<String> {
 /// The daemon's detached sessions, and the tasks keeping them.
 pub(crate) struct Registry {
     keepers: Mutex<HashMap<Arc<str>, Keeper>>,
+    /// Every live session of the daemon, detached or not (what
+    /// `session.listed` says of one live on another connection).
+    board: Mutex<HashMap<Arc<str>, std::sync::Weak<SessionSink>>>,
     next_conn: AtomicU64,
     tasks: TaskTracker,
     /// Trips every keeper: the daemon stops.
@@ -147,6 +156,7 @@ impl Default for Registry {
     fn default() -> Self {
         Registry {
             keepers: Mutex::default(),
+            board: Mutex::default(),
             next_conn: AtomicU64::new(1),
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
@@ -199,6 +209,22 @@ impl Registry {
             (Some(_), Some(_)) => Lookup::Ambiguous,
             _ => Lookup::None,
         }
+    }
+
+    /// A session went live (on a connection).
+    pub(crate) fn went_live(&self, sink: &Arc<SessionSink>) {
+        crate::sync::lock(&self.board).insert(sink.session_id().clone(), Arc::downgrade(sink));
+    }
+
+    /// A session's life in the daemon ended.
+    pub(crate) fn ended(&self, session_id: &str) {
+        crate::sync::lock(&self.board).remove(session_id);
+    }
+
+    /// The live fields of a session live on some connection.
+    pub(crate) fn live_on_a_connection(&self, session_id: &str) -> Option<LiveInfo> {
+        let sink = crate::sync::lock(&self.board).get(session_id)?.upgrade()?;
+        Some(live_info(&sink))
     }
 
     /// Every detached session's live fields, by id.

@@ -450,6 +450,16 @@ async fn without_the_capability_protocol_2_is_unchanged_and_eof_cancels() {
         .push(Reply::text(["stuck", "never"]).then(2, Ending::Stall));
     plain.start_turn(&session, "t", "hang").await;
     plain.until("assistant.delta").await;
+    // Listed as it is by a `detach` client: live on its connection, running.
+    let mut watcher = daemon.client().await;
+    let entry = listed(&mut watcher, &session).await;
+    assert_eq!(
+        (&entry["state"], &entry["live"], &entry["attached"]),
+        (&json!("running"), &json!(true), &json!(1)),
+        "{entry}"
+    );
+    assert!(entry.get("detached").is_none(), "{entry}");
+    drop(watcher);
     drop(plain);
     assert!(daemon.mock.wait_dropped(1).await, "EOF cancelled the turn");
 

@@ -285,6 +285,8 @@ impl SessionSink {
 #[derive(Default)]
 pub(crate) struct Fan {
     detached: std::sync::atomic::AtomicBool,
+    /// A turn of the session runs (for `session.listed`'s `state`).
+    running: std::sync::atomic::AtomicBool,
     outs: std::sync::Mutex<Vec<(u64, Outbound)>>,
     /// Approval id, its `approval.requested` frame without `seq`, and
     /// its turn.
@@ -292,6 +294,22 @@ pub(crate) struct Fan {
 }
 
 impl Fan {
+    /// A turn of the session started (true) or ended (false).
+    pub(crate) fn set_running(&self, running: bool) {
+        self.running
+            .store(running, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The session's state as `session.listed` says it.
+    pub(crate) fn state(&self) -> scv_protocol::LiveState {
+        let running = self.running.load(std::sync::atomic::Ordering::Acquire);
+        match (running, self.first_waiting().is_some()) {
+            (true, true) => scv_protocol::LiveState::AwaitingApproval,
+            (true, false) => scv_protocol::LiveState::Running,
+            (false, _) => scv_protocol::LiveState::Idle,
+        }
+    }
+
     pub(crate) fn is_detached(&self) -> bool {
         self.detached.load(std::sync::atomic::Ordering::Acquire)
     }

@@ -415,6 +415,7 @@ impl SessionHost {
             entries: session.queue.snapshot(),
         };
         self.sessions.insert(session_id, Box::new(session));
+        self.shared.detached.went_live(&sink);
         sink.emit(Some(rid), None, &snapshot).await.ok()
     }
 
@@ -605,6 +606,7 @@ impl SessionHost {
             token: token.clone(),
             handle: None,
         });
+        sink.fan().set_running(true);
         let started = sink
             .emit(
                 Some(&request_id),
@@ -614,6 +616,7 @@ impl SessionHost {
             .await;
         if started.is_err() {
             // The writer is gone; the connection is ending.
+            sink.fan().set_running(false);
             session.active = None;
             session.history = Some(history);
             return;
@@ -694,6 +697,7 @@ impl SessionHost {
         let (session_id, outcome) = joined;
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
+        session.sink.fan().set_running(false);
         let mut spent = None;
         let mut budget_reached = false;
         let terminal = match outcome {
@@ -1040,6 +1044,9 @@ impl SessionHost {
                 }
                 _ => {}
             }
+        }
+        for id in self.sessions.keys() {
+            self.shared.detached.ended(id);
         }
         self.sessions.clear();
         if !unused.is_empty() {

@@ -7,7 +7,7 @@
 use super::{Session, SessionHost};
 use crate::attach::{Answer, Command, Keeper, Lookup, Status, INBOX};
 use crate::session::reject::{invalid, Handled, Reject};
-use scv_protocol::{ClientMessage, ErrorCode, EventBody, LiveInfo, LiveState};
+use scv_protocol::{ClientMessage, ErrorCode, EventBody, LiveInfo};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -217,21 +217,12 @@ impl SessionHost {
     pub(super) fn live_infos(&self) -> HashMap<String, LiveInfo> {
         let mut infos: HashMap<String, LiveInfo> = self.shared.detached.infos();
         for (id, session) in &self.sessions {
-            let waiting = session.sink.fan().first_waiting().is_some();
-            let state = match (&session.active, waiting) {
-                (Some(_), true) => LiveState::AwaitingApproval,
-                (Some(_), false) => LiveState::Running,
-                (None, _) => LiveState::Idle,
-            };
+            let info = crate::attach::live_info(&session.sink);
             infos.insert(
                 id.to_string(),
                 LiveInfo {
-                    state,
-                    attached: 1,
-                    live: true,
-                    detached: false,
-                    waiting_for: None,
                     cost_usd: session.cost_usd,
+                    ..info
                 },
             );
         }

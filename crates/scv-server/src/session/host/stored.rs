@@ -64,18 +64,25 @@ impl SessionHost {
         if self.caps().detach {
             let mut live = self.live_infos();
             for session in &mut sessions {
-                session.live = Some(live.remove(&session.session_id).unwrap_or(
-                    scv_protocol::LiveInfo {
-                        // Live on a connection that did not detach it:
-                        // what it does is that connection's to know.
-                        state: scv_protocol::LiveState::Idle,
-                        attached: u32::from(session.open),
-                        live: session.open,
-                        detached: false,
-                        waiting_for: None,
-                        cost_usd: None,
-                    },
-                ));
+                let elsewhere = || {
+                    self.shared
+                        .detached
+                        .live_on_a_connection(&session.session_id)
+                };
+                session.live = Some(
+                    live.remove(&session.session_id)
+                        .or_else(elsewhere)
+                        .unwrap_or(scv_protocol::LiveInfo {
+                            // Live on a connection that did not detach it:
+                            // what it does is that connection's to know.
+                            state: scv_protocol::LiveState::Idle,
+                            attached: u32::from(session.open),
+                            live: session.open,
+                            detached: false,
+                            waiting_for: None,
+                            cost_usd: None,
+                        }),
+                );
             }
         }
         self.reply(rid, None, EventBody::SessionListed { sessions })
