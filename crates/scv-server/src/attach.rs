@@ -71,8 +71,6 @@ pub(crate) struct Status {
     pub sink: Arc<SessionSink>,
     /// Its live subagents: their approvals and cancels go to its keeper.
     pub children: Arc<crate::agent::subagent::ChildIndex>,
-    /// A turn runs (the keeper sets it after each step of its loop).
-    pub running: AtomicBool,
     /// USD spent since it went live, in millionths.
     pub cost_micros: AtomicU64,
     pub priced: AtomicBool,
@@ -86,7 +84,6 @@ impl Status {
         Status {
             sink,
             children,
-            running: AtomicBool::new(false),
             cost_micros: AtomicU64::new(0),
             priced: AtomicBool::new(false),
         }
@@ -106,8 +103,7 @@ impl Status {
     }
 
     /// The keeper's view after a step of its loop.
-    pub(crate) fn set(&self, running: bool, cost_usd: Option<f64>) {
-        self.running.store(running, Ordering::Release);
+    pub(crate) fn set(&self, cost_usd: Option<f64>) {
         if let Some(cost) = cost_usd {
             self.cost_micros
                 .store((cost * 1e6).round() as u64, Ordering::Release);

@@ -229,12 +229,9 @@ impl SessionHost {
         infos
     }
 
-    /// The session's USD so far, and whether a turn runs (for a keeper's
-    /// status).
-    pub(super) fn busy_and_cost(&self, session_id: &str) -> (bool, Option<f64>) {
-        self.sessions
-            .get(session_id)
-            .map_or((false, None), |s| (s.active.is_some(), s.cost_usd))
+    /// The session's USD so far (for a keeper's status).
+    pub(super) fn cost(&self, session_id: &str) -> Option<f64> {
+        self.sessions.get(session_id).and_then(|s| s.cost_usd)
     }
 }
 

@@ -21,8 +21,7 @@ pub(super) async fn keep(
 ) {
     let shutdown = host.shared.detached.shutdown.clone();
     let closing: Option<(String, Outbound, oneshot::Sender<Answer>)> = loop {
-        let (busy, cost) = host.busy_and_cost(&session_id);
-        status.set(busy, cost);
+        status.set(host.cost(&session_id));
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => break None,
@@ -50,7 +49,6 @@ pub(super) async fn keep(
     // Cancels the turn (its terminal event reaches the attached), drops
     // the queue, closes the journal.
     Box::pin(host.close()).await;
-    status.set(false, None);
     let closed = |rid: Option<String>| {
         encode(
             Event {
