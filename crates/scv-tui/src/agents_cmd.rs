@@ -99,22 +99,63 @@ pub async fn background(
     }
 }
 
+/// `scv agents` in a terminal: the table numbered, then which one to
+/// attach to (`None`: none).
+pub async fn pick(endpoint: &Endpoint) -> Result<Option<String>> {
+    let sessions = match live_sessions(endpoint).await {
+        Ok(sessions) => sessions,
+        Err(_) => {
+            println!("no live sessions (the SCV daemon is not running)");
+            return Ok(None);
+        }
+    };
+    let table = table(&sessions, scv_client::time::unix_seconds());
+    if sessions.is_empty() {
+        print!("{}", visible(&table));
+        return Ok(None);
+    }
+    for (n, line) in table.lines().enumerate() {
+        let mark = if n == 0 {
+            "   ".to_string()
+        } else {
+            format!("{n:>2} ")
+        };
+        println!("{mark}{}", visible(line));
+    }
+    print!("attach to (1-{}, Enter: none): ", sessions.len());
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    let chosen = answer
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|n| sessions.get(n));
+    Ok(chosen.map(|s| s.session_id.clone()))
+}
+
+/// The daemon's live sessions (it is not started for this).
+async fn live_sessions(endpoint: &Endpoint) -> Result<Vec<StoredSession>> {
+    let mut conn = connect(endpoint, false, "scv-agents").await?;
+    Ok(conn
+        .list_sessions(None, Some(MAX_SESSION_LIST_LIMIT))
+        .await?
+        .into_iter()
+        .filter(|s| s.live.as_ref().is_some_and(|l| l.live))
+        .collect())
+}
+
 /// `scv agents`: the daemon's live sessions, every workspace's.
 pub async fn agents(endpoint: &Endpoint, json: bool) -> Result<ExitCode> {
-    let mut conn = match connect(endpoint, false, "scv-agents").await {
-        Ok(conn) => conn,
+    let sessions = match live_sessions(endpoint).await {
+        Ok(sessions) => sessions,
         Err(_) if !json => {
             println!("no live sessions (the SCV daemon is not running)");
             return Ok(ExitCode::SUCCESS);
         }
         Err(err) => return Err(err),
     };
-    let sessions: Vec<StoredSession> = conn
-        .list_sessions(None, Some(MAX_SESSION_LIST_LIMIT))
-        .await?
-        .into_iter()
-        .filter(|s| s.live.as_ref().is_some_and(|l| l.live))
-        .collect();
     if json {
         println!("{}", serde_json::to_string_pretty(&sessions)?);
     } else {

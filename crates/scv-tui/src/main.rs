@@ -599,6 +599,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// Both ends are a terminal (a picker may ask).
+fn terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
 /// `scv --bg PROMPT`: run in the current directory.
 async fn background(
     endpoint: &scv_client::Endpoint,
@@ -620,6 +626,14 @@ async fn live(
 ) -> anyhow::Result<ExitCode> {
     use scv_tui::agents_cmd;
     match command {
+        Command::Agents { json } if !json && terminal() => {
+            match agents_cmd::pick(&endpoint).await? {
+                Some(id) => tui::run(endpoint, launched, choice, Which::Attach(id), false, None)
+                    .await
+                    .map(|()| ExitCode::SUCCESS),
+                None => Ok(ExitCode::SUCCESS),
+            }
+        }
         Command::Agents { json } => agents_cmd::agents(&endpoint, json).await,
         Command::Logs { id, follow } => agents_cmd::logs(&endpoint, &id, follow).await,
         Command::Stop { id } => agents_cmd::stop(&endpoint, &id).await,

@@ -1166,3 +1166,27 @@ async fn quitting_an_idle_session_leaves_nothing_live() {
     let out = home.scv().arg("agents").output().unwrap();
     assert_eq!(stdout(&out), "no live sessions\n");
 }
+
+/// `scv agents` in a terminal numbers the live sessions and attaches the
+/// TUI to the one chosen.
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_in_a_terminal_picks_a_session_to_attach() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["picked and shown"]));
+    let bg = home.scv().args(["--bg", "say something"]).output().unwrap();
+    assert!(bg.status.success(), "{}", stderr(&bg));
+    let id = stdout(&bg).trim().to_string();
+    let tmux = Tmux::new("agents-pick");
+    tmux.start_scv_with(&home, "agents");
+    let screen = tmux.wait_for("attach to (1-1, Enter: none)").await;
+    assert!(screen.contains(&id[..8]), "{screen}");
+    tmux.keys(&["1", "Enter"]);
+    tmux.wait_for("attached to session").await;
+    tmux.wait_for("picked and shown").await;
+    tmux.wait_without("working").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    let stop = home.scv().args(["stop", &id]).output().unwrap();
+    assert!(stop.status.success(), "{}", stderr(&stop));
+}
