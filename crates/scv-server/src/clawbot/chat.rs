@@ -400,19 +400,7 @@ impl Account {
             self.resume(&user).await;
             return;
         }
-        if let Some(id) = text.strip_prefix("/attach ") {
-            self.attach(&user, id.trim()).await;
-            return;
-        }
-        if text == "/new" && self.chats.get(&user).is_some_and(|c| c.attached) {
-            if let Some(mut chat) = self.chats.remove(&user) {
-                chat.stop_typing();
-            }
-            self.reply(
-                &user,
-                "Left the live session; it goes on in SCV. Send a message to start a new conversation.",
-            )
-            .await;
+        if self.live_command(&user, &text).await {
             return;
         }
         if !self.chats.contains_key(&user) {

@@ -19,10 +19,10 @@ use crate::context::History;
 use crate::journal::LiveJournal;
 use crate::server::Shared;
 use crate::session::factory::SessionFactory;
-use crate::session::queue::{PromptQueue, QueueError};
-use crate::session::reject::{invalid, Handled, Reject};
+use crate::session::queue::PromptQueue;
+use crate::session::reject::{check_prompt, invalid, queue_reject, Handled, Reject};
 use crate::transport::Outbound;
-use scv_protocol::limits::{MAX_PROMPT_BYTES, MAX_SESSIONS_PER_CONNECTION};
+use scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
 use scv_protocol::{
     ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove, QueueRemove, QueueUpdate,
     SessionClear, SessionConfigure, SessionPause, SessionStart, TurnCancel, TurnStart, Usage,
@@ -1138,33 +1138,4 @@ struct Opened {
     /// A session with an earlier life (resumed): its checkpoints are in
     /// the store.
     stored: bool,
-}
-
-fn check_prompt(prompt: &str) -> Result<(), Reject> {
-    if prompt.trim().is_empty() {
-        return Err(invalid("prompt is empty"));
-    }
-    if prompt.len() > MAX_PROMPT_BYTES {
-        return Err(invalid(format!(
-            "prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}",
-            prompt.len()
-        )));
-    }
-    Ok(())
-}
-
-fn queue_reject(err: QueueError) -> Reject {
-    match err {
-        QueueError::NotFound => Reject::new(ErrorCode::QueueNotFound, "no such queued prompt"),
-        QueueError::Full(message) => Reject::new(ErrorCode::InvalidRequest, message),
-        QueueError::Conflict(entry) => Reject {
-            conflicts: None,
-            code: ErrorCode::QueueConflict,
-            message: format!(
-                "queued prompt {} is at revision {}; reload it and try again",
-                entry.queue_id, entry.revision
-            ),
-            entry: Some(Box::new(entry)),
-        },
-    }
 }

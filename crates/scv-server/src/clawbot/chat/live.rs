@@ -13,7 +13,28 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 impl Account {
-    pub(super) async fn attach(&mut self, user: &str, id: &str) {
+    /// `/attach ID`, and `/new` in a chat that follows a live session
+    /// (it leaves the session running); whether `text` was one of them.
+    pub(super) async fn live_command(&mut self, user: &str, text: &str) -> bool {
+        if let Some(id) = text.strip_prefix("/attach ") {
+            self.attach(user, id.trim()).await;
+            return true;
+        }
+        if text != "/new" || !self.chats.get(user).is_some_and(|c| c.attached) {
+            return false;
+        }
+        if let Some(mut chat) = self.chats.remove(user) {
+            chat.stop_typing();
+        }
+        self.reply(
+            user,
+            "Left the live session; it goes on in SCV. Send a message to start a new conversation.",
+        )
+        .await;
+        true
+    }
+
+    async fn attach(&mut self, user: &str, id: &str) {
         if !self.tools_for(user) {
             self.reply(
                 user,
