@@ -48,6 +48,8 @@ impl Link {
             // budget's own failure code.
             hooks: true,
             budgets: true,
+            // `session/load` of a live session attaches to it.
+            detach: true,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

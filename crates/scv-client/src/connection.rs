@@ -196,6 +196,46 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
         self.answer(&request).await.map(drop)
     }
 
+    /// `session.detach` (capability `detach`): the session outlives this
+    /// connection.
+    pub async fn detach_session(&mut self, session_id: &str) -> Result<()> {
+        let request = self
+            .send(ClientMessage::SessionDetach(scv_protocol::SessionDetach {
+                session_id: session_id.into(),
+            }))
+            .await?;
+        self.answer(&request).await.map(drop)
+    }
+
+    /// `session.attach` (capability `detach`): `session.attached`, then
+    /// the queue's snapshot and the transcript (the approvals still
+    /// waiting and live events follow as events).
+    pub async fn attach_session(&mut self, session_id: &str) -> Result<Vec<Event>> {
+        let request = self
+            .send(ClientMessage::SessionAttach(scv_protocol::SessionAttach {
+                session_id: session_id.into(),
+            }))
+            .await?;
+        let mut events = vec![self.answer(&request).await?];
+        for _ in 0..2 {
+            if let Some(event) = self.next_event().await? {
+                events.push(event);
+            }
+        }
+        Ok(events)
+    }
+
+    /// `session.close` (capability `detach`): cancels what runs and ends
+    /// the session's life in the daemon (its journal stays).
+    pub async fn close_session(&mut self, session_id: &str) -> Result<()> {
+        let request = self
+            .send(ClientMessage::SessionClose(scv_protocol::SessionClose {
+                session_id: session_id.into(),
+            }))
+            .await?;
+        self.answer(&request).await.map(drop)
+    }
+
     /// `initialize` (as `client`, asking for `capabilities`): the
     /// `initialized` event. A refusal is one readable error.
     pub async fn initialize(

@@ -307,6 +307,18 @@ pub enum EventBody {
     ProcessListed {
         processes: Vec<crate::processes::ProcessState>,
     },
+    /// Extension (capability `detach`): the answer to `session.detach`.
+    #[serde(rename = "session.detached")]
+    SessionDetached {},
+    /// Extension (capability `detach`): the answer to `session.attach`;
+    /// its envelope's `seq` is the last the session sent (live events go
+    /// on at `seq + 1`).
+    #[serde(rename = "session.attached")]
+    SessionAttached(crate::detach::SessionAttached),
+    /// Extension (capability `detach`): the session's life in the daemon
+    /// ended (`session.close`); to every attached connection.
+    #[serde(rename = "session.closed")]
+    SessionClosed {},
     #[serde(rename = "error")]
     Error(ErrorBody),
 }
@@ -345,6 +357,9 @@ impl EventBody {
             EventBody::SessionListed { .. } => "session.listed",
             EventBody::SessionTranscript { .. } => "session.transcript",
             EventBody::SessionDeleted {} => "session.deleted",
+            EventBody::SessionDetached {} => "session.detached",
+            EventBody::SessionAttached(_) => "session.attached",
+            EventBody::SessionClosed {} => "session.closed",
             EventBody::SessionWarning(_) => "session.warning",
             EventBody::CheckpointFailed { .. } => "checkpoint.failed",
             EventBody::CheckpointCreated { .. } => "checkpoint.created",

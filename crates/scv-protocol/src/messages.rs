@@ -94,6 +94,16 @@ pub enum ClientMessage {
     /// process's output.
     #[serde(rename = "process.peek")]
     ProcessPeek(crate::processes::ProcessRequest),
+    /// Extension (capability `detach`): the session outlives this
+    /// connection.
+    #[serde(rename = "session.detach")]
+    SessionDetach(crate::detach::SessionDetach),
+    /// Extension (capability `detach`): follow a detached live session.
+    #[serde(rename = "session.attach")]
+    SessionAttach(crate::detach::SessionAttach),
+    /// Extension (capability `detach`): end a live session's life.
+    #[serde(rename = "session.close")]
+    SessionClose(crate::detach::SessionClose),
 }
 
 /// `models.list` (extension): what the session's provider offers.
@@ -225,6 +235,9 @@ impl ClientMessage {
             ClientMessage::ProcessKill(_) => "process.kill",
             ClientMessage::ProcessList(_) => "process.list",
             ClientMessage::ProcessPeek(_) => "process.peek",
+            ClientMessage::SessionDetach(_) => "session.detach",
+            ClientMessage::SessionAttach(_) => "session.attach",
+            ClientMessage::SessionClose(_) => "session.close",
         }
     }
 }
@@ -259,6 +272,9 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "process.kill",
     "process.peek",
     "process.list",
+    "session.detach",
+    "session.attach",
+    "session.close",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -333,6 +349,11 @@ pub struct Capabilities {
     /// `process.state`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub processes: bool,
+    /// Sessions that outlive their client: `session.detach`,
+    /// `session.attach`, `session.close`, and the live fields of
+    /// `session.listed`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub detach: bool,
 }
 
 /// Name and version of a client or server.
@@ -360,6 +381,29 @@ pub struct SessionStart {
     /// Extension: start in `plan` mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::customize::Mode>,
+}
+
+impl Capabilities {
+    /// None asked for: a client names what it wants over this
+    /// (`Capabilities { sessions: true, ..Capabilities::NONE }`).
+    pub const NONE: Capabilities = Capabilities {
+        reasoning: false,
+        sessions: false,
+        checkpoints: false,
+        usage: false,
+        commands: false,
+        hooks: false,
+        subagents: false,
+        retries: false,
+        step_usage: false,
+        trust: false,
+        budgets: false,
+        daemon_status: false,
+        elicitation: false,
+        permissions: false,
+        processes: false,
+        detach: false,
+    };
 }
 
 fn is_false(value: &bool) -> bool {

@@ -47,7 +47,7 @@ pub struct SessionDelete {
 }
 
 /// One stored session as `session.listed` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredSession {
     pub session_id: String,
     pub cwd: String,
@@ -71,6 +71,10 @@ pub struct StoredSession {
     /// A fork's source (the session and the last turn it kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// Extension (capability `detach`): `state`, `attached`, `live` (and
+    /// `waiting_for`, `cost_usd`) of a session held by the daemon.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::detach::LiveInfo>,
 }
 
 /// Where a fork came from (`session.started.forked_from`).

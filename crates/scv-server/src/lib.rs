@@ -4,6 +4,7 @@
 //! the layers and who owns what.
 
 mod agent;
+mod attach;
 mod background;
 mod blocking;
 mod checkpoint;

@@ -34,6 +34,8 @@ pub struct Shared {
     pub(crate) telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// `$SCV_HOME`: the user's hooks, commands and skills are here.
     pub(crate) scv_home: Arc<Path>,
+    /// The detached sessions (capability `detach`) and their keepers.
+    pub(crate) detached: crate::attach::Registry,
 }
 
 impl Shared {
@@ -70,7 +72,14 @@ impl Shared {
             mcp_secrets: secrets,
             mcp_started: AtomicBool::new(false),
             http: OnceLock::new(),
+            detached: crate::attach::Registry::default(),
         }
+    }
+
+    /// Stops the detached sessions (their turns cancelled, never run
+    /// again by themselves) and waits for them, at most `within`.
+    pub async fn stop_detached(&self, within: std::time::Duration) {
+        self.detached.stop(within).await;
     }
 
     /// The configuration new sessions use now.

@@ -1230,3 +1230,69 @@ async fn the_owner_is_told_when_the_disk_fills_and_when_the_chat_is_saved_again(
     );
     bot.stop().await;
 }
+
+/// `/attach ID`: the owner follows a live detached session from the chat,
+/// answers the approval it waits for, and gets its answer; the client
+/// that detached it sees the same turn end. A stranger cannot attach.
+#[tokio::test]
+async fn the_owner_attaches_to_a_live_session_and_answers_its_approval() {
+    let mut bot = Bot::start("").await;
+    bot.enable("owner").await;
+    bot.wait_state("connected").await;
+    bot.mock.push(Reply::tool_calls(&[(
+        "c1",
+        "bash",
+        json!({"command": "echo from-the-background"}),
+    )]));
+    bot.mock.push(Reply::text(["Background work done."]));
+    let mut cli = TestServer::connect(&bot.socket).await;
+    cli.send(
+        json!({"type":"initialize","request_id":"i","protocol_version":2,
+        "capabilities":{"detach":true}}),
+    )
+    .await;
+    cli.expect("initialized").await;
+    let session = cli.start_session(&bot.home.workspace()).await;
+    cli.send(json!({"type":"session.detach","request_id":"d","session_id":session}))
+        .await;
+    cli.expect("session.detached").await;
+    cli.start_turn(&session, "t", "work in the background")
+        .await;
+    cli.until("approval.requested").await;
+
+    bot.ilink
+        .inject_text("stranger@im.wechat", &format!("/attach {}", &session[..8]));
+    let refused = bot.wait_sent("stranger@im.wechat", 1).await;
+    assert!(refused[0].contains("Only the owner"), "{refused:?}");
+
+    bot.ilink
+        .inject_text(OWNER, &format!("/attach {}", &session[..8]));
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert!(
+        sent[0].starts_with(&format!("Following live session {}", &session[..8])),
+        "{sent:?}"
+    );
+    assert!(sent[0].contains("waits for an approval"), "{sent:?}");
+    assert_eq!(
+        sent[1],
+        "Approve this tool call? Reply y or n.\n\nRun shell command: echo from-the-background"
+    );
+    bot.ilink.inject_text(OWNER, "y");
+    let sent = bot.wait_sent(OWNER, 3).await;
+    assert_eq!(sent[2], "Background work done.");
+    let events = cli.until_terminal().await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(events.iter().any(|e| e["type"] == "tool.completed"
+        && e["output"]
+            .as_str()
+            .unwrap()
+            .contains("from-the-background")));
+    // Leaving with /new: the session goes on (still listed live).
+    bot.ilink.inject_text(OWNER, "/new");
+    let sent = bot.wait_sent(OWNER, 4).await;
+    assert!(sent[3].starts_with("Left the live session"), "{sent:?}");
+    cli.send(json!({"type":"session.close","request_id":"c","session_id":session}))
+        .await;
+    cli.until("session.closed").await;
+    bot.stop().await;
+}

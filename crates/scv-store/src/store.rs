@@ -70,6 +70,7 @@ impl From<Listed> for scv_protocol::StoredSession {
             damaged: s.damaged,
             parent: s.parent,
             forked_from: s.forked_from,
+            live: None,
         }
     }
 }

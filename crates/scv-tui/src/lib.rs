@@ -3,6 +3,7 @@
 //! (what `scv --remote HOST` runs over ssh).
 //! It talks to the daemon only through the protocol.
 
+pub mod agents_cmd;
 pub mod bridge_cmd;
 pub mod clawbot_cmd;
 pub mod control;

@@ -39,6 +39,11 @@ struct Cli {
     /// Continue the last session of this directory (the terminal UI).
     #[arg(long = "continue", short = 'c')]
     continue_last: bool,
+    /// Run PROMPT in a new session that outlives this command: prints the
+    /// session's id and returns (`scv agents`, `scv logs ID`, `scv attach
+    /// ID`, `scv stop ID`).
+    #[arg(long, requires = "prompt", conflicts_with = "continue_last")]
+    bg: bool,
     /// Open the terminal UI and send this as the first message (a word
     /// that names a subcommand is that subcommand).
     #[arg(value_name = "PROMPT")]
@@ -87,6 +92,29 @@ enum Command {
         #[arg(long, conflicts_with = "id")]
         last: bool,
     },
+    /// The daemon's live sessions, every workspace's: state, age, cost,
+    /// what each waits for.
+    Agents {
+        /// As JSON (the entries of `session.listed`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The terminal UI on a live session (one `--bg` started, or one a
+    /// closed terminal left running).
+    Attach {
+        /// The session (`scv agents` shows them; the first 8 characters do).
+        id: String,
+    },
+    /// Print a live session's conversation; with --follow, its events as
+    /// they come until it is idle or closed.
+    Logs {
+        id: String,
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+    /// Stop a live session: its turn is cancelled, its life in the daemon
+    /// ends (its journal stays: `scv resume ID`).
+    Stop { id: String },
     /// Undo the last turn of this directory's last session that changed
     /// files: its files and its conversation, back to before it.
     Undo {
@@ -350,7 +378,14 @@ fn local_only(command: &Command) -> Option<&'static str> {
         Command::Trust { .. } => Some("trust"),
         Command::Plugin { .. } => Some("plugin"),
         Command::Bridge => Some("bridge"),
-        Command::Exec { .. } | Command::Resume { .. } | Command::Acp | Command::Undo { .. } => None,
+        Command::Exec { .. }
+        | Command::Resume { .. }
+        | Command::Acp
+        | Command::Undo { .. }
+        | Command::Agents { .. }
+        | Command::Attach { .. }
+        | Command::Logs { .. }
+        | Command::Stop { .. } => None,
     }
 }
 
@@ -418,6 +453,13 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
+            None if cli.bg => background(&endpoint, &choice, cli.prompt).await,
+            Some(
+                command @ (Command::Agents { .. }
+                | Command::Logs { .. }
+                | Command::Stop { .. }
+                | Command::Attach { .. }),
+            ) => live(command, endpoint, launched, choice).await,
             None => {
                 let which = if cli.continue_last {
                     Which::Last
@@ -554,6 +596,53 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => failed(&err),
+    }
+}
+
+/// Both ends are a terminal (a picker may ask).
+fn terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// `scv --bg PROMPT`: run in the current directory.
+async fn background(
+    endpoint: &scv_client::Endpoint,
+    choice: &scv_tui::session::Choice,
+    prompt: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let cwd =
+        std::env::current_dir().map_err(|err| anyhow::anyhow!("the current directory: {err}"))?;
+    let prompt = prompt.unwrap_or_default();
+    scv_tui::agents_cmd::background(endpoint, &cwd, choice, &prompt).await
+}
+
+/// `scv agents | attach | logs | stop`: the daemon's live sessions.
+async fn live(
+    command: Command,
+    endpoint: scv_client::Endpoint,
+    launched: std::time::Instant,
+    choice: scv_tui::session::Choice,
+) -> anyhow::Result<ExitCode> {
+    use scv_tui::agents_cmd;
+    match command {
+        Command::Agents { json } if !json && terminal() => {
+            match agents_cmd::pick(&endpoint).await? {
+                Some(id) => tui::run(endpoint, launched, choice, Which::Attach(id), false, None)
+                    .await
+                    .map(|()| ExitCode::SUCCESS),
+                None => Ok(ExitCode::SUCCESS),
+            }
+        }
+        Command::Agents { json } => agents_cmd::agents(&endpoint, json).await,
+        Command::Logs { id, follow } => agents_cmd::logs(&endpoint, &id, follow).await,
+        Command::Stop { id } => agents_cmd::stop(&endpoint, &id).await,
+        Command::Attach { id } => {
+            tui::run(endpoint, launched, choice, Which::Attach(id), false, None)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::FAILURE),
     }
 }
 

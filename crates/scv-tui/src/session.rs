@@ -41,6 +41,8 @@ pub enum Which {
     /// The most recently updated stored session anywhere that is not open
     /// elsewhere (`scv resume --last`).
     Latest,
+    /// This live detached session, attached (capability `detach`).
+    Attach(String),
     /// A new one holding this stored one's history (up to `turn_id`).
     Fork {
         session_id: String,
@@ -81,8 +83,21 @@ pub async fn open(
             model: choice.model.clone(),
         })
     };
+    if let Which::Attach(id) = which {
+        let mut events = conn.attach_session(id).await?;
+        let session_id = events
+            .first()
+            .and_then(|e| e.session_id.clone())
+            .unwrap_or_else(|| id.clone());
+        events.insert(0, initialized);
+        return Ok(Opened {
+            conn,
+            events,
+            session_id,
+        });
+    }
     let open = match which {
-        Which::New => new_session(cwd, choice),
+        Which::Attach(_) | Which::New => new_session(cwd, choice),
         Which::Resume(id) => resume(id.clone()),
         Which::Fork {
             session_id,

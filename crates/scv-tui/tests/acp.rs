@@ -1437,3 +1437,61 @@ async fn a_full_disk_is_said_to_the_editor_and_so_is_its_recovery() {
     assert_eq!(stop_reason(&done), "end_turn");
     assert!(chunks(&messages).contains("⚠ saved again"), "{messages:?}");
 }
+
+/// `session/load` of a live session (one `scv --bg` runs) attaches to it:
+/// its conversation so far is replayed, its running turn's answer streams
+/// in, nothing is asked of the provider twice, and the editor's prompt
+/// then runs in it.
+#[tokio::test(flavor = "multi_thread")]
+async fn loading_a_live_session_attaches_to_it() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let words: Vec<String> = (0..30).map(|n| format!("bg{n} ")).collect();
+    mock.push(Reply::text(words.clone()).drip(std::time::Duration::from_millis(80)));
+    let bg = home
+        .scv()
+        .args(["--bg", "count in the background"])
+        .output()
+        .unwrap();
+    assert!(bg.status.success(), "{}", stderr(&bg));
+    let session = stdout(&bg).trim().to_string();
+
+    let mut acp = Acp::spawn(&home);
+    acp.initialize().await;
+    let load = acp
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": home.workspace(), "mcpServers": []}),
+        )
+        .await;
+    let (before, loaded) = acp.answer(load).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let replayed = updates(&before);
+    assert_eq!(
+        replayed[0]["sessionUpdate"], "user_message_chunk",
+        "{replayed:?}"
+    );
+    assert_eq!(replayed[0]["content"]["text"], "count in the background");
+    // The running turn's answer streams in, to its last word (or, on a
+    // slow machine, it ended first and is in the replay).
+    let last = |m: &Value| {
+        m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            && m["params"]["update"]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("bg29"))
+    };
+    if !before.iter().any(last) {
+        acp.until(last).await;
+    }
+    assert_eq!(mock.request_count(), 1, "the turn ran once");
+
+    mock.push(Reply::text(["Editor here."]));
+    let id = acp.prompt(&session, "and from the editor?").await;
+    let (seen, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn");
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "Editor here.");
+    let history = mock.requests().last().unwrap().body["messages"].to_string();
+    assert!(history.contains("count in the background"), "{history}");
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
+}

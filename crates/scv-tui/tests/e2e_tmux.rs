@@ -228,7 +228,7 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     let first = home.daemon_pid().expect("scv started the daemon");
 
     unsafe { libc::kill(first, libc::SIGTERM) };
-    tmux.wait_for("went away").await;
+    tmux.wait_for("the connection dropped").await;
 
     // Nobody starts it: `scv` does, and says so.
     let screen = tmux.wait_for("a new session started").await;
@@ -256,7 +256,7 @@ async fn the_ui_reconnects_to_a_daemon_someone_else_started() {
     tmux.start_scv(&home);
     tmux.wait_for("idle").await;
     stop(&mut daemon);
-    tmux.wait_for("went away").await;
+    tmux.wait_for("the connection dropped").await;
     let mut daemon = home.start_daemon();
     tmux.wait_for("a new session started").await;
     mock.push(Reply::text(["back in business"]));
@@ -543,7 +543,10 @@ async fn typing_across_an_approval_answers_nothing_and_keeps_the_text() {
         tmux.keys(&["-l", &c.to_string()]);
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    let screen = tmux.wait_for("Approval needed").await;
+    tmux.wait_for("Approval needed").await;
+    // Every key typed lands in the box (the last may be drawn a frame
+    // after the prompt).
+    let screen = tmux.wait_for(typed).await;
     assert!(
         screen.contains(typed),
         "the typed text is intact:\n{screen}"
@@ -1063,4 +1066,124 @@ async fn a_config_change_the_open_session_does_not_take_is_on_the_status_line() 
     tmux.wait_without("config changed").await;
     tmux.keys(&["C-d"]);
     tmux.wait_for("SCV-EXIT=0").await;
+}
+
+/// Quitting while a turn runs asks; `L` leaves it running in the daemon
+/// (`scv agents` lists it, it completes); `scv attach ID` shows it whole
+/// and takes prompts; quitting an idle session `scv` did not open leaves
+/// it live, and `S` on a running one stops it.
+#[tokio::test(flavor = "multi_thread")]
+async fn quitting_mid_turn_asks_leave_runs_on_and_attach_takes_it_back() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("leave");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    let words: Vec<String> = (0..30).map(|n| format!("tok{n} ")).collect();
+    mock.push(Reply::text(words).drip(Duration::from_millis(60)));
+    tmux.keys(&["count to thirty", "Enter"]);
+    tmux.wait_for("tok1").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("L: leave it running").await;
+    tmux.keys(&["l"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+
+    // Still live, and it runs to its end without any client.
+    let agents = |json: bool| {
+        let mut command = home.scv();
+        command.arg("agents");
+        if json {
+            command.arg("--json");
+        }
+        stdout(&command.output().unwrap())
+    };
+    let listed: Vec<Value> = serde_json::from_str(&agents(true)).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let id = listed[0]["session_id"].as_str().unwrap().to_string();
+    let mut idle = false;
+    for _ in 0..400 {
+        let listed: Vec<Value> = serde_json::from_str(&agents(true)).unwrap();
+        if listed[0]["state"] == "idle" && listed[0]["turns"] == 1 {
+            idle = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(idle, "{}", agents(false));
+
+    // Attached again: the whole answer, and it takes a prompt.
+    tmux.restart_scv_with(&home, &format!("attach {}", &id[..8]));
+    tmux.wait_for("attached to session").await;
+    tmux.wait_for("tok29").await;
+    mock.push(Reply::text(["attached and answering"]));
+    tmux.keys(&["and now?", "Enter"]);
+    tmux.wait_for("attached and answering").await;
+    tmux.wait_without("working").await;
+    // Quitting an attached idle session leaves it live.
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    let listed: Vec<Value> = serde_json::from_str(&agents(true)).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["turns"], 2);
+
+    // `S` stops a running one: closed, its turn cancelled.
+    mock.push(Reply::text(["slow", "never"]).then(2, Ending::Stall));
+    tmux.restart_scv_with(&home, &format!("attach {id}"));
+    tmux.wait_for("attached to session").await;
+    tmux.keys(&["hang on", "Enter"]);
+    tmux.wait_for("slow").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("S: stop it").await;
+    tmux.keys(&["s"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    let mut gone = false;
+    for _ in 0..200 {
+        if agents(false) == "no live sessions\n" {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(gone, "{}", agents(false));
+}
+
+/// A session the TUI opened and quit idle is closed: nothing lingers.
+#[tokio::test(flavor = "multi_thread")]
+async fn quitting_an_idle_session_leaves_nothing_live() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let tmux = Tmux::new("idle-quit");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+    mock.push(Reply::text(["done"]));
+    tmux.keys(&["hi", "Enter"]);
+    tmux.wait_for("done").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    let out = home.scv().arg("agents").output().unwrap();
+    assert_eq!(stdout(&out), "no live sessions\n");
+}
+
+/// `scv agents` in a terminal numbers the live sessions and attaches the
+/// TUI to the one chosen.
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_in_a_terminal_picks_a_session_to_attach() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["picked and shown"]));
+    let bg = home.scv().args(["--bg", "say something"]).output().unwrap();
+    assert!(bg.status.success(), "{}", stderr(&bg));
+    let id = stdout(&bg).trim().to_string();
+    let tmux = Tmux::new("agents-pick");
+    tmux.start_scv_with(&home, "agents");
+    let screen = tmux.wait_for("attach to (1-1, Enter: none)").await;
+    assert!(screen.contains(&id[..8]), "{screen}");
+    tmux.keys(&["1", "Enter"]);
+    tmux.wait_for("attached to session").await;
+    tmux.wait_for("picked and shown").await;
+    tmux.wait_without("working").await;
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("SCV-EXIT=0").await;
+    let stop = home.scv().args(["stop", &id]).output().unwrap();
+    assert!(stop.status.success(), "{}", stderr(&stop));
 }

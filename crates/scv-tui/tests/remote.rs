@@ -527,3 +527,78 @@ fn a_bridge_that_cannot_start_the_daemon_says_so_in_one_line_and_exits_1() {
     assert!(lines[1].starts_with("scv needs scv-server"), "{err}");
     assert!(output.stdout.is_empty());
 }
+
+/// A dropped link is not a cancel: the local ssh killed mid-turn, the
+/// turn runs on in the remote daemon, the TUI says the connection dropped,
+/// attaches again through a new ssh and shows the whole answer; nothing
+/// was asked of the provider twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_ssh_mid_turn_leaves_the_turn_running_and_the_ui_attaches_again() {
+    let Some(sshd) = Sshd::start() else { return };
+    let mock = MockProvider::start().await;
+    let remote = Home::new(&mock, "");
+    let local = tempfile::tempdir().unwrap();
+    let tmux = TmuxServer(format!("scv-remote-drop-{}", std::process::id()));
+    let command = sshd.scv(local.path(), &remote);
+    let mut line: Vec<String> = vec!["env".into()];
+    for (name, value) in command.get_envs() {
+        let (name, value) = (name.to_str().unwrap(), value.unwrap().to_str().unwrap());
+        line.push(format!("{name}={}", shlex::try_quote(value).unwrap()));
+    }
+    line.push(SCV.into());
+    line.extend(command.get_args().map(|a| a.to_str().unwrap().to_string()));
+    let line = format!("{}; echo SCV-EXIT=$?; sleep 60", line.join(" "));
+    let workspace = remote.workspace();
+    let started = Command::new("tmux")
+        .args(["-L", &tmux.0, "new-session", "-d", "-s", "e2e"])
+        .args([
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-c",
+            workspace.to_str().unwrap(),
+            &line,
+        ])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    wait_for(&tmux.0, "idle").await;
+    let daemon = remote.daemon_pid().expect("the bridge started the daemon");
+    let words: Vec<String> = (0..40).map(|n| format!("word{n} ")).collect();
+    mock.push(Reply::text(words).drip(Duration::from_millis(60)));
+    let keys = |keys: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &tmux.0, "send-keys", "-t", "e2e"])
+            .args(keys)
+            .status()
+            .unwrap()
+    };
+    keys(&["count to forty", "Enter"]);
+    wait_for(&tmux.0, "word2").await;
+
+    // The link goes: scv's ssh is killed.
+    let pane = Command::new("tmux")
+        .args(["-L", &tmux.0, "display", "-p", "-t", "e2e", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = stdout(&pane).trim().parse().unwrap();
+    let scv = children(shell)
+        .into_iter()
+        .find(|(_, _, name)| name == "scv")
+        .expect("scv runs in the pane");
+    let (ssh, _, _) = children(scv.0)
+        .into_iter()
+        .find(|(_, _, name)| name == "ssh")
+        .expect("scv's ssh");
+    unsafe { libc::kill(ssh as i32, libc::SIGKILL) };
+    let screen = wait_for(&tmux.0, "the connection dropped").await;
+    assert!(!screen.contains("went away"), "{screen}");
+    wait_for(&tmux.0, "attached to the session again").await;
+    // The turn ran to its end in the daemon, answered once.
+    wait_for(&tmux.0, "word39").await;
+    assert_eq!(mock.request_count(), 1, "the turn was not run again");
+    assert_eq!(remote.daemon_pid(), Some(daemon), "the same daemon");
+    keys(&["C-d"]);
+    wait_for(&tmux.0, "SCV-EXIT=0").await;
+}

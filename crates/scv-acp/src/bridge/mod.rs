@@ -23,6 +23,7 @@ use crate::subagents::Subagents;
 use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
 use crate::{errors, mcp, prompt};
 
+mod live;
 mod render;
 use agent_client_protocol::v1::schema::{
     AvailableCommandsUpdate, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
@@ -35,9 +36,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
 use scv_client::rules::{self, Call, Rule, Rules};
 use scv_client::session::{Approval, Request, SessionClient};
-use scv_protocol::{
-    ClientMessage, Event, EventBody, SessionList, SessionResume, SessionStart, StoredSession,
-};
+use scv_protocol::{ClientMessage, Event, EventBody, SessionList, SessionStart, StoredSession};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -174,6 +173,9 @@ pub struct Bridge {
     loading: HashMap<String, Responder<LoadSessionResponse>>,
     /// ... then by session id until its `session.transcript` is replayed.
     replaying: HashMap<String, (Responder<LoadSessionResponse>, SessionModeState)>,
+    /// `session/load`s whose request is a `session.attach` (a live
+    /// session), with the session id to resume if none is live.
+    attaching: HashMap<String, String>,
     /// `session/list` requests by the request id of their `session.list`.
     listing: HashMap<String, Responder<ListSessionsResponse>>,
     /// `session/set_mode` requests by the request id of their
@@ -205,6 +207,7 @@ impl Bridge {
             starting: HashMap::new(),
             loading: HashMap::new(),
             replaying: HashMap::new(),
+            attaching: HashMap::new(),
             listing: HashMap::new(),
             moding: HashMap::new(),
             sessions: HashMap::new(),
@@ -349,13 +352,14 @@ impl Bridge {
         if let Err(err) = self.connect().await {
             return refuse(responder, err);
         }
-        let resume = ClientMessage::SessionResume(SessionResume {
-            session_id,
-            provider: self.options.provider.clone(),
-            model: self.options.model.clone(),
+        // A live session is attached (`live.rs`); else the stored one
+        // is resumed.
+        let attach = ClientMessage::SessionAttach(scv_protocol::SessionAttach {
+            session_id: session_id.clone(),
         });
-        match self.send(resume).await {
+        match self.send(attach).await {
             Ok(request_id) => {
+                self.attaching.insert(request_id.clone(), session_id);
                 self.loading.insert(request_id, responder);
                 Ok(())
             }
@@ -574,6 +578,15 @@ impl Bridge {
             EventBody::SessionStarted(started) => {
                 let session_id = event.session_id.clone().unwrap_or_default();
                 self.session_started(&request_id, session_id, started);
+                return;
+            }
+            EventBody::SessionAttached(attached) => {
+                let session_id = event.session_id.clone().unwrap_or_default();
+                self.session_attached(&request_id, session_id, attached);
+            }
+            EventBody::Error(error) if self.attaching.contains_key(&request_id) => {
+                let error = error.clone();
+                self.attach_refused(&request_id, &error).await;
                 return;
             }
             EventBody::Error(error) if self.refused_before_session(&request_id, error) => return,

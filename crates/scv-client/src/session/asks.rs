@@ -75,6 +75,12 @@ pub enum Asked {
         process_id: String,
         kill: bool,
     },
+    /// `session.detach` (capability `detach`).
+    Detach,
+    /// `session.attach`.
+    Attach,
+    /// `session.close`.
+    Close,
 }
 
 impl Asked {
@@ -148,6 +154,9 @@ impl Asked {
                 process_id: request.process_id.clone(),
                 kill: false,
             },
+            ClientMessage::SessionDetach(_) => Asked::Detach,
+            ClientMessage::SessionAttach(_) => Asked::Attach,
+            ClientMessage::SessionClose(_) => Asked::Close,
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)

@@ -68,9 +68,20 @@ impl SessionClient {
                 applied.updates.push(Update::Warning(warning.clone()))
             }
             EventBody::Error(error) => self.error(request_id, error, applied),
+            EventBody::SessionDetached {} => {
+                self.pending.take(request_id);
+                applied.updates.push(Update::Detached);
+            }
+            EventBody::SessionClosed {} => {
+                self.pending.take(request_id);
+                self.running = None;
+                self.approvals.clear();
+                applied.updates.push(Update::Closed);
+            }
             // Only ever a child's, or the handshake's.
             EventBody::SubagentStarted(_)
             | EventBody::Initialized { .. }
+            | EventBody::SessionAttached(_)
             | EventBody::SessionStarted(_) => {}
             body => match Answer::of(body) {
                 Some(answer) => applied.updates.push(Update::Answered {

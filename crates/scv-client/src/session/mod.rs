@@ -299,6 +299,24 @@ impl SessionClient {
                 return applied;
             }
         }
+        if let EventBody::SessionAttached(attached) = &event.body {
+            // A new start for the seq check: the next live event is the
+            // one after this.
+            self.pending.take(event.request_id.as_deref());
+            if self.session_id.is_none() {
+                self.session_id = event.session_id.clone();
+            }
+            self.last_seq = event.seq;
+            if let Some(turn_id) = &event.turn_id {
+                self.running = Some((turn_id.clone(), None));
+            }
+            applied.updates.push(Update::Attached {
+                attached: attached.clone(),
+                seq: event.seq,
+                turn_id: event.turn_id.clone(),
+            });
+            return applied;
+        }
         if let Some(seq) = event.seq {
             if let Some(last) = self.last_seq {
                 if seq != last + 1 {

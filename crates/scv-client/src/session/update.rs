@@ -121,6 +121,20 @@ pub enum Update {
     // --- The session.
     /// `session.started`: the session this client follows opened.
     Opened(Box<SessionStarted>),
+    /// Capability `detach`: the session outlives this connection now.
+    Detached,
+    /// Capability `detach`: this connection follows a live session;
+    /// `seq`: the last it sent (the next live event has `seq + 1`).
+    /// Its queue, transcript and waiting approvals follow as updates.
+    Attached {
+        attached: scv_protocol::SessionAttached,
+        seq: Option<u64>,
+        /// The turn running as it attached.
+        turn_id: Option<String>,
+    },
+    /// Capability `detach`: the session's life in the daemon ended
+    /// (`session.close`, from here or another client).
+    Closed,
     /// A resumed or forked session's past conversation.
     Transcript {
         items: Vec<TranscriptItem>,

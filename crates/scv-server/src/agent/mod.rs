@@ -921,6 +921,7 @@ impl Turn {
         .await;
         // Whatever happened, this id is finished.
         self.approvals.forget(&approval_id);
+        sink.approval_gone(&approval_id);
         result
     }
 

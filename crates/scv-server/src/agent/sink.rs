@@ -23,6 +23,10 @@ pub(crate) struct SessionSink {
     session_id: Arc<str>,
     next_seq: tokio::sync::Mutex<u64>,
     out: Outbound,
+    /// Capability `detach`: once the session is detached, its events go
+    /// to every attached connection instead of `out` (shared with its
+    /// children's sinks).
+    fan: Arc<Fan>,
     /// A child session's: the call that started it, on every event.
     parent: Option<Parent>,
     /// A child of a connection that did not ask for capability
@@ -38,6 +42,7 @@ impl SessionSink {
             session_id,
             next_seq: tokio::sync::Mutex::new(first_seq),
             out,
+            fan: Arc::default(),
             parent: None,
             silent: false,
         }
@@ -50,6 +55,7 @@ impl SessionSink {
             session_id,
             next_seq: tokio::sync::Mutex::new(0),
             out: self.out.clone(),
+            fan: self.fan.clone(),
             parent: Some(parent),
             silent: !visible,
         }
@@ -111,10 +117,79 @@ impl SessionSink {
         if frame.len() > MAX_SERVER_FRAME_BYTES {
             return Err(EmitError::TooLarge(frame.len()));
         }
-        self.out.send(frame).await?;
+        if let EventBody::ApprovalRequested { approval_id, .. } = body {
+            if self.parent.is_none() {
+                // What an attaching connection is shown of it.
+                let replay = EventRef { seq: None, ..event };
+                self.fan
+                    .approval_shown(approval_id, encode(replay), turn_id.unwrap_or_default());
+            }
+        }
+        self.deliver(frame, 1).await?;
         let seq = *next_seq;
         *next_seq += 1;
         Ok(seq)
+    }
+
+    /// Sends `frames` frames joined in `data`: to the connection, or once
+    /// detached to every attached one (one that fails is dropped from the
+    /// session; the session goes on).
+    async fn deliver(&self, data: bytes::Bytes, frames: usize) -> Result<(), SendError> {
+        if !self.fan.is_detached() {
+            return self.out.send_frames(data, frames).await;
+        }
+        for (conn, out) in self.fan.outs() {
+            if out.send_frames(data.clone(), frames).await.is_err() {
+                self.fan.remove(conn);
+            }
+        }
+        Ok(())
+    }
+
+    /// The fan-out of a detached session.
+    pub(crate) fn fan(&self) -> &Arc<Fan> {
+        &self.fan
+    }
+
+    /// An approval whose call no longer waits: attaching connections are
+    /// no longer shown it.
+    pub(crate) fn approval_gone(&self, approval_id: &str) {
+        self.fan.approval_gone(approval_id);
+    }
+
+    /// Attaches `out` (connection `conn`) to this detached session:
+    /// under the seq lock, `session.attached` with the last `seq` sent,
+    /// then `replays` (the queue, the transcript: no `seq`), then every
+    /// approval still waiting, then `out` gets every event from the next
+    /// `seq` on. Returns false when [`MAX_ATTACHMENTS_PER_SESSION`] are
+    /// attached already.
+    pub(crate) async fn attach(
+        &self,
+        conn: u64,
+        out: Outbound,
+        attached: bytes::Bytes,
+        replays: Vec<bytes::Bytes>,
+    ) -> Result<bool, SendError> {
+        let next_seq = self.next_seq.lock().await;
+        if self.fan.count() >= scv_protocol::MAX_ATTACHMENTS_PER_SESSION {
+            return Ok(false);
+        }
+        let last = next_seq.saturating_sub(1);
+        // `session.attached` carries the envelope's `seq`: spliced in.
+        let mut head = attached.to_vec();
+        if head.last() == Some(&b'}') {
+            head.pop();
+            head.extend_from_slice(format!(",\"seq\":{last}}}").as_bytes());
+        }
+        out.send(head.into()).await?;
+        for frame in replays {
+            out.send(frame).await?;
+        }
+        for frame in self.fan.approvals() {
+            out.send(frame).await?;
+        }
+        self.fan.add(conn, out);
+        Ok(true)
     }
 
     /// Emits an extension event that front ends' [`EventBody`] does not
@@ -150,7 +225,7 @@ impl SessionSink {
         if frame.len() > MAX_SERVER_FRAME_BYTES {
             return Err(EmitError::TooLarge(frame.len()));
         }
-        self.out.send(frame).await?;
+        self.deliver(frame, 1).await?;
         let seq = *next_seq;
         *next_seq += 1;
         Ok(seq)
@@ -199,9 +274,105 @@ impl SessionSink {
                 return Err(EmitError::TooLarge(len));
             }
         }
-        self.out.send_frames(buf.into(), deltas.len()).await?;
+        self.deliver(buf.into(), deltas.len()).await?;
         *next_seq += deltas.len() as u64;
         Ok(())
+    }
+}
+
+/// Where a detached session's events go: the connections attached, and
+/// the approvals waiting (shown again to a connection that attaches).
+#[derive(Default)]
+pub(crate) struct Fan {
+    detached: std::sync::atomic::AtomicBool,
+    /// A turn of the session runs (for `session.listed`'s `state`).
+    running: std::sync::atomic::AtomicBool,
+    outs: std::sync::Mutex<Vec<(u64, Outbound)>>,
+    /// Approval id, its `approval.requested` frame without `seq`, and
+    /// its turn.
+    waiting: std::sync::Mutex<Vec<(String, bytes::Bytes, String)>>,
+}
+
+impl Fan {
+    /// A turn of the session started (true) or ended (false).
+    pub(crate) fn set_running(&self, running: bool) {
+        self.running
+            .store(running, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The session's state as `session.listed` says it.
+    pub(crate) fn state(&self) -> scv_protocol::LiveState {
+        let running = self.running.load(std::sync::atomic::Ordering::Acquire);
+        match (running, self.first_waiting().is_some()) {
+            (true, true) => scv_protocol::LiveState::AwaitingApproval,
+            (true, false) => scv_protocol::LiveState::Running,
+            (false, _) => scv_protocol::LiveState::Idle,
+        }
+    }
+
+    pub(crate) fn is_detached(&self) -> bool {
+        self.detached.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The session leaves its connection's hands: from now on its events
+    /// go to the connections attached, `conn` first.
+    pub(crate) fn detach(&self, conn: u64, out: Outbound) {
+        crate::sync::lock(&self.outs).push((conn, out));
+        self.detached
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn outs(&self) -> Vec<(u64, Outbound)> {
+        crate::sync::lock(&self.outs).clone()
+    }
+
+    fn add(&self, conn: u64, out: Outbound) {
+        crate::sync::lock(&self.outs).push((conn, out));
+    }
+
+    /// Connection `conn` no longer follows the session.
+    pub(crate) fn remove(&self, conn: u64) {
+        crate::sync::lock(&self.outs).retain(|(c, _)| *c != conn);
+    }
+
+    /// Every connection attached, let go (the session closed).
+    pub(crate) fn take_all(&self) -> Vec<Outbound> {
+        std::mem::take(&mut *crate::sync::lock(&self.outs))
+            .into_iter()
+            .map(|(_, out)| out)
+            .collect()
+    }
+
+    /// Connections attached now.
+    pub(crate) fn count(&self) -> usize {
+        crate::sync::lock(&self.outs).len()
+    }
+
+    fn approval_shown(&self, approval_id: &str, frame: bytes::Bytes, turn_id: &str) {
+        let mut waiting = crate::sync::lock(&self.waiting);
+        // Bounded by the calls of one response (32) per running turn.
+        if waiting.len() < 256 {
+            waiting.push((approval_id.to_string(), frame, turn_id.to_string()));
+        }
+    }
+
+    fn approval_gone(&self, approval_id: &str) {
+        crate::sync::lock(&self.waiting).retain(|(id, _, _)| id != approval_id);
+    }
+
+    /// The waiting approvals' frames, oldest first.
+    fn approvals(&self) -> Vec<bytes::Bytes> {
+        crate::sync::lock(&self.waiting)
+            .iter()
+            .map(|(_, frame, _)| frame.clone())
+            .collect()
+    }
+
+    /// Whether an approval waits, and the first one's frame.
+    pub(crate) fn first_waiting(&self) -> Option<bytes::Bytes> {
+        crate::sync::lock(&self.waiting)
+            .first()
+            .map(|(_, frame, _)| frame.clone())
     }
 }
 

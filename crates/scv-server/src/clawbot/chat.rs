@@ -4,6 +4,8 @@
 //! task it starts runs on the instance's tracker and ends with its token.
 
 use super::subagents;
+
+mod live;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
@@ -37,7 +39,7 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
 const TYPING_EVERY: Duration = Duration::from_secs(5);
-const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this. The owner can also run the workspace's custom commands and skills as /NAME.";
+const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this. The owner can follow a live session with /attach ID (`scv agents` lists them). The owner can also run the workspace's custom commands and skills as /NAME.";
 
 struct Chat {
     user_id: String,
@@ -64,6 +66,9 @@ struct Chat {
     unsent: usize,
     /// An `/undo` in flight: the request id it waits on, and `force`.
     undo: Option<(String, bool)>,
+    /// A live session this chat follows (`/attach`): `/new` leaves it
+    /// running rather than clearing it.
+    attached: bool,
 }
 
 impl Chat {
@@ -395,6 +400,9 @@ impl Account {
             self.resume(&user).await;
             return;
         }
+        if self.live_command(&user, &text).await {
+            return;
+        }
         if !self.chats.contains_key(&user) {
             // The owner always gets in (one over the bound at most).
             if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
@@ -658,6 +666,7 @@ impl Account {
             tools: resume.map_or(tools, |s| s.tools),
             unsent,
             undo: None,
+            attached: false,
         })
     }
 

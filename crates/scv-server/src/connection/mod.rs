@@ -37,6 +37,10 @@ pub(crate) struct Options {
     /// sessions without tools, and may not bring MCP servers, another
     /// provider URL or manage the daemon — what only a person may do.
     pub tool_peer: bool,
+    /// Capability `detach` may be granted: the daemon outlives this
+    /// connection (not stdio, whose end is the server's; never a tool
+    /// process's, which may not follow other sessions).
+    pub detach: bool,
 }
 
 /// Why a connection ended.
@@ -74,6 +78,7 @@ where
         out,
         control: options.control,
         tool_peer: options.tool_peer,
+        detach: options.detach && !options.tool_peer,
         initialized: false,
     };
     let mut frames = FrameReader::new(reader, FrameCodec::new(MAX_CLIENT_FRAME_BYTES));

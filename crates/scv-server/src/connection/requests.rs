@@ -21,6 +21,8 @@ pub(super) struct Connection {
     pub out: Outbound,
     pub control: Option<Arc<dyn Control>>,
     pub tool_peer: bool,
+    /// Capability `detach` may be granted here.
+    pub detach: bool,
     pub initialized: bool,
 }
 
@@ -129,10 +131,13 @@ impl Connection {
             tracing::debug!("client {} {} initialized", client.name, client.version);
         }
         self.initialized = true;
-        // Extensions go only to a client that asked; SCV supports every
-        // capability the type names, so what was asked is what is granted
-        // (a field the client did not know deserialized as false).
-        let granted = init.capabilities;
+        // Extensions go only to a client that asked; what was asked is
+        // granted (a field the client did not know deserialized as false),
+        // but `detach` only where sessions can outlive the connection.
+        let granted = init.capabilities.map(|mut asked| {
+            asked.detach &= self.detach;
+            asked
+        });
         if let Some(granted) = granted {
             self.host.grant(granted);
         }

@@ -119,6 +119,7 @@ async fn serve_socket(
         control: Some(supervisor),
         init_deadline: Some(init_deadline),
         tool_peer: false,
+        detach: true,
     };
 
     loop {
@@ -163,6 +164,7 @@ async fn serve_socket(
     {
         tracing::warn!("connections did not finish within {SHUTDOWN_JOIN:?}");
     }
+    shared.stop_detached(SHUTDOWN_JOIN).await;
     background.close();
     if tokio::time::timeout(SHUTDOWN_JOIN, background.wait())
         .await
@@ -189,7 +191,11 @@ impl Connector for InProcess {
         let (reader, writer) = tokio::io::split(server);
         let shared = self.shared.clone();
         tracker.spawn(async move {
-            serve(shared, Options::default(), reader, writer, shutdown).await;
+            let options = Options {
+                detach: true,
+                ..Options::default()
+            };
+            serve(shared, options, reader, writer, shutdown).await;
         });
         client
     }

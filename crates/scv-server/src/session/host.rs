@@ -19,10 +19,10 @@ use crate::context::History;
 use crate::journal::LiveJournal;
 use crate::server::Shared;
 use crate::session::factory::SessionFactory;
-use crate::session::queue::{PromptQueue, QueueError};
-use crate::session::reject::{invalid, Handled, Reject};
+use crate::session::queue::PromptQueue;
+use crate::session::reject::{check_prompt, invalid, queue_reject, Handled, Reject};
 use crate::transport::Outbound;
-use scv_protocol::limits::{MAX_PROMPT_BYTES, MAX_SESSIONS_PER_CONNECTION};
+use scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
 use scv_protocol::{
     ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove, QueueRemove, QueueUpdate,
     SessionClear, SessionConfigure, SessionPause, SessionStart, TurnCancel, TurnStart, Usage,
@@ -30,16 +30,19 @@ use scv_protocol::{
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::{Id as TaskId, JoinError, JoinSet};
+use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod detached;
+mod keeper;
 mod mcp;
 mod permissions;
 mod processes;
 mod spending;
 mod stored;
 mod trust;
+mod turns;
 
 /// How long active work gets to finish during cleanup.
 pub(crate) const CLEANUP_GRACE: Duration = Duration::from_secs(3);
@@ -85,10 +88,22 @@ struct ActiveTurn {
     /// The request that started it (its events answer that request).
     request_id: Arc<str>,
     token: CancellationToken,
+    /// The turn's task (`None` once joined). Held by the session, so a
+    /// detached session takes its running turn along.
+    handle: Option<JoinHandle<TurnOutcome>>,
 }
 
-/// A turn task that ended (or was aborted).
-pub(crate) type Joined = Result<(TaskId, TurnOutcome), JoinError>;
+impl Drop for ActiveTurn {
+    fn drop(&mut self) {
+        // As a `JoinSet` would: a turn whose session is gone stops.
+        if let Some(handle) = &self.handle {
+            handle.abort();
+        }
+    }
+}
+
+/// A turn task that ended (or was aborted): its session and outcome.
+pub(crate) type Joined = (Arc<str>, Result<TurnOutcome, JoinError>);
 
 pub(crate) struct SessionHost {
     shared: Arc<Shared>,
@@ -96,9 +111,12 @@ pub(crate) struct SessionHost {
     /// Boxed: a map holding one session (the usual connection) reserves
     /// four slots, so unboxed it cost 800 bytes per connection.
     sessions: HashMap<Arc<str>, Box<Session>>,
-    turns: JoinSet<TurnOutcome>,
-    /// Which session each running turn task belongs to.
-    turn_sessions: HashMap<TaskId, Arc<str>>,
+    /// Capability `detach`: the detached sessions this connection is
+    /// attached to (their keepers answer their messages).
+    attached: HashMap<Arc<str>, crate::attach::Keeper>,
+    /// This connection among those attached to detached sessions (0:
+    /// none yet).
+    conn: u64,
     /// What the connection opted into (`initialize.capabilities`); every
     /// extension event and field is gated on it.
     caps: scv_protocol::Capabilities,
@@ -112,8 +130,8 @@ impl SessionHost {
             shared,
             out,
             sessions: HashMap::new(),
-            turns: JoinSet::new(),
-            turn_sessions: HashMap::new(),
+            attached: HashMap::new(),
+            conn: 0,
             caps: scv_protocol::Capabilities::default(),
             children: Arc::default(),
         }
@@ -122,6 +140,14 @@ impl SessionHost {
     /// The one dispatch of a session message (the connection answers
     /// `initialize` and `daemon.control` itself).
     pub(crate) async fn handle(&mut self, rid: &str, message: ClientMessage) -> Handled {
+        match self.forward(rid, message).await {
+            Ok(handled) => handled,
+            Err(message) => self.dispatch(rid, message).await,
+        }
+    }
+
+    /// A message for a session of this connection's own.
+    async fn dispatch(&mut self, rid: &str, message: ClientMessage) -> Handled {
         match message {
             ClientMessage::SessionStart(start) => self.start(rid, start).await,
             ClientMessage::TurnStart(TurnStart {
@@ -254,7 +280,8 @@ impl SessionHost {
             ClientMessage::ProcessKill(request) => self.process(rid, request, true).await,
             ClientMessage::ProcessPeek(request) => self.process(rid, request, false).await,
             ClientMessage::ProcessList(list) => self.processes(rid, list).await,
-            ClientMessage::Initialize(_) | ClientMessage::DaemonControl(_) => Err(Reject::new(
+            // The connection's own, and `detach`'s (`forward`).
+            _ => Err(Reject::new(
                 ErrorCode::InternalError,
                 "not a session message",
             )),
@@ -408,6 +435,7 @@ impl SessionHost {
             entries: session.queue.snapshot(),
         };
         self.sessions.insert(session_id, Box::new(session));
+        self.shared.detached.went_live(&sink);
         sink.emit(Some(rid), None, &snapshot).await.ok()
     }
 
@@ -596,7 +624,9 @@ impl SessionHost {
             prompt: session.journal.is_some().then(|| prompt.clone()),
             request_id: request_id.clone(),
             token: token.clone(),
+            handle: None,
         });
+        sink.fan().set_running(true);
         let started = sink
             .emit(
                 Some(&request_id),
@@ -606,6 +636,7 @@ impl SessionHost {
             .await;
         if started.is_err() {
             // The writer is gone; the connection is ending.
+            sink.fan().set_running(false);
             session.active = None;
             session.history = Some(history);
             return;
@@ -668,18 +699,10 @@ impl SessionHost {
                 .clone()
                 .unwrap_or_else(|| self.shared.mcp.clone()),
         };
-        let handle = self.turns.spawn(turn.run(history, prompt));
-        self.turn_sessions.insert(handle.id(), session_id.clone());
-    }
-
-    /// Whether any turn is running.
-    pub(crate) fn has_turns(&self) -> bool {
-        !self.turns.is_empty()
-    }
-
-    /// The next turn task to end.
-    pub(crate) async fn next_finished(&mut self) -> Option<Joined> {
-        self.turns.join_next_with_id().await
+        let handle = tokio::spawn(turn.run(history, prompt));
+        if let Some(active) = &mut session.active {
+            active.handle = Some(handle);
+        }
     }
 
     /// A turn task ended: its terminal event, then the next queued prompt.
@@ -692,18 +715,10 @@ impl SessionHost {
     /// Takes a finished turn's history back and emits its terminal event
     /// once the session is idle again; returns the session.
     async fn settle(&mut self, joined: Joined) -> Option<Arc<str>> {
-        let (task, outcome) = match joined {
-            Ok((task, outcome)) => (task, Ok(outcome)),
-            Err(err) => (err.id(), Err(err)),
-        };
-        let session_id = self.turn_sessions.remove(&task)?;
-        if self.turn_sessions.is_empty() {
-            // Made while a burst of turns ran, kept for the connection's
-            // life: an idle connection holds no table for turns.
-            self.turn_sessions = HashMap::new();
-        }
+        let (session_id, outcome) = joined;
         let session = self.sessions.get_mut(&session_id)?;
         let active = session.active.take()?;
+        session.sink.fan().set_running(false);
         let mut spent = None;
         let mut budget_reached = false;
         let terminal = match outcome {
@@ -1006,16 +1021,21 @@ impl SessionHost {
             }
         }
         let drained = tokio::time::timeout(CLEANUP_GRACE, async {
-            while let Some(joined) = self.turns.join_next_with_id().await {
+            while let Some(joined) = self.next_finished().await {
                 self.settle(joined).await;
             }
         })
         .await;
         if drained.is_err() {
             tracing::warn!("turns did not stop within {CLEANUP_GRACE:?}; aborting them");
-            self.turns.abort_all();
-            while self.turns.join_next().await.is_some() {}
+            for session in self.sessions.values_mut() {
+                if let Some(handle) = session.active.as_mut().and_then(|a| a.handle.take()) {
+                    handle.abort();
+                    let _ = handle.await;
+                }
+            }
         }
+        self.leave_attached();
         for session in self.sessions.values() {
             if let Some(hub) = &session.mcp {
                 hub.shutdown().await;
@@ -1045,6 +1065,9 @@ impl SessionHost {
                 }
                 _ => {}
             }
+        }
+        for id in self.sessions.keys() {
+            self.shared.detached.ended(id);
         }
         self.sessions.clear();
         if !unused.is_empty() {
@@ -1136,35 +1159,6 @@ struct Opened {
     /// A session with an earlier life (resumed): its checkpoints are in
     /// the store.
     stored: bool,
-}
-
-fn check_prompt(prompt: &str) -> Result<(), Reject> {
-    if prompt.trim().is_empty() {
-        return Err(invalid("prompt is empty"));
-    }
-    if prompt.len() > MAX_PROMPT_BYTES {
-        return Err(invalid(format!(
-            "prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}",
-            prompt.len()
-        )));
-    }
-    Ok(())
-}
-
-fn queue_reject(err: QueueError) -> Reject {
-    match err {
-        QueueError::NotFound => Reject::new(ErrorCode::QueueNotFound, "no such queued prompt"),
-        QueueError::Full(message) => Reject::new(ErrorCode::InvalidRequest, message),
-        QueueError::Conflict(entry) => Reject {
-            conflicts: None,
-            code: ErrorCode::QueueConflict,
-            message: format!(
-                "queued prompt {} is at revision {}; reload it and try again",
-                entry.queue_id, entry.revision
-            ),
-            entry: Some(Box::new(entry)),
-        },
-    }
 }
 
 /// The session's settings for the turn of `prompt`: the `model:` of the

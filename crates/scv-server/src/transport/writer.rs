@@ -129,6 +129,11 @@ pub(crate) struct Outbound {
 }
 
 impl Outbound {
+    /// Whether `other` queues for the same connection.
+    pub(crate) fn same(&self, other: &Outbound) -> bool {
+        Arc::ptr_eq(&self.queue, &other.queue)
+    }
+
     /// Queues one frame, waiting for room in the queue. Cancel-safe: dropping
     /// the future gives back whatever it had reserved.
     pub(crate) async fn send(&self, data: Bytes) -> Result<(), SendError> {

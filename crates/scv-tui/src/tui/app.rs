@@ -17,6 +17,7 @@ mod config_watch;
 mod events;
 mod keys;
 mod link;
+pub mod live;
 mod permissions;
 mod plan;
 #[cfg(test)]
@@ -104,6 +105,10 @@ pub struct App {
     pub resume_offer: Option<String>,
     /// Why the last reconnect failed, once said (not repeated each try).
     pub reconnect_error: Option<String>,
+    /// Capability `detach`: the live session this view follows and how
+    /// (`live.rs`): re-attached when the link comes back, closed on a quit
+    /// that leaves nothing running.
+    pub live: live::Live,
     /// A hint that ends by itself: this text goes at this time (the Ctrl+C
     /// window), or with the turn (`None` time: an approval's "no rule").
     hint_ends: Option<(Option<Instant>, String)>,
@@ -178,6 +183,7 @@ impl App {
             path_matches: Vec::new(),
             resume_offer: None,
             reconnect_error: None,
+            live: live::Live::default(),
             attach_offer: None,
             redraw: false,
             mouse: false,

@@ -76,6 +76,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     elicitation: false,
     permissions: true,
     processes: true,
+    // Its sessions outlive a dropped terminal or link.
+    detach: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task
@@ -154,7 +156,8 @@ pub async fn run(
             }
         }
     );
-    let opened = opened?;
+    let mut opened = opened?;
+    detach_own(&mut opened, &which).await;
     let mut app = App::new(Instant::now());
     app.first_run_key = missing_key.clone();
     if let Endpoint::Remote { host, .. } = &endpoint {
@@ -320,10 +323,8 @@ async fn event_loop(
                     next_reconnect = Instant::now() + RECONNECT_EVERY;
                     // The daemon is started again when it is not running,
                     // with the binary lookup `scv` started it with.
-                    let attempt = tokio::time::timeout(RECONNECT_WAIT, session::open(endpoint, true, "scv-tui", REASONING, cwd, choice, &session::Which::New)).await;
-                    match attempt {
+                    match reconnect(app, endpoint, cwd, choice).await {
                         Ok(Ok(opened)) => {
-                            app.reconnected();
                             for event in opened.events {
                                 app.apply(event);
                             }
@@ -386,8 +387,16 @@ async fn switch(
     )
     .await;
     match opened {
-        Ok(Ok(opened)) => {
+        Ok(Ok(mut opened)) => {
+            detach_own(&mut opened, which).await;
+            // The session left: closed when idle and ours, else it runs on.
+            let leaving = app.leaving();
+            send_all(leaving, link, app).await;
+            let left = app.live.left_running.take();
             app.switched(which);
+            app.live = Default::default();
+            app.live.left_running = left;
+            app.say_left_running();
             for event in opened.events {
                 app.apply(event);
             }
@@ -396,6 +405,52 @@ async fn switch(
         Ok(Err(err)) => app.failed_switch(&format!("{err:#}")),
         Err(_) => app.failed_switch("the daemon did not answer within 10 s"),
     }
+}
+
+/// A session the TUI opened is detached at once (capability `detach`):
+/// a dropped terminal or link never cancels its turn. A daemon that does
+/// not keep detached sessions leaves it as protocol version 2 says.
+async fn detach_own(opened: &mut session::Opened, which: &session::Which) {
+    if matches!(which, session::Which::Attach(_)) {
+        return;
+    }
+    let detach = scv_protocol::ClientMessage::SessionDetach(scv_protocol::SessionDetach {
+        session_id: opened.session_id.clone(),
+    });
+    // Its answer (`session.detached`, or a refusal) reaches the App with
+    // the session's events.
+    let _ = opened.conn.send(detach).await;
+}
+
+/// The link is back: the detached session attached again (a daemon that
+/// restarted lost it: a new session then, the old one offered back), or a
+/// new session.
+async fn reconnect(
+    app: &mut App,
+    endpoint: &Endpoint,
+    cwd: &Path,
+    choice: &session::Choice,
+) -> Result<Result<session::Opened>, tokio::time::error::Elapsed> {
+    let open = |which: session::Which| async move {
+        tokio::time::timeout(
+            RECONNECT_WAIT,
+            session::open(endpoint, true, "scv-tui", REASONING, cwd, choice, &which),
+        )
+        .await
+    };
+    if let Some(id) = app.reattach_target() {
+        if let Ok(Ok(opened)) = open(session::Which::Attach(id)).await {
+            app.reattached();
+            return Ok(Ok(opened));
+        }
+    }
+    let which = session::Which::New;
+    let mut opened = open(which.clone()).await?;
+    if let Ok(opened) = &mut opened {
+        detach_own(opened, &which).await;
+        app.reconnected();
+    }
+    Ok(opened)
 }
 
 /// `/copy`: OSC 52 asks the terminal to set the clipboard (tmux passes it

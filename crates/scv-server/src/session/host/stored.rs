@@ -57,10 +57,34 @@ impl SessionHost {
                 )))
             }
         };
-        let sessions = match self.shared.store.clone() {
+        let mut sessions = match self.shared.store.clone() {
             None => Vec::new(),
             Some(store) => off_thread(move || listed(&store, list.cwd, limit)).await?,
         };
+        if self.caps().detach {
+            let mut live = self.live_infos();
+            for session in &mut sessions {
+                let elsewhere = || {
+                    self.shared
+                        .detached
+                        .live_on_a_connection(&session.session_id)
+                };
+                session.live = Some(
+                    live.remove(&session.session_id)
+                        .or_else(elsewhere)
+                        .unwrap_or(scv_protocol::LiveInfo {
+                            // Live on a connection that did not detach it:
+                            // what it does is that connection's to know.
+                            state: scv_protocol::LiveState::Idle,
+                            attached: u32::from(session.open),
+                            live: session.open,
+                            detached: false,
+                            waiting_for: None,
+                            cost_usd: None,
+                        }),
+                );
+            }
+        }
         self.reply(rid, None, EventBody::SessionListed { sessions })
             .await;
         Ok(())
@@ -104,6 +128,11 @@ impl SessionHost {
         if self.sessions.contains_key(session_id.as_str()) {
             return Err(invalid(format!(
                 "session {session_id} is already open on this connection"
+            )));
+        }
+        if let crate::attach::Lookup::Found(..) = self.shared.detached.find(&session_id) {
+            return Err(invalid(format!(
+                "session {session_id} is live in the daemon (detached); attach to it (session.attach, `scv attach {session_id}`) or fork it"
             )));
         }
         let store = self.store(&session_id)?;

@@ -96,6 +96,9 @@ impl App {
     fn update(&mut self, update: Update) {
         match update {
             Update::Opened(started) => self.session_started(*started),
+            Update::Attached { attached, .. } => self.attached(attached),
+            Update::Detached => self.detached(),
+            Update::Closed => self.closed(),
             Update::Transcript { items, truncated } => self.past_conversation(items, truncated),
             Update::Queue(change) => {
                 if let Some(left) = self.queue.apply(change) {
@@ -608,6 +611,8 @@ impl App {
 
     pub(super) fn end_turn(&mut self) {
         self.turn = None;
+        // A quit asked while it ran: the question no longer stands.
+        self.live.quit_asked = false;
         self.end_turn_hint();
         self.approval.clear();
         self.transcript.end_streaming(self.now);

@@ -24,6 +24,14 @@ impl App {
     /// the queue panel, the App's own keys, the input box. The first that
     /// takes a key keeps it.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
+        if let Some(out) = self.quit_key(key) {
+            return out;
+        }
+        let out = self.key(key);
+        self.quitting(out)
+    }
+
+    fn key(&mut self, key: KeyEvent) -> Vec<Outgoing> {
         if let Some(out) = self.global_key(key) {
             return out;
         }

@@ -9,7 +9,8 @@ use scv_client::session::SessionClient;
 use scv_protocol::Usage;
 
 impl App {
-    /// The daemon went away (the caller reconnects).
+    /// The connection dropped (the caller reconnects; a detached session
+    /// goes on in the daemon and is attached again).
     pub fn disconnected(&mut self) {
         self.link = LinkState::Disconnected;
         self.turn = None;
@@ -20,13 +21,13 @@ impl App {
         // No terminal event of a running subagent will come now.
         for child in self
             .subagents
-            .abandon("disconnected", "the daemon went away")
+            .abandon("disconnected", "the connection dropped")
         {
             self.place_card(&child);
         }
         self.transcript.push(ItemKind::Error {
             code: "disconnected".into(),
-            message: "the SCV daemon went away; starting it again and reconnecting…".into(),
+            message: "the connection dropped; reconnecting (and starting the SCV daemon again if it stopped)…".into(),
         });
     }
 
