@@ -243,6 +243,9 @@ pub enum EventBody {
     /// Extension (capability `sessions`): the answer to `session.delete`.
     #[serde(rename = "session.deleted")]
     SessionDeleted {},
+    /// Extension (capability `sessions`): the answer to `session.close`.
+    #[serde(rename = "session.closed")]
+    SessionClosed {},
     /// Extension (capability `sessions`): the session's journal could
     /// not be written (once, until it recovers), or caught up again.
     #[serde(rename = "session.warning")]
@@ -331,6 +334,7 @@ impl EventBody {
             EventBody::SessionListed { .. } => "session.listed",
             EventBody::SessionTranscript { .. } => "session.transcript",
             EventBody::SessionDeleted {} => "session.deleted",
+            EventBody::SessionClosed {} => "session.closed",
             EventBody::SessionWarning(_) => "session.warning",
             EventBody::CheckpointFailed { .. } => "checkpoint.failed",
             EventBody::CheckpointCreated { .. } => "checkpoint.created",

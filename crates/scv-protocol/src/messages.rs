@@ -3,7 +3,7 @@
 
 use crate::checkpoints::{CheckpointDiff, CheckpointList, CheckpointRestore};
 use crate::codes::ErrorCode;
-use crate::sessions::{SessionDelete, SessionFork, SessionList, SessionResume};
+use crate::sessions::{SessionClose, SessionDelete, SessionFork, SessionList, SessionResume};
 use serde::{Deserialize, Serialize};
 
 /// One client frame: the request id plus the typed message.
@@ -57,6 +57,10 @@ pub enum ClientMessage {
     /// Extension (capability `sessions`): a stored session removed.
     #[serde(rename = "session.delete")]
     SessionDelete(SessionDelete),
+    /// Extension (capability `sessions`): a live session of this
+    /// connection ended, all it holds freed.
+    #[serde(rename = "session.close")]
+    SessionClose(SessionClose),
     #[serde(rename = "checkpoint.list")]
     CheckpointList(CheckpointList),
     #[serde(rename = "checkpoint.diff")]
@@ -192,6 +196,7 @@ impl ClientMessage {
             ClientMessage::SessionResume(_) => "session.resume",
             ClientMessage::SessionFork(_) => "session.fork",
             ClientMessage::SessionDelete(_) => "session.delete",
+            ClientMessage::SessionClose(_) => "session.close",
             ClientMessage::CheckpointList(_) => "checkpoint.list",
             ClientMessage::CheckpointDiff(_) => "checkpoint.diff",
             ClientMessage::CheckpointRestore(_) => "checkpoint.restore",

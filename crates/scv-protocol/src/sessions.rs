@@ -46,6 +46,13 @@ pub struct SessionDelete {
     pub session_id: String,
 }
 
+/// `session.close` (extension, capability `sessions`): a session of this
+/// connection ends as the connection's end would end it, the others go on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionClose {
+    pub session_id: String,
+}
+
 /// One stored session as `session.listed` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredSession {

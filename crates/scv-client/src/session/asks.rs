@@ -25,6 +25,8 @@ pub enum Asked {
     Delete {
         session_id: String,
     },
+    /// `session.close`.
+    Close,
     Checkpoints,
     Diff {
         checkpoint_id: String,
@@ -77,6 +79,7 @@ impl Asked {
             ClientMessage::SessionDelete(delete) => Asked::Delete {
                 session_id: delete.session_id.clone(),
             },
+            ClientMessage::SessionClose(_) => Asked::Close,
             ClientMessage::CheckpointList(_) => Asked::Checkpoints,
             ClientMessage::CheckpointDiff(diff) => Asked::Diff {
                 checkpoint_id: diff.checkpoint_id.clone(),
@@ -143,6 +146,8 @@ pub enum Answer {
     },
     Sessions(Vec<StoredSession>),
     Deleted,
+    /// `session.closed`: the session ended on this connection.
+    Closed,
     Checkpoints {
         checkpoints: Vec<CheckpointInfo>,
         missed: Option<MissedCheckpoint>,
@@ -174,6 +179,7 @@ impl Answer {
             },
             EventBody::SessionListed { sessions } => Answer::Sessions(sessions.clone()),
             EventBody::SessionDeleted {} => Answer::Deleted,
+            EventBody::SessionClosed {} => Answer::Closed,
             EventBody::CheckpointListed {
                 checkpoints,
                 missed,

@@ -34,6 +34,7 @@ use tokio::task::{Id as TaskId, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod close;
 mod mcp;
 mod spending;
 mod stored;
@@ -201,6 +202,7 @@ impl SessionHost {
             | ClientMessage::SessionResume(_)
             | ClientMessage::SessionFork(_)
             | ClientMessage::SessionDelete(_)
+            | ClientMessage::SessionClose(_)
                 if !self.caps.sessions =>
             {
                 Err(invalid(format!(
@@ -228,6 +230,7 @@ impl SessionHost {
             ClientMessage::SessionResume(resume) => self.resume(rid, resume).await,
             ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
             ClientMessage::SessionDelete(delete) => self.delete(rid, delete).await,
+            ClientMessage::SessionClose(close) => self.close_one(rid, &close.session_id).await,
             ClientMessage::WorkspaceTrust(_) if !self.caps.trust => Err(invalid(
                 "workspace.trust needs capability `trust` (ask for it in initialize)",
             )),

@@ -267,7 +267,7 @@ impl App {
                 );
             }
             // Answers to requests this view did not send.
-            Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted => {}
+            Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted | Answer::Closed => {}
             Answer::Models { provider, models } => self.open_models(provider, models),
             Answer::Checkpoints {
                 checkpoints,
