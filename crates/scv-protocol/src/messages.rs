@@ -225,6 +225,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "session.resume",
     "session.fork",
     "session.delete",
+    "session.close",
     "checkpoint.list",
     "checkpoint.diff",
     "checkpoint.restore",

@@ -24,12 +24,15 @@ use crate::updates::ToolCalls;
 use crate::{errors, mcp, prompt};
 
 mod approvals;
+mod lifecycle;
 mod render;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest,
+    DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    RequestPermissionResponse, SessionInfo, SessionModeState, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    RequestPermissionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionInfo,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -37,7 +40,7 @@ use approvals::Asked;
 use scv_client::rules::Rules;
 use scv_client::session::{Request, SessionClient};
 use scv_protocol::{
-    ClientMessage, Event, EventBody, SessionList, SessionResume, SessionStart, StoredSession,
+    ClientMessage, Event, EventBody, Mode, SessionList, SessionResume, SessionStart, StoredSession,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -77,6 +80,26 @@ pub enum Command {
     Cancel {
         session_id: String,
     },
+    /// `session/resume`.
+    ResumeSession {
+        request: ResumeSessionRequest,
+        responder: Responder<ResumeSessionResponse>,
+    },
+    /// `session/close`.
+    CloseSession {
+        request: CloseSessionRequest,
+        responder: Responder<CloseSessionResponse>,
+    },
+    /// `session/delete`.
+    DeleteSession {
+        request: DeleteSessionRequest,
+        responder: Responder<DeleteSessionResponse>,
+    },
+    /// `$/cancel_request` for the prompt whose `turn.start` had this
+    /// request id.
+    CancelPrompt {
+        request_id: String,
+    },
     /// `session/set_mode`: `default` or `plan`.
     SetMode {
         request: SetSessionModeRequest,
@@ -104,6 +127,8 @@ struct Session {
     subagents: Subagents,
     /// Text of the current model response was streamed as deltas.
     streamed: bool,
+    /// Its mode, as `session.started` and `session.configured` said.
+    mode: Mode,
 }
 
 impl Session {
@@ -120,6 +145,8 @@ impl Session {
 /// A prompt waiting for its answer (its stage is the session client's).
 struct Prompt {
     responder: Responder<PromptResponse>,
+    /// Dropped with the prompt: its `$/cancel_request` watch ends.
+    _watch: tokio::sync::oneshot::Sender<()>,
 }
 
 pub struct Bridge {
@@ -144,6 +171,8 @@ pub struct Bridge {
     sessions: HashMap<String, Session>,
     /// Prompts by the request id of their `turn.start`.
     prompts: HashMap<String, Prompt>,
+    /// Resumes, closes and deletes waiting for the daemon.
+    life: lifecycle::Pending,
     /// A session was ever started (tells "unknown session" from "no
     /// session yet").
     started_any: bool,
@@ -171,6 +200,7 @@ impl Bridge {
             moding: HashMap::new(),
             sessions: HashMap::new(),
             prompts: HashMap::new(),
+            life: lifecycle::Pending::default(),
             started_any: false,
             started: 0,
         }
@@ -214,6 +244,18 @@ impl Bridge {
             }
             Command::Prompt { request, responder } => self.prompt(request, responder).await,
             Command::Cancel { session_id } => self.cancel(&session_id).await,
+            Command::ResumeSession { request, responder } => {
+                if let Err(err) = self.resume_session(request, responder).await {
+                    tracing::debug!("session/resume refused: {err}");
+                }
+            }
+            Command::CloseSession { request, responder } => {
+                self.close_session(request, responder).await
+            }
+            Command::DeleteSession { request, responder } => {
+                self.delete_session(request, responder).await
+            }
+            Command::CancelPrompt { request_id } => self.cancel_prompt(&request_id).await,
             Command::SetMode { request, responder } => self.set_mode(request, responder).await,
             Command::Permission {
                 session_id,
@@ -238,8 +280,7 @@ impl Bridge {
         let Some(cwd) = request.cwd.to_str().map(str::to_string) else {
             return refuse(responder, errors::invalid_params("cwd is not valid UTF-8"));
         };
-        if self.session_count() >= MAX_SESSIONS {
-            let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
+        if let Err(err) = self.check_room() {
             return refuse(responder, err);
         }
         let mcp_servers = mcp::for_session(&request.mcp_servers);
@@ -275,7 +316,17 @@ impl Bridge {
 
     /// Sessions held or on their way here.
     fn session_count(&self) -> usize {
-        self.sessions.len() + self.starting.len() + self.loading.len()
+        self.sessions.len() + self.starting.len() + self.loading.len() + self.life.resuming.len()
+    }
+
+    /// Room for one more session (`session/close` makes room).
+    fn check_room(&self) -> Result<(), Error> {
+        if self.session_count() >= MAX_SESSIONS {
+            return Err(errors::limit(format!(
+                "at most {MAX_SESSIONS} sessions at once (close one with session/close)"
+            )));
+        }
+        Ok(())
     }
 
     /// `session/load` → `session.resume`: the stored session, live again
@@ -298,8 +349,7 @@ impl Bridge {
             let err = errors::invalid_params(format!("session {session_id} is already loaded"));
             return refuse(responder, err);
         }
-        if self.session_count() >= MAX_SESSIONS {
-            let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
+        if let Err(err) = self.check_room() {
             return refuse(responder, err);
         }
         if !request.mcp_servers.is_empty() {
@@ -404,7 +454,12 @@ impl Bridge {
         let request_id = start.request_id.clone();
         match self.send_request(&start).await {
             Ok(()) => {
-                self.prompts.insert(request_id, Prompt { responder });
+                let watch = self.watch_cancel_request(&responder, &request_id);
+                let prompt = Prompt {
+                    responder,
+                    _watch: watch,
+                };
+                self.prompts.insert(request_id, prompt);
             }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -451,6 +506,48 @@ impl Bridge {
         }
     }
 
+    /// A task of the connection waiting for the editor's
+    /// `$/cancel_request` of this prompt, until the returned sender is
+    /// dropped (the prompt answered).
+    fn watch_cancel_request(
+        &self,
+        responder: &Responder<PromptResponse>,
+        request_id: &str,
+    ) -> tokio::sync::oneshot::Sender<()> {
+        let (done, answered) = tokio::sync::oneshot::channel::<()>();
+        let cancellation = responder.cancellation();
+        let commands = self.commands.clone();
+        let request_id = request_id.to_string();
+        let task = async move {
+            tokio::select! {
+                () = cancellation.cancelled() => {
+                    let _ = commands.send(Command::CancelPrompt { request_id }).await;
+                }
+                _ = answered => {}
+            }
+            Ok(())
+        };
+        if let Err(err) = self.cx.spawn(task) {
+            tracing::debug!("cannot watch for $/cancel_request: {err}");
+        }
+        done
+    }
+
+    /// `$/cancel_request` for a prompt: its turn is cancelled (or it is
+    /// taken off the queue) and it answers `cancelled`, as
+    /// `session/cancel` would for it.
+    async fn cancel_prompt(&mut self, request_id: &str) {
+        let Some(session) = self
+            .sessions
+            .values_mut()
+            .find(|s| s.client.prompt(request_id).is_some())
+        else {
+            return;
+        };
+        let requests = session.client.cancel(request_id);
+        self.send_all(&requests).await;
+    }
+
     /// `session/cancel`: the running turn is cancelled, queued prompts are
     /// taken off the queue, and prompts on their way are cancelled when
     /// they reach either state (the session client's rule). All answer
@@ -485,6 +582,7 @@ impl Bridge {
                 return;
             }
             EventBody::Error(error) if self.refused_before_session(&request_id, error) => return,
+            EventBody::SessionDeleted {} if self.life.deleted(&request_id) => return,
             EventBody::SessionListed { sessions } if self.listing.contains_key(&request_id) => {
                 if let Some(responder) = self.listing.remove(&request_id) {
                     let infos = sessions.iter().cloned().map(session_info).collect();
@@ -541,7 +639,7 @@ impl Bridge {
         } else if let Some(responder) = self.listing.remove(request_id) {
             responder.respond_with_error(refused)
         } else {
-            return false;
+            return self.life.refused(request_id, error);
         };
         true
     }
@@ -554,7 +652,8 @@ impl Bridge {
     ) {
         let new = self.starting.remove(request_id);
         let loaded = self.loading.remove(request_id);
-        if new.is_none() && loaded.is_none() {
+        let resumed = self.life.resuming.remove(request_id);
+        if new.is_none() && loaded.is_none() && resumed.is_none() {
             return;
         }
         tracing::info!(
@@ -576,6 +675,7 @@ impl Bridge {
                 client,
                 subagents: Subagents::default(),
                 streamed: false,
+                mode: started.mode.unwrap_or_default(),
             },
         );
         self.started_any = true;
@@ -586,6 +686,9 @@ impl Bridge {
             // Answered once the past conversation is replayed.
             self.replaying
                 .insert(session_id.clone(), (responder, modes));
+        } else if let Some(responder) = resumed {
+            // Nothing replayed: its `session.transcript` is not shown.
+            let _ = responder.respond(ResumeSessionResponse::new().modes(modes));
         }
         // What is wrong with the configuration (a broken edit of
         // config.toml, an unknown key, a provider without its key): the
@@ -699,6 +802,7 @@ impl Bridge {
         for (_, responder) in self.moding.drain() {
             let _ = responder.respond_with_error(gone());
         }
+        self.life.fail_all(gone);
         for (_, prompt) in self.prompts.drain() {
             let err = errors::daemon(format!(
                 "went away during the prompt ({reason}); its session is gone, start a new one"
@@ -745,6 +849,8 @@ impl Bridge {
         for (_, responder) in self.moding.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
+        self.life
+            .fail_all(|| errors::daemon("the client closed stdin"));
         self.link = None;
     }
 }

@@ -56,10 +56,18 @@ impl Bridge {
             }
             Update::Answered {
                 request_id,
+                answer: Answer::Closed,
+                ..
+            } => self.closed(session_id, request_id).await,
+            Update::Answered {
+                request_id,
                 answer: Answer::Configured(configured),
                 ..
             } => {
                 if let Some(mode) = configured.mode {
+                    if let Some(session) = self.sessions.get_mut(session_id) {
+                        session.mode = mode;
+                    }
                     if let Some(responder) = request_id.and_then(|r| self.moding.remove(&r)) {
                         let _ = responder.respond(SetSessionModeResponse::new());
                     }
@@ -77,6 +85,8 @@ impl Bridge {
                 if let Some(responder) = self.moding.remove(&request_id) {
                     let _ =
                         responder.respond_with_error(errors::refused(error.code, &error.message));
+                } else {
+                    self.close_failed(&request_id, &error);
                 }
             }
             Update::ApprovalRequested(approval) => self.ask(session_id.to_string(), approval).await,

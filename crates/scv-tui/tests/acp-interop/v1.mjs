@@ -1,0 +1,184 @@
+#!/usr/bin/env node
+// ACP v1's later methods, driven by the official TypeScript SDK's client
+// (@agentclientprotocol/sdk) against `scv acp`: one scenario per run,
+// named on the command line. Run by crates/scv-tui/tests/acp_v1.rs,
+// which scripts the mock provider for the scenario and sets SCV_HOME and
+// SCV_SERVER_BIN.
+//
+//   node v1.mjs /path/to/scv /path/to/workspace SCENARIO
+//
+// Prints one line per check on stderr ("ok: …" or "FAIL: …"); exits 1
+// when one failed.
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const [scv, workspace, scenario] = process.argv.slice(2);
+
+let failed = false;
+const check = (ok, what) => {
+  if (!ok) failed = true;
+  console.error(`${ok ? "ok" : "FAIL"}: ${what}`);
+};
+
+// Every `session/update`, by session, and a hook run at each.
+const updates = [];
+let onUpdate = () => {};
+const app = acp
+  .client({ name: "scv-interop-v1" })
+  .onNotification(acp.methods.client.session.update, ({ params, agent }) => {
+    updates.push(params);
+    onUpdate(params, agent);
+  })
+  .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
+
+const of = (sessionId, kind) =>
+  updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind).map((u) => u.update);
+const text = (sessionId) =>
+  of(sessionId, "agent_message_chunk")
+    .map((u) => u.content.text)
+    .join("");
+
+// Resolves at the next update `pred` accepts.
+const next = (pred) =>
+  new Promise((resolve) => {
+    onUpdate = (params, agent) => {
+      if (pred(params)) {
+        onUpdate = () => {};
+        resolve(agent);
+      }
+    };
+  });
+
+const fails = async (what, code, promise) => {
+  try {
+    await promise;
+    check(false, `${what}: no error`);
+  } catch (err) {
+    check(err instanceof acp.RequestError && err.code === code, `${what}: ${err?.code} ${err?.message}`);
+  }
+};
+
+// One `scv acp` and an initialized connection to it, for `body`.
+async function withAgent(body) {
+  const child = spawn(scv, ["acp"], { cwd: workspace, stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  try {
+    await app.connectWith(stream, async (agent) => {
+      const init = await agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientInfo: { name: "scv-interop-v1", version: "0.0.1" },
+      });
+      await body(agent, init);
+    });
+  } catch (err) {
+    check(false, `the connection failed: ${err?.stack ?? err}`);
+  } finally {
+    child.stdin.end();
+  }
+  const code = await exited;
+  check(code === 0, `scv acp exited ${code}`);
+}
+
+const open = async (agent) => (await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] })).sessionId;
+const prompt = (agent, sessionId, words, options) =>
+  agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: words }] }, options);
+
+const scenarios = {
+  // session/close: a running prompt answers `cancelled`, the session is
+  // gone here (-32002), another session goes on, and the closed one
+  // can be resumed at once (the daemon let go of it).
+  async close() {
+    await withAgent(async (agent, init) => {
+      check(typeof init.agentCapabilities?.sessionCapabilities?.close === "object", "sessionCapabilities.close");
+      const a = await open(agent);
+      const b = await open(agent);
+      const streaming = next((p) => p.sessionId === a && p.update.sessionUpdate === "agent_message_chunk");
+      const running = prompt(agent, a, "CLOSE-A");
+      await streaming;
+      const closed = await agent.request(acp.methods.agent.session.close, { sessionId: a });
+      check(JSON.stringify(closed) === "{}", `close answered ${JSON.stringify(closed)}`);
+      const answered = await running;
+      check(answered.stopReason === "cancelled", `the running prompt: ${answered.stopReason}`);
+      await fails("a prompt to the closed session", -32002, prompt(agent, a, "hi"));
+      // -32002, which the SDK takes as success for session/close.
+      const again = await agent.request(acp.methods.agent.session.close, { sessionId: a });
+      check(JSON.stringify(again) === "{}", "closing it again ends the same");
+      const other = await prompt(agent, b, "CLOSE-B");
+      check(other.stopReason === "end_turn" && text(b) === "B goes on.", `the other session: ${other.stopReason} "${text(b)}"`);
+      const resumed = await agent.request(acp.methods.agent.session.resume, { sessionId: a, cwd: workspace });
+      check(resumed.modes?.currentModeId === "default", `the closed session resumes here: ${JSON.stringify(resumed.modes?.currentModeId)}`);
+    });
+  },
+
+  // session/resume: a stored session live again in the next process,
+  // nothing replayed, the next prompt answered (with its history, which
+  // the Rust side checks in the provider request).
+  async resume() {
+    let sessionId;
+    await withAgent(async (agent) => {
+      sessionId = await open(agent);
+      await prompt(agent, sessionId, "RESUME-FIRST");
+    });
+    updates.length = 0;
+    await withAgent(async (agent, init) => {
+      check(typeof init.agentCapabilities?.sessionCapabilities?.resume === "object", "sessionCapabilities.resume");
+      const resumed = await agent.request(acp.methods.agent.session.resume, { sessionId, cwd: workspace, mcpServers: [] });
+      check(Array.isArray(resumed.modes?.availableModes), `modes ${JSON.stringify(resumed.modes)}`);
+      const again = await prompt(agent, sessionId, "RESUME-SECOND");
+      check(again.stopReason === "end_turn", `resumed prompt ${again.stopReason}`);
+      check(of(sessionId, "user_message_chunk").length === 0, "nothing replayed");
+      check(text(sessionId) === "Resumed.", `resumed text "${text(sessionId)}"`);
+      const same = await agent.request(acp.methods.agent.session.resume, { sessionId, cwd: workspace });
+      check(typeof same === "object", "resuming a session live here answers");
+      await fails("an unknown session", -32002, agent.request(acp.methods.agent.session.resume, { sessionId: "nope-nope", cwd: workspace }));
+      await fails("a relative cwd", -32602, agent.request(acp.methods.agent.session.resume, { sessionId, cwd: "rel" }));
+    });
+  },
+
+  // session/delete: a live session is closed and deleted; it leaves the
+  // list; an unknown one succeeds silently.
+  async delete() {
+    await withAgent(async (agent, init) => {
+      check(typeof init.agentCapabilities?.sessionCapabilities?.delete === "object", "sessionCapabilities.delete");
+      const s = await open(agent);
+      await prompt(agent, s, "DELETE-ME");
+      const before = await agent.request(acp.methods.agent.session.list, { cwd: workspace });
+      check(before.sessions.some((x) => x.sessionId === s), "listed before");
+      const deleted = await agent.request(acp.methods.agent.session.delete, { sessionId: s });
+      check(JSON.stringify(deleted) === "{}", `delete answered ${JSON.stringify(deleted)}`);
+      const after = await agent.request(acp.methods.agent.session.list, { cwd: workspace });
+      check(!after.sessions.some((x) => x.sessionId === s), "gone from the list");
+      await fails("a prompt to the deleted session", -32002, prompt(agent, s, "hi"));
+      const unknown = await agent.request(acp.methods.agent.session.delete, { sessionId: "never-was" });
+      check(JSON.stringify(unknown) === "{}", "an unknown session deletes silently");
+    });
+  },
+
+  // $/cancel_request for a running prompt: its turn stops, it answers
+  // `cancelled`, and the session takes the next prompt.
+  async cancelRequest() {
+    await withAgent(async (agent) => {
+      const s = await open(agent);
+      const abort = new AbortController();
+      const streaming = next((p) => p.sessionId === s && p.update.sessionUpdate === "agent_message_chunk");
+      const running = prompt(agent, s, "CANCEL-ME", { cancellationSignal: abort.signal });
+      await streaming;
+      abort.abort();
+      const answered = await running;
+      check(answered.stopReason === "cancelled", `the prompt: ${answered.stopReason}`);
+      const after = await prompt(agent, s, "AFTER");
+      check(after.stopReason === "end_turn", `the next prompt: ${after.stopReason}`);
+    });
+  },
+};
+
+const run = scenarios[scenario];
+if (!run) {
+  check(false, `unknown scenario ${scenario}`);
+} else {
+  await run();
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,153 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+//! ACP v1's later methods with the official TypeScript SDK as the editor
+//! (tests/acp-interop/v1.mjs, one scenario per test): the real `scv acp`,
+//! the real daemon it starts, the scripted mock provider behind it.
+//! Skips when node or the SDK is missing, unless `SCV_REQUIRE_INTEROP=1`.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// A long answer, one word every 50 ms: a turn still streaming whenever
+/// the editor acts on it.
+fn slow_answer() -> Reply {
+    let words: Vec<String> = (0..400).map(|n| format!("w{n} ")).collect();
+    Reply::text(words).drip(Duration::from_millis(50))
+}
+
+/// Runs `scenario` of v1.mjs against a fresh home whose mock provider
+/// answers `replies` in order; returns the mock and the checks printed.
+/// `None`: skipped (no node or SDK, and interop not required).
+async fn scenario(name: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
+    let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let sdk = dir
+        .join("node_modules/@agentclientprotocol/sdk/package.json")
+        .exists();
+    if !node || !sdk {
+        assert!(!required, "SCV_REQUIRE_INTEROP=1 but node or the SDK is missing");
+        eprintln!("skipping the ACP interop test: node or the SDK is missing");
+        return None;
+    }
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    for reply in replies {
+        mock.push(reply);
+    }
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(dir.join("v1.mjs"))
+        .arg(SCV)
+        .arg(home.workspace())
+        .arg(name)
+        .env("SCV_HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+        )
+        .env("SCV_SERVER_BIN", server_bin())
+        .env_remove("OPENAI_API_KEY")
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(90), command.output())
+        .await
+        .expect("the interop client finishes")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("FAIL"), "{stderr}");
+    // The daemon this home started stops with it.
+    drop(home);
+    Some((mock, stderr))
+}
+
+fn has(stderr: &str, checks: &[&str]) {
+    for check in checks {
+        assert!(stderr.contains(check), "{check}:\n{stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_close_cancels_its_prompt_frees_it_and_the_other_session_goes_on() {
+    let replies = vec![slow_answer(), Reply::text(["B goes on."])];
+    let Some((mock, stderr)) = scenario("close", replies).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: sessionCapabilities.close",
+            "ok: close answered {}",
+            "ok: the running prompt: cancelled",
+            "ok: a prompt to the closed session: -32002",
+            "ok: closing it again ends the same",
+            "ok: the other session: end_turn",
+            "ok: the closed session resumes here",
+            "ok: scv acp exited 0",
+        ],
+    );
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_resume_continues_a_stored_session_without_replay() {
+    let replies = vec![Reply::text(["First."]), Reply::text(["Resumed."])];
+    let Some((mock, stderr)) = scenario("resume", replies).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: sessionCapabilities.resume",
+            "ok: resumed prompt end_turn",
+            "ok: nothing replayed",
+            "ok: resumed text \"Resumed.\"",
+            "ok: resuming a session live here answers",
+            "ok: an unknown session: -32002",
+            "ok: a relative cwd: -32602",
+        ],
+    );
+    let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    // The resumed session's request carries its history.
+    assert!(bodies[1].contains("RESUME-FIRST") && bodies[1].contains("First."));
+    assert!(bodies[1].contains("RESUME-SECOND"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_delete_closes_a_live_session_and_removes_it_from_the_list() {
+    let Some((_mock, stderr)) = scenario("delete", vec![Reply::text(["Noted."])]).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: sessionCapabilities.delete",
+            "ok: listed before",
+            "ok: delete answered {}",
+            "ok: gone from the list",
+            "ok: a prompt to the deleted session: -32002",
+            "ok: an unknown session deletes silently",
+        ],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_request_for_a_prompt_cancels_its_turn() {
+    let replies = vec![slow_answer(), Reply::text(["After."])];
+    let Some((mock, stderr)) = scenario("cancelRequest", replies).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: the prompt: cancelled",
+            "ok: the next prompt: end_turn",
+        ],
+    );
+    let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(bodies[0].contains("CANCEL-ME") && bodies[1].contains("AFTER"));
+}
