@@ -48,6 +48,10 @@ impl Link {
             // budget's own failure code.
             hooks: true,
             budgets: true,
+            // Each provider step's tokens and each turn's cost, told as
+            // `usage_update`s.
+            usage: true,
+            step_usage: true,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

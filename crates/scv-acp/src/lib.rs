@@ -17,6 +17,7 @@
 //!   locations, diffs);
 //! - [`subagents`]: a subagent's events as content of its `task` call;
 //! - [`prompt`]: ACP content blocks as one SCV prompt;
+//! - [`meter`]: a session's usage, title and message ids;
 //! - [`errors`]: JSON-RPC errors for SCV refusals and failures;
 //! - [`stdio`]: the capped line transport on stdin/stdout.
 //!
@@ -35,6 +36,7 @@ pub mod bridge;
 pub mod daemon;
 pub mod errors;
 pub mod mcp;
+pub mod meter;
 pub mod modes;
 mod options;
 pub mod prompt;

@@ -16,9 +16,9 @@ fn slow_answer() -> Reply {
 }
 
 /// Runs `scenario` of v1.mjs against a fresh home whose mock provider
-/// answers `replies` in order; returns the mock and the checks printed.
+/// answers `replies` in order (`extra`: config.toml lines); returns the mock and the checks printed.
 /// `None`: skipped (no node or SDK, and interop not required).
-async fn scenario(name: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
+async fn scenario(name: &str, extra: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
     let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
     let node = std::process::Command::new("node")
@@ -34,7 +34,7 @@ async fn scenario(name: &str, replies: Vec<Reply>) -> Option<(MockProvider, Stri
         return None;
     }
     let mock = MockProvider::start().await;
-    let home = Home::new(&mock, "");
+    let home = Home::new(&mock, extra);
     for reply in replies {
         mock.push(reply);
     }
@@ -73,7 +73,7 @@ fn has(stderr: &str, checks: &[&str]) {
 #[tokio::test(flavor = "multi_thread")]
 async fn session_close_cancels_its_prompt_frees_it_and_the_other_session_goes_on() {
     let replies = vec![slow_answer(), Reply::text(["B goes on."])];
-    let Some((mock, stderr)) = scenario("close", replies).await else {
+    let Some((mock, stderr)) = scenario("close", "", replies).await else {
         return;
     };
     has(
@@ -95,7 +95,7 @@ async fn session_close_cancels_its_prompt_frees_it_and_the_other_session_goes_on
 #[tokio::test(flavor = "multi_thread")]
 async fn session_resume_continues_a_stored_session_without_replay() {
     let replies = vec![Reply::text(["First."]), Reply::text(["Resumed."])];
-    let Some((mock, stderr)) = scenario("resume", replies).await else {
+    let Some((mock, stderr)) = scenario("resume", "", replies).await else {
         return;
     };
     has(
@@ -119,7 +119,7 @@ async fn session_resume_continues_a_stored_session_without_replay() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn session_delete_closes_a_live_session_and_removes_it_from_the_list() {
-    let Some((_mock, stderr)) = scenario("delete", vec![Reply::text(["Noted."])]).await else {
+    let Some((_mock, stderr)) = scenario("delete", "", vec![Reply::text(["Noted."])]).await else {
         return;
     };
     has(
@@ -138,7 +138,7 @@ async fn session_delete_closes_a_live_session_and_removes_it_from_the_list() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_request_for_a_prompt_cancels_its_turn() {
     let replies = vec![slow_answer(), Reply::text(["After."])];
-    let Some((mock, stderr)) = scenario("cancelRequest", replies).await else {
+    let Some((mock, stderr)) = scenario("cancelRequest", "", replies).await else {
         return;
     };
     has(
@@ -150,4 +150,45 @@ async fn cancel_request_for_a_prompt_cancels_its_turn() {
     );
     let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(bodies[0].contains("CANCEL-ME") && bodies[1].contains("AFTER"));
+}
+
+/// `usage_update` after each provider step (the step's tokens in the
+/// context window config.toml sets) and at the turn's end with the
+/// session's cost at the configured prices; the title at the first
+/// prompt; one message id per agent message.
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_updates_title_and_message_ids() {
+    let extra = "context_max_tokens = 50000\n[pricing.\"mock-model\"]\ninput = 1.0\noutput = 4.0\n";
+    let replies = vec![
+        Reply::tool_calls(&[("c1", "read_file", json!({"path": "missing.txt"}))])
+            .with_usage(1000, 500),
+        Reply::text(["Do", "ne."]).with_usage(2000, 100),
+        Reply::text(["Again."]),
+    ];
+    let Some((_mock, stderr)) = scenario("usage", extra, replies).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: first end_turn",
+            "ok: title",
+            "ok: updatedAt",
+            "ok: one message, one id",
+            "ok: the next message has its own id",
+            "ok: the title is told once",
+        ],
+    );
+    // 1,000 + 500, then 2,000 + 100 tokens; $0.0054 in all (3,000 in at
+    // $1/M, 600 out at $4/M), told at the turn's end.
+    let usage: Vec<&str> = stderr.lines().filter(|l| l.starts_with("usage ")).collect();
+    assert_eq!(
+        usage,
+        [
+            "usage 1500/50000 -",
+            "usage 2100/50000 -",
+            "usage 2100/50000 0.0054 USD"
+        ],
+        "{stderr}"
+    );
 }

@@ -16,6 +16,7 @@
 //! [`MAX_UNWRITTEN_UPDATES`]: crate::stdio::MAX_UNWRITTEN_UPDATES
 
 use crate::daemon::Link;
+use crate::meter::Meter;
 use crate::options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
 use crate::replay::chunk;
 use crate::stdio::Outflow;
@@ -31,7 +32,7 @@ use agent_client_protocol::v1::schema::{
     DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
     RequestPermissionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionInfo,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SessionInfoUpdate, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -129,6 +130,8 @@ struct Session {
     streamed: bool,
     /// Its mode, as `session.started` and `session.configured` said.
     mode: Mode,
+    /// Its usage, title and message ids.
+    meter: Meter,
 }
 
 impl Session {
@@ -446,6 +449,7 @@ impl Bridge {
         };
         // `/NAME args`: a custom command or skill (advertised with
         // `available_commands_update`), as ACP clients send them.
+        let title = session.meter.title(&text);
         let start = if text.starts_with('/') {
             session.client.submit_command(text)
         } else {
@@ -454,6 +458,9 @@ impl Bridge {
         let request_id = start.request_id.clone();
         match self.send_request(&start).await {
             Ok(()) => {
+                if let Some(title) = title {
+                    self.titled(&session_id, title);
+                }
                 let watch = self.watch_cancel_request(&responder, &request_id);
                 let prompt = Prompt {
                     responder,
@@ -531,6 +538,17 @@ impl Bridge {
             tracing::debug!("cannot watch for $/cancel_request: {err}");
         }
         done
+    }
+
+    /// The session's title, told at its first prompt.
+    fn titled(&self, session_id: &str, title: String) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let info = SessionInfoUpdate::new()
+            .title(title)
+            .updated_at(scv_client::time::rfc3339(now));
+        self.notify(session_id, SessionUpdate::SessionInfoUpdate(info));
     }
 
     /// `$/cancel_request` for a prompt: its turn is cancelled (or it is
@@ -676,6 +694,7 @@ impl Bridge {
                 subagents: Subagents::default(),
                 streamed: false,
                 mode: started.mode.unwrap_or_default(),
+                meter: Meter::of(started),
             },
         );
         self.started_any = true;

@@ -6,7 +6,8 @@ use super::Bridge;
 use crate::errors;
 use crate::replay::chunk;
 use agent_client_protocol::v1::schema::{
-    CurrentModeUpdate, LoadSessionResponse, SessionUpdate, SetSessionModeResponse, StopReason,
+    CurrentModeUpdate, LoadSessionResponse, MessageId, SessionUpdate, SetSessionModeResponse,
+    StopReason,
 };
 use agent_client_protocol::Error;
 use scv_client::session::{Answer, Outcome, ToolChange, Update};
@@ -18,22 +19,43 @@ impl Bridge {
     pub(super) async fn update(&mut self, session_id: &str, update: Update) {
         match update {
             Update::Text(content) => {
-                if let Some(session) = self.sessions.get_mut(session_id) {
-                    session.streamed = true;
-                }
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
+                let Some(session) = self.sessions.get_mut(session_id) else {
+                    return;
+                };
+                session.streamed = true;
+                let id = session.meter.message_id();
+                let chunk = chunk(content).message_id(MessageId::new(id));
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
             }
             Update::TextDone(content) => {
-                let streamed = self
-                    .sessions
-                    .get_mut(session_id)
-                    .is_some_and(|s| std::mem::take(&mut s.streamed));
+                let Some(session) = self.sessions.get_mut(session_id) else {
+                    return;
+                };
+                let streamed = std::mem::take(&mut session.streamed);
+                let id = session.meter.message_done();
                 if !streamed && !content.is_empty() {
-                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
+                    let chunk = chunk(content).message_id(MessageId::new(id));
+                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
                 }
             }
             Update::Reasoning(content) => {
-                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk(content)));
+                let Some(session) = self.sessions.get_mut(session_id) else {
+                    return;
+                };
+                let chunk = chunk(content).message_id(MessageId::new(session.meter.thought_id()));
+                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk));
+            }
+            Update::TurnBegan { turn_id, .. } => {
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    session.meter.begin_turn(&turn_id);
+                }
+            }
+            Update::Usage { step, .. } => {
+                let Some(session) = self.sessions.get_mut(session_id) else {
+                    return;
+                };
+                let usage = session.meter.step(&step);
+                self.notify(session_id, SessionUpdate::UsageUpdate(usage));
             }
             // The session is no longer being saved (a full disk), or is
             // again: said in the conversation, as config warnings are, on
@@ -114,8 +136,15 @@ impl Bridge {
                 cancelled_by_us,
                 ..
             } => {
+                let mut usage = None;
                 if let Some(session) = self.sessions.get_mut(session_id) {
                     session.turn_ended();
+                    if let Outcome::Completed { cost, .. } = &outcome {
+                        usage = session.meter.turn_cost(cost.as_ref());
+                    }
+                }
+                if let Some(usage) = usage {
+                    self.notify(session_id, SessionUpdate::UsageUpdate(usage));
                 }
                 let result = stop_reason(outcome, cancelled_by_us);
                 if let Some(request_id) = request_id {

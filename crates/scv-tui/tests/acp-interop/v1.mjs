@@ -157,6 +157,31 @@ const scenarios = {
     });
   },
 
+  // usage_update after each provider step and at the turn's end,
+  // session_info_update with the title at the first prompt, message ids
+  // on chunks. The usage figures are printed for the Rust side.
+  async usage() {
+    await withAgent(async (agent) => {
+      const s = await open(agent);
+      const first = await prompt(agent, s, "USAGE-TITLE first line\nsecond line");
+      check(first.stopReason === "end_turn", `first ${first.stopReason}`);
+      for (const u of of(s, "usage_update")) {
+        console.error(`usage ${u.used}/${u.size} ${u.cost ? `${u.cost.amount.toFixed(4)} ${u.cost.currency}` : "-"}`);
+      }
+      const infos = of(s, "session_info_update");
+      check(infos.length === 1 && infos[0].title === "USAGE-TITLE first line", `title ${JSON.stringify(infos)}`);
+      check(!Number.isNaN(Date.parse(infos[0]?.updatedAt)), `updatedAt ${infos[0]?.updatedAt}`);
+      const chunks = of(s, "agent_message_chunk");
+      const ids = new Set(chunks.map((c) => c.messageId));
+      check(chunks.length === 2 && ids.size === 1 && typeof chunks[0].messageId === "string", `one message, one id: ${JSON.stringify([...ids])}`);
+      updates.length = 0;
+      await prompt(agent, s, "USAGE-AGAIN");
+      const again = of(s, "agent_message_chunk");
+      check(again.length > 0 && !ids.has(again[0].messageId), `the next message has its own id ${again[0]?.messageId}`);
+      check(of(s, "session_info_update").length === 0, "the title is told once");
+    });
+  },
+
   // $/cancel_request for a running prompt: its turn stops, it answers
   // `cancelled`, and the session takes the next prompt.
   async cancelRequest() {
