@@ -21,7 +21,8 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionResumeCapabilities,
+    SessionDeleteCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -117,6 +118,15 @@ pub async fn serve(options: Options) -> Result<(), Error> {
                 ResumeSessionRequest,
                 ResumeSessionResponse,
                 ResumeSession
+            ),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(
+                tx,
+                SetSessionConfigOptionRequest,
+                SetSessionConfigOptionResponse,
+                SetConfigOption
             ),
             agent_client_protocol::on_receive_request!(),
         )

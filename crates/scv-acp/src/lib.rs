@@ -18,6 +18,7 @@
 //! - [`subagents`]: a subagent's events as content of its `task` call;
 //! - [`prompt`]: ACP content blocks as one SCV prompt;
 //! - [`meter`]: a session's usage, title and message ids;
+//! - [`config`]: a session's config options (model, mode);
 //! - [`errors`]: JSON-RPC errors for SCV refusals and failures;
 //! - [`stdio`]: the capped line transport on stdin/stdout.
 //!
@@ -33,6 +34,7 @@
 
 pub mod agent;
 pub mod bridge;
+pub mod config;
 pub mod daemon;
 pub mod errors;
 pub mod mcp;

@@ -19,6 +19,16 @@ fn slow_answer() -> Reply {
 /// answers `replies` in order (`extra`: config.toml lines); returns the mock and the checks printed.
 /// `None`: skipped (no node or SDK, and interop not required).
 async fn scenario(name: &str, extra: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
+    scenario_listing(name, extra, replies, &[]).await
+}
+
+/// [`scenario`] with a provider listing `models`.
+async fn scenario_listing(
+    name: &str,
+    extra: &str,
+    replies: Vec<Reply>,
+    models: &[&str],
+) -> Option<(MockProvider, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
     let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
     let node = std::process::Command::new("node")
@@ -29,12 +39,16 @@ async fn scenario(name: &str, extra: &str, replies: Vec<Reply>) -> Option<(MockP
         .join("node_modules/@agentclientprotocol/sdk/package.json")
         .exists();
     if !node || !sdk {
-        assert!(!required, "SCV_REQUIRE_INTEROP=1 but node or the SDK is missing");
+        assert!(
+            !required,
+            "SCV_REQUIRE_INTEROP=1 but node or the SDK is missing"
+        );
         eprintln!("skipping the ACP interop test: node or the SDK is missing");
         return None;
     }
     let mock = MockProvider::start().await;
     let home = Home::new(&mock, extra);
+    mock.set_models(models);
     for reply in replies {
         mock.push(reply);
     }
@@ -143,10 +157,7 @@ async fn cancel_request_for_a_prompt_cancels_its_turn() {
     };
     has(
         &stderr,
-        &[
-            "ok: the prompt: cancelled",
-            "ok: the next prompt: end_turn",
-        ],
+        &["ok: the prompt: cancelled", "ok: the next prompt: end_turn"],
     );
     let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(bodies[0].contains("CANCEL-ME") && bodies[1].contains("AFTER"));
@@ -191,4 +202,40 @@ async fn usage_updates_title_and_message_ids() {
         ],
         "{stderr}"
     );
+}
+
+/// Config options: the provider's models and the modes, changed by
+/// `session/set_config_option` and reaching the provider's requests (the
+/// model named, plan mode's tools).
+#[tokio::test(flavor = "multi_thread")]
+async fn config_options_set_the_model_and_the_mode() {
+    let replies = vec![Reply::text(["On beta."]), Reply::text(["Planning."])];
+    let models = ["alpha-model", "beta-model", "mock-model"];
+    let Some((mock, stderr)) = scenario_listing("config", "", replies, &models).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: model {",
+            "ok: model category",
+            "ok: mode option",
+            "ok: the provider's models",
+            "ok: model set",
+            "ok: mode set",
+            "ok: current_mode_update plan",
+            "ok: an unknown option: -32602",
+            "ok: an unknown model: -32602",
+            "ok: an unknown session: -32002",
+            "ok: set_mode told as config_option_update",
+        ],
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["model"], "beta-model");
+    assert!(requests[0].body.to_string().contains("CONFIG-MODEL"));
+    let tools = |n: usize| requests[n].body["tools"].to_string();
+    assert!(tools(0).contains("write_file"), "{}", tools(0));
+    assert!(!tools(1).contains("write_file"), "{}", tools(1));
+    assert_eq!(mock.model_requests().len(), 1);
 }

@@ -104,7 +104,11 @@ impl Bridge {
         let session_id = request.session_id.0.to_string();
         if let Some(session) = self.sessions.get(&session_id) {
             let modes = crate::modes::state(session.mode);
-            let _ = responder.respond(ResumeSessionResponse::new().modes(modes));
+            let options = self.config_options(&session_id);
+            let answer = ResumeSessionResponse::new()
+                .modes(modes)
+                .config_options(options);
+            let _ = responder.respond(answer);
             return Ok(());
         }
         if self.replaying.contains_key(&session_id) {

@@ -25,6 +25,7 @@ use crate::updates::ToolCalls;
 use crate::{errors, mcp, prompt};
 
 mod approvals;
+mod configure;
 mod lifecycle;
 mod render;
 use agent_client_protocol::v1::schema::{
@@ -32,7 +33,8 @@ use agent_client_protocol::v1::schema::{
     DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
     RequestPermissionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionInfo,
-    SessionInfoUpdate, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SessionInfoUpdate, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -101,6 +103,11 @@ pub enum Command {
     CancelPrompt {
         request_id: String,
     },
+    /// `session/set_config_option`: the model or the mode.
+    SetConfigOption {
+        request: SetSessionConfigOptionRequest,
+        responder: Responder<SetSessionConfigOptionResponse>,
+    },
     /// `session/set_mode`: `default` or `plan`.
     SetMode {
         request: SetSessionModeRequest,
@@ -132,6 +139,9 @@ struct Session {
     mode: Mode,
     /// Its usage, title and message ids.
     meter: Meter,
+    /// Its provider definition and model, as the daemon last said.
+    provider: String,
+    model: String,
 }
 
 impl Session {
@@ -174,6 +184,12 @@ pub struct Bridge {
     sessions: HashMap<String, Session>,
     /// Prompts by the request id of their `turn.start`.
     prompts: HashMap<String, Prompt>,
+    /// `session/set_config_option` requests by the request id of their
+    /// `session.configure`.
+    configuring: HashMap<String, Responder<SetSessionConfigOptionResponse>>,
+    /// Each provider's models (`models.list`, asked once per provider;
+    /// at most 500 each, the daemon's bound).
+    models: HashMap<String, Vec<String>>,
     /// Resumes, closes and deletes waiting for the daemon.
     life: lifecycle::Pending,
     /// A session was ever started (tells "unknown session" from "no
@@ -204,6 +220,8 @@ impl Bridge {
             sessions: HashMap::new(),
             prompts: HashMap::new(),
             life: lifecycle::Pending::default(),
+            configuring: HashMap::new(),
+            models: HashMap::new(),
             started_any: false,
             started: 0,
         }
@@ -260,6 +278,9 @@ impl Bridge {
             }
             Command::CancelPrompt { request_id } => self.cancel_prompt(&request_id).await,
             Command::SetMode { request, responder } => self.set_mode(request, responder).await,
+            Command::SetConfigOption { request, responder } => {
+                self.set_config_option(request, responder).await
+            }
             Command::Permission {
                 session_id,
                 approval_id,
@@ -596,7 +617,7 @@ impl Bridge {
         match &event.body {
             EventBody::SessionStarted(started) => {
                 let session_id = event.session_id.clone().unwrap_or_default();
-                self.session_started(&request_id, session_id, started);
+                self.session_started(&request_id, session_id, started).await;
                 return;
             }
             EventBody::Error(error) if self.refused_before_session(&request_id, error) => return,
@@ -662,7 +683,7 @@ impl Bridge {
         true
     }
 
-    fn session_started(
+    async fn session_started(
         &mut self,
         request_id: &str,
         session_id: String,
@@ -695,19 +716,28 @@ impl Bridge {
                 streamed: false,
                 mode: started.mode.unwrap_or_default(),
                 meter: Meter::of(started),
+                provider: started.provider.clone().unwrap_or_default(),
+                model: started.model.clone(),
             },
         );
         self.started_any = true;
         let modes = crate::modes::state(started.mode.unwrap_or_default());
+        let options = self.config_options(&session_id);
         if let Some(responder) = new {
-            let _ = responder.respond(NewSessionResponse::new(session_id.clone()).modes(modes));
+            let answer = NewSessionResponse::new(session_id.clone())
+                .modes(modes)
+                .config_options(options);
+            let _ = responder.respond(answer);
         } else if let Some(responder) = loaded {
             // Answered once the past conversation is replayed.
             self.replaying
                 .insert(session_id.clone(), (responder, modes));
         } else if let Some(responder) = resumed {
             // Nothing replayed: its `session.transcript` is not shown.
-            let _ = responder.respond(ResumeSessionResponse::new().modes(modes));
+            let answer = ResumeSessionResponse::new()
+                .modes(modes)
+                .config_options(options);
+            let _ = responder.respond(answer);
         }
         // What is wrong with the configuration (a broken edit of
         // config.toml, an unknown key, a provider without its key): the
@@ -734,6 +764,8 @@ impl Bridge {
                 SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
             );
         }
+        // The provider's models, for the `model` option.
+        self.list_models(&session_id).await;
     }
 
     /// Answers a prompt and forgets it.
@@ -822,6 +854,9 @@ impl Bridge {
             let _ = responder.respond_with_error(gone());
         }
         self.life.fail_all(gone);
+        for (_, responder) in self.configuring.drain() {
+            let _ = responder.respond_with_error(gone());
+        }
         for (_, prompt) in self.prompts.drain() {
             let err = errors::daemon(format!(
                 "went away during the prompt ({reason}); its session is gone, start a new one"
@@ -870,6 +905,9 @@ impl Bridge {
         }
         self.life
             .fail_all(|| errors::daemon("the client closed stdin"));
+        for (_, responder) in self.configuring.drain() {
+            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
+        }
         self.link = None;
     }
 }

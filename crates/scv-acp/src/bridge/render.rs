@@ -73,7 +73,11 @@ impl Bridge {
                     for update in crate::replay::updates(items, truncated) {
                         self.notify(session_id, update);
                     }
-                    let _ = responder.respond(LoadSessionResponse::new().modes(modes));
+                    let options = self.config_options(session_id);
+                    let answer = LoadSessionResponse::new()
+                        .modes(modes)
+                        .config_options(options);
+                    let _ = responder.respond(answer);
                 }
             }
             Update::Answered {
@@ -82,21 +86,26 @@ impl Bridge {
                 ..
             } => self.closed(session_id, request_id).await,
             Update::Answered {
+                answer: Answer::Models { provider, models },
+                ..
+            } => self.models_listed(provider, models),
+            Update::Answered {
                 request_id,
                 answer: Answer::Configured(configured),
                 ..
             } => {
+                // The mode's news first, then the answers.
+                let before = self.sessions.get(session_id).map(|s| s.mode);
+                let moding = request_id.as_ref().and_then(|r| self.moding.remove(r));
                 if let Some(mode) = configured.mode {
-                    if let Some(session) = self.sessions.get_mut(session_id) {
-                        session.mode = mode;
+                    if before != Some(mode) || moding.is_some() {
+                        let update = CurrentModeUpdate::new(mode.as_str());
+                        self.notify(session_id, SessionUpdate::CurrentModeUpdate(update));
                     }
-                    if let Some(responder) = request_id.and_then(|r| self.moding.remove(&r)) {
-                        let _ = responder.respond(SetSessionModeResponse::new());
-                    }
-                    self.notify(
-                        session_id,
-                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
-                    );
+                }
+                self.configured(session_id, request_id.as_deref(), &configured);
+                if let Some(responder) = moding {
+                    let _ = responder.respond(SetSessionModeResponse::new());
                 }
             }
             Update::Failed {
@@ -107,7 +116,7 @@ impl Bridge {
                 if let Some(responder) = self.moding.remove(&request_id) {
                     let _ =
                         responder.respond_with_error(errors::refused(error.code, &error.message));
-                } else {
+                } else if !self.configure_failed(&request_id, &error) {
                     self.close_failed(&request_id, &error);
                 }
             }

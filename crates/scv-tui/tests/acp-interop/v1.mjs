@@ -182,6 +182,38 @@ const scenarios = {
     });
   },
 
+  // Config options: model (the provider's list, told when it arrives)
+  // and mode, changed by session/set_config_option; refusals in
+  // JSON-RPC codes.
+  async config() {
+    await withAgent(async (agent) => {
+      const listed = next((p) => p.update.sessionUpdate === "config_option_update");
+      const created = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+      const s = created.sessionId;
+      const opt = (options, id) => options?.find((o) => o.id === id);
+      check(opt(created.configOptions, "model")?.currentValue === "mock-model", `model ${JSON.stringify(opt(created.configOptions, "model"))}`);
+      check(opt(created.configOptions, "model")?.category === "model", "model category");
+      check(opt(created.configOptions, "mode")?.currentValue === "default" && opt(created.configOptions, "mode")?.category === "mode", "mode option");
+      await listed;
+      const update = of(s, "config_option_update").at(-1);
+      const ids = opt(update?.configOptions, "model")?.options.map((o) => o.value);
+      check(JSON.stringify(ids) === JSON.stringify(["alpha-model", "beta-model", "mock-model"]), `the provider's models ${JSON.stringify(ids)}`);
+      const set = await agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "model", value: "beta-model" });
+      check(opt(set.configOptions, "model")?.currentValue === "beta-model", "model set");
+      await prompt(agent, s, "CONFIG-MODEL");
+      const plan = await agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "mode", value: "plan" });
+      check(opt(plan.configOptions, "mode")?.currentValue === "plan", "mode set");
+      check(of(s, "current_mode_update").at(-1)?.currentModeId === "plan", "current_mode_update plan");
+      await prompt(agent, s, "CONFIG-PLAN");
+      await fails("an unknown option", -32602, agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "nope", value: "x" }));
+      await fails("an unknown model", -32602, agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "model", value: "gamma" }));
+      await fails("an unknown session", -32002, agent.request(acp.methods.agent.session.setConfigOption, { sessionId: "nope", configId: "mode", value: "plan" }));
+      // session/set_mode is told as a config_option_update too.
+      await agent.request(acp.methods.agent.session.setMode, { sessionId: s, modeId: "default" });
+      check(opt(of(s, "config_option_update").at(-1)?.configOptions, "mode")?.currentValue === "default", "set_mode told as config_option_update");
+    });
+  },
+
   // $/cancel_request for a running prompt: its turn stops, it answers
   // `cancelled`, and the session takes the next prompt.
   async cancelRequest() {
