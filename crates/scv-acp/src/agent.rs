@@ -9,7 +9,7 @@
 //! …) get the SDK's "Method not found";
 //! requests before `initialize` its "Invalid request".
 
-use crate::bridge::{Bridge, Command};
+use crate::bridge::{Bridge, Command, EditorElicitation};
 use crate::options::Options;
 use crate::stdio::{self, Outflow};
 use agent_client_protocol::v1::schema::{
@@ -82,13 +82,22 @@ pub async fn serve(options: Options) -> Result<(), Error> {
         .v1()
         .name("scv")
         .on_receive_request(
-            async |request: InitializeRequest,
-                   responder: Responder<InitializeResponse>,
-                   _cx: ConnectionTo<Client>| {
-                if let Some(info) = &request.client_info {
-                    tracing::info!("ACP client {} {}", info.name, info.version);
+            {
+                let tx = tx.clone();
+                async move |request: InitializeRequest,
+                            responder: Responder<InitializeResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    if let Some(info) = &request.client_info {
+                        tracing::info!("ACP client {} {}", info.name, info.version);
+                    }
+                    let asks = request.client_capabilities.elicitation.as_ref();
+                    let editor = EditorElicitation {
+                        form: asks.is_some_and(|e| e.form.is_some()),
+                        url: asks.is_some_and(|e| e.url.is_some()),
+                    };
+                    forward(&tx, Command::Editor(editor)).await?;
+                    responder.respond(initialize_response())
                 }
-                responder.respond(initialize_response())
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -19,15 +19,17 @@ fn slow_answer() -> Reply {
 /// answers `replies` in order (`extra`: config.toml lines); returns the mock and the checks printed.
 /// `None`: skipped (no node or SDK, and interop not required).
 async fn scenario(name: &str, extra: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
-    scenario_listing(name, extra, replies, &[]).await
+    scenario_with(name, extra, replies, &[], &[]).await
 }
 
-/// [`scenario`] with a provider listing `models`.
-async fn scenario_listing(
+/// [`scenario`] with a provider listing `models`, and `env` for the
+/// script.
+async fn scenario_with(
     name: &str,
     extra: &str,
     replies: Vec<Reply>,
     models: &[&str],
+    env: &[(&str, String)],
 ) -> Option<(MockProvider, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
     let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
@@ -53,6 +55,7 @@ async fn scenario_listing(
         mock.push(reply);
     }
     let mut command = tokio::process::Command::new("node");
+    command.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     command
         .arg(dir.join("v1.mjs"))
         .arg(SCV)
@@ -211,7 +214,7 @@ async fn usage_updates_title_and_message_ids() {
 async fn config_options_set_the_model_and_the_mode() {
     let replies = vec![Reply::text(["On beta."]), Reply::text(["Planning."])];
     let models = ["alpha-model", "beta-model", "mock-model"];
-    let Some((mock, stderr)) = scenario_listing("config", "", replies, &models).await else {
+    let Some((mock, stderr)) = scenario_with("config", "", replies, &models, &[]).await else {
         return;
     };
     has(
@@ -238,4 +241,72 @@ async fn config_options_set_the_model_and_the_mode() {
     assert!(tools(0).contains("write_file"), "{}", tools(0));
     assert!(!tools(1).contains("write_file"), "{}", tools(1));
     assert_eq!(mock.model_requests().len(), 1);
+}
+
+/// The model's side of the elicitation scenario: a prompt naming a tool
+/// of the fake MCP server calls it once the server's tools are offered
+/// (else answers "waiting"); a tool's result is echoed back as the answer.
+fn elicitation_model() -> Reply {
+    Reply::from_request(|body| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or_default();
+        if last["role"] == "tool" {
+            let result = last["content"].as_str().unwrap_or_default().to_string();
+            return Reply::text([format!("done: {result}")]);
+        }
+        let offered = body["tools"].to_string().contains("mcp__fake__ask_form");
+        let prompt = last["content"].to_string();
+        match (
+            offered,
+            prompt.contains("ASK-FORM"),
+            prompt.contains("ASK-URL"),
+        ) {
+            (true, true, _) => Reply::tool_calls(&[(
+                "qf",
+                "mcp__fake__ask_form",
+                json!({"question": "Who are you?"}),
+            )]),
+            (true, _, true) => Reply::tool_calls(&[("qu", "mcp__fake__ask_url", json!({}))]),
+            _ => Reply::text(["waiting"]),
+        }
+    })
+}
+
+/// An MCP server's questions reach the editor as `elicitation/create`
+/// (form and URL) and its answers reach the server.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_elicitation_reaches_the_editor_and_back() {
+    let Some(python) = scv_test_support::mcp_python::python() else {
+        return;
+    };
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scv-server/tests/mcp/fake_server.py")
+        .canonicalize()
+        .unwrap();
+    let env = [
+        ("SCV_TEST_PYTHON", python.display().to_string()),
+        ("SCV_TEST_MCP_SERVER", server.display().to_string()),
+    ];
+    let replies = (0..100).map(|_| elicitation_model()).collect();
+    let Some((mock, stderr)) = scenario_with("elicit", "", replies, &[], &env).await else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: the server's tool was called",
+            "ok: form asked in the session",
+            "ok: the form's schema",
+            "ok: the tool's result",
+            "ok: url asked",
+            "ok: the url tool's result",
+        ],
+    );
+    let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains(r#"form: accept {\"age\": 36, \"name\": \"Ada\"}"#)),
+        "{bodies:?}"
+    );
 }

@@ -133,8 +133,11 @@ impl Bridge {
     }
 
     /// `models.listed`: the provider's models, told to each of its
-    /// sessions.
+    /// sessions (an empty list changes nothing they were told).
     pub(super) fn models_listed(&mut self, provider: String, models: Vec<String>) {
+        if models.is_empty() {
+            return;
+        }
         self.models.insert(provider.clone(), models);
         let ids: Vec<String> = self
             .sessions

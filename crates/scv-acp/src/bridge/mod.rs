@@ -26,19 +26,21 @@ use crate::{errors, mcp, prompt};
 
 mod approvals;
 mod configure;
+mod elicit;
+pub use elicit::EditorElicitation;
 mod lifecycle;
 mod render;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest,
-    DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    RequestPermissionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionInfo,
-    SessionInfoUpdate, SessionModeState, SessionNotification, SessionUpdate,
+    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, CreateElicitationResponse,
+    DeleteSessionRequest, DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, RequestPermissionResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionInfo, SessionInfoUpdate, SessionModeState, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Client, Error};
+use agent_client_protocol::{Client, Error, RequestCancellationHandle};
 use approvals::Asked;
 use scv_client::rules::Rules;
 use scv_client::session::{Request, SessionClient};
@@ -98,6 +100,14 @@ pub enum Command {
         request: DeleteSessionRequest,
         responder: Responder<DeleteSessionResponse>,
     },
+    /// What elicitation the editor declared (from `initialize`).
+    Editor(EditorElicitation),
+    /// The editor answered (or failed) an `elicitation/create`.
+    Elicited {
+        session_id: String,
+        elicitation_id: String,
+        answer: Result<CreateElicitationResponse, Error>,
+    },
     /// `$/cancel_request` for the prompt whose `turn.start` had this
     /// request id.
     CancelPrompt {
@@ -139,6 +149,9 @@ struct Session {
     mode: Mode,
     /// Its usage, title and message ids.
     meter: Meter,
+    /// MCP servers' questions asked of the editor, by elicitation id (at
+    /// most 16: the daemon's bound per session).
+    questions: HashMap<String, RequestCancellationHandle>,
     /// Its provider definition and model, as the daemon last said.
     provider: String,
     model: String,
@@ -151,6 +164,9 @@ impl Session {
         self.subagents.clear();
         for (_, asked) in self.approvals.drain() {
             let _ = asked.request.cancel();
+        }
+        for (_, question) in self.questions.drain() {
+            let _ = question.cancel();
         }
     }
 }
@@ -190,6 +206,8 @@ pub struct Bridge {
     /// Each provider's models (`models.list`, asked once per provider;
     /// at most 500 each, the daemon's bound).
     models: HashMap<String, Vec<String>>,
+    /// What elicitation the editor takes.
+    editor: EditorElicitation,
     /// Resumes, closes and deletes waiting for the daemon.
     life: lifecycle::Pending,
     /// A session was ever started (tells "unknown session" from "no
@@ -221,6 +239,7 @@ impl Bridge {
             prompts: HashMap::new(),
             life: lifecycle::Pending::default(),
             configuring: HashMap::new(),
+            editor: EditorElicitation::default(),
             models: HashMap::new(),
             started_any: false,
             started: 0,
@@ -277,6 +296,12 @@ impl Bridge {
                 self.delete_session(request, responder).await
             }
             Command::CancelPrompt { request_id } => self.cancel_prompt(&request_id).await,
+            Command::Editor(editor) => self.editor = editor,
+            Command::Elicited {
+                session_id,
+                elicitation_id,
+                answer,
+            } => self.elicited(&session_id, &elicitation_id, answer).await,
             Command::SetMode { request, responder } => self.set_mode(request, responder).await,
             Command::SetConfigOption { request, responder } => {
                 self.set_config_option(request, responder).await
@@ -330,7 +355,7 @@ impl Bridge {
     /// The daemon link, opened (starting the daemon) when there is none.
     async fn connect(&mut self) -> Result<(), Error> {
         if self.link.is_none() {
-            let link = Link::open(&self.options.endpoint)
+            let link = Link::open(&self.options.endpoint, self.editor.any())
                 .await
                 .map_err(|err| errors::daemon(format!("cannot be reached: {err:#}")))?;
             self.link = Some(link);
@@ -716,6 +741,7 @@ impl Bridge {
                 streamed: false,
                 mode: started.mode.unwrap_or_default(),
                 meter: Meter::of(started),
+                questions: HashMap::new(),
                 provider: started.provider.clone().unwrap_or_default(),
                 model: started.model.clone(),
             },

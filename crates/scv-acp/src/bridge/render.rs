@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
     StopReason,
 };
 use agent_client_protocol::Error;
-use scv_client::session::{Answer, Outcome, ToolChange, Update};
+use scv_client::session::{Answer, Asked, Outcome, ToolChange, Update};
 use scv_protocol::FailureCode;
 
 impl Bridge {
@@ -120,6 +120,11 @@ impl Bridge {
                     self.close_failed(&request_id, &error);
                 }
             }
+            Update::Elicitation(asked) => self.elicit(session_id, *asked).await,
+            Update::Failed {
+                asked: Some(Asked::Elicitation { elicitation_id }),
+                ..
+            } => self.elicitation_refused(session_id, &elicitation_id).await,
             Update::ApprovalRequested(approval) => self.ask(session_id.to_string(), approval).await,
             Update::ApprovalGone { approval_id } => {
                 // Answered elsewhere, or its (child's) turn ended.

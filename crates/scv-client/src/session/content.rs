@@ -169,6 +169,9 @@ impl SessionClient {
                 });
             }
             EventBody::AssistantDelta { content } => updates.push(Update::Text(content.clone())),
+            EventBody::ElicitationRequested(asked) => {
+                updates.push(Update::Elicitation(Box::new(asked.clone())))
+            }
             EventBody::AssistantCompleted { content } => {
                 updates.push(Update::TextDone(content.clone()))
             }

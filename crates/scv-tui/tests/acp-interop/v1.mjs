@@ -21,6 +21,11 @@ const check = (ok, what) => {
   console.error(`${ok ? "ok" : "FAIL"}: ${what}`);
 };
 
+// Permission requests are allowed (else cancelled); the questions asked.
+let allowTools = false;
+const elicitations = [];
+let clientCapabilities = { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
+
 // Every `session/update`, by session, and a hook run at each.
 const updates = [];
 let onUpdate = () => {};
@@ -30,7 +35,15 @@ const app = acp
     updates.push(params);
     onUpdate(params, agent);
   })
-  .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
+  .onRequest(acp.methods.client.session.requestPermission, ({ params }) =>
+    allowTools
+      ? { outcome: { outcome: "selected", optionId: params.options.find((o) => o.kind === "allow_once").optionId } }
+      : { outcome: { outcome: "cancelled" } },
+  )
+  .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+    elicitations.push(params);
+    return params.mode === "form" ? { action: "accept", content: { name: "Ada", age: 36 } } : { action: "decline" };
+  });
 
 const of = (sessionId, kind) =>
   updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind).map((u) => u.update);
@@ -68,7 +81,7 @@ async function withAgent(body) {
     await app.connectWith(stream, async (agent) => {
       const init = await agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientCapabilities,
         clientInfo: { name: "scv-interop-v1", version: "0.0.1" },
       });
       await body(agent, init);
@@ -211,6 +224,39 @@ const scenarios = {
       // session/set_mode is told as a config_option_update too.
       await agent.request(acp.methods.agent.session.setMode, { sessionId: s, modeId: "default" });
       check(opt(of(s, "config_option_update").at(-1)?.configOptions, "mode")?.currentValue === "default", "set_mode told as config_option_update");
+    });
+  },
+
+  // An MCP server's questions (the editor's server, FastMCP's
+  // ctx.elicit / ctx.elicit_url): form mode accepted with content, URL
+  // mode declined; both reach the tool's result.
+  async elicit() {
+    allowTools = true;
+    clientCapabilities = { ...clientCapabilities, elicitation: { form: {}, url: {} } };
+    const [python, server] = [process.env.SCV_TEST_PYTHON, process.env.SCV_TEST_MCP_SERVER];
+    await withAgent(async (agent) => {
+      const { sessionId: s } = await agent.request(acp.methods.agent.session.new, {
+        cwd: workspace,
+        mcpServers: [{ name: "fake", command: python, args: [server, "stdio"], env: [] }],
+      });
+      // The server starts in the background: ask until its tools are offered.
+      let called = false;
+      for (let i = 0; i < 40 && !called; i++) {
+        updates.length = 0;
+        await prompt(agent, s, "ASK-FORM");
+        called = of(s, "tool_call").length > 0;
+        if (!called) await new Promise((r) => setTimeout(r, 200));
+      }
+      check(called, "the server's tool was called");
+      const form = elicitations.find((e) => e.mode === "form");
+      check(form?.sessionId === s, `form asked in the session ${JSON.stringify(form)}`);
+      check(form?.requestedSchema?.properties?.name?.type === "string", "the form's schema");
+      check(text(s).includes('form: accept {"age": 36, "name": "Ada"}'), `the tool's result "${text(s)}"`);
+      updates.length = 0;
+      await prompt(agent, s, "ASK-URL");
+      const url = elicitations.find((e) => e.mode === "url");
+      check(url?.url === "https://example.com/connect?id=7" && typeof url?.elicitationId === "string", `url asked ${JSON.stringify(url)}`);
+      check(text(s).includes("url: decline"), `the url tool's result "${text(s)}"`);
     });
   },
 

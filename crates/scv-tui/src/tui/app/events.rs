@@ -175,6 +175,8 @@ impl App {
             Update::Queued { .. }
             | Update::Started { .. }
             | Update::Withdrawn { .. }
+            // The TUI does not ask for capability `elicitation` (yet).
+            | Update::Elicitation(_)
             | Update::SeqGap { .. } => {}
         }
     }
