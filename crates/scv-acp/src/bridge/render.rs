@@ -17,46 +17,13 @@ impl Bridge {
     /// What the session client made of an event: text, thoughts and tool
     /// calls shown, prompts answered, permission asked.
     pub(super) async fn update(&mut self, session_id: &str, update: Update) {
+        let Some(update) = self
+            .message(session_id, update)
+            .and_then(|u| self.prompt_answered(session_id, u))
+        else {
+            return;
+        };
         match update {
-            Update::Text(content) => {
-                let Some(session) = self.sessions.get_mut(session_id) else {
-                    return;
-                };
-                session.streamed = true;
-                let id = session.meter.message_id();
-                let chunk = chunk(content).message_id(MessageId::new(id));
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
-            }
-            Update::TextDone(content) => {
-                let Some(session) = self.sessions.get_mut(session_id) else {
-                    return;
-                };
-                let streamed = std::mem::take(&mut session.streamed);
-                let id = session.meter.message_done();
-                if !streamed && !content.is_empty() {
-                    let chunk = chunk(content).message_id(MessageId::new(id));
-                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
-                }
-            }
-            Update::Reasoning(content) => {
-                let Some(session) = self.sessions.get_mut(session_id) else {
-                    return;
-                };
-                let chunk = chunk(content).message_id(MessageId::new(session.meter.thought_id()));
-                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk));
-            }
-            Update::TurnBegan { turn_id, .. } => {
-                if let Some(session) = self.sessions.get_mut(session_id) {
-                    session.meter.begin_turn(&turn_id);
-                }
-            }
-            Update::Usage { step, .. } => {
-                let Some(session) = self.sessions.get_mut(session_id) else {
-                    return;
-                };
-                let usage = session.meter.step(&step);
-                self.notify(session_id, SessionUpdate::UsageUpdate(usage));
-            }
             // The session is no longer being saved (a full disk), or is
             // again: said in the conversation, as config warnings are, on
             // a line of its own.
@@ -144,6 +111,54 @@ impl Bridge {
                 session_id: child,
                 update,
             } => self.subagent(session_id, &child, &update),
+            _ => {}
+        }
+    }
+
+    /// Text and thoughts (with their message ids), a turn's start and its
+    /// usage; any other update is given back.
+    fn message(&mut self, session_id: &str, update: Update) -> Option<Update> {
+        match update {
+            Update::Text(content) => {
+                let session = self.sessions.get_mut(session_id)?;
+                session.streamed = true;
+                let id = session.meter.message_id();
+                let chunk = chunk(content).message_id(MessageId::new(id));
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
+            }
+            Update::TextDone(content) => {
+                let session = self.sessions.get_mut(session_id)?;
+                let streamed = std::mem::take(&mut session.streamed);
+                let id = session.meter.message_done();
+                if !streamed && !content.is_empty() {
+                    let chunk = chunk(content).message_id(MessageId::new(id));
+                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
+                }
+            }
+            Update::Reasoning(content) => {
+                let session = self.sessions.get_mut(session_id)?;
+                let chunk = chunk(content).message_id(MessageId::new(session.meter.thought_id()));
+                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk));
+            }
+            Update::TurnBegan { turn_id, .. } => {
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    session.meter.begin_turn(&turn_id);
+                }
+            }
+            Update::Usage { step, .. } => {
+                let session = self.sessions.get_mut(session_id)?;
+                let usage = session.meter.step(&step);
+                self.notify(session_id, SessionUpdate::UsageUpdate(usage));
+            }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// A prompt's turn ended, or it never ran: its answer; any other
+    /// update is given back.
+    fn prompt_answered(&mut self, session_id: &str, update: Update) -> Option<Update> {
+        match update {
             Update::Ended {
                 request_id,
                 outcome,
@@ -180,8 +195,9 @@ impl Bridge {
                 };
                 self.finish(&request_id, result);
             }
-            _ => {}
+            other => return Some(other),
         }
+        None
     }
 
     /// A note of SCV's in the conversation, on a line of its own.
