@@ -87,8 +87,10 @@ impl Meter {
         }
     }
 
-    /// A provider step's usage.
+    /// A provider step's usage (the step is over: the next step's
+    /// thoughts are another message).
     pub fn step(&mut self, step: &Usage) -> UsageUpdate {
+        self.thought = None;
         self.used = step.input_tokens.saturating_add(step.output_tokens);
         self.usage()
     }
@@ -142,6 +144,9 @@ mod tests {
         assert_eq!(a, meter.message_done());
         let b = meter.message_id();
         assert_ne!(a, b);
+        let thought = meter.thought_id();
+        meter.step(&Usage::default());
+        assert_ne!(meter.thought_id(), thought);
         meter.begin_turn("t2");
         assert_eq!(meter.message_id(), "t2:1");
     }
