@@ -54,6 +54,8 @@ impl Link {
             usage: true,
             step_usage: true,
             elicitation,
+            // The workspace trust prompt goes to the editor with them.
+            trust: elicitation,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

@@ -15,22 +15,9 @@ fn slow_answer() -> Reply {
     Reply::text(words).drip(Duration::from_millis(50))
 }
 
-/// Runs `scenario` of v1.mjs against a fresh home whose mock provider
-/// answers `replies` in order (`extra`: config.toml lines); returns the mock and the checks printed.
-/// `None`: skipped (no node or SDK, and interop not required).
-async fn scenario(name: &str, extra: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
-    scenario_with(name, extra, replies, &[], &[]).await
-}
-
-/// [`scenario`] with a provider listing `models`, and `env` for the
-/// script.
-async fn scenario_with(
-    name: &str,
-    extra: &str,
-    replies: Vec<Reply>,
-    models: &[&str],
-    env: &[(&str, String)],
-) -> Option<(MockProvider, String)> {
+/// The interop directory, when node and the SDK are there; `None`
+/// (skip) otherwise, unless `SCV_REQUIRE_INTEROP=1`.
+fn interop() -> Option<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp-interop");
     let required = std::env::var("SCV_REQUIRE_INTEROP").as_deref() == Ok("1");
     let node = std::process::Command::new("node")
@@ -48,6 +35,26 @@ async fn scenario_with(
         eprintln!("skipping the ACP interop test: node or the SDK is missing");
         return None;
     }
+    Some(dir)
+}
+
+/// Runs `scenario` of v1.mjs against a fresh home whose mock provider
+/// answers `replies` in order (`extra`: config.toml lines); returns the mock and the checks printed.
+/// `None`: skipped (no node or SDK, and interop not required).
+async fn scenario(name: &str, extra: &str, replies: Vec<Reply>) -> Option<(MockProvider, String)> {
+    scenario_with(name, extra, replies, &[], &[]).await
+}
+
+/// [`scenario`] with a provider listing `models`, and `env` for the
+/// script.
+async fn scenario_with(
+    name: &str,
+    extra: &str,
+    replies: Vec<Reply>,
+    models: &[&str],
+    env: &[(&str, String)],
+) -> Option<(MockProvider, String)> {
+    let dir = interop()?;
     let mock = MockProvider::start().await;
     let home = Home::new(&mock, extra);
     mock.set_models(models);
@@ -308,5 +315,61 @@ async fn mcp_elicitation_reaches_the_editor_and_back() {
             .iter()
             .any(|b| b.contains(r#"form: accept {\"age\": 36, \"name\": \"Ada\"}"#)),
         "{bodies:?}"
+    );
+}
+
+/// A workspace with repository configuration SCV skips: the editor is
+/// asked (form elicitation) and its "trust" trusts the workspace, as
+/// `scv trust` does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_trust_prompt_goes_to_the_editor() {
+    let Some(dir) = interop() else {
+        return;
+    };
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    std::fs::write(
+        home.workspace().join(".mcp.json"),
+        r#"{"mcpServers": {"x": {"command": "true"}}}"#,
+    )
+    .unwrap();
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::process::Command::new("node")
+            .arg(dir.join("v1.mjs"))
+            .arg(SCV)
+            .arg(home.workspace())
+            .arg("trust")
+            .env("SCV_HOME", home.path())
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                scv_test_support::client::claude_dir(std::path::Path::new(&home.path())),
+            )
+            .env("SCV_SERVER_BIN", server_bin())
+            .env_remove("OPENAI_API_KEY")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the interop client finishes")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && !stderr.contains("FAIL"),
+        "{stderr}"
+    );
+    has(
+        &stderr,
+        &[
+            "ok: trust asked",
+            "ok: the message names the file",
+            "ok: said",
+        ],
+    );
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let workspace = home.workspace().display().to_string();
+    assert!(
+        config.contains("trusted_workspaces") && config.contains(&workspace),
+        "{config}"
     );
 }

@@ -8,13 +8,25 @@
 //! failed or cancelled request cancels the question; content the daemon
 //! refuses (not matching the form) cancels it too, so the call goes on.
 //! The questions still open when their turn ends are withdrawn.
+//!
+//! The workspace trust prompt too (capability `trust`, asked with form
+//! elicitation): a session whose workspace carries repository
+//! configuration SCV skips (`session.started.trust`) asks the editor, as
+//! the TUI asks its user, once as it opens; "trust" sends
+//! `workspace.trust`, and `workspace.trusted` is said in the conversation.
 
 use super::{Bridge, Command};
 use agent_client_protocol::v1::schema::{
-    CreateElicitationRequest, CreateElicitationResponse, ElicitationAction,
+    CreateElicitationRequest, CreateElicitationResponse, ElicitationAction, ElicitationContentValue,
 };
 use agent_client_protocol::Error;
-use scv_protocol::{ClientMessage, ElicitationRequested, ElicitationResolve};
+use scv_protocol::{
+    ClientMessage, ElicitationRequested, ElicitationResolve, WorkspaceTrust, WorkspaceTrustRequest,
+};
+
+/// The question id of a session's trust prompt (never an MCP server's:
+/// the daemon's ids are UUIDs).
+pub(super) const TRUST: &str = "scv-workspace-trust";
 
 /// What elicitation the editor declared in `initialize`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -58,6 +70,32 @@ fn request(
         .ok()
 }
 
+/// The form asking to trust `trust`'s workspace.
+fn trust_request(session_id: &str, trust: &WorkspaceTrust) -> Option<CreateElicitationRequest> {
+    let files: Vec<String> = trust
+        .files
+        .iter()
+        .filter(|f| f.state != "trusted")
+        .map(|f| format!("{} ({}: {})", f.path, f.state, f.enables.join(", ")))
+        .collect();
+    let message = format!(
+        "{} is not trusted, so SCV does not use its repository configuration: {}. Trust it (as `scv trust` does)?",
+        trust.workspace,
+        files.join("; ")
+    );
+    let json = serde_json::json!({
+        "mode": "form",
+        "sessionId": session_id,
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"trust": {"type": "boolean", "title": "Trust this workspace", "default": false}},
+            "required": ["trust"],
+        },
+    });
+    serde_json::from_value(json).ok()
+}
+
 impl Bridge {
     /// `elicitation.requested` → `elicitation/create`, answered in a task
     /// of the connection.
@@ -67,16 +105,33 @@ impl Bridge {
                 .await;
             return;
         };
+        self.ask_editor(session_id, asked.elicitation_id, request);
+    }
+
+    /// A session opened in a workspace whose configuration SCV skips: the
+    /// editor is asked to trust it (form elicitation only).
+    pub(super) fn ask_trust(&mut self, session_id: &str, trust: &WorkspaceTrust) {
+        if !self.editor.form || !trust.asks() {
+            return;
+        }
+        if let Some(request) = trust_request(session_id, trust) {
+            self.ask_editor(session_id, TRUST.to_string(), request);
+        }
+    }
+
+    /// Sends `request`, kept as question `id` of the session until the
+    /// editor answers (in a task of the connection).
+    fn ask_editor(&mut self, session_id: &str, id: String, request: CreateElicitationRequest) {
         let Some(session) = self.sessions.get_mut(session_id) else {
             return;
         };
         let sent = self.cx.send_request(request);
         session
             .questions
-            .insert(asked.elicitation_id.clone(), sent.cancellation_handle());
+            .insert(id.clone(), sent.cancellation_handle());
         let commands = self.commands.clone();
         let session_id = session_id.to_string();
-        let elicitation_id = asked.elicitation_id;
+        let elicitation_id = id;
         let task = async move {
             let answer = sent.block_task().await;
             let _ = commands
@@ -105,9 +160,46 @@ impl Bridge {
             .get_mut(session_id)
             .and_then(|s| s.questions.remove(elicitation_id))
             .is_some();
-        if open {
-            self.resolve(session_id, elicitation_id, Ok(answer)).await;
+        if !open {
+            return;
         }
+        if elicitation_id == TRUST {
+            let trusted = matches!(
+                answer.map(|a| a.action),
+                Ok(ElicitationAction::Accept(accept))
+                    if accept.content.as_ref().and_then(|c| c.get("trust"))
+                        == Some(&ElicitationContentValue::Boolean(true))
+            );
+            if trusted {
+                self.trust(session_id).await;
+            }
+            return;
+        }
+        self.resolve(session_id, elicitation_id, Ok(answer)).await;
+    }
+
+    /// `workspace.trust` for the session's workspace.
+    async fn trust(&mut self, session_id: &str) {
+        let Some(session) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        let trust = session
+            .client
+            .request(ClientMessage::WorkspaceTrust(WorkspaceTrustRequest {
+                session_id: session_id.to_string(),
+            }));
+        let _ = self.send_request(&trust).await;
+    }
+
+    /// `workspace.trusted`: said in the conversation.
+    pub(super) fn trusted(&self, session_id: &str, trust: &WorkspaceTrust) {
+        let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
+        let text = format!(
+            "trusted {}: {} run and apply from the next turn",
+            trust.workspace,
+            files.join(", ")
+        );
+        self.say(session_id, &text);
     }
 
     /// `elicitation.resolve`: the editor's answer (`Err(())`: declined

@@ -166,9 +166,14 @@ impl Session {
         for (_, asked) in self.approvals.drain() {
             let _ = asked.request.cancel();
         }
-        for (_, question) in self.questions.drain() {
-            let _ = question.cancel();
-        }
+        // The trust prompt is the session's, not the turn's.
+        self.questions.retain(|id, question| {
+            let keep = id == elicit::TRUST;
+            if !keep {
+                let _ = question.cancel();
+            }
+            keep
+        });
     }
 }
 
@@ -751,6 +756,10 @@ impl Bridge {
         }
         // The provider's models, for the `model` option.
         self.list_models(&session_id).await;
+        // Its workspace's configuration SCV skips: the editor is asked.
+        if let Some(trust) = &started.trust {
+            self.ask_trust(&session_id, trust);
+        }
     }
 
     /// Answers a prompt and forgets it.

@@ -88,6 +88,10 @@ impl Bridge {
                 }
             }
             Update::Elicitation(asked) => self.elicit(session_id, *asked).await,
+            Update::Answered {
+                answer: Answer::Trusted(trust),
+                ..
+            } => self.trusted(session_id, &trust),
             Update::Failed {
                 asked: Some(Asked::Elicitation { elicitation_id }),
                 ..
@@ -201,7 +205,7 @@ impl Bridge {
     }
 
     /// A note of SCV's in the conversation, on a line of its own.
-    fn say(&self, session_id: &str, text: &str) {
+    pub(super) fn say(&self, session_id: &str, text: &str) {
         let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(text));
         self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
     }

@@ -42,6 +42,7 @@ const app = acp
   )
   .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
     elicitations.push(params);
+    if (params.requestedSchema?.properties?.trust) return { action: "accept", content: { trust: true } };
     return params.mode === "form" ? { action: "accept", content: { name: "Ada", age: 36 } } : { action: "decline" };
   });
 
@@ -257,6 +258,21 @@ const scenarios = {
       const url = elicitations.find((e) => e.mode === "url");
       check(url?.url === "https://example.com/connect?id=7" && typeof url?.elicitationId === "string", `url asked ${JSON.stringify(url)}`);
       check(text(s).includes("url: decline"), `the url tool's result "${text(s)}"`);
+    });
+  },
+
+  // The workspace trust prompt as a form: accepted, the workspace is
+  // trusted and that is said in the conversation.
+  async trust() {
+    clientCapabilities = { ...clientCapabilities, elicitation: { form: {} } };
+    await withAgent(async (agent) => {
+      const said = next((p) => p.update.sessionUpdate === "agent_message_chunk" && p.update.content.text.includes("run and apply from the next turn"));
+      const s = await open(agent);
+      await said;
+      const asked = elicitations.find((e) => e.requestedSchema?.properties?.trust);
+      check(asked?.sessionId === s && asked?.mode === "form", `trust asked ${JSON.stringify(asked)}`);
+      check(asked?.message.includes(".mcp.json (untrusted"), `the message names the file: ${asked?.message}`);
+      check(text(s).includes(".mcp.json run and apply from the next turn"), `said "${text(s)}"`);
     });
   },
 
