@@ -30,7 +30,9 @@
 //! at [`updates::MAX_DIFF_FILE_BYTES`], input lines
 //! ([`stdio::MAX_LINE_BYTES`]), `session/update` notifications not yet
 //! written to stdout ([`stdio::MAX_UNWRITTEN_UPDATES`]) and commands
-//! between the two sides ([`agent::COMMAND_QUEUE`]).
+//! between the two sides ([`agent::COMMAND_QUEUE`]); and the daemon's own
+//! bounds on what it sends (models listed per provider, MCP servers'
+//! questions open per session).
 
 pub mod agent;
 pub mod bridge;

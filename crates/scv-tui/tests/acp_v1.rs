@@ -104,6 +104,8 @@ async fn session_close_cancels_its_prompt_frees_it_and_the_other_session_goes_on
         &stderr,
         &[
             "ok: sessionCapabilities.close",
+            "ok: no additionalDirectories",
+            "ok: no images",
             "ok: close answered {}",
             "ok: the running prompt: cancelled",
             "ok: a prompt to the closed session: -32002",

@@ -107,6 +107,9 @@ const scenarios = {
   async close() {
     await withAgent(async (agent, init) => {
       check(typeof init.agentCapabilities?.sessionCapabilities?.close === "object", "sessionCapabilities.close");
+      // Advertised only where it works: no extra roots, no images.
+      check(init.agentCapabilities?.sessionCapabilities?.additionalDirectories == null, "no additionalDirectories");
+      check(init.agentCapabilities?.promptCapabilities?.image === false, "no images");
       const a = await open(agent);
       const b = await open(agent);
       const streaming = next((p) => p.sessionId === a && p.update.sessionUpdate === "agent_message_chunk");
