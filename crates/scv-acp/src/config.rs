@@ -4,12 +4,13 @@
 //!   ids its provider lists (the daemon's `models.list`, at most 500; the
 //!   current model alone until the list is known, or when the provider
 //!   lists none);
-//! - `mode` (category `mode`): `default` or `plan`, as `session/set_mode`.
+//! - `mode` (category `mode`): `default` or `plan`, as `session/set_mode`;
+//! - `reasoning` (category `thought_level`): `default` (config.toml's
+//!   `reasoning_effort`), `none`, `low`, `medium`, `high`.
 //!
 //! Each change is a `session.configure` of the daemon, so it reaches the
-//! next provider request exactly as the TUI's `/model` and plan mode do.
-//! Reasoning effort is not offered: the daemon takes it from config.toml
-//! only (docs/ACP.md).
+//! next provider request exactly as the TUI's `/model` and plan mode do
+//! (the effort as config.toml's `reasoning_effort` would).
 
 use agent_client_protocol::v1::schema::{
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
@@ -21,17 +22,27 @@ use scv_protocol::Mode;
 pub const MODEL: &str = "model";
 /// The mode option's id.
 pub const MODE: &str = "mode";
+/// The reasoning effort option's id.
+pub const REASONING: &str = "reasoning";
+/// Its values; `default` is config.toml's.
+pub const EFFORTS: [&str; 5] = ["default", "none", "low", "medium", "high"];
 
 /// What a `session/set_config_option` asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     Model(String),
     Mode(Mode),
+    Effort(String),
 }
 
 /// The options of a session on `model` (its provider listing `models`)
 /// in `mode`.
-pub fn options(model: &str, models: &[String], mode: Mode) -> Vec<SessionConfigOption> {
+pub fn options(
+    model: &str,
+    models: &[String],
+    mode: Mode,
+    effort: &str,
+) -> Vec<SessionConfigOption> {
     let mut ids: Vec<&str> = models.iter().map(String::as_str).collect();
     if !ids.contains(&model) {
         ids.insert(0, model);
@@ -52,6 +63,19 @@ pub fn options(model: &str, models: &[String], mode: Mode) -> Vec<SessionConfigO
             .description("The model the next turns use".to_string()),
         SessionConfigOption::select(MODE, "Mode", mode.as_str(), modes)
             .category(SessionConfigOptionCategory::Mode),
+        SessionConfigOption::select(
+            REASONING,
+            "Reasoning effort",
+            effort.to_string(),
+            EFFORTS
+                .iter()
+                .map(|e| SessionConfigSelectOption::new(e.to_string(), e.to_string()))
+                .collect::<Vec<_>>(),
+        )
+        .category(SessionConfigOptionCategory::ThoughtLevel)
+        .description(
+            "How hard the model reasons (default: config.toml's reasoning_effort)".to_string(),
+        ),
     ]
 }
 
@@ -83,8 +107,13 @@ pub fn parse(
         MODE => crate::modes::parse(value)
             .map(Change::Mode)
             .ok_or_else(|| format!("unknown mode `{value}` (modes: default, plan)")),
+        REASONING if EFFORTS.contains(&value) => Ok(Change::Effort(value.to_string())),
+        REASONING => Err(format!(
+            "unknown reasoning effort `{value}` (efforts: {})",
+            EFFORTS.join(", ")
+        )),
         other => Err(format!(
-            "unknown config option `{other}` (options: model, mode)"
+            "unknown config option `{other}` (options: model, mode, reasoning)"
         )),
     }
 }
@@ -97,7 +126,9 @@ mod tests {
     #[test]
     fn options_and_changes() {
         let models = vec!["a".to_string(), "b".to_string()];
-        let json = serde_json::to_value(options("m", &models, Mode::Plan)).unwrap();
+        let json = serde_json::to_value(options("m", &models, Mode::Plan, "high")).unwrap();
+        assert_eq!(json[2]["category"], "thought_level");
+        assert_eq!(json[2]["currentValue"], "high");
         assert_eq!(json[0]["id"], "model");
         assert_eq!(json[0]["category"], "model");
         assert_eq!(json[0]["currentValue"], "m");
@@ -126,6 +157,11 @@ mod tests {
             Ok(Change::Mode(Mode::Plan))
         );
         assert!(parse("effort", &value("x"), "m", &[]).is_err());
+        assert_eq!(
+            parse(REASONING, &value("low"), "m", &[]),
+            Ok(Change::Effort("low".into()))
+        );
+        assert!(parse(REASONING, &value("max"), "m", &[]).is_err());
         let boolean = SessionConfigOptionValue::boolean(true);
         assert!(parse(MODE, &boolean, "m", &[]).is_err());
     }

@@ -174,6 +174,11 @@ pub struct SessionConfigure {
     /// `plan` or `default` for the next turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::customize::Mode>,
+    /// How hard the model reasons from the next turn: `low`, `medium`,
+    /// `high`, `none` (not asked), or `default` (config.toml's
+    /// `reasoning_effort` again). Not with `provider` / `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
 }
 
 impl ClientMessage {

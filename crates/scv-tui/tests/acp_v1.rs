@@ -216,9 +216,9 @@ async fn usage_updates_title_and_message_ids() {
     );
 }
 
-/// Config options: the provider's models and the modes, changed by
-/// `session/set_config_option` and reaching the provider's requests (the
-/// model named, plan mode's tools).
+/// Config options: the provider's models, the modes and the reasoning
+/// effort, changed by `session/set_config_option` and reaching the
+/// provider's requests (the model named, plan mode's tools, the effort).
 #[tokio::test(flavor = "multi_thread")]
 async fn config_options_set_the_model_and_the_mode() {
     let replies = vec![Reply::text(["On beta."]), Reply::text(["Planning."])];
@@ -240,6 +240,9 @@ async fn config_options_set_the_model_and_the_mode() {
             "ok: an unknown model: -32602",
             "ok: an unknown session: -32002",
             "ok: set_mode told as config_option_update",
+            "ok: reasoning option",
+            "ok: reasoning set",
+            "ok: an unknown effort: -32602",
         ],
     );
     let requests = mock.requests();
@@ -249,6 +252,9 @@ async fn config_options_set_the_model_and_the_mode() {
     let tools = |n: usize| requests[n].body["tools"].to_string();
     assert!(tools(0).contains("write_file"), "{}", tools(0));
     assert!(!tools(1).contains("write_file"), "{}", tools(1));
+    // The effort reaches the next request (Chat's `reasoning_effort`).
+    assert!(requests[0].body.get("reasoning_effort").is_none());
+    assert_eq!(requests[1].body["reasoning_effort"], "high");
     assert_eq!(mock.model_requests().len(), 1);
 }
 

@@ -25,7 +25,7 @@ impl Bridge {
             .models
             .get(&session.provider)
             .map_or(&[][..], Vec::as_slice);
-        config::options(&session.model, models, session.mode)
+        config::options(&session.model, models, session.mode, &session.effort)
     }
 
     /// `session/set_config_option` → `session.configure`.
@@ -55,9 +55,14 @@ impl Bridge {
             session_id: session_id.clone(),
             ..Default::default()
         };
+        let mut effort = None;
         match change {
             Change::Model(model) => configure.model = Some(model),
             Change::Mode(mode) => configure.mode = Some(mode),
+            Change::Effort(value) => {
+                configure.reasoning_effort = Some(value.clone());
+                effort = Some(value);
+            }
         }
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return;
@@ -67,7 +72,8 @@ impl Bridge {
             .request(ClientMessage::SessionConfigure(configure));
         match self.send_request(&configure).await {
             Ok(()) => {
-                self.configuring.insert(configure.request_id, responder);
+                self.configuring
+                    .insert(configure.request_id, (responder, effort));
             }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -92,9 +98,13 @@ impl Bridge {
         if let Some(mode) = configured.mode {
             session.mode = mode;
         }
+        let waiting = request_id.and_then(|r| self.configuring.remove(r));
+        if let Some((_, Some(effort))) = &waiting {
+            session.effort = effort.clone();
+        }
         let options = self.config_options(session_id);
-        match request_id.and_then(|r| self.configuring.remove(r)) {
-            Some(responder) => {
+        match waiting {
+            Some((responder, _)) => {
                 let _ = responder.respond(SetSessionConfigOptionResponse::new(options));
             }
             None => {
@@ -107,7 +117,7 @@ impl Bridge {
     /// An `error` answering a `session.configure` of a
     /// `session/set_config_option`: it fails. False when not one.
     pub(super) fn configure_failed(&mut self, request_id: &str, error: &ErrorBody) -> bool {
-        let Some(responder) = self.configuring.remove(request_id) else {
+        let Some((responder, _)) = self.configuring.remove(request_id) else {
             return false;
         };
         let _ = responder.respond_with_error(errors::refused(error.code, &error.message));

@@ -36,7 +36,7 @@ impl Bridge {
             let _ = responder.respond_with_error(gone());
         }
         self.life.fail_all(gone);
-        for (_, responder) in self.configuring.drain() {
+        for (_, (responder, _)) in self.configuring.drain() {
             let _ = responder.respond_with_error(gone());
         }
         for (_, prompt) in self.prompts.drain() {
@@ -87,7 +87,7 @@ impl Bridge {
         }
         self.life
             .fail_all(|| errors::daemon("the client closed stdin"));
-        for (_, responder) in self.configuring.drain() {
+        for (_, (responder, _)) in self.configuring.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
         }
         self.link = None;

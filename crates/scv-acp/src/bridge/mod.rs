@@ -156,6 +156,8 @@ struct Session {
     /// Its provider definition and model, as the daemon last said.
     provider: String,
     model: String,
+    /// Its reasoning effort as set here (`default`: config.toml's).
+    effort: String,
 }
 
 impl Session {
@@ -208,7 +210,8 @@ pub struct Bridge {
     prompts: HashMap<String, Prompt>,
     /// `session/set_config_option` requests by the request id of their
     /// `session.configure`.
-    configuring: HashMap<String, Responder<SetSessionConfigOptionResponse>>,
+    /// (with the reasoning effort it sets, if it does).
+    configuring: HashMap<String, (Responder<SetSessionConfigOptionResponse>, Option<String>)>,
     /// Each provider's models (`models.list`, asked once per provider;
     /// at most 500 each, the daemon's bound).
     models: HashMap<String, Vec<String>>,
@@ -708,6 +711,7 @@ impl Bridge {
                 questions: HashMap::new(),
                 provider: started.provider.clone().unwrap_or_default(),
                 model: started.model.clone(),
+                effort: "default".to_string(),
             },
         );
         self.started_any = true;

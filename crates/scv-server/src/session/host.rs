@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
 mod close;
+mod effort;
 mod mcp;
 mod spending;
 mod stored;
@@ -187,7 +188,12 @@ impl SessionHost {
                 model,
                 max_session_cost_usd,
                 mode,
+                reasoning_effort,
             }) => {
+                if let Some(effort) = reasoning_effort {
+                    let switching = provider.is_some() || model.is_some();
+                    self.set_effort(&session_id, &effort, switching)?;
+                }
                 self.configure(
                     rid,
                     &session_id,

@@ -221,6 +221,10 @@ const scenarios = {
       const plan = await agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "mode", value: "plan" });
       check(opt(plan.configOptions, "mode")?.currentValue === "plan", "mode set");
       check(of(s, "current_mode_update").at(-1)?.currentModeId === "plan", "current_mode_update plan");
+      check(opt(plan.configOptions, "reasoning")?.category === "thought_level" && opt(plan.configOptions, "reasoning")?.currentValue === "default", "reasoning option");
+      const effort = await agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "reasoning", value: "high" });
+      check(opt(effort.configOptions, "reasoning")?.currentValue === "high", "reasoning set");
+      await fails("an unknown effort", -32602, agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "reasoning", value: "max" }));
       await prompt(agent, s, "CONFIG-PLAN");
       await fails("an unknown option", -32602, agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "nope", value: "x" }));
       await fails("an unknown model", -32602, agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "model", value: "gamma" }));
