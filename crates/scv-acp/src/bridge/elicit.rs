@@ -316,4 +316,30 @@ mod tests {
         )
         .is_none());
     }
+
+    #[test]
+    fn the_trust_form() {
+        let trust = WorkspaceTrust {
+            workspace: "/w".into(),
+            trusted: false,
+            files: vec![scv_protocol::TrustFile {
+                path: ".mcp.json".into(),
+                state: "untrusted".into(),
+                enables: vec!["MCP servers: x".into()],
+            }],
+        };
+        let json = serde_json::to_value(trust_request("s1", &trust).unwrap()).unwrap();
+        assert_eq!(json["mode"], "form");
+        assert_eq!(json["sessionId"], "s1");
+        assert_eq!(
+            json["requestedSchema"]["properties"]["trust"]["type"],
+            "boolean"
+        );
+        let message = json["message"].as_str().unwrap();
+        assert!(
+            message.contains("/w is not trusted")
+                && message.contains(".mcp.json (untrusted: MCP servers: x)"),
+            "{message}"
+        );
+    }
 }
