@@ -46,7 +46,7 @@ impl Bridge {
             let _ = prompt.responder.respond_with_error(err);
         }
         for (_, mut session) in self.sessions.drain() {
-            session.turn_ended();
+            session.ended();
         }
     }
 
@@ -67,7 +67,7 @@ impl Bridge {
             self.finish(&request_id, Ok(StopReason::Cancelled));
         }
         for session in self.sessions.values_mut() {
-            session.turn_ended();
+            session.ended();
         }
         for (_, responder) in self.starting.drain() {
             let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));

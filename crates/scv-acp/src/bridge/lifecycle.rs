@@ -221,7 +221,7 @@ impl Bridge {
     /// and the `session/close` (or `session/delete`) goes on.
     pub(super) async fn closed(&mut self, session_id: &str, request_id: Option<String>) {
         if let Some(mut session) = self.sessions.remove(session_id) {
-            session.turn_ended();
+            session.ended();
             let waiting: Vec<String> = session
                 .client
                 .prompts()

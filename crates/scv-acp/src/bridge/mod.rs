@@ -161,6 +161,15 @@ struct Session {
 }
 
 impl Session {
+    /// The session is gone here (closed, or the daemon with it): what it
+    /// asked the editor is withdrawn, the trust prompt too.
+    fn ended(&mut self) {
+        self.turn_ended();
+        for (_, question) in self.questions.drain() {
+            let _ = question.cancel();
+        }
+    }
+
     /// The running turn ended: its calls and questions are over.
     fn turn_ended(&mut self) {
         self.tools.clear();
