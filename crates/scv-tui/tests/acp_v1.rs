@@ -169,7 +169,11 @@ async fn cancel_request_for_a_prompt_cancels_its_turn() {
     };
     has(
         &stderr,
-        &["ok: the prompt: cancelled", "ok: the next prompt: end_turn"],
+        &[
+            "ok: a model switch while the turn runs: -32600",
+            "ok: the prompt: cancelled",
+            "ok: the next prompt: end_turn",
+        ],
     );
     let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(bodies[0].contains("CANCEL-ME") && bodies[1].contains("AFTER"));

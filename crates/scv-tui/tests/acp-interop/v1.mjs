@@ -292,6 +292,11 @@ const scenarios = {
       const streaming = next((p) => p.sessionId === s && p.update.sessionUpdate === "agent_message_chunk");
       const running = prompt(agent, s, "CANCEL-ME", { cancellationSignal: abort.signal });
       await streaming;
+      await fails(
+        "a model switch while the turn runs",
+        -32600,
+        agent.request(acp.methods.agent.session.setConfigOption, { sessionId: s, configId: "model", value: "other-model" }),
+      );
       abort.abort();
       const answered = await running;
       check(answered.stopReason === "cancelled", `the prompt: ${answered.stopReason}`);
