@@ -9,7 +9,7 @@
 //! …) get the SDK's "Method not found";
 //! requests before `initialize` its "Invalid request".
 
-use crate::bridge::{Bridge, Command};
+use crate::bridge::{Bridge, Command, EditorElicitation};
 use crate::options::Options;
 use crate::stdio::{self, Outflow};
 use agent_client_protocol::v1::schema::{
@@ -17,6 +17,12 @@ use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     SessionCapabilities, SessionListCapabilities, SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::v1::schema::{
+    CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCloseCapabilities,
+    SessionDeleteCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -37,7 +43,11 @@ pub fn initialize_response() -> InitializeResponse {
             AgentCapabilities::new()
                 .load_session(true)
                 .session_capabilities(
-                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .resume(SessionResumeCapabilities::new())
+                        .close(SessionCloseCapabilities::new())
+                        .delete(SessionDeleteCapabilities::new()),
                 )
                 .prompt_capabilities(
                     PromptCapabilities::new()
@@ -47,6 +57,19 @@ pub fn initialize_response() -> InitializeResponse {
                 ),
         )
         .agent_info(Implementation::new("scv", env!("CARGO_PKG_VERSION")).title("SCV".to_string()))
+}
+
+/// A handler that hands `REQUEST` with its responder to the bridge as
+/// `Command::VARIANT`.
+macro_rules! forwards {
+    ($tx:ident, $request:ty, $response:ty, $variant:ident) => {{
+        let tx = $tx.clone();
+        async move |request: $request,
+                    responder: Responder<$response>,
+                    _cx: ConnectionTo<Client>| {
+            forward(&tx, Command::$variant { request, responder }).await
+        }
+    }};
 }
 
 /// Serves ACP on stdin/stdout until stdin ends.
@@ -59,69 +82,74 @@ pub async fn serve(options: Options) -> Result<(), Error> {
         .v1()
         .name("scv")
         .on_receive_request(
-            async |request: InitializeRequest,
-                   responder: Responder<InitializeResponse>,
-                   _cx: ConnectionTo<Client>| {
-                if let Some(info) = &request.client_info {
-                    tracing::info!("ACP client {} {}", info.name, info.version);
-                }
-                responder.respond(initialize_response())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
             {
                 let tx = tx.clone();
-                async move |request: NewSessionRequest,
-                            responder: Responder<NewSessionResponse>,
+                async move |request: InitializeRequest,
+                            responder: Responder<InitializeResponse>,
                             _cx: ConnectionTo<Client>| {
-                    forward(&tx, Command::NewSession { request, responder }).await
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let tx = tx.clone();
-                async move |request: LoadSessionRequest,
-                            responder: Responder<LoadSessionResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    forward(&tx, Command::LoadSession { request, responder }).await
+                    if let Some(info) = &request.client_info {
+                        tracing::info!("ACP client {} {}", info.name, info.version);
+                    }
+                    let asks = request.client_capabilities.elicitation.as_ref();
+                    let editor = EditorElicitation {
+                        form: asks.is_some_and(|e| e.form.is_some()),
+                        url: asks.is_some_and(|e| e.url.is_some()),
+                    };
+                    forward(&tx, Command::Editor(editor)).await?;
+                    responder.respond(initialize_response())
                 }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            {
-                let tx = tx.clone();
-                async move |request: ListSessionsRequest,
-                            responder: Responder<ListSessionsResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    forward(&tx, Command::ListSessions { request, responder }).await
-                }
-            },
+            forwards!(tx, NewSessionRequest, NewSessionResponse, NewSession),
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            {
-                let tx = tx.clone();
-                async move |request: PromptRequest,
-                            responder: Responder<PromptResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    forward(&tx, Command::Prompt { request, responder }).await
-                }
-            },
+            forwards!(tx, LoadSessionRequest, LoadSessionResponse, LoadSession),
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            {
-                let tx = tx.clone();
-                async move |request: SetSessionModeRequest,
-                            responder: Responder<SetSessionModeResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    forward(&tx, Command::SetMode { request, responder }).await
-                }
-            },
+            forwards!(tx, ListSessionsRequest, ListSessionsResponse, ListSessions),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(tx, PromptRequest, PromptResponse, Prompt),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(tx, SetSessionModeRequest, SetSessionModeResponse, SetMode),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(
+                tx,
+                ResumeSessionRequest,
+                ResumeSessionResponse,
+                ResumeSession
+            ),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(
+                tx,
+                SetSessionConfigOptionRequest,
+                SetSessionConfigOptionResponse,
+                SetConfigOption
+            ),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(tx, CloseSessionRequest, CloseSessionResponse, CloseSession),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            forwards!(
+                tx,
+                DeleteSessionRequest,
+                DeleteSessionResponse,
+                DeleteSession
+            ),
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(

@@ -21,18 +21,19 @@ impl Link {
     /// Connects (starting the daemon when absent) and initializes. A
     /// daemon killed a moment ago can still take the connection and then
     /// drop it: one more try then reaches (or starts) the next one.
-    pub async fn open(endpoint: &Endpoint) -> Result<Link> {
-        match Link::open_once(endpoint).await {
+    pub async fn open(endpoint: &Endpoint, elicitation: bool) -> Result<Link> {
+        match Link::open_once(endpoint, elicitation).await {
             Err(err) if is_connection_lost(&err) => {
                 tracing::info!("the SCV daemon dropped the connection ({err:#}); trying again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                Link::open_once(endpoint).await
+                Link::open_once(endpoint, elicitation).await
             }
             other => other,
         }
     }
 
-    async fn open_once(endpoint: &Endpoint) -> Result<Link> {
+    /// `elicitation`: the editor takes MCP servers' questions.
+    async fn open_once(endpoint: &Endpoint, elicitation: bool) -> Result<Link> {
         let mut conn = endpoint.connect(true).await?;
         let client = PeerInfo {
             name: "scv-acp".into(),
@@ -50,6 +51,13 @@ impl Link {
             budgets: true,
             // `session/load` of a live session attaches to it.
             detach: true,
+            // Each provider step's tokens and each turn's cost, told as
+            // `usage_update`s.
+            usage: true,
+            step_usage: true,
+            elicitation,
+            // The workspace trust prompt goes to the editor with them.
+            trust: elicitation,
             ..Capabilities::default()
         };
         let initialized = tokio::time::timeout(

@@ -20,6 +20,9 @@ pub fn refused(code: ErrorCode, message: &str) -> Error {
     let rpc = match code {
         ErrorCode::InvalidRequest => INVALID_PARAMS,
         ErrorCode::SessionNotFound => RESOURCE_NOT_FOUND,
+        // Not now (a model switch while a turn runs): a request invalid
+        // in the session's state.
+        ErrorCode::TurnActive => INVALID_REQUEST,
         _ => INTERNAL_ERROR,
     };
     Error::new(rpc, message).data(json!({ "scvCode": code.as_str() }))
@@ -74,6 +77,8 @@ mod tests {
         assert_eq!(i32::from(e.code), INVALID_PARAMS);
         assert_eq!(e.message, "cwd is not a directory");
         assert_eq!(e.data.unwrap()["scvCode"], "invalid_request");
+        let e = refused(ErrorCode::TurnActive, "a turn is running");
+        assert_eq!(i32::from(e.code), INVALID_REQUEST);
         let e = turn_failed(FailureCode::ProviderError, "HTTP 500");
         assert_eq!(i32::from(e.code), INTERNAL_ERROR);
         assert_eq!(e.message, "the model provider returned an error: HTTP 500");

@@ -17,6 +17,8 @@
 //!   locations, diffs);
 //! - [`subagents`]: a subagent's events as content of its `task` call;
 //! - [`prompt`]: ACP content blocks as one SCV prompt;
+//! - [`meter`]: a session's usage, title and message ids;
+//! - [`config`]: a session's config options (model, mode);
 //! - [`errors`]: JSON-RPC errors for SCV refusals and failures;
 //! - [`stdio`]: the capped line transport on stdin/stdout.
 //!
@@ -28,13 +30,17 @@
 //! at [`updates::MAX_DIFF_FILE_BYTES`], input lines
 //! ([`stdio::MAX_LINE_BYTES`]), `session/update` notifications not yet
 //! written to stdout ([`stdio::MAX_UNWRITTEN_UPDATES`]) and commands
-//! between the two sides ([`agent::COMMAND_QUEUE`]).
+//! between the two sides ([`agent::COMMAND_QUEUE`]); and the daemon's own
+//! bounds on what it sends (models listed per provider, MCP servers'
+//! questions open per session).
 
 pub mod agent;
 pub mod bridge;
+pub mod config;
 pub mod daemon;
 pub mod errors;
 pub mod mcp;
+pub mod meter;
 pub mod modes;
 mod options;
 pub mod prompt;

@@ -243,6 +243,10 @@ pub enum EventBody {
     /// Extension (capability `sessions`): the answer to `session.delete`.
     #[serde(rename = "session.deleted")]
     SessionDeleted {},
+    /// Extension (capability `elicitation`): an MCP server's question to
+    /// the user during one of its tool calls (a session event).
+    #[serde(rename = "elicitation.requested")]
+    ElicitationRequested(crate::elicitation::ElicitationRequested),
     /// Extension (capability `sessions`): the session's journal could
     /// not be written (once, until it recovers), or caught up again.
     #[serde(rename = "session.warning")]
@@ -360,6 +364,7 @@ impl EventBody {
             EventBody::SessionDetached {} => "session.detached",
             EventBody::SessionAttached(_) => "session.attached",
             EventBody::SessionClosed {} => "session.closed",
+            EventBody::ElicitationRequested(_) => "elicitation.requested",
             EventBody::SessionWarning(_) => "session.warning",
             EventBody::CheckpointFailed { .. } => "checkpoint.failed",
             EventBody::CheckpointCreated { .. } => "checkpoint.created",

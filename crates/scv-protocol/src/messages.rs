@@ -201,6 +201,11 @@ pub struct SessionConfigure {
     /// `plan` or `default` for the next turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::customize::Mode>,
+    /// How hard the model reasons from the next turn: `low`, `medium`,
+    /// `high`, `none` (not asked), or `default` (config.toml's
+    /// `reasoning_effort` again). Not with `provider` / `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
 }
 
 impl ClientMessage {
@@ -260,6 +265,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "session.resume",
     "session.fork",
     "session.delete",
+    "session.close",
     "checkpoint.list",
     "checkpoint.diff",
     "checkpoint.restore",
@@ -274,7 +280,6 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "process.list",
     "session.detach",
     "session.attach",
-    "session.close",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

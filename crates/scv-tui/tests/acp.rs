@@ -1495,3 +1495,49 @@ async fn loading_a_live_session_attaches_to_it() {
     acp.close_stdin();
     assert_eq!(acp.exit_code().await, Some(0));
 }
+/// `session/close` and `session/delete` on the wire (the TypeScript SDK
+/// takes `-32002` for them as success, so the codes are checked here):
+/// a second close of a session is `-32002` Resource not found, a prompt
+/// to it too; a delete of an unknown id succeeds; closing the session
+/// answers the prompt queued in it `cancelled`; the connection carries on.
+#[tokio::test(flavor = "multi_thread")]
+async fn session_close_and_delete_codes_on_the_wire() {
+    let (mock, _home, mut acp, session) = opened("").await;
+    let running = start_talking(&mut acp, &mock, &session, "talk").await;
+    let queued = acp.prompt(&session, "then this").await;
+    let close = acp
+        .request("session/close", json!({"sessionId": session}))
+        .await;
+    // The three answers, in whatever order they come.
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < 3 {
+        let message = acp.next().await.expect("stdout ended");
+        if let Some(id) = message["id"]
+            .as_u64()
+            .filter(|_| message.get("method").is_none())
+        {
+            answers.insert(id, message);
+        }
+    }
+    assert_eq!(answers[&close]["result"], json!({}), "{answers:?}");
+    for id in [running, queued] {
+        assert_eq!(stop_reason(&answers[&id]), "cancelled", "{answers:?}");
+    }
+    let again = acp
+        .call("session/close", json!({"sessionId": session}))
+        .await;
+    assert_eq!(code(&again), -32002);
+    let id = acp.prompt(&session, "hello?").await;
+    assert_eq!(code(&acp.answer(id).await.1), -32002);
+    let deleted = acp
+        .call("session/delete", json!({"sessionId": "0000-never-was"}))
+        .await;
+    assert_eq!(deleted["result"], json!({}), "{deleted}");
+    let resumed = acp
+        .call(
+            "session/resume",
+            json!({"sessionId": "0000-never-was", "cwd": "/"}),
+        )
+        .await;
+    assert_eq!(code(&resumed), -32002);
+}

@@ -41,6 +41,12 @@ impl Bridge {
                 client,
                 subagents: Default::default(),
                 streamed: false,
+                mode: scv_protocol::Mode::default(),
+                meter: crate::meter::Meter::attached(attached),
+                questions: HashMap::new(),
+                provider: attached.provider.clone().unwrap_or_default(),
+                model: attached.model.clone().unwrap_or_default(),
+                effort: "default".to_string(),
             },
         );
         self.started_any = true;

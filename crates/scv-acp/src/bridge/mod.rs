@@ -16,27 +16,39 @@
 //! [`MAX_UNWRITTEN_UPDATES`]: crate::stdio::MAX_UNWRITTEN_UPDATES
 
 use crate::daemon::Link;
+use crate::meter::Meter;
 use crate::options::{Options, MAX_PROMPTS_PER_SESSION, MAX_SESSIONS};
 use crate::replay::chunk;
 use crate::stdio::Outflow;
 use crate::subagents::Subagents;
-use crate::updates::{ToolCalls, MAX_TRACKED_CALLS};
+use crate::updates::ToolCalls;
 use crate::{errors, mcp, prompt};
 
+mod approvals;
+mod configure;
+mod elicit;
+mod ending;
 mod live;
+pub use elicit::EditorElicitation;
+mod lifecycle;
 mod render;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionInfo, SessionModeState,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, CreateElicitationResponse,
+    DeleteSessionRequest, DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, RequestPermissionResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionInfo, SessionInfoUpdate, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
-use scv_client::rules::{self, Call, Rule, Rules};
-use scv_client::session::{Approval, Request, SessionClient};
-use scv_protocol::{ClientMessage, Event, EventBody, SessionList, SessionStart, StoredSession};
+use approvals::Asked;
+use scv_client::rules::Rules;
+use scv_client::session::{Request, SessionClient};
+use scv_protocol::{
+    ClientMessage, Event, EventBody, Mode, SessionList, SessionStart, StoredSession,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,6 +87,39 @@ pub enum Command {
     Cancel {
         session_id: String,
     },
+    /// `session/resume`.
+    ResumeSession {
+        request: ResumeSessionRequest,
+        responder: Responder<ResumeSessionResponse>,
+    },
+    /// `session/close`.
+    CloseSession {
+        request: CloseSessionRequest,
+        responder: Responder<CloseSessionResponse>,
+    },
+    /// `session/delete`.
+    DeleteSession {
+        request: DeleteSessionRequest,
+        responder: Responder<DeleteSessionResponse>,
+    },
+    /// What elicitation the editor declared (from `initialize`).
+    Editor(EditorElicitation),
+    /// The editor answered (or failed) an `elicitation/create`.
+    Elicited {
+        session_id: String,
+        elicitation_id: String,
+        answer: Result<CreateElicitationResponse, Error>,
+    },
+    /// `$/cancel_request` for the prompt whose `turn.start` had this
+    /// request id.
+    CancelPrompt {
+        request_id: String,
+    },
+    /// `session/set_config_option`: the model or the mode.
+    SetConfigOption {
+        request: SetSessionConfigOptionRequest,
+        responder: Responder<SetSessionConfigOptionResponse>,
+    },
     /// `session/set_mode`: `default` or `plan`.
     SetMode {
         request: SetSessionModeRequest,
@@ -102,48 +147,30 @@ struct Session {
     subagents: Subagents,
     /// Text of the current model response was streamed as deltas.
     streamed: bool,
-}
-
-/// A permission request in flight, and the rule "Always allow" adds.
-struct Asked {
-    request: RequestCancellationHandle,
-    rule: Option<Rule>,
-    /// The call, as rules see it: a rule added meanwhile may answer it.
-    call: OwnedCall,
-}
-
-/// A [`Call`]'s fields, kept while its permission request is open.
-struct OwnedCall {
-    name: String,
-    risk: &'static str,
-    cwd: String,
-    summary: String,
-    arguments: serde_json::Value,
-}
-
-impl OwnedCall {
-    fn of(approval: &Approval) -> OwnedCall {
-        OwnedCall {
-            name: approval.name.clone(),
-            risk: approval.risk.as_str(),
-            cwd: approval.cwd.clone(),
-            summary: approval.summary.clone(),
-            arguments: approval.arguments.clone(),
-        }
-    }
-
-    fn call(&self) -> Call<'_> {
-        Call {
-            name: &self.name,
-            risk: self.risk,
-            cwd: &self.cwd,
-            summary: &self.summary,
-            arguments: &self.arguments,
-        }
-    }
+    /// Its mode, as `session.started` and `session.configured` said.
+    mode: Mode,
+    /// Its usage, title and message ids.
+    meter: Meter,
+    /// MCP servers' questions asked of the editor, by elicitation id (at
+    /// most 16: the daemon's bound per session).
+    questions: HashMap<String, RequestCancellationHandle>,
+    /// Its provider definition and model, as the daemon last said.
+    provider: String,
+    model: String,
+    /// Its reasoning effort as set here (`default`: config.toml's).
+    effort: String,
 }
 
 impl Session {
+    /// The session is gone here (closed, or the daemon with it): what it
+    /// asked the editor is withdrawn, the trust prompt too.
+    fn ended(&mut self) {
+        self.turn_ended();
+        for (_, question) in self.questions.drain() {
+            let _ = question.cancel();
+        }
+    }
+
     /// The running turn ended: its calls and questions are over.
     fn turn_ended(&mut self) {
         self.tools.clear();
@@ -151,12 +178,22 @@ impl Session {
         for (_, asked) in self.approvals.drain() {
             let _ = asked.request.cancel();
         }
+        // The trust prompt is the session's, not the turn's.
+        self.questions.retain(|id, question| {
+            let keep = id == elicit::TRUST;
+            if !keep {
+                let _ = question.cancel();
+            }
+            keep
+        });
     }
 }
 
 /// A prompt waiting for its answer (its stage is the session client's).
 struct Prompt {
     responder: Responder<PromptResponse>,
+    /// Dropped with the prompt: its `$/cancel_request` watch ends.
+    _watch: tokio::sync::oneshot::Sender<()>,
 }
 
 pub struct Bridge {
@@ -184,6 +221,17 @@ pub struct Bridge {
     sessions: HashMap<String, Session>,
     /// Prompts by the request id of their `turn.start`.
     prompts: HashMap<String, Prompt>,
+    /// `session/set_config_option` requests by the request id of their
+    /// `session.configure`.
+    /// (with the reasoning effort it sets, if it does).
+    configuring: HashMap<String, (Responder<SetSessionConfigOptionResponse>, Option<String>)>,
+    /// Each provider's models (`models.list`, asked once per provider;
+    /// at most 500 each, the daemon's bound).
+    models: HashMap<String, Vec<String>>,
+    /// What elicitation the editor takes.
+    editor: EditorElicitation,
+    /// Resumes, closes and deletes waiting for the daemon.
+    life: lifecycle::Pending,
     /// A session was ever started (tells "unknown session" from "no
     /// session yet").
     started_any: bool,
@@ -212,6 +260,10 @@ impl Bridge {
             moding: HashMap::new(),
             sessions: HashMap::new(),
             prompts: HashMap::new(),
+            life: lifecycle::Pending::default(),
+            configuring: HashMap::new(),
+            editor: EditorElicitation::default(),
+            models: HashMap::new(),
             started_any: false,
             started: 0,
         }
@@ -255,7 +307,28 @@ impl Bridge {
             }
             Command::Prompt { request, responder } => self.prompt(request, responder).await,
             Command::Cancel { session_id } => self.cancel(&session_id).await,
+            Command::ResumeSession { request, responder } => {
+                if let Err(err) = self.resume_session(request, responder).await {
+                    tracing::debug!("session/resume refused: {err}");
+                }
+            }
+            Command::CloseSession { request, responder } => {
+                self.close_session(request, responder).await
+            }
+            Command::DeleteSession { request, responder } => {
+                self.delete_session(request, responder).await
+            }
+            Command::CancelPrompt { request_id } => self.cancel_prompt(&request_id).await,
+            Command::Editor(editor) => self.editor = editor,
+            Command::Elicited {
+                session_id,
+                elicitation_id,
+                answer,
+            } => self.elicited(&session_id, &elicitation_id, answer).await,
             Command::SetMode { request, responder } => self.set_mode(request, responder).await,
+            Command::SetConfigOption { request, responder } => {
+                self.set_config_option(request, responder).await
+            }
             Command::Permission {
                 session_id,
                 approval_id,
@@ -279,8 +352,7 @@ impl Bridge {
         let Some(cwd) = request.cwd.to_str().map(str::to_string) else {
             return refuse(responder, errors::invalid_params("cwd is not valid UTF-8"));
         };
-        if self.session_count() >= MAX_SESSIONS {
-            let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
+        if let Err(err) = self.check_room() {
             return refuse(responder, err);
         }
         let mcp_servers = mcp::for_session(&request.mcp_servers);
@@ -306,7 +378,7 @@ impl Bridge {
     /// The daemon link, opened (starting the daemon) when there is none.
     async fn connect(&mut self) -> Result<(), Error> {
         if self.link.is_none() {
-            let link = Link::open(&self.options.endpoint)
+            let link = Link::open(&self.options.endpoint, self.editor.any())
                 .await
                 .map_err(|err| errors::daemon(format!("cannot be reached: {err:#}")))?;
             self.link = Some(link);
@@ -316,7 +388,17 @@ impl Bridge {
 
     /// Sessions held or on their way here.
     fn session_count(&self) -> usize {
-        self.sessions.len() + self.starting.len() + self.loading.len()
+        self.sessions.len() + self.starting.len() + self.loading.len() + self.life.resuming.len()
+    }
+
+    /// Room for one more session (`session/close` makes room).
+    fn check_room(&self) -> Result<(), Error> {
+        if self.session_count() >= MAX_SESSIONS {
+            return Err(errors::limit(format!(
+                "at most {MAX_SESSIONS} sessions at once (close one with session/close)"
+            )));
+        }
+        Ok(())
     }
 
     /// `session/load` → `session.resume`: the stored session, live again
@@ -339,8 +421,7 @@ impl Bridge {
             let err = errors::invalid_params(format!("session {session_id} is already loaded"));
             return refuse(responder, err);
         }
-        if self.session_count() >= MAX_SESSIONS {
-            let err = errors::limit(format!("at most {MAX_SESSIONS} sessions at once"));
+        if let Err(err) = self.check_room() {
             return refuse(responder, err);
         }
         if !request.mcp_servers.is_empty() {
@@ -438,6 +519,7 @@ impl Bridge {
         };
         // `/NAME args`: a custom command or skill (advertised with
         // `available_commands_update`), as ACP clients send them.
+        let title = session.meter.title(&text);
         let start = if text.starts_with('/') {
             session.client.submit_command(text)
         } else {
@@ -446,7 +528,15 @@ impl Bridge {
         let request_id = start.request_id.clone();
         match self.send_request(&start).await {
             Ok(()) => {
-                self.prompts.insert(request_id, Prompt { responder });
+                if let Some(title) = title {
+                    self.titled(&session_id, title);
+                }
+                let watch = self.watch_cancel_request(&responder, &request_id);
+                let prompt = Prompt {
+                    responder,
+                    _watch: watch,
+                };
+                self.prompts.insert(request_id, prompt);
             }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -493,6 +583,17 @@ impl Bridge {
         }
     }
 
+    /// The session's title, told at its first prompt.
+    fn titled(&self, session_id: &str, title: String) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let info = SessionInfoUpdate::new()
+            .title(title)
+            .updated_at(scv_client::time::rfc3339(now));
+        self.notify(session_id, SessionUpdate::SessionInfoUpdate(info));
+    }
+
     /// `session/cancel`: the running turn is cancelled, queued prompts are
     /// taken off the queue, and prompts on their way are cancelled when
     /// they reach either state (the session client's rule). All answer
@@ -504,60 +605,6 @@ impl Bridge {
         };
         let requests = session.client.cancel_all();
         self.send_all(&requests).await;
-    }
-
-    /// Anything but "Allow" (a rejection, a cancelled request, an error)
-    /// denies the call.
-    async fn permission(
-        &mut self,
-        session_id: String,
-        approval_id: String,
-        answer: Result<RequestPermissionResponse, Error>,
-    ) {
-        let Some(session) = self.sessions.get_mut(&session_id) else {
-            return;
-        };
-        let Some(asked) = session.approvals.remove(&approval_id) else {
-            return; // the turn ended meanwhile
-        };
-        let chosen = match &answer {
-            Ok(response) => match &response.outcome {
-                RequestPermissionOutcome::Selected(selected) => Some(&*selected.option_id.0),
-                _ => None,
-            },
-            Err(_) => None,
-        };
-        // The rule also answers the calls of this session still asking
-        // (their requests are withdrawn).
-        let mut answered_too = Vec::new();
-        if let (Some(ALWAYS), Some(rule)) = (chosen, asked.rule) {
-            let matching: Vec<String> = session
-                .approvals
-                .iter()
-                .filter(|(_, other)| rule.matches(&other.call.call()))
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in matching {
-                if let Some(other) = session.approvals.remove(&id) {
-                    let _ = other.request.cancel();
-                    answered_too.extend(session.client.resolve(&id, true));
-                }
-            }
-            session.rules.add(rule);
-        }
-        let approved = match &answer {
-            Ok(_) => matches!(chosen, Some(ALLOW | ALWAYS)),
-            Err(err) => {
-                tracing::info!("permission request failed ({err}); denying the call");
-                false
-            }
-        };
-        if let Some(resolve) = session.client.resolve(&approval_id, approved) {
-            let _ = self.send_request(&resolve).await;
-        }
-        for resolve in answered_too {
-            let _ = self.send_request(&resolve).await;
-        }
     }
 
     /// A daemon read: an event, the end of the connection or a failure.
@@ -577,7 +624,7 @@ impl Bridge {
         match &event.body {
             EventBody::SessionStarted(started) => {
                 let session_id = event.session_id.clone().unwrap_or_default();
-                self.session_started(&request_id, session_id, started);
+                self.session_started(&request_id, session_id, started).await;
                 return;
             }
             EventBody::SessionAttached(attached) => {
@@ -590,6 +637,7 @@ impl Bridge {
                 return;
             }
             EventBody::Error(error) if self.refused_before_session(&request_id, error) => return,
+            EventBody::SessionDeleted {} if self.life.deleted(&request_id) => return,
             EventBody::SessionListed { sessions } if self.listing.contains_key(&request_id) => {
                 if let Some(responder) = self.listing.remove(&request_id) {
                     let infos = sessions.iter().cloned().map(session_info).collect();
@@ -646,12 +694,12 @@ impl Bridge {
         } else if let Some(responder) = self.listing.remove(request_id) {
             responder.respond_with_error(refused)
         } else {
-            return false;
+            return self.life.refused(request_id, error);
         };
         true
     }
 
-    fn session_started(
+    async fn session_started(
         &mut self,
         request_id: &str,
         session_id: String,
@@ -659,7 +707,8 @@ impl Bridge {
     ) {
         let new = self.starting.remove(request_id);
         let loaded = self.loading.remove(request_id);
-        if new.is_none() && loaded.is_none() {
+        let resumed = self.life.resuming.remove(request_id);
+        if new.is_none() && loaded.is_none() && resumed.is_none() {
             return;
         }
         tracing::info!(
@@ -681,16 +730,32 @@ impl Bridge {
                 client,
                 subagents: Subagents::default(),
                 streamed: false,
+                mode: started.mode.unwrap_or_default(),
+                meter: Meter::of(started),
+                questions: HashMap::new(),
+                provider: started.provider.clone().unwrap_or_default(),
+                model: started.model.clone(),
+                effort: "default".to_string(),
             },
         );
         self.started_any = true;
         let modes = crate::modes::state(started.mode.unwrap_or_default());
+        let options = self.config_options(&session_id);
         if let Some(responder) = new {
-            let _ = responder.respond(NewSessionResponse::new(session_id.clone()).modes(modes));
+            let answer = NewSessionResponse::new(session_id.clone())
+                .modes(modes)
+                .config_options(options);
+            let _ = responder.respond(answer);
         } else if let Some(responder) = loaded {
             // Answered once the past conversation is replayed.
             self.replaying
                 .insert(session_id.clone(), (responder, modes));
+        } else if let Some(responder) = resumed {
+            // Nothing replayed: its `session.transcript` is not shown.
+            let answer = ResumeSessionResponse::new()
+                .modes(modes)
+                .config_options(options);
+            let _ = responder.respond(answer);
         }
         // What is wrong with the configuration (a broken edit of
         // config.toml, an unknown key, a provider without its key): the
@@ -717,95 +782,11 @@ impl Bridge {
                 SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
             );
         }
-    }
-
-    /// `approval.requested` → `session/request_permission`, answered in a
-    /// task of the connection (the bridge never waits for the client). A
-    /// subagent's is about the `task` call it runs in, and is answered
-    /// with the child's session id (the session client's).
-    async fn ask(&mut self, session_id: String, approval: Approval) {
-        let Some(session) = self.sessions.get_mut(&session_id) else {
-            return;
-        };
-        // A rule "Always allow" added answers by itself.
-        let call = Call {
-            name: &approval.name,
-            risk: approval.risk.as_str(),
-            cwd: &approval.cwd,
-            summary: &approval.summary,
-            arguments: &approval.arguments,
-        };
-        if session.rules.find(&call).is_some() {
-            if let Some(resolve) = session.client.resolve(&approval.approval_id, true) {
-                let _ = self.send_request(&resolve).await;
-            }
-            return;
-        }
-        let rule = rules::propose(&call).ok();
-        let owned = OwnedCall::of(&approval);
-        let Approval {
-            approval_id,
-            call_id,
-            name,
-            summary,
-            child_session,
-            ..
-        } = approval;
-        if session.approvals.len() >= MAX_TRACKED_CALLS {
-            tracing::warn!("too many permission requests at once; denying {call_id}");
-            if let Some(resolve) = session.client.resolve(&approval_id, false) {
-                let _ = self.send_request(&resolve).await;
-            }
-            return;
-        }
-        let tool_call = child_session
-            .and_then(|child| {
-                session
-                    .subagents
-                    .permission(&session.client, &child, &summary)
-            })
-            .unwrap_or_else(|| session.tools.permission(&call_id, &name, &summary));
-        let mut options = vec![PermissionOption::new(
-            ALLOW,
-            "Allow",
-            PermissionOptionKind::AllowOnce,
-        )];
-        if let Some(rule) = &rule {
-            options.push(PermissionOption::new(
-                ALWAYS,
-                format!("Always allow {} in this session", rule.scope()),
-                PermissionOptionKind::AllowAlways,
-            ));
-        }
-        options.push(PermissionOption::new(
-            REJECT,
-            "Reject",
-            PermissionOptionKind::RejectOnce,
-        ));
-        let request = RequestPermissionRequest::new(session_id.clone(), tool_call, options);
-        let sent = self.cx.send_request(request);
-        session.approvals.insert(
-            approval_id.clone(),
-            Asked {
-                request: sent.cancellation_handle(),
-                rule,
-                call: owned,
-            },
-        );
-        let commands = self.commands.clone();
-        let task = async move {
-            let answer = sent.block_task().await;
-            let _ = commands
-                .send(Command::Permission {
-                    session_id,
-                    approval_id,
-                    answer,
-                })
-                .await;
-            Ok(())
-        };
-        if let Err(err) = self.cx.spawn(task) {
-            tracing::warn!("cannot wait for a permission answer: {err}");
+        // The provider's models, for the `model` option.
+        self.list_models(&session_id).await;
+        // Its workspace's configuration SCV skips: the editor is asked.
+        if let Some(trust) = &started.trust {
+            self.ask_trust(&session_id, trust);
         }
     }
 
@@ -867,80 +848,6 @@ impl Bridge {
                 Err(errors::daemon(format!("went away ({reason})")))
             }
         }
-    }
-
-    /// The daemon connection is gone, and with it every session on it:
-    /// everything waiting fails with a clear error. The next
-    /// `session/new` connects again.
-    fn lost(&mut self, reason: &str) {
-        if self.link.take().is_none() {
-            return;
-        }
-        tracing::warn!("lost the SCV daemon: {reason}");
-        for (_, responder) in self.starting.drain() {
-            let _ = responder.respond_with_error(errors::daemon(format!("went away ({reason})")));
-        }
-        let gone = || errors::daemon(format!("went away ({reason})"));
-        let replaying = self
-            .replaying
-            .drain()
-            .map(|(id, (responder, _))| (id, responder));
-        for (_, responder) in self.loading.drain().chain(replaying) {
-            let _ = responder.respond_with_error(gone());
-        }
-        for (_, responder) in self.listing.drain() {
-            let _ = responder.respond_with_error(gone());
-        }
-        for (_, responder) in self.moding.drain() {
-            let _ = responder.respond_with_error(gone());
-        }
-        for (_, prompt) in self.prompts.drain() {
-            let err = errors::daemon(format!(
-                "went away during the prompt ({reason}); its session is gone, start a new one"
-            ));
-            let _ = prompt.responder.respond_with_error(err);
-        }
-        for (_, mut session) in self.sessions.drain() {
-            session.turn_ended();
-        }
-    }
-
-    /// stdin ended: running turns are cancelled (closing the connection
-    /// would cancel them too; saying so is quicker), waiting prompts
-    /// answer `cancelled`.
-    async fn shutdown(&mut self) {
-        tracing::info!("stdin closed; cancelling running turns");
-        let cancels: Vec<Request> = self
-            .sessions
-            .values_mut()
-            .filter(|s| s.client.running_turn().is_some())
-            .flat_map(|s| s.client.cancel_current())
-            .collect();
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.send_all(&cancels)).await;
-        let waiting: Vec<String> = self.prompts.keys().cloned().collect();
-        for request_id in waiting {
-            self.finish(&request_id, Ok(StopReason::Cancelled));
-        }
-        for session in self.sessions.values_mut() {
-            session.turn_ended();
-        }
-        for (_, responder) in self.starting.drain() {
-            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
-        }
-        let replaying = self
-            .replaying
-            .drain()
-            .map(|(id, (responder, _))| (id, responder));
-        for (_, responder) in self.loading.drain().chain(replaying) {
-            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
-        }
-        for (_, responder) in self.listing.drain() {
-            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
-        }
-        for (_, responder) in self.moding.drain() {
-            let _ = responder.respond_with_error(errors::daemon("the client closed stdin"));
-        }
-        self.link = None;
     }
 }
 

@@ -6,35 +6,24 @@ use super::Bridge;
 use crate::errors;
 use crate::replay::chunk;
 use agent_client_protocol::v1::schema::{
-    CurrentModeUpdate, LoadSessionResponse, SessionUpdate, SetSessionModeResponse, StopReason,
+    CurrentModeUpdate, LoadSessionResponse, MessageId, SessionUpdate, SetSessionModeResponse,
+    StopReason,
 };
 use agent_client_protocol::Error;
-use scv_client::session::{Answer, Outcome, ToolChange, Update};
+use scv_client::session::{Answer, Asked, Outcome, ToolChange, Update};
 use scv_protocol::FailureCode;
 
 impl Bridge {
     /// What the session client made of an event: text, thoughts and tool
     /// calls shown, prompts answered, permission asked.
     pub(super) async fn update(&mut self, session_id: &str, update: Update) {
+        let Some(update) = self
+            .message(session_id, update)
+            .and_then(|u| self.prompt_answered(session_id, u))
+        else {
+            return;
+        };
         match update {
-            Update::Text(content) => {
-                if let Some(session) = self.sessions.get_mut(session_id) {
-                    session.streamed = true;
-                }
-                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
-            }
-            Update::TextDone(content) => {
-                let streamed = self
-                    .sessions
-                    .get_mut(session_id)
-                    .is_some_and(|s| std::mem::take(&mut s.streamed));
-                if !streamed && !content.is_empty() {
-                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(content)));
-                }
-            }
-            Update::Reasoning(content) => {
-                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk(content)));
-            }
             // The session is no longer being saved (a full disk), or is
             // again: said in the conversation, as config warnings are, on
             // a line of its own.
@@ -51,22 +40,39 @@ impl Bridge {
                     for update in crate::replay::updates(items, truncated) {
                         self.notify(session_id, update);
                     }
-                    let _ = responder.respond(LoadSessionResponse::new().modes(modes));
+                    let options = self.config_options(session_id);
+                    let answer = LoadSessionResponse::new()
+                        .modes(modes)
+                        .config_options(options);
+                    let _ = responder.respond(answer);
                 }
             }
+            Update::Answered {
+                request_id,
+                answer: Answer::Closed,
+                ..
+            } => self.closed(session_id, request_id).await,
+            Update::Answered {
+                answer: Answer::Models { provider, models },
+                ..
+            } => self.models_listed(provider, models),
             Update::Answered {
                 request_id,
                 answer: Answer::Configured(configured),
                 ..
             } => {
+                // The mode's news first, then the answers.
+                let before = self.sessions.get(session_id).map(|s| s.mode);
+                let moding = request_id.as_ref().and_then(|r| self.moding.remove(r));
                 if let Some(mode) = configured.mode {
-                    if let Some(responder) = request_id.and_then(|r| self.moding.remove(&r)) {
-                        let _ = responder.respond(SetSessionModeResponse::new());
+                    if before != Some(mode) || moding.is_some() {
+                        let update = CurrentModeUpdate::new(mode.as_str());
+                        self.notify(session_id, SessionUpdate::CurrentModeUpdate(update));
                     }
-                    self.notify(
-                        session_id,
-                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
-                    );
+                }
+                self.configured(session_id, request_id.as_deref(), &configured);
+                if let Some(responder) = moding {
+                    let _ = responder.respond(SetSessionModeResponse::new());
                 }
             }
             Update::Failed {
@@ -77,8 +83,19 @@ impl Bridge {
                 if let Some(responder) = self.moding.remove(&request_id) {
                     let _ =
                         responder.respond_with_error(errors::refused(error.code, &error.message));
+                } else if !self.configure_failed(&request_id, &error) {
+                    self.close_failed(&request_id, &error);
                 }
             }
+            Update::Elicitation(asked) => self.elicit(session_id, *asked).await,
+            Update::Answered {
+                answer: Answer::Trusted(trust),
+                ..
+            } => self.trusted(session_id, &trust),
+            Update::Failed {
+                asked: Some(Asked::Elicitation { elicitation_id }),
+                ..
+            } => self.elicitation_refused(session_id, &elicitation_id).await,
             Update::ApprovalRequested(approval) => self.ask(session_id.to_string(), approval).await,
             Update::ApprovalGone { approval_id } => {
                 // Answered elsewhere, or its (child's) turn ended.
@@ -98,14 +115,69 @@ impl Bridge {
                 session_id: child,
                 update,
             } => self.subagent(session_id, &child, &update),
+            _ => {}
+        }
+    }
+
+    /// Text and thoughts (with their message ids), a turn's start and its
+    /// usage; any other update is given back.
+    fn message(&mut self, session_id: &str, update: Update) -> Option<Update> {
+        match update {
+            Update::Text(content) => {
+                let session = self.sessions.get_mut(session_id)?;
+                session.streamed = true;
+                let id = session.meter.message_id();
+                let chunk = chunk(content).message_id(MessageId::new(id));
+                self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
+            }
+            Update::TextDone(content) => {
+                let session = self.sessions.get_mut(session_id)?;
+                let streamed = std::mem::take(&mut session.streamed);
+                let id = session.meter.message_done();
+                if !streamed && !content.is_empty() {
+                    let chunk = chunk(content).message_id(MessageId::new(id));
+                    self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk));
+                }
+            }
+            Update::Reasoning(content) => {
+                let session = self.sessions.get_mut(session_id)?;
+                let chunk = chunk(content).message_id(MessageId::new(session.meter.thought_id()));
+                self.notify(session_id, SessionUpdate::AgentThoughtChunk(chunk));
+            }
+            Update::TurnBegan { turn_id, .. } => {
+                if let Some(session) = self.sessions.get_mut(session_id) {
+                    session.meter.begin_turn(&turn_id);
+                }
+            }
+            Update::Usage { step, .. } => {
+                let session = self.sessions.get_mut(session_id)?;
+                let usage = session.meter.step(&step);
+                self.notify(session_id, SessionUpdate::UsageUpdate(usage));
+            }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// A prompt's turn ended, or it never ran: its answer; any other
+    /// update is given back.
+    fn prompt_answered(&mut self, session_id: &str, update: Update) -> Option<Update> {
+        match update {
             Update::Ended {
                 request_id,
                 outcome,
                 cancelled_by_us,
                 ..
             } => {
+                let mut usage = None;
                 if let Some(session) = self.sessions.get_mut(session_id) {
                     session.turn_ended();
+                    if let Outcome::Completed { cost, .. } = &outcome {
+                        usage = session.meter.turn_cost(cost.as_ref());
+                    }
+                }
+                if let Some(usage) = usage {
+                    self.notify(session_id, SessionUpdate::UsageUpdate(usage));
                 }
                 let result = stop_reason(outcome, cancelled_by_us);
                 if let Some(request_id) = request_id {
@@ -127,12 +199,13 @@ impl Bridge {
                 };
                 self.finish(&request_id, result);
             }
-            _ => {}
+            other => return Some(other),
         }
+        None
     }
 
     /// A note of SCV's in the conversation, on a line of its own.
-    fn say(&self, session_id: &str, text: &str) {
+    pub(super) fn say(&self, session_id: &str, text: &str) {
         let text = format!("\n\n⚠ {}\n\n", scv_client::text::visible(text));
         self.notify(session_id, SessionUpdate::AgentMessageChunk(chunk(text)));
     }

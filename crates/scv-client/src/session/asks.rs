@@ -25,6 +25,8 @@ pub enum Asked {
     Delete {
         session_id: String,
     },
+    /// `session.close`.
+    Close,
     Checkpoints,
     Diff {
         checkpoint_id: String,
@@ -79,8 +81,6 @@ pub enum Asked {
     Detach,
     /// `session.attach`.
     Attach,
-    /// `session.close`.
-    Close,
 }
 
 impl Asked {
@@ -96,6 +96,7 @@ impl Asked {
             ClientMessage::SessionDelete(delete) => Asked::Delete {
                 session_id: delete.session_id.clone(),
             },
+            ClientMessage::SessionClose(_) => Asked::Close,
             ClientMessage::CheckpointList(_) => Asked::Checkpoints,
             ClientMessage::CheckpointDiff(diff) => Asked::Diff {
                 checkpoint_id: diff.checkpoint_id.clone(),
@@ -156,7 +157,6 @@ impl Asked {
             },
             ClientMessage::SessionDetach(_) => Asked::Detach,
             ClientMessage::SessionAttach(_) => Asked::Attach,
-            ClientMessage::SessionClose(_) => Asked::Close,
             ClientMessage::Initialize(_)
             | ClientMessage::SessionStart(_)
             | ClientMessage::SessionResume(_)
@@ -186,6 +186,8 @@ pub enum Answer {
     },
     Sessions(Vec<StoredSession>),
     Deleted,
+    /// `session.closed`: the session ended on this connection.
+    Closed,
     Checkpoints {
         checkpoints: Vec<CheckpointInfo>,
         missed: Option<MissedCheckpoint>,

@@ -73,7 +73,16 @@ impl SessionClient {
                 applied.updates.push(Update::Detached);
             }
             EventBody::SessionClosed {} => {
-                self.pending.take(request_id);
+                // The answer to our `session.close` (a front end's
+                // continuation waits on it), then the news for everyone.
+                let asked = self.pending.take(request_id);
+                if asked.is_some() {
+                    applied.updates.push(Update::Answered {
+                        asked,
+                        request_id: event.request_id.clone(),
+                        answer: Answer::Closed,
+                    });
+                }
                 self.running = None;
                 self.approvals.clear();
                 applied.updates.push(Update::Closed);
@@ -180,6 +189,9 @@ impl SessionClient {
                 });
             }
             EventBody::AssistantDelta { content } => updates.push(Update::Text(content.clone())),
+            EventBody::ElicitationRequested(asked) => {
+                updates.push(Update::Elicitation(Box::new(asked.clone())))
+            }
             EventBody::AssistantCompleted { content } => {
                 updates.push(Update::TextDone(content.clone()))
             }

@@ -360,10 +360,11 @@ impl SessionClient {
         self.content(Some(&child), event, &mut updates);
         for update in updates {
             match update {
-                // Approvals are answered where the session's are.
-                update @ (Update::ApprovalRequested(_) | Update::ApprovalGone { .. }) => {
-                    applied.updates.push(update)
-                }
+                // Approvals and questions are answered where the
+                // session's are.
+                update @ (Update::ApprovalRequested(_)
+                | Update::ApprovalGone { .. }
+                | Update::Elicitation(_)) => applied.updates.push(update),
                 update => applied.updates.push(Update::Subagent {
                     session_id: child.clone(),
                     update: Box::new(update),

@@ -193,6 +193,11 @@ pub enum Update {
         approval_id: String,
     },
 
+    /// An MCP server asks the user (capability `elicitation`); answered
+    /// with `elicitation.resolve` (a subagent's too, with this session's
+    /// id).
+    Elicitation(Box<scv_protocol::ElicitationRequested>),
+
     // --- Answers to requests.
     /// The answer to a request; `asked`: what this client asked (`None`:
     /// an answer to someone else, or news such as another client's

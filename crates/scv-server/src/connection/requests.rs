@@ -76,6 +76,7 @@ impl Connection {
             | ClientMessage::SessionResume(_)
             | ClientMessage::SessionFork(_)
             | ClientMessage::SessionDelete(_)
+            | ClientMessage::SessionClose(_)
                 if self.tool_peer =>
             {
                 Err(from_tool("the session store"))

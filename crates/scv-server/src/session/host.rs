@@ -34,7 +34,9 @@ use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 mod checkpoints;
+mod close;
 mod detached;
+mod effort;
 mod keeper;
 mod mcp;
 mod permissions;
@@ -214,7 +216,12 @@ impl SessionHost {
                 model,
                 max_session_cost_usd,
                 mode,
+                reasoning_effort,
             }) => {
+                if let Some(effort) = reasoning_effort {
+                    let switching = provider.is_some() || model.is_some();
+                    self.set_effort(&session_id, &effort, switching)?;
+                }
                 self.configure(
                     rid,
                     &session_id,
@@ -229,6 +236,7 @@ impl SessionHost {
             | ClientMessage::SessionResume(_)
             | ClientMessage::SessionFork(_)
             | ClientMessage::SessionDelete(_)
+            | ClientMessage::SessionClose(_)
                 if !self.caps.sessions =>
             {
                 Err(invalid(format!(
@@ -256,6 +264,7 @@ impl SessionHost {
             ClientMessage::SessionResume(resume) => self.resume(rid, resume).await,
             ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
             ClientMessage::SessionDelete(delete) => self.delete(rid, delete).await,
+            ClientMessage::SessionClose(close) => self.close_one(rid, &close.session_id).await,
             ClientMessage::WorkspaceTrust(_) if !self.caps.trust => Err(invalid(
                 "workspace.trust needs capability `trust` (ask for it in initialize)",
             )),

@@ -29,6 +29,11 @@ impl SessionHost {
         rid: &str,
         message: ClientMessage,
     ) -> Result<Handled, ClientMessage> {
+        if matches!(message, ClientMessage::SessionClose(_)) && !self.caps.detach {
+            // Capability `sessions`' close of one of this connection's
+            // own sessions (`close.rs`).
+            return Err(message);
+        }
         let detaching = matches!(
             message,
             ClientMessage::SessionDetach(_)
@@ -136,7 +141,7 @@ impl SessionHost {
     }
 
     /// A host holding only `session` (a keeper's, or one being closed).
-    fn split_off(&self, session_id: Arc<str>, session: Box<Session>) -> SessionHost {
+    pub(super) fn split_off(&self, session_id: Arc<str>, session: Box<Session>) -> SessionHost {
         let mut host = SessionHost::new(self.shared.clone(), self.out.clone());
         host.caps = self.caps;
         host.children = self.children.clone();

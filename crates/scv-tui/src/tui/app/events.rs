@@ -178,6 +178,8 @@ impl App {
             Update::Queued { .. }
             | Update::Started { .. }
             | Update::Withdrawn { .. }
+            // The TUI does not ask for capability `elicitation` (yet).
+            | Update::Elicitation(_)
             | Update::SeqGap { .. } => {}
         }
     }
@@ -276,7 +278,7 @@ impl App {
                 );
             }
             // Answers to requests this view did not send.
-            Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted => {}
+            Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted | Answer::Closed => {}
             Answer::Models { provider, models } => self.open_models(provider, models),
             Answer::Checkpoints {
                 checkpoints,
