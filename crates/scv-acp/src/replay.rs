@@ -1,19 +1,22 @@
 //! A stored session's past conversation as ACP `session/update`s, for
 //! `session/load`: prompts as user message chunks, answers as agent
 //! message chunks, tool calls as finished `tool_call`s with their output.
-//! A past edit shows no diff: the file on disk is today's, not the one
-//! the call changed. Turns that did not complete say so in one line.
+//! A past `edit_file` shows the change it made as a diff of the region it
+//! replaced (its `old_string` and `new_string`: the file on disk is
+//! today's, not the one the call changed, so no whole-file diff is
+//! made up). Turns that did not complete say so in one line.
 
 use crate::updates::{first_line, kind, title};
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ContentBlock, ContentChunk, Diff, SessionUpdate, TextContent, ToolCall, ToolCallContent,
     ToolCallStatus,
 };
 use scv_protocol::{TranscriptItem, TurnOutcome};
+use std::path::Path;
 
 /// The updates that draw `items`, oldest first; `truncated` (older items
 /// left out) opens with a note.
-pub fn updates(items: Vec<TranscriptItem>, truncated: bool) -> Vec<SessionUpdate> {
+pub fn updates(items: Vec<TranscriptItem>, truncated: bool, cwd: &Path) -> Vec<SessionUpdate> {
     let mut out = Vec::with_capacity(items.len() + 1);
     if truncated {
         out.push(agent_text(
@@ -45,13 +48,17 @@ pub fn updates(items: Vec<TranscriptItem>, truncated: bool) -> Vec<SessionUpdate
                 } else {
                     output
                 };
+                let mut content = vec![ToolCallContent::from(ContentBlock::Text(
+                    TextContent::new(shown),
+                ))];
+                if success {
+                    content.extend(edit_diff(&name, &args, cwd));
+                }
                 let call = ToolCall::new(format!("replay-{n}"), first_line(&title(&name, &args)))
                     .kind(kind(&name))
                     .status(status)
                     .raw_input(args)
-                    .content(vec![ToolCallContent::from(ContentBlock::Text(
-                        TextContent::new(shown),
-                    ))]);
+                    .content(content);
                 out.push(SessionUpdate::ToolCall(call));
             }
             TranscriptItem::TurnEnded {
@@ -74,6 +81,21 @@ pub fn updates(items: Vec<TranscriptItem>, truncated: bool) -> Vec<SessionUpdate
         }
     }
     out
+}
+
+/// The region a past `edit_file` replaced, as a diff of its file.
+fn edit_diff(name: &str, args: &serde_json::Value, cwd: &Path) -> Option<ToolCallContent> {
+    if name != "edit_file" {
+        return None;
+    }
+    let path = args.get("path").and_then(serde_json::Value::as_str)?;
+    let old = args.get("old_string").and_then(serde_json::Value::as_str)?;
+    let new = args.get("new_string").and_then(serde_json::Value::as_str)?;
+    Some(
+        Diff::new(cwd.join(path), new.to_string())
+            .old_text(Some(old.to_string()))
+            .into(),
+    )
 }
 
 pub(crate) fn chunk(text: String) -> ContentChunk {
@@ -117,7 +139,7 @@ mod tests {
                 message: None,
             },
         ];
-        let updates = updates(items, true);
+        let updates = updates(items, true, Path::new("/w"));
         let kinds: Vec<String> = updates
             .iter()
             .map(|u| {
@@ -142,5 +164,25 @@ mod tests {
         assert_eq!(call["status"], "completed");
         assert_eq!(call["kind"], "execute");
         assert_eq!(call["content"][0]["content"]["text"], "a.txt");
+    }
+
+    #[test]
+    fn a_past_edit_replays_with_the_diff_of_what_it_replaced() {
+        let items = vec![TranscriptItem::Tool {
+            turn_id: "t1".into(),
+            call_id: "c1".into(),
+            name: "edit_file".into(),
+            arguments: r#"{"path":"src/a.rs","old_string":"a - b","new_string":"a + b"}"#.into(),
+            output: "edited src/a.rs".into(),
+            success: true,
+            truncated: false,
+        }];
+        let updates = updates(items, false, Path::new("/w"));
+        let call = serde_json::to_value(&updates[0]).unwrap();
+        let diff = &call["content"][1];
+        assert_eq!(diff["type"], "diff", "{call}");
+        assert_eq!(diff["path"], "/w/src/a.rs");
+        assert_eq!(diff["oldText"], "a - b");
+        assert_eq!(diff["newText"], "a + b");
     }
 }

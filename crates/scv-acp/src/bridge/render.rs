@@ -37,7 +37,9 @@ impl Bridge {
             Update::Tool(change) => self.tool(session_id, change).await,
             Update::Transcript { items, truncated } => {
                 if let Some((responder, modes)) = self.replaying.remove(session_id) {
-                    for update in crate::replay::updates(items, truncated) {
+                    let cwd = (self.sessions.get(session_id)).map(|s| s.cwd.clone());
+                    let cwd = cwd.unwrap_or_default();
+                    for update in crate::replay::updates(items, truncated, &cwd) {
                         self.notify(session_id, update);
                     }
                     let options = self.config_options(session_id);
