@@ -309,6 +309,9 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
     assert!(caps["sessionCapabilities"]["list"].is_object(), "{caps}");
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
     assert_eq!(caps["promptCapabilities"]["image"], false);
+    // HTTP MCP servers from the editor run for the session; SSE ones not.
+    assert_eq!(caps["mcpCapabilities"]["http"], true, "{caps}");
+    assert_eq!(caps["mcpCapabilities"]["sse"], false, "{caps}");
     assert!(home.daemon_pid().is_none(), "no daemon before session/new");
 
     let answer = acp
