@@ -52,6 +52,14 @@ impl Tmux {
         panic!("screen never showed {text:?}:\n{}", self.screen());
     }
 
+    /// Ctrl+D once the session is idle: a turn still ending (its answer
+    /// drawn, `turn.completed` not yet in) would make the quit a question
+    /// (leave it running?) instead.
+    async fn quit(&self) {
+        self.wait_for("idle").await;
+        self.keys(&["C-d"]);
+    }
+
     /// Waits (bounded) until the screen no longer contains `text`.
     async fn wait_without(&self, text: &str) -> String {
         for _ in 0..600 {
@@ -239,7 +247,7 @@ async fn the_ui_reconnects_when_the_daemon_comes_back() {
     mock.push(Reply::text(["back in business"]));
     tmux.keys(&["hello again", "Enter"]);
     tmux.wait_for("back in business").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -262,7 +270,7 @@ async fn the_ui_reconnects_to_a_daemon_someone_else_started() {
     mock.push(Reply::text(["back in business"]));
     tmux.keys(&["hello again", "Enter"]);
     tmux.wait_for("back in business").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
     stop(&mut daemon);
 }
@@ -286,7 +294,7 @@ async fn a_daemon_that_cannot_start_again_says_why() {
     assert!(screen.contains("config.toml"), "{screen}");
     std::fs::write(&config, good).unwrap();
     tmux.wait_for("a new session started").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -321,7 +329,7 @@ async fn ctrl_r_resumes_the_conversation_a_restart_took_away() {
     let body = last.body.to_string();
     assert!(body.contains("what is the answer"), "{body}");
     assert!(body.contains("the answer is forty-two"), "{body}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -380,7 +388,7 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
         .lines()
         .find(|l| l.contains(&format!("[fork of {source}]")));
     assert!(fork_row.is_some_and(|r| r.starts_with(fork)), "{table}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 
     // The latest session of this directory is the fork, which holds the
@@ -388,7 +396,7 @@ async fn the_picker_resumes_continue_reopens_and_fork_copies() {
     tmux.restart_scv_with(&home, "--continue");
     let screen = tmux.wait_for("penguins live in the south").await;
     assert!(!screen.contains("camels"), "{screen}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 
     // So does the picker: the fork's short id and where it came from.
@@ -455,7 +463,7 @@ async fn undo_skips_a_reading_bash_turn_and_gives_the_prompt_back() {
     let last = requests.last().unwrap().body.to_string();
     assert!(last.contains("rewrite the story"), "{last}");
     assert!(!last.contains("read it back"), "{last}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -493,7 +501,7 @@ async fn undo_puts_back_what_a_command_changed() {
     // The undone prompt is back in the input box; Ctrl+C clears it.
     tmux.keys(&["C-c", "/rewind", "Enter"]);
     tmux.wait_for("no checkpoints yet").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -637,7 +645,7 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
     let screen = tmux.wait_for("third done").await;
     assert!(!screen.contains("compound-4"), "it did not run: {screen}");
     assert!(screen.contains("[denied]"), "{screen}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -660,7 +668,7 @@ async fn scv_asks_for_reasoning_and_folds_the_thought_once_the_answer_starts() {
     assert!(!screen.contains("weigh"), "folded: {screen}");
     tmux.keys(&["C-o"]);
     tmux.wait_for("first I weigh the options").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -682,7 +690,7 @@ async fn a_first_run_without_a_key_opens_with_a_note() {
         screen.contains("SCV_E2E_KEY_NEVER_SET is not set"),
         "{screen}"
     );
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
     assert_eq!(
         std::fs::read_to_string(home.path().join("config.toml")).unwrap(),
@@ -721,7 +729,7 @@ async fn a_first_run_with_another_providers_key_names_that_provider_once() {
     // The server's warning of the same missing key is not said again.
     assert_eq!(screen.matches("is not set").count(), 1, "once: {screen}");
     assert!(!screen.contains("export SCV_E2E_KEY_NEVER_SET"), "{screen}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -765,7 +773,7 @@ async fn model_switches_the_running_session_and_copy_sets_the_clipboard() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(buffer, "second answer");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -805,7 +813,7 @@ async fn a_task_call_shows_its_subagents_card_and_ctrl_o_its_transcript() {
     assert!(screen.contains("There are three files here."), "{screen}");
     tmux.keys(&["Escape"]);
     tmux.wait_without("Esc closes").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -826,7 +834,7 @@ async fn a_retry_counts_down_on_the_status_line() {
     tmux.wait_for("after the wait").await;
     let screen = tmux.wait_for("idle").await;
     assert!(!screen.contains("retrying"), "{screen}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -860,7 +868,7 @@ async fn a_sandbox_refusal_is_named_on_the_card_and_the_network_state_is_shown()
     tmux.keys(&["/status", "Enter"]);
     tmux.wait_for("sandbox_network = false").await;
     tmux.keys(&["Escape"]);
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -887,7 +895,7 @@ async fn model_without_a_name_picks_from_the_providers_list() {
     tmux.keys(&["hello", "Enter"]);
     tmux.wait_for("hi from beta").await;
     assert_eq!(mock.requests().pop().unwrap().body["model"], "beta-model");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -905,7 +913,7 @@ async fn a_prompt_on_the_command_line_is_the_first_message() {
     let body = &mock.requests()[0].body;
     let last = body["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["content"], "what is in here?");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -923,7 +931,7 @@ async fn quitting_prints_how_to_resume_the_session() {
     tmux.keys(&["remember this", "Enter"]);
     tmux.wait_for("noted").await;
     tmux.wait_for("idle").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     let screen = tmux.wait_for("SCV-EXIT=0").await;
     let text = screen.replace('\n', "");
     assert!(text.contains("resume it with `scv resume "), "{screen}");
@@ -959,7 +967,7 @@ async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend
     tmux.keys(&["Escape"]);
     tmux.wait_for("turn cancelled").await;
     tmux.wait_for("3.0k↑ 600↓").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 
     tmux.restart_scv_with(&home, "--continue");
@@ -970,7 +978,7 @@ async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend
     let screen = tmux.wait_for("turns before this resume").await;
     assert!(screen.contains("3.0k in"), "{screen}");
     tmux.keys(&["Escape"]);
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 
     let output = std::process::Command::new(SCV)
@@ -1009,7 +1017,7 @@ async fn a_key_set_in_the_shell_but_not_in_the_daemon_is_said_and_restart_fixes_
     assert!(flat.contains("`scv daemon restart`, then /new"), "{screen}");
     assert!(!screen.contains("not set in the server's"), "{screen}");
     assert!(!screen.contains("First run?"), "{screen}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 
     let restarted = Command::new(SCV)
@@ -1030,7 +1038,7 @@ async fn a_key_set_in_the_shell_but_not_in_the_daemon_is_said_and_restart_fixes_
     tmux.restart_command(&home, &with_key);
     let screen = tmux.wait_for("idle").await;
     assert!(!screen.contains("SCV_E2E_A2_KEY"), "{screen}");
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -1064,7 +1072,7 @@ async fn a_config_change_the_open_session_does_not_take_is_on_the_status_line() 
     tmux.keys(&["/new", "Enter"]);
     tmux.wait_for("new session started").await;
     tmux.wait_without("config changed").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
 }
 
@@ -1083,6 +1091,7 @@ async fn quitting_mid_turn_asks_leave_runs_on_and_attach_takes_it_back() {
     mock.push(Reply::text(words).drip(Duration::from_millis(60)));
     tmux.keys(&["count to thirty", "Enter"]);
     tmux.wait_for("tok1").await;
+    // Mid-turn on purpose: the quit is a question.
     tmux.keys(&["C-d"]);
     tmux.wait_for("L: leave it running").await;
     tmux.keys(&["l"]);
@@ -1120,7 +1129,7 @@ async fn quitting_mid_turn_asks_leave_runs_on_and_attach_takes_it_back() {
     tmux.wait_for("attached and answering").await;
     tmux.wait_without("working").await;
     // Quitting an attached idle session leaves it live.
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
     let listed: Vec<Value> = serde_json::from_str(&agents(true)).unwrap();
     assert_eq!(listed.len(), 1);
@@ -1132,7 +1141,7 @@ async fn quitting_mid_turn_asks_leave_runs_on_and_attach_takes_it_back() {
     tmux.wait_for("attached to session").await;
     tmux.keys(&["hang on", "Enter"]);
     tmux.wait_for("slow").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("S: stop it").await;
     tmux.keys(&["s"]);
     tmux.wait_for("SCV-EXIT=0").await;
@@ -1158,7 +1167,7 @@ async fn quitting_an_idle_session_leaves_nothing_live() {
     mock.push(Reply::text(["done"]));
     tmux.keys(&["hi", "Enter"]);
     tmux.wait_for("done").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
     let out = home.scv().arg("agents").output().unwrap();
     assert_eq!(stdout(&out), "no live sessions\n");
@@ -1182,7 +1191,7 @@ async fn agents_in_a_terminal_picks_a_session_to_attach() {
     tmux.wait_for("attached to session").await;
     tmux.wait_for("picked and shown").await;
     tmux.wait_without("working").await;
-    tmux.keys(&["C-d"]);
+    tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
     let stop = home.scv().args(["stop", &id]).output().unwrap();
     assert!(stop.status.success(), "{}", stderr(&stop));
