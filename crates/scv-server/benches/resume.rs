@@ -44,7 +44,10 @@ fn median(mut samples: Vec<f64>) -> f64 {
 fn range(samples: &[f64]) -> String {
     let lo = samples.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = samples.iter().copied().fold(0.0, f64::max);
-    format!("median {:.2} (range {lo:.2}–{hi:.2})", median(samples.to_vec()))
+    format!(
+        "median {:.2} (range {lo:.2}–{hi:.2})",
+        median(samples.to_vec())
+    )
 }
 
 async fn initialize(client: &mut TestServer) {
@@ -199,8 +202,7 @@ async fn main() {
         resume.push(ms(start.elapsed()));
         peak.push((status_field(pid, "VmHWM:") as f64 - before as f64) / 1024.0);
         open.push((status_field(pid, "VmRSS:") as f64 - before as f64) / 1024.0);
-        let (to, received, bytes) =
-            timed_turn(&mock, &mut client, &big, &format!("a{run}")).await;
+        let (to, received, bytes) = timed_turn(&mock, &mut client, &big, &format!("a{run}")).await;
         first_to.push(to);
         first_received.push(received);
         request_bytes = bytes;
@@ -209,7 +211,10 @@ async fn main() {
         live_received.push(received);
         drop(client);
     }
-    println!("session.resume → session.transcript: {} ms ({RUNS} runs)", range(&resume));
+    println!(
+        "session.resume → session.transcript: {} ms ({RUNS} runs)",
+        range(&resume)
+    );
     println!(
         "  daemon memory over the resume: peak {} MiB above before, {} MiB while open",
         range(&peak),

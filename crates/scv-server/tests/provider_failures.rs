@@ -283,7 +283,10 @@ async fn max_response_bytes_sets_the_whole_response_cap_and_the_failure_says_so(
         message.contains("max_response_bytes") && message.contains("100000"),
         "names the limit hit: {message}"
     );
-    assert!(message.contains("config.toml"), "says how to raise it: {message}");
+    assert!(
+        message.contains("config.toml"),
+        "says how to raise it: {message}"
+    );
     still_works(&mut rig, &session).await;
 
     // Raised past the document's 4 MiB: a response of 5.3 MiB completes.
@@ -293,10 +296,18 @@ async fn max_response_bytes_sets_the_whole_response_cap_and_the_failure_says_so(
     let mut rig = Rig::new("max_response_bytes = 8388608").await;
     let session = rig.session().await;
     let events = turn_with(&mut rig, &session, Reply::raw(padded, Ending::Done)).await;
-    assert_eq!(events.last().unwrap()["type"], "turn.completed", "{:?}", types(&events));
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{:?}",
+        types(&events)
+    );
     // And the long answer, whole.
     let events = turn_with(&mut rig, &session, Reply::text(&fragments)).await;
-    let done = events.iter().find(|e| e["type"] == "assistant.completed").unwrap();
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "assistant.completed")
+        .unwrap();
     assert_eq!(done["content"], text.as_str());
 }
 

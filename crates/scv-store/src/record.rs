@@ -251,7 +251,10 @@ mod tests {
             outcome: Outcome::Failed,
             code: full.then(|| "provider_error".into()),
             message: full.then(|| "it broke \"here\"".into()),
-            messages: vec![json!({"role": "user", "content": "hi\nthere"}), json!([1, {"a": null}])],
+            messages: vec![
+                json!({"role": "user", "content": "hi\nthere"}),
+                json!([1, {"a": null}]),
+            ],
             history,
             usage: full.then(|| json!({"input_tokens": 3})),
             tokens_per_byte: full.then_some(0.3),

@@ -113,7 +113,11 @@ async fn main() {
         "15,000-delta turn ({printed} bytes printed): scv exec median {e:.1} ms, scv-server --stdio median {s:.1} ms ({RUNS} interleaved runs each): exec / stdio {:.2}",
         e / s
     );
-    let ratios: Vec<f64> = via_exec.iter().zip(&via_stdio).map(|(e, s)| e / s).collect();
+    let ratios: Vec<f64> = via_exec
+        .iter()
+        .zip(&via_stdio)
+        .map(|(e, s)| e / s)
+        .collect();
     println!(
         "  pair by pair: median {:.2}, min {:.2}, max {:.2}",
         median(ratios.clone()),

@@ -317,6 +317,9 @@ async fn exec_holds_output_per_batch_and_keeps_the_two_streams_in_order() {
         at("[tool] bash done: echo from-the-tool"),
         at("after the tool."),
     );
-    assert!(answer < running && running < done && done < after, "{printed}");
+    assert!(
+        answer < running && running < done && done < after,
+        "{printed}"
+    );
     assert!(at("[session] ") < answer, "{printed}");
 }

@@ -141,7 +141,10 @@ mod tests {
             write!(out, "d{i} ").unwrap();
             out.flush().unwrap();
         }
-        assert!(log.borrow().is_empty(), "nothing written before the batch ends");
+        assert!(
+            log.borrow().is_empty(),
+            "nothing written before the batch ends"
+        );
         writeln!(err, "[tool] read_file").unwrap();
         write!(out, "after").unwrap();
         output.flush().unwrap();
