@@ -8,9 +8,9 @@
 //! `long_session` bench's thousandth turn, written in a second instead of
 //! run for minutes). Then, five times, on a new connection each:
 //!
-//! - `session.resume` → its `session.transcript`, and the daemon's peak
-//!   resident memory over it (`VmHWM` after `clear_refs`) and while it is
-//!   open;
+//! - `session.resume` → its `session.transcript` on a daemon started for
+//!   the run, and the daemon's peak resident memory over it (`VmHWM`
+//!   after `clear_refs`) and while it is open, above what it held before;
 //! - the first turn after the resume: `turn.start` → the provider request's
 //!   head at the mock ("to request"), and its whole body ("received");
 //! - the turn after it, the session live: the same two.
@@ -170,7 +170,7 @@ async fn main() {
     println!("daemon: {bin}");
     let mut daemon = spawn_daemon(&bin, home.path(), &socket, &log);
     wait_for_socket(&socket).await;
-    let pid = daemon.id().unwrap();
+    let mut pid = daemon.id().unwrap();
     let mut client = TestServer::connect(&socket).await;
     initialize(&mut client).await;
     let template = template_session(&mock, &mut client, &home.workspace()).await;
@@ -188,6 +188,15 @@ async fn main() {
     let (mut live_to, mut live_received) = (Vec::new(), Vec::new());
     let mut request_bytes = 0;
     for run in 0..RUNS {
+        // A fresh daemon each run: memory the last resume freed is not
+        // handed back to the system, so only a fresh one's peak says what
+        // a resume takes.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        daemon.wait().await.unwrap();
+        let _ = std::fs::remove_file(&socket);
+        daemon = spawn_daemon(&bin, home.path(), &socket, &log);
+        wait_for_socket(&socket).await;
+        pid = daemon.id().unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before = status_field(pid, "VmRSS:");
         // The peak from here on (clear_refs 5 resets VmHWM to VmRSS).
