@@ -22,7 +22,7 @@
 use scv_store::{Record, SessionStore};
 use scv_test_support::daemon::{spawn_daemon, wait_for_socket, DaemonLog};
 use scv_test_support::mock_provider::{MockProvider, Reply};
-use scv_test_support::procfs::status_field;
+use scv_test_support::procfs::{cpu_seconds, status_field};
 use scv_test_support::{TestHome, TestServer};
 use serde_json::json;
 use std::path::Path;
@@ -184,6 +184,7 @@ async fn main() {
     );
 
     let (mut resume, mut peak, mut open) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cpu = Vec::new();
     let (mut first_to, mut first_received) = (Vec::new(), Vec::new());
     let (mut live_to, mut live_received) = (Vec::new(), Vec::new());
     let mut request_bytes = 0;
@@ -203,12 +204,14 @@ async fn main() {
         std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
         let mut client = TestServer::connect(&socket).await;
         initialize(&mut client).await;
+        let cpu_before = cpu_seconds(pid);
         let start = Instant::now();
         client
             .send(json!({"type":"session.resume","request_id":format!("r{run}"),"session_id":big}))
             .await;
         client.until("session.transcript").await;
         resume.push(ms(start.elapsed()));
+        cpu.push((cpu_seconds(pid) - cpu_before) * 1e3);
         peak.push((status_field(pid, "VmHWM:") as f64 - before as f64) / 1024.0);
         open.push((status_field(pid, "VmRSS:") as f64 - before as f64) / 1024.0);
         let (to, received, bytes) = timed_turn(&mock, &mut client, &big, &format!("a{run}")).await;
@@ -223,6 +226,10 @@ async fn main() {
     println!(
         "session.resume → session.transcript: {} ms ({RUNS} runs)",
         range(&resume)
+    );
+    println!(
+        "  the daemon's CPU time over it (user + system, 10 ms ticks): {} ms",
+        range(&cpu)
     );
     println!(
         "  daemon memory over the resume: peak {} MiB above before, {} MiB while open",
