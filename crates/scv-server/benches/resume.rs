@@ -145,7 +145,7 @@ async fn timed_turn(
     session: &str,
     turn: &str,
 ) -> (f64, f64, usize) {
-    mock.push(Reply::text(&["fine."]));
+    mock.push(Reply::text(["fine."]));
     let start = Instant::now();
     client.start_turn(session, turn, "and now?").await;
     let seen = client.until_terminal().await;

@@ -118,9 +118,12 @@ impl<O: Write, E: Write> Write for Half<O, E> {
 mod tests {
     use super::*;
 
+    /// Each `write` call: which stream ('o' / 'e') and its bytes.
+    type Log = Rc<RefCell<Vec<(char, Vec<u8>)>>>;
+
     /// A writer that records each `write` call it gets.
     #[derive(Clone, Default)]
-    struct Calls(Rc<RefCell<Vec<(char, Vec<u8>)>>>, char);
+    struct Calls(Log, char);
 
     impl Write for Calls {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
