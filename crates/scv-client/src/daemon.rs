@@ -4,7 +4,10 @@
 //! session, stdin and stdout closed, diagnostics to `$SCV_HOME/server.log`)
 //! and waits, bounded, for its socket to accept. Until it listens its
 //! stderr is a pipe read here, so a daemon that cannot start (a malformed
-//! `config.toml`) is reported at once in its own words.
+//! `config.toml`) is reported at once in its own words — and the moment
+//! it lets go of the pipe (it listens) or exits is when the connection is
+//! tried again: no fixed poll (a cold `scv exec` waited up to 20 ms more
+//! on one).
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -76,13 +79,20 @@ pub async fn ensure_daemon_with(binary: &Path, home: &Path, socket: &Path) -> Re
             );
         }
         if exited.is_none() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // Until it lets go of its stderr (it listens) or exits; the
+            // bound is a safety net for a daemon whose own children still
+            // hold the pipe.
+            let _ = tokio::time::timeout(SAFETY_NET, started.changed()).await;
         } else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             started = start_daemon(binary, home, socket)?;
         }
     }
 }
+
+/// Longest wait for a starting daemon to say anything before its socket
+/// is tried again.
+const SAFETY_NET: Duration = Duration::from_millis(100);
 
 /// `scv-server`'s exit code for a configuration or home it refuses.
 const CONFIG_EXIT: i32 = 2;
@@ -102,13 +112,27 @@ struct Starting {
     code: Option<Option<i32>>,
 }
 
-#[derive(Clone)]
-struct Started(std::sync::Arc<std::sync::Mutex<Starting>>);
+#[derive(Clone, Default)]
+struct Started(std::sync::Arc<(std::sync::Mutex<Starting>, tokio::sync::Notify)>);
 
 impl Started {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Starting> {
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves when it let go of its stderr or exited (at once when it
+    /// did since the last call).
+    async fn changed(&self) {
+        self.0 .1.notified().await;
+    }
+
+    fn tell(&self) {
+        self.0 .1.notify_one();
+    }
+
     /// How it ended, if it has.
     fn exited(&self) -> Option<Exited> {
-        let starting = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let starting = self.lock();
         starting.code.map(|code| Exited {
             code,
             said: starting.said.clone(),
@@ -155,7 +179,7 @@ fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<Started> {
     let mut child = command
         .spawn()
         .with_context(|| format!("cannot start {}", binary.display()))?;
-    let started = Started(Default::default());
+    let started = Started::default();
     let state = started.clone();
     // Read what it says until it listens (it then lets go of the pipe) or
     // exits; reap it in the background if it exits early (e.g. another
@@ -165,14 +189,17 @@ fn start_daemon(binary: &Path, home: &Path, socket: &Path) -> Result<Started> {
         if let Some(mut stderr) = child.stderr.take() {
             let mut buf = [0u8; 1024];
             while let Ok(n @ 1..) = stderr.read(&mut buf) {
-                let mut starting = state.0.lock().unwrap_or_else(|e| e.into_inner());
+                let mut starting = state.lock();
                 if starting.said.len() < SAID_LIMIT {
                     starting.said.push_str(&String::from_utf8_lossy(&buf[..n]));
                 }
             }
         }
+        // It listens (or is gone): the socket is tried at once.
+        state.tell();
         let code = child.wait().ok().and_then(|status| status.code());
-        state.0.lock().unwrap_or_else(|e| e.into_inner()).code = Some(code);
+        state.lock().code = Some(code);
+        state.tell();
     });
     Ok(started)
 }

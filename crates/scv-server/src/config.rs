@@ -36,6 +36,7 @@ struct Raw {
     tool_output_max_bytes: usize,
     max_history_bytes: usize,
     stream_idle_timeout_ms: u64,
+    max_response_bytes: usize,
     provider_max_retries: u32,
     workspace: Option<PathBuf>,
     clawbot_approval_timeout_ms: u64,
@@ -107,6 +108,7 @@ impl Default for Raw {
             tool_output_max_bytes: 64 * 1024,
             max_history_bytes: 16 * 1024 * 1024,
             stream_idle_timeout_ms: 300_000,
+            max_response_bytes: scv_protocol::limits::MAX_RESPONSE_BYTES,
             provider_max_retries: 3,
             workspace: None,
             clawbot_approval_timeout_ms: 600_000,
@@ -195,6 +197,9 @@ pub(crate) struct ProviderConfig {
     pub prompt_cache: bool,
     /// `stream_idle_timeout_ms`.
     pub stream_idle_timeout_ms: u64,
+    /// `max_response_bytes`: the cap on one provider response's bytes as
+    /// they come over the wire (default the protocol's 4 MiB; at least 1).
+    pub max_response_bytes: usize,
     /// `provider_max_retries`: retries of a transient provider failure
     /// (429/5xx before any output).
     pub max_retries: u32,
@@ -318,6 +323,7 @@ const KNOWN_KEYS: &[&str] = &[
     "tool_output_max_bytes",
     "max_history_bytes",
     "stream_idle_timeout_ms",
+    "max_response_bytes",
     "provider_max_retries",
     "workspace",
     // Read by `scv clawbot login`.
@@ -498,6 +504,7 @@ impl Config {
                 reasoning_effort: raw.reasoning_effort,
                 prompt_cache: raw.prompt_cache,
                 stream_idle_timeout_ms: raw.stream_idle_timeout_ms,
+                max_response_bytes: raw.max_response_bytes.max(1),
                 max_retries: raw.provider_max_retries,
             },
             limits: TurnLimits {

@@ -270,6 +270,48 @@ async fn reader_caps_fail_the_turn_with_response_limit() {
 }
 
 #[tokio::test]
+async fn max_response_bytes_sets_the_whole_response_cap_and_the_failure_says_so() {
+    // 3,000 small deltas: ~36 KB of text, several hundred KB on the wire.
+    let fragments: Vec<String> = (0..3000).map(|i| format!("w{i:04} ")).collect();
+    let text: String = fragments.concat();
+    let mut rig = Rig::new("max_response_bytes = 100000").await;
+    let session = rig.session().await;
+    let events = turn_with(&mut rig, &session, Reply::text(&fragments)).await;
+    let (code, message) = failed(&events);
+    assert_eq!(code, "response_limit");
+    assert!(
+        message.contains("max_response_bytes") && message.contains("100000"),
+        "names the limit hit: {message}"
+    );
+    assert!(
+        message.contains("config.toml"),
+        "says how to raise it: {message}"
+    );
+    still_works(&mut rig, &session).await;
+
+    // Raised past the document's 4 MiB: a response of 5.3 MiB completes.
+    let padded: Vec<String> = (0..6)
+        .map(|_| json!({"choices":[{"index":0,"delta":{"content":"z"}}],"padding":"p".repeat(900 * 1024)}).to_string())
+        .collect();
+    let mut rig = Rig::new("max_response_bytes = 8388608").await;
+    let session = rig.session().await;
+    let events = turn_with(&mut rig, &session, Reply::raw(padded, Ending::Done)).await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{:?}",
+        types(&events)
+    );
+    // And the long answer, whole.
+    let events = turn_with(&mut rig, &session, Reply::text(&fragments)).await;
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "assistant.completed")
+        .unwrap();
+    assert_eq!(done["content"], text.as_str());
+}
+
+#[tokio::test]
 async fn tool_caps_fail_the_turn_with_tool_limit_and_run_nothing() {
     let mut rig = Rig::new("").await;
     let session = rig.session().await;

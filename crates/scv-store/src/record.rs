@@ -142,11 +142,68 @@ pub enum Record {
 }
 
 impl Record {
+    /// A record from its journal line. A `turn_ended` record (the big
+    /// ones: a turn's messages) whose tag leads the line, as this build
+    /// writes it, is read straight into its fields: serde reads a tagged
+    /// enum by buffering the whole record first and copying every message
+    /// out of that buffer again (at a 16 MiB journal, most of a resume's
+    /// time). Anything else goes the general way.
+    pub fn from_line(line: &[u8]) -> Result<Record, serde_json::Error> {
+        if line.starts_with(br#"{"kind":"turn_ended","#) {
+            return serde_json::from_slice::<TurnEndedFields>(line).map(Record::from);
+        }
+        serde_json::from_slice(line)
+    }
+
     /// The record as one journal line, newline included.
     pub fn line(&self) -> Result<Vec<u8>, serde_json::Error> {
         let mut line = serde_json::to_vec(self)?;
         line.push(b'\n');
         Ok(line)
+    }
+}
+
+/// [`Record::TurnEnded`]'s fields, for [`Record::from_line`] (its `kind`
+/// is ignored: the caller saw it). Every field is moved into the record
+/// by name, so a field added there and not here does not build.
+#[derive(Deserialize)]
+struct TurnEndedFields {
+    turn_id: String,
+    at: u64,
+    seq: u64,
+    outcome: Outcome,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    messages: Vec<Value>,
+    history: HistoryChange,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    tokens_per_byte: Option<f64>,
+    #[serde(default)]
+    spent: Option<Spent>,
+    #[serde(default)]
+    no_undo: Option<String>,
+}
+
+impl From<TurnEndedFields> for Record {
+    fn from(f: TurnEndedFields) -> Record {
+        Record::TurnEnded {
+            turn_id: f.turn_id,
+            at: f.at,
+            seq: f.seq,
+            outcome: f.outcome,
+            code: f.code,
+            message: f.message,
+            messages: f.messages,
+            history: f.history,
+            usage: f.usage,
+            tokens_per_byte: f.tokens_per_byte,
+            spent: f.spent,
+            no_undo: f.no_undo,
+        }
     }
 }
 
@@ -177,5 +234,77 @@ pub fn title_of(prompt: &str) -> String {
     match line.char_indices().nth(TITLE_CHARS) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn ended(history: HistoryChange, full: bool) -> Record {
+        Record::TurnEnded {
+            turn_id: "t1".into(),
+            at: 7,
+            seq: 9,
+            outcome: Outcome::Failed,
+            code: full.then(|| "provider_error".into()),
+            message: full.then(|| "it broke \"here\"".into()),
+            messages: vec![
+                json!({"role": "user", "content": "hi\nthere"}),
+                json!([1, {"a": null}]),
+            ],
+            history,
+            usage: full.then(|| json!({"input_tokens": 3})),
+            tokens_per_byte: full.then_some(0.3),
+            spent: full.then(|| Spent {
+                model: "m".into(),
+                usage_detail: scv_protocol::UsageDetail {
+                    input: 1,
+                    cache_read: 2,
+                    cache_write: 3,
+                    output: 4,
+                    reasoning: 5,
+                },
+                cost_usd: Some(0.5),
+            }),
+            no_undo: full.then(|| "disk full".into()),
+        }
+    }
+
+    #[test]
+    fn a_turn_ended_line_reads_back_the_same_by_either_way() {
+        let histories = [
+            HistoryChange::Append,
+            HistoryChange::Edit { drop: 2, keep: 5 },
+            HistoryChange::Snapshot(vec![json!({"role": "user"})]),
+        ];
+        for history in histories {
+            for full in [false, true] {
+                let record = ended(history.clone(), full);
+                let mut line = record.line().unwrap();
+                line.pop();
+                assert!(line.starts_with(br#"{"kind":"turn_ended","#));
+                assert_eq!(Record::from_line(&line).unwrap(), record);
+                assert_eq!(serde_json::from_slice::<Record>(&line).unwrap(), record);
+                // The tag elsewhere (a hand-edited line): the general way.
+                let mut value: Value = serde_json::from_slice(&line).unwrap();
+                let kind = value.as_object_mut().unwrap().remove("kind").unwrap();
+                value.as_object_mut().unwrap().insert("kind".into(), kind);
+                let moved = serde_json::to_vec(&value).unwrap();
+                assert!(!moved.starts_with(b"{\"kind\""));
+                assert_eq!(Record::from_line(&moved).unwrap(), record);
+            }
+        }
+        // Broken or of another kind: as serde says.
+        assert!(Record::from_line(br#"{"kind":"turn_ended","turn_id":1}"#).is_err());
+        let queue = Record::Queue {
+            prompts: vec!["a".into()],
+            seq: 3,
+        };
+        let mut line = queue.line().unwrap();
+        line.pop();
+        assert_eq!(Record::from_line(&line).unwrap(), queue);
     }
 }

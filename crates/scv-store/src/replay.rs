@@ -130,7 +130,7 @@ impl Replay {
         let mut line_no = 1;
         while let Some((line, last)) = lines.next_complete() {
             line_no += 1;
-            let record = match serde_json::from_slice::<Record>(line) {
+            let record = match Record::from_line(line) {
                 Ok(record) => record,
                 // The last complete line may still be a torn write that
                 // happened to end in a newline byte of its payload: only
@@ -313,13 +313,13 @@ impl<'a> Lines<'a> {
     fn next_complete(&mut self) -> Option<(&'a [u8], bool)> {
         loop {
             let rest = &self.bytes[self.consumed..];
-            let end = rest.iter().position(|b| *b == b'\n')?;
+            let end = memchr::memchr(b'\n', rest)?;
             self.consumed += end + 1;
             let line = &rest[..end];
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let last = !self.bytes[self.consumed..].contains(&b'\n');
+            let last = memchr::memchr(b'\n', &self.bytes[self.consumed..]).is_none();
             return Some((line, last));
         }
     }

@@ -33,6 +33,9 @@ where
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
+            // A response goes out as it is written: no delayed-ACK stall
+            // (~40 ms) between a request's answer and the next request.
+            let _ = stream.set_nodelay(true);
             let handler = handler.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(handler);

@@ -337,8 +337,30 @@ fn plain(status: u16, body: &str) -> Response<Body> {
 }
 
 /// Streams `frames` (each after `delay`), then `done` (if any) and the
-/// ending.
+/// ending. Without a delay, a response that ends well is sent whole, as
+/// one body: hyper writes it with its head in one write, so the mock's
+/// own pace (a frame per channel hop) is never what a figure measures.
 fn stream_response(
+    state: Arc<Mutex<State>>,
+    frames: Vec<Vec<u8>>,
+    delay: Duration,
+    ending: Ending,
+    done: Option<Vec<u8>>,
+) -> Response<Body> {
+    if delay.is_zero() && matches!(ending, Ending::Done | Ending::Eof) {
+        let mut whole = Vec::with_capacity(frames.iter().map(Vec::len).sum::<usize>() + 256);
+        for frame in frames.iter().chain(&done) {
+            whole.extend_from_slice(frame);
+        }
+        let body = Full::new(Bytes::from(whole))
+            .map_err(|never| match never {})
+            .boxed();
+        return sse(body);
+    }
+    stream_frames(state, frames, delay, ending, done)
+}
+
+fn stream_frames(
     state: Arc<Mutex<State>>,
     frames: Vec<Vec<u8>>,
     delay: Duration,
@@ -398,12 +420,15 @@ fn repeat_response(state: Arc<Mutex<State>>, frame: Vec<u8>, every: Duration) ->
 }
 
 fn sse_response(rx: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>) -> Response<Body> {
-    let body = StreamBody::new(tokio_stream_from(rx));
+    sse(BodyExt::boxed(StreamBody::new(tokio_stream_from(rx))))
+}
+
+fn sse(body: Body) -> Response<Body> {
     Response::builder()
         .status(200)
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
-        .body(BodyExt::boxed(body))
+        .body(body)
         .unwrap()
 }
 

@@ -23,6 +23,7 @@
 //! starts and one when it ends, its tool calls indented under it, and its
 //! approvals follow `--approve` like the parent's (see [`show`]).
 
+mod output;
 mod show;
 
 use crate::session;
@@ -139,7 +140,11 @@ pub async fn run(
             writeln!(stdout, "{}", serde_json::to_string(event)?)?;
         }
     }
-    let mut printer = Printer::new(stdout, std::io::stderr(), out_tty, err_tty, json);
+    // Both streams held until each batch of events is printed: a write
+    // or two per batch, not one per delta.
+    let output = output::Output::new(stdout, std::io::stderr());
+    let (out, err) = output.halves();
+    let mut printer = Printer::new(out, err, out_tty, err_tty, json);
     if !json {
         eprintln!("[session] {session_id}");
     }
@@ -189,6 +194,7 @@ pub async fn run(
             let step = printer.event(&mut client, event, approve)?;
             requests.extend(step.requests);
             if let Some(exit) = step.exit {
+                output.flush()?;
                 driver.send(&requests).await?;
                 return Ok(match exit {
                     Exit::Completed => ExitCode::SUCCESS,
@@ -197,6 +203,9 @@ pub async fn run(
                 });
             }
         }
+        // The batch is printed: out it goes (before answering its
+        // approvals, so what was asked is on screen first).
+        output.flush()?;
         driver.send(&requests).await?;
         match batch.closed.as_deref() {
             None => {}

@@ -278,3 +278,48 @@ async fn an_unreachable_provider_is_said_in_its_own_words() {
     );
     assert!(!err.contains("returned an error"), "{err}");
 }
+
+/// Output is held while a batch of events is printed and written when it
+/// is done (a write or two per batch, not one per delta): with stdout and
+/// stderr on one file, a long answer's text is whole and each tool line
+/// still comes after the text before it and before the text after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_holds_output_per_batch_and_keeps_the_two_streams_in_order() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let first: Vec<String> = (0..3000).map(|i| format!("a{i} ")).collect();
+    mock.push(Reply::response(
+        &first,
+        &[("c1", "bash", json!({"command": "echo from-the-tool"}))],
+        7,
+    ));
+    mock.push(Reply::text(["after the tool."]));
+    let both = home.workspace().join("../exec-both.txt");
+    let file = std::fs::File::create(&both).unwrap();
+    let status = home
+        .scv()
+        .args(["exec", "--approve", "process", "go"])
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .status()
+        .unwrap();
+    let printed = std::fs::read_to_string(&both).unwrap();
+    assert!(status.success(), "{printed}");
+    let text = first.concat();
+    let at = |needle: &str| {
+        printed
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {printed}"))
+    };
+    let (answer, running, done, after) = (
+        at(&text),
+        at("[tool] bash running: echo from-the-tool"),
+        at("[tool] bash done: echo from-the-tool"),
+        at("after the tool."),
+    );
+    assert!(
+        answer < running && running < done && done < after,
+        "{printed}"
+    );
+    assert!(at("[session] ") < answer, "{printed}");
+}

@@ -32,6 +32,25 @@ struct State {
     parts: VecDeque<Parts>,
 }
 
+impl State {
+    fn fill(
+        &mut self,
+        key: RenderKey,
+        messages: &[Message],
+        mut render: impl FnMut(&Message) -> Parts,
+    ) {
+        if self.key != Some(key) {
+            self.parts.clear();
+            self.key = Some(key);
+        }
+        self.parts.truncate(messages.len());
+        let kept = self.parts.len();
+        for message in &messages[kept..] {
+            self.parts.push_back(render(message));
+        }
+    }
+}
+
 impl Clone for Rendered {
     fn clone(&self) -> Self {
         Rendered {
@@ -52,19 +71,22 @@ impl Rendered {
         &self,
         key: RenderKey,
         messages: &[Message],
-        mut render: impl FnMut(&Message) -> Parts,
+        render: impl FnMut(&Message) -> Parts,
     ) -> Vec<Parts> {
         let mut state = self.lock();
-        if state.key != Some(key) {
-            state.parts.clear();
-            state.key = Some(key);
-        }
-        state.parts.truncate(messages.len());
-        let kept = state.parts.len();
-        for message in &messages[kept..] {
-            state.parts.push_back(render(message));
-        }
+        state.fill(key, messages, render);
         state.parts.iter().cloned().collect()
+    }
+
+    /// Renders and keeps what of `messages` is not kept under `key` yet
+    /// (ahead of a request: [`Rendered::of`] then finds it all).
+    pub(crate) fn fill(
+        &self,
+        key: RenderKey,
+        messages: &[Message],
+        render: impl FnMut(&Message) -> Parts,
+    ) {
+        self.lock().fill(key, messages, render);
     }
 
     /// The first `count` messages were dropped.
@@ -143,8 +165,10 @@ mod tests {
         rendered.of(responses, &history, render_counting(&mut count));
         assert_eq!(count, 7);
         rendered.clear();
-        rendered.of(responses, &history, render_counting(&mut count));
+        rendered.fill(responses, &history, render_counting(&mut count));
         assert_eq!(count, 9);
+        rendered.of(responses, &history, render_counting(&mut count));
+        assert_eq!(count, 9, "filled ahead: nothing rendered again");
         assert_eq!(rendered.bytes(), 4);
     }
 }

@@ -137,7 +137,7 @@ pub(crate) fn share<'a>(rendering: Vec<u8>, texts: impl IntoIterator<Item = &'a 
         .into_iter()
         .map(Text::json)
         .filter(|json| json.len() >= MIN_SHARED)
-        .filter_map(|json| memchr::memmem::find(&rendering, json).map(|at| (at, json)))
+        .filter_map(|json| find(&rendering, json).map(|at| (at, json)))
         .collect();
     found.sort_by_key(|(at, _)| *at);
     let mut parts = Vec::with_capacity(found.len() * 2 + 1);
@@ -160,6 +160,37 @@ pub(crate) fn share<'a>(rendering: Vec<u8>, texts: impl IntoIterator<Item = &'a 
     }
     Parts::new(parts)
 }
+
+/// Where `json` first appears in `rendering`. The searcher is built for
+/// the literal's first `HEAD` bytes and each place they appear is
+/// compared with the rest: a searcher for the whole literal (a needle
+/// the message's size) cost as much to build as the search, and was half
+/// of the first request after a resume (every message rendered again).
+/// Comparing is bounded: past `rendering`'s length in compared bytes (a
+/// text whose head repeats all over the rendering) the whole literal is
+/// searched for instead, so the work stays linear.
+fn find(rendering: &[u8], json: &[u8]) -> Option<usize> {
+    if json.len() <= HEAD {
+        return memchr::memmem::find(rendering, json);
+    }
+    let (head, rest) = json.split_at(HEAD);
+    let finder = memchr::memmem::Finder::new(head);
+    let mut compared = 0usize;
+    for at in finder.find_iter(rendering) {
+        let after = &rendering[at + HEAD..];
+        if after.starts_with(rest) {
+            return Some(at);
+        }
+        compared += rest.len().min(after.len());
+        if compared > rendering.len() {
+            return memchr::memmem::find(&rendering[at..], json).map(|more| at + more);
+        }
+    }
+    None
+}
+
+/// Bytes of a literal's head the searcher looks for.
+const HEAD: usize = 32;
 
 /// Texts shorter than this are copied into the rendering: a shared part
 /// costs a `Bytes` (32 bytes) and a reference count.
@@ -252,5 +283,33 @@ mod tests {
         let parts = share(b"{}".to_vec(), [&short]);
         assert_eq!(parts.as_slice().len(), 1);
         assert!(share(Vec::new(), [&long]).is_empty());
+    }
+
+    #[test]
+    fn a_text_is_found_past_places_that_only_begin_like_it() {
+        let text = format!("{}{}", "h".repeat(HEAD), "tail".repeat(80));
+        let json = serde_json::to_vec(&text).unwrap();
+        // Its head, cut short, many times over; then the text itself.
+        let mut rendering = Vec::new();
+        for _ in 0..50 {
+            rendering.extend_from_slice(&json[..json.len() - 7]);
+            rendering.push(b',');
+        }
+        let at = rendering.len();
+        rendering.extend_from_slice(&json);
+        rendering.extend_from_slice(b"}");
+        assert_eq!(find(&rendering, &json), Some(at));
+        assert_eq!(find(&rendering[..rendering.len() - 2], &json), None);
+        assert_eq!(find(&rendering, b"\"hh"), Some(0));
+        // A head that recurs within itself (`\"\"\"…`): every other byte
+        // of a decoy is a place to compare; past the rendering's length in
+        // compared bytes the whole literal is searched for instead.
+        let quotes = |end: &str| serde_json::to_vec(&format!("{}{end}", "\"".repeat(400))).unwrap();
+        let (json, decoy) = (quotes("b"), quotes("a"));
+        let mut many = decoy.repeat(3);
+        let at = many.len();
+        many.extend_from_slice(&json);
+        assert_eq!(find(&many, &json), Some(at));
+        assert_eq!(find(&decoy.repeat(3), &json), None);
     }
 }

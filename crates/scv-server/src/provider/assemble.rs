@@ -77,7 +77,7 @@ impl Assembler {
         if self.text.len() + text.len() > MAX_ASSISTANT_TEXT_BYTES {
             return Err(ProviderError::limit(
                 FailureCode::ResponseLimit,
-                format!("assistant text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes"),
+                format!("assistant text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes (the protocol's cap on one answer's text; not configurable)"),
             ));
         }
         self.text.push_str(text);
@@ -93,7 +93,7 @@ impl Assembler {
         if self.reasoning.len() + text.len() > MAX_ASSISTANT_TEXT_BYTES {
             return Err(ProviderError::limit(
                 FailureCode::ResponseLimit,
-                format!("reasoning text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes"),
+                format!("reasoning text exceeded {MAX_ASSISTANT_TEXT_BYTES} bytes (the protocol's cap on one answer's reasoning; not configurable)"),
             ));
         }
         self.reasoning.push_str(text);

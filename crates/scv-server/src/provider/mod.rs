@@ -35,7 +35,7 @@ pub(crate) use http::Failure;
 pub(crate) use settings::{Provider, Request};
 pub(crate) use stream::{Reply, ResponseStream};
 
-use crate::model::{share, Message, Parts, ToolSpec, Wire};
+use crate::model::{share, Message, Parts, Rendered, ToolSpec, Wire};
 use errors::Redactor;
 use http::Auth;
 use serde_json::Value;
@@ -96,9 +96,22 @@ impl Provider {
         Ok(ResponseStream::new(
             response,
             self.idle_timeout,
+            self.max_response_bytes,
             redact,
             parser,
         ))
+    }
+
+    /// Renders the messages of `history` that `rendered` does not hold
+    /// yet, as this provider's requests send them, and keeps them there:
+    /// a resumed session's whole history, before its first request (which
+    /// otherwise rendered 16 MiB on the turn's path: 129 ms against the
+    /// live session's 1.5 ms).
+    pub(crate) fn render_ahead(&self, history: &[Message], rendered: &Rendered) {
+        let spec = spec(self.wire);
+        rendered.fill(self.render_key(), history, |m| {
+            share((spec.fragment)(self, m), m.texts())
+        });
     }
 
     /// Serialized size of the tool definitions as this wire sends them,

@@ -47,6 +47,8 @@ pub(crate) struct Provider {
     pub reasoning_replay: bool,
     /// A stream without model output for this long fails.
     pub idle_timeout: Duration,
+    /// A response whose bytes pass this fails (`max_response_bytes`).
+    pub max_response_bytes: usize,
     /// Retries of 429/5xx before any output.
     pub max_retries: u32,
 }
@@ -70,6 +72,7 @@ impl Provider {
             prompt_cache: false,
             reasoning_replay: false,
             idle_timeout: Duration::from_secs(1),
+            max_response_bytes: scv_protocol::limits::MAX_RESPONSE_BYTES,
             max_retries: 0,
         }
     }

@@ -2,9 +2,13 @@
 //! parser feeding the shared assembler, deltas handed out as they come.
 //!
 //! Caps (the protocol document's): an SSE event 1 MiB and the whole
-//! response 4 MiB (`response_limit`); the assembler holds the rest. Hitting
-//! one returns an error; the caller drops the stream, which drops the HTTP
-//! body. The idle timer measures model output, not bytes.
+//! response `max_response_bytes` (default the document's 4 MiB; it counts
+//! wire bytes, ~40 × the text for small chunks, so a long answer may need
+//! more); the assembler holds the rest. Each fails the turn with
+//! `response_limit`, its message naming the limit and, when it is
+//! configurable, how to raise it. Hitting one returns an error; the caller
+//! drops the stream, which drops the HTTP body. The idle timer measures
+//! model output, not bytes.
 
 use super::assemble::{Assembler, Delta, End};
 use super::errors::{ProviderError, Redactor};
@@ -12,7 +16,7 @@ use super::http;
 use super::sse::{EventTooLarge, SseReader};
 use super::wire::{Flow, WireParser};
 use crate::model::{AssistantMessage, Usage};
-use scv_protocol::limits::{MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES};
+use scv_protocol::limits::MAX_SSE_EVENT_BYTES;
 use scv_protocol::FailureCode;
 use std::time::{Duration, Instant};
 
@@ -39,6 +43,7 @@ pub(crate) struct ResponseStream {
     body: reqwest::Response,
     sse: SseReader,
     idle_timeout: Duration,
+    max_response_bytes: usize,
     /// When the model last produced something (as of the last chunk read).
     last_output: Instant,
     /// The model produced something since `last_output` was stamped.
@@ -56,6 +61,7 @@ impl ResponseStream {
     pub(super) fn new(
         body: reqwest::Response,
         idle_timeout: Duration,
+        max_response_bytes: usize,
         redact: Redactor,
         parser: Box<dyn WireParser>,
     ) -> Self {
@@ -63,6 +69,7 @@ impl ResponseStream {
             body,
             sse: SseReader::new(MAX_SSE_EVENT_BYTES),
             idle_timeout,
+            max_response_bytes,
             last_output: Instant::now(),
             progressed: false,
             received: 0,
@@ -107,7 +114,7 @@ impl ResponseStream {
                     Err(EventTooLarge) => {
                         return Err(ProviderError::limit(
                             FailureCode::ResponseLimit,
-                            format!("provider sent an SSE event over {MAX_SSE_EVENT_BYTES} bytes"),
+                            format!("provider sent an SSE event over {MAX_SSE_EVENT_BYTES} bytes (the protocol's cap on one event; not configurable)"),
                         ))
                     }
                     Ok(None) => break,
@@ -156,10 +163,13 @@ impl ResponseStream {
         match chunk {
             Some(bytes) => {
                 self.received += bytes.len();
-                if self.received > MAX_RESPONSE_BYTES {
+                if self.received > self.max_response_bytes {
                     return Err(ProviderError::limit(
                         FailureCode::ResponseLimit,
-                        format!("provider response exceeded {MAX_RESPONSE_BYTES} bytes"),
+                        format!(
+                            "provider response exceeded max_response_bytes ({} bytes, counted as they come over the wire); raise `max_response_bytes` in config.toml for longer answers",
+                            self.max_response_bytes
+                        ),
                     ));
                 }
                 self.sse.push(bytes);

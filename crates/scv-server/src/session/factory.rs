@@ -324,6 +324,7 @@ impl<'a> SessionFactory<'a> {
             prompt_cache: config.provider.prompt_cache,
             reasoning_replay: def.reasoning_replay,
             idle_timeout: config.provider.stream_idle_timeout(),
+            max_response_bytes: config.provider.max_response_bytes,
             max_retries: config.provider.max_retries,
         })
     }

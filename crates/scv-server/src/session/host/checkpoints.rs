@@ -140,11 +140,11 @@ impl SessionHost {
             session.tell_journal(None).await;
         }
         let (id, turn) = (session_id.to_string(), turn_id.to_string());
-        let replay = crate::blocking::run(move || store.sessions.read_before(&id, &turn))
+        let mut replay = crate::blocking::run(move || store.sessions.read_before(&id, &turn))
             .await
             .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
             .map_err(|err| invalid(err.to_string()))?
             .ok_or_else(|| invalid(format!("turn {turn_id} is not in this session's journal")))?;
-        history_of(&replay).map_err(|why| invalid(format!("the journal cannot be read: {why}")))
+        history_of(&mut replay).map_err(|why| invalid(format!("the journal cannot be read: {why}")))
     }
 }

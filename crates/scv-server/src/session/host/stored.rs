@@ -162,7 +162,8 @@ impl SessionHost {
                 .map_err(store_reject)
         })
         .await??;
-        let history = history_of(&replay).map_err(|why| damaged(&session_id, &why))?;
+        let mut replay = replay;
+        let history = history_of(&mut replay).map_err(|why| damaged(&session_id, &why))?;
         let start = start_of(&replay, provider, model);
         let mut made = SessionFactory::new(&self.shared)
             .start(start, "resume")
@@ -201,6 +202,7 @@ impl SessionHost {
                 None,
             );
         }
+        let history = rendered_ahead(&made, history).await?;
         let session_id: Arc<str> = session_id.into();
         self.open_stored(rid, session_id.clone(), made, history, live, &replay)
             .await;
@@ -234,7 +236,7 @@ impl SessionHost {
             new_id.clone(),
             store.clone(),
         );
-        let (journal, replay) = off_thread(move || {
+        let (journal, mut replay) = off_thread(move || {
             forking
                 .sessions
                 .fork(&from, until.as_deref(), &id, scv_store::now_unix())
@@ -242,7 +244,7 @@ impl SessionHost {
         })
         .await??;
         let opened = async {
-            let history = history_of(&replay).map_err(|why| damaged(&source, &why))?;
+            let history = history_of(&mut replay).map_err(|why| damaged(&source, &why))?;
             let mut made = SessionFactory::new(&self.shared)
                 .start(start_of(&replay, None, None), "resume")
                 .await?;
@@ -268,6 +270,7 @@ impl SessionHost {
             }
         };
         history.keep_provider_data_of(made.settings.provider.wire);
+        let history = rendered_ahead(&made, history).await?;
         self.open_stored(rid, new_id.into(), made, history, live, &replay)
             .await;
         Ok(())
@@ -445,6 +448,21 @@ fn listed(store: &Store, cwd: Option<String>, limit: usize) -> Vec<StoredSession
         .take(limit)
         .map(StoredSession::from)
         .collect()
+}
+
+/// `history` with every message rendered for the session's provider, on
+/// the blocking pool: the first request after a resume or fork then sends
+/// what is kept, as a live session's does.
+async fn rendered_ahead(
+    made: &crate::session::factory::Made,
+    history: History,
+) -> Result<History, Reject> {
+    let provider = made.settings.provider.clone();
+    off_thread(move || {
+        provider.render_ahead(history.messages(), history.rendered());
+        history
+    })
+    .await
 }
 
 /// Store work on the blocking pool.
