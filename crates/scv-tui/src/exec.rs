@@ -122,6 +122,7 @@ pub async fn run(
         conn,
         events,
         session_id,
+        note,
     } = session::open(
         endpoint,
         true,
@@ -145,6 +146,9 @@ pub async fn run(
     let output = output::Output::new(stdout, std::io::stderr());
     let (out, err) = output.halves();
     let mut printer = Printer::new(out, err, out_tty, err_tty, json);
+    if let Some(note) = &note {
+        eprintln!("scv: {note}");
+    }
     if !json {
         eprintln!("[session] {session_id}");
     }

@@ -15,6 +15,9 @@ pub struct Opened {
     /// session's `session.transcript`).
     pub events: Vec<Event>,
     pub session_id: String,
+    /// What the user should know of how it was opened (`--continue` of a
+    /// session open elsewhere continues in a fork of it).
+    pub note: Option<String>,
 }
 
 /// The provider and model a session asks for (`--provider`, `--model`);
@@ -94,8 +97,10 @@ pub async fn open(
             conn,
             events,
             session_id,
+            note: None,
         });
     }
+    let mut note = None;
     let open = match which {
         Which::Attach(_) | Which::New => new_session(cwd, choice),
         Which::Resume(id) => resume(id.clone()),
@@ -111,8 +116,21 @@ pub async fn open(
             let sessions = conn.list_sessions(here.clone(), None).await?;
             match sessions
                 .into_iter()
-                .find(|s| !s.open && s.damaged.is_none() && s.turns > 0)
+                .find(|s| s.damaged.is_none() && s.turns > 0 && s.parent.is_none())
             {
+                // Open elsewhere (another terminal, a background run): it
+                // cannot be resumed here, so this continues in a fork of
+                // it, and says so.
+                Some(last) if last.open => {
+                    let short = crate::sessions_cmd::short_id(&last.session_id).to_string();
+                    note = Some(format!(
+                        "the last session here ({short}) is open elsewhere, so this is a fork of it; to follow that one instead: `scv attach {short}`"
+                    ));
+                    Open::Fork(SessionFork {
+                        session_id: last.session_id,
+                        turn_id: None,
+                    })
+                }
                 Some(last) => resume(last.session_id),
                 None if here.is_some() => bail!(
                     "no earlier session in {} to continue (`scv resume` lists every directory's)",
@@ -131,6 +149,7 @@ pub async fn open(
         conn,
         events,
         session_id,
+        note,
     })
 }
 

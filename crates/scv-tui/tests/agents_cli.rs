@@ -167,3 +167,34 @@ async fn bad_ids_and_an_empty_prompt_are_one_line_each() {
         assert!(err.contains("the server has no such session"), "{err}");
     }
 }
+
+/// `scv exec --continue` while the last session here is live elsewhere (a
+/// background run): it cannot be resumed, so the prompt runs in a fork of
+/// it with the conversation so far, and stderr says so and how to follow
+/// the live one.
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_forks_a_session_open_elsewhere_and_says_so() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    mock.push(Reply::text(["first answer"]));
+    let id = background(&home, "start it off");
+    until_agent(&home, &id, |e| e["state"] == "idle" && e["turns"] == 1).await;
+    mock.push(Reply::text(["continued in a fork"]));
+    let out = run(&home, &["exec", "--continue", "and then?"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("is open elsewhere") && err.contains(&format!("scv attach {}", &id[..8])),
+        "{err}"
+    );
+    assert!(stdout(&out).contains("continued in a fork"));
+    let body = mock.requests().last().unwrap().body.to_string();
+    assert!(
+        body.contains("start it off"),
+        "the fork has the conversation: {body}"
+    );
+    assert!(
+        !err.contains(&format!("[session] {id}")),
+        "not the live one: {err}"
+    );
+}

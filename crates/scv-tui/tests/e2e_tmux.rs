@@ -633,11 +633,8 @@ async fn a_rule_from_a_answers_the_next_matching_command_and_a_compound_one_stil
     )]));
     mock.push(Reply::text(["third done"]));
     tmux.keys(&["greet twice", "Enter"]);
-    let screen = tmux.wait_for("Approval needed").await;
-    assert!(
-        screen.contains("no rule: it is more than one command"),
-        "{screen}"
-    );
+    tmux.wait_for("Approval needed").await;
+    tmux.wait_for("no rule: it is more than one command").await;
     tmux.wait_for("❯ 1 Yes, once").await;
     // No rule: ↓ goes from "Yes, once" straight to "No"; Enter picks it.
     tmux.keys(&["Down"]);
@@ -955,8 +952,10 @@ async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend
     mock.push(Reply::text(["first answer"]).with_usage(1000, 500));
     tmux.keys(&["first", "Enter"]);
     tmux.wait_for("first answer").await;
-    let screen = tmux.wait_for("1.0k↑ 500↓").await;
-    assert!(screen.contains("$0.0030"), "{screen}");
+    // The step's tokens come first (`usage.updated`), the cost with the
+    // turn's end.
+    tmux.wait_for("1.0k↑ 500↓").await;
+    tmux.wait_for("$0.0030").await;
     // A step of 2,000 in and 100 out ($0.0024) asks to run a command;
     // Esc cancels the turn there.
     mock.push(
@@ -972,8 +971,8 @@ async fn a_resume_brings_the_counters_and_cost_back_with_a_cancelled_turns_spend
 
     tmux.restart_scv_with(&home, "--continue");
     tmux.wait_for("resumed").await;
-    let screen = tmux.wait_for("3.0k↑ 600↓").await;
-    assert!(screen.contains("$0.0054"), "{screen}");
+    tmux.wait_for("3.0k↑ 600↓").await;
+    tmux.wait_for("$0.0054").await;
     tmux.keys(&["/cost", "Enter"]);
     let screen = tmux.wait_for("turns before this resume").await;
     assert!(screen.contains("3.0k in"), "{screen}");

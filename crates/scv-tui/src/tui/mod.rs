@@ -170,6 +170,9 @@ pub async fn run(
     for event in opened.events {
         app.apply(event);
     }
+    if let Some(note) = opened.note {
+        app.notes(vec![note]);
+    }
     if let (Some(key), Some(home)) = (&missing_key, &home) {
         let set = crate::first_run::keys_set();
         app.notes(crate::first_run::note(key, home, &set, &locals));
