@@ -361,6 +361,21 @@ impl LiveJournal {
     /// on are gone and `history` is what the session holds now. Durable
     /// when this returns (the client is told after).
     pub(crate) async fn rewound(&mut self, turn_id: &str, seq: u64, history: &History) {
+        // The undone turns leave the summary's count (as a replay counts
+        // them), counted in the journal as it is, once per restore, and
+        // before the flush that writes the summary.
+        let (store, session_id) = (self.store.clone(), self.session_id.clone());
+        let replay =
+            crate::blocking::run(move || store.sessions.read(&session_id, None).ok()).await;
+        if let Ok(Some(replay)) = replay {
+            if let Some(at) = replay.turns.iter().position(|t| t.turn_id == turn_id) {
+                let undone = replay.turns[at..]
+                    .iter()
+                    .filter(|t| t.ended.is_some())
+                    .count();
+                self.meta.turns = self.meta.turns.saturating_sub(undone as u64);
+            }
+        }
         let at = scv_store::now_unix();
         self.meta.updated = at;
         self.append(&Record::Rewound {
@@ -370,23 +385,6 @@ impl LiveJournal {
             history: encode(history.messages()),
         });
         self.flush().await;
-        // The undone turns leave the summary's count (as a replay counts
-        // them): read from the journal, once per restore.
-        let (store, session_id) = (self.store.clone(), self.session_id.clone());
-        let replay =
-            crate::blocking::run(move || store.sessions.read(&session_id, None).ok()).await;
-        if let Ok(Some(replay)) = replay {
-            if self.journal.backlog_len() == 0 {
-                self.meta.turns = replay.ended_turns as u64;
-                let (store, session_id, meta) = (
-                    self.store.clone(),
-                    self.session_id.clone(),
-                    self.meta.clone(),
-                );
-                let _ = crate::blocking::run(move || store.sessions.write_meta(&session_id, &meta))
-                    .await;
-            }
-        }
     }
 
     /// The queue is now `prompts` (`seq`: the event that said so).
