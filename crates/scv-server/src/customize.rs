@@ -163,6 +163,22 @@ fn permissions(
 ) -> (crate::permissions::Permissions, Vec<String>) {
     let mut permissions = crate::permissions::Permissions::default();
     let mut warnings = Vec::new();
+    for (path, text) in permission_files(scv_home, workspace, Some(trust)) {
+        permissions.add_file(&path, &text, &mut warnings);
+    }
+    (permissions, warnings)
+}
+
+/// The settings files whose `permissions` apply to a session in
+/// `workspace`, in order, with their text: the user's
+/// (`~/.claude/settings.json`, `$SCV_HOME/settings.json`), then the
+/// workspace's where `trust` lets them apply.
+pub(crate) fn permission_files(
+    scv_home: &Path,
+    workspace: &Path,
+    trust: Option<&Decision>,
+) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
     let user = crate::claude::user_dir()
         .map(|dir| dir.join("settings.json"))
         .into_iter()
@@ -176,18 +192,19 @@ fn permissions(
                 .map(|_| text)
         });
         if let Ok(text) = text {
-            permissions.add_file(&path, &text, &mut warnings);
+            files.push((path, text));
         }
     }
     for (rel, needs_hooks) in REPOSITORY_HOOKS {
         if needs_hooks {
             continue;
         }
-        if let Some(text) = trust.usable(rel).and_then(|b| std::str::from_utf8(b).ok()) {
-            permissions.add_file(&workspace.join(rel), text, &mut warnings);
+        let usable = trust.and_then(|t| t.usable(rel));
+        if let Some(text) = usable.and_then(|b| std::str::from_utf8(b).ok()) {
+            files.push((workspace.join(rel), text.to_string()));
         }
     }
-    (permissions, warnings)
+    files
 }
 
 /// `hooks`, unless `path` brought them over [`scv_hooks::MAX_HOOKS`].

@@ -16,8 +16,6 @@ use std::path::Path;
 
 /// The project's file a `project` rule is kept in.
 const PROJECT_FILE: &str = ".claude/settings.local.json";
-/// The project's shared settings: listed, never written.
-const SHARED_FILE: &str = ".claude/settings.json";
 
 impl SessionHost {
     /// `permissions.list`.
@@ -71,33 +69,22 @@ impl SessionHost {
     }
 }
 
-/// The rules of the files that apply to a session in `cwd`: the user's
-/// (`~/.claude/settings.json`, `$SCV_HOME/settings.json`), then the
-/// workspace's where trust lets them apply.
+/// The rules of the files that apply to a session in `cwd`
+/// (`customize::permission_files`), each with the scope that writes its
+/// file, if one does.
 fn listed(home: &Path, cwd: &Path, trust: Option<&Decision>) -> Vec<scv_protocol::PermissionRule> {
+    let (user, project) = (home.join("settings.json"), cwd.join(PROJECT_FILE));
     let mut rules = Vec::new();
-    let claude = crate::claude::user_dir().map(|dir| dir.join("settings.json"));
-    for (path, scope) in [
-        (claude, None),
-        (Some(home.join("settings.json")), Some(RuleScope::User)),
-    ] {
-        let Some(path) = path else { continue };
-        if let Ok(bytes) = std::fs::read(&path) {
-            rules.extend(kept_rules::rules_of(
-                &bytes,
-                &path.display().to_string(),
-                scope,
-            ));
-        }
-    }
-    for (rel, scope) in [
-        (SHARED_FILE, None),
-        (PROJECT_FILE, Some(RuleScope::Project)),
-    ] {
-        if let Some(bytes) = trust.and_then(|t| t.usable(rel)) {
-            let path = cwd.join(rel).display().to_string();
-            rules.extend(kept_rules::rules_of(bytes, &path, scope));
-        }
+    for (path, text) in crate::customize::permission_files(home, cwd, trust) {
+        let scope = if path == user {
+            Some(RuleScope::User)
+        } else if path == project {
+            Some(RuleScope::Project)
+        } else {
+            None
+        };
+        let shown = path.display().to_string();
+        rules.extend(kept_rules::rules_of(text.as_bytes(), &shown, scope));
     }
     rules
 }
