@@ -48,6 +48,7 @@ mod session;
 mod signals;
 pub mod stdio;
 mod sync;
+mod tasks;
 mod telemetry;
 mod text;
 pub mod tools;

@@ -165,6 +165,7 @@ async fn serve_socket(
         tracing::warn!("connections did not finish within {SHUTDOWN_JOIN:?}");
     }
     shared.stop_detached(SHUTDOWN_JOIN).await;
+    crate::tasks::wait(crate::tasks::GRACE).await;
     background.close();
     if tokio::time::timeout(SHUTDOWN_JOIN, background.wait())
         .await
