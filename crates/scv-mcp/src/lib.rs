@@ -18,6 +18,7 @@ mod hub;
 mod limits;
 mod names;
 mod result;
+mod revision;
 mod server;
 mod spec;
 mod state;

@@ -81,14 +81,6 @@ fn stubborn(marker: &str, main: &str) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `GET path` on the port; the status line of the answer.
 fn get(port: u16, path: &str) -> Option<String> {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;

@@ -1,0 +1,39 @@
+//! Which revision of MCP a connection speaks: 2026-07-28 with a server
+//! that speaks it (no `initialize`: `server/discover`, then the version
+//! and SCV's capabilities in each request's `_meta`), 2025-11-25 with its
+//! `initialize` handshake for the rest. rmcp's `Auto` lifecycle probes
+//! with `server/discover` and falls back when the server answers it with
+//! an ordinary JSON-RPC error (what a 2025 server says to a method it
+//! does not know), or says nothing within ten seconds.
+
+use crate::handler::Handler;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::IntoTransport;
+use rmcp::RoleClient;
+
+/// The revisions SCV speaks without `initialize`, preferred first.
+const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V_2026_07_28];
+/// The revision of the `initialize` handshake, for servers without them.
+const LEGACY: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// Connects `handler` over `transport` in the newest revision both speak.
+pub(crate) async fn serve<T, E, A>(
+    handler: Handler,
+    transport: T,
+) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let server = handler.server.clone();
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: MODERN.to_vec(),
+        legacy_version: Some(LEGACY),
+    };
+    let running = handler.serve_with_lifecycle(transport, lifecycle).await?;
+    if let Some(info) = running.peer().peer_info() {
+        tracing::info!(target: "scv::mcp", %server, version = %info.protocol_version, "connected");
+    }
+    Ok(running)
+}

@@ -1,0 +1,34 @@
+"""An MCP server on the official Python SDK 2.x (`mcp==2.3.0`, its
+`MCPServer`), which serves both eras: the 2026-07-28 revision (no
+`initialize`; the version and capabilities in each request's `_meta`;
+`server/discover`) and 2025-11-25 with its handshake. Used by
+crates/scv-server/tests/mcp_revision.rs.
+
+    python modern_server.py stdio
+    python modern_server.py http PORT
+"""
+
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("modern")
+
+
+@server.tool()
+def era(ctx: Context) -> str:
+    """Says which protocol revision this call came in."""
+    return f"era: {ctx.protocol_version}"
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
