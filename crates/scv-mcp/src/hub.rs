@@ -221,6 +221,7 @@ impl Hub {
         };
         let Some(Link {
             peer,
+            handler,
             oversized,
             broken,
             auth_refused,
@@ -241,7 +242,7 @@ impl Hub {
         let _asking = elicitor.map(|e| shared.askers.register(e));
         // Dropping the call (timeout, cancel) sends `notifications/cancelled`.
         let outcome = tokio::select! {
-            outcome = peer.call_tool(params) => outcome,
+            outcome = crate::rounds::call_tool(&peer, &handler, params) => outcome,
             () = tokio::time::sleep(tool.timeout) => return Err(CallError::TimedOut(tool.timeout)),
             () = cancel.cancelled() => return Err(CallError::Cancelled),
         };

@@ -19,6 +19,7 @@ mod limits;
 mod names;
 mod result;
 mod revision;
+mod rounds;
 mod server;
 mod spec;
 mod state;

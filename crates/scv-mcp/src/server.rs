@@ -56,6 +56,7 @@ pub(crate) async fn supervise(
                 backoff = BACKOFF_FIRST;
                 let link = Link {
                     peer: connection.service.peer().clone(),
+                    handler: connection.service.service().clone(),
                     oversized: connection.oversized.clone(),
                     auth_refused: connection.auth_refused.clone(),
                     broken: CancellationToken::new(),

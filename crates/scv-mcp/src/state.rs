@@ -95,6 +95,9 @@ pub struct ServerStatus {
 #[derive(Clone)]
 pub(crate) struct Link {
     pub peer: Peer<RoleClient>,
+    /// What answers the server's questions (asked mid-call in 2025-11-25,
+    /// in an `input_required` result in 2026-07-28: `crate::rounds`).
+    pub handler: crate::handler::Handler,
     /// Set when the connection ended on a message over the cap.
     pub oversized: Arc<AtomicBool>,
     /// Set when the server refused the OAuth login.

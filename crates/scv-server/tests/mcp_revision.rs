@@ -4,7 +4,9 @@
 //! which serves both eras) is reached without `initialize`, over stdio and
 //! over streamable HTTP, and its tool reports the revision each call came
 //! in; a 1.x server (`mcp==1.30.0`, `fake_server.py`) in the same session
-//! keeps 2025-11-25 and its handshake.
+//! keeps 2025-11-25 and its handshake. A question asked mid-call comes
+//! back as an `input_required` result, is asked of the session's client
+//! as any elicitation is, and the call is made again with the answer.
 //!
 //! Without the SDKs the tests skip with a message; with `SCV_REQUIRE_MCP`
 //! set (CI) they fail instead.
@@ -12,7 +14,7 @@
 mod common;
 use common::*;
 use scv_test_support::mcp_python::{python, python2};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 fn script(name: &str) -> String {
@@ -87,7 +89,7 @@ impl Drop for HttpServer {
     }
 }
 
-fn stdio_table(name: &str, python: &PathBuf, script_name: &str) -> String {
+fn stdio_table(name: &str, python: &Path, script_name: &str) -> String {
     format!(
         "[mcp_servers.{name}]\ncommand = {}\nargs = [{}, \"stdio\"]\nauto_approve = true\n",
         quoted(&python.display().to_string()),
@@ -135,4 +137,64 @@ async fn a_2026_server_over_streamable_http_is_reached_without_initialize() {
     ready(&mut rig, &session, &["mcp__web__era"]).await;
     let results = call(&mut rig, &session, &[("r", "mcp__web__era", json!({}))]).await;
     assert_eq!(results[0], ("r".into(), true, "era: 2026-07-28".into()));
+}
+
+#[tokio::test]
+async fn an_input_required_result_is_asked_of_the_client_and_the_call_retried() {
+    let Some(modern) = python2() else { return };
+    let table = stdio_table("modern", &modern, "modern_server.py");
+    let mut rig = Rig::with_capabilities(&table, json!({"elicitation": true})).await;
+    let (_, session) = rig.start(json!({"cwd": rig.home.workspace()})).await;
+    ready(&mut rig, &session, &["mcp__modern__greet"]).await;
+
+    rig.mock
+        .push(Reply::tool_calls(&[("g", "mcp__modern__greet", json!({}))]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.server.start_turn(&session, "t", "greet me").await;
+    let asked = rig
+        .server
+        .until("elicitation.requested")
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(asked["server"], "modern");
+    assert_eq!(asked["message"], "What is your name?");
+    assert_eq!(asked["schema"]["properties"]["name"]["type"], "string");
+    rig.server
+        .send(
+            json!({"type":"elicitation.resolve","request_id":"e","session_id":session,
+            "elicitation_id":asked["elicitation_id"],"action":"accept","content":{"name":"Ada"}}),
+        )
+        .await;
+    let events = rig.server.until_terminal().await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:?}"
+    );
+    assert_eq!(
+        completed(&events)[0],
+        ("g".into(), true, "hello Ada".into())
+    );
+
+    // Declined: the server's call ends without a name, and says so.
+    rig.mock
+        .push(Reply::tool_calls(&[("g", "mcp__modern__greet", json!({}))]));
+    rig.mock.push(Reply::text(["done"]));
+    rig.server.start_turn(&session, "t2", "greet me").await;
+    let asked = rig
+        .server
+        .until("elicitation.requested")
+        .await
+        .pop()
+        .unwrap();
+    rig.server
+        .send(
+            json!({"type":"elicitation.resolve","request_id":"e2","session_id":session,
+            "elicitation_id":asked["elicitation_id"],"action":"decline"}),
+        )
+        .await;
+    let events = rig.server.until_terminal().await;
+    let done = completed(&events);
+    assert!(!done[0].1 || !done[0].2.contains("hello"), "{done:?}");
 }

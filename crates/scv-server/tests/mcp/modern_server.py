@@ -9,16 +9,34 @@ crates/scv-server/tests/mcp_revision.rs.
 """
 
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 
 server = MCPServer("modern")
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
 
 
 @server.tool()
 def era(ctx: Context) -> str:
     """Says which protocol revision this call came in."""
     return f"era: {ctx.protocol_version}"
+
+
+@server.tool()
+def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Greets whoever the user says they are (asked mid-call: at
+    2026-07-28 an `input_required` result, at 2025-11-25 a request)."""
+    return f"hello {who.name}"
 
 
 @server.tool()
