@@ -25,6 +25,8 @@ pub(crate) struct Handler {
     pub tools_changed: Arc<Notify>,
     /// The elicitors of the server's running calls.
     pub askers: Arc<crate::elicit::Askers>,
+    /// The revision it was found to speak.
+    pub era: Arc<crate::revision::Era>,
 }
 
 impl Handler {

@@ -4,18 +4,28 @@
 //! `initialize` handshake for the rest. rmcp's `Auto` lifecycle probes
 //! with `server/discover` and falls back when the server answers it with
 //! an ordinary JSON-RPC error (what a 2025 server says to a method it
-//! does not know), or says nothing within ten seconds.
+//! does not know), or says nothing within ten seconds. A server that
+//! answers `server/discover` with some other result is remembered as a
+//! 2025 one ([`Era`]): its next attempt (the supervisor retries) starts
+//! with `initialize`.
 
 use crate::handler::Handler;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::RoleClient;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The revisions SCV speaks without `initialize`, preferred first.
 const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V_2026_07_28];
 /// The revision of the `initialize` handshake, for servers without them.
 const LEGACY: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// What SCV learned of a server's revision, across its restarts.
+#[derive(Default)]
+pub(crate) struct Era {
+    initialize_only: AtomicBool,
+}
 
 /// Connects `handler` over `transport` in the newest revision both speak.
 pub(crate) async fn serve<T, E, A>(
@@ -27,11 +37,26 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let server = handler.server.clone();
-    let lifecycle = ClientLifecycleMode::Auto {
-        preferred_versions: MODERN.to_vec(),
-        legacy_version: Some(LEGACY),
+    let era = handler.era.clone();
+    let lifecycle = if era.initialize_only.load(Ordering::Relaxed) {
+        ClientLifecycleMode::Initialize
+    } else {
+        ClientLifecycleMode::Auto {
+            preferred_versions: MODERN.to_vec(),
+            legacy_version: Some(LEGACY),
+        }
     };
-    let running = handler.serve_with_lifecycle(transport, lifecycle).await?;
+    let running = match handler.serve_with_lifecycle(transport, lifecycle).await {
+        Ok(running) => running,
+        Err(err @ ClientInitializeError::ExpectedInitResult(_)) => {
+            if !era.initialize_only.swap(true, Ordering::Relaxed) {
+                tracing::info!(target: "scv::mcp", %server,
+                    "answered server/discover with something else: a 2025-11-25 server; initialize next");
+            }
+            return Err(err);
+        }
+        Err(err) => return Err(err),
+    };
     if let Some(info) = running.peer().peer_info() {
         tracing::info!(target: "scv::mcp", %server, version = %info.protocol_version, "connected");
     }

@@ -125,6 +125,8 @@ pub(crate) struct Shared {
     pub changed: watch::Sender<u64>,
     /// The elicitors of the running calls (a question goes to the latest).
     pub askers: Arc<crate::elicit::Askers>,
+    /// The revision it was found to speak, across its restarts.
+    pub era: Arc<crate::revision::Era>,
 }
 
 impl Shared {

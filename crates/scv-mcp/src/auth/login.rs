@@ -51,7 +51,12 @@ pub async fn login(
         .map_err(|err| format!("cannot prepare the login: {err}"))?;
     manager.set_credential_store(store.clone());
     let mut state = OAuthState::Unauthorized(manager);
-    let request = AuthorizationRequest::new(redirect.clone()).with_client_name("SCV");
+    let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("SCV");
+    // The server's own 401 names where its metadata is and what scope it
+    // wants; without one, rmcp probes the well-known URLs.
+    if let Some(challenge) = challenge(url).await {
+        request = request.with_challenge(challenge);
+    }
     state
         .start_authorization(request)
         .await
@@ -87,6 +92,28 @@ pub async fn login(
     Ok(LoggedIn {
         file: store.path().to_path_buf(),
     })
+}
+
+/// The `WWW-Authenticate` challenge the server answers an unauthenticated
+/// MCP request with (an `initialize`, as a client's first request), if it
+/// answers 401 with one within 10 s.
+async fn challenge(url: &str) -> Option<String> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "scv", "version": env!("CARGO_PKG_VERSION")}}});
+    let answer = reqwest013::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    if answer.status() != reqwest013::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    let header = answer.headers().get("www-authenticate")?.to_str().ok()?;
+    Some(header.to_string())
 }
 
 /// Waits for `GET /callback?…` on the loopback listener and answers it;
