@@ -21,6 +21,9 @@ const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V_2026_07_28];
 /// The revision of the `initialize` handshake, for servers without them.
 const LEGACY: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
+/// How long a server has to acknowledge `subscriptions/listen`.
+const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What SCV learned of a server's revision, across its restarts.
 #[derive(Default)]
 pub(crate) struct Era {
@@ -61,4 +64,50 @@ where
         tracing::info!(target: "scv::mcp", %server, version = %info.protocol_version, "connected");
     }
     Ok(running)
+}
+
+/// For a 2026-07-28 connection, its `subscriptions/listen` stream of
+/// tools-list changes (in that revision a server sends notifications
+/// only there); `None` for a 2025 one, whose notices come on their own,
+/// or when the server refuses it (logged: its tools are listed once).
+pub(crate) async fn listen(
+    peer: &rmcp::Peer<RoleClient>,
+    server: &str,
+) -> Option<rmcp::service::Subscription> {
+    let modern = peer
+        .peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize());
+    if !modern {
+        return None;
+    }
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .build();
+    let acknowledged = tokio::time::timeout(LISTEN_TIMEOUT, peer.listen(filter)).await;
+    match acknowledged {
+        Ok(Ok(subscription)) => Some(subscription),
+        Ok(Err(err)) => {
+            tracing::info!(target: "scv::mcp", %server, "no subscriptions/listen: {err}");
+            None
+        }
+        Err(_) => {
+            tracing::info!(target: "scv::mcp", %server, "subscriptions/listen was not acknowledged within {LISTEN_TIMEOUT:?}");
+            None
+        }
+    }
+}
+
+/// The next tools-list change on `subscription`; never, without one or
+/// once it ended.
+pub(crate) async fn tools_changed(subscription: &mut Option<rmcp::service::Subscription>) {
+    loop {
+        let Some(open) = subscription.as_mut() else {
+            return std::future::pending().await;
+        };
+        match open.next().await {
+            Ok(Some(rmcp::model::ServerNotification::ToolListChangedNotification(_))) => return,
+            Ok(Some(_)) => continue,
+            Ok(None) | Err(_) => *subscription = None,
+        }
+    }
 }

@@ -223,6 +223,7 @@ async fn serve(
         ..
     } = connection;
     let cancel = service.cancellation_token();
+    let mut subscription = crate::revision::listen(&link.peer, &spec.name).await;
     let mut waiting = Box::pin(service.waiting());
     let mut ended = false;
     let end = loop {
@@ -238,7 +239,7 @@ async fn serve(
                 ended = true;
                 break End::Died(why_closed(&link.oversized, process.as_mut()));
             }
-            () = tools_changed.notified() => match list(&link.peer, spec).await {
+            () = changed(tools_changed, &mut subscription) => match list(&link.peer, spec).await {
                 Ok(listing) => publish(spec, shared, Some(link.clone()), listing),
                 Err(why) => tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot list tools again: {why}"),
             },
@@ -250,6 +251,15 @@ async fn serve(
     }
     end_process(&mut process).await;
     end
+}
+
+/// A tools-list change, told either way: a 2025 server's notice (through
+/// the handler) or a 2026 one's subscription.
+async fn changed(notice: &Notify, subscription: &mut Option<rmcp::service::Subscription>) {
+    tokio::select! {
+        () = notice.notified() => {}
+        () = crate::revision::tools_changed(subscription) => {}
+    }
 }
 
 fn why_closed(oversized: &AtomicBool, process: Option<&mut Process>) -> String {

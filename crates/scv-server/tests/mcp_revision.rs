@@ -6,7 +6,8 @@
 //! in; a 1.x server (`mcp==1.30.0`, `fake_server.py`) in the same session
 //! keeps 2025-11-25 and its handshake. A question asked mid-call comes
 //! back as an `input_required` result, is asked of the session's client
-//! as any elicitation is, and the call is made again with the answer.
+//! as any elicitation is, and the call is made again with the answer. A
+//! tool the server adds is told on SCV's `subscriptions/listen` stream.
 //!
 //! Without the SDKs the tests skip with a message; with `SCV_REQUIRE_MCP`
 //! set (CI) they fail instead.
@@ -197,4 +198,28 @@ async fn an_input_required_result_is_asked_of_the_client_and_the_call_retried() 
     let events = rig.server.until_terminal().await;
     let done = completed(&events);
     assert!(!done[0].1 || !done[0].2.contains("hello"), "{done:?}");
+}
+
+#[tokio::test]
+async fn a_tool_added_at_run_time_is_told_on_the_subscription_and_offered() {
+    let Some(modern) = python2() else { return };
+    let table = stdio_table("modern", &modern, "modern_server.py");
+    let mut rig = Rig::new(&table).await;
+    let session = rig.session().await;
+    ready(&mut rig, &session, &["mcp__modern__grow"]).await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[("g", "mcp__modern__grow", json!({"name": "sprout"}))],
+    )
+    .await;
+    assert_eq!(results[0], ("g".into(), true, "added sprout".into()));
+    ready(&mut rig, &session, &["mcp__modern__sprout"]).await;
+    let results = call(
+        &mut rig,
+        &session,
+        &[("s", "mcp__modern__sprout", json!({}))],
+    )
+    .await;
+    assert_eq!(results[0], ("s".into(), true, "sprout is here".into()));
 }

@@ -40,6 +40,19 @@ def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
 
 
 @server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool called `name` and says the tools list changed (at
+    2026-07-28, on the client's `subscriptions/listen` stream)."""
+
+    def added() -> str:
+        return f"{name} is here"
+
+    server.add_tool(added, name=name, description="added at run time")
+    await ctx.notify_tools_changed()
+    return f"added {name}"
+
+
+@server.tool()
 def add(a: int, b: int) -> int:
     """Adds two numbers."""
     return a + b
