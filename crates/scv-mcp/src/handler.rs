@@ -25,8 +25,9 @@ pub(crate) struct Handler {
     pub tools_changed: Arc<Notify>,
     /// The elicitors of the server's running calls.
     pub askers: Arc<crate::elicit::Askers>,
-    /// The revision it was found to speak.
-    pub era: Arc<crate::revision::Era>,
+    /// Set once the server showed it speaks only 2025-11-25 (kept across
+    /// its restarts: `crate::revision`).
+    pub initialize_only: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Handler {

@@ -125,7 +125,7 @@ impl Hub {
                 names: Mutex::new(BTreeMap::new()),
                 changed: self.changed.clone(),
                 askers: Arc::default(),
-                era: Arc::default(),
+                initialize_only: Arc::default(),
             });
             let stop = CancellationToken::new();
             let done = TaskTracker::new();

@@ -6,15 +6,15 @@
 //! an ordinary JSON-RPC error (what a 2025 server says to a method it
 //! does not know), or says nothing within ten seconds. A server that
 //! answers `server/discover` with some other result is remembered as a
-//! 2025 one ([`Era`]): its next attempt (the supervisor retries) starts
-//! with `initialize`.
+//! 2025 one (`Handler::initialize_only`): its next attempt (the
+//! supervisor retries) starts with `initialize`.
 
 use crate::handler::Handler;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::RoleClient;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 /// The revisions SCV speaks without `initialize`, preferred first.
 const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V_2026_07_28];
@@ -23,12 +23,6 @@ const LEGACY: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// How long a server has to acknowledge `subscriptions/listen`.
 const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// What SCV learned of a server's revision, across its restarts.
-#[derive(Default)]
-pub(crate) struct Era {
-    initialize_only: AtomicBool,
-}
 
 /// Connects `handler` over `transport` in the newest revision both speak.
 pub(crate) async fn serve<T, E, A>(
@@ -40,8 +34,8 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let server = handler.server.clone();
-    let era = handler.era.clone();
-    let lifecycle = if era.initialize_only.load(Ordering::Relaxed) {
+    let initialize_only = handler.initialize_only.clone();
+    let lifecycle = if initialize_only.load(Ordering::Relaxed) {
         ClientLifecycleMode::Initialize
     } else {
         ClientLifecycleMode::Auto {
@@ -52,7 +46,7 @@ where
     let running = match handler.serve_with_lifecycle(transport, lifecycle).await {
         Ok(running) => running,
         Err(err @ ClientInitializeError::ExpectedInitResult(_)) => {
-            if !era.initialize_only.swap(true, Ordering::Relaxed) {
+            if !initialize_only.swap(true, Ordering::Relaxed) {
                 tracing::info!(target: "scv::mcp", %server,
                     "answered server/discover with something else: a 2025-11-25 server; initialize next");
             }

@@ -44,7 +44,7 @@ pub(crate) async fn supervise(
             roots: crate::state::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
             askers: shared.askers.clone(),
-            era: shared.era.clone(),
+            initialize_only: shared.initialize_only.clone(),
         };
         // An OAuth server's login, as this attempt sees it: a new login
         // or a logout restarts the connection within a second.

@@ -125,8 +125,8 @@ pub(crate) struct Shared {
     pub changed: watch::Sender<u64>,
     /// The elicitors of the running calls (a question goes to the latest).
     pub askers: Arc<crate::elicit::Askers>,
-    /// The revision it was found to speak, across its restarts.
-    pub era: Arc<crate::revision::Era>,
+    /// Whether it showed it speaks only 2025-11-25 (`crate::revision`).
+    pub initialize_only: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {
