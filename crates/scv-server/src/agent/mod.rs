@@ -157,14 +157,9 @@ impl SessionSettings {
 
 pub(crate) struct Turn {
     pub limits: Arc<Limits>,
-    /// The connection asked for `reasoning.delta` events.
-    pub reasoning: bool,
     /// The session's checkpoints: taken before the turn's first call that
     /// may change files.
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
-    /// The connection asked for capability `checkpoints` (it hears of each
-    /// one as `checkpoint.created`).
-    pub announce_checkpoints: bool,
     /// The turn's prompt, as its checkpoint shows it.
     pub prompt: Arc<str>,
     pub settings: Arc<SessionSettings>,
@@ -183,15 +178,6 @@ pub(crate) struct Turn {
     pub spending: Spending,
     /// The turn's OpenTelemetry trace (`None`: export is off).
     pub trace: Option<crate::telemetry::TurnTrace>,
-    /// The connection asked for capability `hooks` (`hook.message`).
-    pub hook_events: bool,
-    /// The connection asked for capability `sessions`: a subagent's
-    /// journal that cannot be written says so (`session.warning`).
-    pub session_warnings: bool,
-    /// The connection asked for capability `retries` (`provider.retrying`).
-    pub retries: bool,
-    /// The connection asked for capability `step_usage` (`usage.updated`).
-    pub step_usage: bool,
     /// What it may start subagents with (`None`: no `task` tool).
     pub subagents: Option<Arc<subagent::Subagents>>,
     /// A subagent's turn: its tools, instructions and caps.
@@ -412,14 +398,12 @@ impl Turn {
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
-                if self.step_usage {
-                    self.emit(EventBody::UsageUpdated {
-                        step: step_usage.into(),
-                        turn: usage.unwrap_or_default().into(),
-                        steps,
-                    })
-                    .await?;
-                }
+                self.emit(EventBody::UsageUpdated {
+                    step: step_usage.into(),
+                    turn: usage.unwrap_or_default().into(),
+                    steps,
+                })
+                .await?;
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and
@@ -683,12 +667,10 @@ impl Turn {
             let mut next = Some(first);
             let mut bytes = 0;
             while let Some(delta) = next {
-                // Reasoning only to a connection that opted in; never in
-                // the answer.
-                if matches!(delta, Delta::Text(_)) || self.reasoning {
-                    bytes += delta.text().len();
-                    batch.push(delta);
-                }
+                // Reasoning only to a connection that opted in (the sink
+                // decides); never in the answer.
+                bytes += delta.text().len();
+                batch.push(delta);
                 next = if batch.len() < MAX_BATCH_EVENTS && bytes < MAX_BATCH_BYTES {
                     stream.next_buffered()?
                 } else {
@@ -851,9 +833,6 @@ impl Turn {
         let taken = self
             .cancellable(checkpoints.before_change(&self.turn_id, &self.prompt))
             .await?;
-        if !self.announce_checkpoints {
-            return Ok(());
-        }
         match taken {
             crate::checkpoint::Taken::New(checkpoint_id) => {
                 self.emit(EventBody::CheckpointCreated { checkpoint_id })
@@ -946,6 +925,14 @@ impl Turn {
     /// The stream's deltas, queued as one batch; a cancel interrupts the
     /// wait for writer room.
     async fn emit_deltas(&self, deltas: &[Delta]) -> Result<(), Stop> {
+        let reasoning = self.sink.sends("reasoning.delta");
+        if !deltas
+            .iter()
+            .any(|d| reasoning || matches!(d, Delta::Text(_)))
+        {
+            // None leaves the sink: no wait, and no cancellation point.
+            return Ok(());
+        }
         let emit = self
             .sink
             .emit_deltas(Some(&self.request_id), Some(&self.turn_id), deltas);
@@ -970,23 +957,27 @@ impl Turn {
                 Err(Failure::Failed(err)) => return Err(err.into()),
                 Err(Failure::Retry(retry)) => {
                     attempt += 1;
-                    if self.retries {
-                        self.emit(EventBody::ProviderRetrying(ProviderRetrying {
-                            attempt,
-                            max_retries: provider.max_retries,
-                            wait_ms: retry.wait.as_millis() as u64,
-                            status: retry.status,
-                            reason: retry.reason.into(),
-                        }))
-                        .await?;
-                    }
+                    self.emit(EventBody::ProviderRetrying(ProviderRetrying {
+                        attempt,
+                        max_retries: provider.max_retries,
+                        wait_ms: retry.wait.as_millis() as u64,
+                        status: retry.status,
+                        reason: retry.reason.into(),
+                    }))
+                    .await?;
                     self.cancellable(tokio::time::sleep(retry.wait)).await?;
                 }
             }
         }
     }
 
+    /// Emits `body` for this turn, unless its connection did not ask for
+    /// it (the sink's gate): then nothing waits, and nothing here can stop
+    /// the turn.
     async fn emit(&self, body: EventBody) -> Result<(), Stop> {
+        if !self.sink.sends(body.type_name()) {
+            return Ok(());
+        }
         let emit = self
             .sink
             .emit(Some(&self.request_id), Some(&self.turn_id), &body);

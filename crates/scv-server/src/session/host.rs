@@ -24,8 +24,8 @@ use crate::session::reject::{check_prompt, invalid, queue_reject, Handled, Rejec
 use crate::transport::Outbound;
 use scv_protocol::limits::MAX_SESSIONS_PER_CONNECTION;
 use scv_protocol::{
-    ClientMessage, ErrorCode, Event, EventBody, FailureCode, QueueMove, QueueRemove, QueueUpdate,
-    SessionClear, SessionConfigure, SessionPause, SessionStart, TurnCancel, TurnStart, Usage,
+    ApprovalResolve, ClientMessage, ErrorCode, EventBody, FailureCode, QueueMove, QueueRemove,
+    QueueUpdate, SessionConfigure, SessionPause, SessionStart, TurnCancel, TurnStart, Usage,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -78,9 +78,6 @@ struct Session {
     journal: Option<LiveJournal>,
     /// Its checkpoints (none when `checkpoints = false`).
     checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
-    /// The connection asked for capability `sessions`: it hears of the
-    /// journal's state (`session.warning`).
-    journal_warnings: bool,
 }
 
 struct ActiveTurn {
@@ -148,112 +145,27 @@ impl SessionHost {
         }
     }
 
-    /// A message for a session of this connection's own.
+    /// A message for a session of this connection's own: refused when it
+    /// needs a capability the connection did not ask for
+    /// ([`crate::gate::needs`]), else handed, whole, to its handler.
     async fn dispatch(&mut self, rid: &str, message: ClientMessage) -> Handled {
+        if let Some(needed) = crate::gate::needs(&message) {
+            if !needed.granted(&self.caps) {
+                return Err(invalid(needed.refusal(message.type_name())));
+            }
+        }
         match message {
             ClientMessage::SessionStart(start) => self.start(rid, start).await,
-            ClientMessage::TurnStart(TurnStart {
-                session_id,
-                prompt,
-                command,
-            }) => {
-                let prompt = if command {
-                    self.expand(&session_id, prompt).await?
-                } else {
-                    prompt
-                };
-                self.submit(rid, &session_id, prompt).await
-            }
-            ClientMessage::TurnCancel(TurnCancel {
-                session_id,
-                turn_id,
-            }) => self.cancel(&session_id, &turn_id),
-            ClientMessage::ApprovalResolve(r) => {
-                self.resolve(&r.session_id, &r.approval_id, r.approved)
-            }
+            ClientMessage::TurnStart(start) => self.turn_start(rid, start).await,
+            ClientMessage::TurnCancel(cancel) => self.cancel(cancel),
+            ClientMessage::ApprovalResolve(resolve) => self.resolve(resolve),
             ClientMessage::ElicitationResolve(answer) => self.answer(answer),
-            ClientMessage::QueueUpdate(QueueUpdate {
-                session_id,
-                queue_id,
-                revision,
-                prompt,
-            }) => {
-                self.queue_update(rid, &session_id, &queue_id, revision, prompt)
-                    .await
-            }
-            ClientMessage::QueueMove(QueueMove {
-                session_id,
-                queue_id,
-                revision,
-                before_queue_id,
-            }) => {
-                self.queue_move(
-                    rid,
-                    &session_id,
-                    &queue_id,
-                    revision,
-                    before_queue_id.as_deref(),
-                )
-                .await
-            }
-            ClientMessage::QueueRemove(QueueRemove {
-                session_id,
-                queue_id,
-                revision,
-            }) => {
-                self.queue_remove(rid, &session_id, &queue_id, revision)
-                    .await
-            }
-            ClientMessage::SessionPause(SessionPause { session_id, paused }) => {
-                self.pause(rid, &session_id, paused).await
-            }
-            ClientMessage::SessionClear(SessionClear { session_id }) => {
-                self.clear(rid, &session_id).await
-            }
-            ClientMessage::SessionConfigure(SessionConfigure {
-                session_id,
-                provider,
-                model,
-                max_session_cost_usd,
-                mode,
-                reasoning_effort,
-            }) => {
-                if let Some(effort) = reasoning_effort {
-                    let switching = provider.is_some() || model.is_some();
-                    self.set_effort(&session_id, &effort, switching)?;
-                }
-                self.configure(
-                    rid,
-                    &session_id,
-                    provider,
-                    model,
-                    max_session_cost_usd,
-                    mode,
-                )
-                .await
-            }
-            ClientMessage::SessionList(_)
-            | ClientMessage::SessionResume(_)
-            | ClientMessage::SessionFork(_)
-            | ClientMessage::SessionDelete(_)
-            | ClientMessage::SessionClose(_)
-                if !self.caps.sessions =>
-            {
-                Err(invalid(format!(
-                    "{} needs capability `sessions` (ask for it in initialize)",
-                    message.type_name()
-                )))
-            }
-            ClientMessage::CheckpointList(_)
-            | ClientMessage::CheckpointDiff(_)
-            | ClientMessage::CheckpointRestore(_)
-                if !self.caps.checkpoints =>
-            {
-                Err(invalid(format!(
-                    "{} needs capability `checkpoints` (ask for it in initialize)",
-                    message.type_name()
-                )))
-            }
+            ClientMessage::QueueUpdate(update) => self.queue_update(rid, update).await,
+            ClientMessage::QueueMove(moved) => self.queue_move(rid, moved).await,
+            ClientMessage::QueueRemove(remove) => self.queue_remove(rid, remove).await,
+            ClientMessage::SessionPause(pause) => self.pause(rid, pause).await,
+            ClientMessage::SessionClear(clear) => self.clear(rid, &clear.session_id).await,
+            ClientMessage::SessionConfigure(configure) => self.configure(rid, configure).await,
             ClientMessage::CheckpointList(list) => self.checkpoint_list(rid, list).await,
             ClientMessage::CheckpointDiff(diff) => self.checkpoint_diff(rid, diff).await,
             ClientMessage::CheckpointRestore(restore) => {
@@ -265,21 +177,8 @@ impl SessionHost {
             ClientMessage::SessionFork(fork) => self.fork(rid, fork).await,
             ClientMessage::SessionDelete(delete) => self.delete(rid, delete).await,
             ClientMessage::SessionClose(close) => self.close_one(rid, &close.session_id).await,
-            ClientMessage::WorkspaceTrust(_) if !self.caps.trust => Err(invalid(
-                "workspace.trust needs capability `trust` (ask for it in initialize)",
-            )),
             ClientMessage::WorkspaceTrust(request) => {
                 self.trust_workspace(rid, &request.session_id).await
-            }
-            ClientMessage::PermissionsList(_)
-            | ClientMessage::PermissionsKeep(_)
-            | ClientMessage::PermissionsRemove(_)
-                if !self.caps.permissions =>
-            {
-                Err(invalid(format!(
-                    "{} needs capability `permissions` (ask for it in initialize)",
-                    message.type_name()
-                )))
             }
             ClientMessage::PermissionsList(list) => {
                 self.permissions_list(rid, &list.session_id).await
@@ -375,22 +274,12 @@ impl SessionHost {
             first_seq,
             stored,
         } = opened;
-        if self.caps.commands {
-            made.started.commands = Some(std::mem::take(&mut made.commands));
-        } else {
-            made.started.drop_commands_fields();
-        }
-        if !self.caps.trust {
-            made.started.trust = None;
-        }
-        // The budget as the session opens (a resumed one's own, set above,
-        // over config's).
-        made.started.max_session_cost_usd = if self.caps.usage {
-            let configured = made.settings.config.cost.budgets.max_session_cost_usd;
-            made.started.max_session_cost_usd.or(configured)
-        } else {
-            None
-        };
+        // What a connection that asked for them gets (`gate::shape`):
+        // the commands, and the budget as the session opens (a resumed
+        // one's own, set above, over config's).
+        made.started.commands = Some(std::mem::take(&mut made.commands));
+        let configured = made.settings.config.cost.budgets.max_session_cost_usd;
+        made.started.max_session_cost_usd = made.started.max_session_cost_usd.or(configured);
         let checkpoints = match &self.shared.checkpoints {
             Some(store) => Some(
                 crate::checkpoint::Checkpoints::open(
@@ -407,25 +296,15 @@ impl SessionHost {
             session_id.clone(),
             self.out.clone(),
             first_seq,
+            self.caps,
         ));
-        let started = Event {
-            body: EventBody::SessionStarted(Box::new(made.started)),
-            request_id: Some(rid.to_string()),
-            session_id: Some(session_id.to_string()),
-            turn_id: None,
-            seq: None,
-            parent: None,
-        };
-        // A failed send trips the writer's token; the connection sees it.
-        let _ = self
-            .out
-            .send(crate::transport::encode(started.as_ref()))
-            .await;
+        let started = EventBody::SessionStarted(Box::new(made.started));
+        self.reply(rid, Some(session_id.to_string()), started).await;
         let session = Session {
             sink: sink.clone(),
             settings: Arc::new(made.settings),
             approvals: Arc::new(Approvals::default()),
-            mcp_state: SessionMcp::new(self.caps.elicitation),
+            mcp_state: SessionMcp::new(),
             history: Some(history),
             queue: PromptQueue::default(),
             paused: false,
@@ -438,7 +317,6 @@ impl SessionHost {
             mcp: made.mcp,
             journal,
             checkpoints,
-            journal_warnings: self.caps.sessions,
         };
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
@@ -460,21 +338,26 @@ impl SessionHost {
 
     /// `session.configure` (extension): another provider and/or model for
     /// the next turns of an idle session; the history is kept, reasoning
-    /// data of another wire dropped.
-    async fn configure(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        provider: Option<String>,
-        model: Option<String>,
-        max_session_cost_usd: Option<f64>,
-        mode: Option<scv_protocol::Mode>,
-    ) -> Handled {
+    /// data of another wire dropped. A `reasoning_effort` is set first
+    /// (`effort.rs`).
+    async fn configure(&mut self, rid: &str, configure: SessionConfigure) -> Handled {
+        let SessionConfigure {
+            session_id,
+            provider,
+            model,
+            max_session_cost_usd,
+            mode,
+            reasoning_effort,
+        } = configure;
+        let session_id = session_id.as_str();
+        if let Some(effort) = reasoning_effort {
+            let switching = provider.is_some() || model.is_some();
+            self.set_effort(session_id, &effort, switching)?;
+        }
         if let Some(max) = max_session_cost_usd {
-            if !self.caps.usage {
-                return Err(invalid(
-                    "max_session_cost_usd needs capability `usage` (ask for it in initialize)",
-                ));
+            let usage = crate::gate::Capability::Usage;
+            if !usage.granted(&self.caps) {
+                return Err(invalid(usage.refusal("max_session_cost_usd")));
             }
             if !max.is_finite() || max <= 0.0 {
                 return Err(invalid(format!(
@@ -588,7 +471,23 @@ impl SessionHost {
             .map_err(invalid)
     }
 
-    /// `turn.start`: runs at once on an idle session, else is queued.
+    /// `turn.start`, its `/NAME args` expanded first when it is a
+    /// command.
+    async fn turn_start(&mut self, rid: &str, start: TurnStart) -> Handled {
+        let TurnStart {
+            session_id,
+            prompt,
+            command,
+        } = start;
+        let prompt = if command {
+            self.expand(&session_id, prompt).await?
+        } else {
+            prompt
+        };
+        self.submit(rid, &session_id, prompt).await
+    }
+
+    /// A prompt: runs at once on an idle session, else is queued.
     async fn submit(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
         check_prompt(&prompt)?;
         let session = self.session(session_id)?;
@@ -656,7 +555,7 @@ impl SessionHost {
         session.tell_journal(Some(&request_id)).await;
         let settings = turn_settings(&session.settings, &prompt);
         let model = settings.provider.model.clone();
-        let spending = session.spending(budgets, self.caps.usage);
+        let spending = session.spending(budgets);
         let trace = self.shared.telemetry.as_ref().map(|t| {
             t.turn(
                 session_id,
@@ -670,9 +569,7 @@ impl SessionHost {
             trace,
             spending,
             limits: session.settings.limits.clone(),
-            reasoning: self.caps.reasoning,
             checkpoints: session.checkpoints.clone(),
-            announce_checkpoints: self.caps.checkpoints,
             prompt: prompt.as_str().into(),
             settings,
             sink,
@@ -681,10 +578,6 @@ impl SessionHost {
             request_id,
             turn_id,
             token,
-            hook_events: self.caps.hooks,
-            session_warnings: self.caps.sessions,
-            retries: self.caps.retries,
-            step_usage: self.caps.step_usage,
             subagents: (!session.settings.no_tools)
                 .then(|| {
                     let server = crate::agent::subagent::Server {
@@ -696,7 +589,6 @@ impl SessionHost {
                         &server,
                         0,
                         session_id.clone(),
-                        self.caps.subagents,
                         self.children.clone(),
                         session.settings.custom.agents.clone(),
                     )
@@ -806,14 +698,10 @@ impl SessionHost {
         }
         // A journal that could not take the turn says so before its end.
         session.tell_journal(Some(&active.request_id)).await;
-        if let Some(mut terminal) = terminal {
-            if !self.caps.usage {
-                if let EventBody::TurnCompleted { cost, .. } = &mut terminal {
-                    *cost = None;
-                }
-            }
-            // A budget's refusal: its own code for a connection that asked.
-            let code = (budget_reached && self.caps.budgets).then_some(spending::BUDGET_EXCEEDED);
+        if let Some(terminal) = terminal {
+            // A budget's refusal: its own code for a connection that asked
+            // (the sink decides, as it does `turn.completed`'s cost).
+            let code = budget_reached.then_some(crate::gate::BUDGET_EXCEEDED);
             let _ = sink
                 .emit_coded(
                     Some(&active.request_id),
@@ -859,7 +747,8 @@ impl SessionHost {
             .await;
     }
 
-    fn cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {
+    fn cancel(&mut self, cancel: TurnCancel) -> Handled {
+        let (session_id, turn_id) = (cancel.session_id.as_str(), cancel.turn_id.as_str());
         if let Some(child) = self.child(session_id) {
             // That subagent alone: its call fails, the parent goes on.
             if &*child.turn_id != turn_id {
@@ -892,14 +781,15 @@ impl SessionHost {
         self.children.get(session_id)
     }
 
-    fn resolve(&mut self, session_id: &str, approval_id: &str, approved: bool) -> Handled {
+    fn resolve(&mut self, resolve: ApprovalResolve) -> Handled {
+        let (session_id, approval_id) = (resolve.session_id.as_str(), &resolve.approval_id);
         // A subagent's approvals wait with its root session's.
         let session_id = match self.child(session_id) {
             Some(child) => child.root,
             None => session_id.into(),
         };
         let session = self.session(&session_id)?;
-        if session.approvals.resolve(approval_id, approved) {
+        if session.approvals.resolve(approval_id, resolve.approved) {
             Ok(())
         } else {
             Err(Reject::new(
@@ -909,37 +799,24 @@ impl SessionHost {
         }
     }
 
-    async fn queue_update(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        queue_id: &str,
-        revision: u64,
-        prompt: String,
-    ) -> Handled {
-        check_prompt(&prompt)?;
-        let session = self.session(session_id)?;
+    async fn queue_update(&mut self, rid: &str, update: QueueUpdate) -> Handled {
+        check_prompt(&update.prompt)?;
+        let session = self.session(&update.session_id)?;
         let entry = session
             .queue
-            .update(queue_id, revision, prompt)
+            .update(&update.queue_id, update.revision, update.prompt)
             .map_err(queue_reject)?;
         let seq = session.emit(rid, &EventBody::QueueUpdated { entry }).await;
         session.journal_queue(rid, seq).await;
         Ok(())
     }
 
-    async fn queue_move(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        queue_id: &str,
-        revision: u64,
-        before: Option<&str>,
-    ) -> Handled {
-        let session = self.session(session_id)?;
+    async fn queue_move(&mut self, rid: &str, moved: QueueMove) -> Handled {
+        let session = self.session(&moved.session_id)?;
+        let before = moved.before_queue_id.as_deref();
         let (entry, position) = session
             .queue
-            .move_entry(queue_id, revision, before)
+            .move_entry(&moved.queue_id, moved.revision, before)
             .map_err(queue_reject)?;
         let seq = session
             .emit(rid, &EventBody::QueueMoved { entry, position })
@@ -948,17 +825,11 @@ impl SessionHost {
         Ok(())
     }
 
-    async fn queue_remove(
-        &mut self,
-        rid: &str,
-        session_id: &str,
-        queue_id: &str,
-        revision: u64,
-    ) -> Handled {
-        let session = self.session(session_id)?;
+    async fn queue_remove(&mut self, rid: &str, remove: QueueRemove) -> Handled {
+        let session = self.session(&remove.session_id)?;
         let entry = session
             .queue
-            .remove(queue_id, revision)
+            .remove(&remove.queue_id, remove.revision)
             .map_err(queue_reject)?;
         let removed = EventBody::QueueRemoved {
             queue_id: entry.queue_id,
@@ -970,8 +841,9 @@ impl SessionHost {
 
     /// `session.pause`, confirmed by a snapshot of the queue as it stands
     /// (the protocol has no event of its own for it).
-    async fn pause(&mut self, rid: &str, session_id: &str, paused: bool) -> Handled {
-        let session = self.session(session_id)?;
+    async fn pause(&mut self, rid: &str, pause: SessionPause) -> Handled {
+        let paused = pause.paused;
+        let session = self.session(&pause.session_id)?;
         session.paused = paused;
         let snapshot = EventBody::QueueSnapshot {
             entries: session.queue.snapshot(),
@@ -1146,9 +1018,6 @@ impl Session {
             return;
         };
         let warnings = journal.warnings().await;
-        if !self.journal_warnings {
-            return;
-        }
         for warning in warnings {
             let body = EventBody::SessionWarning(warning);
             // A failed send trips the writer's token; the connection sees it.

@@ -1,0 +1,274 @@
+//! What a connection opted into (`initialize.capabilities`) decides what
+//! leaves the server, in one place.
+//!
+//! The connection negotiates one [`Capabilities`] value; the session host
+//! and every session's sink hold it, and the places events leave the
+//! server ([`crate::agent::SessionSink`], the host's replies, the
+//! connection's own) pass each event through [`shape`]. Emitters build
+//! every event whole and never ask what the client wants. Adding a
+//! capability is a field of [`Capabilities`], a [`Capability`] here, and a
+//! row in [`required`] (a whole event), [`strip`] (an extension field),
+//! [`needs`] (a request) or [`code`] (an extension `turn.failed` code).
+//!
+//! Answers to a request are not gated here: the request was ([`needs`]).
+
+use scv_protocol::{Capabilities, ClientMessage, EventBody};
+use std::borrow::Cow;
+
+/// The `turn.failed` code of a request a budget refused, for a connection
+/// with capability `budgets` (every other gets `step_limit`).
+pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
+
+/// One optional part of the protocol (a field of [`Capabilities`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Capability {
+    Reasoning,
+    Sessions,
+    Checkpoints,
+    Usage,
+    Commands,
+    Hooks,
+    Subagents,
+    Retries,
+    StepUsage,
+    Trust,
+    Budgets,
+    DaemonStatus,
+    Elicitation,
+    Permissions,
+    Processes,
+    Detach,
+}
+
+impl Capability {
+    /// Whether `caps` grants it.
+    pub(crate) fn granted(self, caps: &Capabilities) -> bool {
+        match self {
+            Capability::Reasoning => caps.reasoning,
+            Capability::Sessions => caps.sessions,
+            Capability::Checkpoints => caps.checkpoints,
+            Capability::Usage => caps.usage,
+            Capability::Commands => caps.commands,
+            Capability::Hooks => caps.hooks,
+            Capability::Subagents => caps.subagents,
+            Capability::Retries => caps.retries,
+            Capability::StepUsage => caps.step_usage,
+            Capability::Trust => caps.trust,
+            Capability::Budgets => caps.budgets,
+            Capability::DaemonStatus => caps.daemon_status,
+            Capability::Elicitation => caps.elicitation,
+            Capability::Permissions => caps.permissions,
+            Capability::Processes => caps.processes,
+            Capability::Detach => caps.detach,
+        }
+    }
+
+    /// Its name in `initialize.capabilities`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Capability::Reasoning => "reasoning",
+            Capability::Sessions => "sessions",
+            Capability::Checkpoints => "checkpoints",
+            Capability::Usage => "usage",
+            Capability::Commands => "commands",
+            Capability::Hooks => "hooks",
+            Capability::Subagents => "subagents",
+            Capability::Retries => "retries",
+            Capability::StepUsage => "step_usage",
+            Capability::Trust => "trust",
+            Capability::Budgets => "budgets",
+            Capability::DaemonStatus => "daemon_status",
+            Capability::Elicitation => "elicitation",
+            Capability::Permissions => "permissions",
+            Capability::Processes => "processes",
+            Capability::Detach => "detach",
+        }
+    }
+
+    /// The refusal of `what` (a request or a field) to a connection that
+    /// did not ask for it.
+    pub(crate) fn refusal(self, what: &str) -> String {
+        format!(
+            "{what} needs capability `{}` (ask for it in initialize)",
+            self.name()
+        )
+    }
+}
+
+/// The capability an event of type `type_name` needs to be sent at all
+/// (`None`: protocol version 2's own, or an answer to a gated request).
+pub(crate) fn required(type_name: &str) -> Option<Capability> {
+    Some(match type_name {
+        "reasoning.delta" => Capability::Reasoning,
+        "checkpoint.created" | "checkpoint.failed" => Capability::Checkpoints,
+        "budget.warning" => Capability::Usage,
+        "hook.message" => Capability::Hooks,
+        "subagent.started" => Capability::Subagents,
+        "provider.retrying" => Capability::Retries,
+        "usage.updated" => Capability::StepUsage,
+        "session.warning" => Capability::Sessions,
+        "elicitation.requested" => Capability::Elicitation,
+        _ => return None,
+    })
+}
+
+/// Whether `caps` lets an event of `type_name` out.
+pub(crate) fn allows(caps: &Capabilities, type_name: &str) -> bool {
+    required(type_name).is_none_or(|cap| cap.granted(caps))
+}
+
+/// `body` as a connection with `caps` gets it: `None` when it is not sent
+/// at all, else without the extension fields `caps` lacks (a copy only
+/// when there are any to take out).
+pub(crate) fn shape<'a>(caps: &Capabilities, body: &'a EventBody) -> Option<Cow<'a, EventBody>> {
+    if !allows(caps, body.type_name()) {
+        return None;
+    }
+    Some(match strip(caps, body) {
+        Some(stripped) => Cow::Owned(stripped),
+        None => Cow::Borrowed(body),
+    })
+}
+
+/// [`shape`] of an event the caller owns (no copy).
+pub(crate) fn shape_owned(caps: &Capabilities, body: EventBody) -> Option<EventBody> {
+    if !allows(caps, body.type_name()) {
+        return None;
+    }
+    Some(strip(caps, &body).unwrap_or(body))
+}
+
+/// `body` without the extension fields `caps` lacks; `None` when it has
+/// none of them.
+fn strip(caps: &Capabilities, body: &EventBody) -> Option<EventBody> {
+    let lacks = |cap: Capability| !cap.granted(caps);
+    let mut body = match body {
+        EventBody::TurnCompleted { cost: Some(_), .. } if lacks(Capability::Usage) => body.clone(),
+        EventBody::SessionStarted(_)
+            if lacks(Capability::Commands)
+                || lacks(Capability::Trust)
+                || lacks(Capability::Usage) =>
+        {
+            body.clone()
+        }
+        EventBody::DaemonStatus { .. } if lacks(Capability::DaemonStatus) => body.clone(),
+        EventBody::SessionListed { .. } if lacks(Capability::Detach) => body.clone(),
+        _ => return None,
+    };
+    match &mut body {
+        // Usage by kind and cost.
+        EventBody::TurnCompleted { cost, .. } => *cost = None,
+        EventBody::SessionStarted(started) => {
+            if lacks(Capability::Commands) {
+                started.drop_commands_fields();
+            }
+            if lacks(Capability::Trust) {
+                started.trust = None;
+            }
+            if lacks(Capability::Usage) {
+                started.max_session_cost_usd = None;
+                started.spent = None;
+            }
+        }
+        // Exactly the protocol document's fields (`remote_tools` aside,
+        // which the document names).
+        EventBody::DaemonStatus { status } => {
+            status.config = None;
+            for component in &mut status.components {
+                component.tools = None;
+                component.tool_names = None;
+            }
+        }
+        // The live fields.
+        EventBody::SessionListed { sessions } => {
+            for session in sessions {
+                session.live = None;
+            }
+        }
+        _ => {}
+    }
+    Some(body)
+}
+
+/// The wire's `code` of a `turn.failed` whose extension code is `code`
+/// (`None`: the document's code the body holds).
+pub(crate) fn code<'a>(caps: &Capabilities, code: Option<&'a str>) -> Option<&'a str> {
+    code.filter(|code| match *code {
+        BUDGET_EXCEEDED => Capability::Budgets.granted(caps),
+        _ => false,
+    })
+}
+
+/// The capability a request needs (`None`: protocol version 2's own).
+/// `session.close` is capability `detach`'s where it was granted
+/// (`SessionHost::forward`), else `sessions`'.
+pub(crate) fn needs(message: &ClientMessage) -> Option<Capability> {
+    Some(match message {
+        ClientMessage::SessionList(_)
+        | ClientMessage::SessionResume(_)
+        | ClientMessage::SessionFork(_)
+        | ClientMessage::SessionDelete(_)
+        | ClientMessage::SessionClose(_) => Capability::Sessions,
+        ClientMessage::SessionDetach(_) | ClientMessage::SessionAttach(_) => Capability::Detach,
+        ClientMessage::CheckpointList(_)
+        | ClientMessage::CheckpointDiff(_)
+        | ClientMessage::CheckpointRestore(_) => Capability::Checkpoints,
+        ClientMessage::WorkspaceTrust(_) => Capability::Trust,
+        ClientMessage::PermissionsList(_)
+        | ClientMessage::PermissionsKeep(_)
+        | ClientMessage::PermissionsRemove(_) => Capability::Permissions,
+        ClientMessage::ElicitationResolve(_) => Capability::Elicitation,
+        ClientMessage::ProcessKill(_)
+        | ClientMessage::ProcessPeek(_)
+        | ClientMessage::ProcessList(_) => Capability::Processes,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event type the mapping names is one `EventBody` serializes
+    /// as (a renamed event would otherwise go ungated).
+    #[test]
+    fn gated_names_are_event_types() {
+        let bodies = [
+            EventBody::ReasoningDelta {
+                content: String::new(),
+            },
+            EventBody::CheckpointCreated {
+                checkpoint_id: String::new(),
+            },
+            EventBody::CheckpointFailed {
+                message: String::new(),
+            },
+            EventBody::TurnStarted {},
+        ];
+        let caps = Capabilities::NONE;
+        for body in &bodies[..3] {
+            assert!(required(body.type_name()).is_some(), "{}", body.type_name());
+            assert!(shape(&caps, body).is_none());
+        }
+        assert!(matches!(shape(&caps, &bodies[3]), Some(Cow::Borrowed(_))));
+        let all = Capabilities {
+            reasoning: true,
+            checkpoints: true,
+            ..Capabilities::NONE
+        };
+        for body in &bodies {
+            assert!(matches!(shape(&all, body), Some(Cow::Borrowed(_))));
+        }
+    }
+
+    #[test]
+    fn extension_codes_need_their_capability() {
+        let budgets = Capabilities {
+            budgets: true,
+            ..Capabilities::NONE
+        };
+        assert_eq!(code(&Capabilities::NONE, Some(BUDGET_EXCEEDED)), None);
+        assert_eq!(code(&budgets, Some(BUDGET_EXCEEDED)), Some(BUDGET_EXCEEDED));
+        assert_eq!(code(&budgets, None), None);
+    }
+}
