@@ -53,6 +53,7 @@ mod queueing;
 mod spending;
 mod stored;
 mod trust;
+mod turn_settings;
 mod turns;
 
 /// How long active work gets to finish during cleanup.

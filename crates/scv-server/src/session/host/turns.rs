@@ -5,8 +5,9 @@
 //! running turn's task (so a detached session takes it along), and the
 //! host polls them all.
 
+use super::turn_settings::TurnSettings;
 use super::{mcp, ActiveTurn, Joined, SessionHost};
-use crate::agent::{add_usage, SessionSettings, Turn};
+use crate::agent::{add_usage, Turn};
 use crate::context::History;
 use crate::session::reject::{check_prompt, invalid, queue_reject, Handled, Reject};
 use scv_protocol::{ApprovalResolve, ErrorCode, EventBody, FailureCode, TurnCancel, TurnStart};
@@ -158,52 +159,32 @@ impl SessionHost {
         // take the turn's start (or caught up with it), or it could not
         // be written since the session opened.
         session.tell_journal(Some(&request_id)).await;
-        let settings = turn_settings(&session.settings, &prompt);
-        let model = settings.provider.model.clone();
-        let spending = session.spending(budgets);
+        let run = TurnSettings::build(session, &self.shared, &self.children, &prompt, budgets);
         let trace = self.shared.telemetry.as_ref().map(|t| {
             t.turn(
                 session_id,
                 &turn_id,
                 &session.settings.provider.name,
-                &model,
+                &run.settings.provider.model,
                 &prompt,
             )
         });
         let turn = Turn {
             trace,
-            spending,
-            limits: session.settings.limits.clone(),
-            checkpoints: session.checkpoints.clone(),
+            spending: run.spending,
+            limits: run.limits,
+            checkpoints: run.checkpoints,
             prompt: prompt.as_str().into(),
-            settings,
+            settings: run.settings,
             sink,
             approvals: session.approvals.clone(),
             session_mcp: session.mcp_state.clone(),
             request_id,
             turn_id,
             token,
-            subagents: (!session.settings.no_tools)
-                .then(|| {
-                    let server = crate::agent::subagent::Server {
-                        limits: session.settings.limits.clone(),
-                        config: session.settings.config.clone(),
-                        store: self.shared.store.clone(),
-                    };
-                    crate::agent::subagent::Subagents::for_turn(
-                        &server,
-                        0,
-                        session_id.clone(),
-                        self.children.clone(),
-                        session.settings.custom.agents.clone(),
-                    )
-                })
-                .flatten(),
+            subagents: run.subagents,
             child: None,
-            mcp: session
-                .mcp
-                .clone()
-                .unwrap_or_else(|| self.shared.mcp.clone()),
+            mcp: run.mcp,
         };
         let handle = tokio::spawn(turn.run(history, prompt));
         if let Some(active) = &mut session.active {
@@ -368,18 +349,5 @@ impl SessionHost {
                 format!("approval {approval_id} is not pending"),
             ))
         }
-    }
-}
-
-/// The session's settings for the turn of `prompt`: the `model:` of the
-/// command that expanded to it (`inline::grant`), for that turn alone.
-fn turn_settings(settings: &Arc<SessionSettings>, prompt: &str) -> Arc<SessionSettings> {
-    match settings.custom.grant_of(prompt).and_then(|g| g.model) {
-        Some(model) => {
-            let mut next = (**settings).clone();
-            crate::customize::use_model(&mut next.provider, &model);
-            Arc::new(next)
-        }
-        None => settings.clone(),
     }
 }
