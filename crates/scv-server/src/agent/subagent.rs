@@ -438,57 +438,9 @@ impl Child {
                 token: self.token.clone(),
             },
         );
-        let model = self.settings.provider.model.clone();
-        let price = server.config.cost.pricing.price(&model);
-        let turn = Turn {
-            limits: Arc::new(super::Limits {
-                max_steps: limits.subagent_max_steps,
-                ..limits.as_ref().clone()
-            }),
-            checkpoints: None,
-            prompt: args.prompt.as_str().into(),
-            settings: self.settings.clone(),
-            sink: self.sink.clone(),
-            approvals: parent.approvals.clone(),
-            session_mcp: parent.session_mcp.clone(),
-            request_id: parent.request_id.clone(),
-            turn_id: self.turn_id.clone(),
-            token: self.token.clone(),
-            mcp: parent.mcp.clone(),
-            spending: parent.spending.child(model, price),
-            trace: None,
-            subagents: Subagents::for_turn(
-                server,
-                subagents.depth + 1,
-                subagents.root.clone(),
-                subagents.index.clone(),
-                subagents.definitions.clone(),
-            ),
-            child: Some(ChildRole {
-                tools: self.tools.clone().into(),
-                instructions: self.instructions.clone(),
-                relay: self.relay(parent),
-            }),
-        };
+        let turn = self.turn(parent, subagents, &args.prompt);
         let cap = limits.subagent_timeout;
-        let mut outcome = {
-            let run = turn.run(History::default(), args.prompt.clone());
-            let mut run = std::pin::pin!(run);
-            let timer = tokio::time::sleep(cap);
-            let mut timer = std::pin::pin!(timer);
-            let mut fired = false;
-            loop {
-                tokio::select! {
-                    outcome = &mut run => break outcome,
-                    _ = &mut timer, if !fired => {
-                        // The cap, not a person: the child ends as failed.
-                        fired = true;
-                        self.timed_out.store(true, Ordering::Relaxed);
-                        self.token.cancel();
-                    }
-                }
-            }
-        };
+        let mut outcome = self.run_capped(turn, &args.prompt, cap).await;
         subagents.index.remove(&self.session_id);
         if self.timed_out.load(Ordering::Relaxed)
             && matches!(outcome.terminal, Some(EventBody::TurnCancelled {}))
@@ -542,6 +494,72 @@ impl Child {
             return Err(Stop::Cancelled);
         }
         Ok(self.result(&outcome, parent.limits.tool_output_max_bytes))
+    }
+
+    /// The child's turn: the settings it runs with (its own model and
+    /// price, the parent's budgets and ledger, `subagent_max_steps`), and
+    /// what it shares with its parent (approvals, MCP, the request).
+    fn turn(&self, parent: &Turn, subagents: &Subagents, prompt: &str) -> Turn {
+        let server = &subagents.server;
+        let limits = &server.limits;
+        let model = self.settings.provider.model.clone();
+        let price = server.config.cost.pricing.price(&model);
+        Turn {
+            limits: Arc::new(super::Limits {
+                max_steps: limits.subagent_max_steps,
+                ..limits.as_ref().clone()
+            }),
+            checkpoints: None,
+            prompt: prompt.into(),
+            settings: self.settings.clone(),
+            sink: self.sink.clone(),
+            approvals: parent.approvals.clone(),
+            session_mcp: parent.session_mcp.clone(),
+            request_id: parent.request_id.clone(),
+            turn_id: self.turn_id.clone(),
+            token: self.token.clone(),
+            mcp: parent.mcp.clone(),
+            spending: parent.spending.child(model, price),
+            trace: None,
+            subagents: Subagents::for_turn(
+                server,
+                subagents.depth + 1,
+                subagents.root.clone(),
+                subagents.index.clone(),
+                subagents.definitions.clone(),
+            ),
+            child: Some(ChildRole {
+                tools: self.tools.clone().into(),
+                instructions: self.instructions.clone(),
+                relay: self.relay(parent),
+            }),
+        }
+    }
+
+    /// Runs `turn` until it ends or `cap` passes: then it is cancelled
+    /// (and reads as timed out).
+    async fn run_capped(
+        &self,
+        turn: Turn,
+        prompt: &str,
+        cap: std::time::Duration,
+    ) -> super::TurnOutcome {
+        let run = turn.run(History::default(), prompt.to_string());
+        let mut run = std::pin::pin!(run);
+        let timer = tokio::time::sleep(cap);
+        let mut timer = std::pin::pin!(timer);
+        let mut fired = false;
+        loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                _ = &mut timer, if !fired => {
+                    // The cap, not a person: the child ends as failed.
+                    fired = true;
+                    self.timed_out.store(true, Ordering::Relaxed);
+                    self.token.cancel();
+                }
+            }
+        }
     }
 
     /// The journal of the child (none when the store is off or refuses).
