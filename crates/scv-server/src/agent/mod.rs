@@ -364,35 +364,9 @@ impl Turn {
             let tools = self.offered(&registry);
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
-            let request_bytes = fixed_bytes + history.bytes();
-            // Held until the request ends: settled below, released when
-            // it fails or the turn is cancelled (dropped with `?`).
-            let mut held = self.reserve(history.estimate_tokens(request_bytes))?;
-            let mut reply = self
-                .step(&request(&system, history, tools, held.max_output_tokens))
-                .await;
-            if let Err(Stop::Overflow(message)) = &reply {
-                // One compaction, one retry; the refused request spent
-                // nothing.
-                tracing::info!("provider context overflow: {message}; compacting once");
-                drop(held);
-                self.compact(fixed_bytes, history, usage, true).await?;
-                let request_bytes = fixed_bytes + history.bytes();
-                held = self.reserve(history.estimate_tokens(request_bytes))?;
-                reply = match self
-                    .step(&request(&system, history, tools, held.max_output_tokens))
-                    .await
-                {
-                    Err(Stop::Overflow(message)) => {
-                        return Err(Stop::Failed(
-                            FailureCode::ContextLimit,
-                            format!("the conversation does not fit the model's context even after compaction: {message}"),
-                        ))
-                    }
-                    other => other,
-                };
-            }
-            let reply = reply?;
+            let (reply, request_bytes, held) = self
+                .send_request(&system, fixed_bytes, history, usage, tools)
+                .await?;
             steps += 1;
             self.spent(held, reply.usage).await?;
             if let Some(step_usage) = reply.usage {
@@ -447,31 +421,86 @@ impl Turn {
                     format!("agent reached {max_steps} steps"),
                 ));
             }
-            let mut rest = &tool_calls[..];
-            while !rest.is_empty() {
-                // Consecutive `task` calls run together (each waits for one
-                // of `max_subagents` slots); the rest one by one.
-                let together = rest
-                    .iter()
-                    .take_while(|c| c.name == crate::tools::task::NAME)
-                    .count()
-                    .max(1);
-                let (now, later) = rest.split_at(together);
-                rest = later;
-                let results = futures_util::future::join_all(
-                    now.iter().map(|call| self.call_tool(call, &registry)),
-                )
-                .await;
-                for (call, result) in now.iter().zip(results) {
-                    let (content, success) = result?;
-                    history.push(Message::Tool {
-                        call_id: call.id.clone(),
-                        content: content.into(),
-                        success,
-                    });
+            self.run_calls(&tool_calls, &registry, history).await?;
+        }
+    }
+
+    /// One provider request for the history as it stands, held against
+    /// the budgets until it ends: on a context overflow, one compaction
+    /// and one retry. Returns the reply, the request's size before any
+    /// compaction (what calibrates the estimate), and what it holds.
+    async fn send_request(
+        &self,
+        system: &str,
+        fixed_bytes: usize,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        tools: &[ToolSpec],
+    ) -> Result<(Reply, usize, budget::Reservation), Stop> {
+        let request_bytes = fixed_bytes + history.bytes();
+        // Held until the request ends: settled by the caller, released
+        // when it fails or the turn is cancelled (dropped with `?`).
+        let mut held = self.reserve(history.estimate_tokens(request_bytes))?;
+        let mut reply = self
+            .step(&request(system, history, tools, held.max_output_tokens))
+            .await;
+        if let Err(Stop::Overflow(message)) = &reply {
+            // One compaction, one retry; the refused request spent
+            // nothing.
+            tracing::info!("provider context overflow: {message}; compacting once");
+            drop(held);
+            self.compact(fixed_bytes, history, usage, true).await?;
+            let request_bytes = fixed_bytes + history.bytes();
+            held = self.reserve(history.estimate_tokens(request_bytes))?;
+            reply = match self
+                .step(&request(system, history, tools, held.max_output_tokens))
+                .await
+            {
+                Err(Stop::Overflow(message)) => {
+                    return Err(Stop::Failed(
+                        FailureCode::ContextLimit,
+                        format!("the conversation does not fit the model's context even after compaction: {message}"),
+                    ))
                 }
+                other => other,
+            };
+        }
+        Ok((reply?, request_bytes, held))
+    }
+
+    /// A step's calls, their results pushed to the history: consecutive
+    /// `task` calls together, the rest one by one.
+    async fn run_calls(
+        &self,
+        tool_calls: &[ToolCall],
+        registry: &Registry,
+        history: &mut History,
+    ) -> Result<(), Stop> {
+        let mut rest = tool_calls;
+        while !rest.is_empty() {
+            // Consecutive `task` calls run together (each waits for one
+            // of `max_subagents` slots); the rest one by one.
+            let together = rest
+                .iter()
+                .take_while(|c| c.name == crate::tools::task::NAME)
+                .count()
+                .max(1);
+            let (now, later) = rest.split_at(together);
+            rest = later;
+            let results = futures_util::future::join_all(
+                now.iter().map(|call| self.call_tool(call, registry)),
+            )
+            .await;
+            for (call, result) in now.iter().zip(results) {
+                let (content, success) = result?;
+                history.push(Message::Tool {
+                    call_id: call.id.clone(),
+                    content: content.into(),
+                    success,
+                });
             }
         }
+        Ok(())
     }
 
     /// The session's tools now: the built-in ones (and `skill` when it
@@ -695,18 +724,7 @@ impl Turn {
     ) -> Result<(String, bool), Stop> {
         let name = call.name.as_str();
         let arguments = call.arguments.as_str();
-        let parsed: Result<Value, String> = match arguments.trim() {
-            "" => Ok(Value::Object(Default::default())),
-            raw => serde_json::from_str::<Value>(raw)
-                .map_err(|err| format!("error: the arguments are not valid JSON ({err})"))
-                .and_then(|v| {
-                    if v.is_object() {
-                        Ok(v)
-                    } else {
-                        Err("error: the arguments must be a JSON object".to_string())
-                    }
-                }),
-        };
+        let parsed = parse_arguments(&arguments);
         let shown_arguments = match &parsed {
             Ok(value) => value.clone(),
             Err(_) => Value::String(arguments.clone().into_owned()),
@@ -768,6 +786,30 @@ impl Turn {
             name: name.to_string(),
         })
         .await?;
+        let output = self
+            .run_approved(call, tool, &arguments, registry, plan)
+            .await?;
+        let mut notes = gate.context;
+        notes.extend(self.post_tool_hooks(call, &arguments, &output).await?);
+        let (mut content, success) = self.complete(call, output).await?;
+        for note in notes {
+            content.push_str("\n\n");
+            content.push_str(&note);
+        }
+        Ok((content, success))
+    }
+
+    /// Runs an approved call (`task` starts a subagent) in the turn's
+    /// tool context, traced; a cancelled turn stops here.
+    async fn run_approved(
+        &self,
+        call: &ToolCall,
+        tool: &crate::tools::registry::Tool,
+        arguments: &Value,
+        registry: &Registry,
+        plan: bool,
+    ) -> Result<ToolOutput, Stop> {
+        let name = call.name.as_str();
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
             scv_home: &self.settings.scv_home,
@@ -791,9 +833,9 @@ impl Turn {
             .as_ref()
             .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let result = if tool.is_task() {
-            Ok(self.run_task(call, &arguments, registry).await?)
+            Ok(self.run_task(call, arguments, registry).await?)
         } else {
-            tool.run(&arguments, &tool_ctx).await
+            tool.run(arguments, &tool_ctx).await
         };
         if self.token.is_cancelled() {
             if let Some(span) = span {
@@ -814,14 +856,7 @@ impl Turn {
         if let Some(span) = span {
             span.completed(output.success, &output.output);
         }
-        let mut notes = gate.context;
-        notes.extend(self.post_tool_hooks(call, &arguments, &output).await?);
-        let (mut content, success) = self.complete(call, output).await?;
-        for note in notes {
-            content.push_str("\n\n");
-            content.push_str(&note);
-        }
-        Ok((content, success))
+        Ok(output)
     }
 
     /// The workspace recorded before this turn's first call that may
@@ -1035,6 +1070,23 @@ fn traced(
             Stop::Refused => "refused",
             Stop::Disconnected => "disconnected",
         }),
+    }
+}
+
+/// A call's arguments as a JSON object (none: `{}`), or what the model
+/// is told is wrong with them.
+fn parse_arguments(arguments: &str) -> Result<Value, String> {
+    match arguments.trim() {
+        "" => Ok(Value::Object(Default::default())),
+        raw => serde_json::from_str::<Value>(raw)
+            .map_err(|err| format!("error: the arguments are not valid JSON ({err})"))
+            .and_then(|v| {
+                if v.is_object() {
+                    Ok(v)
+                } else {
+                    Err("error: the arguments must be a JSON object".to_string())
+                }
+            }),
     }
 }
 
