@@ -95,21 +95,28 @@ impl Capability {
     }
 }
 
+/// The events a connection gets only when it asked, by type, and the
+/// capability each needs.
+const EVENT_GATES: &[(&str, Capability)] = &[
+    ("reasoning.delta", Capability::Reasoning),
+    ("checkpoint.created", Capability::Checkpoints),
+    ("checkpoint.failed", Capability::Checkpoints),
+    ("budget.warning", Capability::Usage),
+    ("hook.message", Capability::Hooks),
+    ("subagent.started", Capability::Subagents),
+    ("provider.retrying", Capability::Retries),
+    ("usage.updated", Capability::StepUsage),
+    ("session.warning", Capability::Sessions),
+    ("elicitation.requested", Capability::Elicitation),
+];
+
 /// The capability an event of type `type_name` needs to be sent at all
 /// (`None`: protocol version 2's own, or an answer to a gated request).
 pub(crate) fn required(type_name: &str) -> Option<Capability> {
-    Some(match type_name {
-        "reasoning.delta" => Capability::Reasoning,
-        "checkpoint.created" | "checkpoint.failed" => Capability::Checkpoints,
-        "budget.warning" => Capability::Usage,
-        "hook.message" => Capability::Hooks,
-        "subagent.started" => Capability::Subagents,
-        "provider.retrying" => Capability::Retries,
-        "usage.updated" => Capability::StepUsage,
-        "session.warning" => Capability::Sessions,
-        "elicitation.requested" => Capability::Elicitation,
-        _ => return None,
-    })
+    EVENT_GATES
+        .iter()
+        .find(|(name, _)| *name == type_name)
+        .map(|(_, cap)| *cap)
 }
 
 /// Whether `caps` lets an event of `type_name` out.
@@ -229,36 +236,68 @@ pub(crate) fn needs(message: &ClientMessage) -> Option<Capability> {
 mod tests {
     use super::*;
 
-    /// Every event type the mapping names is one `EventBody` serializes
-    /// as (a renamed event would otherwise go ungated).
+    /// Every event type the table names is one `EventBody` knows (a
+    /// renamed event would otherwise go ungated): parsing just its type
+    /// fails on a missing field, never on an unknown variant.
     #[test]
     fn gated_names_are_event_types() {
-        let bodies = [
-            EventBody::ReasoningDelta {
-                content: String::new(),
-            },
-            EventBody::CheckpointCreated {
-                checkpoint_id: String::new(),
-            },
-            EventBody::CheckpointFailed {
-                message: String::new(),
-            },
-            EventBody::TurnStarted {},
-        ];
-        let caps = Capabilities::NONE;
-        for body in &bodies[..3] {
-            assert!(required(body.type_name()).is_some(), "{}", body.type_name());
-            assert!(shape(&caps, body).is_none());
+        for (name, _) in EVENT_GATES {
+            let parsed = serde_json::from_value::<EventBody>(serde_json::json!({ "type": name }));
+            if let Err(err) = parsed {
+                assert!(
+                    !err.to_string().contains("unknown variant"),
+                    "{name}: {err}"
+                );
+            }
         }
-        assert!(matches!(shape(&caps, &bodies[3]), Some(Cow::Borrowed(_))));
-        let all = Capabilities {
+    }
+
+    /// A gated event leaves only with its capability, and an event of the
+    /// document's own always leaves, uncopied.
+    #[test]
+    fn events_leave_with_their_capability() {
+        let reasoning = EventBody::ReasoningDelta {
+            content: String::new(),
+        };
+        let created = EventBody::CheckpointCreated {
+            checkpoint_id: String::new(),
+        };
+        let started = EventBody::TurnStarted {};
+        let none = Capabilities::NONE;
+        assert!(shape(&none, &reasoning).is_none());
+        assert!(shape(&none, &created).is_none());
+        assert!(matches!(shape(&none, &started), Some(Cow::Borrowed(_))));
+        let some = Capabilities {
             reasoning: true,
-            checkpoints: true,
             ..Capabilities::NONE
         };
-        for body in &bodies {
-            assert!(matches!(shape(&all, body), Some(Cow::Borrowed(_))));
+        assert!(matches!(shape(&some, &reasoning), Some(Cow::Borrowed(_))));
+        assert!(shape(&some, &created).is_none());
+        for (name, cap) in EVENT_GATES {
+            assert_eq!(required(name), Some(*cap));
+            assert!(!allows(&none, name), "{name}");
         }
+    }
+
+    /// `turn.completed`'s cost leaves only with capability `usage`.
+    #[test]
+    fn extension_fields_need_their_capability() {
+        let completed = EventBody::TurnCompleted {
+            steps: 1,
+            usage: None,
+            cost: Some(scv_protocol::TurnCost::default()),
+        };
+        let Some(Cow::Owned(EventBody::TurnCompleted { cost, .. })) =
+            shape(&Capabilities::NONE, &completed)
+        else {
+            panic!("turn.completed is not stripped");
+        };
+        assert!(cost.is_none());
+        let usage = Capabilities {
+            usage: true,
+            ..Capabilities::NONE
+        };
+        assert!(matches!(shape(&usage, &completed), Some(Cow::Borrowed(_))));
     }
 
     #[test]

@@ -88,14 +88,6 @@ impl Component for UserHooks {
         })
     }
 
-    fn control<'a>(
-        &'a self,
-        _cx: &'a Context,
-        _command: &'a DaemonCommand,
-    ) -> Option<BoxFuture<'a, Result<(), ControlError>>> {
-        None
-    }
-
     fn stop<'a>(&'a self, _cx: &'a Context) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }

@@ -46,14 +46,6 @@ impl Component for McpServers {
         })
     }
 
-    fn control<'a>(
-        &'a self,
-        _cx: &'a Context,
-        _command: &'a DaemonCommand,
-    ) -> Option<BoxFuture<'a, Result<(), ControlError>>> {
-        None
-    }
-
     fn stop<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, ()> {
         Box::pin(cx.shared.mcp.shutdown())
     }
