@@ -7,8 +7,7 @@
 //! file themselves when they start (`customize`); this only tells.
 
 use crate::component::{BoxFuture, Component, Context};
-use crate::handles::ControlError;
-use scv_protocol::{ComponentKind, ComponentState, ComponentStatus, DaemonCommand};
+use scv_protocol::{ComponentKind, ComponentState, ComponentStatus};
 use std::sync::Mutex;
 
 /// What the last read found: `None` when there is no file.

@@ -4,8 +4,7 @@
 //! server.
 
 use crate::component::{BoxFuture, Component, Context};
-use crate::handles::ControlError;
-use scv_protocol::{ComponentKind, ComponentState, ComponentStatus, DaemonCommand};
+use scv_protocol::{ComponentKind, ComponentState, ComponentStatus};
 
 pub(crate) struct McpServers;
 
