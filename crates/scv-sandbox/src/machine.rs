@@ -183,6 +183,210 @@ pub(crate) struct Machine {
     own_network: bool,
 }
 
+/// A host path bound read-only where it is (and skipped when missing).
+fn ro(source: &Path) -> Place {
+    Place::Bind {
+        source: source.to_path_buf(),
+        access: Access::ReadOnly,
+        optional: true,
+        own: false,
+    }
+}
+
+/// The system's trees, `/proc`, `/sys`, and a `/dev` of its own.
+fn system_places(places: &mut BTreeMap<PathBuf, Place>) {
+    for path in SYSTEM {
+        add_host_path(places, Path::new(path));
+    }
+    // /etc/resolv.conf often leads into /run.
+    if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf") {
+        if !target.starts_with("/etc") {
+            places.insert(target.clone(), ro(&target));
+        }
+    }
+    places.insert(
+        PathBuf::from("/proc"),
+        Place::Bind {
+            source: PathBuf::from("/proc"),
+            access: Access::AsIs,
+            optional: false,
+            own: false,
+        },
+    );
+    places.insert(PathBuf::from("/sys"), ro(Path::new("/sys")));
+    // A /dev of its own.
+    places.insert(PathBuf::from("/dev"), Place::Tmpfs(SMALL));
+    for device in DEVICES {
+        places.insert(
+            PathBuf::from(device),
+            Place::Bind {
+                source: PathBuf::from(device),
+                access: Access::AsIs,
+                optional: true,
+                own: false,
+            },
+        );
+    }
+    for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        if GPU_DEVICES
+            .iter()
+            .any(|prefix| name.to_string_lossy().starts_with(prefix))
+        {
+            places.insert(
+                entry.path(),
+                Place::Bind {
+                    source: entry.path(),
+                    access: Access::AsIs,
+                    optional: true,
+                    own: false,
+                },
+            );
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        places.insert(
+            Path::new("/dev").join(name),
+            Place::Link(PathBuf::from(target)),
+        );
+    }
+}
+
+/// `/tmp`, `/var/tmp` and `/dev/shm`: the session's, or fresh ones.
+fn temp_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy) {
+    let writable_tmp = |dir: &Path| Place::Bind {
+        source: dir.to_path_buf(),
+        access: Access::Writable,
+        optional: false,
+        own: true,
+    };
+    match &policy.session_dir {
+        Some(session) => {
+            places.insert(PathBuf::from("/tmp"), writable_tmp(&session.join("tmp")));
+            places.insert(
+                PathBuf::from("/var/tmp"),
+                writable_tmp(&session.join("tmp")),
+            );
+            places.insert(
+                PathBuf::from("/dev/shm"),
+                writable_tmp(&session.join("shm")),
+            );
+        }
+        None => {
+            places.insert(PathBuf::from("/tmp"), Place::Tmpfs(HOME_BYTES));
+            places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs(HOME_BYTES));
+            places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs(HOME_BYTES));
+        }
+    }
+}
+
+/// The home (an empty tmpfs with the allow-listed trees in it), and the
+/// credentials masked or filtered there and on the system.
+fn home_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy, home: Option<&Path>) {
+    if let Some(home) = home {
+        places.insert(home.to_path_buf(), Place::Tmpfs(HOME_BYTES));
+        for tree in policy.home_trees() {
+            places.insert(tree.clone(), ro(&tree));
+        }
+        // A link (a dotfiles manager's) is masked where it leads; one
+        // that leads nowhere shows nothing anyway.
+        for name in credentials::MASKED {
+            for path in credentials::expand(&home.join(name)) {
+                if let Ok(real) = std::fs::canonicalize(&path) {
+                    let dir = real.is_dir();
+                    places.insert(real, Place::Mask { dir });
+                }
+            }
+        }
+        for name in credentials::FILTERED {
+            let path = home.join(name);
+            if let (Some(text), Ok(real)) = (read_config(&path), std::fs::canonicalize(&path)) {
+                places.insert(
+                    real,
+                    Place::Contents(credentials::filter(&text).into_bytes()),
+                );
+            }
+        }
+    }
+    for pattern in credentials::MASKED_SYSTEM {
+        for path in credentials::expand(Path::new(pattern)) {
+            if let Ok(real) = std::fs::canonicalize(&path) {
+                let dir = real.is_dir();
+                places.insert(real, Place::Mask { dir });
+            }
+        }
+    }
+    // What the host keeps from other users (not readable by "others")
+    // under the system's configuration and state, whatever its name:
+    // a command run by root keeps root's uid.
+    for (path, dir) in credentials::guarded(credentials::GUARDED_TREES) {
+        places.insert(path, Place::Mask { dir });
+    }
+}
+
+/// What the policy adds: readable roots, the repository, the workspace
+/// and writable roots, sockets, `.git` read-only, shared files, and the
+/// trees nothing may read.
+fn policy_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy) {
+    for root in &policy.readable_roots {
+        let root = crate::paths::canonical(root);
+        places.insert(root.clone(), ro(&root));
+    }
+    for repo in &policy.repository {
+        places.insert(repo.clone(), ro(repo));
+    }
+    let write = if policy.mode == Mode::WorkspaceWrite {
+        Access::Writable
+    } else {
+        Access::ReadOnly
+    };
+    for root in std::iter::once(&policy.workspace).chain(&policy.writable_roots) {
+        let root = crate::paths::canonical(root);
+        places.insert(
+            root.clone(),
+            Place::Bind {
+                source: root,
+                access: write,
+                optional: true,
+                own: false,
+            },
+        );
+    }
+    for socket in &policy.unix_sockets {
+        let socket = crate::paths::canonical(socket);
+        places.insert(
+            socket.clone(),
+            Place::Bind {
+                source: socket,
+                access: Access::AsIs,
+                optional: true,
+                own: false,
+            },
+        );
+    }
+    if policy.protect_git {
+        for git in &policy.git {
+            places.insert(git.clone(), ro(git));
+        }
+    }
+    for file in &policy.shared_files {
+        places.insert(file.clone(), ro(file));
+    }
+    // Trees nothing may read ($SCV_HOME) where a bound tree holds one.
+    for denied in &policy.denied {
+        let denied = crate::paths::canonical(denied);
+        if std::fs::symlink_metadata(&denied).is_ok() {
+            let dir = denied.is_dir();
+            places.insert(denied, Place::Mask { dir });
+        }
+    }
+}
+
 impl Machine {
     /// Plans the machine of `policy` for a command whose working directory
     /// is `cwd`. `tmp`: the session's `/tmp` (else a fresh tmpfs per call);
@@ -191,190 +395,11 @@ impl Machine {
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let mut places: BTreeMap<PathBuf, Place> = BTreeMap::new();
-        let ro = |source: &Path| Place::Bind {
-            source: source.to_path_buf(),
-            access: Access::ReadOnly,
-            optional: true,
-            own: false,
-        };
-        for path in SYSTEM {
-            add_host_path(&mut places, Path::new(path));
-        }
-        // /etc/resolv.conf often leads into /run.
-        if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf") {
-            if !target.starts_with("/etc") {
-                places.insert(target.clone(), ro(&target));
-            }
-        }
-        places.insert(
-            PathBuf::from("/proc"),
-            Place::Bind {
-                source: PathBuf::from("/proc"),
-                access: Access::AsIs,
-                optional: false,
-                own: false,
-            },
-        );
-        places.insert(PathBuf::from("/sys"), ro(Path::new("/sys")));
-        // A /dev of its own.
-        places.insert(PathBuf::from("/dev"), Place::Tmpfs(SMALL));
-        for device in DEVICES {
-            places.insert(
-                PathBuf::from(device),
-                Place::Bind {
-                    source: PathBuf::from(device),
-                    access: Access::AsIs,
-                    optional: true,
-                    own: false,
-                },
-            );
-        }
-        for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
-            let name = entry.file_name();
-            if GPU_DEVICES
-                .iter()
-                .any(|prefix| name.to_string_lossy().starts_with(prefix))
-            {
-                places.insert(
-                    entry.path(),
-                    Place::Bind {
-                        source: entry.path(),
-                        access: Access::AsIs,
-                        optional: true,
-                        own: false,
-                    },
-                );
-            }
-        }
-        for (name, target) in [
-            ("fd", "/proc/self/fd"),
-            ("stdin", "/proc/self/fd/0"),
-            ("stdout", "/proc/self/fd/1"),
-            ("stderr", "/proc/self/fd/2"),
-        ] {
-            places.insert(
-                Path::new("/dev").join(name),
-                Place::Link(PathBuf::from(target)),
-            );
-        }
-        // The session's temp directories, or fresh ones.
-        let writable_tmp = |dir: &Path| Place::Bind {
-            source: dir.to_path_buf(),
-            access: Access::Writable,
-            optional: false,
-            own: true,
-        };
-        match &policy.session_dir {
-            Some(session) => {
-                places.insert(PathBuf::from("/tmp"), writable_tmp(&session.join("tmp")));
-                places.insert(
-                    PathBuf::from("/var/tmp"),
-                    writable_tmp(&session.join("tmp")),
-                );
-                places.insert(
-                    PathBuf::from("/dev/shm"),
-                    writable_tmp(&session.join("shm")),
-                );
-            }
-            None => {
-                places.insert(PathBuf::from("/tmp"), Place::Tmpfs(HOME_BYTES));
-                places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs(HOME_BYTES));
-                places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs(HOME_BYTES));
-            }
-        }
-        // The home: an empty tmpfs with the allow-listed trees in it.
+        system_places(&mut places);
+        temp_places(&mut places, policy);
         let home = policy.home.as_deref().map(crate::paths::canonical);
-        if let Some(home) = &home {
-            places.insert(home.clone(), Place::Tmpfs(HOME_BYTES));
-            for tree in policy.home_trees() {
-                places.insert(tree.clone(), ro(&tree));
-            }
-            // A link (a dotfiles manager's) is masked where it leads; one
-            // that leads nowhere shows nothing anyway.
-            for name in credentials::MASKED {
-                for path in credentials::expand(&home.join(name)) {
-                    if let Ok(real) = std::fs::canonicalize(&path) {
-                        let dir = real.is_dir();
-                        places.insert(real, Place::Mask { dir });
-                    }
-                }
-            }
-            for name in credentials::FILTERED {
-                let path = home.join(name);
-                if let (Some(text), Ok(real)) = (read_config(&path), std::fs::canonicalize(&path)) {
-                    places.insert(
-                        real,
-                        Place::Contents(credentials::filter(&text).into_bytes()),
-                    );
-                }
-            }
-        }
-        for pattern in credentials::MASKED_SYSTEM {
-            for path in credentials::expand(Path::new(pattern)) {
-                if let Ok(real) = std::fs::canonicalize(&path) {
-                    let dir = real.is_dir();
-                    places.insert(real, Place::Mask { dir });
-                }
-            }
-        }
-        // What the host keeps from other users (not readable by "others")
-        // under the system's configuration and state, whatever its name:
-        // a command run by root keeps root's uid.
-        for (path, dir) in credentials::guarded(credentials::GUARDED_TREES) {
-            places.insert(path, Place::Mask { dir });
-        }
-        for root in &policy.readable_roots {
-            let root = crate::paths::canonical(root);
-            places.insert(root.clone(), ro(&root));
-        }
-        for repo in &policy.repository {
-            places.insert(repo.clone(), ro(repo));
-        }
-        let write = if policy.mode == Mode::WorkspaceWrite {
-            Access::Writable
-        } else {
-            Access::ReadOnly
-        };
-        for root in std::iter::once(&policy.workspace).chain(&policy.writable_roots) {
-            let root = crate::paths::canonical(root);
-            places.insert(
-                root.clone(),
-                Place::Bind {
-                    source: root,
-                    access: write,
-                    optional: true,
-                    own: false,
-                },
-            );
-        }
-        for socket in &policy.unix_sockets {
-            let socket = crate::paths::canonical(socket);
-            places.insert(
-                socket.clone(),
-                Place::Bind {
-                    source: socket,
-                    access: Access::AsIs,
-                    optional: true,
-                    own: false,
-                },
-            );
-        }
-        if policy.protect_git {
-            for git in &policy.git {
-                places.insert(git.clone(), ro(git));
-            }
-        }
-        for file in &policy.shared_files {
-            places.insert(file.clone(), ro(file));
-        }
-        // Trees nothing may read ($SCV_HOME) where a bound tree holds one.
-        for denied in &policy.denied {
-            let denied = crate::paths::canonical(denied);
-            if std::fs::symlink_metadata(&denied).is_ok() {
-                let dir = denied.is_dir();
-                places.insert(denied, Place::Mask { dir });
-            }
-        }
+        home_places(&mut places, policy, home.as_deref());
+        policy_places(&mut places, policy);
         places.remove(Path::new("/"));
         // A working directory outside the workspace (a client that runs
         // `git -C WORKSPACE` from elsewhere) may not exist on the machine.
