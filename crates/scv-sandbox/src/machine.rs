@@ -387,6 +387,121 @@ fn policy_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy) {
     }
 }
 
+/// The child's steps as [`Machine::build`] gathers them, and what each
+/// placed path is: ours (a tmpfs or a folder made in one, where missing
+/// parents are made) or an attached host tree (where they exist already).
+#[derive(Default)]
+struct Steps {
+    clones: Vec<Op>,
+    body: Vec<Op>,
+    scratch: Vec<Op>,
+    last: Vec<Op>,
+    placed: BTreeMap<PathBuf, Context>,
+    scratch_dir: PathBuf,
+}
+
+impl Steps {
+    /// The steps that put `place` at `path` (staged at `target`); `ours`:
+    /// its mount point may be made.
+    fn place(
+        &mut self,
+        path: &Path,
+        place: &Place,
+        target: CString,
+        meta: Option<&std::fs::Metadata>,
+        ours: bool,
+    ) {
+        match place {
+            Place::Bind {
+                source,
+                access,
+                optional,
+                own,
+            } => {
+                let Some(meta) = meta else {
+                    return;
+                };
+                let Some(source) = c_path(source) else {
+                    return;
+                };
+                let slot = self.clones.len();
+                self.clones.push(Op::Clone {
+                    slot,
+                    source,
+                    access: *access,
+                    optional: *optional,
+                });
+                if ours {
+                    self.body.push(if meta.is_dir() {
+                        Op::Mkdir(target.clone())
+                    } else {
+                        Op::Touch(target.clone())
+                    });
+                }
+                self.body.push(Op::Attach { slot, target });
+                let inside = if *own { Context::Own } else { Context::Host };
+                self.placed.insert(path.to_path_buf(), inside);
+            }
+            Place::Tmpfs(size) => {
+                if ours {
+                    self.body.push(Op::Mkdir(target.clone()));
+                }
+                self.body.push(Op::Tmpfs {
+                    target,
+                    read_only: false,
+                    options: tmpfs_options(*size),
+                });
+                self.placed.insert(path.to_path_buf(), Context::Ours);
+            }
+            Place::Link(to) => {
+                if let (true, Some(to)) = (ours, c_path(to)) {
+                    self.body.push(Op::Link {
+                        target: to,
+                        link: target,
+                    });
+                    self.placed.insert(path.to_path_buf(), Context::Ours);
+                }
+            }
+            // Nothing of a host tree is there to hide.
+            Place::Mask { .. } if ours => {}
+            // Made read-only once what is placed beneath it (a hooks
+            // folder inside `$SCV_HOME`) is there.
+            Place::Mask { dir: true } => {
+                self.body.push(Op::Tmpfs {
+                    target: target.clone(),
+                    read_only: false,
+                    options: tmpfs_options(4096),
+                });
+                self.last.push(Op::ReadOnly(target));
+                self.placed.insert(path.to_path_buf(), Context::Ours);
+            }
+            Place::Mask { dir: false } | Place::Contents(_) => {
+                let bytes = match place {
+                    Place::Contents(bytes) => bytes.clone(),
+                    _ => Vec::new(),
+                };
+                let Some(source) = c_path(&self.scratch_dir.join(self.scratch.len().to_string()))
+                else {
+                    return;
+                };
+                self.scratch.push(Op::Write {
+                    path: source.clone(),
+                    bytes,
+                });
+                if ours {
+                    self.body.push(Op::Touch(target.clone()));
+                }
+                self.body.push(Op::Bind {
+                    source,
+                    target: target.clone(),
+                });
+                self.body.push(Op::ReadOnly(target));
+                self.placed.insert(path.to_path_buf(), Context::Host);
+            }
+        }
+    }
+}
+
 impl Machine {
     /// Plans the machine of `policy` for a command whose working directory
     /// is `cwd`. `tmp`: the session's `/tmp` (else a fresh tmpfs per call);
@@ -443,16 +558,11 @@ impl Machine {
         // Parents before children.
         let mut order: Vec<(&PathBuf, &Place)> = places.iter().collect();
         order.sort_by_key(|(path, _)| path.components().count());
-        let mut clones = Vec::new();
-        let mut body = Vec::new();
-        let mut scratch = Vec::new();
-        let mut last = Vec::new();
-        // What each placed path is: ours (a tmpfs or a folder made in
-        // one, where missing parents are made) or an attached host tree
-        // (where they exist already).
-        let mut placed: BTreeMap<PathBuf, Context> = BTreeMap::new();
-        placed.insert(PathBuf::from("/"), Context::Ours);
-        let scratch_dir = stage.join(".scv-scratch");
+        let mut steps = Steps {
+            scratch_dir: stage.join(".scv-scratch"),
+            ..Steps::default()
+        };
+        steps.placed.insert(PathBuf::from("/"), Context::Ours);
         for (path, place) in order {
             let Some(target) = staged(path) else {
                 continue;
@@ -466,7 +576,8 @@ impl Machine {
                 _ => None,
             };
             // The nearest placed ancestor decides.
-            let (above, context) = placed
+            let (above, context) = steps
+                .placed
                 .iter()
                 .filter(|(p, _)| path.starts_with(p) && *p != path)
                 .max_by_key(|(p, _)| p.components().count())
@@ -478,101 +589,24 @@ impl Machine {
                     .into_iter()
                     .filter(|p| p.starts_with(&above) && *p != above)
                 {
-                    if let std::collections::btree_map::Entry::Vacant(entry) = placed.entry(parent)
+                    if let std::collections::btree_map::Entry::Vacant(entry) =
+                        steps.placed.entry(parent)
                     {
-                        body.extend(staged(entry.key()).map(Op::Mkdir));
+                        steps.body.extend(staged(entry.key()).map(Op::Mkdir));
                         entry.insert(context);
                     }
                 }
             }
-            match place {
-                Place::Bind {
-                    source,
-                    access,
-                    optional,
-                    own,
-                } => {
-                    let Some(meta) = &meta else {
-                        continue;
-                    };
-                    let Some(source) = c_path(source) else {
-                        continue;
-                    };
-                    let slot = clones.len();
-                    clones.push(Op::Clone {
-                        slot,
-                        source,
-                        access: *access,
-                        optional: *optional,
-                    });
-                    if ours {
-                        body.push(if meta.is_dir() {
-                            Op::Mkdir(target.clone())
-                        } else {
-                            Op::Touch(target.clone())
-                        });
-                    }
-                    body.push(Op::Attach { slot, target });
-                    let inside = if *own { Context::Own } else { Context::Host };
-                    placed.insert(path.clone(), inside);
-                }
-                Place::Tmpfs(size) => {
-                    if ours {
-                        body.push(Op::Mkdir(target.clone()));
-                    }
-                    body.push(Op::Tmpfs {
-                        target,
-                        read_only: false,
-                        options: tmpfs_options(*size),
-                    });
-                    placed.insert(path.clone(), Context::Ours);
-                }
-                Place::Link(to) => {
-                    if let (true, Some(to)) = (ours, c_path(to)) {
-                        body.push(Op::Link {
-                            target: to,
-                            link: target,
-                        });
-                        placed.insert(path.clone(), Context::Ours);
-                    }
-                }
-                // Nothing of a host tree is there to hide.
-                Place::Mask { .. } if ours => {}
-                // Made read-only once what is placed beneath it (a hooks
-                // folder inside `$SCV_HOME`) is there.
-                Place::Mask { dir: true } => {
-                    body.push(Op::Tmpfs {
-                        target: target.clone(),
-                        read_only: false,
-                        options: tmpfs_options(4096),
-                    });
-                    last.push(Op::ReadOnly(target));
-                    placed.insert(path.clone(), Context::Ours);
-                }
-                Place::Mask { dir: false } | Place::Contents(_) => {
-                    let bytes = match place {
-                        Place::Contents(bytes) => bytes.clone(),
-                        _ => Vec::new(),
-                    };
-                    let Some(source) = c_path(&scratch_dir.join(scratch.len().to_string())) else {
-                        continue;
-                    };
-                    scratch.push(Op::Write {
-                        path: source.clone(),
-                        bytes,
-                    });
-                    if ours {
-                        body.push(Op::Touch(target.clone()));
-                    }
-                    body.push(Op::Bind {
-                        source,
-                        target: target.clone(),
-                    });
-                    body.push(Op::ReadOnly(target));
-                    placed.insert(path.clone(), Context::Host);
-                }
-            }
+            steps.place(path, place, target, meta.as_ref(), ours);
         }
+        let Steps {
+            clones,
+            body,
+            scratch,
+            last,
+            scratch_dir,
+            ..
+        } = steps;
         self.slots = vec![-1; clones.len()];
         self.ops = clones;
         let scratch_dir = c_path(&scratch_dir);
