@@ -127,24 +127,7 @@ pub(crate) fn build(
     for root in policy.writable(private_tmp) {
         rules.grant(&root, all, cut_for(&root))?;
     }
-    if unix {
-        for socket in &policy.unix_sockets {
-            rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
-        }
-    }
-    add_devices(&mut rules)?;
-
-    let mut ruleset = Ruleset::default()
-        .handle_access(handled)?
-        .scope(Scope::from_all(TARGET))?;
-    if policy.refuses_ip() {
-        // No TCP bind or connect either (Linux 6.7); seccomp does the rest.
-        ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
-    }
-    let created = ruleset
-        .create()?
-        .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
-    Ok(created)
+    create(rules, policy, handled, unix)
 }
 
 /// The ruleset of a command on the made-up machine (`machine`), with the
@@ -164,6 +147,23 @@ pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), c
     for root in policy.writable(None) {
         rules.add_existing(&root, all)?;
     }
+    let created = create(rules, policy, handled, unix)?;
+    let rights = Rights {
+        read: (AccessFs::from_read(TARGET) & handled).bits(),
+        all: (all & handled).bits(),
+    };
+    Ok((created, rights))
+}
+
+/// `rules` with what every command's ruleset has (the listed Unix
+/// sockets where the kernel rules them, the devices), created: `handled`
+/// access, scoped, and no TCP where the policy refuses IP.
+fn create(
+    mut rules: Rules,
+    policy: &Policy,
+    handled: BitFlags<AccessFs>,
+    unix: bool,
+) -> Result<RulesetCreated, crate::Error> {
     if unix {
         for socket in &policy.unix_sockets {
             rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
@@ -174,16 +174,13 @@ pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), c
         .handle_access(handled)?
         .scope(Scope::from_all(TARGET))?;
     if policy.refuses_ip() {
+        // No TCP bind or connect either (Linux 6.7); seccomp does the rest.
         ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
     }
     let created = ruleset
         .create()?
         .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
-    let rights = Rights {
-        read: (AccessFs::from_read(TARGET) & handled).bits(),
-        all: (all & handled).bits(),
-    };
-    Ok((created, rights))
+    Ok(created)
 }
 
 /// Rights as the kernel's bit sets, for the rules the child adds.
