@@ -78,11 +78,7 @@ pub(crate) fn build(
     private_tmp: Option<&Path>,
 ) -> Result<RulesetCreated, crate::Error> {
     let unix = rules_unix_sockets();
-    let handled = if unix {
-        AccessFs::from_all(ABI::V9)
-    } else {
-        AccessFs::from_all(TARGET)
-    };
+    let handled = handled_access(unix);
     let all = AccessFs::from_all(TARGET);
     let read = AccessFs::from_read(TARGET);
     let mut denied: Vec<PathBuf> = policy.denied.iter().map(|p| canonical(p)).collect();
@@ -137,11 +133,7 @@ pub(crate) fn build(
 /// tmpfs home once they exist ([`Rights`]).
 pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), crate::Error> {
     let unix = rules_unix_sockets();
-    let handled = if unix {
-        AccessFs::from_all(ABI::V9)
-    } else {
-        AccessFs::from_all(TARGET)
-    };
+    let handled = handled_access(unix);
     let all = AccessFs::from_all(TARGET);
     let mut rules = Rules::default();
     for root in policy.writable(None) {
@@ -153,6 +145,16 @@ pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), c
         all: (all & handled).bits(),
     };
     Ok((created, rights))
+}
+
+/// The access a ruleset handles: ABI 9's where the kernel rules Unix
+/// sockets (`unix`), else the target ABI's.
+fn handled_access(unix: bool) -> BitFlags<AccessFs> {
+    if unix {
+        AccessFs::from_all(ABI::V9)
+    } else {
+        AccessFs::from_all(TARGET)
+    }
 }
 
 /// `rules` with what every command's ruleset has (the listed Unix
