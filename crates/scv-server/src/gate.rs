@@ -6,9 +6,10 @@
 //! server ([`crate::agent::SessionSink`], the host's replies, the
 //! connection's own) pass each event through [`shape`]. Emitters build
 //! every event whole and never ask what the client wants. Adding a
-//! capability is a field of [`Capabilities`], a [`Capability`] here, and a
-//! row in [`required`] (a whole event), [`strip`] (an extension field),
-//! [`needs`] (a request) or [`code`] (an extension `turn.failed` code).
+//! capability is a field of [`Capabilities`], a line of `capabilities!`
+//! here, and a row in [`EVENT_GATES`] (a whole event), [`strip`] (an
+//! extension field), [`needs`] (a request) or [`code`] (an extension
+//! `turn.failed` code).
 //!
 //! Answers to a request are not gated here: the request was ([`needs`]).
 
@@ -19,72 +20,58 @@ use std::borrow::Cow;
 /// with capability `budgets` (every other gets `step_limit`).
 pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
 
-/// One optional part of the protocol (a field of [`Capabilities`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Capability {
-    Reasoning,
-    Sessions,
-    Checkpoints,
-    Usage,
-    Commands,
-    Hooks,
-    Subagents,
-    Retries,
-    StepUsage,
-    Trust,
-    Budgets,
-    DaemonStatus,
-    Elicitation,
-    Permissions,
-    Processes,
-    Detach,
+/// [`Capability`]: one variant per field of [`Capabilities`], its name the
+/// field's (so a capability is one line here).
+macro_rules! capabilities {
+    ($($variant:ident => $field:ident,)*) => {
+        /// One optional part of the protocol (a field of [`Capabilities`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Capability {
+            $($variant,)*
+        }
+
+        impl Capability {
+            /// Every one, in the order of [`Capabilities`]' fields.
+            #[cfg(test)]
+            const ALL: &[Capability] = &[$(Capability::$variant,)*];
+
+            /// Whether `caps` grants it.
+            pub(crate) fn granted(self, caps: &Capabilities) -> bool {
+                match self {
+                    $(Capability::$variant => caps.$field,)*
+                }
+            }
+
+            /// Its name in `initialize.capabilities`.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Capability::$variant => stringify!($field),)*
+                }
+            }
+        }
+    };
+}
+
+capabilities! {
+    Reasoning => reasoning,
+    Sessions => sessions,
+    Checkpoints => checkpoints,
+    Usage => usage,
+    Commands => commands,
+    Hooks => hooks,
+    Subagents => subagents,
+    Retries => retries,
+    StepUsage => step_usage,
+    Trust => trust,
+    Budgets => budgets,
+    DaemonStatus => daemon_status,
+    Elicitation => elicitation,
+    Permissions => permissions,
+    Processes => processes,
+    Detach => detach,
 }
 
 impl Capability {
-    /// Whether `caps` grants it.
-    pub(crate) fn granted(self, caps: &Capabilities) -> bool {
-        match self {
-            Capability::Reasoning => caps.reasoning,
-            Capability::Sessions => caps.sessions,
-            Capability::Checkpoints => caps.checkpoints,
-            Capability::Usage => caps.usage,
-            Capability::Commands => caps.commands,
-            Capability::Hooks => caps.hooks,
-            Capability::Subagents => caps.subagents,
-            Capability::Retries => caps.retries,
-            Capability::StepUsage => caps.step_usage,
-            Capability::Trust => caps.trust,
-            Capability::Budgets => caps.budgets,
-            Capability::DaemonStatus => caps.daemon_status,
-            Capability::Elicitation => caps.elicitation,
-            Capability::Permissions => caps.permissions,
-            Capability::Processes => caps.processes,
-            Capability::Detach => caps.detach,
-        }
-    }
-
-    /// Its name in `initialize.capabilities`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Capability::Reasoning => "reasoning",
-            Capability::Sessions => "sessions",
-            Capability::Checkpoints => "checkpoints",
-            Capability::Usage => "usage",
-            Capability::Commands => "commands",
-            Capability::Hooks => "hooks",
-            Capability::Subagents => "subagents",
-            Capability::Retries => "retries",
-            Capability::StepUsage => "step_usage",
-            Capability::Trust => "trust",
-            Capability::Budgets => "budgets",
-            Capability::DaemonStatus => "daemon_status",
-            Capability::Elicitation => "elicitation",
-            Capability::Permissions => "permissions",
-            Capability::Processes => "processes",
-            Capability::Detach => "detach",
-        }
-    }
-
     /// The refusal of `what` (a request or a field) to a connection that
     /// did not ask for it.
     pub(crate) fn refusal(self, what: &str) -> String {
@@ -298,6 +285,19 @@ mod tests {
             ..Capabilities::NONE
         };
         assert!(matches!(shape(&usage, &completed), Some(Cow::Borrowed(_))));
+    }
+
+    /// Each capability is the field of its name: asking for it alone
+    /// grants it and no other.
+    #[test]
+    fn capabilities_are_their_fields() {
+        for cap in Capability::ALL {
+            let asked: Capabilities =
+                serde_json::from_value(serde_json::json!({ cap.name(): true })).unwrap();
+            for other in Capability::ALL {
+                assert_eq!(other.granted(&asked), other == cap, "{}", other.name());
+            }
+        }
     }
 
     #[test]
