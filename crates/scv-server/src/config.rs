@@ -409,47 +409,7 @@ impl Config {
     }
 
     fn resolve(raw: Raw, text: &str) -> Result<Config> {
-        if raw.max_steps == 0 {
-            return Err(anyhow!(
-                "{}max_steps must be at least 1",
-                at(text, "max_steps")
-            ));
-        }
-        if raw.subagent_max_steps == 0 || raw.subagent_timeout_ms == 0 {
-            let key = if raw.subagent_max_steps == 0 {
-                "subagent_max_steps"
-            } else {
-                "subagent_timeout_ms"
-            };
-            return Err(anyhow!("{}{key} must be at least 1", at(text, key)));
-        }
-        at_most(&raw, text)?;
-        if raw.context_max_tokens == Some(0) {
-            return Err(anyhow!(
-                "{}context_max_tokens must be at least 1",
-                at(text, "context_max_tokens")
-            ));
-        }
-        if !(1..=100).contains(&raw.compact_threshold_percent) {
-            return Err(anyhow!(
-                "{}compact_threshold_percent must be 1 to 100",
-                at(text, "compact_threshold_percent")
-            ));
-        }
-        for (key, paths) in [
-            ("sandbox_writable_roots", &raw.sandbox_writable_roots),
-            ("sandbox_readable_roots", &raw.sandbox_readable_roots),
-            ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
-            ("trusted_workspaces", &raw.trusted_workspaces),
-        ] {
-            if let Some(root) = paths.iter().find(|r| !r.is_absolute()) {
-                return Err(anyhow!(
-                    "{}{key}: `{}` is not an absolute path",
-                    at(text, key),
-                    root.display()
-                ));
-            }
-        }
+        check_bounds(&raw, text)?;
         let web = egress_config(&raw, text)?;
         if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
             return Err(anyhow!(
@@ -697,6 +657,55 @@ fn unknown_key(text: &str, key: &str) -> String {
 
 /// The keys with an upper bound: the first one past it, named with its
 /// line.
+/// The bounds `raw` must keep that no other part checks: steps and
+/// timeouts at least 1, the limits `at_most` names, a context of at least
+/// one token, a compaction threshold in percent, absolute sandbox and
+/// trust paths.
+fn check_bounds(raw: &Raw, text: &str) -> Result<()> {
+    if raw.max_steps == 0 {
+        return Err(anyhow!(
+            "{}max_steps must be at least 1",
+            at(text, "max_steps")
+        ));
+    }
+    if raw.subagent_max_steps == 0 || raw.subagent_timeout_ms == 0 {
+        let key = if raw.subagent_max_steps == 0 {
+            "subagent_max_steps"
+        } else {
+            "subagent_timeout_ms"
+        };
+        return Err(anyhow!("{}{key} must be at least 1", at(text, key)));
+    }
+    at_most(raw, text)?;
+    if raw.context_max_tokens == Some(0) {
+        return Err(anyhow!(
+            "{}context_max_tokens must be at least 1",
+            at(text, "context_max_tokens")
+        ));
+    }
+    if !(1..=100).contains(&raw.compact_threshold_percent) {
+        return Err(anyhow!(
+            "{}compact_threshold_percent must be 1 to 100",
+            at(text, "compact_threshold_percent")
+        ));
+    }
+    for (key, paths) in [
+        ("sandbox_writable_roots", &raw.sandbox_writable_roots),
+        ("sandbox_readable_roots", &raw.sandbox_readable_roots),
+        ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
+        ("trusted_workspaces", &raw.trusted_workspaces),
+    ] {
+        if let Some(root) = paths.iter().find(|r| !r.is_absolute()) {
+            return Err(anyhow!(
+                "{}{key}: `{}` is not an absolute path",
+                at(text, key),
+                root.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn at_most(raw: &Raw, text: &str) -> Result<()> {
     let bounded = [
         ("max_subagents", u64::from(raw.max_subagents), 64),

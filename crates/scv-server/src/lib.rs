@@ -18,6 +18,7 @@ mod cost;
 mod customize;
 pub mod daemon;
 pub mod egress;
+mod gate;
 mod handles;
 mod hooks;
 mod hooks_component;

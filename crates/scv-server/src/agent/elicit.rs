@@ -26,15 +26,12 @@ struct Pending {
 
 /// One session's waiting questions.
 pub(crate) struct Elicitations {
-    /// The connection asked for capability `elicitation`.
-    asked: bool,
     pending: Mutex<HashMap<String, Pending>>,
 }
 
 impl Elicitations {
-    pub(crate) fn new(asked: bool) -> Elicitations {
+    pub(crate) fn new() -> Elicitations {
         Elicitations {
-            asked,
             pending: Mutex::default(),
         }
     }
@@ -52,7 +49,7 @@ impl Elicitations {
         sink: Arc<SessionSink>,
         turn_id: Arc<str>,
     ) -> Option<Elicitor> {
-        if !self.asked {
+        if !sink.sends("elicitation.requested") {
             return None;
         }
         let this = self.clone();

@@ -276,6 +276,90 @@ pub(super) struct Parser {
     usage: Usage,
 }
 
+impl Parser {
+    /// `content_block_start`: a tool call, thinking, redacted thinking or
+    /// text begins.
+    fn block_start(
+        &mut self,
+        index: u64,
+        block: Value,
+        asm: &mut Assembler,
+    ) -> Result<(), ProviderError> {
+        match block.get("type").and_then(Value::as_str) {
+            Some("tool_use") => {
+                let slot = asm.new_call()?;
+                self.calls.insert(index, slot);
+                asm.tool_call(
+                    slot,
+                    block.get("id").and_then(Value::as_str),
+                    block.get("name").and_then(Value::as_str),
+                    None,
+                )?;
+            }
+            Some("thinking") => {
+                let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
+                asm.reasoning(text)?;
+                self.thinking.insert(
+                    index,
+                    ThinkingBlock {
+                        thinking: text.to_string(),
+                        signature: block
+                            .get("signature")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    },
+                );
+            }
+            Some("redacted_thinking") => {
+                // Opaque; it arrives whole and goes back whole.
+                self.keep(block, asm);
+            }
+            Some("text") => {
+                if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    asm.text(text)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `content_block_delta`: more of a block's text, arguments, thinking
+    /// or signature.
+    fn block_delta(
+        &mut self,
+        index: u64,
+        delta: &BlockDelta<'_>,
+        asm: &mut Assembler,
+    ) -> Result<(), ProviderError> {
+        match delta.kind.as_deref() {
+            Some("text_delta") => asm.text(delta.text.as_deref().unwrap_or(""))?,
+            Some("input_json_delta") => {
+                if let Some(&slot) = self.calls.get(&index) {
+                    asm.tool_call(slot, None, None, delta.partial_json.as_deref())?;
+                }
+            }
+            Some("thinking_delta") => {
+                let text = delta.thinking.as_deref().unwrap_or("");
+                asm.reasoning(text)?;
+                if let Some(block) = self.thinking.get_mut(&index) {
+                    block.thinking.push_str(text);
+                }
+            }
+            Some("signature_delta") => {
+                if let Some(block) = self.thinking.get_mut(&index) {
+                    block
+                        .signature
+                        .push_str(delta.signature.as_deref().unwrap_or(""));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl WireParser for Parser {
     fn apply(
         &mut self,
@@ -299,71 +383,13 @@ impl WireParser for Parser {
             }
             "content_block_start" => {
                 let block = event.content_block.unwrap_or(Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => {
-                        let slot = asm.new_call()?;
-                        self.calls.insert(index, slot);
-                        asm.tool_call(
-                            slot,
-                            block.get("id").and_then(Value::as_str),
-                            block.get("name").and_then(Value::as_str),
-                            None,
-                        )?;
-                    }
-                    Some("thinking") => {
-                        let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
-                        asm.reasoning(text)?;
-                        self.thinking.insert(
-                            index,
-                            ThinkingBlock {
-                                thinking: text.to_string(),
-                                signature: block
-                                    .get("signature")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                                    .to_string(),
-                            },
-                        );
-                    }
-                    Some("redacted_thinking") => {
-                        // Opaque; it arrives whole and goes back whole.
-                        self.keep(block, asm);
-                    }
-                    Some("text") => {
-                        if let Some(text) = block.get("text").and_then(Value::as_str) {
-                            asm.text(text)?;
-                        }
-                    }
-                    _ => {}
-                }
+                self.block_start(index, block, asm)?;
             }
             "content_block_delta" => {
                 let Some(delta) = event.delta else {
                     return Ok(Flow::Continue);
                 };
-                match delta.kind.as_deref() {
-                    Some("text_delta") => asm.text(delta.text.as_deref().unwrap_or(""))?,
-                    Some("input_json_delta") => {
-                        if let Some(&slot) = self.calls.get(&index) {
-                            asm.tool_call(slot, None, None, delta.partial_json.as_deref())?;
-                        }
-                    }
-                    Some("thinking_delta") => {
-                        let text = delta.thinking.as_deref().unwrap_or("");
-                        asm.reasoning(text)?;
-                        if let Some(block) = self.thinking.get_mut(&index) {
-                            block.thinking.push_str(text);
-                        }
-                    }
-                    Some("signature_delta") => {
-                        if let Some(block) = self.thinking.get_mut(&index) {
-                            block
-                                .signature
-                                .push_str(delta.signature.as_deref().unwrap_or(""));
-                        }
-                    }
-                    _ => {}
-                }
+                self.block_delta(index, &delta, asm)?;
             }
             "content_block_stop" => {
                 if let Some(block) = self.thinking.remove(&index) {

@@ -61,7 +61,9 @@ impl SessionHost {
             None => Vec::new(),
             Some(store) => off_thread(move || listed(&store, list.cwd, limit)).await?,
         };
-        if self.caps().detach {
+        // The live fields go to a connection with capability `detach`
+        // (`gate::shape`).
+        {
             let mut live = self.live_infos();
             for session in &mut sessions {
                 let elsewhere = || {
@@ -171,14 +173,13 @@ impl SessionHost {
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
         made.started.max_session_cost_usd = replay.max_session_cost_usd;
-        if self.caps().usage {
-            // What it spent, so a client's counters and `/cost` come back.
-            let (detail, cost) = super::spending::spent_in(&replay);
-            made.started.spent = Some(Box::new(scv_protocol::SessionSpent {
-                session_usage_detail: detail.detail(),
-                session_cost_usd: cost,
-            }));
-        }
+        // What it spent, so a client's counters and `/cost` come back
+        // (capability `usage`, `gate::shape`).
+        let (detail, cost) = super::spending::spent_in(&replay);
+        made.started.spent = Some(Box::new(scv_protocol::SessionSpent {
+            session_usage_detail: detail.detail(),
+            session_cost_usd: cost,
+        }));
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {
             live.caught_up_on_resume(records);
@@ -372,7 +373,13 @@ impl SessionHost {
     }
 
     /// A reply carrying `rid` (and the session it is about), no `seq`.
+    /// An event the connection did not ask for is not sent, and one
+    /// leaves without the extension fields it did not ask for
+    /// ([`crate::gate::shape`]).
     pub(super) async fn reply(&self, rid: &str, session_id: Option<String>, body: EventBody) {
+        let Some(body) = crate::gate::shape_owned(&self.caps, body) else {
+            return;
+        };
         let event = Event {
             session_id,
             ..Event::reply(Some(rid.to_string()), body)
