@@ -154,3 +154,132 @@ async fn exec_without_elicit_declines_at_once_and_says_how_to_answer() {
     );
     assert_eq!(tool_result(&mock), "form: decline null");
 }
+
+/// `scv` in a tmux pane, read with capture-pane.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(name: &str) -> Tmux {
+        Tmux {
+            socket: format!("scv-elicit-{}-{name}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux is required for this test (.ci/run installs it)");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Waits (bounded) until the screen contains `text`.
+    async fn wait_for(&self, text: &str) -> String {
+        for _ in 0..600 {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("screen never showed {text:?}:\n{}", self.screen());
+    }
+
+    /// Ctrl+D once the session is idle.
+    async fn quit(&self) {
+        self.wait_for("idle").await;
+        self.keys(&["C-d"]);
+    }
+
+    fn start_scv(&self, home: &Home) {
+        let command = format!(
+            "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
+            home.path().display(),
+            server_bin().display()
+        );
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-c",
+            home.workspace().to_str().unwrap(),
+            &command,
+        ]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_terminal_ui_shows_a_form_checks_it_and_answers() {
+    let mock = MockProvider::start().await;
+    let Some(home) = home_with_fake(&mock).await else {
+        return;
+    };
+    let tmux = Tmux::new("form");
+    tmux.start_scv(&home);
+    tmux.wait_for("idle").await;
+
+    asks(
+        &mock,
+        "mcp__fake__ask_form",
+        json!({"question": "Who are you?"}),
+    );
+    tmux.keys(&["ask me", "Enter"]);
+    let screen = tmux.wait_for("Who are you?").await;
+    assert!(screen.contains("MCP server `fake` asks:"), "{screen}");
+    assert!(screen.contains("a whole number"), "{screen}");
+    // Too short a name: not sent, said on the form.
+    tmux.keys(&["A", "Enter"]);
+    tmux.wait_for("Not sent: `name` must be at least 2 characters")
+        .await;
+    tmux.keys(&["-l", "da"]);
+    tmux.keys(&["Tab"]);
+    tmux.keys(&["-l", "36"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("MCP server `fake`'s question answered").await;
+    // The turn over: the model had the tool's result.
+    let screen = tmux.wait_for("idle").await;
+    assert!(screen.contains("done"), "{screen}");
+    // What was typed is not in the transcript, only in the tool's result.
+    assert!(!screen.contains("Not sent"), "{screen}");
+    assert_eq!(
+        tool_result(&mock),
+        r#"form: accept {"age": 36, "name": "Ada"}"#
+    );
+
+    // A link: shown, never opened; Ctrl+N declines.
+    asks(&mock, "mcp__fake__ask_url", json!({}));
+    tmux.keys(&["connect it", "Enter"]);
+    let screen = tmux.wait_for("https://example.com/connect?id=7").await;
+    assert!(screen.contains("Connect your account"), "{screen}");
+    tmux.keys(&["C-n"]);
+    tmux.wait_for("MCP server `fake`'s question declined").await;
+    tmux.wait_for("idle").await;
+    assert_eq!(tool_result(&mock), "url: decline");
+    tmux.quit().await;
+    tmux.wait_for("SCV-EXIT=0").await;
+}
