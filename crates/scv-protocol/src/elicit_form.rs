@@ -6,7 +6,7 @@
 //! [`check_content`]; front ends check with it before they send, so the
 //! user hears what is wrong while still answering.
 //!
-//! [`fields`] reads the schema into [`Field`]s (at most
+//! [`fields`] reads the schema into [`Field`]s (by key, at most
 //! [`MAX_FORM_FIELDS`]); [`Field::parse`] turns what the user typed into
 //! the field's value, checked against the field.
 
@@ -53,8 +53,9 @@ pub struct Field {
     schema: Value,
 }
 
-/// The fields of `schema`, in its property order (at most
-/// [`MAX_FORM_FIELDS`]).
+/// The fields of `schema` by their keys' alphabetical order (a JSON
+/// object's order is not kept by every reader on the way, so this is the
+/// one order every front end shows alike), at most [`MAX_FORM_FIELDS`].
 pub fn fields(schema: &Value) -> Vec<Field> {
     let empty = Map::new();
     let properties = schema
@@ -68,9 +69,11 @@ pub fn fields(schema: &Value) -> Vec<Field> {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    properties
-        .iter()
+    let mut keys: Vec<&String> = properties.keys().collect();
+    keys.sort();
+    keys.into_iter()
         .take(MAX_FORM_FIELDS)
+        .filter_map(|key| Some((key, properties.get(key)?)))
         .map(|(key, property)| {
             let text = |name: &str| property.get(name).and_then(Value::as_str);
             Field {

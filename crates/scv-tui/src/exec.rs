@@ -106,13 +106,7 @@ pub async fn run(
     let json = options.json;
     let approve = &options.approve[..];
     let (prompt, from_stdin) = read_prompt(prompt)?;
-    // `--elicit`: answers from stdin, or the terminal when stdin held the
-    // prompt.
-    let mut terminal = elicit::Terminal::new(if from_stdin {
-        elicit::Source::Tty
-    } else {
-        elicit::Source::Stdin
-    });
+    let mut terminal = elicit::Terminal::for_prompt(from_stdin);
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
     // Usage by kind and cost on `turn.completed` (`--json` prints it).
     // Checkpoints: a changing call that runs without one says so.
@@ -126,9 +120,8 @@ pub async fn run(
         budgets: true,
         // Command, skill and agent files it could not use whole.
         commands: true,
-        // MCP servers' questions: asked with `--elicit`, else declined
-        // here (and said).
-        elicitation: true,
+        elicitation: true, // asked with `--elicit`, else declined and said
+
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
@@ -227,18 +220,12 @@ pub async fn run(
         // approvals, so what was asked is on screen first).
         output.flush()?;
         driver.send(&requests).await?;
-        for asked in &questions {
-            let (action, content) = tokio::select! {
-                answer = terminal.ask(asked) => answer,
-                _ = &mut interrupt, if !cancel_sent => {
-                    cancel_sent = true;
-                    driver.send(&client.cancel_current()).await?;
-                    (scv_protocol::ElicitationAction::Cancel, None)
-                }
-            };
-            let resolve = show::elicited(&mut client, &asked.elicitation_id, action, content);
-            driver.send(&[resolve]).await?;
-        }
+        let mut run = Running {
+            client: &mut client,
+            driver: &mut driver,
+            cancel_sent: &mut cancel_sent,
+        };
+        run.ask(&mut terminal, &questions, &mut interrupt).await?;
         match batch.closed.as_deref() {
             None => {}
             Some(scv_client::driver::CLOSED) => {
@@ -246,6 +233,41 @@ pub async fn run(
             }
             Some(why) => anyhow::bail!("{why}"),
         }
+    }
+}
+
+/// The run's session and link, for what is asked on the terminal.
+struct Running<'a, W> {
+    client: &'a mut SessionClient,
+    driver: &'a mut scv_client::Driver<W>,
+    cancel_sent: &'a mut bool,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> Running<'_, W> {
+    /// `--elicit`: asks each question on the terminal and sends its
+    /// answer; Ctrl+C meanwhile cancels the question and the turn.
+    async fn ask<F>(
+        &mut self,
+        terminal: &mut elicit::Terminal,
+        questions: &[scv_protocol::ElicitationRequested],
+        interrupt: &mut std::pin::Pin<&mut F>,
+    ) -> Result<()>
+    where
+        F: std::future::Future<Output = std::io::Result<()>>,
+    {
+        for asked in questions {
+            let (action, content) = tokio::select! {
+                answer = terminal.ask(asked) => answer,
+                _ = interrupt.as_mut(), if !*self.cancel_sent => {
+                    *self.cancel_sent = true;
+                    self.driver.send(&self.client.cancel_current()).await?;
+                    (scv_protocol::ElicitationAction::Cancel, None)
+                }
+            };
+            let resolve = show::elicited(self.client, &asked.elicitation_id, action, content);
+            self.driver.send(&[resolve]).await?;
+        }
+        Ok(())
     }
 }
 

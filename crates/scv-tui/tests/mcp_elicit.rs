@@ -100,9 +100,9 @@ async fn exec_with_elicit_fills_the_form_on_the_terminal_field_by_field() {
         "mcp__fake__ask_form",
         json!({"question": "Who are you?"}),
     );
-    // y fills it in, field by field in the schema's order (name, age):
-    // name "A" is too short, age "old" not a whole number.
-    let (ok, out, err) = exec(&home, &["--elicit", "ask me"], "y\nA\nAda\nold\n36\n");
+    // y fills it in, field by field by key (age, name): age "old" is not
+    // a whole number, name "A" too short.
+    let (ok, out, err) = exec(&home, &["--elicit", "ask me"], "y\nold\n36\nA\nAda\n");
     assert!(ok, "{err}");
     assert_eq!(out, "done\n");
     assert!(
@@ -249,16 +249,20 @@ async fn the_terminal_ui_shows_a_form_checks_it_and_answers() {
         json!({"question": "Who are you?"}),
     );
     tmux.keys(&["ask me", "Enter"]);
-    let screen = tmux.wait_for("Who are you?").await;
-    assert!(screen.contains("MCP server `fake` asks:"), "{screen}");
+    let screen = tmux.wait_for("MCP server `fake` asks:").await;
     assert!(screen.contains("a whole number"), "{screen}");
-    // Too short a name: not sent, said on the form.
+    // The fields by key: age, then name. Not a number, then too short a
+    // name: not sent, said on the form.
+    tmux.keys(&["x", "Enter"]);
+    tmux.wait_for("Not sent: `age` must be a whole number")
+        .await;
+    tmux.keys(&["BSpace"]);
+    tmux.keys(&["-l", "36"]);
+    tmux.keys(&["Tab"]);
     tmux.keys(&["A", "Enter"]);
     tmux.wait_for("Not sent: `name` must be at least 2 characters")
         .await;
     tmux.keys(&["-l", "da"]);
-    tmux.keys(&["Tab"]);
-    tmux.keys(&["-l", "36"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("MCP server `fake`'s question answered").await;
     // The turn over: the model had the tool's result.

@@ -40,6 +40,15 @@ pub(crate) struct Terminal {
 }
 
 impl Terminal {
+    /// Answers from stdin, or the terminal when stdin held the prompt.
+    pub(crate) fn for_prompt(prompt_from_stdin: bool) -> Terminal {
+        Terminal::new(if prompt_from_stdin {
+            Source::Tty
+        } else {
+            Source::Stdin
+        })
+    }
+
     pub(crate) fn new(source: Source) -> Terminal {
         Terminal {
             source,

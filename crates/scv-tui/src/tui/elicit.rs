@@ -310,17 +310,22 @@ mod tests {
             "name":{"type":"string","minLength":2},
             "age":{"type":"integer"},
             "ok":{"type":"boolean"}},"required":["name","age"]})));
+        // By key: age, name, ok.
+        form.on_key(key(KeyCode::Tab));
         typed(&mut form, "A");
         assert_eq!(form.on_key(key(KeyCode::Enter)), FormKey::Taken);
-        assert!(form.error.as_deref().unwrap().contains("at least 2"));
-        typed(&mut form, "da");
-        form.on_key(key(KeyCode::Tab));
+        assert!(form.error.as_deref().unwrap().contains("required"));
+        assert_eq!(form.focus, 0, "the wrong field is focused");
         typed(&mut form, "x");
         assert_eq!(form.on_key(key(KeyCode::Enter)), FormKey::Taken);
-        assert_eq!(form.focus, 1, "the wrong field is focused");
+        assert!(form.error.as_deref().unwrap().contains("whole number"));
         form.on_key(key(KeyCode::Backspace));
         typed(&mut form, "36");
-        form.on_key(key(KeyCode::Tab));
+        assert_eq!(form.on_key(key(KeyCode::Enter)), FormKey::Taken);
+        assert!(form.error.as_deref().unwrap().contains("at least 2"));
+        assert_eq!(form.focus, 1);
+        typed(&mut form, "da");
+        form.on_key(key(KeyCode::Down));
         form.on_key(key(KeyCode::Char(' ')));
         form.on_key(key(KeyCode::Right));
         let FormKey::Answered(answer) = form.on_key(key(KeyCode::Enter)) else {
