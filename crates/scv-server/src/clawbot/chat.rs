@@ -10,7 +10,7 @@ mod live;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
-use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, Update};
+use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, ToolChange, Update};
 use scv_client::{Connection, Open};
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, ChatSession, Delivery, IlinkClient};
@@ -857,6 +857,16 @@ impl Account {
                     ));
                 }
                 Update::Elicitation(asked) => say.extend(chat.question(*asked, owner).await),
+                // An MCP server whose login is gone (its refresh refused):
+                // the owner is told what to run.
+                Update::Tool(ToolChange::Done {
+                    success: false,
+                    output,
+                    ..
+                }) if owner => say.extend(
+                    scv_client::text::mcp_login_needed(&output)
+                        .map(|line| format!("SCV: {line} (where SCV runs).")),
+                ),
                 Update::Queued { position, .. } => {
                     say.push(format!("Queued; {} waiting.", position + 1));
                 }
