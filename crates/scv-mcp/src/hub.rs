@@ -200,6 +200,7 @@ impl Hub {
 
     /// Calls `tool` with `arguments`, bounded by its server's timeout and
     /// by `cancel`; on either the server is told the call is cancelled.
+    /// `traceparent` (traces on) goes in the request's `_meta`.
     /// Returns the result as text and whether the server says it failed.
     pub async fn call(
         &self,
@@ -207,6 +208,7 @@ impl Hub {
         arguments: &Value,
         cancel: &CancellationToken,
         elicitor: Option<crate::elicit::Elicitor>,
+        traceparent: Option<&str>,
     ) -> Result<(String, bool), CallError> {
         let (link, shared, spec) = {
             let servers = self.servers.lock().await;
@@ -236,6 +238,9 @@ impl Hub {
         let mut params = CallToolRequestParams::new(tool.tool.clone());
         if let Some(object) = arguments.as_object() {
             params = params.with_arguments(object.clone());
+        }
+        if let Some(traceparent) = traceparent {
+            rmcp::model::RequestParamsMeta::set_traceparent(&mut params, traceparent);
         }
         // While the call runs, the server's questions go to its session.
         let _asking = elicitor.map(|e| shared.askers.register(e));

@@ -786,6 +786,10 @@ impl Turn {
             name: name.to_string(),
         })
         .await?;
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
             scv_home: &self.settings.scv_home,
@@ -797,6 +801,7 @@ impl Turn {
             env: &self.settings.tool_env,
             mcp: &self.mcp,
             elicitor: self.elicitor(),
+            traceparent: span.as_ref().map(|span| span.traceparent()),
             catalog: &self.settings.custom.catalog,
             background: &self.settings.background,
             web: &self.limits.web,
@@ -804,10 +809,6 @@ impl Turn {
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
         // before the turn ends.
-        let span = self
-            .trace
-            .as_ref()
-            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let result = if tool.is_task() {
             Ok(self.run_task(call, &arguments, registry).await?)
         } else {
