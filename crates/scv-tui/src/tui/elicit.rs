@@ -71,10 +71,11 @@ impl ElicitForm {
         }
     }
 
-    /// Another question, behind this one; `Err`: no room (decline it).
-    pub fn push(&mut self, asked: ElicitationRequested) -> Result<(), ElicitationRequested> {
+    /// Another question, behind this one; `Err`: no room (its id, to
+    /// decline it).
+    pub fn push(&mut self, asked: ElicitationRequested) -> Result<(), String> {
         if self.waiting.len() >= MAX_WAITING {
-            return Err(asked);
+            return Err(asked.elicitation_id);
         }
         self.waiting.push_back(asked);
         Ok(())

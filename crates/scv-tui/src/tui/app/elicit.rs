@@ -21,9 +21,8 @@ impl App {
             ..
         }) = self.overlay.as_mut()
         {
-            if let Err(asked) = form.push(asked) {
-                let decline =
-                    self.resolve_question(&asked.elicitation_id, ElicitationAction::Decline, None);
+            if let Err(refused) = form.push(asked) {
+                let decline = self.resolve_question(&refused, ElicitationAction::Decline, None);
                 self.book_outbox(decline);
             }
             return;
