@@ -327,6 +327,27 @@ impl Hub {
         }
     }
 
+    /// What to tell a session as it opens about servers whose OAuth
+    /// login is missing or was refused (their refresh too): ``MCP server
+    /// `NAME` needs a login: run `scv mcp login NAME` ``, one a server.
+    pub async fn logins_needed(&self) -> Vec<String> {
+        let needs = crate::auth::needs_login("");
+        let needs = needs.split('`').next().unwrap_or_default();
+        self.status()
+            .await
+            .into_iter()
+            .filter(|s| s.state == State::Failed)
+            .filter(|s| s.error.as_deref().is_some_and(|e| e.contains(needs)))
+            .map(|s| {
+                format!(
+                    "MCP server `{}` {}",
+                    s.name,
+                    crate::auth::needs_login(&s.name)
+                )
+            })
+            .collect()
+    }
+
     /// Every configured server's status, by name.
     pub async fn status(&self) -> Vec<ServerStatus> {
         self.servers

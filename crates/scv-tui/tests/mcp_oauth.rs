@@ -458,6 +458,18 @@ async fn a_401_asks_for_a_login_and_a_refused_refresh_says_to_log_in_again() {
         line.contains("needs a login: run `scv mcp login web`"),
         "{line}"
     );
+    // A session opened now is told, in words, what to run (`scv exec`
+    // says it on stderr; the TUI, ACP and ClawBot's owner as they say
+    // what the configuration skipped).
+    mock.push(Reply::text(["hello"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("[config] MCP server `web` needs a login: run `scv mcp login web`"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// Headless and CI use: a server whose table names a client of the
