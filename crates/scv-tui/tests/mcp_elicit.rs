@@ -206,8 +206,14 @@ impl Tmux {
     }
 
     fn start_scv(&self, home: &Home) {
+        self.start_scv_line(home, "", "");
+    }
+
+    /// `INPUT scv ARGS` (shell words) in `home`'s workspace; the exit
+    /// code is printed after it.
+    fn start_scv_line(&self, home: &Home, input: &str, args: &str) {
         let command = format!(
-            "env SCV_HOME={} SCV_SERVER_BIN={} {SCV}; echo SCV-EXIT=$?; sleep 60",
+            "{input} env SCV_HOME={} SCV_SERVER_BIN={} {SCV} {args}; echo SCV-EXIT=$?; sleep 60",
             home.path().display(),
             server_bin().display()
         );
@@ -286,4 +292,30 @@ async fn the_terminal_ui_shows_a_form_checks_it_and_answers() {
     assert_eq!(tool_result(&mock), "url: decline");
     tmux.quit().await;
     tmux.wait_for("SCV-EXIT=0").await;
+}
+
+/// `scv exec --elicit -` reads its prompt from stdin, so the answers come
+/// from the terminal itself (`/dev/tty`), typed here into the pane.
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_reads_the_answers_from_the_terminal_when_stdin_held_the_prompt() {
+    let mock = MockProvider::start().await;
+    let Some(home) = home_with_fake(&mock).await else {
+        return;
+    };
+    asks(&mock, "mcp__fake__ask_form", json!({"question": "Who?"}));
+    let tmux = Tmux::new("tty");
+    tmux.start_scv_line(&home, "echo 'ask me' |", "exec --elicit -");
+    tmux.wait_for("Answer it? y fills it in").await;
+    tmux.keys(&["y", "Enter"]);
+    tmux.wait_for("Age (a whole number, required):").await;
+    tmux.keys(&["36", "Enter"]);
+    tmux.wait_for("Name (text, required):").await;
+    tmux.keys(&["Ada", "Enter"]);
+    let screen = tmux.wait_for("SCV-EXIT=").await;
+    assert!(screen.contains("SCV-EXIT=0"), "{screen}");
+    assert!(screen.contains("done"), "{screen}");
+    assert_eq!(
+        tool_result(&mock),
+        r#"form: accept {"age": 36, "name": "Ada"}"#
+    );
 }
