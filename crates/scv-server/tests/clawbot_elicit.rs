@@ -4,7 +4,8 @@
 //! official Python SDK (`tests/mcp/fake_server.py`) that asks during a
 //! tool call of the owner's turn. The owner is asked in chat and answers
 //! there (a wrong answer is said and the question stays open); another
-//! user's messages never answer it.
+//! user's messages never answer it. An MCP server that needs a login is
+//! said to the owner as a chat opens, with the command to run.
 //!
 //! Without the Python SDK the tests skip with a message; with
 //! `SCV_REQUIRE_MCP` set (CI) they fail instead.
@@ -42,10 +43,15 @@ impl Bot {
             serde_json::to_string(&python.display().to_string()).unwrap(),
             serde_json::to_string(&script.display().to_string()).unwrap(),
         );
+        Some(Bot::start_with(&table).await)
+    }
+
+    /// [`Bot::start`] with `table` as the configuration's extra lines.
+    async fn start_with(table: &str) -> Bot {
         let ilink = FakeIlink::start().await;
         ilink.allow_token(TOKEN);
         let mock = MockProvider::start().await;
-        let home = TestHome::new_in(&std::env::temp_dir(), &mock.base_url(), &table);
+        let home = TestHome::new_in(&std::env::temp_dir(), &mock.base_url(), table);
         AccountStore::new(home.path())
             .save_credentials(
                 "default",
@@ -79,7 +85,7 @@ impl Bot {
                  "workspace":workspace,"remote_tools":"owner"}}))
             .await;
         bot.client.next().await;
-        Some(bot)
+        bot
     }
 
     async fn wait_sent(&self, user: &str, n: usize) -> Vec<String> {
@@ -195,5 +201,37 @@ async fn the_owner_is_asked_in_chat_and_only_the_owner_answers() {
     let sent = bot.wait_sent(OWNER, n).await;
     assert_eq!(sent[n - 2..], ["Declined.", "linked"]);
     assert_eq!(tool_result(&bot.mock), "url: decline");
+    bot.stop().await;
+}
+
+/// An OAuth server with no login fails at once ("needs a login"); a chat
+/// the owner opens then is told, in words, what to run.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_owner_is_told_which_mcp_server_needs_a_login() {
+    let mut bot =
+        Bot::start_with("[mcp_servers.web]\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"\n")
+            .await;
+    const WORDS: &str = "MCP server `web` needs a login: run `scv mcp login web`";
+    // Sessions opened here say it once the server has failed.
+    let workspace = bot.home.workspace();
+    let mut said = false;
+    for _ in 0..100 {
+        bot.client
+            .send(json!({"type":"session.start","request_id":"s","cwd":workspace}))
+            .await;
+        let started = bot.client.expect("session.started").await;
+        bot.client.expect("queue.snapshot").await;
+        if started["config_warnings"].to_string().contains(WORDS) {
+            said = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(said, "no session was told the server needs a login");
+    bot.mock.push(Reply::text(["hello owner"]));
+    bot.ilink.inject_text(OWNER, "hi");
+    let sent = bot.wait_sent(OWNER, 2).await;
+    assert_eq!(sent[0], format!("⚠ {WORDS}"));
+    assert_eq!(sent[1], "hello owner");
     bot.stop().await;
 }
