@@ -28,7 +28,7 @@ mod transport;
 
 pub use content::{prompt_command, CONTENT_TIMEOUT, MAX_PROMPT_TEXT_BYTES};
 pub use elicit::{
-    check_content, ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
+    ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
     MAX_ELICITATION_MESSAGE_BYTES, MAX_ELICITATION_SCHEMA_BYTES,
 };
 pub use hub::{CallError, Hub};

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod codes;
 pub mod customize;
 pub mod detach;
+pub mod elicit_form;
 pub mod elicitation;
 pub mod events;
 pub mod limits;

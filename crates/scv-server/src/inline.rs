@@ -230,6 +230,7 @@ async fn run(settings: &SessionSettings, mcp: &scv_mcp::Hub, line: &str) -> Stri
         web: &settings.limits.web,
         // A command's `!` line is bash: no MCP server asks anything.
         elicitor: None,
+        traceparent: None,
     };
     match (crate::tools::bash::TOOL.run)(&json!({ "command": line }), &ctx).await {
         Ok(output) if output.success => output

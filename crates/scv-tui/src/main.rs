@@ -83,6 +83,10 @@ enum Command {
         /// change nothing, and answers with a plan.
         #[arg(long)]
         plan: bool,
+        /// Answer MCP servers' questions (elicitation) on the terminal;
+        /// without it they are declined at once.
+        #[arg(long)]
+        elicit: bool,
     },
     /// Resume a stored session in the terminal UI: a picker without ID.
     Resume {
@@ -523,6 +527,7 @@ fn main() -> ExitCode {
                 resume,
                 continue_last,
                 plan,
+                elicit,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
                 let choice = scv_tui::session::Choice {
@@ -534,6 +539,7 @@ fn main() -> ExitCode {
                     reasoning,
                     cwd,
                     approve,
+                    elicit,
                     which: match (resume, continue_last) {
                         (Some(id), _) => Which::Resume(id),
                         (None, true) => Which::Last,

@@ -3,8 +3,9 @@
 //! authorization specification describes it, carried out by rmcp's
 //! authorization manager: protected-resource metadata (RFC 9728, from the
 //! server's 401 or its well-known URL), authorization-server metadata
-//! (RFC 8414 / OpenID discovery), dynamic client registration (RFC 7591)
-//! where no client is configured, the `resource` indicator (RFC 8707) on
+//! (RFC 8414 / OpenID discovery), the client ID metadata document
+//! (`client_metadata_url`) when the authorization server supports them,
+//! else dynamic client registration (RFC 7591), the `resource` indicator (RFC 8707) on
 //! every token request, `state` checked and the response's `iss`
 //! validated (RFC 9207). The redirect comes back to a loopback listener
 //! on 127.0.0.1 only; the credentials land in the [`FileStore`] with a
@@ -29,12 +30,22 @@ pub struct LoggedIn {
     pub file: std::path::PathBuf,
 }
 
+/// How SCV identifies itself to the authorization server.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    /// `client_metadata_url`: the client id when the authorization server
+    /// supports client ID metadata documents (dynamic registration
+    /// otherwise).
+    pub metadata_url: Option<String>,
+}
+
 /// Logs in to the server `name` at `url`: `show` gets the authorization
 /// URL to open; the redirect is awaited for at most `wait`.
 pub async fn login(
     home: &Path,
     name: &str,
     url: &str,
+    client: &Client,
     wait: Duration,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, String> {
@@ -56,6 +67,11 @@ pub async fn login(
     // wants; without one, rmcp probes the well-known URLs.
     if let Some(challenge) = challenge(url).await {
         request = request.with_challenge(challenge);
+    }
+    // A metadata document first, when the server supports them; rmcp
+    // registers dynamically otherwise.
+    if let Some(document) = &client.metadata_url {
+        request = request.with_client_metadata_url(document.clone());
     }
     state
         .start_authorization(request)

@@ -131,7 +131,7 @@ impl Elicitations {
                     schema,
                     content.unwrap_or_else(|| Value::Object(Default::default())),
                 );
-                scv_mcp::check_content(schema, &content)
+                scv_protocol::elicit_form::check_content(schema, &content)
                     .map_err(|why| format!("the content does not match the form: {why}"))?;
                 Some(content)
             }

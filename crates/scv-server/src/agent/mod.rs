@@ -810,6 +810,10 @@ impl Turn {
         plan: bool,
     ) -> Result<ToolOutput, Stop> {
         let name = call.name.as_str();
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
             scv_home: &self.settings.scv_home,
@@ -821,6 +825,7 @@ impl Turn {
             env: &self.settings.tool_env,
             mcp: &self.mcp,
             elicitor: self.elicitor(),
+            traceparent: span.as_ref().map(|span| span.traceparent()),
             catalog: &self.settings.custom.catalog,
             background: &self.settings.background,
             web: &self.limits.web,
@@ -828,10 +833,6 @@ impl Turn {
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
         // before the turn ends.
-        let span = self
-            .trace
-            .as_ref()
-            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let result = if tool.is_task() {
             Ok(self.run_task(call, arguments, registry).await?)
         } else {

@@ -5,11 +5,12 @@
 
 use super::subagents;
 
+mod elicit;
 mod live;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
-use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, Update};
+use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, ToolChange, Update};
 use scv_client::{Connection, Open};
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, ChatSession, Delivery, IlinkClient};
@@ -51,6 +52,8 @@ struct Chat {
     clear_after_turn: bool,
     /// Approvals shown in the chat, oldest first, with their deadlines.
     approvals: VecDeque<(String, Instant)>,
+    /// MCP servers' questions, the one asked first (`chat/elicit.rs`).
+    questions: VecDeque<scv_protocol::ElicitationRequested>,
     typing: Option<CancellationToken>,
     /// When this sender last sent something (for making room).
     last_active: Instant,
@@ -227,6 +230,7 @@ impl Chat {
     /// chat, unless `/new` clears the conversation after it.
     fn ended(&mut self, outcome: Outcome, owner: bool) -> Option<String> {
         self.approvals.clear();
+        self.questions.clear(); // the daemon cancelled them
         self.stop_typing();
         if self.clear_after_turn {
             return None;
@@ -465,6 +469,11 @@ impl Account {
             }
             return;
         }
+        if owner && !text.starts_with('/') {
+            if let Some(said) = chat.answer_question(&text).await {
+                return self.reply(&user, &said).await;
+            }
+        }
         match text.as_str() {
             "/new" => {
                 if chat.client.busy() || !chat.client.prompts().is_empty() {
@@ -595,6 +604,8 @@ impl Account {
             // A session no longer being saved (a full disk) is said to
             // the owner (`session.warning`).
             sessions: true,
+            // MCP servers' questions, asked of the owner (`chat/elicit.rs`).
+            elicitation: tools,
             ..Default::default()
         };
         let opened = tokio::time::timeout(
@@ -659,6 +670,7 @@ impl Account {
             answer: String::new(),
             clear_after_turn: false,
             approvals: VecDeque::new(),
+            questions: VecDeque::new(),
             typing: None,
             last_active: Instant::now(),
             stored: resume.is_some(),
@@ -844,6 +856,17 @@ impl Account {
                         self.token.clone(),
                     ));
                 }
+                Update::Elicitation(asked) => say.extend(chat.question(*asked, owner).await),
+                // An MCP server whose login is gone (its refresh refused):
+                // the owner is told what to run.
+                Update::Tool(ToolChange::Done {
+                    success: false,
+                    output,
+                    ..
+                }) if owner => say.extend(
+                    scv_client::text::mcp_login_needed(&output)
+                        .map(|line| format!("SCV: {line} (where SCV runs).")),
+                ),
                 Update::Queued { position, .. } => {
                     say.push(format!("Queued; {} waiting.", position + 1));
                 }

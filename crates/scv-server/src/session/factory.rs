@@ -107,6 +107,10 @@ impl<'a> SessionFactory<'a> {
                 .chain(&mcp_warnings)
                 .cloned(),
         );
+        // An MCP server whose login is gone: said as the session opens.
+        started
+            .config_warnings
+            .extend(self.shared.mcp.logins_needed().await);
         if let Some(decision) = &custom.trust {
             started
                 .config_warnings

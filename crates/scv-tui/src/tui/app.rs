@@ -14,6 +14,7 @@ mod budget;
 mod children;
 mod commands;
 mod config_watch;
+mod elicit;
 mod events;
 mod keys;
 mod link;

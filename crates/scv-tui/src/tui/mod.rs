@@ -8,6 +8,7 @@ pub mod app;
 pub mod approval;
 pub mod diff;
 pub mod edit_diff;
+pub mod elicit;
 pub mod files;
 pub mod highlight;
 pub mod input;
@@ -72,8 +73,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     trust: true,
     budgets: true,
     daemon_status: true,
-    // The TUI does not show MCP servers' questions yet: they are declined.
-    elicitation: false,
+    // MCP servers' questions, as a form (`tui/elicit.rs`).
+    elicitation: true,
     permissions: true,
     processes: true,
     // Its sessions outlive a dropped terminal or link.

@@ -59,6 +59,7 @@ impl Account {
             usage: true,
             checkpoints: true,
             subagents: true,
+            elicitation: true,
             ..Default::default()
         };
         let attached = tokio::time::timeout(Duration::from_secs(10), async {
@@ -125,6 +126,7 @@ impl Account {
                 answer: String::new(),
                 clear_after_turn: false,
                 approvals: VecDeque::new(),
+                questions: VecDeque::new(),
                 typing: None,
                 last_active: Instant::now(),
                 stored: false,

@@ -171,6 +171,7 @@ impl App {
                 request_id,
                 error,
             } => self.failed(asked, request_id, error),
+            Update::Elicitation(asked) => self.elicitation_requested(*asked),
             Update::SubagentStarted { session_id } => self.subagent_started(&session_id),
             Update::Subagent { session_id, update } => self.subagent_update(&session_id, &update),
             // Where our prompts are shows in the queue panel and the
@@ -178,8 +179,6 @@ impl App {
             Update::Queued { .. }
             | Update::Started { .. }
             | Update::Withdrawn { .. }
-            // The TUI does not ask for capability `elicitation` (yet).
-            | Update::Elicitation(_)
             | Update::SeqGap { .. } => {}
         }
     }
@@ -230,6 +229,7 @@ impl App {
 
     /// The session's turn ended.
     fn turn_ended(&mut self, outcome: Outcome) {
+        self.elicitations_gone();
         match outcome {
             Outcome::Completed { steps, usage, cost } => {
                 if let Some(usage) = usage {

@@ -126,6 +126,7 @@ impl App {
                 return Some(self.cancel_subagent(&session_id))
             }
             OverlayKey::ToggleExpanded => self.expanded = !self.expanded,
+            OverlayKey::Elicited(answer) => return Some(self.elicited(answer)),
             OverlayKey::TrustWorkspace => {
                 self.overlay = None;
                 let session = self.session.clone()?;

@@ -13,6 +13,7 @@
 mod approvals;
 mod cost;
 mod diff;
+mod elicit;
 mod help;
 pub mod models;
 mod picker;
@@ -59,6 +60,8 @@ pub enum OverlayKind {
     Models(Box<models::ModelPicker>),
     /// The workspace's repository configuration, to trust or not.
     Trust(Box<scv_protocol::WorkspaceTrust>),
+    /// An MCP server's question (capability `elicitation`).
+    Elicit(Box<crate::tui::elicit::ElicitForm>),
 }
 
 impl OverlayKind {
@@ -75,6 +78,7 @@ impl OverlayKind {
             OverlayKind::Subagent(session_id) => Box::new(subagent::Subagent(session_id)),
             OverlayKind::Models(picker) => Box::new(models::Models(picker.as_ref())),
             OverlayKind::Trust(trust) => Box::new(trust::Trust(trust.as_ref())),
+            OverlayKind::Elicit(form) => Box::new(elicit::Elicit(form.as_ref())),
         }
     }
 
@@ -187,6 +191,8 @@ pub enum OverlayKey {
     ToggleExpanded,
     /// Trust the session's workspace (`workspace.trust`).
     TrustWorkspace,
+    /// Send this answer to an MCP server's question.
+    Elicited(crate::tui::elicit::Answer),
 }
 
 /// A key while `open` is up, in a transcript area `width` × `height`:
@@ -201,6 +207,15 @@ pub fn on_key(
 ) -> OverlayKey {
     let rows = rows(open, data, width);
     let max_scroll = rows.saturating_sub(usize::from(height.saturating_sub(2)));
+    // A question's form takes every key but Ctrl+C and Ctrl+D.
+    if let OverlayKind::Elicit(form) = &mut open.kind {
+        use crate::tui::elicit::FormKey;
+        return match form.on_key(key) {
+            FormKey::Pass => OverlayKey::Pass,
+            FormKey::Taken => OverlayKey::Taken,
+            FormKey::Answered(answer) => OverlayKey::Elicited(answer),
+        };
+    }
     if key.code == KeyCode::Esc {
         return OverlayKey::Close;
     }
