@@ -26,6 +26,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const SERVER: &str = "conf";
+/// The client ID metadata document URL the suite's authorization servers
+/// accept.
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 #[tokio::main]
 async fn main() {
@@ -65,10 +68,13 @@ fn table(url: &str, scenario: &str, context: &Value) -> String {
     let mut table = format!("[mcp_servers.{SERVER}]\nurl = {url:?}\nauto_approve = true\n");
     if scenario.starts_with("auth/") {
         table.push_str("auth = \"oauth\"\n");
-        if let Some(id) = context["client_id"].as_str() {
-            table.push_str(&format!(
+        match context["client_id"].as_str() {
+            Some(id) => table.push_str(&format!(
                 "client_id = {id:?}\nclient_secret_env = \"CONF_CLIENT_SECRET\"\n"
-            ));
+            )),
+            // The document the suite's servers know (its client's own);
+            // one without CIMD support gets a registration instead.
+            None => table.push_str(&format!("client_metadata_url = {CIMD_URL:?}\n")),
         }
     }
     table
