@@ -128,6 +128,11 @@ pub struct TurnStart {
     /// prompt is sent as written, whatever it starts with.
     #[serde(default, skip_serializing_if = "is_false")]
     pub command: bool,
+    /// Extension (capability `images`): images sent with the prompt
+    /// (`crate::images` has the shape and bounds). Ignored on a
+    /// connection that did not ask for the capability.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::images::PromptImage>,
 }
 
 /// `turn.cancel`.
@@ -359,6 +364,10 @@ pub struct Capabilities {
     /// `session.listed`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub detach: bool,
+    /// Images with prompts: `turn.start.images`, and client frames up to
+    /// `images::MAX_IMAGES_CLIENT_FRAME_BYTES`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub images: bool,
 }
 
 /// Name and version of a client or server.
@@ -408,6 +417,7 @@ impl Capabilities {
         permissions: false,
         processes: false,
         detach: false,
+        images: false,
     };
 }
 

@@ -167,6 +167,8 @@ pub(crate) struct Turn {
     pub announce_checkpoints: bool,
     /// The turn's prompt, as its checkpoint shows it.
     pub prompt: Arc<str>,
+    /// Images sent with the prompt (capability `images`), checked.
+    pub images: Vec<crate::model::Image>,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -276,7 +278,11 @@ impl Turn {
         let result = match self.submitted(prompt).await {
             Ok(prompt) => {
                 let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
-                history.push(Message::user(prompt));
+                let images = std::mem::take(&mut self.images);
+                if !images.is_empty() {
+                    history.bound_images(images.len());
+                }
+                history.push(Message::user_with_images(prompt, images));
                 self.drive(&mut history, &mut usage).await
             }
             Err(stop) => Err(stop),

@@ -460,6 +460,7 @@ impl Child {
             checkpoints: None,
             announce_checkpoints: false,
             prompt: args.prompt.as_str().into(),
+            images: Vec::new(),
             settings: self.settings.clone(),
             sink: self.sink.clone(),
             approvals: parent.approvals.clone(),

@@ -172,6 +172,49 @@ impl History {
         }
     }
 
+    /// Makes room for `coming` images: the history keeps the bytes of at
+    /// most `MAX_SESSION_IMAGES`; older ones become a line of text saying
+    /// what was there (the journal writes the history anew).
+    pub(crate) fn bound_images(&mut self, coming: usize) {
+        let max = scv_protocol::images::MAX_SESSION_IMAGES;
+        let held: usize = self
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::User { images, .. } => images.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut excess = (held + coming).saturating_sub(max);
+        if excess == 0 {
+            return;
+        }
+        for message in &mut self.messages {
+            let Message::User { content, images } = message else {
+                continue;
+            };
+            if images.is_empty() {
+                continue;
+            }
+            let drop = excess.min(images.len());
+            let mut text = content.as_str().into_owned();
+            for image in images.drain(..drop) {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&image.dropped_note());
+            }
+            *content = text.into();
+            excess -= drop;
+            if excess == 0 {
+                break;
+            }
+        }
+        self.bytes = self.messages.iter().map(Message::weight).sum();
+        self.since.rewritten = true;
+        self.rendered.clear();
+    }
+
     /// Drops provider data that came from any wire but `wire` (after the
     /// session changed provider): it must never reach another API. True
     /// when something was dropped.

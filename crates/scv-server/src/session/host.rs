@@ -16,6 +16,7 @@ use crate::agent::{
     add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome, Warned,
 };
 use crate::context::History;
+use crate::model::Image;
 use crate::journal::LiveJournal;
 use crate::server::Shared;
 use crate::session::factory::SessionFactory;
@@ -156,13 +157,22 @@ impl SessionHost {
                 session_id,
                 prompt,
                 command,
+                images,
             }) => {
+                // Capability `images`: without it the field is an unknown
+                // one, ignored as protocol version 2 says.
+                let images = if self.caps.images && !images.is_empty() {
+                    let provider = &self.session(&session_id)?.settings.provider;
+                    super::images::accept(images, &provider.name, &provider.model)?
+                } else {
+                    Vec::new()
+                };
                 let prompt = if command {
                     self.expand(&session_id, prompt).await?
                 } else {
                     prompt
                 };
-                self.submit(rid, &session_id, prompt).await
+                self.submit(rid, &session_id, prompt, images).await
             }
             ClientMessage::TurnCancel(TurnCancel {
                 session_id,
@@ -589,13 +599,27 @@ impl SessionHost {
     }
 
     /// `turn.start`: runs at once on an idle session, else is queued.
-    async fn submit(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
-        check_prompt(&prompt)?;
+    async fn submit(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        prompt: String,
+        images: Vec<Image>,
+    ) -> Handled {
+        if images.is_empty() || !prompt.trim().is_empty() {
+            check_prompt(&prompt)?;
+        }
         let session = self.session(session_id)?;
         if session.active.is_none() {
             let session_id = session.sink.session_id().clone();
-            self.start_turn(&session_id, rid.into(), prompt).await;
+            self.start_turn(&session_id, rid.into(), prompt, images).await;
             return Ok(());
+        }
+        if !images.is_empty() {
+            return Err(Reject::new(
+                ErrorCode::TurnActive,
+                "a prompt with images does not wait in the queue: send it when the running turn ends",
+            ));
         }
         let (entry, position) = session
             .queue
@@ -609,7 +633,13 @@ impl SessionHost {
     }
 
     /// Starts a turn on an idle session: `turn.started` first, then the task.
-    async fn start_turn(&mut self, session_id: &Arc<str>, request_id: Arc<str>, prompt: String) {
+    async fn start_turn(
+        &mut self,
+        session_id: &Arc<str>,
+        request_id: Arc<str>,
+        prompt: String,
+        images: Vec<Image>,
+    ) {
         // The budgets config.toml holds now: an edit reaches open sessions
         // from their next turn (a session's own `max_session_cost_usd`,
         // set by `session.configure`, stays over config's).
@@ -674,6 +704,7 @@ impl SessionHost {
             checkpoints: session.checkpoints.clone(),
             announce_checkpoints: self.caps.checkpoints,
             prompt: prompt.as_str().into(),
+            images,
             settings,
             sink,
             approvals: session.approvals.clone(),
@@ -855,7 +886,12 @@ impl SessionHost {
             return;
         };
         session.journal_queue(&next.request_id, Some(seq)).await;
-        self.start_turn(session_id, next.request_id.into(), next.entry.prompt)
+        self.start_turn(
+            session_id,
+            next.request_id.into(),
+            next.entry.prompt,
+            Vec::new(),
+        )
             .await;
     }
 

@@ -3,6 +3,7 @@
 //! factory that makes a session from `session.start`, and the queue.
 
 mod factory;
+mod images;
 mod host;
 mod queue;
 mod reject;
