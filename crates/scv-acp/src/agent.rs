@@ -36,8 +36,8 @@ pub const COMMAND_QUEUE: usize = 64;
 
 /// The answer to `initialize`: protocol version 1 (the SDK stamps the
 /// negotiated version too), stored sessions loaded and listed, prompts of text and
-/// embedded resources. No images or audio: the SCV protocol carries text
-/// prompts only, whatever the session's provider takes.
+/// embedded resources and images (sent to the provider as image content;
+/// `crate::prompt` checks them). No audio.
 pub fn initialize_response() -> InitializeResponse {
     InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
         .agent_capabilities(
@@ -56,7 +56,7 @@ pub fn initialize_response() -> InitializeResponse {
                 .prompt_capabilities(
                     PromptCapabilities::new()
                         .embedded_context(true)
-                        .image(false)
+                        .image(true)
                         .audio(false),
                 ),
         )

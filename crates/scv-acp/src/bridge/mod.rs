@@ -507,8 +507,9 @@ impl Bridge {
             let _ = responder.respond_with_error(err);
             return;
         }
-        let text = match prompt::render(&request.prompt) {
-            Ok(text) => text,
+        let prompt::Rendered { text, images } = match prompt::render_with_images(&request.prompt)
+        {
+            Ok(rendered) => rendered,
             Err(err) => {
                 let _ = responder.respond_with_error(errors::invalid_params(err.to_string()));
                 return;
@@ -520,7 +521,9 @@ impl Bridge {
         // `/NAME args`: a custom command or skill (advertised with
         // `available_commands_update`), as ACP clients send them.
         let title = session.meter.title(&text);
-        let start = if text.starts_with('/') {
+        let start = if !images.is_empty() {
+            session.client.submit_with_images(text, images)
+        } else if text.starts_with('/') {
             session.client.submit_command(text)
         } else {
             session.client.submit(text)

@@ -107,9 +107,9 @@ const scenarios = {
   async close() {
     await withAgent(async (agent, init) => {
       check(typeof init.agentCapabilities?.sessionCapabilities?.close === "object", "sessionCapabilities.close");
-      // Advertised only where it works: no extra roots, no images.
+      // Advertised only where it works: no extra roots; images.
       check(init.agentCapabilities?.sessionCapabilities?.additionalDirectories == null, "no additionalDirectories");
-      check(init.agentCapabilities?.promptCapabilities?.image === false, "no images");
+      check(init.agentCapabilities?.promptCapabilities?.image === true, "images");
       const a = await open(agent);
       const b = await open(agent);
       const streaming = next((p) => p.sessionId === a && p.update.sessionUpdate === "agent_message_chunk");
@@ -301,6 +301,46 @@ const scenarios = {
       const answered = await running;
       check(answered.stopReason === "cancelled", `the prompt: ${answered.stopReason}`);
       const after = await prompt(agent, s, "AFTER");
+      check(after.stopReason === "end_turn", `the next prompt: ${after.stopReason}`);
+    });
+  },
+
+  // Images in prompts: an image block (IMAGE_B64, a PNG the Rust side
+  // knows byte for byte) reaches the provider with the text; refusals are
+  // -32602 in words, and the connection carries on.
+  async images() {
+    await withAgent(async (agent, init) => {
+      check(init.agentCapabilities?.promptCapabilities?.image === true, "promptCapabilities.image");
+      const sessionId = await open(agent);
+      const png = process.env.IMAGE_B64;
+      const sent = await agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [
+          { type: "text", text: "IMAGE-PROMPT what is this?" },
+          { type: "image", mimeType: "image/png", data: png },
+        ],
+      });
+      check(sent.stopReason === "end_turn", `the image prompt: ${sent.stopReason}`);
+      const image = (mimeType, data) =>
+        agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text: "look" }, { type: "image", mimeType, data }],
+        });
+      await fails("a PNG said to be a JPEG", -32602, image("image/jpeg", png));
+      await fails("text said to be an image", -32602, image("image/png", Buffer.from("not an image").toString("base64")));
+      await fails("nine images", -32602, agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: Array.from({ length: 9 }, () => ({ type: "image", mimeType: "image/png", data: png })),
+      }));
+      // A model known to take text only refuses them in words.
+      await agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "deepseek-chat" });
+      try {
+        await image("image/png", png);
+        check(false, "a text-only model: no error");
+      } catch (err) {
+        check(err.code === -32602 && /does not take images/.test(err.message), `a text-only model: ${err.code} ${err.message}`);
+      }
+      const after = await prompt(agent, sessionId, "IMAGE-AFTER");
       check(after.stopReason === "end_turn", `the next prompt: ${after.stopReason}`);
     });
   },
