@@ -43,6 +43,8 @@ pub struct Options {
     pub approve: Vec<Risk>,
     /// A new session, or which stored one.
     pub which: session::Which,
+    /// Image files sent with the prompt (`--image`).
+    pub images: Vec<PathBuf>,
 }
 
 /// The prompt as given, or read from stdin (`-`, or none and stdin is not
@@ -103,6 +105,10 @@ pub async fn run(
     let json = options.json;
     let approve = &options.approve[..];
     let prompt = read_prompt(prompt)?;
+    // Read and checked before anything is started: a wrong file is said
+    // at once.
+    let images = scv_client::images::read_files(&options.images)
+        .map_err(|err| anyhow::anyhow!("--image: {err}"))?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
     // Usage by kind and cost on `turn.completed` (`--json` prints it).
     // Checkpoints: a changing call that runs without one says so.
@@ -116,6 +122,7 @@ pub async fn run(
         budgets: true,
         // Command, skill and agent files it could not use whole.
         commands: true,
+        images: !images.is_empty(),
         ..scv_protocol::Capabilities::default()
     });
     let session::Opened {
@@ -170,7 +177,9 @@ pub async fn run(
         driver.send(&[configure]).await?;
     }
     // `/NAME args`: the workspace's custom command or skill NAME.
-    let submitted = if prompt.starts_with('/') {
+    let submitted = if !images.is_empty() {
+        client.submit_with_images(prompt, images)
+    } else if prompt.starts_with('/') {
         client.submit_command(prompt)
     } else {
         client.submit(prompt)

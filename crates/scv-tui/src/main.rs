@@ -83,6 +83,10 @@ enum Command {
         /// change nothing, and answers with a plan.
         #[arg(long)]
         plan: bool,
+        /// Send an image file with the prompt (PNG, JPEG, GIF or WebP; at
+        /// most 5 MiB each, 8 per prompt); repeatable.
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<PathBuf>,
     },
     /// Resume a stored session in the terminal UI: a picker without ID.
     Resume {
@@ -523,6 +527,7 @@ fn main() -> ExitCode {
                 resume,
                 continue_last,
                 plan,
+                images,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
                 let choice = scv_tui::session::Choice {
@@ -534,6 +539,7 @@ fn main() -> ExitCode {
                     reasoning,
                     cwd,
                     approve,
+                    images,
                     which: match (resume, continue_last) {
                         (Some(id), _) => Which::Resume(id),
                         (None, true) => Which::Last,
