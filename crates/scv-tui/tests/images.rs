@@ -53,3 +53,49 @@ async fn exec_refuses_a_file_that_is_no_image_before_sending_anything() {
     assert!(err.contains("--image") && err.contains("not a PNG, JPEG, GIF or WebP"), "{err}");
     assert!(mock.requests().is_empty());
 }
+
+/// The TUI: `@shot.png` in a prompt sends the file's bytes with it (the
+/// mention stays in the text); a file that is no image is said on the
+/// hint line and nothing is sent; a pasted image path becomes a mention.
+#[test]
+fn the_tui_sends_a_mentioned_image_and_says_why_not() {
+    use base64::Engine as _;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use scv_protocol::ClientMessage;
+    use scv_tui::tui::app::{App, Outgoing};
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend(0..200u8);
+    std::fs::write(cwd.join("shot.png"), &png).unwrap();
+    std::fs::write(cwd.join("fake.png"), b"words").unwrap();
+    let mut app = App::new(std::time::Instant::now());
+    let started = json!({"type":"session.started","request_id":"s","session_id":"s1","cwd":cwd,"model":"m",
+        "context_max_tokens":1000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,
+        "max_transcript_items":100,"max_prompt_history_bytes":1048576,"max_prompt_history_items":10});
+    app.apply(serde_json::from_value(started).unwrap());
+    let mut enter = |app: &mut App, text: &str| {
+        for c in text.chars() {
+            app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
+    };
+    let out = enter(&mut app, "what is @shot.png?");
+    let [Outgoing::Send { message: ClientMessage::TurnStart(start), .. }] = &out[..] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(start.prompt, "what is @shot.png?");
+    assert_eq!(start.images.len(), 1);
+    assert_eq!(start.images[0].mime_type, "image/png");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&start.images[0].data)
+        .unwrap();
+    assert_eq!(bytes, png);
+    let out = enter(&mut app, "and @fake.png");
+    assert!(out.is_empty(), "{out:?}");
+    assert!(app.hint.as_deref().unwrap_or("").contains("not a PNG, JPEG, GIF or WebP"), "{:?}", app.hint);
+    assert_eq!(app.input.text(), "and @fake.png", "the prompt stays");
+    app.input.set("");
+    app.on_paste(&format!("'{}'", cwd.join("shot.png").display()));
+    assert_eq!(app.input.text(), format!("@{} ", cwd.join("shot.png").display()));
+}

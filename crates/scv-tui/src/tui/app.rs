@@ -15,6 +15,7 @@ mod children;
 mod commands;
 mod config_watch;
 mod events;
+mod images;
 mod keys;
 mod link;
 pub mod live;
