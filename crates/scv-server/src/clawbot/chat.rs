@@ -38,6 +38,16 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// The longest tool call that can be approved in chat: it must fit, whole,
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
+/// What an image-only message is answered: the chat's image items cannot
+/// be fetched (the iLink notes name the item type but not where its bytes
+/// are nor how they are encrypted), so no image reaches the model.
+const IMAGES_NOT_FETCHED: &str =
+    "Images are not supported in this chat yet: SCV cannot fetch them from WeChat. Describe it in text, or send it from the terminal (`scv exec --image FILE`).";
+
+/// Said before a message's text goes on without its image.
+const IMAGE_LEFT_OUT: &str =
+    "(Your image was left out: SCV cannot fetch images from this chat yet. Your text was sent without it.)";
+
 const TYPING_EVERY: Duration = Duration::from_secs(5);
 const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this. The owner can follow a live session with /attach ID (`scv agents` lists them). The owner can also run the workspace's custom commands and skills as /NAME.";
 
@@ -386,10 +396,18 @@ impl Account {
             return; // direct chats only
         }
         let Some(text) = message.text() else {
-            self.reply(&user, "Only text messages are understood here.")
-                .await;
+            let words = if message.has_images() {
+                IMAGES_NOT_FETCHED
+            } else {
+                "Only text messages are understood here."
+            };
+            self.reply(&user, words).await;
             return;
         };
+        if message.has_images() {
+            // Said, not dropped in silence: the text goes on without it.
+            self.reply(&user, IMAGE_LEFT_OUT).await;
+        }
         let text = text.trim().to_string();
         if text == "/help" {
             self.reply(&user, HELP).await;
