@@ -159,9 +159,14 @@ mod tests {
         .unwrap();
         assert_eq!(rendered.text, "what is this?");
         assert_eq!(rendered.images[0].data, png);
-        let only = render_with_images(&blocks(json!([{"type": "image", "mimeType": "image/png", "data": png}]))).unwrap();
+        let only = render_with_images(&blocks(
+            json!([{"type": "image", "mimeType": "image/png", "data": png}]),
+        ))
+        .unwrap();
         assert_eq!((only.text.as_str(), only.images.len()), ("", 1));
-        let wrong = render_with_images(&blocks(json!([{"type": "image", "mimeType": "image/jpeg", "data": png}])));
+        let wrong = render_with_images(&blocks(
+            json!([{"type": "image", "mimeType": "image/jpeg", "data": png}]),
+        ));
         assert!(matches!(wrong, Err(PromptError::Image(m)) if m.contains("says image/jpeg")));
     }
 

@@ -93,7 +93,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("shot.png"), b"\x89PNG\r\n\x1a\nxx").unwrap();
         std::fs::write(dir.path().join("notes.txt"), b"text").unwrap();
-        let found = mentioned("see @shot.png, and @notes.txt and @gone.png @shot.png", dir.path());
+        let found = mentioned(
+            "see @shot.png, and @notes.txt and @gone.png @shot.png",
+            dir.path(),
+        );
         assert_eq!(found, [dir.path().join("shot.png")]);
         let images = read_files(&found).unwrap();
         assert_eq!(images[0].mime_type, "image/png");

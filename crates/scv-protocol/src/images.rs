@@ -66,7 +66,11 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
 }
 
 /// Why an image is refused, in words for the user.
-pub fn check_image(index: usize, bytes: &[u8], claimed: Option<&str>) -> Result<&'static str, String> {
+pub fn check_image(
+    index: usize,
+    bytes: &[u8],
+    claimed: Option<&str>,
+) -> Result<&'static str, String> {
     let number = index + 1;
     if bytes.len() > MAX_IMAGE_BYTES {
         return Err(format!(
@@ -116,7 +120,10 @@ mod tests {
         assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
         assert_eq!(sniff(b"RIFF\0\0\0\0WAVEfmt "), None);
         assert_eq!(sniff(b"<svg"), None);
-        assert_eq!(check_image(0, b"GIF89a", Some("image/GIF")), Ok("image/gif"));
+        assert_eq!(
+            check_image(0, b"GIF89a", Some("image/GIF")),
+            Ok("image/gif")
+        );
         assert!(check_image(1, b"GIF89a", Some("image/png"))
             .unwrap_err()
             .contains("image 2 says image/png but its bytes are image/gif"));

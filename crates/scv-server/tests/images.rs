@@ -50,8 +50,10 @@ async fn rig(extra: &str, capabilities: Value) -> Rig {
     let home = TestHome::new(&base, &config);
     let mut server = TestServer::spawn_with(BIN, home.path(), &[("ANTHROPIC_API_KEY", "sk-ant-x")]);
     server
-        .send(json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
-            "capabilities": capabilities}))
+        .send(
+            json!({"type": "initialize", "request_id": "init", "protocol_version": 2,
+            "capabilities": capabilities}),
+        )
         .await;
     server.expect("initialized").await;
     Rig { mock, home, server }
@@ -59,8 +61,10 @@ async fn rig(extra: &str, capabilities: Value) -> Rig {
 
 async fn send_images(rig: &mut Rig, session: &str, rid: &str, prompt: &str, images: Vec<Value>) {
     rig.server
-        .send(json!({"type": "turn.start", "request_id": rid, "session_id": session,
-            "prompt": prompt, "images": images}))
+        .send(
+            json!({"type": "turn.start", "request_id": rid, "session_id": session,
+            "prompt": prompt, "images": images}),
+        )
         .await;
 }
 
@@ -105,20 +109,35 @@ async fn images_reach_each_wire_as_its_image_content_byte_for_byte() {
         )
         .await;
         let events = rig.server.until_terminal().await;
-        assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:?}");
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "turn.completed",
+            "{events:?}"
+        );
         // A later turn sends the history: the images again, unchanged.
         rig.server.start_turn(&session, "t2", "and now?").await;
         let events = rig.server.until_terminal().await;
-        assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:?}");
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "turn.completed",
+            "{events:?}"
+        );
         let requests = rig.mock.requests_on(wire);
         let recent = &requests[requests.len() - 2..];
         for request in recent {
             assert_eq!(
                 request.images().unwrap(),
-                [sent("image/png", first.clone()), sent("image/jpeg", second.clone())],
+                [
+                    sent("image/png", first.clone()),
+                    sent("image/jpeg", second.clone())
+                ],
                 "{provider}"
             );
-            assert!(request.violations().is_empty(), "{:?}", request.violations());
+            assert!(
+                request.violations().is_empty(),
+                "{:?}",
+                request.violations()
+            );
         }
         // The text goes with them, in the wire's own part.
         let body = recent[0].body.to_string();
@@ -131,22 +150,43 @@ async fn refusals_say_why_with_their_codes_and_the_connection_carries_on() {
     let mut rig = rig("", json!({"images": true})).await;
     let session = rig.session().await;
     let cases: Vec<(&str, Vec<Value>, &str)> = vec![
-        ("a", vec![image("image/png", b"plain text, not an image")], "not a PNG, JPEG, GIF or WebP"),
-        ("b", vec![image("image/png", &jpeg(1))], "says image/png but its bytes are image/jpeg"),
-        ("c", vec![json!({"mime_type": "image/png", "data": "%%%"})], "not standard base64"),
+        (
+            "a",
+            vec![image("image/png", b"plain text, not an image")],
+            "not a PNG, JPEG, GIF or WebP",
+        ),
+        (
+            "b",
+            vec![image("image/png", &jpeg(1))],
+            "says image/png but its bytes are image/jpeg",
+        ),
+        (
+            "c",
+            vec![json!({"mime_type": "image/png", "data": "%%%"})],
+            "not standard base64",
+        ),
         ("d", vec![image("image/png", &png(1)); 9], "at most 8"),
         (
             "e",
-            vec![image("image/png", &payload(b"\x89PNG\r\n\x1a\n", 0, 5 * 1024 * 1024))],
+            vec![image(
+                "image/png",
+                &payload(b"\x89PNG\r\n\x1a\n", 0, 5 * 1024 * 1024),
+            )],
             "an image may have at most 5242880",
         ),
     ];
     for (rid, images, words) in cases {
         send_images(&mut rig, &session, rid, "look", images).await;
         let error = rig.server.expect_error("invalid_request", rid).await;
-        assert!(error["message"].as_str().unwrap().contains(words), "{error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(words),
+            "{error}"
+        );
     }
-    assert!(rig.mock.requests().is_empty(), "nothing refused reached the provider");
+    assert!(
+        rig.mock.requests().is_empty(),
+        "nothing refused reached the provider"
+    );
     // The session goes on.
     rig.mock.push(Reply::text(["fine"]));
     let events = rig.turn(&session, "hello").await;
@@ -158,10 +198,20 @@ async fn refusals_say_why_with_their_codes_and_the_connection_carries_on() {
         .server
         .start_session_with(json!({"cwd": workspace, "model": "deepseek-chat"}))
         .await;
-    send_images(&mut rig, &text_only, "u", "look", vec![image("image/png", &png(2))]).await;
+    send_images(
+        &mut rig,
+        &text_only,
+        "u",
+        "look",
+        vec![image("image/png", &png(2))],
+    )
+    .await;
     let error = rig.server.expect_error("unsupported", "u").await;
     assert!(
-        error["message"].as_str().unwrap().contains("does not take images"),
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not take images"),
         "{error}"
     );
     assert_eq!(rig.mock.requests().len(), 1);
@@ -172,18 +222,34 @@ async fn without_the_capability_the_field_is_ignored_and_frames_stay_at_one_mib(
     let mut rig = rig("", json!({})).await;
     let session = rig.session().await;
     rig.mock.push(Reply::text(["text only"]));
-    send_images(&mut rig, &session, "t", "look", vec![image("image/png", &png(3))]).await;
+    send_images(
+        &mut rig,
+        &session,
+        "t",
+        "look",
+        vec![image("image/png", &png(3))],
+    )
+    .await;
     let events = rig.server.until_terminal().await;
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
     let request = &rig.mock.requests()[0];
     assert!(request.images().unwrap().is_empty());
     assert_eq!(request.body["messages"][1]["content"], "look", "v2 as ever");
     // A frame past 1 MiB is still refused on this connection.
-    let big = vec![image("image/png", &payload(b"\x89PNG\r\n\x1a\n", 0, 1024 * 1024))];
+    let big = vec![image(
+        "image/png",
+        &payload(b"\x89PNG\r\n\x1a\n", 0, 1024 * 1024),
+    )];
     send_images(&mut rig, &session, "big", "look", big).await;
     let error = rig.server.expect("error").await;
     assert_eq!(error["code"], "invalid_request");
-    assert!(error["message"].as_str().unwrap().contains("1048576-byte limit"), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("1048576-byte limit"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -195,8 +261,10 @@ async fn a_resumed_session_still_sends_its_images_and_keeps_at_most_sixteen() {
         let caps = caps.clone();
         async move {
             server
-                .send(json!({"type":"initialize","request_id":"init","protocol_version":2,
-                    "capabilities": caps}))
+                .send(
+                    json!({"type":"initialize","request_id":"init","protocol_version":2,
+                    "capabilities": caps}),
+                )
                 .await;
             server.expect("initialized").await;
             server
@@ -207,8 +275,10 @@ async fn a_resumed_session_still_sends_its_images_and_keeps_at_most_sixteen() {
     let kept = png(7);
     mock.push(Reply::text(["seen"]));
     first
-        .send(json!({"type":"turn.start","request_id":"t","session_id":id,"prompt":"remember this",
-            "images":[image("image/png", &kept)]}))
+        .send(
+            json!({"type":"turn.start","request_id":"t","session_id":id,"prompt":"remember this",
+            "images":[image("image/png", &kept)]}),
+        )
         .await;
     let events = first.until_terminal().await;
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
@@ -231,21 +301,32 @@ async fn a_resumed_session_still_sends_its_images_and_keeps_at_most_sixteen() {
 
     // Past sixteen, the oldest give way to a line of text.
     for round in 0..2u8 {
-        let images: Vec<Value> = (0..8).map(|i| image("image/gif", &payload(b"GIF89a", round * 8 + i, 100))).collect();
+        let images: Vec<Value> = (0..8)
+            .map(|i| image("image/gif", &payload(b"GIF89a", round * 8 + i, 100)))
+            .collect();
         mock.push(Reply::text(["ok"]));
         second
             .send(json!({"type":"turn.start","request_id":"m","session_id":id,"prompt":"more","images":images}))
             .await;
         let events = second.until_terminal().await;
-        assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:?}");
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "turn.completed",
+            "{events:?}"
+        );
     }
     let request = mock.requests().last().unwrap().clone();
     let images = request.images().unwrap();
     assert_eq!(images.len(), 16);
-    assert!(images.iter().all(|i| i.mime_type == "image/gif"), "the first one went");
+    assert!(
+        images.iter().all(|i| i.mime_type == "image/gif"),
+        "the first one went"
+    );
     let first_prompt = &request.body["messages"][1]["content"];
     assert!(
-        first_prompt.to_string().contains("an image (image/png, 3 KiB) was here"),
+        first_prompt
+            .to_string()
+            .contains("an image (image/png, 3 KiB) was here"),
         "{first_prompt}"
     );
 }

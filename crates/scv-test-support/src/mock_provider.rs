@@ -66,7 +66,9 @@ impl Recorded {
     /// The images its user messages carried, decoded by its wire's shape
     /// ([`crate::wires::images`]).
     pub fn images(&self) -> Result<Vec<crate::wires::images::SentImage>, String> {
-        let wire = self.wire().ok_or_else(|| format!("no wire at {}", self.path))?;
+        let wire = self
+            .wire()
+            .ok_or_else(|| format!("no wire at {}", self.path))?;
         crate::wires::images::images(wire, &self.body)
     }
 

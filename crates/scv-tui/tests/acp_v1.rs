@@ -399,8 +399,14 @@ async fn image_blocks_reach_the_provider_and_refusals_are_invalid_params() {
     let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
     let replies = vec![Reply::text(["A picture."]), Reply::text(["After."])];
     let env = [("IMAGE_B64", b64)];
-    let Some((mock, stderr)) =
-        scenario_with("images", "", replies, &["mock-model", "deepseek-chat"], &env).await
+    let Some((mock, stderr)) = scenario_with(
+        "images",
+        "",
+        replies,
+        &["mock-model", "deepseek-chat"],
+        &env,
+    )
+    .await
     else {
         return;
     };
@@ -420,8 +426,15 @@ async fn image_blocks_reach_the_provider_and_refusals_are_invalid_params() {
     assert_eq!(requests.len(), 2, "refused prompts never reached it");
     let images = requests[0].images().unwrap();
     assert_eq!(images.len(), 1);
-    assert_eq!((images[0].mime_type.as_str(), &images[0].bytes), ("image/png", &png));
+    assert_eq!(
+        (images[0].mime_type.as_str(), &images[0].bytes),
+        ("image/png", &png)
+    );
     assert!(requests[0].body.to_string().contains("IMAGE-PROMPT"));
-    assert!(requests[0].violations().is_empty(), "{:?}", requests[0].violations());
+    assert!(
+        requests[0].violations().is_empty(),
+        "{:?}",
+        requests[0].violations()
+    );
     assert!(requests[1].body.to_string().contains("IMAGE-AFTER"));
 }

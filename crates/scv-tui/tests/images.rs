@@ -32,10 +32,17 @@ async fn exec_sends_each_image_file_with_the_prompt() {
     assert_eq!(stdout(&output), "Two pictures.\n");
     let requests = mock.requests();
     let images = requests[0].images().unwrap();
-    let got: Vec<(&str, &Vec<u8>)> = images.iter().map(|i| (i.mime_type.as_str(), &i.bytes)).collect();
+    let got: Vec<(&str, &Vec<u8>)> = images
+        .iter()
+        .map(|i| (i.mime_type.as_str(), &i.bytes))
+        .collect();
     assert_eq!(got, [("image/png", &png), ("image/gif", &gif)]);
     assert!(requests[0].body.to_string().contains("describe them"));
-    assert!(requests[0].violations().is_empty(), "{:?}", requests[0].violations());
+    assert!(
+        requests[0].violations().is_empty(),
+        "{:?}",
+        requests[0].violations()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -50,7 +57,10 @@ async fn exec_refuses_a_file_that_is_no_image_before_sending_anything() {
         .unwrap();
     assert!(!output.status.success());
     let err = stderr(&output);
-    assert!(err.contains("--image") && err.contains("not a PNG, JPEG, GIF or WebP"), "{err}");
+    assert!(
+        err.contains("--image") && err.contains("not a PNG, JPEG, GIF or WebP"),
+        "{err}"
+    );
     assert!(mock.requests().is_empty());
 }
 
@@ -81,7 +91,11 @@ fn the_tui_sends_a_mentioned_image_and_says_why_not() {
         app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
     };
     let out = enter(&mut app, "what is @shot.png?");
-    let [Outgoing::Send { message: ClientMessage::TurnStart(start), .. }] = &out[..] else {
+    let [Outgoing::Send {
+        message: ClientMessage::TurnStart(start),
+        ..
+    }] = &out[..]
+    else {
         panic!("{out:?}")
     };
     assert_eq!(start.prompt, "what is @shot.png?");
@@ -93,9 +107,19 @@ fn the_tui_sends_a_mentioned_image_and_says_why_not() {
     assert_eq!(bytes, png);
     let out = enter(&mut app, "and @fake.png");
     assert!(out.is_empty(), "{out:?}");
-    assert!(app.hint.as_deref().unwrap_or("").contains("not a PNG, JPEG, GIF or WebP"), "{:?}", app.hint);
+    assert!(
+        app.hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("not a PNG, JPEG, GIF or WebP"),
+        "{:?}",
+        app.hint
+    );
     assert_eq!(app.input.text(), "and @fake.png", "the prompt stays");
     app.input.set("");
     app.on_paste(&format!("'{}'", cwd.join("shot.png").display()));
-    assert_eq!(app.input.text(), format!("@{} ", cwd.join("shot.png").display()));
+    assert_eq!(
+        app.input.text(),
+        format!("@{} ", cwd.join("shot.png").display())
+    );
 }

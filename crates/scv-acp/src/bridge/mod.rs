@@ -507,8 +507,7 @@ impl Bridge {
             let _ = responder.respond_with_error(err);
             return;
         }
-        let prompt::Rendered { text, images } = match prompt::render_with_images(&request.prompt)
-        {
+        let prompt::Rendered { text, images } = match prompt::render_with_images(&request.prompt) {
             Ok(rendered) => rendered,
             Err(err) => {
                 let _ = responder.respond_with_error(errors::invalid_params(err.to_string()));

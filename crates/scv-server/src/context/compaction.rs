@@ -151,7 +151,9 @@ mod tests {
         ];
         let (kept, removed) = apply(messages, 3, "S".into());
         assert_eq!(removed, 2);
-        assert!(matches!(&kept[0], Message::User { content, .. } if content.as_str().ends_with("\nS")));
+        assert!(
+            matches!(&kept[0], Message::User { content, .. } if content.as_str().ends_with("\nS"))
+        );
         assert_eq!(kept[1], user("latest"));
         assert!(matches!(kept[2], Message::Assistant(_)));
         assert_eq!(kept.len(), 4);

@@ -58,7 +58,9 @@ fn items(message: &Message) -> Vec<Value> {
                 parts.push(json!({"type": "input_text", "text": content}));
             }
             for image in images {
-                parts.push(json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"}));
+                parts.push(
+                    json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"}),
+                );
             }
             items.push(json!({"type": "message", "role": "user", "content": parts}));
         }

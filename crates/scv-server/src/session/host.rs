@@ -16,8 +16,8 @@ use crate::agent::{
     add_usage, Approvals, EmitError, SessionSettings, SessionSink, Turn, TurnOutcome, Warned,
 };
 use crate::context::History;
-use crate::model::Image;
 use crate::journal::LiveJournal;
+use crate::model::Image;
 use crate::server::Shared;
 use crate::session::factory::SessionFactory;
 use crate::session::queue::PromptQueue;
@@ -612,7 +612,8 @@ impl SessionHost {
         let session = self.session(session_id)?;
         if session.active.is_none() {
             let session_id = session.sink.session_id().clone();
-            self.start_turn(&session_id, rid.into(), prompt, images).await;
+            self.start_turn(&session_id, rid.into(), prompt, images)
+                .await;
             return Ok(());
         }
         if !images.is_empty() {
@@ -892,7 +893,7 @@ impl SessionHost {
             next.entry.prompt,
             Vec::new(),
         )
-            .await;
+        .await;
     }
 
     fn cancel(&mut self, session_id: &str, turn_id: &str) -> Handled {

@@ -27,14 +27,22 @@ const TEXT_ONLY_MODELS: &[&str] = &[
 
 /// Whether `model` is known not to take images.
 pub(super) fn text_only(model: &str) -> bool {
-    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
     TEXT_ONLY_MODELS.iter().any(|p| name.starts_with(p))
         && !name.contains("vl")
         && !name.contains("vision")
 }
 
 /// The prompt's images as the history keeps them, or why they are refused.
-pub(super) fn accept(images: Vec<PromptImage>, provider: &str, model: &str) -> Result<Vec<Image>, Reject> {
+pub(super) fn accept(
+    images: Vec<PromptImage>,
+    provider: &str,
+    model: &str,
+) -> Result<Vec<Image>, Reject> {
     if images.is_empty() {
         return Ok(Vec::new());
     }
@@ -85,17 +93,29 @@ mod tests {
         };
         assert_eq!(kept[0].mime_type, "image/png");
         assert_eq!(kept[0].decoded_len(), png.len());
-        let refused = accept(vec![image(b"hello", "image/png")], "p", "m").err().unwrap();
+        let refused = accept(vec![image(b"hello", "image/png")], "p", "m")
+            .err()
+            .unwrap();
         assert_eq!(refused.code, ErrorCode::InvalidRequest);
         assert!(refused.message.contains("not a PNG, JPEG, GIF or WebP"));
         let bad = PromptImage {
             mime_type: "image/png".into(),
             data: "not base64!".into(),
         };
-        assert!(accept(vec![bad], "p", "m").err().unwrap().message.contains("base64"));
+        assert!(accept(vec![bad], "p", "m")
+            .err()
+            .unwrap()
+            .message
+            .contains("base64"));
         let many = vec![image(png, "image/png"); MAX_PROMPT_IMAGES + 1];
-        assert!(accept(many, "p", "m").err().unwrap().message.contains("at most 8"));
-        let refused = accept(vec![image(png, "image/png")], "deepseek", "deepseek-chat").err().unwrap();
+        assert!(accept(many, "p", "m")
+            .err()
+            .unwrap()
+            .message
+            .contains("at most 8"));
+        let refused = accept(vec![image(png, "image/png")], "deepseek", "deepseek-chat")
+            .err()
+            .unwrap();
         assert_eq!(refused.code, ErrorCode::Unsupported);
         assert!(refused.message.contains("does not take images"));
     }

@@ -3,8 +3,8 @@
 //! factory that makes a session from `session.start`, and the queue.
 
 mod factory;
-mod images;
 mod host;
+mod images;
 mod queue;
 mod reject;
 

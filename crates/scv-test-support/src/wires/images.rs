@@ -57,7 +57,10 @@ pub fn images(wire: Wire, body: &Value) -> Result<Vec<SentImage>, String> {
             }
         }?;
         if !MEDIA_TYPES.contains(&image.mime_type.as_str()) {
-            return Err(format!("{at}: media type {:?} is not one the API takes", image.mime_type));
+            return Err(format!(
+                "{at}: media type {:?} is not one the API takes",
+                image.mime_type
+            ));
         }
         out.push(image);
     }
@@ -76,7 +79,12 @@ fn parts(wire: Wire, body: &Value) -> Vec<(String, Value)> {
         if message["role"] != "user" {
             continue;
         }
-        for (i, part) in message["content"].as_array().into_iter().flatten().enumerate() {
+        for (i, part) in message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             if part["type"] == kind {
                 out.push((format!("message {index} part {i}"), part.clone()));
             }

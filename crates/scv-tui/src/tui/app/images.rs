@@ -57,8 +57,14 @@ mod tests {
         let shot = dir.path().join("shot.png");
         std::fs::write(&shot, b"\x89PNG\r\n\x1a\n").unwrap();
         let shown = shot.display().to_string();
-        assert_eq!(super::pasted_image(&format!("'{shown}'\n")), Some(format!("@{shown} ")));
-        assert_eq!(super::pasted_image(&format!("file://{shown}")), Some(format!("@{shown} ")));
+        assert_eq!(
+            super::pasted_image(&format!("'{shown}'\n")),
+            Some(format!("@{shown} "))
+        );
+        assert_eq!(
+            super::pasted_image(&format!("file://{shown}")),
+            Some(format!("@{shown} "))
+        );
         assert_eq!(super::pasted_image("some text"), None);
         assert_eq!(super::pasted_image("/no/such/file.png"), None);
     }
