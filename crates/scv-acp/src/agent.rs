@@ -15,7 +15,7 @@ use crate::stdio::{self, Outflow};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    McpCapabilities, NewSessionRequest, SessionAdditionalDirectoriesCapabilities, NewSessionResponse, PromptCapabilities, PromptRequest,
     PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionModeRequest,
     SetSessionModeResponse,
 };
@@ -51,7 +51,11 @@ pub fn initialize_response() -> InitializeResponse {
                         .list(SessionListCapabilities::new())
                         .resume(SessionResumeCapabilities::new())
                         .close(SessionCloseCapabilities::new())
-                        .delete(SessionDeleteCapabilities::new()),
+                        .delete(SessionDeleteCapabilities::new())
+                        // Readable roots for the tools (writable where
+                        // config.toml's `additional_directories_writable`
+                        // says).
+                        .additional_directories(SessionAdditionalDirectoriesCapabilities::new()),
                 )
                 .prompt_capabilities(
                     PromptCapabilities::new()

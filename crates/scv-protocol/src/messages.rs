@@ -395,6 +395,12 @@ pub struct SessionStart {
     /// Extension: start in `plan` mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::customize::Mode>,
+    /// Extension: more directories the session's tools may read (absolute,
+    /// existing; writable where config.toml's
+    /// `additional_directories_writable` says), ACP's
+    /// `additionalDirectories`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
 }
 
 impl Capabilities {

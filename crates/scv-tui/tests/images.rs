@@ -84,7 +84,7 @@ fn the_tui_sends_a_mentioned_image_and_says_why_not() {
         "context_max_tokens":1000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,
         "max_transcript_items":100,"max_prompt_history_bytes":1048576,"max_prompt_history_items":10});
     app.apply(serde_json::from_value(started).unwrap());
-    let mut enter = |app: &mut App, text: &str| {
+    let enter = |app: &mut App, text: &str| {
         for c in text.chars() {
             app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
         }

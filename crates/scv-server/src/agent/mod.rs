@@ -129,6 +129,8 @@ pub(crate) struct SessionSettings {
     /// Its background processes (shared with its subagents); they end
     /// when the last holder of this goes, with the session.
     pub background: Arc<crate::background::Background>,
+    /// Its additional directories (`tools::roots`), checked.
+    pub roots: Arc<[crate::tools::roots::Root]>,
 }
 
 impl SessionSettings {
@@ -806,6 +808,7 @@ impl Turn {
             catalog: &self.settings.custom.catalog,
             background: &self.settings.background,
             web: &self.limits.web,
+            roots: &self.settings.roots,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)

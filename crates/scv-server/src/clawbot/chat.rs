@@ -594,6 +594,7 @@ impl Account {
                 session_id: stored.session_id.clone(),
                 provider: None,
                 model: None,
+                additional_directories: Vec::new(),
             }),
             None => Open::Start(SessionStart {
                 cwd: self.spec.workspace.display().to_string(),

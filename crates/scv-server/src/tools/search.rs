@@ -66,9 +66,11 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         .map_err(|err| ToolError::Model(format!("invalid pattern: {err}")))?;
     let workspace = ctx.workspace.to_path_buf();
     let cancel = ctx.cancel.clone();
+    let roots = ctx.roots.clone();
     blocking(move || {
-        let ws = Arc::new(Workspace::open(&workspace)?);
-        let start = ws.relative(args.path.as_deref().unwrap_or(""))?;
+        let path = args.path.as_deref().unwrap_or("");
+        let (ws, start) = super::roots::resolve(&workspace, &roots, path, false)?;
+        let ws = Arc::new(ws);
         ws.stat(&start)?;
         let root = ws.join(&start);
         let ignores = Arc::new(Ignores {
