@@ -104,7 +104,7 @@ async fn session_close_cancels_its_prompt_frees_it_and_the_other_session_goes_on
         &stderr,
         &[
             "ok: sessionCapabilities.close",
-            "ok: no additionalDirectories",
+            "ok: additionalDirectories",
             "ok: images",
             "ok: close answered {}",
             "ok: the running prompt: cancelled",
@@ -437,4 +437,48 @@ async fn image_blocks_reach_the_provider_and_refusals_are_invalid_params() {
         requests[0].violations()
     );
     assert!(requests[1].body.to_string().contains("IMAGE-AFTER"));
+}
+
+/// `additionalDirectories`: advertised; a relative, missing, `/`-reaching
+/// or `$SCV_HOME` directory is -32602; a session given a directory outside
+/// its workspace reads a file there with `read_file` (the result the
+/// provider gets back holds the file's text).
+#[tokio::test(flavor = "multi_thread")]
+async fn additional_directories_are_readable_roots_and_hostile_ones_are_invalid_params() {
+    let outside = tempfile::tempdir().unwrap();
+    let extra = outside.path().canonicalize().unwrap().join("docs");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(extra.join("notes.txt"), "EXTRA-ROOT-TEXT\n").unwrap();
+    let root_link = outside.path().join("to-root");
+    std::os::unix::fs::symlink("/", &root_link).unwrap();
+    let path = extra.join("notes.txt").display().to_string();
+    let replies = vec![
+        Reply::tool_calls(&[("c1", "read_file", json!({"path": path}))]),
+        Reply::text(["Read it."]),
+    ];
+    let env = [
+        ("EXTRA_DIR", extra.display().to_string()),
+        ("ROOT_LINK", root_link.display().to_string()),
+    ];
+    let Some((mock, stderr)) =
+        scenario_with("dirs", "auto_approve = [\"read\"]", replies, &[], &env).await
+    else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: sessionCapabilities.additionalDirectories",
+            "ok: a relative directory: -32602",
+            "ok: a missing directory: -32602",
+            "ok: the whole file system: -32602",
+            "ok: SCV_HOME itself: -32602",
+            "ok: the prompt: end_turn",
+            "ok: a resume with a relative directory: -32602",
+        ],
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let result = requests[1].body.to_string();
+    assert!(result.contains("EXTRA-ROOT-TEXT"), "{result}");
 }

@@ -107,8 +107,8 @@ const scenarios = {
   async close() {
     await withAgent(async (agent, init) => {
       check(typeof init.agentCapabilities?.sessionCapabilities?.close === "object", "sessionCapabilities.close");
-      // Advertised only where it works: no extra roots; images.
-      check(init.agentCapabilities?.sessionCapabilities?.additionalDirectories == null, "no additionalDirectories");
+      // Advertised where it works: extra roots; images.
+      check(typeof init.agentCapabilities?.sessionCapabilities?.additionalDirectories === "object", "additionalDirectories");
       check(init.agentCapabilities?.promptCapabilities?.image === true, "images");
       const a = await open(agent);
       const b = await open(agent);
@@ -342,6 +342,30 @@ const scenarios = {
       }
       const after = await prompt(agent, sessionId, "IMAGE-AFTER");
       check(after.stopReason === "end_turn", `the next prompt: ${after.stopReason}`);
+    });
+  },
+
+  // additionalDirectories (EXTRA_DIR, a directory outside the
+  // workspace): hostile ones refused -32602 on session/new and
+  // session/resume; a session with it reads a file there (the mock's
+  // read_file call; the Rust side checks the tool result).
+  async dirs() {
+    const extra = process.env.EXTRA_DIR;
+    await withAgent(async (agent, init) => {
+      check(typeof init.agentCapabilities?.sessionCapabilities?.additionalDirectories === "object", "sessionCapabilities.additionalDirectories");
+      const newWith = (dirs) => agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [], additionalDirectories: dirs });
+      await fails("a relative directory", -32602, newWith(["relative/dir"]));
+      await fails("a missing directory", -32602, newWith([`${extra}/missing`]));
+      await fails("the whole file system", -32602, newWith([process.env.ROOT_LINK]));
+      await fails("SCV_HOME itself", -32602, newWith([process.env.SCV_HOME]));
+      const sessionId = (await newWith([extra])).sessionId;
+      const answered = await prompt(agent, sessionId, "DIRS-READ");
+      check(answered.stopReason === "end_turn", `the prompt: ${answered.stopReason}`);
+      await fails(
+        "a resume with a relative directory",
+        -32602,
+        agent.request(acp.methods.agent.session.resume, { sessionId: "00000000-0000-0000-0000-000000000000", cwd: workspace, additionalDirectories: ["rel"] }),
+      );
     });
   },
 };
