@@ -32,19 +32,29 @@ async fn hostile_directories_are_refused_and_the_connection_goes_on() {
     for (n, (dir, words)) in cases.iter().enumerate() {
         let rid = format!("s{n}");
         rig.server
-            .send(json!({"type": "session.start", "request_id": rid, "cwd": workspace,
-                "additional_directories": [dir]}))
+            .send(
+                json!({"type": "session.start", "request_id": rid, "cwd": workspace,
+                "additional_directories": [dir]}),
+            )
             .await;
         let error = rig.server.expect_error("invalid_request", &rid).await;
-        assert!(error["message"].as_str().unwrap().contains(words), "{dir}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(words),
+            "{dir}: {error}"
+        );
     }
     let nine: Vec<String> = (0..9).map(|_| s(base.clone())).collect();
     rig.server
-        .send(json!({"type": "session.start", "request_id": "many", "cwd": workspace,
-            "additional_directories": nine}))
+        .send(
+            json!({"type": "session.start", "request_id": "many", "cwd": workspace,
+            "additional_directories": nine}),
+        )
         .await;
     let error = rig.server.expect_error("invalid_request", "many").await;
-    assert!(error["message"].as_str().unwrap().contains("at most 8"), "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("at most 8"),
+        "{error}"
+    );
     // The connection goes on.
     let session = rig.session().await;
     rig.mock.push(Reply::text(["fine"]));
@@ -66,38 +76,85 @@ async fn tools_read_additional_directories_and_write_only_where_config_says() {
     );
     let mut rig = Rig::new(&extra).await;
     let (_, session) = rig
-        .start(json!({"additional_directories": [ro.display().to_string(), rw.display().to_string()]}))
+        .start(
+            json!({"additional_directories": [ro.display().to_string(), rw.display().to_string()]}),
+        )
         .await;
     let p = |dir: &std::path::Path, name: &str| dir.join(name).display().to_string();
     let mut calls = vec![
         ("c1", "read_file", json!({"path": p(&ro, "spec.txt")})),
-        ("c2", "write_file", json!({"path": p(&ro, "new.txt"), "content": "no"})),
-        ("c3", "write_file", json!({"path": p(&rw, "out.txt"), "content": "yes"})),
+        (
+            "c2",
+            "write_file",
+            json!({"path": p(&ro, "new.txt"), "content": "no"}),
+        ),
+        (
+            "c3",
+            "write_file",
+            json!({"path": p(&rw, "out.txt"), "content": "yes"}),
+        ),
         ("c4", "list_dir", json!({"path": ro.display().to_string()})),
-        ("c5", "read_file", json!({"path": p(&base, "elsewhere.txt")})),
+        (
+            "c5",
+            "read_file",
+            json!({"path": p(&base, "elsewhere.txt")}),
+        ),
     ];
     let sandboxed = common::sandbox::enforced();
     if sandboxed {
-        calls.push(("c6", "bash", json!({"command": format!("cat {}", p(&ro, "spec.txt"))})));
-        calls.push(("c7", "bash", json!({"command": format!("echo x > {}", p(&ro, "by-bash.txt"))})));
-        calls.push(("c8", "bash", json!({"command": format!("echo y > {}", p(&rw, "by-bash.txt"))})));
+        calls.push((
+            "c6",
+            "bash",
+            json!({"command": format!("cat {}", p(&ro, "spec.txt"))}),
+        ));
+        calls.push((
+            "c7",
+            "bash",
+            json!({"command": format!("echo x > {}", p(&ro, "by-bash.txt"))}),
+        ));
+        calls.push((
+            "c8",
+            "bash",
+            json!({"command": format!("echo y > {}", p(&rw, "by-bash.txt"))}),
+        ));
     }
     rig.mock.push(Reply::tool_calls(&calls));
     rig.mock.push(Reply::text(["done"]));
     let events = rig.turn(&session, "use the extra directories").await;
-    assert_eq!(events.last().unwrap()["type"], "turn.completed", "{events:?}");
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn.completed",
+        "{events:?}"
+    );
     let done = completed(&events);
     let output = |id: &str| done.iter().find(|(c, _, _)| c == id).unwrap().clone();
-    assert!(output("c1").1 && output("c1").2.contains("SPEC-LINE-ONE"), "{:?}", output("c1"));
-    assert!(!output("c2").1 && output("c2").2.contains("only reads"), "{:?}", output("c2"));
+    assert!(
+        output("c1").1 && output("c1").2.contains("SPEC-LINE-ONE"),
+        "{:?}",
+        output("c1")
+    );
+    assert!(
+        !output("c2").1 && output("c2").2.contains("only reads"),
+        "{:?}",
+        output("c2")
+    );
     assert!(!ro.join("new.txt").exists());
     assert!(output("c3").1, "{:?}", output("c3"));
     assert_eq!(std::fs::read_to_string(rw.join("out.txt")).unwrap(), "yes");
     assert!(output("c4").2.contains("spec.txt"), "{:?}", output("c4"));
     assert!(!output("c5").1, "not beneath any root: {:?}", output("c5"));
     if sandboxed {
-        assert!(output("c6").2.contains("SPEC-LINE-ONE"), "{:?}", output("c6"));
+        assert!(
+            output("c6").2.contains("SPEC-LINE-ONE"),
+            "{:?}",
+            output("c6")
+        );
         assert!(!ro.join("by-bash.txt").exists(), "{:?}", output("c7"));
-        assert_eq!(std::fs::read_to_string(rw.join("by-bash.txt")).unwrap(), "y\n", "{:?}", output("c8"));
+        assert_eq!(
+            std::fs::read_to_string(rw.join("by-bash.txt")).unwrap(),
+            "y\n",
+            "{:?}",
+            output("c8")
+        );
     }
 }

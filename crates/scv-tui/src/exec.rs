@@ -105,8 +105,6 @@ pub async fn run(
     let json = options.json;
     let approve = &options.approve[..];
     let prompt = read_prompt(prompt)?;
-    // Read and checked before anything is started: a wrong file is said
-    // at once.
     let images = scv_client::images::read_files(&options.images)
         .map_err(|err| anyhow::anyhow!("--image: {err}"))?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;

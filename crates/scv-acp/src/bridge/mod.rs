@@ -452,7 +452,8 @@ impl Bridge {
             Ok(request_id) => {
                 // A live session keeps its own directories; a stored one
                 // resumed gets these.
-                self.attaching.insert(request_id.clone(), (session_id, dirs));
+                self.attaching
+                    .insert(request_id.clone(), (session_id, dirs));
                 self.loading.insert(request_id, responder);
                 Ok(())
             }

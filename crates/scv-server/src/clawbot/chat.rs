@@ -44,6 +44,14 @@ pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
 const IMAGES_NOT_FETCHED: &str =
     "Images are not supported in this chat yet: SCV cannot fetch them from WeChat. Describe it in text, or send it from the terminal (`scv exec --image FILE`).";
 
+/// What a message without text is answered.
+fn unreadable(message: &WireMessage) -> &'static str {
+    match message.has_images() {
+        true => IMAGES_NOT_FETCHED,
+        false => "Only text messages are understood here.",
+    }
+}
+
 /// Said before a message's text goes on without its image.
 const IMAGE_LEFT_OUT: &str =
     "(Your image was left out: SCV cannot fetch images from this chat yet. Your text was sent without it.)";
@@ -396,17 +404,11 @@ impl Account {
             return; // direct chats only
         }
         let Some(text) = message.text() else {
-            let words = if message.has_images() {
-                IMAGES_NOT_FETCHED
-            } else {
-                "Only text messages are understood here."
-            };
-            self.reply(&user, words).await;
+            self.reply(&user, unreadable(&message)).await;
             return;
         };
         if message.has_images() {
-            // Said, not dropped in silence: the text goes on without it.
-            self.reply(&user, IMAGE_LEFT_OUT).await;
+            self.reply(&user, IMAGE_LEFT_OUT).await; // said, not dropped
         }
         let text = text.trim().to_string();
         if text == "/help" {

@@ -125,7 +125,11 @@ impl<'a> SessionFactory<'a> {
         // says (read-only, or writable).
         let mut roots: Vec<PathBuf> = custom.plugins.iter().map(|p| p.root.clone()).collect();
         roots.extend(extra.iter().filter(|r| !r.writable).map(|r| r.path.clone()));
-        let writable: Vec<PathBuf> = extra.iter().filter(|r| r.writable).map(|r| r.path.clone()).collect();
+        let writable: Vec<PathBuf> = extra
+            .iter()
+            .filter(|r| r.writable)
+            .map(|r| r.path.clone())
+            .collect();
         let sandbox = current.sandbox.session(&cwd);
         let sandbox = sandbox.map(|view| match roots.is_empty() && writable.is_empty() {
             true => view,

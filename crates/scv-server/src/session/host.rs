@@ -38,6 +38,7 @@ mod checkpoints;
 mod close;
 mod detached;
 mod effort;
+mod images;
 mod keeper;
 mod mcp;
 mod permissions;
@@ -159,14 +160,7 @@ impl SessionHost {
                 command,
                 images,
             }) => {
-                // Capability `images`: without it the field is an unknown
-                // one, ignored as protocol version 2 says.
-                let images = if self.caps.images && !images.is_empty() {
-                    let provider = &self.session(&session_id)?.settings.provider;
-                    super::images::accept(images, &provider.name, &provider.model)?
-                } else {
-                    Vec::new()
-                };
+                let images = self.accept_images(&session_id, images)?;
                 let prompt = if command {
                     self.expand(&session_id, prompt).await?
                 } else {
@@ -606,9 +600,7 @@ impl SessionHost {
         prompt: String,
         images: Vec<Image>,
     ) -> Handled {
-        if images.is_empty() || !prompt.trim().is_empty() {
-            check_prompt(&prompt)?;
-        }
+        images::check_text(&prompt, &images)?;
         let session = self.session(session_id)?;
         if session.active.is_none() {
             let session_id = session.sink.session_id().clone();
@@ -616,12 +608,7 @@ impl SessionHost {
                 .await;
             return Ok(());
         }
-        if !images.is_empty() {
-            return Err(Reject::new(
-                ErrorCode::TurnActive,
-                "a prompt with images does not wait in the queue: send it when the running turn ends",
-            ));
-        }
+        images::queueable(&images)?;
         let (entry, position) = session
             .queue
             .push(prompt, &session.settings.submitter, rid.into())

@@ -45,7 +45,9 @@ pub(crate) fn check(
     for dir in dirs {
         let given = Path::new(dir);
         if !given.is_absolute() {
-            return Err(format!("additional directory `{dir}` is not an absolute path"));
+            return Err(format!(
+                "additional directory `{dir}` is not an absolute path"
+            ));
         }
         let path = std::fs::canonicalize(given)
             .map_err(|err| format!("additional directory `{dir}` cannot be used: {err}"))?;
@@ -112,26 +114,46 @@ mod tests {
     fn hostile_directories_are_refused() {
         let base = tempfile::tempdir().unwrap();
         let base = base.path().canonicalize().unwrap();
-        let (ws, home, extra, open) = (base.join("ws"), base.join("home"), base.join("extra"), base.join("open"));
+        let (ws, home, extra, open) = (
+            base.join("ws"),
+            base.join("home"),
+            base.join("extra"),
+            base.join("open"),
+        );
         for d in [&ws, &home, &extra, &open] {
             std::fs::create_dir(d).unwrap();
         }
         std::os::unix::fs::symlink("/", base.join("root-link")).unwrap();
         let s = |p: &Path| p.display().to_string();
         let check = |dirs: &[String]| check(dirs, &ws, &home, &[open.clone()]);
-        assert!(check(&["relative/dir".into()]).unwrap_err().contains("not an absolute path"));
-        assert!(check(&[s(&base.join("root-link"))]).unwrap_err().contains("whole file system"));
+        assert!(check(&["relative/dir".into()])
+            .unwrap_err()
+            .contains("not an absolute path"));
+        assert!(check(&[s(&base.join("root-link"))])
+            .unwrap_err()
+            .contains("whole file system"));
         assert!(check(&[s(&home)]).unwrap_err().contains("$SCV_HOME"));
-        assert!(check(&[s(&base)]).unwrap_err().contains("$SCV_HOME"), "holding it");
-        assert!(check(&[s(&base.join("nope"))]).unwrap_err().contains("cannot be used"));
+        assert!(
+            check(&[s(&base)]).unwrap_err().contains("$SCV_HOME"),
+            "holding it"
+        );
+        assert!(check(&[s(&base.join("nope"))])
+            .unwrap_err()
+            .contains("cannot be used"));
         let many: Vec<String> = (0..9).map(|_| s(&extra)).collect();
         assert!(check(&many).unwrap_err().contains("at most 8"));
         let roots = check(&[s(&extra), s(&open), s(&extra), s(&ws)]).unwrap();
         assert_eq!(
             roots,
             [
-                Root { path: extra.clone(), writable: false },
-                Root { path: open.clone(), writable: true }
+                Root {
+                    path: extra.clone(),
+                    writable: false
+                },
+                Root {
+                    path: open.clone(),
+                    writable: true
+                }
             ]
         );
         std::fs::write(extra.join("a.txt"), "A").unwrap();
