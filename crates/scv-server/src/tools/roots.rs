@@ -125,7 +125,7 @@ mod tests {
         }
         std::os::unix::fs::symlink("/", base.join("root-link")).unwrap();
         let s = |p: &Path| p.display().to_string();
-        let check = |dirs: &[String]| check(dirs, &ws, &home, &[open.clone()]);
+        let check = |dirs: &[String]| check(dirs, &ws, &home, std::slice::from_ref(&open));
         assert!(check(&["relative/dir".into()])
             .unwrap_err()
             .contains("not an absolute path"));
