@@ -827,7 +827,13 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
         )
         .await;
     assert_eq!(code(&answer), -32602);
-    assert!(answer["error"]["message"].as_str().unwrap().contains("not a PNG"), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a PNG"),
+        "{answer}"
+    );
     let answer = acp
         .call(
             "session/prompt",
