@@ -28,6 +28,9 @@ pub const MAX_PROMPT_IMAGE_BYTES: usize = 20 * MIB;
 /// more, the oldest are replaced by a line of text naming them (the model
 /// no longer sees them; the journal keeps what the history keeps).
 pub const MAX_SESSION_IMAGES: usize = 16;
+/// The bytes (decoded) of the images a session's history keeps, as
+/// [`MAX_SESSION_IMAGES`] bounds their count.
+pub const MAX_SESSION_IMAGE_BYTES: usize = 32 * MIB;
 /// The client frame limit of a connection with capability `images`: the
 /// ordinary limit plus the base64 of a prompt's images at their bound.
 pub const MAX_IMAGES_CLIENT_FRAME_BYTES: usize =

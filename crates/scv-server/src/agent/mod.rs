@@ -282,7 +282,7 @@ impl Turn {
                 let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
                 let images = std::mem::take(&mut self.images);
                 if !images.is_empty() {
-                    history.bound_images(images.len());
+                    history.bound_images(&images);
                 }
                 history.push(Message::user_with_images(prompt, images));
                 self.drive(&mut history, &mut usage).await

@@ -41,10 +41,11 @@ impl Image {
     /// The line that stands for an image whose bytes the history let go.
     pub(crate) fn dropped_note(&self) -> String {
         format!(
-            "[an image ({}, {} KiB) was here; SCV keeps the last {} images of a session]",
+            "[an image ({}, {} KiB) was here; SCV keeps a session's last {} images, {} MiB at most]",
             self.mime_type,
             self.decoded_len().div_ceil(1024),
-            scv_protocol::images::MAX_SESSION_IMAGES
+            scv_protocol::images::MAX_SESSION_IMAGES,
+            scv_protocol::images::MAX_SESSION_IMAGE_BYTES / (1024 * 1024)
         )
     }
 }
