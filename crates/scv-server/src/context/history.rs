@@ -393,7 +393,12 @@ mod tests {
             panic!()
         };
         assert!(images.is_empty(), "33 MiB is over the 32 MiB bound");
-        assert!(content.as_str().starts_with("first\n[an image (image/png, 17408 KiB) was here"), "{content}");
+        assert!(
+            content
+                .as_str()
+                .starts_with("first\n[an image (image/png, 17408 KiB) was here"),
+            "{content}"
+        );
         assert!(history.since().rewritten, "the journal writes it anew");
         let Message::User { images, .. } = &history.messages()[1] else {
             panic!()
