@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod driver;
 pub mod endpoint;
 pub mod home;
+pub mod images;
 mod remote;
 pub mod rules;
 pub mod session;

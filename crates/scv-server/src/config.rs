@@ -49,6 +49,7 @@ struct Raw {
     web_fetch_timeout_ms: u64,
     sandbox_writable_roots: Vec<PathBuf>,
     sandbox_readable_roots: Vec<PathBuf>,
+    additional_directories_writable: Vec<PathBuf>,
     sandbox_unix_sockets: Vec<PathBuf>,
     sandbox_protect_git: bool,
     sandbox_max_processes: u32,
@@ -121,6 +122,7 @@ impl Default for Raw {
             web_fetch_timeout_ms: 30_000,
             sandbox_writable_roots: Vec::new(),
             sandbox_readable_roots: Vec::new(),
+            additional_directories_writable: Vec::new(),
             sandbox_unix_sockets: Vec::new(),
             sandbox_protect_git: true,
             sandbox_max_processes: 1024,
@@ -252,6 +254,10 @@ pub(crate) struct SandboxConfig {
     pub writable_roots: Vec<PathBuf>,
     /// `sandbox_readable_roots`: more to read in the home.
     pub readable_roots: Vec<PathBuf>,
+    /// `additional_directories_writable`: a session's additional
+    /// directory (ACP `additionalDirectories`) beneath one of these is
+    /// writable by its tools and commands; any other is read-only.
+    pub writable_additional: Vec<PathBuf>,
     /// `sandbox_unix_sockets`: Unix sockets commands may connect to
     /// (Landlock ABI 9 only).
     pub unix_sockets: Vec<PathBuf>,
@@ -338,6 +344,7 @@ const KNOWN_KEYS: &[&str] = &[
     "web_fetch_timeout_ms",
     "sandbox_writable_roots",
     "sandbox_readable_roots",
+    "additional_directories_writable",
     "sandbox_unix_sockets",
     "sandbox_protect_git",
     "sandbox_max_processes",
@@ -487,6 +494,7 @@ impl Config {
                 web,
                 writable_roots: raw.sandbox_writable_roots,
                 readable_roots: raw.sandbox_readable_roots,
+                writable_additional: raw.additional_directories_writable,
                 unix_sockets: raw.sandbox_unix_sockets,
                 protect_git: raw.sandbox_protect_git,
                 max_processes: raw.sandbox_max_processes,
@@ -692,6 +700,10 @@ fn check_bounds(raw: &Raw, text: &str) -> Result<()> {
     for (key, paths) in [
         ("sandbox_writable_roots", &raw.sandbox_writable_roots),
         ("sandbox_readable_roots", &raw.sandbox_readable_roots),
+        (
+            "additional_directories_writable",
+            &raw.additional_directories_writable,
+        ),
         ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
         ("trusted_workspaces", &raw.trusted_workspaces),
     ] {

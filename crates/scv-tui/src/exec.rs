@@ -46,6 +46,8 @@ pub struct Options {
     pub elicit: bool,
     /// A new session, or which stored one.
     pub which: session::Which,
+    /// Image files sent with the prompt (`--image`).
+    pub images: Vec<PathBuf>,
 }
 
 /// The prompt as given, or read from stdin (`-`, or none and stdin is not
@@ -107,6 +109,8 @@ pub async fn run(
     let approve = &options.approve[..];
     let (prompt, from_stdin) = read_prompt(prompt)?;
     let mut terminal = elicit::Terminal::for_prompt(from_stdin);
+    let images = scv_client::images::read_files(&options.images)
+        .map_err(|err| anyhow::anyhow!("--image: {err}"))?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
     // Usage by kind and cost on `turn.completed` (`--json` prints it).
     // Checkpoints: a changing call that runs without one says so.
@@ -121,6 +125,7 @@ pub async fn run(
         // Command, skill and agent files it could not use whole.
         commands: true,
         elicitation: true, // asked with `--elicit`, else declined and said
+        images: !images.is_empty(),
 
         ..scv_protocol::Capabilities::default()
     });
@@ -177,7 +182,9 @@ pub async fn run(
         driver.send(&[configure]).await?;
     }
     // `/NAME args`: the workspace's custom command or skill NAME.
-    let submitted = if prompt.starts_with('/') {
+    let submitted = if !images.is_empty() {
+        client.submit_with_images(prompt, images)
+    } else if prompt.starts_with('/') {
         client.submit_command(prompt)
     } else {
         client.submit(prompt)

@@ -87,6 +87,10 @@ enum Command {
         /// without it they are declined at once.
         #[arg(long)]
         elicit: bool,
+        /// Send an image file with the prompt (PNG, JPEG, GIF or WebP; at
+        /// most 5 MiB each, 8 per prompt); repeatable.
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<PathBuf>,
     },
     /// Resume a stored session in the terminal UI: a picker without ID.
     Resume {
@@ -528,6 +532,7 @@ fn main() -> ExitCode {
                 continue_last,
                 plan,
                 elicit,
+                images,
             }) => {
                 let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
                 let choice = scv_tui::session::Choice {
@@ -540,6 +545,7 @@ fn main() -> ExitCode {
                     cwd,
                     approve,
                     elicit,
+                    images,
                     which: match (resume, continue_last) {
                         (Some(id), _) => Which::Resume(id),
                         (None, true) => Which::Last,

@@ -308,7 +308,8 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
     assert_eq!(caps["loadSession"], true);
     assert!(caps["sessionCapabilities"]["list"].is_object(), "{caps}");
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(caps["promptCapabilities"]["image"], false);
+    assert_eq!(caps["promptCapabilities"]["image"], true);
+    assert_eq!(caps["promptCapabilities"]["audio"], false);
     // HTTP MCP servers from the editor run for the session; SSE ones not.
     assert_eq!(caps["mcpCapabilities"]["http"], true, "{caps}");
     assert_eq!(caps["mcpCapabilities"]["sse"], false, "{caps}");
@@ -810,7 +811,15 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
     let answer = acp.answer(id).await.1;
     assert_eq!(code(&answer), -32002);
     assert_eq!(answer["error"]["data"]["sessionId"], "no-such-session");
-    // Content the prompt capabilities exclude, and an empty prompt.
+    // Content the prompt capabilities exclude, an image that is none (by
+    // its bytes), and an empty prompt.
+    let answer = acp
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "audio", "mimeType": "audio/wav", "data": "AA=="}]}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32602);
     let answer = acp
         .call(
             "session/prompt",
@@ -818,6 +827,13 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
         )
         .await;
     assert_eq!(code(&answer), -32602);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a PNG"),
+        "{answer}"
+    );
     let answer = acp
         .call(
             "session/prompt",
@@ -832,7 +848,7 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
     // A line over the input cap is skipped with a parse error.
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":99,"method":"x","params":"{}"}}"#,
-        "y".repeat(9 * 1024 * 1024)
+        "y".repeat(scv_acp::stdio::MAX_LINE_BYTES + 1)
     );
     acp.send_line(&huge).await;
     let answer = acp.next().await.unwrap();

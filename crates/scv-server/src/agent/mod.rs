@@ -129,6 +129,8 @@ pub(crate) struct SessionSettings {
     /// Its background processes (shared with its subagents); they end
     /// when the last holder of this goes, with the session.
     pub background: Arc<crate::background::Background>,
+    /// Its additional directories (`tools::roots`), checked.
+    pub roots: Arc<[crate::tools::roots::Root]>,
 }
 
 impl SessionSettings {
@@ -162,6 +164,8 @@ pub(crate) struct Turn {
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
     /// The turn's prompt, as its checkpoint shows it.
     pub prompt: Arc<str>,
+    /// Images sent with the prompt (capability `images`), checked.
+    pub images: Vec<crate::model::Image>,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -262,7 +266,11 @@ impl Turn {
         let result = match self.submitted(prompt).await {
             Ok(prompt) => {
                 let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
-                history.push(Message::user(prompt));
+                let images = std::mem::take(&mut self.images);
+                if !images.is_empty() {
+                    history.bound_images(&images);
+                }
+                history.push(Message::user_with_images(prompt, images));
                 self.drive(&mut history, &mut usage).await
             }
             Err(stop) => Err(stop),
@@ -829,6 +837,7 @@ impl Turn {
             catalog: &self.settings.custom.catalog,
             background: &self.settings.background,
             web: &self.limits.web,
+            roots: &self.settings.roots,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)

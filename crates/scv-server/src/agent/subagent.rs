@@ -356,6 +356,15 @@ impl Child {
             transcript: None,
             // Its processes are the session's.
             background: from.background.clone(),
+            // The session's roots; a read-only agent writes none.
+            roots: from
+                .roots
+                .iter()
+                .map(|root| crate::tools::roots::Root {
+                    path: root.path.clone(),
+                    writable: root.writable && !read_only,
+                })
+                .collect(),
         };
         Child {
             session_id,
@@ -511,6 +520,7 @@ impl Child {
             }),
             checkpoints: None,
             prompt: prompt.into(),
+            images: Vec::new(),
             settings: self.settings.clone(),
             sink: self.sink.clone(),
             approvals: parent.approvals.clone(),

@@ -39,6 +39,24 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// The longest tool call that can be approved in chat: it must fit, whole,
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
+/// What an image-only message is answered: the chat's image items cannot
+/// be fetched (the iLink notes name the item type but not where its bytes
+/// are nor how they are encrypted), so no image reaches the model.
+const IMAGES_NOT_FETCHED: &str =
+    "Images are not supported in this chat yet: SCV cannot fetch them from WeChat. Describe it in text, or send it from the terminal (`scv exec --image FILE`).";
+
+/// What a message without text is answered.
+fn unreadable(message: &WireMessage) -> &'static str {
+    match message.has_images() {
+        true => IMAGES_NOT_FETCHED,
+        false => "Only text messages are understood here.",
+    }
+}
+
+/// Said before a message's text goes on without its image.
+const IMAGE_LEFT_OUT: &str =
+    "(Your image was left out: SCV cannot fetch images from this chat yet. Your text was sent without it.)";
+
 const TYPING_EVERY: Duration = Duration::from_secs(5);
 const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this. The owner can follow a live session with /attach ID (`scv agents` lists them). The owner can also run the workspace's custom commands and skills as /NAME.";
 
@@ -390,10 +408,12 @@ impl Account {
             return; // direct chats only
         }
         let Some(text) = message.text() else {
-            self.reply(&user, "Only text messages are understood here.")
-                .await;
+            self.reply(&user, unreadable(&message)).await;
             return;
         };
+        if message.has_images() {
+            self.reply(&user, IMAGE_LEFT_OUT).await; // said, not dropped
+        }
         let text = text.trim().to_string();
         if text == "/help" {
             self.reply(&user, HELP).await;
@@ -585,6 +605,7 @@ impl Account {
                 session_id: stored.session_id.clone(),
                 provider: None,
                 model: None,
+                additional_directories: Vec::new(),
             }),
             None => Open::Start(SessionStart {
                 cwd: self.spec.workspace.display().to_string(),

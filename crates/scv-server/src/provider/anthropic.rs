@@ -59,7 +59,26 @@ fn thinking_budget(provider: &Provider, max_tokens: u64) -> Option<u64> {
 /// assistant message, which the API refuses and is not sent).
 fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
     match message {
-        Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+        Message::User { content, images } if images.is_empty() => {
+            ("user", vec![json!({"type": "text", "text": content})])
+        }
+        Message::User { content, images } => {
+            // Image blocks with a base64 source, then the text (Anthropic's
+            // "Vision" guide: images before the text work best; the
+            // Messages API reference, `ImageBlockParam`).
+            let mut blocks: Vec<Value> = images
+                .iter()
+                .map(|image| {
+                    json!({"type": "image", "source": {
+                        "type": "base64", "media_type": image.mime_type, "data": image.data,
+                    }})
+                })
+                .collect();
+            if content.len() > 0 {
+                blocks.push(json!({"type": "text", "text": content}));
+            }
+            ("user", blocks)
+        }
         Message::Tool {
             call_id,
             content,

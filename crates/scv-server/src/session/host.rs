@@ -45,6 +45,7 @@ mod close;
 mod configure;
 mod detached;
 mod effort;
+mod images;
 mod keeper;
 mod mcp;
 mod permissions;

@@ -44,6 +44,8 @@ pub(crate) struct ToolContext<'a> {
     pub background: &'a crate::background::Background,
     /// `web_fetch`'s allowlist and bounds.
     pub web: &'a crate::egress::fetch::WebLimits,
+    /// The session's additional directories (`tools::roots`).
+    pub roots: &'a std::sync::Arc<[super::roots::Root]>,
 }
 
 /// What a call produced: shown to the client and given to the model.

@@ -16,6 +16,7 @@ mod commands;
 mod config_watch;
 mod elicit;
 mod events;
+mod images;
 mod keys;
 mod link;
 pub mod live;

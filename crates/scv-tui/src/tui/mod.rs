@@ -79,6 +79,8 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     processes: true,
     // Its sessions outlive a dropped terminal or link.
     detach: true,
+    // `@shot.png` in a prompt sends the image.
+    images: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task

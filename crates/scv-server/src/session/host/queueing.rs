@@ -31,7 +31,12 @@ impl SessionHost {
             return;
         };
         session.journal_queue(&next.request_id, Some(seq)).await;
-        self.start_turn(session_id, next.request_id.into(), next.entry.prompt)
+        self.start_turn(
+            session_id,
+            next.request_id.into(),
+            next.entry.prompt,
+            Vec::new(),
+        )
             .await;
     }
 

@@ -124,6 +124,7 @@ impl SessionHost {
             session_id,
             provider,
             model,
+            additional_directories,
         } = resume;
         self.check_room()?;
         let session_id = self.stored_id(&session_id).await?;
@@ -166,7 +167,8 @@ impl SessionHost {
         .await??;
         let mut replay = replay;
         let history = history_of(&mut replay).map_err(|why| damaged(&session_id, &why))?;
-        let start = start_of(&replay, provider, model);
+        let mut start = start_of(&replay, provider, model);
+        start.additional_directories = additional_directories;
         let mut made = SessionFactory::new(&self.shared)
             .start(start, "resume")
             .await?;
@@ -410,6 +412,7 @@ fn start_of(replay: &Replay, provider: Option<String>, model: Option<String>) ->
         no_tools: header.no_tools,
         mcp_servers: None,
         mode: None,
+        additional_directories: Vec::new(),
     }
 }
 

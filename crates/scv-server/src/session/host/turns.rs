@@ -9,7 +9,8 @@ use super::turn_settings::TurnSettings;
 use super::{mcp, ActiveTurn, Joined, SessionHost};
 use crate::agent::{add_usage, Turn};
 use crate::context::History;
-use crate::session::reject::{check_prompt, invalid, queue_reject, Handled, Reject};
+use crate::model::Image;
+use crate::session::reject::{invalid, queue_reject, Handled, Reject};
 use scv_protocol::{ApprovalResolve, ErrorCode, EventBody, FailureCode, TurnCancel, TurnStart};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -79,24 +80,35 @@ impl SessionHost {
             session_id,
             prompt,
             command,
+            images,
         } = start;
+        let images = self.accept_images(&session_id, images)?;
         let prompt = if command {
             self.expand(&session_id, prompt).await?
         } else {
             prompt
         };
-        self.submit(rid, &session_id, prompt).await
+        self.submit(rid, &session_id, prompt, images).await
     }
 
-    /// A prompt: runs at once on an idle session, else is queued.
-    pub(super) async fn submit(&mut self, rid: &str, session_id: &str, prompt: String) -> Handled {
-        check_prompt(&prompt)?;
+    /// A prompt: runs at once on an idle session, else is queued (a
+    /// prompt with images never waits in the queue).
+    pub(super) async fn submit(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        prompt: String,
+        images: Vec<Image>,
+    ) -> Handled {
+        super::images::check_text(&prompt, &images)?;
         let session = self.session(session_id)?;
         if session.active.is_none() {
             let session_id = session.sink.session_id().clone();
-            self.start_turn(&session_id, rid.into(), prompt).await;
+            self.start_turn(&session_id, rid.into(), prompt, images)
+                .await;
             return Ok(());
         }
+        super::images::queueable(&images)?;
         let (entry, position) = session
             .queue
             .push(prompt, &session.settings.submitter, rid.into())
@@ -114,6 +126,7 @@ impl SessionHost {
         session_id: &Arc<str>,
         request_id: Arc<str>,
         prompt: String,
+        images: Vec<Image>,
     ) {
         // The budgets config.toml holds now: an edit reaches open sessions
         // from their next turn (a session's own `max_session_cost_usd`,
@@ -175,6 +188,7 @@ impl SessionHost {
             limits: run.limits,
             checkpoints: run.checkpoints,
             prompt: prompt.as_str().into(),
+            images,
             settings: run.settings,
             sink,
             approvals: session.approvals.clone(),

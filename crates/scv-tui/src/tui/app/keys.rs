@@ -384,6 +384,19 @@ impl App {
             let text = self.input.text().to_string();
             return self.offer_or_attach(session_id, &text);
         }
+        // `@shot.png`: the image goes with the prompt (checked first; the
+        // text stays in the box when one cannot go).
+        let images = if self.input.editing().is_none() && line != Line::Custom {
+            match self.prompt_images(self.input.text()) {
+                Ok(images) => images,
+                Err(err) => {
+                    self.hint = Some(err);
+                    return Vec::new();
+                }
+            }
+        } else {
+            Vec::new()
+        };
         let prompt = self.input.take();
         // A queued prompt's text is edited as text: the server expands a
         // command only when it is sent as one.
@@ -395,7 +408,9 @@ impl App {
                 prompt,
             }))];
         }
-        let out = if line == Line::Custom {
+        let out = if !images.is_empty() {
+            self.start_turn_with_images(session_id, prompt, images)
+        } else if line == Line::Custom {
             self.start_command(session_id, prompt)
         } else {
             self.start_turn(session_id, prompt)
@@ -419,6 +434,10 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
+        if let Some(mention) = super::images::pasted_image(text) {
+            self.input.paste(&mention);
+            return;
+        }
         self.input.paste(text);
         self.offer_paths();
     }
