@@ -69,6 +69,7 @@ capabilities! {
     Permissions => permissions,
     Processes => processes,
     Detach => detach,
+    Images => images,
 }
 
 impl Capability {
