@@ -409,11 +409,11 @@ impl App {
     }
 
     fn undo_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
-        self.undo(session.session_id, arg)
+        self.undo(session.session_id, Some(arg))
     }
 
     fn rewind_command(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
-        self.rewind(session.session_id)
+        self.undo(session.session_id, None)
     }
 
     /// `/new`: a fresh session in this view. Switching closes this

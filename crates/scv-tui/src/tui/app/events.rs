@@ -13,6 +13,7 @@
 //! (`app/children.rs`); its approvals wait in the same prompt, under the
 //! same rules.
 
+use super::undo::Answered as Checkpoint;
 use super::{App, Outgoing};
 use crate::tui::queue_panel::Left;
 use crate::tui::state::{short, McpView, SessionView};
@@ -38,7 +39,7 @@ pub(super) struct Bookkeeping {
     pub(super) worked: bool,
     /// Messages to send that events (not keys) produced: approvals a rule
     /// answered. The event loop drains them with [`App::take_outgoing`].
-    outbox: Vec<Outgoing>,
+    pub(super) outbox: Vec<Outgoing>,
 }
 
 impl Default for Bookkeeping {
@@ -149,7 +150,11 @@ impl App {
                 let verb = if note.blocked { "blocked" } else { "says" };
                 self.notice(format!("{} {verb}: {}", note.hook, note.message));
             }
-            Update::CheckpointCreated { .. } => self.checkpoint_created(),
+            Update::CheckpointCreated { .. } => {
+                if let Some(note) = self.undo.created() {
+                    self.notice(note);
+                }
+            }
             // Before the call runs: it has no undo point.
             Update::CheckpointFailed { message } => self.notice(message),
             Update::Warning(warning) => self.session_warning(warning),
@@ -187,7 +192,7 @@ impl App {
     /// A turn began: its prompt shows now (the server may have queued
     /// it first), as the session client knows it (an edit included).
     fn turn_began(&mut self, turn_id: String, prompt: Option<String>) {
-        self.turn_begins(&turn_id);
+        self.undo.turn_begins(&turn_id, self.transcript.next_id());
         if let Some(prompt) = prompt {
             self.transcript.push(ItemKind::User(prompt));
         }
@@ -283,18 +288,21 @@ impl App {
             Answer::Checkpoints {
                 checkpoints,
                 missed,
-            } => self.checkpoints_listed(rid, checkpoints, missed),
+            } => self.checkpoint_answer(rid, Ok(Checkpoint::Listed(checkpoints, missed))),
             Answer::Diffed {
                 checkpoint_id,
                 files,
                 ..
-            } => self.checkpoint_diffed(rid, checkpoint_id, files),
+            } => self.checkpoint_answer(rid, Ok(Checkpoint::Diffed(checkpoint_id, files))),
             Answer::Restored {
                 checkpoint_id,
                 files,
                 conversation_restored,
                 ..
-            } => self.checkpoint_restored(rid, &checkpoint_id, files, conversation_restored),
+            } => self.checkpoint_answer(
+                rid,
+                Ok(Checkpoint::Restored(checkpoint_id, files, conversation_restored)),
+            ),
             Answer::Configured(configured) => self.configured(configured, request_id.as_deref()),
             Answer::Permissions(rules) => {
                 let (kept, removed) = match asked {
@@ -328,8 +336,9 @@ impl App {
 
     /// An error answering a request (ours: `asked`) or the session's.
     fn failed(&mut self, asked: Option<Asked>, request_id: Option<String>, error: ErrorBody) {
-        if self.is_checkpoint_answer(request_id.as_ref()) {
-            return self.checkpoint_error(request_id.as_deref().unwrap_or_default(), error);
+        if self.undo.is_answer(request_id.as_ref()) {
+            let rid = request_id.as_deref().unwrap_or_default();
+            return self.checkpoint_answer(rid, Err(error));
         }
         if asked == Some(Asked::Status) {
             self.mcp = McpView::Unavailable(error.message);
@@ -494,7 +503,7 @@ impl App {
         for item in items {
             match item {
                 TranscriptItem::User { text, turn_id } => {
-                    self.turn_begins(&turn_id);
+                    self.undo.turn_begins(&turn_id, self.transcript.next_id());
                     self.input.remember(text.clone());
                     self.transcript.push(ItemKind::User(text));
                 }
