@@ -13,6 +13,7 @@ pub mod highlight;
 pub mod input;
 pub mod input_box;
 pub mod markdown;
+mod opening;
 pub mod overlays;
 mod panel;
 pub mod processes;

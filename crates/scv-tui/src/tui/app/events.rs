@@ -15,9 +15,10 @@
 
 use super::undo::Answered as Checkpoint;
 use super::{App, Outgoing};
+use crate::tui::opening;
 use crate::tui::queue_panel::Left;
 use crate::tui::state::{short, McpView, SessionView};
-use crate::tui::transcript::{ItemKind, ToolCard, ToolState};
+use crate::tui::transcript::{ItemKind, ToolState};
 use scv_client::session::{
     Answer, Asked, Configured, Outcome, Request, SessionClient, ToolChange, Update,
 };
@@ -401,7 +402,7 @@ impl App {
 
     /// The session's bounds apply to the transcript and the history.
     fn session_started(&mut self, started: SessionStarted) {
-        let session_id = self.book.client.session_id().map(str::to_string);
+        let session_id = self.book.client.session_id().unwrap_or_default().to_string();
         self.transcript.set_bounds(
             started.max_transcript_items as usize,
             started.max_transcript_bytes as usize,
@@ -410,76 +411,31 @@ impl App {
             started.max_prompt_history_items as usize,
             started.max_prompt_history_bytes as usize,
         );
-        self.session = Some(SessionView {
-            session_id: session_id.unwrap_or_default(),
-            cwd: started.cwd,
-            model: started.model,
-            context_max_tokens: started.context_max_tokens,
-            sandbox: started.sandbox,
-            sandbox_gaps: started.sandbox_gaps,
-            sandbox_network: started.sandbox_network,
-            provider: started.provider,
-            mode: started.mode.unwrap_or_default(),
-            commands: started.commands.unwrap_or_default(),
-            instructions: started.instructions.unwrap_or_default(),
-            not_saved: None,
-        });
+        self.session = Some(SessionView::started(session_id.clone(), &started));
         // A repository's configuration that does not run until the user
         // trusts the workspace: asked once, as the session opens.
-        if let Some(trust) = started.trust.filter(|t| t.asks()) {
+        if let Some(trust) = started.trust.clone().filter(|t| t.asks()) {
             self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
                 crate::tui::overlays::OverlayKind::Trust(trust),
             ));
         }
-        // config.toml's error (the server runs on the last good one),
-        // unknown keys, and what the workspace's trust skipped.
-        for warning in started.config_warnings {
-            let first_run = self.first_run_key.as_ref();
-            if first_run.is_some_and(|key| warning.contains(&format!("{key} is not set"))) {
-                continue; // the first-run note says it
-            }
-            if self.daemon_started.is_some() {
-                // Local: a key this shell has and the daemon lacks.
-                let started = self.daemon_started.as_deref();
-                if let Some(said) = crate::first_run::key_in_shell_only(&warning, started) {
-                    self.notice(format!("config: {said}"));
-                    continue;
-                }
-            }
-            self.notice(format!("config: {warning}"));
-        }
-        for warning in started.sandbox_warnings {
-            self.notice(format!("sandbox: {warning}"));
-        }
-        // Command and skill files the server could not use, and why.
-        for skipped in started.command_diagnostics {
-            self.notice(format!("skipped: {skipped}"));
-        }
-        if started.mode == Some(scv_protocol::Mode::Plan) {
-            self.notice(super::plan::PLAN_ON.into());
-        }
+        let here = opening::Here {
+            first_run_key: self.first_run_key.as_deref(),
+            daemon_started: self.daemon_started.as_deref(),
+        };
+        let notes = opening::config_notes(&started, &here);
+        notes.into_iter().for_each(|note| self.notice(note));
         self.watch_config();
         // A resumed session's spending so far: the counters and `/cost`
         // go on from it.
-        if let Some(spent) = started.spent {
+        if let Some(spent) = started.spent.clone() {
             self.costs.session = spent.session_usage_detail;
             self.costs.session_usd = spent.session_cost_usd;
             self.costs.earlier = true;
             self.usage = self.costs.session_usage();
         }
-        if started.resumed {
-            self.notice(format!(
-                "resumed session {}",
-                short_id(&self.session_id().unwrap_or_default())
-            ));
-        }
-        if let Some(from) = &started.forked_from {
-            self.notice(format!(
-                "forked: you are in {}; {} is kept",
-                short_id(&self.session_id().unwrap_or_default()),
-                short_id(&from.session_id)
-            ));
-        }
+        let notes = opening::origin_notes(&session_id, &started);
+        notes.into_iter().for_each(|note| self.notice(note));
         if let Some(unsent) = started.unsent_prompts.filter(|p| !p.is_empty()) {
             // Never sent again by themselves: back in the input history,
             // so ↑ brings each one back to send or drop.
@@ -495,66 +451,18 @@ impl App {
 
     /// A resumed or forked session's past conversation, drawn as it was.
     fn past_conversation(&mut self, items: Vec<scv_protocol::TranscriptItem>, truncated: bool) {
-        use scv_protocol::{TranscriptItem, TurnOutcome};
         self.book.worked |= !items.is_empty();
         if truncated {
             self.notice("older parts of the conversation are not shown".into());
         }
-        for item in items {
-            match item {
-                TranscriptItem::User { text, turn_id } => {
+        for past in opening::past(items) {
+            match past {
+                opening::Past::Prompt { turn_id, text } => {
                     self.undo.turn_begins(&turn_id, self.transcript.next_id());
                     self.input.remember(text.clone());
                     self.transcript.push(ItemKind::User(text));
                 }
-                TranscriptItem::Assistant { text, .. } => {
-                    self.transcript.push(ItemKind::Assistant {
-                        text,
-                        streaming: false,
-                    })
-                }
-                TranscriptItem::Tool {
-                    call_id,
-                    name,
-                    arguments,
-                    output,
-                    success,
-                    truncated,
-                    ..
-                } => {
-                    let arguments = serde_json::from_str(&arguments)
-                        .unwrap_or(serde_json::Value::String(arguments));
-                    // The file has changed since: the change alone.
-                    let diff = crate::tui::edit_diff::of_call(None, &name, &arguments);
-                    self.transcript.push(ItemKind::Tool(ToolCard {
-                        call_id,
-                        name,
-                        arguments,
-                        diff,
-                        state: if success {
-                            ToolState::Done
-                        } else {
-                            ToolState::Failed
-                        },
-                        output,
-                        truncated,
-                        approved_by: None,
-                        subagents: Vec::new(),
-                    }))
-                }
-                TranscriptItem::TurnEnded {
-                    outcome, message, ..
-                } => match outcome {
-                    TurnOutcome::Completed => {}
-                    TurnOutcome::Cancelled => self.notice("turn cancelled".into()),
-                    TurnOutcome::Failed => self.transcript.push(ItemKind::Error {
-                        code: "turn_failed".into(),
-                        message: message.unwrap_or_default(),
-                    }),
-                    TurnOutcome::Interrupted => self.notice(
-                        "interrupted: SCV stopped while this turn ran; it was not run again".into(),
-                    ),
-                },
+                opening::Past::Item(item) => self.transcript.push(item),
             }
         }
     }
@@ -764,9 +672,4 @@ impl App {
             command: scv_protocol::DaemonCommand::Status,
         }))
     }
-}
-
-/// The first block of a session id, enough to tell sessions apart.
-pub(crate) fn short_id(session_id: &str) -> &str {
-    crate::sessions_cmd::short_id(session_id)
 }

@@ -1,7 +1,7 @@
 //! The daemon link as the App lives it: gone, reconnected with a fresh
 //! session, or another session taking the view (resumed, forked).
 
-use super::events::short_id;
+use crate::tui::opening::short_id;
 use super::App;
 use crate::tui::state::LinkState;
 use crate::tui::transcript::ItemKind;

@@ -5,7 +5,7 @@
 //! (leave: the session goes on in the daemon; stop: `session.close`), and
 //! a quit with nothing running closes a session the TUI opened.
 
-use super::events::short_id;
+use crate::tui::opening::short_id;
 use super::{App, Outgoing};
 use crate::tui::state::{LinkState, SessionView};
 use crossterm::event::{KeyCode, KeyEvent};
@@ -54,20 +54,7 @@ impl App {
             .map(str::to_string)
             .unwrap_or_default();
         if self.session.as_ref().map(|s| &s.session_id) != Some(&session_id) {
-            self.session = Some(SessionView {
-                session_id: session_id.clone(),
-                cwd: attached.cwd.clone().unwrap_or_default(),
-                model: attached.model.clone().unwrap_or_default(),
-                context_max_tokens: attached.context_max_tokens.unwrap_or_default(),
-                sandbox: None,
-                sandbox_gaps: Vec::new(),
-                sandbox_network: None,
-                provider: attached.provider.clone(),
-                mode: scv_protocol::Mode::default(),
-                commands: Vec::new(),
-                instructions: Vec::new(),
-                not_saved: None,
-            });
+            self.session = Some(SessionView::attached(session_id.clone(), &attached));
         }
         let state = match attached.state {
             LiveState::Idle => "idle",

@@ -9,8 +9,7 @@ use scv_protocol::{ClientMessage, Mode, SessionConfigure};
 /// What the input box holds when plan mode ends after a plan.
 pub(crate) const CARRY_OUT: &str = "Carry out the plan.";
 
-/// The notice when plan mode begins (or a session starts in it).
-pub(super) const PLAN_ON: &str = "plan mode: the agent reads and runs read-only commands, changes nothing, and answers with a plan (Shift+Tab or /plan leaves)";
+use crate::tui::opening::PLAN_ON;
 
 /// The mode requests in flight and whether a plan was made.
 #[derive(Debug, Default)]
