@@ -33,6 +33,7 @@ pub use super::state::PendingApproval;
 pub use super::state::{short, ActiveTurn, LinkState, McpView, SessionView};
 use super::transcript::{ItemKind, Transcript, View, Viewport};
 use ratatui::layout::{Constraint, Rect};
+use scv_client::session::Request;
 use scv_protocol::{ClientMessage, Usage};
 use std::time::{Duration, Instant};
 
@@ -58,6 +59,14 @@ pub enum Outgoing {
     /// (`/resume`, `/fork`, the picker, the offer after a restart).
     Open(crate::session::Which),
     Quit,
+}
+
+/// A session client's request as the UI hands it to the event loop.
+fn outgoing(request: Request) -> Outgoing {
+    Outgoing::Send {
+        request_id: request.request_id,
+        message: request.message,
+    }
 }
 
 pub struct App {
@@ -254,7 +263,7 @@ impl App {
     }
 
     fn send(&mut self, message: ClientMessage) -> Outgoing {
-        events::outgoing(self.book.client.request(message))
+        outgoing(self.book.client.request(message))
     }
 
     /// Notes shown at start (the first-run note).

@@ -76,10 +76,13 @@ pub(crate) fn config_notes(started: &SessionStarted, here: &Here<'_>) -> Vec<Str
             continue; // the first-run note says it
         }
         // Local: a key this shell has and the daemon lacks.
-        let in_shell = here.daemon_started.and_then(|started| {
-            crate::first_run::key_in_shell_only(warning, Some(started))
-        });
-        notes.push(format!("config: {}", in_shell.as_deref().unwrap_or(warning)));
+        let in_shell = here
+            .daemon_started
+            .and_then(|started| crate::first_run::key_in_shell_only(warning, Some(started)));
+        notes.push(format!(
+            "config: {}",
+            in_shell.as_deref().unwrap_or(warning)
+        ));
     }
     for warning in &started.sandbox_warnings {
         notes.push(format!("sandbox: {warning}"));
@@ -114,7 +117,10 @@ pub(crate) fn origin_notes(session_id: &str, started: &SessionStarted) -> Vec<St
 pub(crate) enum Past {
     /// A user's prompt: its turn begins here (and the prompt goes back in
     /// the input history).
-    Prompt { turn_id: String, text: String },
+    Prompt {
+        turn_id: String,
+        text: String,
+    },
     Item(ItemKind),
 }
 

@@ -1,8 +1,7 @@
 //! Approvals on screen: the session client's one approval type, shown in
 //! the prompt, answered by the user or by a session rule, by id.
 
-use super::events::outgoing;
-use super::{App, Outgoing};
+use super::{outgoing, App, Outgoing};
 use crate::tui::rules::Rule;
 use crate::tui::state::PendingApproval;
 use crate::tui::subagents::Change;

@@ -14,14 +14,12 @@
 //! same rules.
 
 use super::undo::Answered as Checkpoint;
-use super::{App, Outgoing};
+use super::{outgoing, App, Outgoing};
 use crate::tui::opening;
 use crate::tui::queue_panel::Left;
 use crate::tui::state::{short, McpView, SessionView};
 use crate::tui::transcript::{ItemKind, ToolState};
-use scv_client::session::{
-    Answer, Asked, Configured, Outcome, Request, SessionClient, ToolChange, Update,
-};
+use scv_client::session::{Answer, Asked, Configured, Outcome, SessionClient, ToolChange, Update};
 use scv_protocol::{
     ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted, Usage,
 };
@@ -51,14 +49,6 @@ impl Default for Bookkeeping {
             worked: false,
             outbox: Vec::new(),
         }
-    }
-}
-
-/// A session client's request as the UI hands it to the event loop.
-pub(super) fn outgoing(request: Request) -> Outgoing {
-    Outgoing::Send {
-        request_id: request.request_id,
-        message: request.message,
     }
 }
 
@@ -302,7 +292,11 @@ impl App {
                 ..
             } => self.checkpoint_answer(
                 rid,
-                Ok(Checkpoint::Restored(checkpoint_id, files, conversation_restored)),
+                Ok(Checkpoint::Restored(
+                    checkpoint_id,
+                    files,
+                    conversation_restored,
+                )),
             ),
             Answer::Configured(configured) => self.configured(configured, request_id.as_deref()),
             Answer::Permissions(rules) => {
@@ -402,7 +396,12 @@ impl App {
 
     /// The session's bounds apply to the transcript and the history.
     fn session_started(&mut self, started: SessionStarted) {
-        let session_id = self.book.client.session_id().unwrap_or_default().to_string();
+        let session_id = self
+            .book
+            .client
+            .session_id()
+            .unwrap_or_default()
+            .to_string();
         self.transcript.set_bounds(
             started.max_transcript_items as usize,
             started.max_transcript_bytes as usize,

@@ -1,8 +1,8 @@
 //! The daemon link as the App lives it: gone, reconnected with a fresh
 //! session, or another session taking the view (resumed, forked).
 
-use crate::tui::opening::short_id;
 use super::App;
+use crate::tui::opening::short_id;
 use crate::tui::state::LinkState;
 use crate::tui::transcript::ItemKind;
 use scv_client::session::SessionClient;

@@ -5,8 +5,8 @@
 //! (leave: the session goes on in the daemon; stop: `session.close`), and
 //! a quit with nothing running closes a session the TUI opened.
 
-use crate::tui::opening::short_id;
 use super::{App, Outgoing};
+use crate::tui::opening::short_id;
 use crate::tui::state::{LinkState, SessionView};
 use crossterm::event::{KeyCode, KeyEvent};
 use scv_protocol::{ClientMessage, LiveState, SessionAttached, SessionClose};

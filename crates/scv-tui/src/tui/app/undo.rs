@@ -4,8 +4,7 @@
 //! and the paths changed since) and asks before a restore that would
 //! overwrite someone else's changes.
 
-use super::events::outgoing;
-use super::{App, Outgoing};
+use super::{outgoing, App, Outgoing};
 use crate::tui::input_box::InputBox;
 use crate::tui::overlays::{OpenOverlay, OverlayKind, RestoreScope, Rewind};
 use crate::tui::transcript::{ItemKind, Transcript};
@@ -88,7 +87,12 @@ impl UndoBook {
         })
     }
 
-    fn ask(&mut self, client: &mut SessionClient, message: ClientMessage, asked: Asked) -> Outgoing {
+    fn ask(
+        &mut self,
+        client: &mut SessionClient,
+        message: ClientMessage,
+        asked: Asked,
+    ) -> Outgoing {
         let request = client.request(message);
         self.asked.insert(request.request_id.clone(), asked);
         outgoing(request)
@@ -220,8 +224,14 @@ impl UndoBook {
                     return;
                 };
                 let id = last.checkpoint_id.clone();
-                let restore =
-                    self.restore(screen.client, session_id, id, RestoreScope::Both, false, force);
+                let restore = self.restore(
+                    screen.client,
+                    session_id,
+                    id,
+                    RestoreScope::Both,
+                    false,
+                    force,
+                );
                 screen.outbox.push(restore);
             }
             Asked::Rewind => {
