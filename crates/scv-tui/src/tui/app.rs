@@ -34,7 +34,7 @@ pub use super::state::{short, ActiveTurn, LinkState, McpView, SessionView};
 use super::transcript::{ItemKind, Transcript, View, Viewport};
 use ratatui::layout::{Constraint, Rect};
 use scv_client::session::Request;
-use scv_protocol::{ClientMessage, Usage};
+use scv_protocol::ClientMessage;
 use std::time::{Duration, Instant};
 
 /// The screen's regions.
@@ -77,11 +77,8 @@ pub struct App {
     pub turn: Option<ActiveTurn>,
     pub queue: QueuePanel,
     pub approval: ApprovalPrompt,
-    pub usage: Usage,
-    /// What the turns cost, by turn (capability `usage`).
-    pub costs: super::state::Costs,
-    /// Latest estimate of the prompt size in tokens.
-    pub context_used: u64,
+    /// What the session used and spent.
+    pub meter: super::meter::Meter,
     /// Where the transcript view is: following the bottom, or held where
     /// the reader scrolled to while new text arrives below.
     pub viewport: Viewport,
@@ -173,9 +170,7 @@ impl App {
             turn: None,
             queue: QueuePanel::default(),
             approval: ApprovalPrompt::default(),
-            usage: Usage::default(),
-            costs: Default::default(),
-            context_used: 0,
+            meter: Default::default(),
             viewport: Viewport::Bottom,
             size: (80, 24),
             expanded: false,
@@ -300,14 +295,9 @@ impl App {
             "scv: session {id} · resume it with `scv resume {id}` (or `scv --continue` in {})",
             session.cwd
         );
-        if self.usage.input_tokens + self.usage.output_tokens > 0 {
-            out.push_str(&format!(
-                "\nused {} input and {} output tokens",
-                self.usage.input_tokens, self.usage.output_tokens
-            ));
-            if let Some(cost) = self.costs.compact() {
-                out.push_str(&format!(" · {cost}"));
-            }
+        if let Some(used) = self.meter.used_line() {
+            out.push('\n');
+            out.push_str(&used);
         }
         Some(out)
     }
@@ -351,9 +341,9 @@ impl App {
     pub fn overlay_data(&self) -> OverlayData<'_> {
         OverlayData {
             session: self.session.as_ref(),
-            context_used: self.context_used,
-            usage: &self.usage,
-            costs: &self.costs,
+            context_used: self.meter.context_used,
+            usage: &self.meter.usage,
+            costs: &self.meter.costs,
             queue_len: self.queue.len(),
             queue_paused: self.queue.paused(),
             rules: self.rules.list(),

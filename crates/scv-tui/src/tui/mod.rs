@@ -13,6 +13,7 @@ pub mod highlight;
 pub mod input;
 pub mod input_box;
 pub mod markdown;
+pub mod meter;
 mod opening;
 pub mod overlays;
 mod panel;

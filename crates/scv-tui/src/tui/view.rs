@@ -282,7 +282,7 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(sep());
         spans.push(Span::raw(format!(
             "ctx {}/{}",
-            short(app.context_used),
+            short(app.meter.context_used),
             short(session.context_max_tokens)
         )));
     }
@@ -291,17 +291,17 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let live = app.turn.as_ref().map(|t| t.usage).unwrap_or_default();
     spans.push(Span::raw(format!(
         "{}↑ {}↓",
-        short(app.usage.input_tokens + live.input_tokens),
-        short(app.usage.output_tokens + live.output_tokens)
+        short(app.meter.usage.input_tokens + live.input_tokens),
+        short(app.meter.usage.output_tokens + live.output_tokens)
     )));
-    if let Some(cost) = app.costs.compact() {
+    if let Some(cost) = app.meter.costs.compact() {
         spans.push(sep());
         spans.push(Span::raw(cost));
     }
     // Which budget: `/status` says.
     let warnings = [
         (app.config_changed, "config changed: /new to use it"),
-        (app.costs.warning_budget.is_some(), "budget 80%"),
+        (app.meter.costs.warning_budget.is_some(), "budget 80%"),
     ];
     for (_, warning) in warnings.iter().filter(|(on, _)| *on) {
         spans.push(sep());

@@ -20,9 +20,7 @@ use crate::tui::queue_panel::Left;
 use crate::tui::state::{short, McpView, SessionView};
 use crate::tui::transcript::{ItemKind, ToolState};
 use scv_client::session::{Answer, Asked, Configured, Outcome, SessionClient, ToolChange, Update};
-use scv_protocol::{
-    ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted, Usage,
-};
+use scv_protocol::{ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted};
 
 /// What the App keeps beside the screen: the session client, and what
 /// events (not keys) gave it to send.
@@ -107,7 +105,7 @@ impl App {
             // The counters move while the turn runs; its end counts the
             // turn into the session's.
             Update::Usage { step, turn, .. } => {
-                self.context_used = step.input_tokens;
+                self.meter.step(&step);
                 if let Some(active) = self.turn.as_mut() {
                     active.usage = turn;
                 }
@@ -117,12 +115,8 @@ impl App {
                 after_tokens,
                 removed_messages,
             } => {
-                self.context_used = after_tokens;
-                self.notice(format!(
-                    "context compacted: {} → {} tokens ({removed_messages} messages summarized)",
-                    short(before_tokens),
-                    short(after_tokens)
-                ));
+                let note = self.meter.compacted(before_tokens, after_tokens, removed_messages);
+                self.notice(note);
             }
             Update::Trimmed {
                 removed_messages, ..
@@ -131,9 +125,8 @@ impl App {
             )),
             Update::Cleared => self.session_cleared(),
             Update::Budget(warning) => {
-                self.notice(format!("budget: {}", warning.message));
-                self.costs.warning = Some(warning.message);
-                self.costs.warning_budget = Some(warning.budget);
+                let note = self.meter.budget_warning(warning);
+                self.notice(note);
             }
             // Shown on the status line, counting down (`ActiveTurn::heard`).
             Update::Retrying(_) => {}
@@ -229,10 +222,10 @@ impl App {
         match outcome {
             Outcome::Completed { steps, usage, cost } => {
                 if let Some(usage) = usage {
-                    self.count_usage(usage, steps);
+                    self.meter.count_usage(usage, steps);
                 }
                 if let Some(cost) = cost {
-                    self.count_cost(cost, steps);
+                    self.meter.count_cost(cost, steps);
                 }
                 self.plan_turn_completed();
                 self.end_turn();
@@ -428,10 +421,7 @@ impl App {
         // A resumed session's spending so far: the counters and `/cost`
         // go on from it.
         if let Some(spent) = started.spent.clone() {
-            self.costs.session = spent.session_usage_detail;
-            self.costs.session_usd = spent.session_cost_usd;
-            self.costs.earlier = true;
-            self.usage = self.costs.session_usage();
+            self.meter.resumed(*spent);
         }
         let notes = opening::origin_notes(&session_id, &started);
         notes.into_iter().for_each(|note| self.notice(note));
@@ -490,41 +480,15 @@ impl App {
         self.transcript.clear();
         self.subagents.clear();
         self.queue.clear();
-        self.usage = Usage::default();
-        self.costs = Default::default();
-        self.context_used = 0;
+        self.meter = Default::default();
         self.notice("session cleared".into());
     }
 
-    fn count_usage(&mut self, usage: Usage, steps: u32) {
-        self.usage.input_tokens += usage.input_tokens;
-        self.usage.output_tokens += usage.output_tokens;
-        self.context_used = usage.input_tokens / u64::from(steps.max(1));
-    }
-
     /// A turn that ended without `turn.completed` spent what its
-    /// `usage.updated` said; the session's next sum carries it too.
+    /// `usage.updated` said.
     fn count_unfinished(&mut self) {
-        if let Some(active) = &self.turn {
-            self.usage.input_tokens += active.usage.input_tokens;
-            self.usage.output_tokens += active.usage.output_tokens;
-        }
-    }
-
-    fn count_cost(&mut self, cost: scv_protocol::TurnCost, steps: u32) {
-        let number = self.costs.turns.len() + 1;
-        self.costs.turns.push(crate::tui::state::TurnCostRow {
-            number,
-            steps,
-            detail: cost.usage_detail,
-            usd: cost.cost_usd,
-        });
-        self.costs.session = cost.session_usage_detail;
-        self.costs.session_usd = cost.session_cost_usd;
-        self.costs.unpriced = cost.cost_usd.is_none();
-        // The server's sum: cancelled and failed turns (and a resumed
-        // session's earlier ones) included, as `scv usage` counts them.
-        self.usage = self.costs.session_usage();
+        self.meter
+            .count_unfinished(self.turn.as_ref().map(|t| &t.usage));
     }
 
     pub(super) fn end_turn(&mut self) {
