@@ -716,6 +716,16 @@ impl Transcript {
         self.bytes
     }
 
+    /// The last answer, as the clipboard takes it (`/copy`).
+    pub fn last_answer(&self) -> Option<String> {
+        self.items.iter().rev().find_map(|item| match &item.kind {
+            ItemKind::Assistant { text, .. } if !text.is_empty() => {
+                Some(scv_client::text::for_clipboard(text).into_owned())
+            }
+            _ => None,
+        })
+    }
+
     pub fn items(&self) -> &VecDeque<Item> {
         &self.items
     }

@@ -16,6 +16,7 @@
 use super::undo::Answered as Checkpoint;
 use super::{outgoing, App, Outgoing};
 use crate::tui::opening;
+use crate::tui::overlays::OpenOverlay;
 use crate::tui::queue_panel::Left;
 use crate::tui::state::{short, McpView, SessionView};
 use crate::tui::transcript::{ItemKind, ToolState};
@@ -255,16 +256,7 @@ impl App {
                 self.open_picker(sessions)
             }
             Answer::Status(status) if asked == Some(Asked::Status) => {
-                self.mcp = McpView::Known(
-                    status
-                        .components
-                        .into_iter()
-                        .filter(|c| {
-                            use scv_protocol::ComponentKind::{Hooks, Mcp};
-                            matches!(c.kind(), Mcp | Hooks)
-                        })
-                        .collect(),
-                );
+                self.mcp = McpView::known(*status)
             }
             // Answers to requests this view did not send.
             Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted | Answer::Closed => {}
@@ -307,18 +299,7 @@ impl App {
                 self.processes.listed(&list);
                 self.notice(self.processes.listing());
             }
-            Answer::Trusted(trust) => {
-                let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
-                self.notice(if files.is_empty() {
-                    format!("trusted {}", trust.workspace)
-                } else {
-                    format!(
-                        "trusted {}: {} run and apply from the next turn",
-                        trust.workspace,
-                        files.join(", ")
-                    )
-                });
-            }
+            Answer::Trusted(trust) => self.notice(trusted_note(&trust)),
         }
     }
 
@@ -368,22 +349,8 @@ impl App {
     /// current one selected when the list has it.
     fn open_models(&mut self, provider: String, models: Vec<String>) {
         self.hint = None;
-        let current = self
-            .session
-            .as_ref()
-            .map(|s| s.model.clone())
-            .unwrap_or_default();
-        let selected = models.iter().position(|m| *m == current).unwrap_or(0);
-        let mut open =
-            crate::tui::overlays::OpenOverlay::new(crate::tui::overlays::OverlayKind::Models(
-                Box::new(crate::tui::overlays::models::ModelPicker {
-                    provider,
-                    models,
-                    current,
-                    filter: String::new(),
-                }),
-            ));
-        open.selected = selected;
+        let current = self.session.as_ref().map(|s| s.model.clone());
+        let open = OpenOverlay::models(provider, models, current.unwrap_or_default());
         self.overlay = Some(open);
     }
 
@@ -540,17 +507,9 @@ impl App {
         }))
     }
 
-    fn open_picker(&mut self, mut sessions: Vec<scv_protocol::StoredSession>) {
+    fn open_picker(&mut self, sessions: Vec<scv_protocol::StoredSession>) {
         let current = self.session_id();
-        sessions.retain(|s| Some(&s.session_id) != current.as_ref());
-        let now = scv_store::now_unix();
-        self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
-            crate::tui::overlays::OverlayKind::Sessions(Box::new(crate::tui::overlays::Picker {
-                sessions,
-                filter: String::new(),
-                now,
-            })),
-        ));
+        self.overlay = Some(OpenOverlay::sessions(sessions, current.as_deref()));
     }
 
     /// Cancels the running turn — or the prompt on its way to becoming
@@ -634,5 +593,19 @@ impl App {
         self.send(ClientMessage::DaemonControl(DaemonControl {
             command: scv_protocol::DaemonCommand::Status,
         }))
+    }
+}
+
+/// What `workspace.trusted` changed.
+fn trusted_note(trust: &scv_protocol::WorkspaceTrust) -> String {
+    let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
+    if files.is_empty() {
+        format!("trusted {}", trust.workspace)
+    } else {
+        format!(
+            "trusted {}: {} run and apply from the next turn",
+            trust.workspace,
+            files.join(", ")
+        )
     }
 }

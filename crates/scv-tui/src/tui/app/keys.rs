@@ -294,11 +294,7 @@ impl App {
 
     /// The overlay shows `session_id`'s transcript, following its end.
     fn open_subagent(&mut self, session_id: String) {
-        let mut open = overlays::OpenOverlay::new(overlays::OverlayKind::Subagent(session_id));
-        // Scrolled past everything: the frame shows the end, and keeps
-        // showing it as the subagent goes on, until ↑ holds it.
-        open.scroll = usize::MAX;
-        self.overlay = Some(open);
+        self.overlay = Some(overlays::OpenOverlay::subagent(session_id));
     }
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {
@@ -448,38 +444,12 @@ impl App {
 
     /// Paths for the `@path` before the cursor, if one is being typed.
     fn offer_paths(&mut self) {
-        let typed = self.input.at_word().map(|(_, typed)| typed.to_string());
-        let (Some(typed), Some(cwd)) = (typed, self.session.as_ref().map(|s| s.cwd.clone())) else {
-            self.path_matches.clear();
-            return;
-        };
-        let paths = self.files.paths(std::path::Path::new(&cwd), self.now);
-        self.path_matches = files::matches(paths, &typed);
+        let cwd = self.session.as_ref().map(|s| s.cwd.as_str());
+        self.path_matches = files::offer(&self.input, cwd, &mut self.files, self.now);
     }
 
-    /// Tab on an `@path`: completes as far as the offered paths agree, or
-    /// to the first; a file gets a space after it.
+    /// Tab on an `@path`.
     fn complete_path(&mut self) -> bool {
-        let Some((start, typed)) = self.input.at_word() else {
-            return false;
-        };
-        if self.path_matches.is_empty() {
-            return false;
-        }
-        let common = files::common_prefix(&self.path_matches);
-        let completed = if self.path_matches.len() == 1 {
-            let only = &self.path_matches[0];
-            if only.ends_with('/') {
-                only.clone()
-            } else {
-                format!("{only} ")
-            }
-        } else if common.len() > typed.len() && common.starts_with(typed) {
-            common
-        } else {
-            self.path_matches[0].clone()
-        };
-        self.input.replace_word(start, &format!("@{completed}"));
-        true
+        files::complete(&mut self.input, &self.path_matches)
     }
 }
