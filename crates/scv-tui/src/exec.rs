@@ -104,20 +104,7 @@ pub async fn run(
     let approve = &options.approve[..];
     let prompt = read_prompt(prompt)?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
-    // Usage by kind and cost on `turn.completed` (`--json` prints it).
-    // Checkpoints: a changing call that runs without one says so.
-    let capabilities = Some(scv_protocol::Capabilities {
-        reasoning: options.reasoning,
-        checkpoints: true,
-        usage: true,
-        hooks: true,
-        subagents: true,
-        retries: true,
-        budgets: true,
-        // Command, skill and agent files it could not use whole.
-        commands: true,
-        ..scv_protocol::Capabilities::default()
-    });
+    let capabilities = Some(capabilities(options));
     let session::Opened {
         conn,
         events,
@@ -158,24 +145,15 @@ pub async fn run(
     // The reader on a task of its own, events in batches: a burst of
     // deltas is printed and its approvals answered in one write.
     let mut driver = scv_client::Driver::start(conn);
-    if choice.mode.is_some() && options.which != session::Which::New {
-        // A stored session keeps its own mode; `--plan` switches it.
-        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
-            scv_protocol::SessionConfigure {
-                session_id,
-                mode: choice.mode,
-                ..Default::default()
-            },
-        ));
-        driver.send(&[configure]).await?;
-    }
-    // `/NAME args`: the workspace's custom command or skill NAME.
-    let submitted = if prompt.starts_with('/') {
-        client.submit_command(prompt)
-    } else {
-        client.submit(prompt)
-    };
-    driver.send(&[submitted]).await?;
+    submit(
+        &mut driver,
+        &mut client,
+        session_id,
+        prompt,
+        options,
+        choice,
+    )
+    .await?;
     let mut cancel_sent = false;
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
@@ -219,6 +197,54 @@ pub async fn run(
             Some(why) => anyhow::bail!("{why}"),
         }
     }
+}
+
+/// What `scv exec` asks of the server.
+fn capabilities(options: &Options) -> scv_protocol::Capabilities {
+    // Usage by kind and cost on `turn.completed` (`--json` prints it).
+    // Checkpoints: a changing call that runs without one says so.
+    scv_protocol::Capabilities {
+        reasoning: options.reasoning,
+        checkpoints: true,
+        usage: true,
+        hooks: true,
+        subagents: true,
+        retries: true,
+        budgets: true,
+        // Command, skill and agent files it could not use whole.
+        commands: true,
+        ..scv_protocol::Capabilities::default()
+    }
+}
+
+/// Sends the prompt (`/NAME args`: the workspace's custom command or
+/// skill NAME), after `--plan`'s switch of a stored session's mode.
+async fn submit<W: tokio::io::AsyncWrite + Unpin>(
+    driver: &mut scv_client::Driver<W>,
+    client: &mut SessionClient,
+    session_id: String,
+    prompt: String,
+    options: &Options,
+    choice: &session::Choice,
+) -> Result<()> {
+    if choice.mode.is_some() && options.which != session::Which::New {
+        // A stored session keeps its own mode; `--plan` switches it.
+        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
+            scv_protocol::SessionConfigure {
+                session_id,
+                mode: choice.mode,
+                ..Default::default()
+            },
+        ));
+        driver.send(&[configure]).await?;
+    }
+    let submitted = if prompt.starts_with('/') {
+        client.submit_command(prompt)
+    } else {
+        client.submit(prompt)
+    };
+    driver.send(&[submitted]).await?;
+    Ok(())
 }
 
 /// What the session says as it opens, on stderr whatever the output
