@@ -18,7 +18,7 @@ use scv_protocol::{SessionResume, SessionStart};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
+use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -558,6 +558,37 @@ impl Account {
         self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner
     }
 
+    /// `user`'s session's events go to the account's loop from a task of
+    /// their own (until the account stops); the writing half is the chat's.
+    fn forward(
+        &mut self,
+        user: &str,
+        conn: Connection<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+    ) -> WriteHalf<DuplexStream> {
+        let (mut reader, writer) = conn.into_parts();
+        let events = self.events.clone();
+        let user_id = user.to_string();
+        let token = self.token.clone();
+        self.tasks.spawn(async move {
+            use futures_util::StreamExt;
+            let forward = async {
+                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
+                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
+                        continue;
+                    };
+                    if events.send((user_id.clone(), event)).await.is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = forward => {}
+            }
+        });
+        writer
+    }
+
     /// A session for `user`: a new one, or `resume` (a stored one of the
     /// same sender). The error is the server's refusal, for the sender.
     async fn open_chat(
@@ -620,27 +651,7 @@ impl Account {
             }
             Err(_) => return Err("SCV did not answer in time".into()),
         };
-        let (mut reader, writer) = conn.into_parts();
-        let events = self.events.clone();
-        let user_id = user.to_string();
-        let token = self.token.clone();
-        self.tasks.spawn(async move {
-            use futures_util::StreamExt;
-            let forward = async {
-                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
-                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
-                        continue;
-                    };
-                    if events.send((user_id.clone(), event)).await.is_err() {
-                        return;
-                    }
-                }
-            };
-            tokio::select! {
-                _ = token.cancelled() => {}
-                _ = forward => {}
-            }
-        });
+        let writer = self.forward(user, conn);
         // What the configuration or the workspace's trust skipped is the
         // owner's to know (the workspace is theirs), as every client says.
         if self.is_owner(user) && !warnings.is_empty() {

@@ -7,7 +7,7 @@
 use super::{Account, Chat};
 use scv_client::session::SessionClient;
 use scv_client::Connection;
-use scv_protocol::{Capabilities, Event, EventBody, LiveState};
+use scv_protocol::{Capabilities, EventBody, LiveState};
 use std::collections::VecDeque;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -89,27 +89,7 @@ impl Account {
         if let Some(mut chat) = self.chats.remove(user) {
             chat.stop_typing();
         }
-        let (mut reader, writer) = conn.into_parts();
-        let forward = self.events.clone();
-        let user_id = user.to_string();
-        let token = self.token.clone();
-        self.tasks.spawn(async move {
-            use futures_util::StreamExt;
-            let relay = async {
-                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
-                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
-                        continue;
-                    };
-                    if forward.send((user_id.clone(), event)).await.is_err() {
-                        return;
-                    }
-                }
-            };
-            tokio::select! {
-                _ = token.cancelled() => {}
-                _ = relay => {}
-            }
-        });
+        let writer = self.forward(user, conn);
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id.clone());
         for event in &events {
