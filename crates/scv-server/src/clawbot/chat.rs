@@ -5,6 +5,7 @@
 
 use super::subagents;
 
+mod intake;
 mod live;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
@@ -380,76 +381,6 @@ impl Account {
         }
     }
 
-    /// A first message from `user`: a chat of their own, within
-    /// [`MAX_CHATS`] (the owner always gets in, one over the bound at
-    /// most). Whether it was opened.
-    async fn join(&mut self, user: &str, text: &str, owner: bool) -> bool {
-        // The owner always gets in (one over the bound at most).
-        if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
-            self.reply(
-                user,
-                "SCV is busy with other conversations; try again later.",
-            )
-            .await;
-            return false;
-        }
-        match self.open_chat(user, None).await {
-            Ok(mut chat) => {
-                chat.earlier = crate::sync::lock(&self.delivery).session_of(user).cloned();
-                if chat.earlier.is_some() && text != "/new" {
-                    self.reply(
-                        user,
-                        "(This is a new conversation. Send /resume to continue the earlier one.)",
-                    )
-                    .await;
-                }
-                self.chats.insert(user.to_string(), chat);
-            }
-            Err(_) => {
-                self.reply(user, "SCV could not start a session; try again later.")
-                    .await;
-                return false;
-            }
-        }
-        true
-    }
-
-    /// A prompt from `user`, within the bounds for those who are not the
-    /// owner ([`MAX_STRANGER_TURNS`], [`MAX_STRANGER_QUEUED`]); `commands`:
-    /// the workspace's custom commands may run.
-    async fn prompt(
-        &mut self,
-        user: &str,
-        text: String,
-        owner: bool,
-        stranger_turns: usize,
-        commands: bool,
-    ) {
-        let Some(chat) = self.chats.get_mut(user) else {
-            return;
-        };
-        let idle = !chat.client.busy();
-        if !owner && idle && stranger_turns >= MAX_STRANGER_TURNS {
-            self.reply(user, "SCV is busy answering others; try again in a minute.")
-                .await;
-            return;
-        }
-        if !owner && !idle && chat.waiting() >= MAX_STRANGER_QUEUED {
-            self.reply(
-                user,
-                "Your earlier messages are still waiting; send this again after the answer.",
-            )
-            .await;
-            return;
-        }
-        let start = if commands && text.starts_with('/') {
-            chat.client.submit_command(text)
-        } else {
-            chat.client.submit(text)
-        };
-        chat.send(&start).await;
-    }
-
     async fn on_message(&mut self, message: WireMessage) {
         let user = message.from_user_id.clone();
         if !message.group_id.is_empty() {
@@ -481,15 +412,6 @@ impl Account {
             .iter()
             .filter(|(id, chat)| !self.is_owner(id) && chat.client.busy())
             .count();
-        let model = self
-            .shared
-            .config()
-            .provider
-            .defs
-            .default_def()
-            .model
-            .clone();
-        let workspace = self.spec.workspace.display().to_string();
         // The workspace's custom commands and skills: the owner's, with tools.
         let commands = self.tools_for(&user);
         let Some(chat) = self.chats.get_mut(&user) else {
@@ -550,24 +472,7 @@ impl Account {
                     self.reply(&user, "Nothing is running.").await;
                 }
             }
-            "/status" => {
-                let running = if chat.client.running_turn().is_some() {
-                    "running"
-                } else {
-                    "idle"
-                };
-                // Where the daemon works is the owner's business.
-                let place = if owner {
-                    format!(" · workspace {workspace}")
-                } else {
-                    String::new()
-                };
-                let status = format!(
-                    "model {model}{place} · {running} · {} queued",
-                    chat.waiting()
-                );
-                self.reply(&user, &status).await;
-            }
+            "/status" => self.status(&user, owner).await,
             _ => {
                 self.prompt(&user, text, owner, stranger_turns, commands)
                     .await
