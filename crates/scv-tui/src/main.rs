@@ -411,7 +411,7 @@ fn remote_endpoint(host: &str) -> Result<scv_client::Endpoint, String> {
 fn main() -> ExitCode {
     let launched = std::time::Instant::now();
     let cli = Cli::parse();
-    let home = scv_client::scv_home();
+    let (home, home_source) = scv_client::scv_home_from();
     let socket = cli
         .socket
         .clone()
@@ -447,6 +447,7 @@ fn main() -> ExitCode {
         socket,
         launched,
         choice,
+        home_source,
     };
     let result = runtime.block_on(dispatch(cli, ctx));
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -480,6 +481,9 @@ struct Ctx {
     socket: PathBuf,
     launched: std::time::Instant,
     choice: scv_tui::session::Choice,
+    /// Where `home` came from (`scv acp` says it: an editor may start it
+    /// with a trimmed environment).
+    home_source: scv_client::HomeSource,
 }
 
 /// Runs the command line: the TUI and the commands that open sessions
@@ -552,15 +556,33 @@ async fn dispatch(cli: Cli, ctx: Ctx) -> anyhow::Result<ExitCode> {
             };
             exec::run(&endpoint, prompt, &options, &choice).await
         }
-        Some(Command::Acp) => scv_acp::run(scv_acp::Options {
-            endpoint,
-            provider: choice.provider,
-            model: choice.model,
-        })
-        .await
-        .map(|()| ExitCode::SUCCESS),
+        Some(Command::Acp) => {
+            if let scv_client::Endpoint::Local { home, .. } = &endpoint {
+                // On stderr, which editors keep as the agent's log.
+                eprintln!(
+                    "scv acp: SCV home {} ({})",
+                    scv_client::text::visible(&home.display().to_string()),
+                    ctx.home_source.describe()
+                );
+            }
+            acp(endpoint, choice).await
+        }
         Some(command) => manage(command, &ctx).await,
     }
+}
+
+/// `scv acp`: the editor's agent on stdin and stdout.
+async fn acp(
+    endpoint: scv_client::Endpoint,
+    choice: scv_tui::session::Choice,
+) -> anyhow::Result<ExitCode> {
+    scv_acp::run(scv_acp::Options {
+        endpoint,
+        provider: choice.provider,
+        model: choice.model,
+    })
+    .await
+    .map(|()| ExitCode::SUCCESS)
 }
 
 /// The commands that manage SCV on this machine: usage, trust, stored
