@@ -73,6 +73,31 @@ struct Chat {
 }
 
 impl Chat {
+    /// A chat of `user`'s on `client`'s session, written to on `writer`.
+    fn new(
+        user: &str,
+        writer: WriteHalf<DuplexStream>,
+        client: SessionClient,
+        tools: bool,
+    ) -> Chat {
+        Chat {
+            user_id: user.to_string(),
+            writer,
+            client,
+            answer: String::new(),
+            clear_after_turn: false,
+            approvals: VecDeque::new(),
+            typing: None,
+            last_active: Instant::now(),
+            stored: false,
+            earlier: None,
+            tools,
+            unsent: 0,
+            undo: None,
+            attached: false,
+        }
+    }
+
     async fn send(&mut self, request: &Request) {
         if let Ok(line) =
             scv_client::frame_line(request.request_id.clone(), request.message.clone())
@@ -591,22 +616,10 @@ impl Account {
         }
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id);
-        Ok(Chat {
-            user_id: user.to_string(),
-            writer,
-            client,
-            answer: String::new(),
-            clear_after_turn: false,
-            approvals: VecDeque::new(),
-            typing: None,
-            last_active: Instant::now(),
-            stored: resume.is_some(),
-            earlier: None,
-            tools: resume.map_or(tools, |s| s.tools),
-            unsent,
-            undo: None,
-            attached: false,
-        })
+        let mut chat = Chat::new(user, writer, client, resume.map_or(tools, |s| s.tools));
+        chat.stored = resume.is_some();
+        chat.unsent = unsent;
+        Ok(chat)
     }
 
     /// `/resume`: the sender's earlier conversation takes this chat's

@@ -146,7 +146,7 @@ pub struct App {
     pub redraw: bool,
     /// The over-long message the user was offered to attach as a file
     /// (its fingerprint): Enter again on it attaches ([`attach`]).
-    attach_offer: Option<u64>,
+    attach_offer: attach::AttachOffer,
     /// Checkpoint requests in flight and where turns begin ([`undo`]).
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
@@ -188,7 +188,7 @@ impl App {
             resume_offer: None,
             reconnect_error: None,
             live: live::Live::default(),
-            attach_offer: None,
+            attach_offer: Default::default(),
             redraw: false,
             mouse: false,
             first_run_key: None,

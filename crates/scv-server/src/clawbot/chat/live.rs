@@ -8,9 +8,7 @@ use super::{Account, Chat};
 use scv_client::session::SessionClient;
 use scv_client::Connection;
 use scv_protocol::{Capabilities, EventBody, LiveState};
-use std::collections::VecDeque;
 use std::time::Duration;
-use tokio::time::Instant;
 
 impl Account {
     /// `/attach ID`, and `/new` in a chat that follows a live session
@@ -96,25 +94,9 @@ impl Account {
             // The attach's answer: the session, its queue, its past.
             client.apply(event);
         }
-        self.chats.insert(
-            user.to_string(),
-            Chat {
-                user_id: user.to_string(),
-                writer,
-                client,
-                answer: String::new(),
-                clear_after_turn: false,
-                approvals: VecDeque::new(),
-                typing: None,
-                last_active: Instant::now(),
-                stored: false,
-                earlier: None,
-                tools: true,
-                unsent: 0,
-                undo: None,
-                attached: true,
-            },
-        );
+        let mut chat = Chat::new(user, writer, client, true);
+        chat.attached = true;
+        self.chats.insert(user.to_string(), chat);
         let doing = match state {
             LiveState::Idle => "it is idle; your messages go to it",
             LiveState::Running => "a turn is running; its answer comes here",
