@@ -84,7 +84,7 @@ pub async fn login(
 /// the bot's credentials, or `None` when it is already bound here.
 async fn scan(base: &str, version: &str) -> Result<Option<Credentials>> {
     let http = reqwest::Client::new();
-    let mut client = IlinkClient::new(http.clone(), &base, None, version);
+    let mut client = IlinkClient::new(http.clone(), base, None, version);
     let deadline = Instant::now() + LOGIN_TIMEOUT;
     let mut expired = 0;
     let confirmed = 'fresh_code: loop {

@@ -38,7 +38,7 @@ impl Overlay for Status {
                 lines.push(pair(if i == 0 { "rules" } else { "" }, &rule.scope(), W));
             }
         }
-        mcp_lines(&data.mcp, &mut lines);
+        mcp_lines(data.mcp, &mut lines);
         lines
     }
 }
