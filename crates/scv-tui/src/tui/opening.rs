@@ -54,6 +54,40 @@ impl SessionView {
     }
 }
 
+impl SessionView {
+    /// `session.configured`: the session's model now; the note that says
+    /// so (when it is news: see the caller).
+    pub(crate) fn configured(&mut self, configured: &scv_client::session::Configured) -> String {
+        self.provider = Some(configured.provider.clone());
+        self.model = configured.model.clone();
+        self.context_max_tokens = configured.context_max_tokens;
+        model_note(configured)
+    }
+
+    /// `session.warning`: the status line's "not saved" follows the
+    /// journal's warnings (others leave it as it is).
+    pub(crate) fn warned(&mut self, warning: &scv_protocol::SessionWarning) {
+        use scv_protocol::SessionWarningCode;
+        match warning.code {
+            SessionWarningCode::JournalFailed => {
+                self.not_saved = Some(super::state::not_saved_status(&warning.message))
+            }
+            SessionWarningCode::JournalRecovered => self.not_saved = None,
+            SessionWarningCode::Other => {}
+        }
+    }
+}
+
+/// "now using PROVIDER/MODEL (context N tokens); the history is kept".
+pub(crate) fn model_note(configured: &scv_client::session::Configured) -> String {
+    format!(
+        "now using {}/{} (context {} tokens); the history is kept",
+        configured.provider,
+        configured.model,
+        super::state::short(configured.context_max_tokens)
+    )
+}
+
 /// What the view knows of where it runs, for the opening notes.
 pub(crate) struct Here<'a> {
     /// The key variable the first-run note is about (not said twice).

@@ -18,7 +18,7 @@ use super::{outgoing, App, Outgoing};
 use crate::tui::opening;
 use crate::tui::overlays::OpenOverlay;
 use crate::tui::queue_panel::Left;
-use crate::tui::state::{short, McpView, SessionView};
+use crate::tui::state::{McpView, SessionView};
 use crate::tui::transcript::{ItemKind, ToolState};
 use scv_client::session::{Answer, Asked, Configured, Outcome, SessionClient, ToolChange, Update};
 use scv_protocol::{ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted};
@@ -320,27 +320,16 @@ impl App {
 
     /// `session.configured`: the session's model (and mode) now.
     fn configured(&mut self, configured: Configured, request_id: Option<&str>) {
-        let Configured {
-            provider,
-            model,
-            context_max_tokens,
-            mode,
-            ..
-        } = configured;
-        if let Some(session) = self.session.as_mut() {
-            session.provider = Some(provider.clone());
-            session.model = model.clone();
-            session.context_max_tokens = context_max_tokens;
-        }
+        let note = match self.session.as_mut() {
+            Some(session) => session.configured(&configured),
+            None => opening::model_note(&configured),
+        };
         // The answer to a mode switch names the model too; only a model
         // switch is news about it.
         if !self.mode_answered(request_id) {
-            self.notice(format!(
-                "now using {provider}/{model} (context {} tokens); the history is kept",
-                short(context_max_tokens)
-            ));
+            self.notice(note);
         }
-        if let Some(mode) = mode {
+        if let Some(mode) = configured.mode {
             self.mode_now(mode);
         }
     }
@@ -426,19 +415,8 @@ impl App {
     /// The session's journal cannot be written (the status line says so
     /// until it recovers), or caught up again.
     fn session_warning(&mut self, warning: scv_protocol::SessionWarning) {
-        use scv_protocol::SessionWarningCode;
-        let not_saved = match warning.code {
-            SessionWarningCode::JournalFailed => {
-                Some(crate::tui::state::not_saved_status(&warning.message))
-            }
-            SessionWarningCode::JournalRecovered => None,
-            SessionWarningCode::Other => {
-                self.notice(warning.message);
-                return;
-            }
-        };
         if let Some(session) = self.session.as_mut() {
-            session.not_saved = not_saved;
+            session.warned(&warning);
         }
         self.notice(warning.message);
     }
