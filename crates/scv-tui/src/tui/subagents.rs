@@ -272,6 +272,23 @@ impl Subagents {
         }
     }
 
+    /// Labels a call of subagent `child` waiting for approval with the
+    /// subagent's description, and its arguments as its card has them
+    /// when the approval came without.
+    pub fn label(&self, child: &str, approval: &mut Approval) {
+        let record = self.get(child);
+        approval.subagent = Some(
+            record
+                .map(|c| c.card().description.clone())
+                .unwrap_or_else(|| "?".into()),
+        );
+        if approval.arguments.is_null() {
+            if let Some(card) = record.and_then(|c| c.transcript.tool(&approval.call_id)) {
+                approval.arguments = card.arguments.clone();
+            }
+        }
+    }
+
     /// A call of a child waits for approval: its card says so.
     pub fn approval_requested(&mut self, approval: &Approval) -> Change {
         let Some(child) = approval

@@ -25,17 +25,7 @@ impl App {
                 if self.subagents.approval_requested(&approval) == Change::Card {
                     self.place_card(&child);
                 }
-                let record = self.subagents.get(&child);
-                approval.subagent = Some(
-                    record
-                        .map(|c| c.card().description.clone())
-                        .unwrap_or_else(|| "?".into()),
-                );
-                if approval.arguments.is_null() {
-                    if let Some(card) = record.and_then(|c| c.transcript.tool(&approval.call_id)) {
-                        approval.arguments = card.arguments.clone();
-                    }
-                }
+                self.subagents.label(&child, &mut approval);
             }
         }
         if let Some(rule) = self.rules.find(&approval.call()).cloned() {
