@@ -118,9 +118,6 @@ pub struct App {
     /// A hint that ends by itself: this text goes at this time (the Ctrl+C
     /// window), or with the turn (`None` time: an approval's "no rule").
     hint_ends: Option<(Option<Instant>, String)>,
-    /// The queue is paused because the user cancelled a turn (Enter on an
-    /// empty box resumes it).
-    queue_paused_by_cancel: bool,
     /// The terminal reports the mouse to us (the wheel scrolls; selecting
     /// text needs Shift). Off by default; Ctrl+T toggles, `SCV_MOUSE=1`
     /// starts with it on.
@@ -198,7 +195,6 @@ impl App {
             config_watch: None,
             config_changed: false,
             mouse_changed: false,
-            queue_paused_by_cancel: false,
             hint_ends: None,
             undo: Default::default(),
             plan: Default::default(),

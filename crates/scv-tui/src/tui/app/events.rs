@@ -525,17 +525,13 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return cancel;
         };
-        if cancel.is_empty() || self.turn.is_none() || self.queue.is_empty() || self.queue.paused()
-        {
+        if cancel.is_empty() || self.turn.is_none() {
             return cancel;
         }
-        self.queue.set_paused(true);
-        self.queue_paused_by_cancel = true;
-        let waiting = self.queue.len();
-        self.notice(format!(
-            "queue paused after the cancel: {waiting} {} — Enter on an empty box resumes it (or /unpause)",
-            if waiting == 1 { "prompt waits" } else { "prompts wait" }
-        ));
+        let Some(note) = self.queue.pause_for_cancel() else {
+            return cancel;
+        };
+        self.notice(note);
         let mut out = vec![
             self.send(ClientMessage::SessionPause(scv_protocol::SessionPause {
                 session_id,

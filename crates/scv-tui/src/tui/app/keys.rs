@@ -337,10 +337,8 @@ impl App {
         let mut text = self.input.text().trim().to_string();
         if text.is_empty() {
             // The queue a cancel paused goes on.
-            if self.queue_paused_by_cancel && self.queue.paused() {
-                if let Some(session_id) = self.session_id() {
-                    self.queue_paused_by_cancel = false;
-                    self.queue.set_paused(false);
+            if let Some(session_id) = self.session_id() {
+                if self.queue.resume_after_cancel() {
                     self.notice("queue resumed".into());
                     return vec![self.send(ClientMessage::SessionPause(
                         scv_protocol::SessionPause {
