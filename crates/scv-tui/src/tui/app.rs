@@ -91,7 +91,7 @@ pub struct App {
     /// A one-line hint under the input (e.g. "press Ctrl+C again to quit").
     pub hint: Option<String>,
     pub should_quit: bool,
-    ctrl_c_at: Option<Instant>,
+    ctrl_c_at: keys::CtrlC,
     /// What the session's events are matched against; [`events`]'s alone.
     book: events::Bookkeeping,
     /// This session's approval rules (never saved, never sent).
@@ -174,7 +174,7 @@ impl App {
             now,
             hint: None,
             should_quit: false,
-            ctrl_c_at: None,
+            ctrl_c_at: Default::default(),
             book: Default::default(),
             rules: Rules::default(),
             overlay: None,

@@ -277,6 +277,19 @@ fn complete(text: &str, custom: &[CommandInfo]) -> Option<String> {
     }
 }
 
+/// `/model M` keeps the provider; `/model PROVIDER/M` names both (a
+/// model id with a slash, as OpenRouter's, is a model alone when the
+/// session's `current` model has one): (provider, model).
+fn model_choice(arg: &str, current: &str) -> (Option<String>, Option<String>) {
+    match arg.split_once('/') {
+        Some((provider, model)) if !current.contains('/') && !provider.is_empty() => (
+            Some(provider.to_string()),
+            (!model.is_empty()).then(|| model.to_string()),
+        ),
+        _ => (None, Some(arg.to_string())),
+    }
+}
+
 fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
     let Some(first) = words.next() else {
         return String::new();
@@ -459,13 +472,7 @@ impl App {
             self.hint = Some("the model switches only while idle (Esc cancels the turn)".into());
             return Vec::new();
         }
-        let (provider, model) = match arg.split_once('/') {
-            Some((provider, model)) if !current.contains('/') && !provider.is_empty() => (
-                Some(provider.to_string()),
-                (!model.is_empty()).then(|| model.to_string()),
-            ),
-            _ => (None, Some(arg.to_string())),
-        };
+        let (provider, model) = model_choice(arg, &current);
         vec![self.send(ClientMessage::SessionConfigure(SessionConfigure {
             session_id: session.session_id,
             provider,

@@ -13,10 +13,46 @@ use crate::tui::transcript::Viewport;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 use scv_protocol::{ClientMessage, QueueUpdate};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A second Ctrl+C within this quits.
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+
+/// Ctrl+C's second press: when the first was.
+#[derive(Debug, Default)]
+pub(super) struct CtrlC(Option<Instant>);
+
+/// What a Ctrl+C does.
+enum Press {
+    /// Clears the draft in the box (and disarms).
+    ClearDraft,
+    /// The second press within [`DOUBLE_PRESS`]: quit.
+    Quit,
+    /// The first press: armed for a second.
+    Armed,
+}
+
+impl CtrlC {
+    /// Any other key disarms it.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+
+    fn press(&mut self, now: Instant, draft: bool) -> Press {
+        if draft {
+            self.0 = None;
+            return Press::ClearDraft;
+        }
+        if self
+            .0
+            .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)
+        {
+            return Press::Quit;
+        }
+        self.0 = Some(now);
+        Press::Armed
+    }
+}
 
 impl App {
     /// Handles one key; returns what to send. Keys are pumped through, in
@@ -65,7 +101,7 @@ impl App {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             return Some(self.ctrl_c());
         }
-        self.ctrl_c_at = None;
+        self.ctrl_c_at.disarm();
         None
     }
 
@@ -299,38 +335,34 @@ impl App {
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {
         let now = self.now;
-        // A draft in the box goes first (kept in the input history), as
-        // in Claude Code: nothing is cancelled, nothing armed to quit.
-        if !self.input.text().trim().is_empty() {
-            let draft = self.input.text().to_string();
-            self.input.remember(draft);
-            self.input.set("");
-            self.input.stop_editing();
-            self.ctrl_c_at = None;
-            self.hint_ending(
-                "input cleared (↑ brings it back)".into(),
-                Some(now + DOUBLE_PRESS),
-            );
-            return Vec::new();
+        let draft = !self.input.text().trim().is_empty();
+        match self.ctrl_c_at.press(now, draft) {
+            // A draft in the box goes first (kept in the input history), as
+            // in Claude Code: nothing is cancelled, nothing armed to quit.
+            Press::ClearDraft => {
+                let draft = self.input.text().to_string();
+                self.input.remember(draft);
+                self.input.set("");
+                self.input.stop_editing();
+                let hint = "input cleared (↑ brings it back)";
+                self.hint_ending(hint.into(), Some(now + DOUBLE_PRESS));
+                Vec::new()
+            }
+            Press::Quit => {
+                self.should_quit = true;
+                vec![Outgoing::Quit]
+            }
+            Press::Armed => {
+                let hint = "press Ctrl+C again to quit";
+                self.hint_ending(hint.into(), Some(now + DOUBLE_PRESS));
+                if self.turn.is_some() {
+                    return self.cancel_turn();
+                }
+                self.input.set("");
+                self.input.stop_editing();
+                Vec::new()
+            }
         }
-        if self
-            .ctrl_c_at
-            .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)
-        {
-            self.should_quit = true;
-            return vec![Outgoing::Quit];
-        }
-        self.ctrl_c_at = Some(now);
-        self.hint_ending(
-            "press Ctrl+C again to quit".into(),
-            Some(now + DOUBLE_PRESS),
-        );
-        if self.turn.is_some() {
-            return self.cancel_turn();
-        }
-        self.input.set("");
-        self.input.stop_editing();
-        Vec::new()
     }
 
     fn submit(&mut self) -> Vec<Outgoing> {
