@@ -287,10 +287,7 @@ impl App {
         if id.is_empty() || !self.worked() {
             return None;
         }
-        let mut out = format!(
-            "scv: session {id} · resume it with `scv resume {id}` (or `scv --continue` in {})",
-            session.cwd
-        );
+        let mut out = super::meter::resume_line(id, &session.cwd);
         if let Some(used) = self.meter.used_line() {
             out.push('\n');
             out.push_str(&used);

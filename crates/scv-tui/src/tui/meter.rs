@@ -128,3 +128,10 @@ impl Meter {
         Some(out)
     }
 }
+
+/// The exit summary's first line: the session and how to come back.
+pub fn resume_line(session_id: &str, cwd: &str) -> String {
+    format!(
+        "scv: session {session_id} · resume it with `scv resume {session_id}` (or `scv --continue` in {cwd})"
+    )
+}

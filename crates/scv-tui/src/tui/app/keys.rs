@@ -123,15 +123,7 @@ impl App {
             OverlayKey::Close => self.overlay = None,
             OverlayKey::Pick { session_id, fork } => {
                 self.overlay = None;
-                let which = if fork {
-                    crate::session::Which::Fork {
-                        session_id,
-                        turn_id: None,
-                    }
-                } else {
-                    crate::session::Which::Resume(session_id)
-                };
-                return Some(vec![Outgoing::Open(which)]);
+                return Some(vec![Outgoing::Open(picked(session_id, fork))]);
             }
             OverlayKey::Restore {
                 checkpoint_id,
@@ -248,12 +240,7 @@ impl App {
             KeyCode::Char('t') if ctrl => {
                 self.mouse = !self.mouse;
                 self.mouse_changed = true;
-                self.hint = Some(if self.mouse {
-                    "mouse capture on: the wheel scrolls; hold Shift to select text (Ctrl+T turns it off)".into()
-                } else {
-                    "mouse capture off: select text freely; PgUp/PgDn scroll (Ctrl+T turns it on)"
-                        .into()
-                });
+                self.hint = Some(mouse_hint(self.mouse).into());
                 Vec::new()
             }
             // After a restart: the session this view had, back.
@@ -481,5 +468,26 @@ impl App {
     /// Tab on an `@path`.
     fn complete_path(&mut self) -> bool {
         files::complete(&mut self.input, &self.path_matches)
+    }
+}
+
+/// The session picked in the picker: resumed, or forked (`fork`).
+fn picked(session_id: String, fork: bool) -> crate::session::Which {
+    if fork {
+        crate::session::Which::Fork {
+            session_id,
+            turn_id: None,
+        }
+    } else {
+        crate::session::Which::Resume(session_id)
+    }
+}
+
+/// What Ctrl+T says it did.
+fn mouse_hint(on: bool) -> &'static str {
+    if on {
+        "mouse capture on: the wheel scrolls; hold Shift to select text (Ctrl+T turns it off)"
+    } else {
+        "mouse capture off: select text freely; PgUp/PgDn scroll (Ctrl+T turns it on)"
     }
 }
