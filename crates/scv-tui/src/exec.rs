@@ -112,23 +112,7 @@ pub async fn run(
     let images = scv_client::images::read_files(&options.images)
         .map_err(|err| anyhow::anyhow!("--image: {err}"))?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
-    // Usage by kind and cost on `turn.completed` (`--json` prints it).
-    // Checkpoints: a changing call that runs without one says so.
-    let capabilities = Some(scv_protocol::Capabilities {
-        reasoning: options.reasoning,
-        checkpoints: true,
-        usage: true,
-        hooks: true,
-        subagents: true,
-        retries: true,
-        budgets: true,
-        // Command, skill and agent files it could not use whole.
-        commands: true,
-        elicitation: true, // asked with `--elicit`, else declined and said
-        images: !images.is_empty(),
-
-        ..scv_protocol::Capabilities::default()
-    });
+    let capabilities = Some(capabilities(options, !images.is_empty()));
     let session::Opened {
         conn,
         events,
@@ -170,26 +154,15 @@ pub async fn run(
     // The reader on a task of its own, events in batches: a burst of
     // deltas is printed and its approvals answered in one write.
     let mut driver = scv_client::Driver::start(conn);
-    if choice.mode.is_some() && options.which != session::Which::New {
-        // A stored session keeps its own mode; `--plan` switches it.
-        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
-            scv_protocol::SessionConfigure {
-                session_id,
-                mode: choice.mode,
-                ..Default::default()
-            },
-        ));
-        driver.send(&[configure]).await?;
-    }
-    // `/NAME args`: the workspace's custom command or skill NAME.
-    let submitted = if !images.is_empty() {
-        client.submit_with_images(prompt, images)
-    } else if prompt.starts_with('/') {
-        client.submit_command(prompt)
-    } else {
-        client.submit(prompt)
-    };
-    driver.send(&[submitted]).await?;
+    submit(
+        &mut driver,
+        &mut client,
+        session_id,
+        (prompt, images),
+        options,
+        choice,
+    )
+    .await?;
     let mut cancel_sent = false;
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
@@ -276,6 +249,58 @@ impl<W: tokio::io::AsyncWrite + Unpin> Running<'_, W> {
         }
         Ok(())
     }
+}
+
+/// What `scv exec` asks of the server.
+fn capabilities(options: &Options, images: bool) -> scv_protocol::Capabilities {
+    // Usage by kind and cost on `turn.completed` (`--json` prints it).
+    // Checkpoints: a changing call that runs without one says so.
+    scv_protocol::Capabilities {
+        reasoning: options.reasoning,
+        checkpoints: true,
+        usage: true,
+        hooks: true,
+        subagents: true,
+        retries: true,
+        budgets: true,
+        // Command, skill and agent files it could not use whole.
+        commands: true,
+        elicitation: true, // asked with `--elicit`, else declined and said
+        images,
+        ..scv_protocol::Capabilities::default()
+    }
+}
+
+/// Sends the prompt (`/NAME args`: the workspace's custom command or
+/// skill NAME), after `--plan`'s switch of a stored session's mode.
+async fn submit<W: tokio::io::AsyncWrite + Unpin>(
+    driver: &mut scv_client::Driver<W>,
+    client: &mut SessionClient,
+    session_id: String,
+    (prompt, images): (String, Vec<scv_protocol::PromptImage>),
+    options: &Options,
+    choice: &session::Choice,
+) -> Result<()> {
+    if choice.mode.is_some() && options.which != session::Which::New {
+        // A stored session keeps its own mode; `--plan` switches it.
+        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
+            scv_protocol::SessionConfigure {
+                session_id,
+                mode: choice.mode,
+                ..Default::default()
+            },
+        ));
+        driver.send(&[configure]).await?;
+    }
+    let submitted = if !images.is_empty() {
+        client.submit_with_images(prompt, images)
+    } else if prompt.starts_with('/') {
+        client.submit_command(prompt)
+    } else {
+        client.submit(prompt)
+    };
+    driver.send(&[submitted]).await?;
+    Ok(())
 }
 
 /// What the session says as it opens, on stderr whatever the output

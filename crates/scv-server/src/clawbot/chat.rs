@@ -6,6 +6,7 @@
 use super::subagents;
 
 mod elicit;
+mod intake;
 mod live;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
@@ -19,7 +20,7 @@ use scv_protocol::{SessionResume, SessionStart};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
+use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -93,6 +94,32 @@ struct Chat {
 }
 
 impl Chat {
+    /// A chat of `user`'s on `client`'s session, written to on `writer`.
+    fn new(
+        user: &str,
+        writer: WriteHalf<DuplexStream>,
+        client: SessionClient,
+        tools: bool,
+    ) -> Chat {
+        Chat {
+            user_id: user.to_string(),
+            writer,
+            client,
+            answer: String::new(),
+            clear_after_turn: false,
+            approvals: VecDeque::new(),
+            questions: VecDeque::new(),
+            typing: None,
+            last_active: Instant::now(),
+            stored: false,
+            earlier: None,
+            tools,
+            unsent: 0,
+            undo: None,
+            attached: false,
+        }
+    }
+
     async fn send(&mut self, request: &Request) {
         if let Ok(line) =
             scv_client::frame_line(request.request_id.clone(), request.message.clone())
@@ -427,49 +454,14 @@ impl Account {
         if self.live_command(&user, &text).await {
             return;
         }
-        if !self.chats.contains_key(&user) {
-            // The owner always gets in (one over the bound at most).
-            if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
-                self.reply(
-                    &user,
-                    "SCV is busy with other conversations; try again later.",
-                )
-                .await;
-                return;
-            }
-            match self.open_chat(&user, None).await {
-                Ok(mut chat) => {
-                    chat.earlier = crate::sync::lock(&self.delivery).session_of(&user).cloned();
-                    if chat.earlier.is_some() && text != "/new" {
-                        self.reply(
-                            &user,
-                            "(This is a new conversation. Send /resume to continue the earlier one.)",
-                        )
-                        .await;
-                    }
-                    self.chats.insert(user.clone(), chat);
-                }
-                Err(_) => {
-                    self.reply(&user, "SCV could not start a session; try again later.")
-                        .await;
-                    return;
-                }
-            }
+        if !self.chats.contains_key(&user) && !self.join(&user, &text, owner).await {
+            return;
         }
         let stranger_turns = self
             .chats
             .iter()
             .filter(|(id, chat)| !self.is_owner(id) && chat.client.busy())
             .count();
-        let model = self
-            .shared
-            .config()
-            .provider
-            .defs
-            .default_def()
-            .model
-            .clone();
-        let workspace = self.spec.workspace.display().to_string();
         // The workspace's custom commands and skills: the owner's, with tools.
         let commands = self.tools_for(&user);
         let Some(chat) = self.chats.get_mut(&user) else {
@@ -535,48 +527,10 @@ impl Account {
                     self.reply(&user, "Nothing is running.").await;
                 }
             }
-            "/status" => {
-                let running = if chat.client.running_turn().is_some() {
-                    "running"
-                } else {
-                    "idle"
-                };
-                // Where the daemon works is the owner's business.
-                let place = if owner {
-                    format!(" · workspace {workspace}")
-                } else {
-                    String::new()
-                };
-                let status = format!(
-                    "model {model}{place} · {running} · {} queued",
-                    chat.waiting()
-                );
-                self.reply(&user, &status).await;
-            }
+            "/status" => self.status(&user, owner).await,
             _ => {
-                let idle = !chat.client.busy();
-                if !owner && idle && stranger_turns >= MAX_STRANGER_TURNS {
-                    self.reply(
-                        &user,
-                        "SCV is busy answering others; try again in a minute.",
-                    )
-                    .await;
-                    return;
-                }
-                if !owner && !idle && chat.waiting() >= MAX_STRANGER_QUEUED {
-                    self.reply(
-                        &user,
-                        "Your earlier messages are still waiting; send this again after the answer.",
-                    )
-                    .await;
-                    return;
-                }
-                let start = if commands && text.starts_with('/') {
-                    chat.client.submit_command(text)
-                } else {
-                    chat.client.submit(text)
-                };
-                chat.send(&start).await;
+                self.prompt(&user, text, owner, stranger_turns, commands)
+                    .await
             }
         }
     }
@@ -585,6 +539,37 @@ impl Account {
     /// `remote_tools = "owner"`.
     fn tools_for(&self, user: &str) -> bool {
         self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner
+    }
+
+    /// `user`'s session's events go to the account's loop from a task of
+    /// their own (until the account stops); the writing half is the chat's.
+    fn forward(
+        &mut self,
+        user: &str,
+        conn: Connection<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+    ) -> WriteHalf<DuplexStream> {
+        let (mut reader, writer) = conn.into_parts();
+        let events = self.events.clone();
+        let user_id = user.to_string();
+        let token = self.token.clone();
+        self.tasks.spawn(async move {
+            use futures_util::StreamExt;
+            let forward = async {
+                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
+                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
+                        continue;
+                    };
+                    if events.send((user_id.clone(), event)).await.is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = forward => {}
+            }
+        });
+        writer
     }
 
     /// A session for `user`: a new one, or `resume` (a stored one of the
@@ -652,27 +637,7 @@ impl Account {
             }
             Err(_) => return Err("SCV did not answer in time".into()),
         };
-        let (mut reader, writer) = conn.into_parts();
-        let events = self.events.clone();
-        let user_id = user.to_string();
-        let token = self.token.clone();
-        self.tasks.spawn(async move {
-            use futures_util::StreamExt;
-            let forward = async {
-                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
-                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
-                        continue;
-                    };
-                    if events.send((user_id.clone(), event)).await.is_err() {
-                        return;
-                    }
-                }
-            };
-            tokio::select! {
-                _ = token.cancelled() => {}
-                _ = forward => {}
-            }
-        });
+        let writer = self.forward(user, conn);
         // What the configuration or the workspace's trust skipped is the
         // owner's to know (the workspace is theirs), as every client says.
         if self.is_owner(user) && !warnings.is_empty() {
@@ -684,23 +649,10 @@ impl Account {
         }
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id);
-        Ok(Chat {
-            user_id: user.to_string(),
-            writer,
-            client,
-            answer: String::new(),
-            clear_after_turn: false,
-            approvals: VecDeque::new(),
-            questions: VecDeque::new(),
-            typing: None,
-            last_active: Instant::now(),
-            stored: resume.is_some(),
-            earlier: None,
-            tools: resume.map_or(tools, |s| s.tools),
-            unsent,
-            undo: None,
-            attached: false,
-        })
+        let mut chat = Chat::new(user, writer, client, resume.map_or(tools, |s| s.tools));
+        chat.stored = resume.is_some();
+        chat.unsent = unsent;
+        Ok(chat)
     }
 
     /// `/resume`: the sender's earlier conversation takes this chat's

@@ -15,7 +15,7 @@ impl SessionHost {
         session_id: &str,
         images: Vec<PromptImage>,
     ) -> Result<Vec<Image>, Reject> {
-        if !self.caps.images || images.is_empty() {
+        if !crate::gate::Capability::Images.granted(&self.caps) || images.is_empty() {
             return Ok(Vec::new());
         }
         let provider = &self.session(session_id)?.settings.provider;

@@ -37,7 +37,7 @@ impl SessionHost {
             next.entry.prompt,
             Vec::new(),
         )
-            .await;
+        .await;
     }
 
     pub(super) async fn queue_update(&mut self, rid: &str, update: QueueUpdate) -> Handled {

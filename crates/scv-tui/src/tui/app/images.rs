@@ -6,7 +6,7 @@
 //! (`scv_client::images`); what is wrong is said on the hint line and the
 //! prompt stays in the box.
 
-use super::events::outgoing;
+use super::outgoing;
 use super::{App, Outgoing};
 use scv_protocol::PromptImage;
 use std::path::Path;

@@ -155,6 +155,38 @@ impl OpenOverlay {
             selected: 0,
         }
     }
+
+    /// The stored sessions to resume, this one (`current`) left out.
+    pub fn sessions(mut sessions: Vec<scv_protocol::StoredSession>, current: Option<&str>) -> Self {
+        sessions.retain(|s| Some(s.session_id.as_str()) != current);
+        OpenOverlay::new(OverlayKind::Sessions(Box::new(Picker {
+            sessions,
+            filter: String::new(),
+            now: scv_store::now_unix(),
+        })))
+    }
+
+    /// The provider's models, `current` selected when the list has it.
+    pub fn models(provider: String, models: Vec<String>, current: String) -> Self {
+        let selected = models.iter().position(|m| *m == current).unwrap_or(0);
+        let mut open = OpenOverlay::new(OverlayKind::Models(Box::new(models::ModelPicker {
+            provider,
+            models,
+            current,
+            filter: String::new(),
+        })));
+        open.selected = selected;
+        open
+    }
+
+    /// `session_id`'s transcript, following its end.
+    pub fn subagent(session_id: String) -> Self {
+        let mut open = OpenOverlay::new(OverlayKind::Subagent(session_id));
+        // Scrolled past everything: the frame shows the end, and keeps
+        // showing it as the subagent goes on, until ↑ holds it.
+        open.scroll = usize::MAX;
+        open
+    }
 }
 
 /// What a key did to the overlay.
