@@ -166,6 +166,10 @@ pub(crate) struct Turn {
     pub prompt: Arc<str>,
     /// Images sent with the prompt (capability `images`), checked.
     pub images: Vec<crate::model::Image>,
+    /// `/compact [focus]`: the turn only compacts the history now (the
+    /// focus, when given, steers the summary) and asks the model nothing
+    /// else.
+    pub compact: Option<String>,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -263,7 +267,21 @@ impl Turn {
     pub(crate) async fn run(mut self, mut history: History, prompt: String) -> TurnOutcome {
         let mut usage = None;
         self.mirror(&history).await;
-        let result = match self.submitted(prompt).await {
+        let result = match self.compact.take() {
+            Some(focus) => self.compact_now(&mut history, &mut usage, focus).await,
+            None => self.prompted(&mut history, &mut usage, prompt).await,
+        };
+        self.finish_run(history, usage, result).await
+    }
+
+    /// The turn of a prompt: the user's message, then the model's steps.
+    async fn prompted(
+        &mut self,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        prompt: String,
+    ) -> Result<u32, Stop> {
+        match self.submitted(prompt).await {
             Ok(prompt) => {
                 let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
                 let images = std::mem::take(&mut self.images);
@@ -271,10 +289,37 @@ impl Turn {
                     history.bound_images(&images);
                 }
                 history.push(Message::user_with_images(prompt, images));
-                self.drive(&mut history, &mut usage).await
+                self.drive(history, usage).await
             }
             Err(stop) => Err(stop),
-        };
+        }
+    }
+
+    /// `/compact`: the history's older exchanges replaced by a summary at
+    /// once, whatever its size; no step of the model's.
+    async fn compact_now(
+        &mut self,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        focus: String,
+    ) -> Result<u32, Stop> {
+        let plan = self.settings.plan();
+        let registry = self.registry(plan).await;
+        let (_, fixed_bytes) = self.system_prompt(&registry, plan).await;
+        self.compact = Some(focus);
+        let compacted = self.compact(fixed_bytes, history, usage, true).await;
+        self.compact = None;
+        compacted.map(|()| 0)
+    }
+
+    /// The turn's end, however it went: usage, the terminal event, the
+    /// outcome.
+    async fn finish_run(
+        mut self,
+        mut history: History,
+        usage: Option<Usage>,
+        result: Result<u32, Stop>,
+    ) -> TurnOutcome {
         let mut detail = usage;
         let mut cost_usd = self.spending.cost(detail.as_ref());
         if let Some(subagents) = &self.subagents {
@@ -598,7 +643,11 @@ impl Turn {
             return Ok(());
         }
         let keep_tokens = (threshold / 2).saturating_sub(history.estimate_tokens(fixed_bytes));
-        let keep_bytes = history.bytes_for_tokens(keep_tokens);
+        // `/compact` keeps only the latest exchange whole.
+        let keep_bytes = match self.compact {
+            Some(_) => 0,
+            None => history.bytes_for_tokens(keep_tokens),
+        };
         let Some(cut) = compaction::plan(history.messages(), keep_bytes) else {
             if force || before > limit {
                 return Err(Stop::Failed(
@@ -615,8 +664,12 @@ impl Turn {
             per_message,
             history.bytes_for_tokens(limit / 2),
         );
+        let focus = match self.compact.as_deref() {
+            Some(focus) if !focus.is_empty() => format!(" (focus on: {focus})"),
+            _ => String::new(),
+        };
         let request = [Message::user(format!(
-            "Summarize this transcript:\n\n{transcript}"
+            "Summarize this transcript{focus}:\n\n{transcript}"
         ))];
         let summary_bytes = Message::user(SUMMARY_SYSTEM_PROMPT).weight() + request[0].weight();
         let held = self.reserve(history.estimate_tokens(summary_bytes))?;

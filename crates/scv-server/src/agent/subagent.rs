@@ -521,6 +521,7 @@ impl Child {
             checkpoints: None,
             prompt: prompt.into(),
             images: Vec::new(),
+            compact: None,
             settings: self.settings.clone(),
             sink: self.sink.clone(),
             approvals: parent.approvals.clone(),

@@ -36,6 +36,7 @@ impl SessionHost {
             next.request_id.into(),
             next.entry.prompt,
             Vec::new(),
+            None,
         )
         .await;
     }

@@ -83,12 +83,37 @@ impl SessionHost {
             images,
         } = start;
         let images = self.accept_images(&session_id, images)?;
+        if let Some(focus) = command.then(|| compact_focus(&prompt)).flatten() {
+            return self.compact_now(rid, &session_id, prompt, focus).await;
+        }
         let prompt = if command {
             self.expand(&session_id, prompt).await?
         } else {
             prompt
         };
         self.submit(rid, &session_id, prompt, images).await
+    }
+
+    /// `/compact [focus]` (a command): a turn that only compacts the
+    /// history, on an idle session.
+    async fn compact_now(
+        &mut self,
+        rid: &str,
+        session_id: &str,
+        prompt: String,
+        focus: String,
+    ) -> Handled {
+        let session = self.session(session_id)?;
+        if session.active.is_some() {
+            return Err(Reject::new(
+                ErrorCode::TurnActive,
+                "a turn is running; /compact when the session is idle",
+            ));
+        }
+        let session_id = session.sink.session_id().clone();
+        self.start_turn(&session_id, rid.into(), prompt, Vec::new(), Some(focus))
+            .await;
+        Ok(())
     }
 
     /// A prompt: runs at once on an idle session, else is queued (a
@@ -104,7 +129,7 @@ impl SessionHost {
         let session = self.session(session_id)?;
         if session.active.is_none() {
             let session_id = session.sink.session_id().clone();
-            self.start_turn(&session_id, rid.into(), prompt, images)
+            self.start_turn(&session_id, rid.into(), prompt, images, None)
                 .await;
             return Ok(());
         }
@@ -127,6 +152,7 @@ impl SessionHost {
         request_id: Arc<str>,
         prompt: String,
         images: Vec<Image>,
+        compact: Option<String>,
     ) {
         // The budgets config.toml holds now: an edit reaches open sessions
         // from their next turn (a session's own `max_session_cost_usd`,
@@ -189,6 +215,7 @@ impl SessionHost {
             checkpoints: run.checkpoints,
             prompt: prompt.as_str().into(),
             images,
+            compact,
             settings: run.settings,
             sink,
             approvals: session.approvals.clone(),
@@ -364,4 +391,11 @@ impl SessionHost {
             ))
         }
     }
+}
+
+/// The focus of `/compact [focus]` (empty without one); `None` for any
+/// other prompt.
+fn compact_focus(prompt: &str) -> Option<String> {
+    let rest = prompt.trim().strip_prefix("/compact")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim().to_string())
 }

@@ -85,6 +85,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         run: Run::WithSession(App::show_diff),
     },
     SlashCommand {
+        name: "/compact",
+        help: "/compact [focus]: summarize the conversation so far now, to free context (idle)",
+        takes_arg: true,
+        run: Run::WithSession(App::compact_command),
+    },
+    SlashCommand {
         name: "/init",
         help: "write an AGENTS.md for this project (as Claude Code's /init writes its CLAUDE.md)",
         takes_arg: false,
@@ -358,6 +364,16 @@ impl App {
     /// its `AGENTS.md` (which SCV reads, as it reads `CLAUDE.md`).
     fn init_command(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
         vec![self.start_turn(session.session_id, INIT_PROMPT.to_string())]
+    }
+
+    /// `/compact [focus]`: the server's own command, a turn that only
+    /// compacts (its `context.compacted` shows what it freed).
+    fn compact_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
+        let text = match arg.trim() {
+            "" => "/compact".to_string(),
+            focus => format!("/compact {focus}"),
+        };
+        vec![self.start_command(session.session_id, text)]
     }
 
     /// Text `/copy` wants on the clipboard.
