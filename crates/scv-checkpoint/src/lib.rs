@@ -75,6 +75,7 @@
 //! is kept and [`Enforced::over`] says so. Objects of a snapshot not yet
 //! in an index are not protected: save the index first.
 
+mod blob;
 mod checkpoint;
 mod diff;
 mod enforce;

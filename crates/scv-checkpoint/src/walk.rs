@@ -610,18 +610,13 @@ impl Walk<'_> {
         let stat = Stat::of(st);
         let mode = st.st_mode & 0o777;
         if let Some(prev) = prev {
-            if let Node::File {
-                hash,
-                mode: m,
-                sparse,
-            } = &prev.node
-            {
+            if let Node::File { hash, mode: m, .. } = &prev.node {
                 if !prev.racy && prev.stat == stat && *m == mode {
                     let still_there = match hash {
-                        // A sparse object's length is not the file's.
                         Some(h) if self.check_reused => {
-                            self.store
-                                .has(Kind::Blob, h, (!sparse).then_some(stat.size))?
+                            // A stored object's length is not the file's
+                            // (compressed, or the sparse form).
+                            self.store.has(Kind::Blob, h, None)?
                         }
                         _ => true,
                     };
@@ -767,7 +762,15 @@ impl Walk<'_> {
             self.store.put_blob(&hash, &bytes)?;
             return Ok(Ok(hash));
         }
-        let (mut temp, temp_name) = self.store.temp_file()?;
+        let (temp, temp_name) = self.store.temp_file()?;
+        let temp_path = || self.store.dir.join("tmp").join(&temp_name);
+        let mut packer = match crate::blob::packer(temp) {
+            Ok(p) => p,
+            Err(e) => {
+                self.store.discard(&temp_name);
+                return Err(CheckpointError::io("cannot write", &temp_path(), e));
+            }
+        };
         let mut hasher = Hasher::new();
         let mut buf = vec![0u8; 256 * 1024];
         let mut total = 0u64;
@@ -783,19 +786,18 @@ impl Walk<'_> {
             };
             hasher.update(&buf[..n]);
             total += n as u64;
-            if let Err(e) = temp.write_all(&buf[..n]) {
+            if let Err(e) = packer.write_all(&buf[..n]) {
                 self.store.discard(&temp_name);
-                return Err(CheckpointError::io(
-                    "cannot write",
-                    &self.store.dir.join("tmp").join(&temp_name),
-                    e,
-                ));
+                return Err(CheckpointError::io("cannot write", &temp_path(), e));
             }
         }
-        drop(temp);
+        if let Err(e) = crate::blob::finish(packer) {
+            self.store.discard(&temp_name);
+            return Err(CheckpointError::io("cannot write", &temp_path(), e));
+        }
         self.bytes_read.fetch_add(total, Ordering::Relaxed);
         let hash = hasher.finish();
-        if self.store.has(Kind::Blob, &hash, Some(total))? {
+        if self.store.has(Kind::Blob, &hash, None)? {
             self.store.discard(&temp_name);
         } else {
             self.store.adopt(Kind::Blob, &hash, &temp_name)?;
