@@ -109,7 +109,7 @@ impl CheckpointStore {
         workspace: &Path,
         previous: Option<&Snapshot>,
     ) -> Result<Snapshot, CheckpointError> {
-        walk::snapshot(self, workspace, previous, SnapshotLimits::NONE)
+        walk::snapshot(self, workspace, previous, SnapshotLimits::NONE, None)
     }
 
     /// [`CheckpointStore::snapshot`] within `limits`: past them the
@@ -121,7 +121,25 @@ impl CheckpointStore {
         previous: Option<&Snapshot>,
         limits: SnapshotLimits,
     ) -> Result<Snapshot, CheckpointError> {
-        walk::snapshot(self, workspace, previous, limits)
+        walk::snapshot(self, workspace, previous, limits, None)
+    }
+
+    /// [`CheckpointStore::snapshot_within`] taken after a turn ended at
+    /// `ended` (its terminal event already sent): what changed after that
+    /// instant is listed in [`Snapshot::late`], so it can be told from the
+    /// turn's own changes ([`Checkpoint::late`]). A change within the
+    /// kernel's timestamp tick after `ended` may not be.
+    pub fn snapshot_ending(
+        &self,
+        workspace: &Path,
+        previous: Option<&Snapshot>,
+        limits: SnapshotLimits,
+        ended: std::time::SystemTime,
+    ) -> Result<Snapshot, CheckpointError> {
+        let since = ended
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        walk::snapshot(self, workspace, previous, limits, Some(since))
     }
 
     /// A stored snapshot by its root id (every tree verified).
@@ -194,7 +212,8 @@ impl CheckpointStore {
 
     /// Paths changed outside the agent's turns since `checkpoints[from]`:
     /// those that differ between `after[j]` and `before[j+1]` for each
-    /// j ≥ from, or between the last `after` and `now`. A turn whose
+    /// j ≥ from, or between the last `after` and `now`, and each one's
+    /// [`Checkpoint::late`]. A turn whose
     /// `after` is missing (it never ended) cannot be told apart from what
     /// happened around it, so its whole span counts: `before[j]` is
     /// compared instead — conservative, it may list the agent's own
@@ -233,6 +252,8 @@ impl CheckpointStore {
             for change in diff::changes(&start.root, &end.root) {
                 paths.insert(change.path);
             }
+            // Changed after the turn ended, before its `after` was taken.
+            paths.extend(c.late.iter().cloned());
         }
         Ok(paths.into_iter().collect())
     }

@@ -121,6 +121,8 @@ struct DirResult {
     prev: Option<(Hash, Arc<Tree>)>,
     skipped: Vec<(String, String)>,
     metadata_only: Vec<String>,
+    /// Paths changed after [`Walk::late_since`] (see [`Snapshot::late`]).
+    late: Vec<String>,
 }
 
 struct Queue {
@@ -145,6 +147,9 @@ struct Walk<'a> {
     /// Entries listed so far, against `limits.max_entries`.
     entries_seen: AtomicU64,
     limits: SnapshotLimits,
+    /// When set, what changed after this instant (ns since the epoch) is
+    /// listed in the snapshot's `late`.
+    late_since: Option<i64>,
 }
 
 /// How much one snapshot may take on: a workspace past either bound (a
@@ -171,6 +176,7 @@ pub(crate) fn snapshot(
     workspace: &Path,
     previous: Option<&Snapshot>,
     limits: SnapshotLimits,
+    late_since: Option<i64>,
 ) -> Result<Snapshot, CheckpointError> {
     let _lock = store.lock(false)?;
     let generation = store.generation();
@@ -200,6 +206,7 @@ pub(crate) fn snapshot(
         bytes_read: AtomicU64::new(0),
         entries_seen: AtomicU64::new(0),
         limits,
+        late_since,
     };
     let exclude = read_exclude(root.as_fd());
     let rules = Arc::new(Rules {
@@ -246,6 +253,7 @@ pub(crate) fn snapshot(
     let mut built: Vec<Option<(Hash, Arc<Tree>)>> = (0..count).map(|_| None).collect();
     let mut skipped = Vec::new();
     let mut metadata_only = Vec::new();
+    let mut late = Vec::new();
     let mut trees_written = 0u64;
     let mut rules_seen = HashMap::with_capacity(count);
     for id in (0..count).rev() {
@@ -256,6 +264,7 @@ pub(crate) fn snapshot(
         };
         skipped.extend(r.skipped);
         metadata_only.extend(r.metadata_only);
+        late.extend(r.late);
         let mut entries = Vec::with_capacity(r.entries.len());
         rules_seen.insert(r.rel, r.rules);
         for p in r.entries {
@@ -301,7 +310,8 @@ pub(crate) fn snapshot(
     };
     skipped.sort();
     metadata_only.sort();
-    Ok(Snapshot::new(
+    late.sort();
+    let mut snapshot = Snapshot::new(
         hash,
         root,
         skipped,
@@ -314,7 +324,9 @@ pub(crate) fn snapshot(
             directories: count as u64,
         },
         Arc::new(rules_seen),
-    ))
+    );
+    snapshot.late = late;
+    Ok(snapshot)
 }
 
 impl Walk<'_> {
@@ -460,6 +472,7 @@ impl Walk<'_> {
             prev: job.prev,
             skipped,
             metadata_only: Vec::new(),
+            late: Vec::new(),
         };
         let mut children = Vec::new();
         let seen = self
@@ -588,8 +601,46 @@ impl Walk<'_> {
             out.skipped.push((path_of(&name), why));
         }
         out.entries.sort_by(|a, b| a.name().cmp(b.name()));
+        if let Some(since) = self.late_since {
+            self.late(fd, since, prev_tree.as_deref(), &mut out, &path_of);
+        }
         out.rel = rel_dir;
         Ok((out, children))
+    }
+
+    /// What changed here after `since`: files and links whose ctime is
+    /// later, and, when the directory's own mtime is later (an entry came
+    /// or went), the names `prev` had that are gone now (whoever removed
+    /// them, the turn or someone after it: counted as late, the safe side).
+    fn late(
+        &self,
+        dir: BorrowedFd<'_>,
+        since: i64,
+        prev: Option<&Tree>,
+        out: &mut DirResult,
+        path_of: &dyn Fn(&str) -> String,
+    ) {
+        for p in &out.entries {
+            if let Pending::Done(e) = p {
+                if matches!(e.node, Node::File { .. } | Node::Link { .. })
+                    && e.stat.ctime_ns > since
+                {
+                    out.late.push(path_of(&e.name));
+                }
+            }
+        }
+        let dir_changed = rustix::fs::fstat(dir).map_or(true, |st| Stat::of(&st).mtime_ns > since);
+        if let (true, Some(prev)) = (dir_changed, prev) {
+            for e in &prev.entries {
+                let here = out
+                    .entries
+                    .binary_search_by(|p| p.name().cmp(e.name.as_str()))
+                    .is_ok();
+                if !here && !e.is_skipped() {
+                    out.late.push(path_of(&e.name));
+                }
+            }
+        }
     }
 
     fn racy(&self, stat: &Stat) -> bool {

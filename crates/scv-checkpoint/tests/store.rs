@@ -225,6 +225,7 @@ fn checkpoint(id: &str, at: u64, before: &Snapshot, after: Option<&Snapshot>) ->
         created_unix_seconds: at,
         before: before.id.clone(),
         after: after.map(|s| s.id.clone()),
+        late: Vec::new(),
     }
 }
 
