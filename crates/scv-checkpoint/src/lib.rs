@@ -101,6 +101,28 @@ pub use walk::SnapshotLimits;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+/// The instant a turn ends, for [`CheckpointStore::snapshot_ending`]:
+/// now, returned once the kernel's coarse clock (what file timestamps
+/// are taken from) has passed it, so a change made after this returns has
+/// a ctime later than it and one made before has not. Waits a clock tick
+/// at most (a few ms); call it off the async runtime.
+pub fn end_of_turn() -> std::time::SystemTime {
+    use rustix::time::{clock_gettime, ClockId};
+    let now = std::time::SystemTime::now();
+    let wanted = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for _ in 0..100 {
+        let coarse = clock_gettime(ClockId::RealtimeCoarse);
+        let coarse = coarse.tv_sec as u128 * 1_000_000_000 + coarse.tv_nsec as u128;
+        if coarse > wanted {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    now
+}
+
 impl CheckpointStore {
     /// Records `workspace` (blobs and trees written to the store);
     /// `previous` lets unchanged files reuse their hashes.
@@ -127,8 +149,12 @@ impl CheckpointStore {
     /// [`CheckpointStore::snapshot_within`] taken after a turn ended at
     /// `ended` (its terminal event already sent): what changed after that
     /// instant is listed in [`Snapshot::late`], so it can be told from the
-    /// turn's own changes ([`Checkpoint::late`]). A change within the
-    /// kernel's timestamp tick after `ended` may not be.
+    /// turn's own changes ([`Checkpoint::late`]); give it an instant from
+    /// [`end_of_turn`] so that every change before has a ctime at or
+    /// before it and every change after one past it. It stores trees
+    /// only: the contents it reads are hashed and marked to be read (and
+    /// stored) by the next snapshot — an `after` is compared by a restore,
+    /// never written.
     pub fn snapshot_ending(
         &self,
         workspace: &Path,

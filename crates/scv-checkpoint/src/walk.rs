@@ -735,8 +735,12 @@ impl Walk<'_> {
                 self.limits.max_bytes_read >> 20
             )));
         }
+        // An ending snapshot (an `after`, which a restore never writes)
+        // only hashes what it reads: the next snapshot stores it.
+        let unstored = ranges.is_none() && self.late_since.is_some();
         let stored = match &ranges {
             Some(ranges) => self.store_sparse(&file, stat.size, ranges)?,
+            None if unstored => hash_content(&mut file, &self.bytes_read),
             None => self.store_content(&mut file, stat.size)?,
         };
         let hash = match stored {
@@ -746,7 +750,7 @@ impl Walk<'_> {
         // Changed while being read: what was read may be torn, so the next
         // snapshot reads it again.
         let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
-        let racy = self.racy(&stat) || !after.is_ok_and(|a| a == stat);
+        let racy = unstored || self.racy(&stat) || !after.is_ok_and(|a| a == stat);
         self.files_read.fetch_add(1, Ordering::Relaxed);
         Ok(Ok(Entry {
             name: name.to_string(),
@@ -883,6 +887,24 @@ impl Walk<'_> {
             racy: self.racy(&stat),
         })
     }
+}
+
+/// A file's hash, its content not kept (at most [`MAX_CONTENT_BYTES`]).
+fn hash_content(file: &mut File, bytes_read: &AtomicU64) -> Result<Hash, String> {
+    let mut limited = file.take(MAX_CONTENT_BYTES);
+    let mut hasher = Hasher::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match limited.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read: {e}")),
+        };
+        hasher.update(&buf[..n]);
+        bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(hasher.finish())
 }
 
 fn skip(name: &str, why: &str) -> Pending {

@@ -41,9 +41,17 @@ pub(crate) struct Store {
     sweep: Arc<tokio::sync::RwLock<()>>,
 }
 
-/// Past its bound, the store is brought down to this fraction of it
-/// (15/16), so the next checkpoint does not evict again at once.
+/// Past [`high_water`], the store is brought down to this fraction of
+/// its bound (7/8), so the next checkpoint does not evict again at once.
 fn low_water(max_bytes: u64) -> u64 {
+    max_bytes - max_bytes / 8
+}
+
+/// The store is kept under this (15/16 of its bound) when a checkpoint is
+/// taken: the rest is room for what the turn's `after` adds once the
+/// turn's terminal event is out (its trees and the index; no contents),
+/// so the bound holds while that is recorded too.
+fn high_water(max_bytes: u64) -> u64 {
     max_bytes - max_bytes / 16
 }
 
@@ -85,12 +93,12 @@ impl Store {
 
     /// Keeps the store within its bound after a checkpoint's index was
     /// saved: a cheap check (the store's last count plus what this
-    /// process wrote since; counted again when that passes the bound and
-    /// every 16th check), and past the bound, eviction down to
+    /// process wrote since; counted again when that passes
+    /// [`high_water`] and every 16th check), and past it, eviction down to
     /// [`low_water`] with no snapshot between its taking and its index.
     async fn enforce(self: &Arc<Self>) {
         let store = self.clone();
-        match crate::blocking::run(move || store.store.over(store.max_bytes)).await {
+        match crate::blocking::run(move || store.store.over(high_water(store.max_bytes))).await {
             Ok(true) => {}
             Ok(false) => return,
             Err(err) => {
@@ -376,10 +384,14 @@ impl Checkpoints {
         if state.open_turn.as_deref() != Some(turn_id) {
             return None;
         }
+        // Past the clock tick: a change after this has a later ctime.
+        let ended = crate::blocking::run(scv_checkpoint::end_of_turn)
+            .await
+            .unwrap_or_else(|_| std::time::SystemTime::now());
         Some(Ending {
             checkpoints: self,
             state,
-            ended: std::time::SystemTime::now(),
+            ended,
         })
     }
 
