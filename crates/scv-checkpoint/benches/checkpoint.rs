@@ -92,7 +92,7 @@ fn bench(files: usize, rounds: usize) {
     let ws = tempfile::tempdir().unwrap();
     let store = CheckpointStore::open(home.path()).unwrap();
     let t = Instant::now();
-    let paths = generate(ws.path(), files);
+    let paths = generate(ws.path(), files, 1);
     let generated = t.elapsed();
     let bytes_ws: u64 = paths
         .iter()

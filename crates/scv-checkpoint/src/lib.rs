@@ -23,8 +23,11 @@
 //!
 //! **The store.** `$SCV_HOME/checkpoints/` (0700, ours, not a link; files
 //! 0600), content-addressed by SHA-256 and shared by every session:
-//! `objects/ab/cdef…` holds file contents as they are (a file with holes:
-//! its sparse form, named by that form's hash); `trees/ab/cdef…`
+//! `objects/ab/cdef…` holds file contents, each one zstd frame (`blob.rs`;
+//! a store written before compression holds them as they are, still
+//! read: the hash decides the form), named by the content's hash (a file
+//! with holes: its sparse form, uncompressed, named by that form's hash);
+//! `trees/ab/cdef…`
 //! holds one directory each, zlib-compressed, named by the hash of its
 //! uncompressed form (`tree.rs`: the sorted entries with name, kind, hash or
 //! link target, mode, and for files and links the size, mtime, ctime,
@@ -46,6 +49,14 @@
 //! directory all of whose entries are unchanged keeps its tree unwritten.
 //! A file changed within 2 s of the snapshot is marked racy and read again
 //! next time (timestamps are coarse). Directories are read by a few threads.
+//!
+//! **After a turn** ([`CheckpointStore::snapshot_ending`], given
+//! [`end_of_turn`]): taken once the turn's terminal event is out, it
+//! stores trees only (what it reads is hashed and read again, and stored,
+//! by the next snapshot) and lists in [`Snapshot::late`] what changed
+//! after the turn's end — ctimes past it, names gone from a directory
+//! whose mtime is past it — which [`CheckpointStore::conflicts`] counts as
+//! someone else's.
 //!
 //! **Restore** (`restore.rs`) makes the paths `now` (a fresh snapshot)
 //! and the target cover as the target has them, and never touches what

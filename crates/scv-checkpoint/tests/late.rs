@@ -9,12 +9,6 @@ mod common;
 
 use common::Fixture;
 use scv_checkpoint::{Checkpoint, SnapshotLimits};
-use std::time::{Duration, SystemTime};
-
-/// Past the kernel's timestamp tick, so a ctime is on the right side.
-fn tick() {
-    std::thread::sleep(Duration::from_millis(30));
-}
 
 #[test]
 fn changes_after_the_end_are_late_and_conflicts_the_turns_own_are_not() {
@@ -23,10 +17,9 @@ fn changes_after_the_end_are_late_and_conflicts_the_turns_own_are_not() {
     let before = f.store.snapshot(f.path(), None).unwrap();
     // The turn: rewrites b.txt and removes dir/d.txt.
     f.sh("printf TWO > b.txt && rm dir/d.txt");
-    tick();
-    let ended = SystemTime::now();
-    tick();
-    // Someone else, after the end: an edit, a new file, a removal.
+    // No pause either side: the end waits out the clock's tick itself.
+    let ended = scv_checkpoint::end_of_turn();
+    // Someone else, right after the end: an edit, a new file, a removal.
     f.sh("printf ONE > a.txt && printf new > n.txt && rm dir/c.txt");
     let after = f
         .store

@@ -21,9 +21,9 @@ pub(crate) fn text(seed: usize, len: usize) -> String {
     out
 }
 
-/// `files` files in leaf directories of 40 (at most 50 with the odd
+/// `files` files (of 1–8 KiB times `scale`) in leaf directories of 40 (at most 50 with the odd
 /// extra), 3 or 4 deep, and an ignored `target/` of a tenth as many.
-pub(crate) fn generate(root: &Path, files: usize) -> Vec<PathBuf> {
+pub(crate) fn generate(root: &Path, files: usize, scale: usize) -> Vec<PathBuf> {
     std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
     std::fs::write(root.join("README.md"), text(1, 3000)).unwrap();
     let mut paths = Vec::with_capacity(files);
@@ -45,7 +45,7 @@ pub(crate) fn generate(root: &Path, files: usize) -> Vec<PathBuf> {
             }
             let n = paths.len();
             let path = dir.join(format!("file{i:02}.rs"));
-            std::fs::write(&path, text(n, 1024 + (n * 7919) % 7168)).unwrap();
+            std::fs::write(&path, text(n, (1024 + (n * 7919) % 7168) * scale)).unwrap();
             paths.push(path);
         }
     }
