@@ -93,6 +93,7 @@ mod enforce;
 mod error;
 mod hash;
 mod restore;
+mod rules;
 mod snapshot;
 mod sparse;
 mod store;
