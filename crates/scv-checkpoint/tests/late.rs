@@ -42,9 +42,14 @@ fn changes_after_the_end_are_late_and_conflicts_the_turns_own_are_not() {
         after: Some(after.id.clone()),
         late: after.late.clone(),
     };
-    f.store.save_index("ab12", &[checkpoint.clone()]).unwrap();
+    f.store
+        .save_index("ab12", std::slice::from_ref(&checkpoint))
+        .unwrap();
     // Kept through the index.
-    assert_eq!(f.store.index("ab12").unwrap(), [checkpoint.clone()]);
+    assert_eq!(
+        f.store.index("ab12").unwrap(),
+        std::slice::from_ref(&checkpoint)
+    );
     let conflicts = f.store.conflicts(&[checkpoint], 0, &plain).unwrap();
     assert_eq!(conflicts, ["a.txt", "dir/c.txt", "dir/d.txt", "n.txt"]);
 
