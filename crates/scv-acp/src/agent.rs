@@ -16,8 +16,8 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionModeRequest,
-    SetSessionModeResponse,
+    PromptResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
+    SessionListCapabilities, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
@@ -36,8 +36,8 @@ pub const COMMAND_QUEUE: usize = 64;
 
 /// The answer to `initialize`: protocol version 1 (the SDK stamps the
 /// negotiated version too), stored sessions loaded and listed, prompts of text and
-/// embedded resources. No images or audio: the SCV protocol carries text
-/// prompts only, whatever the session's provider takes.
+/// embedded resources and images (sent to the provider as image content;
+/// `crate::prompt` checks them). No audio.
 pub fn initialize_response() -> InitializeResponse {
     InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
         .agent_capabilities(
@@ -51,12 +51,16 @@ pub fn initialize_response() -> InitializeResponse {
                         .list(SessionListCapabilities::new())
                         .resume(SessionResumeCapabilities::new())
                         .close(SessionCloseCapabilities::new())
-                        .delete(SessionDeleteCapabilities::new()),
+                        .delete(SessionDeleteCapabilities::new())
+                        // Readable roots for the tools (writable where
+                        // config.toml's `additional_directories_writable`
+                        // says).
+                        .additional_directories(SessionAdditionalDirectoriesCapabilities::new()),
                 )
                 .prompt_capabilities(
                     PromptCapabilities::new()
                         .embedded_context(true)
-                        .image(false)
+                        .image(true)
                         .audio(false),
                 ),
         )

@@ -56,6 +56,8 @@ impl Link {
             usage: true,
             step_usage: true,
             elicitation,
+            // An editor's image blocks go with the prompt.
+            images: true,
             // The workspace trust prompt goes to the editor with them.
             trust: elicitation,
             ..Capabilities::default()

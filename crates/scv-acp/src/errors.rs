@@ -18,7 +18,9 @@ pub const RESOURCE_NOT_FOUND: i32 = -32002;
 /// An SCV `error` event answering a request `scv acp` sent for a client.
 pub fn refused(code: ErrorCode, message: &str) -> Error {
     let rpc = match code {
-        ErrorCode::InvalidRequest => INVALID_PARAMS,
+        // A prompt's images the session's model cannot take: the
+        // request's parameters, not the agent, are at fault.
+        ErrorCode::InvalidRequest | ErrorCode::Unsupported => INVALID_PARAMS,
         ErrorCode::SessionNotFound => RESOURCE_NOT_FOUND,
         // Not now (a model switch while a turn runs): a request invalid
         // in the session's state.

@@ -2,11 +2,17 @@
 //! as is; an embedded text resource becomes a fenced block whose info
 //! string names its URI; a resource link becomes a Markdown link the
 //! model can follow with its file tools; a binary resource is named, not
-//! included. Images and audio are refused: `initialize` says the prompt
-//! capabilities do not include them.
+//! included. Image blocks go with the prompt as its images (capability
+//! `images` of the SCV protocol), checked here as the daemon checks them
+//! (type by the bytes' signature, size, count) so an editor hears why at
+//! once; audio is refused: `initialize` says the prompt capabilities do
+//! not include it.
 
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
+use base64::Engine as _;
+use scv_protocol::images::{check_image, check_prompt_images};
 use scv_protocol::limits::MAX_PROMPT_BYTES;
+use scv_protocol::PromptImage;
 
 /// Why a prompt cannot be sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -17,6 +23,51 @@ pub enum PromptError {
     Empty,
     #[error("the prompt is {0} bytes; SCV takes at most {MAX_PROMPT_BYTES}")]
     TooLong(usize),
+    #[error("{0}")]
+    Image(String),
+}
+
+/// A prompt as SCV sends it: its text and its images.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    pub images: Vec<PromptImage>,
+}
+
+/// The prompt's text (as [`render`] writes it) and its image blocks,
+/// each checked.
+pub fn render_with_images(blocks: &[ContentBlock]) -> Result<Rendered, PromptError> {
+    let mut images = Vec::new();
+    let mut total = 0usize;
+    let mut rest = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        let ContentBlock::Image(image) = block else {
+            rest.push(block.clone());
+            continue;
+        };
+        check_prompt_images(images.len() + 1, 0).map_err(PromptError::Image)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(image.data.as_bytes())
+            .map_err(|err| {
+                PromptError::Image(format!(
+                    "image {} is not standard base64: {err}",
+                    images.len() + 1
+                ))
+            })?;
+        let mime = check_image(images.len(), &bytes, Some(&image.mime_type))
+            .map_err(PromptError::Image)?;
+        total += bytes.len();
+        check_prompt_images(images.len() + 1, total).map_err(PromptError::Image)?;
+        images.push(PromptImage {
+            mime_type: mime.to_string(),
+            data: image.data.clone(),
+        });
+    }
+    let text = match render(&rest) {
+        Err(PromptError::Empty) if !images.is_empty() => String::new(),
+        other => other?,
+    };
+    Ok(Rendered { text, images })
 }
 
 /// The prompt's blocks, in order, separated by blank lines.
@@ -96,6 +147,27 @@ mod tests {
     fn a_fence_outgrows_backticks_inside() {
         assert_eq!(fenced("u", "a ```` b"), "`````u\na ```` b\n`````");
         assert_eq!(fenced("u", "x"), "```u\nx\n```");
+    }
+
+    #[test]
+    fn images_go_with_the_text() {
+        let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nxyz");
+        let rendered = render_with_images(&blocks(json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "mimeType": "image/png", "data": png},
+        ])))
+        .unwrap();
+        assert_eq!(rendered.text, "what is this?");
+        assert_eq!(rendered.images[0].data, png);
+        let only = render_with_images(&blocks(
+            json!([{"type": "image", "mimeType": "image/png", "data": png}]),
+        ))
+        .unwrap();
+        assert_eq!((only.text.as_str(), only.images.len()), ("", 1));
+        let wrong = render_with_images(&blocks(
+            json!([{"type": "image", "mimeType": "image/jpeg", "data": png}]),
+        ));
+        assert!(matches!(wrong, Err(PromptError::Image(m)) if m.contains("says image/jpeg")));
     }
 
     #[test]

@@ -17,8 +17,9 @@ use tokio_util::codec::FramedRead;
 /// Largest input line read. A longer one is skipped to its newline and
 /// answered with a JSON-RPC parse error (it was not read, so its id is
 /// unknown). Room for a prompt well past the daemon's 256 KiB prompt cap,
-/// so an oversized prompt still gets its own, precise error.
-pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// so an oversized prompt still gets its own, precise error, and for a
+/// prompt's images at their bound (base64, as the daemon's frame for them).
+pub const MAX_LINE_BYTES: usize = scv_protocol::images::MAX_IMAGES_CLIENT_FRAME_BYTES;
 
 /// `session/update` notifications handed to the SDK but not yet written
 /// to stdout. At this many the bridge stops reading daemon events (the

@@ -3,16 +3,104 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-/// `$SCV_HOME` when set and non-empty, else `~/.scv`.
+/// `$SCV_HOME` when set and non-empty, else `~/.scv` (see [`scv_home_from`]).
 pub fn scv_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("SCV_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(home);
+    scv_home_from().0
+}
+
+/// Where the SCV home was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HomeSource {
+    /// `$SCV_HOME`.
+    ScvHome,
+    /// `$HOME/.scv`.
+    Home,
+    /// Neither variable is set (an editor's trimmed environment, a
+    /// service): `.scv` in this user's home directory as the user
+    /// database (`/etc/passwd`) gives it.
+    UserDatabase,
+    /// Nothing said where: `/.scv`.
+    Nowhere,
+}
+
+impl HomeSource {
+    /// How a note names it ("from $HOME", …).
+    pub fn describe(self) -> &'static str {
+        match self {
+            HomeSource::ScvHome => "from $SCV_HOME",
+            HomeSource::Home => "from $HOME",
+            HomeSource::UserDatabase => {
+                "neither SCV_HOME nor HOME is set: the user database's home directory"
+            }
+            HomeSource::Nowhere => {
+                "neither SCV_HOME nor HOME is set and the user database has no home for this user"
+            }
+        }
     }
-    let user_home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"));
-    user_home.join(".scv")
+}
+
+/// The SCV home and where it came from: `$SCV_HOME`, else `$HOME/.scv`,
+/// else `.scv` in the home directory the user database gives this user
+/// (an editor may start `scv acp` with a trimmed environment), else `/.scv`.
+pub fn scv_home_from() -> (PathBuf, HomeSource) {
+    resolve_home(
+        std::env::var_os("SCV_HOME"),
+        std::env::var_os("HOME"),
+        user_database_home,
+    )
+}
+
+/// [`scv_home_from`] with its inputs given.
+pub fn resolve_home(
+    scv_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+    user_database: impl FnOnce() -> Option<PathBuf>,
+) -> (PathBuf, HomeSource) {
+    if let Some(dir) = scv_home.filter(|v| !v.is_empty()) {
+        return (PathBuf::from(dir), HomeSource::ScvHome);
+    }
+    if let Some(dir) = home.filter(|v| !v.is_empty()) {
+        return (PathBuf::from(dir).join(".scv"), HomeSource::Home);
+    }
+    match user_database() {
+        Some(dir) => (dir.join(".scv"), HomeSource::UserDatabase),
+        None => (PathBuf::from("/.scv"), HomeSource::Nowhere),
+    }
+}
+
+/// This user's home directory in the user database (`getpwuid_r`), when
+/// it names an absolute one.
+fn user_database_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut entry = std::mem::MaybeUninit::<libc::passwd>::uninit();
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: `entry` and `buf` outlive the call and `buf.len()` is the
+    // buffer's size; the strings `entry` points to live in `buf`, read
+    // below only when the call found an entry.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            entry.as_mut_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: the call succeeded, so `entry` is initialised and `pw_dir`
+    // is a NUL-terminated string in `buf` (or null).
+    let dir = unsafe {
+        let entry = entry.assume_init_ref();
+        if entry.pw_dir.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(entry.pw_dir)
+    };
+    let dir = Path::new(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then(|| dir.to_path_buf())
 }
 
 /// `$SCV_HOME/server.sock`.
@@ -100,6 +188,31 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_home_comes_from_scv_home_then_home_then_the_user_database() {
+        let db = || Some(PathBuf::from("/users/me"));
+        let none = || None;
+        assert_eq!(
+            resolve_home(Some("/x".into()), Some("/h".into()), db),
+            (PathBuf::from("/x"), HomeSource::ScvHome)
+        );
+        assert_eq!(
+            resolve_home(Some("".into()), Some("/h".into()), db),
+            (PathBuf::from("/h/.scv"), HomeSource::Home)
+        );
+        // An editor's trimmed environment: neither variable.
+        assert_eq!(
+            resolve_home(None, Some("".into()), db),
+            (PathBuf::from("/users/me/.scv"), HomeSource::UserDatabase)
+        );
+        assert_eq!(
+            resolve_home(None, None, none),
+            (PathBuf::from("/.scv"), HomeSource::Nowhere)
+        );
+        // This user has a home in the database (the machine's own).
+        assert!(user_database_home().is_some_and(|dir| dir.is_absolute()));
+    }
 
     #[test]
     fn homes_others_can_write_are_refused() {

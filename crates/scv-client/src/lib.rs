@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod driver;
 pub mod endpoint;
 pub mod home;
+pub mod images;
 mod remote;
 pub mod rules;
 pub mod session;
@@ -21,5 +22,8 @@ pub use control::{control, ControlError};
 pub use daemon::ensure_daemon;
 pub use driver::{Batch, Driver};
 pub use endpoint::{DaemonConnection, Endpoint};
-pub use home::{check_home, create_private_dir, default_socket_path, scv_home};
+pub use home::{
+    check_home, create_private_dir, default_socket_path, resolve_home, scv_home, scv_home_from,
+    HomeSource,
+};
 pub use session::{SessionClient, Update};

@@ -94,6 +94,17 @@ pub fn failure_line(code: &str, message: &str, sep: &str) -> String {
     }
 }
 
+/// The line of a failed MCP call's output that says its server needs a
+/// login (`MCP server `NAME` needs a login: run `scv mcp login NAME``,
+/// as the daemon words a refused token or refresh), if it has one; at
+/// most 300 characters.
+pub fn mcp_login_needed(output: &str) -> Option<String> {
+    let line = output
+        .lines()
+        .find(|line| line.contains("needs a login: run `scv mcp login "))?;
+    Some(visible(line).chars().take(300).collect())
+}
+
 /// An `error` event's code in words.
 pub fn error_words(code: ErrorCode) -> &'static str {
     match code {
@@ -130,6 +141,18 @@ pub fn code_words(code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_calls_login_line_is_found() {
+        let output = "MCP server `web` needs a login: run `scv mcp login web`";
+        assert_eq!(mcp_login_needed(output).as_deref(), Some(output));
+        let shown = mcp_login_needed(&format!("first\n{output}\x1b[2J")).unwrap();
+        assert!(
+            shown.starts_with(output) && !shown.contains('\x1b'),
+            "{shown}"
+        );
+        assert!(mcp_login_needed("the connection broke").is_none());
+    }
 
     #[test]
     fn codes_are_said_in_words() {

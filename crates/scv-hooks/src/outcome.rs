@@ -334,70 +334,7 @@ fn json_output(event: Event, label: &str, o: &Map<String, Value>) -> Result<Outc
     let reason = text(o, "reason", MAX_MESSAGE_BYTES);
 
     match event {
-        Event::PreToolUse => {
-            let specific_decision = specific.map_or(Ok(None), |s| word(s, "permissionDecision"));
-            let (decision, reason) = match specific_decision {
-                // "allow" / "deny" / "ask", with permissionDecisionReason.
-                Ok(Some(d)) => {
-                    let decision = match d {
-                        "allow" => Decision::Allow,
-                        "deny" => Decision::Deny,
-                        "ask" => Decision::Ask,
-                        _ => {
-                            return Err(format!(
-                                "{label} gave permissionDecision {}, not allow, deny or ask",
-                                shown(Ok(d))
-                            ))
-                        }
-                    };
-                    let reason = specific
-                        .and_then(|s| text(s, "permissionDecisionReason", MAX_MESSAGE_BYTES));
-                    (decision, reason)
-                }
-                Err(v) => {
-                    return Err(format!(
-                        "{label} gave permissionDecision {}, not allow, deny or ask",
-                        shown(Err(v))
-                    ))
-                }
-                // "decision": "approve" | "block" — "Deprecated for
-                // PreToolUse but still supported": "Deprecated "approve"
-                // value + reason has the same behavior" as allow; ""block"
-                // value + reason has the same behavior" as deny.
-                Ok(None) => match decision {
-                    Ok(None) => (Decision::None, None),
-                    Ok(Some("approve")) => (Decision::Allow, reason),
-                    Ok(Some("block")) => (Decision::Deny, reason),
-                    other => {
-                        return Err(format!(
-                            "{label} gave decision {}, not approve or block",
-                            shown(other.map(Option::unwrap_or_default))
-                        ))
-                    }
-                },
-            };
-            // Claude Code may rewrite the call's arguments (updatedInput);
-            // SCV cannot, and running the call unchanged could be exactly
-            // what the hook meant to prevent.
-            if specific.is_some_and(|s| !matches!(s.get("updatedInput"), None | Some(Value::Null)))
-            {
-                return Err(format!(
-                    "{label} gave updatedInput, which SCV does not support (it cannot change a call's arguments)"
-                ));
-            }
-            out.decision = decision;
-            match decision {
-                // "permissionDecisionReason is shown to the user but not to
-                // Claude."
-                Decision::Allow => out.user_messages.extend(reason),
-                // deny: "shown to Claude"; ask: "shown to the user" in the
-                // question.
-                Decision::Deny => {
-                    out.reason = Some(reason.unwrap_or_else(|| format!("{label} denied the call")));
-                }
-                _ => out.reason = reason,
-            }
-        }
+        Event::PreToolUse => pre_tool_use(&mut out, label, specific, decision, reason)?,
         Event::PostToolUse => match decision {
             // ""block" automatically prompts Claude with reason";
             // "undefined does nothing. reason is ignored."
@@ -413,36 +350,7 @@ fn json_output(event: Event, label: &str, o: &Map<String, Value>) -> Result<Outc
                 ));
             }
         },
-        Event::UserPromptSubmit => {
-            match decision {
-                Ok(None) | Ok(Some("approve")) => {}
-                // ""block" prevents the prompt from being processed. The
-                // submitted prompt is erased from context. "reason" is shown
-                // to the user but not added to context."
-                Ok(Some("block")) => {
-                    out.decision = Decision::Block;
-                    out.reason =
-                        Some(reason.unwrap_or_else(|| format!("{label} blocked the prompt")));
-                }
-                other => {
-                    return Err(format!(
-                        "{label} gave decision {}, not block",
-                        shown(other.map(Option::unwrap_or_default))
-                    ))
-                }
-            }
-            // "continue: false ... For UserPromptSubmit, this prevents the
-            // prompt from being processed."
-            if let Some(stop) = &out.stop {
-                out.decision = Decision::Block;
-                out.reason.get_or_insert_with(|| stop.clone());
-            }
-            // "additionalContext adds the string to the context if not
-            // blocked."
-            if out.decision == Decision::Block {
-                out.context.clear();
-            }
-        }
+        Event::UserPromptSubmit => user_prompt_submit(&mut out, label, decision, reason)?,
         Event::Stop | Event::SubagentStop => match decision {
             Ok(None) | Ok(Some("approve")) => {}
             // ""block" prevents Claude from stopping. You must populate
@@ -469,6 +377,118 @@ fn json_output(event: Event, label: &str, o: &Map<String, Value>) -> Result<Outc
         _ => {}
     }
     Ok(out)
+}
+
+/// A `PreToolUse` hook's decision: `hookSpecificOutput.permissionDecision`
+/// (allow, deny, ask) with its reason, else the deprecated top-level
+/// `decision` (approve, block); `updatedInput` is refused.
+fn pre_tool_use(
+    out: &mut Outcome,
+    label: &str,
+    specific: Option<&Map<String, Value>>,
+    decision: Result<Option<&str>, &Value>,
+    reason: Option<String>,
+) -> Result<(), String> {
+    let specific_decision = specific.map_or(Ok(None), |s| word(s, "permissionDecision"));
+    let (decision, reason) = match specific_decision {
+        // "allow" / "deny" / "ask", with permissionDecisionReason.
+        Ok(Some(d)) => {
+            let decision = match d {
+                "allow" => Decision::Allow,
+                "deny" => Decision::Deny,
+                "ask" => Decision::Ask,
+                _ => {
+                    return Err(format!(
+                        "{label} gave permissionDecision {}, not allow, deny or ask",
+                        shown(Ok(d))
+                    ))
+                }
+            };
+            let reason =
+                specific.and_then(|s| text(s, "permissionDecisionReason", MAX_MESSAGE_BYTES));
+            (decision, reason)
+        }
+        Err(v) => {
+            return Err(format!(
+                "{label} gave permissionDecision {}, not allow, deny or ask",
+                shown(Err(v))
+            ))
+        }
+        // "decision": "approve" | "block" — "Deprecated for
+        // PreToolUse but still supported": "Deprecated "approve"
+        // value + reason has the same behavior" as allow; ""block"
+        // value + reason has the same behavior" as deny.
+        Ok(None) => match decision {
+            Ok(None) => (Decision::None, None),
+            Ok(Some("approve")) => (Decision::Allow, reason),
+            Ok(Some("block")) => (Decision::Deny, reason),
+            other => {
+                return Err(format!(
+                    "{label} gave decision {}, not approve or block",
+                    shown(other.map(Option::unwrap_or_default))
+                ))
+            }
+        },
+    };
+    // Claude Code may rewrite the call's arguments (updatedInput);
+    // SCV cannot, and running the call unchanged could be exactly
+    // what the hook meant to prevent.
+    if specific.is_some_and(|s| !matches!(s.get("updatedInput"), None | Some(Value::Null))) {
+        return Err(format!(
+            "{label} gave updatedInput, which SCV does not support (it cannot change a call's arguments)"
+        ));
+    }
+    out.decision = decision;
+    match decision {
+        // "permissionDecisionReason is shown to the user but not to
+        // Claude."
+        Decision::Allow => out.user_messages.extend(reason),
+        // deny: "shown to Claude"; ask: "shown to the user" in the
+        // question.
+        Decision::Deny => {
+            out.reason = Some(reason.unwrap_or_else(|| format!("{label} denied the call")));
+        }
+        _ => out.reason = reason,
+    }
+    Ok(())
+}
+
+/// A `UserPromptSubmit` hook's decision: `block` (or `continue: false`)
+/// keeps the prompt out, and then its context too.
+fn user_prompt_submit(
+    out: &mut Outcome,
+    label: &str,
+    decision: Result<Option<&str>, &Value>,
+    reason: Option<String>,
+) -> Result<(), String> {
+    match decision {
+        Ok(None) | Ok(Some("approve")) => {}
+        // ""block" prevents the prompt from being processed. The
+        // submitted prompt is erased from context. "reason" is shown
+        // to the user but not added to context."
+        Ok(Some("block")) => {
+            out.decision = Decision::Block;
+            out.reason = Some(reason.unwrap_or_else(|| format!("{label} blocked the prompt")));
+        }
+        other => {
+            return Err(format!(
+                "{label} gave decision {}, not block",
+                shown(other.map(Option::unwrap_or_default))
+            ))
+        }
+    }
+    // "continue: false ... For UserPromptSubmit, this prevents the
+    // prompt from being processed."
+    if let Some(stop) = &out.stop {
+        out.decision = Decision::Block;
+        out.reason.get_or_insert_with(|| stop.clone());
+    }
+    // "additionalContext adds the string to the context if not
+    // blocked."
+    if out.decision == Decision::Block {
+        out.context.clear();
+    }
+    Ok(())
 }
 
 /// Several hooks ran for one event: deny beats ask beats allow beats none

@@ -64,9 +64,17 @@ pub struct TextItem {
 }
 
 pub const ITEM_TEXT: u32 = 1;
+pub const ITEM_IMAGE: u32 = 2;
 pub const ITEM_VOICE: u32 = 3;
 
 impl WireMessage {
+    /// The message carries an image item. The protocol notes name the
+    /// item type but not how its bytes are fetched (nor any key to
+    /// decrypt them), so SCV cannot pass one on to a model.
+    pub fn has_images(&self) -> bool {
+        self.item_list.iter().any(|item| item.kind == ITEM_IMAGE)
+    }
+
     /// The text of a message: its text items and voice transcripts.
     /// `None` when it carries nothing SCV understands.
     pub fn text(&self) -> Option<String> {
@@ -144,5 +152,6 @@ mod tests {
             serde_json::from_str(r#"{"message_id": "42", "item_list": [{"type": 2}]}"#).unwrap();
         assert_eq!(image_only.message_id, "42");
         assert_eq!(image_only.text(), None);
+        assert!(image_only.has_images() && msg.has_images());
     }
 }

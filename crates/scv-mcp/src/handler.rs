@@ -25,6 +25,72 @@ pub(crate) struct Handler {
     pub tools_changed: Arc<Notify>,
     /// The elicitors of the server's running calls.
     pub askers: Arc<crate::elicit::Askers>,
+    /// Set once the server showed it speaks only 2025-11-25 (kept across
+    /// its restarts: `crate::revision`).
+    pub initialize_only: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Handler {
+    /// Asks the running call's session what the server asks (declined
+    /// when no client of it can be asked, or the question is too big).
+    pub(crate) async fn ask(&self, request: ElicitRequestParams) -> ElicitResult {
+        use crate::elicit::{ElicitAction, ElicitationRequest, ELICITATION_TIMEOUT};
+        let (message, schema, url) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (message, serde_json::to_value(&requested_schema).ok(), None),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                (message, None, Some(url))
+            }
+            _ => return ElicitResult::new(ElicitationAction::Decline),
+        };
+        let oversized = schema.as_ref().is_some_and(|schema| {
+            schema.to_string().len() > crate::elicit::MAX_ELICITATION_SCHEMA_BYTES
+        });
+        let Some(elicitor) = self.askers.current().filter(|_| !oversized) else {
+            tracing::info!(target: "scv::mcp", server = %self.server, "declined an elicitation: no client to ask");
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let mut message = message;
+        if message.len() > crate::elicit::MAX_ELICITATION_MESSAGE_BYTES {
+            let mut cut = crate::elicit::MAX_ELICITATION_MESSAGE_BYTES;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        let asked = elicitor(ElicitationRequest {
+            server: self.server.clone(),
+            message,
+            schema,
+            url,
+        });
+        let answer = tokio::time::timeout(ELICITATION_TIMEOUT, asked)
+            .await
+            .unwrap_or_else(|_| crate::elicit::ElicitAnswer::cancel());
+        let action = match answer.action {
+            ElicitAction::Accept => ElicitationAction::Accept,
+            ElicitAction::Decline => ElicitationAction::Decline,
+            ElicitAction::Cancel => ElicitationAction::Cancel,
+        };
+        let mut result = ElicitResult::new(action);
+        if answer.action == ElicitAction::Accept {
+            result.content = answer.content;
+        }
+        result
+    }
+
+    /// What `roots/list` answers: the workspace.
+    pub(crate) fn roots(&self) -> ListRootsResult {
+        ListRootsResult::new(
+            self.roots
+                .iter()
+                .map(|root| Root::new(file_url(root)).with_name("workspace"))
+                .collect(),
+        )
+    }
 }
 
 impl ClientHandler for Handler {
@@ -58,64 +124,14 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        use crate::elicit::{ElicitAction, ElicitationRequest, ELICITATION_TIMEOUT};
-        let (message, schema, url) = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => (message, serde_json::to_value(&requested_schema).ok(), None),
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                (message, None, Some(url))
-            }
-            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-        };
-        let oversized = schema.as_ref().is_some_and(|schema| {
-            schema.to_string().len() > crate::elicit::MAX_ELICITATION_SCHEMA_BYTES
-        });
-        let Some(elicitor) = self.askers.current().filter(|_| !oversized) else {
-            tracing::info!(target: "scv::mcp", server = %self.server, "declined an elicitation: no client to ask");
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        let mut message = message;
-        if message.len() > crate::elicit::MAX_ELICITATION_MESSAGE_BYTES {
-            let mut cut = crate::elicit::MAX_ELICITATION_MESSAGE_BYTES;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-        }
-        let asked = elicitor(ElicitationRequest {
-            server: self.server.clone(),
-            message,
-            schema,
-            url,
-        });
-        let answer = tokio::time::timeout(ELICITATION_TIMEOUT, asked)
-            .await
-            .unwrap_or_else(|_| crate::elicit::ElicitAnswer::cancel());
-        let action = match answer.action {
-            ElicitAction::Accept => ElicitationAction::Accept,
-            ElicitAction::Decline => ElicitationAction::Decline,
-            ElicitAction::Cancel => ElicitationAction::Cancel,
-        };
-        let mut result = ElicitResult::new(action);
-        if answer.action == ElicitAction::Accept {
-            result.content = answer.content;
-        }
-        Ok(result)
+        Ok(self.ask(request).await)
     }
 
     async fn list_roots(
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult::new(
-            self.roots
-                .iter()
-                .map(|root| Root::new(file_url(root)).with_name("workspace"))
-                .collect(),
-        ))
+        Ok(self.roots())
     }
 
     async fn on_logging_message(
@@ -137,7 +153,7 @@ impl ClientHandler for Handler {
     }
 }
 
-fn not_supported(what: &str) -> ErrorData {
+pub(crate) fn not_supported(what: &str) -> ErrorData {
     ErrorData::new(
         ErrorCode::METHOD_NOT_FOUND,
         format!("{what} is not supported by SCV"),

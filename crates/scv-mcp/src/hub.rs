@@ -125,6 +125,7 @@ impl Hub {
                 names: Mutex::new(BTreeMap::new()),
                 changed: self.changed.clone(),
                 askers: Arc::default(),
+                initialize_only: Arc::default(),
             });
             let stop = CancellationToken::new();
             let done = TaskTracker::new();
@@ -200,6 +201,7 @@ impl Hub {
 
     /// Calls `tool` with `arguments`, bounded by its server's timeout and
     /// by `cancel`; on either the server is told the call is cancelled.
+    /// `traceparent` (traces on) goes in the request's `_meta`.
     /// Returns the result as text and whether the server says it failed.
     pub async fn call(
         &self,
@@ -207,6 +209,7 @@ impl Hub {
         arguments: &Value,
         cancel: &CancellationToken,
         elicitor: Option<crate::elicit::Elicitor>,
+        traceparent: Option<&str>,
     ) -> Result<(String, bool), CallError> {
         let (link, shared, spec) = {
             let servers = self.servers.lock().await;
@@ -221,6 +224,7 @@ impl Hub {
         };
         let Some(Link {
             peer,
+            handler,
             oversized,
             broken,
             auth_refused,
@@ -237,11 +241,14 @@ impl Hub {
         if let Some(object) = arguments.as_object() {
             params = params.with_arguments(object.clone());
         }
+        if let Some(traceparent) = traceparent {
+            rmcp::model::RequestParamsMeta::set_traceparent(&mut params, traceparent);
+        }
         // While the call runs, the server's questions go to its session.
         let _asking = elicitor.map(|e| shared.askers.register(e));
         // Dropping the call (timeout, cancel) sends `notifications/cancelled`.
         let outcome = tokio::select! {
-            outcome = peer.call_tool(params) => outcome,
+            outcome = crate::rounds::call_tool(&peer, &handler, params) => outcome,
             () = tokio::time::sleep(tool.timeout) => return Err(CallError::TimedOut(tool.timeout)),
             () = cancel.cancelled() => return Err(CallError::Cancelled),
         };
@@ -320,6 +327,27 @@ impl Hub {
                 lock(&running.shared.status).state.as_str()
             ))),
         }
+    }
+
+    /// What to tell a session as it opens about servers whose OAuth
+    /// login is missing or was refused (their refresh too): ``MCP server
+    /// `NAME` needs a login: run `scv mcp login NAME` ``, one a server.
+    pub async fn logins_needed(&self) -> Vec<String> {
+        let needs = crate::auth::needs_login("");
+        let needs = needs.split('`').next().unwrap_or_default();
+        self.status()
+            .await
+            .into_iter()
+            .filter(|s| s.state == State::Failed)
+            .filter(|s| s.error.as_deref().is_some_and(|e| e.contains(needs)))
+            .map(|s| {
+                format!(
+                    "MCP server `{}` {}",
+                    s.name,
+                    crate::auth::needs_login(&s.name)
+                )
+            })
+            .collect()
     }
 
     /// Every configured server's status, by name.

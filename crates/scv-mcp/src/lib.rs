@@ -18,6 +18,8 @@ mod hub;
 mod limits;
 mod names;
 mod result;
+mod revision;
+mod rounds;
 mod server;
 mod spec;
 mod state;
@@ -26,7 +28,7 @@ mod transport;
 
 pub use content::{prompt_command, CONTENT_TIMEOUT, MAX_PROMPT_TEXT_BYTES};
 pub use elicit::{
-    check_content, ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
+    ElicitAction, ElicitAnswer, ElicitationRequest, Elicitor, ELICITATION_TIMEOUT,
     MAX_ELICITATION_MESSAGE_BYTES, MAX_ELICITATION_SCHEMA_BYTES,
 };
 pub use hub::{CallError, Hub};

@@ -44,6 +44,7 @@ pub(crate) async fn supervise(
             roots: crate::state::lock(&roots).clone(),
             tools_changed: tools_changed.clone(),
             askers: shared.askers.clone(),
+            initialize_only: shared.initialize_only.clone(),
         };
         // An OAuth server's login, as this attempt sees it: a new login
         // or a logout restarts the connection within a second.
@@ -56,6 +57,7 @@ pub(crate) async fn supervise(
                 backoff = BACKOFF_FIRST;
                 let link = Link {
                     peer: connection.service.peer().clone(),
+                    handler: connection.service.service().clone(),
                     oversized: connection.oversized.clone(),
                     auth_refused: connection.auth_refused.clone(),
                     broken: CancellationToken::new(),
@@ -221,6 +223,7 @@ async fn serve(
         ..
     } = connection;
     let cancel = service.cancellation_token();
+    let mut subscription = crate::revision::listen(&link.peer, &spec.name).await;
     let mut waiting = Box::pin(service.waiting());
     let mut ended = false;
     let end = loop {
@@ -236,7 +239,7 @@ async fn serve(
                 ended = true;
                 break End::Died(why_closed(&link.oversized, process.as_mut()));
             }
-            () = tools_changed.notified() => match list(&link.peer, spec).await {
+            () = changed(tools_changed, &mut subscription) => match list(&link.peer, spec).await {
                 Ok(listing) => publish(spec, shared, Some(link.clone()), listing),
                 Err(why) => tracing::warn!(target: "scv::mcp", server = %spec.name, "cannot list tools again: {why}"),
             },
@@ -248,6 +251,15 @@ async fn serve(
     }
     end_process(&mut process).await;
     end
+}
+
+/// A tools-list change, told either way: a 2025 server's notice (through
+/// the handler) or a 2026 one's subscription.
+async fn changed(notice: &Notify, subscription: &mut Option<rmcp::service::Subscription>) {
+    tokio::select! {
+        () = notice.notified() => {}
+        () = crate::revision::tools_changed(subscription) => {}
+    }
 }
 
 fn why_closed(oversized: &AtomicBool, process: Option<&mut Process>) -> String {

@@ -25,6 +25,10 @@ pub struct RawServer {
     /// and CI use), with the secret in the variable `client_secret_env`.
     pub client_id: Option<String>,
     pub client_secret_env: Option<String>,
+    /// With `auth = "oauth"`: the https URL of SCV's client ID metadata
+    /// document, `scv mcp login`'s client id when the authorization
+    /// server supports such documents (dynamic registration otherwise).
+    pub client_metadata_url: Option<String>,
     pub enabled: Option<bool>,
     pub startup_timeout_ms: Option<u64>,
     pub tool_timeout_ms: Option<u64>,
@@ -55,6 +59,12 @@ pub enum Transport {
         /// the client credentials grant, no login.
         client_credentials: Option<(String, String)>,
     },
+}
+
+/// An https URL with a path past `/`, as a client ID metadata document's.
+fn is_document_url(text: &str) -> bool {
+    url::Url::parse(text)
+        .is_ok_and(|url| url.scheme() == "https" && url.host().is_some() && url.path() != "/")
 }
 
 /// A server, checked.
@@ -151,6 +161,11 @@ impl ServerSpec {
                             .into(),
                     ),
                 };
+                if let Some(document) = &raw.client_metadata_url {
+                    if !oauth || !is_document_url(document) {
+                        return Err("`client_metadata_url` is the https URL (with a path) of a client metadata document, with `auth = \"oauth\"`".into());
+                    }
+                }
                 Transport::Http {
                     url,
                     headers,
@@ -289,6 +304,22 @@ mod tests {
         assert!(ServerSpec::new("s", oauth("basic", None))
             .unwrap_err()
             .contains("`basic`"));
+        let document = |url: &str, auth: &str| RawServer {
+            client_metadata_url: Some(url.into()),
+            ..oauth(auth, None)
+        };
+        assert!(ServerSpec::new("s", document("https://scv.example/client.json", "oauth")).is_ok());
+        for (url, auth) in [
+            ("http://scv.example/client.json", "oauth"),
+            ("https://scv.example/", "oauth"),
+            ("https://scv.example/client.json", "none"),
+        ] {
+            let refused = ServerSpec::new("s", document(url, auth)).unwrap_err();
+            assert!(
+                refused.contains("client_metadata_url") || refused.contains("`none`"),
+                "{url}: {refused}"
+            );
+        }
         let stdio_auth = RawServer {
             auth: Some("oauth".into()),
             ..stdio()

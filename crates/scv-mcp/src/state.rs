@@ -95,6 +95,9 @@ pub struct ServerStatus {
 #[derive(Clone)]
 pub(crate) struct Link {
     pub peer: Peer<RoleClient>,
+    /// What answers the server's questions (asked mid-call in 2025-11-25,
+    /// in an `input_required` result in 2026-07-28: `crate::rounds`).
+    pub handler: crate::handler::Handler,
     /// Set when the connection ended on a message over the cap.
     pub oversized: Arc<AtomicBool>,
     /// Set when the server refused the OAuth login.
@@ -122,6 +125,8 @@ pub(crate) struct Shared {
     pub changed: watch::Sender<u64>,
     /// The elicitors of the running calls (a question goes to the latest).
     pub askers: Arc<crate::elicit::Askers>,
+    /// Whether it showed it speaks only 2025-11-25 (`crate::revision`).
+    pub initialize_only: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {

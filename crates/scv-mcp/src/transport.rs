@@ -19,7 +19,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use std::ffi::{OsStr, OsString};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -111,13 +111,15 @@ pub(crate) fn open(
                 .with_max_line_length(MAX_MESSAGE_BYTES + 1024);
             let flag = oversized.clone();
             let handshake: Handshake = Box::pin(async move {
-                handler.serve(transport).await.map_err(|err| {
-                    if flag.load(Ordering::SeqCst) {
-                        format!("initialize failed: {}", over_the_cap("the server's answer"))
-                    } else {
-                        format!("initialize failed: {}", errors::initialize(&err))
-                    }
-                })
+                crate::revision::serve(handler, transport)
+                    .await
+                    .map_err(|err| {
+                        if flag.load(Ordering::SeqCst) {
+                            format!("initialize failed: {}", over_the_cap("the server's answer"))
+                        } else {
+                            format!("initialize failed: {}", errors::initialize(&err))
+                        }
+                    })
             });
             Ok(Opened {
                 process: Some(process),
@@ -213,11 +215,10 @@ fn open_http(
                     refused,
                 };
                 let transport = StreamableHttpClientTransport::with_client(client, config);
-                handler.serve(transport).await
+                crate::revision::serve(handler, transport).await
             }
             None => {
-                handler
-                    .serve(StreamableHttpClientTransport::from_config(config))
+                crate::revision::serve(handler, StreamableHttpClientTransport::from_config(config))
                     .await
             }
         };

@@ -39,6 +39,16 @@ impl FrameCodec {
             discarded: 0,
         }
     }
+
+    /// The cap from the next line on (a connection that opted into
+    /// larger frames, such as capability `images`).
+    pub fn set_max_bytes(&mut self, max_bytes: usize) {
+        self.max_bytes = max_bytes;
+    }
+
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
 }
 
 impl Decoder for FrameCodec {

@@ -128,6 +128,11 @@ pub struct TurnStart {
     /// prompt is sent as written, whatever it starts with.
     #[serde(default, skip_serializing_if = "is_false")]
     pub command: bool,
+    /// Extension (capability `images`): images sent with the prompt
+    /// (`crate::images` has the shape and bounds). Ignored on a
+    /// connection that did not ask for the capability.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::images::PromptImage>,
 }
 
 /// `turn.cancel`.
@@ -359,6 +364,10 @@ pub struct Capabilities {
     /// `session.listed`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub detach: bool,
+    /// Images with prompts: `turn.start.images`, and client frames up to
+    /// `images::MAX_IMAGES_CLIENT_FRAME_BYTES`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub images: bool,
 }
 
 /// Name and version of a client or server.
@@ -386,6 +395,12 @@ pub struct SessionStart {
     /// Extension: start in `plan` mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::customize::Mode>,
+    /// Extension: more directories the session's tools may read (absolute,
+    /// existing; writable where config.toml's
+    /// `additional_directories_writable` says), ACP's
+    /// `additionalDirectories`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
 }
 
 impl Capabilities {
@@ -408,6 +423,7 @@ impl Capabilities {
         permissions: false,
         processes: false,
         detach: false,
+        images: false,
     };
 }
 

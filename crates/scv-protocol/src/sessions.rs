@@ -29,6 +29,10 @@ pub struct SessionResume {
     pub provider: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Extension: the resumed session's additional directories (as
+    /// `session.start` takes them; not stored with the session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
 }
 
 /// `session.fork`.

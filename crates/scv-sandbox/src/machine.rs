@@ -183,6 +183,325 @@ pub(crate) struct Machine {
     own_network: bool,
 }
 
+/// A host path bound read-only where it is (and skipped when missing).
+fn ro(source: &Path) -> Place {
+    Place::Bind {
+        source: source.to_path_buf(),
+        access: Access::ReadOnly,
+        optional: true,
+        own: false,
+    }
+}
+
+/// The system's trees, `/proc`, `/sys`, and a `/dev` of its own.
+fn system_places(places: &mut BTreeMap<PathBuf, Place>) {
+    for path in SYSTEM {
+        add_host_path(places, Path::new(path));
+    }
+    // /etc/resolv.conf often leads into /run.
+    if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf") {
+        if !target.starts_with("/etc") {
+            places.insert(target.clone(), ro(&target));
+        }
+    }
+    places.insert(
+        PathBuf::from("/proc"),
+        Place::Bind {
+            source: PathBuf::from("/proc"),
+            access: Access::AsIs,
+            optional: false,
+            own: false,
+        },
+    );
+    places.insert(PathBuf::from("/sys"), ro(Path::new("/sys")));
+    // A /dev of its own.
+    places.insert(PathBuf::from("/dev"), Place::Tmpfs(SMALL));
+    for device in DEVICES {
+        places.insert(
+            PathBuf::from(device),
+            Place::Bind {
+                source: PathBuf::from(device),
+                access: Access::AsIs,
+                optional: true,
+                own: false,
+            },
+        );
+    }
+    for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        if GPU_DEVICES
+            .iter()
+            .any(|prefix| name.to_string_lossy().starts_with(prefix))
+        {
+            places.insert(
+                entry.path(),
+                Place::Bind {
+                    source: entry.path(),
+                    access: Access::AsIs,
+                    optional: true,
+                    own: false,
+                },
+            );
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        places.insert(
+            Path::new("/dev").join(name),
+            Place::Link(PathBuf::from(target)),
+        );
+    }
+}
+
+/// `/tmp`, `/var/tmp` and `/dev/shm`: the session's, or fresh ones.
+fn temp_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy) {
+    let writable_tmp = |dir: &Path| Place::Bind {
+        source: dir.to_path_buf(),
+        access: Access::Writable,
+        optional: false,
+        own: true,
+    };
+    match &policy.session_dir {
+        Some(session) => {
+            places.insert(PathBuf::from("/tmp"), writable_tmp(&session.join("tmp")));
+            places.insert(
+                PathBuf::from("/var/tmp"),
+                writable_tmp(&session.join("tmp")),
+            );
+            places.insert(
+                PathBuf::from("/dev/shm"),
+                writable_tmp(&session.join("shm")),
+            );
+        }
+        None => {
+            places.insert(PathBuf::from("/tmp"), Place::Tmpfs(HOME_BYTES));
+            places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs(HOME_BYTES));
+            places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs(HOME_BYTES));
+        }
+    }
+}
+
+/// The home (an empty tmpfs with the allow-listed trees in it), and the
+/// credentials masked or filtered there and on the system.
+fn home_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy, home: Option<&Path>) {
+    if let Some(home) = home {
+        places.insert(home.to_path_buf(), Place::Tmpfs(HOME_BYTES));
+        for tree in policy.home_trees() {
+            places.insert(tree.clone(), ro(&tree));
+        }
+        // A link (a dotfiles manager's) is masked where it leads; one
+        // that leads nowhere shows nothing anyway.
+        for name in credentials::MASKED {
+            for path in credentials::expand(&home.join(name)) {
+                if let Ok(real) = std::fs::canonicalize(&path) {
+                    let dir = real.is_dir();
+                    places.insert(real, Place::Mask { dir });
+                }
+            }
+        }
+        for name in credentials::FILTERED {
+            let path = home.join(name);
+            if let (Some(text), Ok(real)) = (read_config(&path), std::fs::canonicalize(&path)) {
+                places.insert(
+                    real,
+                    Place::Contents(credentials::filter(&text).into_bytes()),
+                );
+            }
+        }
+    }
+    for pattern in credentials::MASKED_SYSTEM {
+        for path in credentials::expand(Path::new(pattern)) {
+            if let Ok(real) = std::fs::canonicalize(&path) {
+                let dir = real.is_dir();
+                places.insert(real, Place::Mask { dir });
+            }
+        }
+    }
+    // What the host keeps from other users (not readable by "others")
+    // under the system's configuration and state, whatever its name:
+    // a command run by root keeps root's uid.
+    for (path, dir) in credentials::guarded(credentials::GUARDED_TREES) {
+        places.insert(path, Place::Mask { dir });
+    }
+}
+
+/// What the policy adds: readable roots, the repository, the workspace
+/// and writable roots, sockets, `.git` read-only, shared files, and the
+/// trees nothing may read.
+fn policy_places(places: &mut BTreeMap<PathBuf, Place>, policy: &Policy) {
+    for root in &policy.readable_roots {
+        let root = crate::paths::canonical(root);
+        places.insert(root.clone(), ro(&root));
+    }
+    for repo in &policy.repository {
+        places.insert(repo.clone(), ro(repo));
+    }
+    let write = if policy.mode == Mode::WorkspaceWrite {
+        Access::Writable
+    } else {
+        Access::ReadOnly
+    };
+    for root in std::iter::once(&policy.workspace).chain(&policy.writable_roots) {
+        let root = crate::paths::canonical(root);
+        places.insert(
+            root.clone(),
+            Place::Bind {
+                source: root,
+                access: write,
+                optional: true,
+                own: false,
+            },
+        );
+    }
+    for socket in &policy.unix_sockets {
+        let socket = crate::paths::canonical(socket);
+        places.insert(
+            socket.clone(),
+            Place::Bind {
+                source: socket,
+                access: Access::AsIs,
+                optional: true,
+                own: false,
+            },
+        );
+    }
+    if policy.protect_git {
+        for git in &policy.git {
+            places.insert(git.clone(), ro(git));
+        }
+    }
+    for file in &policy.shared_files {
+        places.insert(file.clone(), ro(file));
+    }
+    // Trees nothing may read ($SCV_HOME) where a bound tree holds one.
+    for denied in &policy.denied {
+        let denied = crate::paths::canonical(denied);
+        if std::fs::symlink_metadata(&denied).is_ok() {
+            let dir = denied.is_dir();
+            places.insert(denied, Place::Mask { dir });
+        }
+    }
+}
+
+/// The child's steps as [`Machine::build`] gathers them, and what each
+/// placed path is: ours (a tmpfs or a folder made in one, where missing
+/// parents are made) or an attached host tree (where they exist already).
+#[derive(Default)]
+struct Steps {
+    clones: Vec<Op>,
+    body: Vec<Op>,
+    scratch: Vec<Op>,
+    last: Vec<Op>,
+    placed: BTreeMap<PathBuf, Context>,
+    scratch_dir: PathBuf,
+}
+
+impl Steps {
+    /// The steps that put `place` at `path` (staged at `target`); `ours`:
+    /// its mount point may be made.
+    fn place(
+        &mut self,
+        path: &Path,
+        place: &Place,
+        target: CString,
+        meta: Option<&std::fs::Metadata>,
+        ours: bool,
+    ) {
+        match place {
+            Place::Bind {
+                source,
+                access,
+                optional,
+                own,
+            } => {
+                let Some(meta) = meta else {
+                    return;
+                };
+                let Some(source) = c_path(source) else {
+                    return;
+                };
+                let slot = self.clones.len();
+                self.clones.push(Op::Clone {
+                    slot,
+                    source,
+                    access: *access,
+                    optional: *optional,
+                });
+                if ours {
+                    self.body.push(if meta.is_dir() {
+                        Op::Mkdir(target.clone())
+                    } else {
+                        Op::Touch(target.clone())
+                    });
+                }
+                self.body.push(Op::Attach { slot, target });
+                let inside = if *own { Context::Own } else { Context::Host };
+                self.placed.insert(path.to_path_buf(), inside);
+            }
+            Place::Tmpfs(size) => {
+                if ours {
+                    self.body.push(Op::Mkdir(target.clone()));
+                }
+                self.body.push(Op::Tmpfs {
+                    target,
+                    read_only: false,
+                    options: tmpfs_options(*size),
+                });
+                self.placed.insert(path.to_path_buf(), Context::Ours);
+            }
+            Place::Link(to) => {
+                if let (true, Some(to)) = (ours, c_path(to)) {
+                    self.body.push(Op::Link {
+                        target: to,
+                        link: target,
+                    });
+                    self.placed.insert(path.to_path_buf(), Context::Ours);
+                }
+            }
+            // Nothing of a host tree is there to hide.
+            Place::Mask { .. } if ours => {}
+            // Made read-only once what is placed beneath it (a hooks
+            // folder inside `$SCV_HOME`) is there.
+            Place::Mask { dir: true } => {
+                self.body.push(Op::Tmpfs {
+                    target: target.clone(),
+                    read_only: false,
+                    options: tmpfs_options(4096),
+                });
+                self.last.push(Op::ReadOnly(target));
+                self.placed.insert(path.to_path_buf(), Context::Ours);
+            }
+            Place::Mask { dir: false } | Place::Contents(_) => {
+                let bytes = match place {
+                    Place::Contents(bytes) => bytes.clone(),
+                    _ => Vec::new(),
+                };
+                let Some(source) = c_path(&self.scratch_dir.join(self.scratch.len().to_string()))
+                else {
+                    return;
+                };
+                self.scratch.push(Op::Write {
+                    path: source.clone(),
+                    bytes,
+                });
+                if ours {
+                    self.body.push(Op::Touch(target.clone()));
+                }
+                self.body.push(Op::Bind {
+                    source,
+                    target: target.clone(),
+                });
+                self.body.push(Op::ReadOnly(target));
+                self.placed.insert(path.to_path_buf(), Context::Host);
+            }
+        }
+    }
+}
+
 impl Machine {
     /// Plans the machine of `policy` for a command whose working directory
     /// is `cwd`. `tmp`: the session's `/tmp` (else a fresh tmpfs per call);
@@ -191,190 +510,11 @@ impl Machine {
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let mut places: BTreeMap<PathBuf, Place> = BTreeMap::new();
-        let ro = |source: &Path| Place::Bind {
-            source: source.to_path_buf(),
-            access: Access::ReadOnly,
-            optional: true,
-            own: false,
-        };
-        for path in SYSTEM {
-            add_host_path(&mut places, Path::new(path));
-        }
-        // /etc/resolv.conf often leads into /run.
-        if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf") {
-            if !target.starts_with("/etc") {
-                places.insert(target.clone(), ro(&target));
-            }
-        }
-        places.insert(
-            PathBuf::from("/proc"),
-            Place::Bind {
-                source: PathBuf::from("/proc"),
-                access: Access::AsIs,
-                optional: false,
-                own: false,
-            },
-        );
-        places.insert(PathBuf::from("/sys"), ro(Path::new("/sys")));
-        // A /dev of its own.
-        places.insert(PathBuf::from("/dev"), Place::Tmpfs(SMALL));
-        for device in DEVICES {
-            places.insert(
-                PathBuf::from(device),
-                Place::Bind {
-                    source: PathBuf::from(device),
-                    access: Access::AsIs,
-                    optional: true,
-                    own: false,
-                },
-            );
-        }
-        for entry in std::fs::read_dir("/dev").into_iter().flatten().flatten() {
-            let name = entry.file_name();
-            if GPU_DEVICES
-                .iter()
-                .any(|prefix| name.to_string_lossy().starts_with(prefix))
-            {
-                places.insert(
-                    entry.path(),
-                    Place::Bind {
-                        source: entry.path(),
-                        access: Access::AsIs,
-                        optional: true,
-                        own: false,
-                    },
-                );
-            }
-        }
-        for (name, target) in [
-            ("fd", "/proc/self/fd"),
-            ("stdin", "/proc/self/fd/0"),
-            ("stdout", "/proc/self/fd/1"),
-            ("stderr", "/proc/self/fd/2"),
-        ] {
-            places.insert(
-                Path::new("/dev").join(name),
-                Place::Link(PathBuf::from(target)),
-            );
-        }
-        // The session's temp directories, or fresh ones.
-        let writable_tmp = |dir: &Path| Place::Bind {
-            source: dir.to_path_buf(),
-            access: Access::Writable,
-            optional: false,
-            own: true,
-        };
-        match &policy.session_dir {
-            Some(session) => {
-                places.insert(PathBuf::from("/tmp"), writable_tmp(&session.join("tmp")));
-                places.insert(
-                    PathBuf::from("/var/tmp"),
-                    writable_tmp(&session.join("tmp")),
-                );
-                places.insert(
-                    PathBuf::from("/dev/shm"),
-                    writable_tmp(&session.join("shm")),
-                );
-            }
-            None => {
-                places.insert(PathBuf::from("/tmp"), Place::Tmpfs(HOME_BYTES));
-                places.insert(PathBuf::from("/var/tmp"), Place::Tmpfs(HOME_BYTES));
-                places.insert(PathBuf::from("/dev/shm"), Place::Tmpfs(HOME_BYTES));
-            }
-        }
-        // The home: an empty tmpfs with the allow-listed trees in it.
+        system_places(&mut places);
+        temp_places(&mut places, policy);
         let home = policy.home.as_deref().map(crate::paths::canonical);
-        if let Some(home) = &home {
-            places.insert(home.clone(), Place::Tmpfs(HOME_BYTES));
-            for tree in policy.home_trees() {
-                places.insert(tree.clone(), ro(&tree));
-            }
-            // A link (a dotfiles manager's) is masked where it leads; one
-            // that leads nowhere shows nothing anyway.
-            for name in credentials::MASKED {
-                for path in credentials::expand(&home.join(name)) {
-                    if let Ok(real) = std::fs::canonicalize(&path) {
-                        let dir = real.is_dir();
-                        places.insert(real, Place::Mask { dir });
-                    }
-                }
-            }
-            for name in credentials::FILTERED {
-                let path = home.join(name);
-                if let (Some(text), Ok(real)) = (read_config(&path), std::fs::canonicalize(&path)) {
-                    places.insert(
-                        real,
-                        Place::Contents(credentials::filter(&text).into_bytes()),
-                    );
-                }
-            }
-        }
-        for pattern in credentials::MASKED_SYSTEM {
-            for path in credentials::expand(Path::new(pattern)) {
-                if let Ok(real) = std::fs::canonicalize(&path) {
-                    let dir = real.is_dir();
-                    places.insert(real, Place::Mask { dir });
-                }
-            }
-        }
-        // What the host keeps from other users (not readable by "others")
-        // under the system's configuration and state, whatever its name:
-        // a command run by root keeps root's uid.
-        for (path, dir) in credentials::guarded(credentials::GUARDED_TREES) {
-            places.insert(path, Place::Mask { dir });
-        }
-        for root in &policy.readable_roots {
-            let root = crate::paths::canonical(root);
-            places.insert(root.clone(), ro(&root));
-        }
-        for repo in &policy.repository {
-            places.insert(repo.clone(), ro(repo));
-        }
-        let write = if policy.mode == Mode::WorkspaceWrite {
-            Access::Writable
-        } else {
-            Access::ReadOnly
-        };
-        for root in std::iter::once(&policy.workspace).chain(&policy.writable_roots) {
-            let root = crate::paths::canonical(root);
-            places.insert(
-                root.clone(),
-                Place::Bind {
-                    source: root,
-                    access: write,
-                    optional: true,
-                    own: false,
-                },
-            );
-        }
-        for socket in &policy.unix_sockets {
-            let socket = crate::paths::canonical(socket);
-            places.insert(
-                socket.clone(),
-                Place::Bind {
-                    source: socket,
-                    access: Access::AsIs,
-                    optional: true,
-                    own: false,
-                },
-            );
-        }
-        if policy.protect_git {
-            for git in &policy.git {
-                places.insert(git.clone(), ro(git));
-            }
-        }
-        for file in &policy.shared_files {
-            places.insert(file.clone(), ro(file));
-        }
-        // Trees nothing may read ($SCV_HOME) where a bound tree holds one.
-        for denied in &policy.denied {
-            let denied = crate::paths::canonical(denied);
-            if std::fs::symlink_metadata(&denied).is_ok() {
-                let dir = denied.is_dir();
-                places.insert(denied, Place::Mask { dir });
-            }
-        }
+        home_places(&mut places, policy, home.as_deref());
+        policy_places(&mut places, policy);
         places.remove(Path::new("/"));
         // A working directory outside the workspace (a client that runs
         // `git -C WORKSPACE` from elsewhere) may not exist on the machine.
@@ -418,16 +558,11 @@ impl Machine {
         // Parents before children.
         let mut order: Vec<(&PathBuf, &Place)> = places.iter().collect();
         order.sort_by_key(|(path, _)| path.components().count());
-        let mut clones = Vec::new();
-        let mut body = Vec::new();
-        let mut scratch = Vec::new();
-        let mut last = Vec::new();
-        // What each placed path is: ours (a tmpfs or a folder made in
-        // one, where missing parents are made) or an attached host tree
-        // (where they exist already).
-        let mut placed: BTreeMap<PathBuf, Context> = BTreeMap::new();
-        placed.insert(PathBuf::from("/"), Context::Ours);
-        let scratch_dir = stage.join(".scv-scratch");
+        let mut steps = Steps {
+            scratch_dir: stage.join(".scv-scratch"),
+            ..Steps::default()
+        };
+        steps.placed.insert(PathBuf::from("/"), Context::Ours);
         for (path, place) in order {
             let Some(target) = staged(path) else {
                 continue;
@@ -441,7 +576,8 @@ impl Machine {
                 _ => None,
             };
             // The nearest placed ancestor decides.
-            let (above, context) = placed
+            let (above, context) = steps
+                .placed
                 .iter()
                 .filter(|(p, _)| path.starts_with(p) && *p != path)
                 .max_by_key(|(p, _)| p.components().count())
@@ -453,101 +589,24 @@ impl Machine {
                     .into_iter()
                     .filter(|p| p.starts_with(&above) && *p != above)
                 {
-                    if let std::collections::btree_map::Entry::Vacant(entry) = placed.entry(parent)
+                    if let std::collections::btree_map::Entry::Vacant(entry) =
+                        steps.placed.entry(parent)
                     {
-                        body.extend(staged(entry.key()).map(Op::Mkdir));
+                        steps.body.extend(staged(entry.key()).map(Op::Mkdir));
                         entry.insert(context);
                     }
                 }
             }
-            match place {
-                Place::Bind {
-                    source,
-                    access,
-                    optional,
-                    own,
-                } => {
-                    let Some(meta) = &meta else {
-                        continue;
-                    };
-                    let Some(source) = c_path(source) else {
-                        continue;
-                    };
-                    let slot = clones.len();
-                    clones.push(Op::Clone {
-                        slot,
-                        source,
-                        access: *access,
-                        optional: *optional,
-                    });
-                    if ours {
-                        body.push(if meta.is_dir() {
-                            Op::Mkdir(target.clone())
-                        } else {
-                            Op::Touch(target.clone())
-                        });
-                    }
-                    body.push(Op::Attach { slot, target });
-                    let inside = if *own { Context::Own } else { Context::Host };
-                    placed.insert(path.clone(), inside);
-                }
-                Place::Tmpfs(size) => {
-                    if ours {
-                        body.push(Op::Mkdir(target.clone()));
-                    }
-                    body.push(Op::Tmpfs {
-                        target,
-                        read_only: false,
-                        options: tmpfs_options(*size),
-                    });
-                    placed.insert(path.clone(), Context::Ours);
-                }
-                Place::Link(to) => {
-                    if let (true, Some(to)) = (ours, c_path(to)) {
-                        body.push(Op::Link {
-                            target: to,
-                            link: target,
-                        });
-                        placed.insert(path.clone(), Context::Ours);
-                    }
-                }
-                // Nothing of a host tree is there to hide.
-                Place::Mask { .. } if ours => {}
-                // Made read-only once what is placed beneath it (a hooks
-                // folder inside `$SCV_HOME`) is there.
-                Place::Mask { dir: true } => {
-                    body.push(Op::Tmpfs {
-                        target: target.clone(),
-                        read_only: false,
-                        options: tmpfs_options(4096),
-                    });
-                    last.push(Op::ReadOnly(target));
-                    placed.insert(path.clone(), Context::Ours);
-                }
-                Place::Mask { dir: false } | Place::Contents(_) => {
-                    let bytes = match place {
-                        Place::Contents(bytes) => bytes.clone(),
-                        _ => Vec::new(),
-                    };
-                    let Some(source) = c_path(&scratch_dir.join(scratch.len().to_string())) else {
-                        continue;
-                    };
-                    scratch.push(Op::Write {
-                        path: source.clone(),
-                        bytes,
-                    });
-                    if ours {
-                        body.push(Op::Touch(target.clone()));
-                    }
-                    body.push(Op::Bind {
-                        source,
-                        target: target.clone(),
-                    });
-                    body.push(Op::ReadOnly(target));
-                    placed.insert(path.clone(), Context::Host);
-                }
-            }
+            steps.place(path, place, target, meta.as_ref(), ours);
         }
+        let Steps {
+            clones,
+            body,
+            scratch,
+            last,
+            scratch_dir,
+            ..
+        } = steps;
         self.slots = vec![-1; clones.len()];
         self.ops = clones;
         let scratch_dir = c_path(&scratch_dir);

@@ -78,11 +78,7 @@ pub(crate) fn build(
     private_tmp: Option<&Path>,
 ) -> Result<RulesetCreated, crate::Error> {
     let unix = rules_unix_sockets();
-    let handled = if unix {
-        AccessFs::from_all(ABI::V9)
-    } else {
-        AccessFs::from_all(TARGET)
-    };
+    let handled = handled_access(unix);
     let all = AccessFs::from_all(TARGET);
     let read = AccessFs::from_read(TARGET);
     let mut denied: Vec<PathBuf> = policy.denied.iter().map(|p| canonical(p)).collect();
@@ -127,13 +123,55 @@ pub(crate) fn build(
     for root in policy.writable(private_tmp) {
         rules.grant(&root, all, cut_for(&root))?;
     }
+    create(rules, policy, handled, unix)
+}
+
+/// The ruleset of a command on the made-up machine (`machine`), with the
+/// rules that name host trees: writing the writable roots and the
+/// session's temp directories, the devices, the listed Unix sockets. The
+/// child adds reading `/` (the machine holds nothing else) and writing its
+/// tmpfs home once they exist ([`Rights`]).
+pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), crate::Error> {
+    let unix = rules_unix_sockets();
+    let handled = handled_access(unix);
+    let all = AccessFs::from_all(TARGET);
+    let mut rules = Rules::default();
+    for root in policy.writable(None) {
+        rules.add_existing(&root, all)?;
+    }
+    let created = create(rules, policy, handled, unix)?;
+    let rights = Rights {
+        read: (AccessFs::from_read(TARGET) & handled).bits(),
+        all: (all & handled).bits(),
+    };
+    Ok((created, rights))
+}
+
+/// The access a ruleset handles: ABI 9's where the kernel rules Unix
+/// sockets (`unix`), else the target ABI's.
+fn handled_access(unix: bool) -> BitFlags<AccessFs> {
+    if unix {
+        AccessFs::from_all(ABI::V9)
+    } else {
+        AccessFs::from_all(TARGET)
+    }
+}
+
+/// `rules` with what every command's ruleset has (the listed Unix
+/// sockets where the kernel rules them, the devices), created: `handled`
+/// access, scoped, and no TCP where the policy refuses IP.
+fn create(
+    mut rules: Rules,
+    policy: &Policy,
+    handled: BitFlags<AccessFs>,
+    unix: bool,
+) -> Result<RulesetCreated, crate::Error> {
     if unix {
         for socket in &policy.unix_sockets {
             rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
         }
     }
     add_devices(&mut rules)?;
-
     let mut ruleset = Ruleset::default()
         .handle_access(handled)?
         .scope(Scope::from_all(TARGET))?;
@@ -145,45 +183,6 @@ pub(crate) fn build(
         .create()?
         .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
     Ok(created)
-}
-
-/// The ruleset of a command on the made-up machine (`machine`), with the
-/// rules that name host trees: writing the writable roots and the
-/// session's temp directories, the devices, the listed Unix sockets. The
-/// child adds reading `/` (the machine holds nothing else) and writing its
-/// tmpfs home once they exist ([`Rights`]).
-pub(crate) fn for_machine(policy: &Policy) -> Result<(RulesetCreated, Rights), crate::Error> {
-    let unix = rules_unix_sockets();
-    let handled = if unix {
-        AccessFs::from_all(ABI::V9)
-    } else {
-        AccessFs::from_all(TARGET)
-    };
-    let all = AccessFs::from_all(TARGET);
-    let mut rules = Rules::default();
-    for root in policy.writable(None) {
-        rules.add_existing(&root, all)?;
-    }
-    if unix {
-        for socket in &policy.unix_sockets {
-            rules.add_existing(&canonical(socket), AccessFs::ResolveUnix.into())?;
-        }
-    }
-    add_devices(&mut rules)?;
-    let mut ruleset = Ruleset::default()
-        .handle_access(handled)?
-        .scope(Scope::from_all(TARGET))?;
-    if policy.refuses_ip() {
-        ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
-    }
-    let created = ruleset
-        .create()?
-        .add_rules(rules.into_rules(handled).map(Ok::<_, RulesetError>))?;
-    let rights = Rights {
-        read: (AccessFs::from_read(TARGET) & handled).bits(),
-        all: (all & handled).bits(),
-    };
-    Ok((created, rights))
 }
 
 /// Rights as the kernel's bit sets, for the rules the child adds.

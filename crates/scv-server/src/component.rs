@@ -42,12 +42,15 @@ pub(crate) trait Component: Send + Sync {
     fn status<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, Vec<ComponentStatus>>;
 
     /// Carries out `command` if it is this component's (`None`: not
-    /// mine). The supervisor answers with the whole status afterwards.
+    /// mine, the default: a component without commands of its own). The
+    /// supervisor answers with the whole status afterwards.
     fn control<'a>(
         &'a self,
-        cx: &'a Context,
-        command: &'a DaemonCommand,
-    ) -> Option<BoxFuture<'a, Result<(), ControlError>>>;
+        _cx: &'a Context,
+        _command: &'a DaemonCommand,
+    ) -> Option<BoxFuture<'a, Result<(), ControlError>>> {
+        None
+    }
 
     /// Stops and joins everything it runs.
     fn stop<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, ()>;

@@ -49,6 +49,7 @@ struct Raw {
     web_fetch_timeout_ms: u64,
     sandbox_writable_roots: Vec<PathBuf>,
     sandbox_readable_roots: Vec<PathBuf>,
+    additional_directories_writable: Vec<PathBuf>,
     sandbox_unix_sockets: Vec<PathBuf>,
     sandbox_protect_git: bool,
     sandbox_max_processes: u32,
@@ -121,6 +122,7 @@ impl Default for Raw {
             web_fetch_timeout_ms: 30_000,
             sandbox_writable_roots: Vec::new(),
             sandbox_readable_roots: Vec::new(),
+            additional_directories_writable: Vec::new(),
             sandbox_unix_sockets: Vec::new(),
             sandbox_protect_git: true,
             sandbox_max_processes: 1024,
@@ -252,6 +254,10 @@ pub(crate) struct SandboxConfig {
     pub writable_roots: Vec<PathBuf>,
     /// `sandbox_readable_roots`: more to read in the home.
     pub readable_roots: Vec<PathBuf>,
+    /// `additional_directories_writable`: a session's additional
+    /// directory (ACP `additionalDirectories`) beneath one of these is
+    /// writable by its tools and commands; any other is read-only.
+    pub writable_additional: Vec<PathBuf>,
     /// `sandbox_unix_sockets`: Unix sockets commands may connect to
     /// (Landlock ABI 9 only).
     pub unix_sockets: Vec<PathBuf>,
@@ -338,6 +344,7 @@ const KNOWN_KEYS: &[&str] = &[
     "web_fetch_timeout_ms",
     "sandbox_writable_roots",
     "sandbox_readable_roots",
+    "additional_directories_writable",
     "sandbox_unix_sockets",
     "sandbox_protect_git",
     "sandbox_max_processes",
@@ -409,47 +416,7 @@ impl Config {
     }
 
     fn resolve(raw: Raw, text: &str) -> Result<Config> {
-        if raw.max_steps == 0 {
-            return Err(anyhow!(
-                "{}max_steps must be at least 1",
-                at(text, "max_steps")
-            ));
-        }
-        if raw.subagent_max_steps == 0 || raw.subagent_timeout_ms == 0 {
-            let key = if raw.subagent_max_steps == 0 {
-                "subagent_max_steps"
-            } else {
-                "subagent_timeout_ms"
-            };
-            return Err(anyhow!("{}{key} must be at least 1", at(text, key)));
-        }
-        at_most(&raw, text)?;
-        if raw.context_max_tokens == Some(0) {
-            return Err(anyhow!(
-                "{}context_max_tokens must be at least 1",
-                at(text, "context_max_tokens")
-            ));
-        }
-        if !(1..=100).contains(&raw.compact_threshold_percent) {
-            return Err(anyhow!(
-                "{}compact_threshold_percent must be 1 to 100",
-                at(text, "compact_threshold_percent")
-            ));
-        }
-        for (key, paths) in [
-            ("sandbox_writable_roots", &raw.sandbox_writable_roots),
-            ("sandbox_readable_roots", &raw.sandbox_readable_roots),
-            ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
-            ("trusted_workspaces", &raw.trusted_workspaces),
-        ] {
-            if let Some(root) = paths.iter().find(|r| !r.is_absolute()) {
-                return Err(anyhow!(
-                    "{}{key}: `{}` is not an absolute path",
-                    at(text, key),
-                    root.display()
-                ));
-            }
-        }
+        check_bounds(&raw, text)?;
         let web = egress_config(&raw, text)?;
         if raw.mcp_servers.len() > scv_mcp::MAX_SERVERS {
             return Err(anyhow!(
@@ -527,6 +494,7 @@ impl Config {
                 web,
                 writable_roots: raw.sandbox_writable_roots,
                 readable_roots: raw.sandbox_readable_roots,
+                writable_additional: raw.additional_directories_writable,
                 unix_sockets: raw.sandbox_unix_sockets,
                 protect_git: raw.sandbox_protect_git,
                 max_processes: raw.sandbox_max_processes,
@@ -697,6 +665,59 @@ fn unknown_key(text: &str, key: &str) -> String {
 
 /// The keys with an upper bound: the first one past it, named with its
 /// line.
+/// The bounds `raw` must keep that no other part checks: steps and
+/// timeouts at least 1, the limits `at_most` names, a context of at least
+/// one token, a compaction threshold in percent, absolute sandbox and
+/// trust paths.
+fn check_bounds(raw: &Raw, text: &str) -> Result<()> {
+    if raw.max_steps == 0 {
+        return Err(anyhow!(
+            "{}max_steps must be at least 1",
+            at(text, "max_steps")
+        ));
+    }
+    if raw.subagent_max_steps == 0 || raw.subagent_timeout_ms == 0 {
+        let key = if raw.subagent_max_steps == 0 {
+            "subagent_max_steps"
+        } else {
+            "subagent_timeout_ms"
+        };
+        return Err(anyhow!("{}{key} must be at least 1", at(text, key)));
+    }
+    at_most(raw, text)?;
+    if raw.context_max_tokens == Some(0) {
+        return Err(anyhow!(
+            "{}context_max_tokens must be at least 1",
+            at(text, "context_max_tokens")
+        ));
+    }
+    if !(1..=100).contains(&raw.compact_threshold_percent) {
+        return Err(anyhow!(
+            "{}compact_threshold_percent must be 1 to 100",
+            at(text, "compact_threshold_percent")
+        ));
+    }
+    for (key, paths) in [
+        ("sandbox_writable_roots", &raw.sandbox_writable_roots),
+        ("sandbox_readable_roots", &raw.sandbox_readable_roots),
+        (
+            "additional_directories_writable",
+            &raw.additional_directories_writable,
+        ),
+        ("sandbox_unix_sockets", &raw.sandbox_unix_sockets),
+        ("trusted_workspaces", &raw.trusted_workspaces),
+    ] {
+        if let Some(root) = paths.iter().find(|r| !r.is_absolute()) {
+            return Err(anyhow!(
+                "{}{key}: `{}` is not an absolute path",
+                at(text, key),
+                root.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn at_most(raw: &Raw, text: &str) -> Result<()> {
     let bounded = [
         ("max_subagents", u64::from(raw.max_subagents), 64),

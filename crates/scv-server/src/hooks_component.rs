@@ -7,8 +7,7 @@
 //! file themselves when they start (`customize`); this only tells.
 
 use crate::component::{BoxFuture, Component, Context};
-use crate::handles::ControlError;
-use scv_protocol::{ComponentKind, ComponentState, ComponentStatus, DaemonCommand};
+use scv_protocol::{ComponentKind, ComponentState, ComponentStatus};
 use std::sync::Mutex;
 
 /// What the last read found: `None` when there is no file.
@@ -86,14 +85,6 @@ impl Component for UserHooks {
                 tool_names: None,
             }]
         })
-    }
-
-    fn control<'a>(
-        &'a self,
-        _cx: &'a Context,
-        _command: &'a DaemonCommand,
-    ) -> Option<BoxFuture<'a, Result<(), ControlError>>> {
-        None
     }
 
     fn stop<'a>(&'a self, _cx: &'a Context) -> BoxFuture<'a, ()> {

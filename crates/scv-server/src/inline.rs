@@ -228,8 +228,10 @@ async fn run(settings: &SessionSettings, mcp: &scv_mcp::Hub, line: &str) -> Stri
         catalog: &settings.custom.catalog,
         background: &settings.background,
         web: &settings.limits.web,
+        roots: &settings.roots,
         // A command's `!` line is bash: no MCP server asks anything.
         elicitor: None,
+        traceparent: None,
     };
     match (crate::tools::bash::TOOL.run)(&json!({ "command": line }), &ctx).await {
         Ok(output) if output.success => output

@@ -4,8 +4,7 @@
 //! server.
 
 use crate::component::{BoxFuture, Component, Context};
-use crate::handles::ControlError;
-use scv_protocol::{ComponentKind, ComponentState, ComponentStatus, DaemonCommand};
+use scv_protocol::{ComponentKind, ComponentState, ComponentStatus};
 
 pub(crate) struct McpServers;
 
@@ -44,14 +43,6 @@ impl Component for McpServers {
                 .map(status)
                 .collect()
         })
-    }
-
-    fn control<'a>(
-        &'a self,
-        _cx: &'a Context,
-        _command: &'a DaemonCommand,
-    ) -> Option<BoxFuture<'a, Result<(), ControlError>>> {
-        None
     }
 
     fn stop<'a>(&'a self, cx: &'a Context) -> BoxFuture<'a, ()> {

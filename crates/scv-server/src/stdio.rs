@@ -62,6 +62,7 @@ pub async fn run(shared: Arc<Shared>) -> ExitCode {
     shutdown.cancel();
     // Every MCP server's process group is gone before we exit.
     shared.mcp.shutdown().await;
+    crate::tasks::wait(crate::tasks::GRACE).await;
     tasks.close();
     tasks.wait().await;
     match ending {

@@ -316,6 +316,19 @@ fn usage_attributes(usage: &crate::model::Usage) -> [KeyValue; 5] {
 }
 
 impl ChildSpan {
+    /// The W3C `traceparent` of this span (`00-TRACE-SPAN-FLAGS`), for
+    /// the requests the call makes (MCP's `_meta.traceparent`).
+    pub(crate) fn traceparent(&self) -> String {
+        use opentelemetry::trace::Span as _;
+        let context = self.span.span_context();
+        format!(
+            "00-{}-{}-{:02x}",
+            context.trace_id(),
+            context.span_id(),
+            context.trace_flags().to_u8()
+        )
+    }
+
     /// A provider request's answer: usage, finish reason, the text (with
     /// `otel_log_content`).
     pub(crate) fn answered(

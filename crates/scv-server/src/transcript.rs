@@ -216,7 +216,7 @@ impl Drop for Transcript {
 /// What tells one message from another cheaply (its kind and start).
 fn key(message: &Message) -> String {
     let text = match message {
-        Message::User { content } => content.as_str().into_owned(),
+        Message::User { content, .. } => content.as_str().into_owned(),
         Message::Assistant(a) => a
             .text
             .as_ref()
@@ -230,7 +230,7 @@ fn key(message: &Message) -> String {
 /// A message as Claude Code's line (without the framing fields).
 fn line(message: &Message, cwd: &str) -> Value {
     match message {
-        Message::User { content } => json!({
+        Message::User { content, .. } => json!({
             "type": "user",
             "message": {"role": "user", "content": content.as_str()},
         }),

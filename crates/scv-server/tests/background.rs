@@ -81,14 +81,6 @@ fn stubborn(marker: &str, main: &str) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `GET path` on the port; the status line of the answer.
 fn get(port: u16, path: &str) -> Option<String> {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -146,7 +138,9 @@ async fn a_background_server_answers_its_output_is_read_and_bash_kill_leaves_not
         return;
     }
     let place = Place::new();
-    let mut rig = common::sandbox::rig_in(&place, "", &[]).await;
+    // The test reaches the server from outside: the host's network (under
+    // `allowlist` its port would be in the session's own namespace).
+    let mut rig = common::sandbox::rig_in(&place, "sandbox_network = true", &[]).await;
     let session = rig.session().await;
     let mark = marker("serve");
     let port = free_port();
@@ -404,7 +398,11 @@ struct Daemon {
 impl Daemon {
     async fn start(place: &Place, extra: &str) -> Daemon {
         let mock = MockProvider::start().await;
-        let home = TestHome::new_in(place.outside.parent().unwrap(), &mock.base_url(), extra);
+        let home = TestHome::new_in(
+            place.outside.parent().unwrap(),
+            &mock.base_url(),
+            &common::sandbox::with_network(extra),
+        );
         let socket = home.path().join("server.sock");
         let child = spawn_daemon(BIN, home.path(), &socket, &DaemonLog::default());
         wait_for_socket(&socket).await;

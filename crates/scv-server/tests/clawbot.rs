@@ -251,25 +251,47 @@ async fn a_stranger_gets_answers_without_tools_and_typing_is_shown() {
     );
     let typing = bot.ilink.calls("ilink/bot/sendtyping");
     assert_eq!(typing[0].body["status"], 1);
-    // Unsupported items get one short line.
-    bot.ilink.inject(json!({"from_user_id": STRANGER, "message_type": 1, "item_list": [{"type": 2}], "context_token": "c2"}));
+    // Unsupported items get one short line; an image says it cannot be
+    // fetched (the iLink notes give no way to), honestly.
+    bot.ilink.inject(json!({"from_user_id": STRANGER, "message_type": 1, "item_list": [{"type": 5}], "context_token": "c2"}));
     let sent = bot.wait_sent(STRANGER, 2).await;
     assert_eq!(sent[1], "Only text messages are understood here.");
+    bot.ilink.inject(
+        json!({"from_user_id": STRANGER, "message_type": 1, "item_list": [{"type": 2}],
+        "context_token": "c2", "create_time_ms": 1_750_000_100_000u64}),
+    );
+    let sent = bot.wait_sent(STRANGER, 3).await;
+    assert!(
+        sent[2].starts_with("Images are not supported in this chat yet"),
+        "{sent:?}"
+    );
+    let requests_before = bot.mock.requests().len();
+    assert_eq!(requests_before, 1, "neither reached the model");
     // A failed turn is one short line that names no provider detail (its
     // message can carry the provider's host and port).
     bot.mock
         .push(Reply::error(401, "Incorrect API key provided"));
     bot.ilink.inject_text(STRANGER, "again");
-    let sent = bot.wait_sent(STRANGER, 3).await;
+    let sent = bot.wait_sent(STRANGER, 4).await;
     assert_eq!(
-        sent[2],
+        sent[3],
         "The turn failed (provider_error); try again later."
     );
     // Nor does /status say where the daemon works.
     bot.ilink.inject_text(STRANGER, "/status");
-    let sent = bot.wait_sent(STRANGER, 4).await;
-    assert!(sent[3].contains("mock-model"), "{sent:?}");
-    assert!(!sent[3].contains("workspace"), "{sent:?}");
+    let sent = bot.wait_sent(STRANGER, 5).await;
+    assert!(sent[4].contains("mock-model"), "{sent:?}");
+    assert!(!sent[4].contains("workspace"), "{sent:?}");
+    // Text with an image: the image's absence is said, the text goes on.
+    bot.mock.push(Reply::text(["About the text."]));
+    bot.ilink.inject(
+        json!({"from_user_id": STRANGER, "message_type": 1, "context_token": "c3",
+        "create_time_ms": 1_750_000_200_000u64,
+        "item_list": [{"type": 1, "text_item": {"text": "what about this?"}}, {"type": 2}]}),
+    );
+    let sent = bot.wait_sent(STRANGER, 7).await;
+    assert!(sent[5].starts_with("(Your image was left out"), "{sent:?}");
+    assert_eq!(sent[6], "About the text.");
     let workspace = bot.home.workspace().display().to_string();
     let provider = bot.mock.base_url();
     let port = provider.rsplit(':').next().unwrap().trim_end_matches("/v1");

@@ -90,6 +90,53 @@ async fn compaction_summarizes_old_exchanges_before_the_request() {
     );
 }
 
+/// `/compact [focus]` as a command: a turn that only compacts, at once
+/// and whatever the history's size, its focus in the summary request; the
+/// next turn starts from the summary. Sent as a plain prompt it is one.
+#[tokio::test]
+async fn compact_as_a_command_summarizes_now_and_asks_the_model_nothing_else() {
+    let mut rig = Rig::new("").await;
+    let session = no_tools_session(&mut rig).await;
+    rig.mock.push(Reply::text(["parsing answer"]));
+    rig.turn(&session, "first question about parsing").await;
+    rig.mock.push(Reply::text(["second answer"]));
+    rig.turn(&session, "second question").await;
+
+    rig.mock.push(Reply::text(["SUMMARY: parsing, twice."]));
+    rig.server
+        .send(
+            json!({"type":"turn.start","request_id":"c","session_id":session,
+                     "prompt":"/compact the parser","command":true}),
+        )
+        .await;
+    let events = rig.server.until_terminal().await;
+    assert_eq!(
+        types(&events),
+        ["turn.started", "context.compacted", "turn.completed"]
+    );
+    assert_eq!(events[2]["steps"], 0);
+    let requests = rig.mock.requests();
+    assert_eq!(requests.len(), 3, "one summary request, no model step");
+    let transcript = requests[2].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        transcript.starts_with("Summarize this transcript (focus on: the parser):"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("first question about parsing"));
+
+    rig.mock.push(Reply::text(["third answer"]));
+    rig.turn(&session, "third question").await;
+    let next = rig.mock.requests().pop().unwrap().body.to_string();
+    assert!(next.contains("SUMMARY: parsing, twice."), "{next}");
+    assert!(!next.contains("first question about parsing"), "{next}");
+
+    // Not a command: an ordinary prompt.
+    rig.mock.push(Reply::text(["ok"]));
+    rig.turn(&session, "/compact").await;
+    let plain = rig.mock.requests().pop().unwrap().body.to_string();
+    assert!(plain.contains("\"/compact\""), "{plain}");
+}
+
 #[tokio::test]
 async fn compaction_keeps_tool_calls_with_their_results() {
     // The offered tools' specs take part of the context; the reads fill

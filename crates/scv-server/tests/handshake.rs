@@ -150,3 +150,97 @@ async fn malformed_config_is_a_startup_error_naming_file_and_line() {
         "stdout carries protocol frames only"
     );
 }
+
+/// Every request of an extension a connection did not ask for is refused
+/// with `invalid_request` naming the capability it needs (one table on
+/// the server), and the connection and its session go on.
+#[tokio::test]
+async fn extension_requests_name_the_capability_they_need() {
+    let mut rig = Rig::new("").await;
+    let session = rig.session().await;
+    let s = session.as_str();
+    let cases = [
+        (json!({"type": "session.list"}), "sessions"),
+        (
+            json!({"type": "session.resume", "session_id": s}),
+            "sessions",
+        ),
+        (json!({"type": "session.fork", "session_id": s}), "sessions"),
+        (
+            json!({"type": "session.delete", "session_id": s}),
+            "sessions",
+        ),
+        (
+            json!({"type": "session.close", "session_id": s}),
+            "sessions",
+        ),
+        (json!({"type": "session.detach", "session_id": s}), "detach"),
+        (json!({"type": "session.attach", "session_id": s}), "detach"),
+        (
+            json!({"type": "checkpoint.list", "session_id": s}),
+            "checkpoints",
+        ),
+        (
+            json!({"type": "checkpoint.diff", "session_id": s, "checkpoint_id": "c"}),
+            "checkpoints",
+        ),
+        (
+            json!({"type": "checkpoint.restore", "session_id": s, "checkpoint_id": "c"}),
+            "checkpoints",
+        ),
+        (json!({"type": "workspace.trust", "session_id": s}), "trust"),
+        (
+            json!({"type": "permissions.list", "session_id": s}),
+            "permissions",
+        ),
+        (
+            json!({"type": "permissions.keep", "session_id": s, "rule": "Bash(ls)", "scope": "user"}),
+            "permissions",
+        ),
+        (
+            json!({"type": "permissions.remove", "session_id": s, "rule": "Bash(ls)", "scope": "user"}),
+            "permissions",
+        ),
+        (
+            json!({"type": "elicitation.resolve", "session_id": s, "elicitation_id": "e", "action": "decline"}),
+            "elicitation",
+        ),
+        (
+            json!({"type": "process.list", "session_id": s}),
+            "processes",
+        ),
+        (
+            json!({"type": "process.kill", "session_id": s, "process_id": "bg1"}),
+            "processes",
+        ),
+        (
+            json!({"type": "process.peek", "session_id": s, "process_id": "bg1"}),
+            "processes",
+        ),
+    ];
+    for (n, (mut message, capability)) in cases.into_iter().enumerate() {
+        let rid = format!("r{n}");
+        let name = message["type"].as_str().unwrap().to_string();
+        message["request_id"] = json!(rid);
+        rig.server.send(message).await;
+        let error = rig.server.expect_error("invalid_request", &rid).await;
+        assert_eq!(
+            error["message"],
+            format!("{name} needs capability `{capability}` (ask for it in initialize)")
+        );
+    }
+    rig.server
+        .send(
+            json!({"type": "session.configure", "request_id": "b", "session_id": s,
+            "max_session_cost_usd": 1.0}),
+        )
+        .await;
+    let error = rig.server.expect_error("invalid_request", "b").await;
+    assert_eq!(
+        error["message"],
+        "max_session_cost_usd needs capability `usage` (ask for it in initialize)"
+    );
+    rig.mock.push(Reply::text(["still here"]));
+    let events = rig.turn(&session, "hi").await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+}

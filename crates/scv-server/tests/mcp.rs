@@ -650,15 +650,6 @@ async fn stdio_eof_stops_every_server() {
     assert!(gone(pid).await, "an MCP server outlived scv-server --stdio");
 }
 
-/// A free port on 127.0.0.1 (a race, but a short one).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The fake server over streamable HTTP on `port`, until dropped.
 struct HttpServer(std::process::Child);
 

@@ -291,3 +291,72 @@ async fn a_broken_or_absent_collector_never_fails_a_turn() {
         assert_eq!(rig.mock.request_count(), 6);
     }
 }
+
+/// `[mcp_servers.meta]`: the Python SDK server that answers with the
+/// `_meta` its call carried (`tests/mcp/meta_server.py`).
+fn meta_server_table(python: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/meta_server.py");
+    format!(
+        "[mcp_servers.meta]\ncommand = {}\nargs = [{}]\nauto_approve = true\n",
+        serde_json::to_string(&python.display().to_string()).unwrap(),
+        serde_json::to_string(&script.display().to_string()).unwrap(),
+    )
+}
+
+/// Calls the meta server's tool in a turn (once it is offered); the
+/// `_meta` the server got.
+async fn meta_call(rig: &mut Rig) -> Value {
+    let session = rig.session().await;
+    for _ in 0..80 {
+        rig.mock.push(Reply::text(["hello"]));
+        rig.turn(&session, "are the tools there").await;
+        if offered(&rig.mock, rig.mock.requests().len() - 1)
+            .iter()
+            .any(|t| t == "mcp__meta__meta")
+        {
+            rig.mock
+                .push(Reply::tool_calls(&[("m", "mcp__meta__meta", json!({}))]));
+            rig.mock.push(Reply::text(["done"]));
+            let events = rig.turn(&session, "what meta").await;
+            let done = completed(&events);
+            assert_eq!(done.len(), 1, "{events:?}");
+            assert!(done[0].1, "{events:?}");
+            return serde_json::from_str(&done[0].2).unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the meta server's tool was never offered");
+}
+
+/// With traces on, an MCP call carries its `execute_tool` span as
+/// `_meta.traceparent` (W3C Trace Context, as MCP's SEP-414 puts it), so
+/// the server's own spans join the turn's trace; with traces off it
+/// carries none.
+#[tokio::test]
+async fn an_mcp_call_carries_its_span_as_traceparent_when_traces_are_on() {
+    let Some(python) = python() else { return };
+    let Some(mcp_python) = scv_test_support::mcp_python::python() else {
+        return;
+    };
+    let mut receiver = Receiver::start(&python, "ok").await;
+    let mut rig = traced_rig(receiver.port, &meta_server_table(&mcp_python)).await;
+    let meta = meta_call(&mut rig).await;
+    let traceparent = meta["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{meta}"));
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    assert_eq!((parts[0], parts[3]), ("00", "01"), "{traceparent}");
+    let span = loop {
+        let span = receiver.spans(1).await.remove(0);
+        if span["name"] == "execute_tool mcp__meta__meta" {
+            break span;
+        }
+    };
+    assert_eq!(parts[1], span["trace_id"], "{span}");
+    assert_eq!(parts[2], span["span_id"], "{span}");
+
+    let mut untraced = Rig::new(&meta_server_table(&mcp_python)).await;
+    let meta = meta_call(&mut untraced).await;
+    assert!(meta.get("traceparent").is_none(), "{meta}");
+}

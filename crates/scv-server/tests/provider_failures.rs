@@ -615,6 +615,81 @@ async fn retries_are_told_to_a_client_that_asked() {
     common::assert_seq_contiguous(&events);
 }
 
+/// The same turn (a retry, a tool call, two steps' usage) on a connection
+/// that asked for every capability and on one that asked for none: the
+/// second hears exactly the first's events less the extension events and
+/// fields, and its `seq`s have no gap where they were left out (the
+/// capabilities are consulted where events leave the server).
+#[tokio::test]
+async fn a_connection_without_capabilities_hears_the_turn_less_the_extensions() {
+    let every = json!({"reasoning": true, "sessions": true, "checkpoints": true,
+        "usage": true, "commands": true, "hooks": true, "subagents": true,
+        "retries": true, "step_usage": true, "trust": true, "budgets": true,
+        "daemon_status": true, "elicitation": true, "permissions": true,
+        "processes": true});
+    let config = "provider_max_retries = 3";
+    let mut heard = Vec::new();
+    for asked in [Some(every), None] {
+        let mut rig = match asked {
+            Some(caps) => Rig::with_capabilities(config, caps).await,
+            None => Rig::new(config).await,
+        };
+        let session = rig.session().await;
+        rig.mock
+            .push(Reply::error(429, "slow down").header("retry-after", "0"));
+        rig.mock.push(Reply::tool_calls(&[(
+            "call_1",
+            "list_dir",
+            json!({"path": "."}),
+        )]));
+        rig.mock.push(Reply::text(["done"]));
+        let events = rig.turn(&session, "look").await;
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "turn.completed",
+            "{events:?}"
+        );
+        assert_seq_contiguous(&events);
+        heard.push(events);
+    }
+    let extensions = ["provider.retrying", "usage.updated"];
+    let cost_fields = [
+        "usage_detail",
+        "session_usage_detail",
+        "cost_usd",
+        "session_cost_usd",
+    ];
+    for kind in extensions {
+        assert!(
+            heard[0].iter().any(|e| e["type"] == kind),
+            "no {kind}: {:?}",
+            heard[0]
+        );
+    }
+    assert!(heard[0].last().unwrap().get("usage_detail").is_some());
+    // What each event says, ids and numbering aside.
+    let said = |events: &[Value], strip: bool| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| !strip || !extensions.contains(&e["type"].as_str().unwrap_or("")))
+            .map(|e| {
+                let mut e = e.clone();
+                let object = e.as_object_mut().unwrap();
+                for key in ["seq", "session_id", "turn_id"] {
+                    object.remove(key);
+                }
+                if strip {
+                    for key in cost_fields {
+                        object.remove(key);
+                    }
+                }
+                e
+            })
+            .collect()
+    };
+    assert_eq!(said(&heard[1], false), said(&heard[0], true));
+}
+
 /// `models.list` asks the session's provider what it offers, with the
 /// key the session's requests carry; an unknown session is
 /// `session_not_found`, a provider that cannot answer an

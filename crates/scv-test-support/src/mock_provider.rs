@@ -63,6 +63,15 @@ impl Recorded {
             .map(String::as_str)
     }
 
+    /// The images its user messages carried, decoded by its wire's shape
+    /// ([`crate::wires::images`]).
+    pub fn images(&self) -> Result<Vec<crate::wires::images::SentImage>, String> {
+        let wire = self
+            .wire()
+            .ok_or_else(|| format!("no wire at {}", self.path))?;
+        crate::wires::images::images(wire, &self.body)
+    }
+
     /// The rules of its wire that the body breaks (see [`crate::wires`]).
     pub fn violations(&self) -> Vec<String> {
         self.wire()

@@ -67,9 +67,24 @@ pub async fn login(
         bail!("invalid account name `{account}` (letters, digits, -, _ and .)");
     }
     let version = env!("CARGO_PKG_VERSION");
-    let http = reqwest::Client::new();
     let base = login_base_url(home, base_url);
-    let mut client = IlinkClient::new(http.clone(), &base, None, version);
+    let confirmed = scan(&base, version).await?;
+    save(home, socket, account, confirmed).await?;
+    drop(scv_client::ensure_daemon(home, socket).await?);
+    let status = control(socket, DaemonCommand::Reload).await?;
+    print!(
+        "{}",
+        scv_client::text::visible(&describe(&status, socket, true))
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows QR codes until one is confirmed on the phone (a fresh one when
+/// it expires, at most [`MAX_EXPIRED`] times; within 8 minutes):
+/// the bot's credentials, or `None` when it is already bound here.
+async fn scan(base: &str, version: &str) -> Result<Option<Credentials>> {
+    let http = reqwest::Client::new();
+    let mut client = IlinkClient::new(http.clone(), base, None, version);
     let deadline = Instant::now() + LOGIN_TIMEOUT;
     let mut expired = 0;
     let confirmed = 'fresh_code: loop {
@@ -150,6 +165,17 @@ pub async fn login(
             tokio::time::sleep(poll_interval()).await;
         }
     };
+    Ok(confirmed)
+}
+
+/// Saves the credentials of a confirmed login (replacing the account
+/// that held the same bot) and enables the account.
+async fn save(
+    home: &Path,
+    socket: &Path,
+    account: &str,
+    confirmed: Option<Credentials>,
+) -> Result<()> {
     let store = AccountStore::new(home);
     match confirmed {
         None => println!("This bot is already bound to this client; the saved login is unchanged."),
@@ -182,13 +208,7 @@ pub async fn login(
             );
         }
     }
-    drop(scv_client::ensure_daemon(home, socket).await?);
-    let status = control(socket, DaemonCommand::Reload).await?;
-    print!(
-        "{}",
-        scv_client::text::visible(&describe(&status, socket, true))
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn scv_unix_now() -> u64 {

@@ -23,6 +23,7 @@
 //! starts and one when it ends, its tool calls indented under it, and its
 //! approvals follow `--approve` like the parent's (see [`show`]).
 
+mod elicit;
 mod output;
 mod show;
 
@@ -41,13 +42,17 @@ pub struct Options {
     pub reasoning: bool,
     pub cwd: Option<PathBuf>,
     pub approve: Vec<Risk>,
+    /// Answer MCP servers' questions on the terminal (else declined).
+    pub elicit: bool,
     /// A new session, or which stored one.
     pub which: session::Which,
+    /// Image files sent with the prompt (`--image`).
+    pub images: Vec<PathBuf>,
 }
 
 /// The prompt as given, or read from stdin (`-`, or none and stdin is not
-/// a terminal).
-fn read_prompt(prompt: Option<String>) -> Result<String> {
+/// a terminal); and whether it came from stdin.
+fn read_prompt(prompt: Option<String>) -> Result<(String, bool)> {
     let from_stdin = match prompt.as_deref() {
         Some("-") => true,
         Some(_) => false,
@@ -68,7 +73,7 @@ fn read_prompt(prompt: Option<String>) -> Result<String> {
     if prompt.trim().is_empty() {
         anyhow::bail!("the prompt is empty");
     }
-    Ok(prompt)
+    Ok((prompt, from_stdin))
 }
 
 /// `--cwd DIR` or the current directory. A remote daemon's workspace is a
@@ -102,22 +107,12 @@ pub async fn run(
 ) -> Result<ExitCode> {
     let json = options.json;
     let approve = &options.approve[..];
-    let prompt = read_prompt(prompt)?;
+    let (prompt, from_stdin) = read_prompt(prompt)?;
+    let mut terminal = elicit::Terminal::for_prompt(from_stdin);
+    let images = scv_client::images::read_files(&options.images)
+        .map_err(|err| anyhow::anyhow!("--image: {err}"))?;
     let cwd = workspace(endpoint, options.cwd.as_deref())?;
-    // Usage by kind and cost on `turn.completed` (`--json` prints it).
-    // Checkpoints: a changing call that runs without one says so.
-    let capabilities = Some(scv_protocol::Capabilities {
-        reasoning: options.reasoning,
-        checkpoints: true,
-        usage: true,
-        hooks: true,
-        subagents: true,
-        retries: true,
-        budgets: true,
-        // Command, skill and agent files it could not use whole.
-        commands: true,
-        ..scv_protocol::Capabilities::default()
-    });
+    let capabilities = Some(capabilities(options, !images.is_empty()));
     let session::Opened {
         conn,
         events,
@@ -146,6 +141,7 @@ pub async fn run(
     let output = output::Output::new(stdout, std::io::stderr());
     let (out, err) = output.halves();
     let mut printer = Printer::new(out, err, out_tty, err_tty, json);
+    printer.elicit = options.elicit;
     if let Some(note) = &note {
         eprintln!("scv: {note}");
     }
@@ -158,24 +154,15 @@ pub async fn run(
     // The reader on a task of its own, events in batches: a burst of
     // deltas is printed and its approvals answered in one write.
     let mut driver = scv_client::Driver::start(conn);
-    if choice.mode.is_some() && options.which != session::Which::New {
-        // A stored session keeps its own mode; `--plan` switches it.
-        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
-            scv_protocol::SessionConfigure {
-                session_id,
-                mode: choice.mode,
-                ..Default::default()
-            },
-        ));
-        driver.send(&[configure]).await?;
-    }
-    // `/NAME args`: the workspace's custom command or skill NAME.
-    let submitted = if prompt.starts_with('/') {
-        client.submit_command(prompt)
-    } else {
-        client.submit(prompt)
-    };
-    driver.send(&[submitted]).await?;
+    submit(
+        &mut driver,
+        &mut client,
+        session_id,
+        (prompt, images),
+        options,
+        choice,
+    )
+    .await?;
     let mut cancel_sent = false;
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
@@ -194,9 +181,11 @@ pub async fn run(
             anyhow::bail!("the SCV daemon closed the connection before the turn ended");
         };
         let mut requests = Vec::new();
+        let mut questions = Vec::new();
         for event in &batch.events {
             let step = printer.event(&mut client, event, approve)?;
             requests.extend(step.requests);
+            questions.extend(step.questions);
             if let Some(exit) = step.exit {
                 output.flush()?;
                 driver.send(&requests).await?;
@@ -211,6 +200,12 @@ pub async fn run(
         // approvals, so what was asked is on screen first).
         output.flush()?;
         driver.send(&requests).await?;
+        let mut run = Running {
+            client: &mut client,
+            driver: &mut driver,
+            cancel_sent: &mut cancel_sent,
+        };
+        run.ask(&mut terminal, &questions, &mut interrupt).await?;
         match batch.closed.as_deref() {
             None => {}
             Some(scv_client::driver::CLOSED) => {
@@ -219,6 +214,93 @@ pub async fn run(
             Some(why) => anyhow::bail!("{why}"),
         }
     }
+}
+
+/// The run's session and link, for what is asked on the terminal.
+struct Running<'a, W> {
+    client: &'a mut SessionClient,
+    driver: &'a mut scv_client::Driver<W>,
+    cancel_sent: &'a mut bool,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> Running<'_, W> {
+    /// `--elicit`: asks each question on the terminal and sends its
+    /// answer; Ctrl+C meanwhile cancels the question and the turn.
+    async fn ask<F>(
+        &mut self,
+        terminal: &mut elicit::Terminal,
+        questions: &[scv_protocol::ElicitationRequested],
+        interrupt: &mut std::pin::Pin<&mut F>,
+    ) -> Result<()>
+    where
+        F: std::future::Future<Output = std::io::Result<()>>,
+    {
+        for asked in questions {
+            let (action, content) = tokio::select! {
+                answer = terminal.ask(asked) => answer,
+                _ = interrupt.as_mut(), if !*self.cancel_sent => {
+                    *self.cancel_sent = true;
+                    self.driver.send(&self.client.cancel_current()).await?;
+                    (scv_protocol::ElicitationAction::Cancel, None)
+                }
+            };
+            let resolve = show::elicited(self.client, &asked.elicitation_id, action, content);
+            self.driver.send(&[resolve]).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What `scv exec` asks of the server.
+fn capabilities(options: &Options, images: bool) -> scv_protocol::Capabilities {
+    // Usage by kind and cost on `turn.completed` (`--json` prints it).
+    // Checkpoints: a changing call that runs without one says so.
+    scv_protocol::Capabilities {
+        reasoning: options.reasoning,
+        checkpoints: true,
+        usage: true,
+        hooks: true,
+        subagents: true,
+        retries: true,
+        budgets: true,
+        // Command, skill and agent files it could not use whole.
+        commands: true,
+        elicitation: true, // asked with `--elicit`, else declined and said
+        images,
+        ..scv_protocol::Capabilities::default()
+    }
+}
+
+/// Sends the prompt (`/NAME args`: the workspace's custom command or
+/// skill NAME), after `--plan`'s switch of a stored session's mode.
+async fn submit<W: tokio::io::AsyncWrite + Unpin>(
+    driver: &mut scv_client::Driver<W>,
+    client: &mut SessionClient,
+    session_id: String,
+    (prompt, images): (String, Vec<scv_protocol::PromptImage>),
+    options: &Options,
+    choice: &session::Choice,
+) -> Result<()> {
+    if choice.mode.is_some() && options.which != session::Which::New {
+        // A stored session keeps its own mode; `--plan` switches it.
+        let configure = client.request(scv_protocol::ClientMessage::SessionConfigure(
+            scv_protocol::SessionConfigure {
+                session_id,
+                mode: choice.mode,
+                ..Default::default()
+            },
+        ));
+        driver.send(&[configure]).await?;
+    }
+    let submitted = if !images.is_empty() {
+        client.submit_with_images(prompt, images)
+    } else if prompt.starts_with('/') {
+        client.submit_command(prompt)
+    } else {
+        client.submit(prompt)
+    };
+    driver.send(&[submitted]).await?;
+    Ok(())
 }
 
 /// What the session says as it opens, on stderr whatever the output

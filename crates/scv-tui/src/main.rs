@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use scv_protocol::{DaemonCommand, RemoteTools, Risk};
 use scv_tui::session::Which;
 use scv_tui::{bridge_cmd, clawbot_cmd, daemon_cmd, exec, mcp_cmd, sessions_cmd, tui, undo_cmd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -83,6 +83,14 @@ enum Command {
         /// change nothing, and answers with a plan.
         #[arg(long)]
         plan: bool,
+        /// Answer MCP servers' questions (elicitation) on the terminal;
+        /// without it they are declined at once.
+        #[arg(long)]
+        elicit: bool,
+        /// Send an image file with the prompt (PNG, JPEG, GIF or WebP; at
+        /// most 5 MiB each, 8 per prompt); repeatable.
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<PathBuf>,
     },
     /// Resume a stored session in the terminal UI: a picker without ID.
     Resume {
@@ -411,31 +419,21 @@ fn remote_endpoint(host: &str) -> Result<scv_client::Endpoint, String> {
 fn main() -> ExitCode {
     let launched = std::time::Instant::now();
     let cli = Cli::parse();
-    let home = scv_client::scv_home();
-    let socket = cli.socket.unwrap_or_else(|| home.join("server.sock"));
-    let endpoint = match &cli.remote {
-        None => scv_client::Endpoint::Local {
-            home: home.clone(),
-            socket: socket.clone(),
-        },
-        Some(host) => {
-            if let Some(name) = cli.command.as_ref().and_then(local_only) {
-                let refusal = format!("`scv {name}` acts on this machine only and takes no --remote; run it on {host} (`ssh {host} scv {name} …`)");
-                eprintln!("scv: {}", scv_client::text::visible(&refusal));
-                return ExitCode::FAILURE;
-            }
-            match remote_endpoint(host) {
-                Ok(endpoint) => endpoint,
-                Err(err) => {
-                    eprintln!("scv: {}", scv_client::text::visible(&err));
-                    return ExitCode::FAILURE;
-                }
-            }
+    let (home, home_source) = scv_client::scv_home_from();
+    let socket = cli
+        .socket
+        .clone()
+        .unwrap_or_else(|| home.join("server.sock"));
+    let endpoint = match endpoint(&cli, &home, &socket) {
+        Ok(endpoint) => endpoint,
+        Err(err) => {
+            eprintln!("scv: {}", scv_client::text::visible(&err));
+            return ExitCode::FAILURE;
         }
     };
     let choice = scv_tui::session::Choice {
-        provider: cli.provider,
-        model: cli.model,
+        provider: cli.provider.clone(),
+        model: cli.model.clone(),
         mode: None,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -451,151 +449,244 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
-        match cli.command {
-            None if cli.bg => background(&endpoint, &choice, cli.prompt).await,
-            Some(
-                command @ (Command::Agents { .. }
-                | Command::Logs { .. }
-                | Command::Stop { .. }
-                | Command::Attach { .. }),
-            ) => live(command, endpoint, launched, choice).await,
-            None => {
-                let which = if cli.continue_last {
-                    Which::Last
-                } else {
-                    Which::New
-                };
-                tui::run(endpoint, launched, choice, which, false, cli.prompt)
-                    .await
-                    .map(|()| ExitCode::SUCCESS)
-            }
-            Some(Command::Resume { id, last }) => {
-                let (which, pick) = match (id, last) {
-                    (Some(id), _) => (Which::Resume(id), false),
-                    (None, true) => (Which::Latest, false),
-                    (None, false) => (Which::New, true),
-                };
-                tui::run(endpoint, launched, choice, which, pick, None)
-                    .await
-                    .map(|()| ExitCode::SUCCESS)
-            }
-            Some(Command::Undo { force }) => match std::env::current_dir() {
-                Ok(cwd) => undo_cmd::run(&endpoint, &cwd, force).await,
-                Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
-            },
-            Some(Command::Usage { since, by }) => {
-                use scv_tui::usage_cmd::{usage, By};
-                let by = match by {
-                    ByArg::Day => By::Day,
-                    ByArg::Session => By::Session,
-                    ByArg::Model => By::Model,
-                    ByArg::Workspace => By::Workspace,
-                };
-                usage(&home, since, by, scv_store::now_unix())
-            }
-            Some(Command::Trust { dir, list, revoke }) => match (list, revoke) {
-                (true, _) => scv_tui::trust_cmd::list(&home),
-                (false, Some(dir)) => scv_tui::trust_cmd::revoke(&home, &dir),
-                (false, None) => match dir.map(Ok).unwrap_or_else(std::env::current_dir) {
-                    Ok(dir) => scv_tui::trust_cmd::trust(&home, &dir),
-                    Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
-                },
-            },
-            Some(Command::Sessions { action }) => match action {
-                SessionsAction::List { json } => sessions_cmd::list(&home, json),
-                SessionsAction::Delete { id } => sessions_cmd::delete(&home, &id),
-                SessionsAction::Export { id, format } => sessions_cmd::export(
-                    &home,
-                    &id,
-                    match format {
-                        FormatArg::Md => sessions_cmd::Format::Markdown,
-                        FormatArg::Json => sessions_cmd::Format::Json,
-                    },
-                ),
-            },
-            Some(Command::Exec {
-                prompt,
-                json,
-                reasoning,
-                cwd,
-                approve,
-                resume,
-                continue_last,
-                plan,
-            }) => {
-                let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
-                let choice = scv_tui::session::Choice {
-                    mode: plan.then_some(scv_protocol::Mode::Plan),
-                    ..choice
-                };
-                let options = exec::Options {
-                    json,
-                    reasoning,
-                    cwd,
-                    approve,
-                    which: match (resume, continue_last) {
-                        (Some(id), _) => Which::Resume(id),
-                        (None, true) => Which::Last,
-                        (None, false) => Which::New,
-                    },
-                };
-                exec::run(&endpoint, prompt, &options, &choice).await
-            }
-            Some(Command::Daemon { action }) => match action {
-                DaemonAction::Status { json } => {
-                    daemon_cmd::status(&socket, json, DaemonCommand::Status).await
-                }
-                DaemonAction::Reload { json } => {
-                    daemon_cmd::status(&socket, json, DaemonCommand::Reload).await
-                }
-                DaemonAction::Start => daemon_cmd::start(&home, &socket).await,
-                DaemonAction::Stop => daemon_cmd::stop(&socket).await,
-                DaemonAction::Restart => daemon_cmd::restart(&home, &socket).await,
-            },
-            Some(Command::Mcp {
-                action: McpAction::List { json },
-            }) => mcp_cmd::list(&home, &socket, json).await,
-            Some(Command::Mcp {
-                action: McpAction::Login { name },
-            }) => mcp_cmd::login(&home, &name).await,
-            Some(Command::Mcp {
-                action: McpAction::Logout { name },
-            }) => mcp_cmd::logout(&home, &name),
-            Some(Command::Plugin { action }) => plugin(&home, action),
-            Some(Command::Acp) => scv_acp::run(scv_acp::Options {
-                endpoint,
-                provider: choice.provider,
-                model: choice.model,
-            })
-            .await
-            .map(|()| ExitCode::SUCCESS),
-            Some(Command::Bridge) => bridge_cmd::run(&home, &socket).await,
-            Some(Command::Clawbot { action }) => match action {
-                ClawbotAction::Login { account, base_url } => {
-                    clawbot_cmd::login(&home, &socket, &account, base_url).await
-                }
-                ClawbotAction::Status { json } => {
-                    clawbot_cmd::manage(&home, &socket, DaemonCommand::Status, json).await
-                }
-                ClawbotAction::Enable(args) => set_account(&home, &socket, args, true).await,
-                ClawbotAction::Disable(args) => set_account(&home, &socket, args, false).await,
-                ClawbotAction::Logout { account } => {
-                    clawbot_cmd::manage(
-                        &home,
-                        &socket,
-                        DaemonCommand::ClawbotLogout { account },
-                        false,
-                    )
-                    .await
-                }
-            },
-        }
-    });
+    let ctx = Ctx {
+        endpoint,
+        home,
+        socket,
+        launched,
+        choice,
+        home_source,
+    };
+    let result = runtime.block_on(dispatch(cli, ctx));
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(code) => code,
         Err(err) => failed(&err),
+    }
+}
+
+/// Where the daemon is: this machine's, or `--remote HOST`'s (a command
+/// that acts on this machine only is refused there).
+fn endpoint(cli: &Cli, home: &Path, socket: &Path) -> Result<scv_client::Endpoint, String> {
+    match &cli.remote {
+        None => Ok(scv_client::Endpoint::Local {
+            home: home.to_path_buf(),
+            socket: socket.to_path_buf(),
+        }),
+        Some(host) => {
+            if let Some(name) = cli.command.as_ref().and_then(local_only) {
+                return Err(format!("`scv {name}` acts on this machine only and takes no --remote; run it on {host} (`ssh {host} scv {name} …`)"));
+            }
+            remote_endpoint(host)
+        }
+    }
+}
+
+/// What every command runs with.
+struct Ctx {
+    endpoint: scv_client::Endpoint,
+    home: PathBuf,
+    socket: PathBuf,
+    launched: std::time::Instant,
+    choice: scv_tui::session::Choice,
+    /// Where `home` came from (`scv acp` says it: an editor may start it
+    /// with a trimmed environment).
+    home_source: scv_client::HomeSource,
+}
+
+/// Runs the command line: the TUI and the commands that open sessions
+/// here; the rest in [`manage`].
+async fn dispatch(cli: Cli, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let Ctx {
+        endpoint,
+        launched,
+        choice,
+        ..
+    } = &ctx;
+    let (endpoint, launched, choice) = (endpoint.clone(), *launched, choice.clone());
+    match cli.command {
+        None if cli.bg => background(&endpoint, &choice, cli.prompt).await,
+        Some(
+            command @ (Command::Agents { .. }
+            | Command::Logs { .. }
+            | Command::Stop { .. }
+            | Command::Attach { .. }),
+        ) => live(command, endpoint, launched, choice).await,
+        None => {
+            let which = if cli.continue_last {
+                Which::Last
+            } else {
+                Which::New
+            };
+            tui::run(endpoint, launched, choice, which, false, cli.prompt)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Some(Command::Resume { id, last }) => {
+            let (which, pick) = match (id, last) {
+                (Some(id), _) => (Which::Resume(id), false),
+                (None, true) => (Which::Latest, false),
+                (None, false) => (Which::New, true),
+            };
+            tui::run(endpoint, launched, choice, which, pick, None)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Some(Command::Undo { force }) => match std::env::current_dir() {
+            Ok(cwd) => undo_cmd::run(&endpoint, &cwd, force).await,
+            Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
+        },
+        Some(Command::Exec {
+            prompt,
+            json,
+            reasoning,
+            cwd,
+            approve,
+            resume,
+            continue_last,
+            plan,
+            elicit,
+            images,
+        }) => {
+            let approve: Vec<Risk> = approve.into_iter().map(Risk::from).collect();
+            let choice = scv_tui::session::Choice {
+                mode: plan.then_some(scv_protocol::Mode::Plan),
+                ..choice
+            };
+            let options = exec::Options {
+                json,
+                reasoning,
+                cwd,
+                approve,
+                elicit,
+                images,
+                which: match (resume, continue_last) {
+                    (Some(id), _) => Which::Resume(id),
+                    (None, true) => Which::Last,
+                    (None, false) => Which::New,
+                },
+            };
+            exec::run(&endpoint, prompt, &options, &choice).await
+        }
+        Some(Command::Acp) => {
+            if let scv_client::Endpoint::Local { home, .. } = &endpoint {
+                // On stderr, which editors keep as the agent's log.
+                eprintln!(
+                    "scv acp: SCV home {} ({})",
+                    scv_client::text::visible(&home.display().to_string()),
+                    ctx.home_source.describe()
+                );
+            }
+            acp(endpoint, choice).await
+        }
+        Some(command) => manage(command, &ctx).await,
+    }
+}
+
+/// `scv acp`: the editor's agent on stdin and stdout.
+async fn acp(
+    endpoint: scv_client::Endpoint,
+    choice: scv_tui::session::Choice,
+) -> anyhow::Result<ExitCode> {
+    scv_acp::run(scv_acp::Options {
+        endpoint,
+        provider: choice.provider,
+        model: choice.model,
+    })
+    .await
+    .map(|()| ExitCode::SUCCESS)
+}
+
+/// The commands that manage SCV on this machine: usage, trust, stored
+/// sessions, the daemon, MCP, plugins, the bridge, ClawBot.
+async fn manage(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let (home, socket) = (&ctx.home, &ctx.socket);
+    match command {
+        Command::Usage { since, by } => {
+            use scv_tui::usage_cmd::{usage, By};
+            let by = match by {
+                ByArg::Day => By::Day,
+                ByArg::Session => By::Session,
+                ByArg::Model => By::Model,
+                ByArg::Workspace => By::Workspace,
+            };
+            usage(home, since, by, scv_store::now_unix())
+        }
+        Command::Trust { dir, list, revoke } => match (list, revoke) {
+            (true, _) => scv_tui::trust_cmd::list(home),
+            (false, Some(dir)) => scv_tui::trust_cmd::revoke(home, &dir),
+            (false, None) => match dir.map(Ok).unwrap_or_else(std::env::current_dir) {
+                Ok(dir) => scv_tui::trust_cmd::trust(home, &dir),
+                Err(err) => Err(anyhow::anyhow!("the current directory: {err}")),
+            },
+        },
+        Command::Sessions { action } => match action {
+            SessionsAction::List { json } => sessions_cmd::list(home, json),
+            SessionsAction::Delete { id } => sessions_cmd::delete(home, &id),
+            SessionsAction::Export { id, format } => sessions_cmd::export(
+                home,
+                &id,
+                match format {
+                    FormatArg::Md => sessions_cmd::Format::Markdown,
+                    FormatArg::Json => sessions_cmd::Format::Json,
+                },
+            ),
+        },
+        Command::Daemon { action } => match action {
+            DaemonAction::Status { json } => {
+                daemon_cmd::status(socket, json, DaemonCommand::Status).await
+            }
+            DaemonAction::Reload { json } => {
+                daemon_cmd::status(socket, json, DaemonCommand::Reload).await
+            }
+            DaemonAction::Start => daemon_cmd::start(home, socket).await,
+            DaemonAction::Stop => daemon_cmd::stop(socket).await,
+            DaemonAction::Restart => daemon_cmd::restart(home, socket).await,
+        },
+        Command::Mcp {
+            action: McpAction::List { json },
+        } => mcp_cmd::list(home, socket, json).await,
+        Command::Mcp {
+            action: McpAction::Login { name },
+        } => mcp_cmd::login(home, &name).await,
+        Command::Mcp {
+            action: McpAction::Logout { name },
+        } => mcp_cmd::logout(home, &name),
+        Command::Plugin { action } => plugin(home, action),
+        Command::Bridge => bridge_cmd::run(home, socket).await,
+        Command::Clawbot { action } => clawbot(action, home, socket).await,
+        // Run by `dispatch`.
+        Command::Agents { .. }
+        | Command::Logs { .. }
+        | Command::Stop { .. }
+        | Command::Attach { .. }
+        | Command::Resume { .. }
+        | Command::Undo { .. }
+        | Command::Exec { .. }
+        | Command::Acp => unreachable!("dispatch runs it"),
+    }
+}
+
+/// `scv clawbot …`.
+async fn clawbot(action: ClawbotAction, home: &Path, socket: &Path) -> anyhow::Result<ExitCode> {
+    match action {
+        ClawbotAction::Login { account, base_url } => {
+            clawbot_cmd::login(home, socket, &account, base_url).await
+        }
+        ClawbotAction::Status { json } => {
+            clawbot_cmd::manage(home, socket, DaemonCommand::Status, json).await
+        }
+        ClawbotAction::Enable(args) => set_account(home, socket, args, true).await,
+        ClawbotAction::Disable(args) => set_account(home, socket, args, false).await,
+        ClawbotAction::Logout { account } => {
+            clawbot_cmd::manage(
+                home,
+                socket,
+                DaemonCommand::ClawbotLogout { account },
+                false,
+            )
+            .await
+        }
     }
 }
 

@@ -102,6 +102,12 @@ pub fn describe(
 
 /// The URL of the configured HTTP server `name`.
 fn server_url(home: &Path, name: &str) -> Result<String> {
+    Ok(server(home, name)?.0)
+}
+
+/// The URL of the configured HTTP server `name`, and how SCV identifies
+/// itself to its authorization server.
+fn server(home: &Path, name: &str) -> Result<(String, scv_mcp::auth::login::Client)> {
     let servers = scv_mcp::auth::configured(home).map_err(anyhow::Error::msg)?;
     let Some(raw) = servers.get(name) else {
         anyhow::bail!(
@@ -109,8 +115,11 @@ fn server_url(home: &Path, name: &str) -> Result<String> {
             home.join("config.toml").display()
         );
     };
+    let client = scv_mcp::auth::login::Client {
+        metadata_url: raw.client_metadata_url.clone(),
+    };
     match &raw.url {
-        Some(url) => Ok(url.clone()),
+        Some(url) => Ok((url.clone(), client)),
         None => anyhow::bail!("`{name}` is a `command` server; only `url` servers log in"),
     }
 }
@@ -119,8 +128,8 @@ fn server_url(home: &Path, name: &str) -> Result<String> {
 const LOGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 pub async fn login(home: &Path, name: &str) -> Result<ExitCode> {
-    let url = server_url(home, name)?;
-    let done = scv_mcp::auth::login::login(home, name, &url, LOGIN_WAIT, |auth_url| {
+    let (url, client) = server(home, name)?;
+    let done = scv_mcp::auth::login::login(home, name, &url, &client, LOGIN_WAIT, |auth_url| {
         println!("Open this URL in a browser to log in to `{name}`:\n\n  {auth_url}\n");
         println!(
             "Waiting for the redirect to 127.0.0.1 (at most {} minutes)…",

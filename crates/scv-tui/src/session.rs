@@ -84,6 +84,7 @@ pub async fn open(
             session_id,
             provider: choice.provider.clone(),
             model: choice.model.clone(),
+            additional_directories: Vec::new(),
         })
     };
     if let Which::Attach(id) = which {

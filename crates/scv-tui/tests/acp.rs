@@ -54,6 +54,39 @@ impl Acp {
         }
     }
 
+    /// `scv acp` as an editor may start it: a trimmed environment with no
+    /// `HOME` (and `SCV_HOME` only when `scv_home`), nothing but what
+    /// finds the test's server binary and Claude settings besides.
+    fn spawn_trimmed(home: &Home, scv_home: bool) -> Acp {
+        let stderr = home.path().join(format!("acp-{}.log", rand_suffix()));
+        let mut std_command = home.scv();
+        std_command.env_clear();
+        std_command.env("SCV_SERVER_BIN", server_bin()).env(
+            "CLAUDE_CONFIG_DIR",
+            scv_test_support::client::claude_dir(home.path()),
+        );
+        if scv_home {
+            std_command.env("SCV_HOME", home.path());
+        }
+        let mut command = tokio::process::Command::from(std_command);
+        command
+            .arg("acp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .kill_on_drop(true);
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        Acp {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+            stderr,
+        }
+    }
+
     fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
@@ -308,7 +341,8 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
     assert_eq!(caps["loadSession"], true);
     assert!(caps["sessionCapabilities"]["list"].is_object(), "{caps}");
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(caps["promptCapabilities"]["image"], false);
+    assert_eq!(caps["promptCapabilities"]["image"], true);
+    assert_eq!(caps["promptCapabilities"]["audio"], false);
     // HTTP MCP servers from the editor run for the session; SSE ones not.
     assert_eq!(caps["mcpCapabilities"]["http"], true, "{caps}");
     assert_eq!(caps["mcpCapabilities"]["sse"], false, "{caps}");
@@ -337,6 +371,56 @@ async fn the_handshake_starts_the_daemon_and_a_session() {
     acp.close_stdin();
     assert_eq!(acp.exit_code().await, Some(0));
     assert!(acp.stdout.next_line().await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_a_trimmed_environment_acp_names_its_home_and_works_in_it() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    let mut acp = Acp::spawn_trimmed(&home, true);
+    acp.initialize().await;
+    let session = acp.new_session(&home.workspace()).await;
+    assert!(home.daemon_pid().is_some(), "the daemon runs in SCV_HOME");
+    mock.push(Reply::text(["trimmed but fine"]));
+    let id = acp.prompt(&session, "hello").await;
+    let (messages, done) = acp.answer(id).await;
+    assert_eq!(stop_reason(&done), "end_turn", "{done}");
+    assert_eq!(chunks(&messages, "agent_message_chunk"), "trimmed but fine");
+    let stderr = acp.stderr();
+    let named = format!(
+        "scv acp: SCV home {} (from $SCV_HOME)",
+        home.path().display()
+    );
+    assert!(stderr.contains(&named), "{stderr}");
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_neither_home_variable_acp_names_the_user_databases_home() {
+    let mock = MockProvider::start().await;
+    let home = Home::new(&mock, "");
+    // Not `/.scv`: the home the user database gives this user, named.
+    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
+    let uid = String::from_utf8(uid.stdout).unwrap();
+    let entry = std::process::Command::new("getent")
+        .args(["passwd", uid.trim()])
+        .output()
+        .unwrap();
+    let entry = String::from_utf8(entry.stdout).unwrap();
+    let dir = entry.trim().split(':').nth(5).unwrap().to_string();
+    let mut acp = Acp::spawn_trimmed(&home, false);
+    // Said at start, before any session (none is opened here: the test
+    // starts no daemon in the machine's real home).
+    acp.initialize().await;
+    let stderr = acp.stderr();
+    let named = format!(
+        "scv acp: SCV home {}/.scv (neither SCV_HOME nor HOME is set: the user database's home directory)",
+        dir.trim_end_matches('/')
+    );
+    assert!(stderr.contains(&named), "{stderr}");
+    acp.close_stdin();
+    assert_eq!(acp.exit_code().await, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -810,7 +894,15 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
     let answer = acp.answer(id).await.1;
     assert_eq!(code(&answer), -32002);
     assert_eq!(answer["error"]["data"]["sessionId"], "no-such-session");
-    // Content the prompt capabilities exclude, and an empty prompt.
+    // Content the prompt capabilities exclude, an image that is none (by
+    // its bytes), and an empty prompt.
+    let answer = acp
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "audio", "mimeType": "audio/wav", "data": "AA=="}]}),
+        )
+        .await;
+    assert_eq!(code(&answer), -32602);
     let answer = acp
         .call(
             "session/prompt",
@@ -818,6 +910,13 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
         )
         .await;
     assert_eq!(code(&answer), -32602);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a PNG"),
+        "{answer}"
+    );
     let answer = acp
         .call(
             "session/prompt",
@@ -832,7 +931,7 @@ async fn errors_use_standard_codes_and_the_connection_carries_on() {
     // A line over the input cap is skipped with a parse error.
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":99,"method":"x","params":"{}"}}"#,
-        "y".repeat(9 * 1024 * 1024)
+        "y".repeat(scv_acp::stdio::MAX_LINE_BYTES + 1)
     );
     acp.send_line(&huge).await;
     let answer = acp.next().await.unwrap();

@@ -104,8 +104,8 @@ async fn session_close_cancels_its_prompt_frees_it_and_the_other_session_goes_on
         &stderr,
         &[
             "ok: sessionCapabilities.close",
-            "ok: no additionalDirectories",
-            "ok: no images",
+            "ok: additionalDirectories",
+            "ok: images",
             "ok: close answered {}",
             "ok: the running prompt: cancelled",
             "ok: a prompt to the closed session: -32002",
@@ -384,4 +384,101 @@ async fn the_trust_prompt_goes_to_the_editor() {
         config.contains("trusted_workspaces") && config.contains(&workspace),
         "{config}"
     );
+}
+
+/// Images in prompts: the editor's image block reaches the provider as
+/// the Chat Completions wire's `image_url` part (a `data:` URL, OpenAI's
+/// API reference, "Create chat completion"), byte for byte; the image
+/// refusals (type by the bytes, count, a text-only model) are -32602 and
+/// the connection carries on.
+#[tokio::test(flavor = "multi_thread")]
+async fn image_blocks_reach_the_provider_and_refusals_are_invalid_params() {
+    use base64::Engine as _;
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend((0..4000u32).map(|i| (i * 7 % 251) as u8));
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
+    let replies = vec![Reply::text(["A picture."]), Reply::text(["After."])];
+    let env = [("IMAGE_B64", b64)];
+    let Some((mock, stderr)) = scenario_with(
+        "images",
+        "",
+        replies,
+        &["mock-model", "deepseek-chat"],
+        &env,
+    )
+    .await
+    else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: promptCapabilities.image",
+            "ok: the image prompt: end_turn",
+            "ok: a PNG said to be a JPEG: -32602",
+            "ok: text said to be an image: -32602",
+            "ok: nine images: -32602",
+            "ok: a text-only model: -32602",
+            "ok: the next prompt: end_turn",
+        ],
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "refused prompts never reached it");
+    let images = requests[0].images().unwrap();
+    assert_eq!(images.len(), 1);
+    assert_eq!(
+        (images[0].mime_type.as_str(), &images[0].bytes),
+        ("image/png", &png)
+    );
+    assert!(requests[0].body.to_string().contains("IMAGE-PROMPT"));
+    assert!(
+        requests[0].violations().is_empty(),
+        "{:?}",
+        requests[0].violations()
+    );
+    assert!(requests[1].body.to_string().contains("IMAGE-AFTER"));
+}
+
+/// `additionalDirectories`: advertised; a relative, missing, `/`-reaching
+/// or `$SCV_HOME` directory is -32602; a session given a directory outside
+/// its workspace reads a file there with `read_file` (the result the
+/// provider gets back holds the file's text).
+#[tokio::test(flavor = "multi_thread")]
+async fn additional_directories_are_readable_roots_and_hostile_ones_are_invalid_params() {
+    let outside = tempfile::tempdir().unwrap();
+    let extra = outside.path().canonicalize().unwrap().join("docs");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(extra.join("notes.txt"), "EXTRA-ROOT-TEXT\n").unwrap();
+    let root_link = outside.path().join("to-root");
+    std::os::unix::fs::symlink("/", &root_link).unwrap();
+    let path = extra.join("notes.txt").display().to_string();
+    let replies = vec![
+        Reply::tool_calls(&[("c1", "read_file", json!({"path": path}))]),
+        Reply::text(["Read it."]),
+    ];
+    let env = [
+        ("EXTRA_DIR", extra.display().to_string()),
+        ("ROOT_LINK", root_link.display().to_string()),
+    ];
+    let Some((mock, stderr)) =
+        scenario_with("dirs", "auto_approve = [\"read\"]", replies, &[], &env).await
+    else {
+        return;
+    };
+    has(
+        &stderr,
+        &[
+            "ok: sessionCapabilities.additionalDirectories",
+            "ok: a relative directory: -32602",
+            "ok: a missing directory: -32602",
+            "ok: the whole file system: -32602",
+            "ok: SCV_HOME itself: -32602",
+            "ok: the prompt: end_turn",
+            "ok: a resume with a relative directory: -32602",
+        ],
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let result = requests[1].body.to_string();
+    assert!(result.contains("EXTRA-ROOT-TEXT"), "{result}");
 }

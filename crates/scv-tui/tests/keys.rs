@@ -87,6 +87,7 @@ fn enter_sends_and_the_prompt_shows_when_its_turn_starts() {
             session_id: S.into(),
             prompt: "fix it".into(),
             command: false,
+            images: Vec::new(),
         })]
     );
     assert!(app.input.is_empty());
@@ -885,6 +886,7 @@ fn at_offers_workspace_paths_respecting_gitignore_and_tab_completes() {
             session_id: S.into(),
             prompt: "look at @src/main.rs and @src/lib.rs ".into(),
             command: false,
+            images: Vec::new(),
         })]
     );
     // Without an @, Tab still focuses the queue (nothing to complete).
@@ -902,6 +904,7 @@ fn text_starting_with_a_slash_is_a_prompt_unless_it_is_a_command() {
             session_id: S.into(),
             prompt: "/help me read this file".into(),
             command: false,
+            images: Vec::new(),
         })]
     );
     assert!(app.overlay.is_none());

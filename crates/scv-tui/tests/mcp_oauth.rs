@@ -40,15 +40,31 @@ struct Protected {
 
 impl Protected {
     async fn start(python: &Path, port: u16, log: &Path, ttl: u64, refresh_delay: f64) -> Self {
-        let child = std::process::Command::new(python)
+        Protected::start_with(python, port, log, ttl, refresh_delay, None).await
+    }
+
+    /// [`Protected::start`]; with `document`, its authorization server
+    /// supports client ID metadata documents and knows that one.
+    async fn start_with(
+        python: &Path,
+        port: u16,
+        log: &Path,
+        ttl: u64,
+        refresh_delay: f64,
+        document: Option<&str>,
+    ) -> Self {
+        let mut command = std::process::Command::new(python);
+        command
             .arg(script())
             .arg(port.to_string())
             .env("SCV_MCP_LOG", log)
             .env("SCV_TOKEN_TTL", ttl.to_string())
             .env("SCV_REFRESH_DELAY", refresh_delay.to_string())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        if let Some(document) = document {
+            command.env("SCV_CIMD_URL", document);
+        }
+        let child = command.spawn().unwrap();
         let server = Protected {
             child,
             log: log.to_path_buf(),
@@ -442,6 +458,18 @@ async fn a_401_asks_for_a_login_and_a_refused_refresh_says_to_log_in_again() {
         line.contains("needs a login: run `scv mcp login web`"),
         "{line}"
     );
+    // A session opened now is told, in words, what to run (`scv exec`
+    // says it on stderr; the TUI, ACP and ClawBot's owner as they say
+    // what the configuration skipped).
+    mock.push(Reply::text(["hello"]));
+    let output = home.scv().args(["exec", "hi"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("[config] MCP server `web` needs a login: run `scv mcp login web`"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// Headless and CI use: a server whose table names a client of the
@@ -535,4 +563,64 @@ async fn client_credentials_need_no_login_and_a_wrong_secret_is_said() {
         .filter(|e| e["type"] == "tool.completed")
         .collect();
     assert_eq!(done[0]["output"], "client ci-bot", "{events:?}");
+}
+
+/// Client ID metadata documents (MCP authorization 2025-11-25): with
+/// `client_metadata_url`, `scv mcp login` uses that URL as its client id
+/// at an authorization server that says it supports such documents (no
+/// registration), and registers dynamically at one that does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_id_metadata_document_comes_first_and_registration_is_the_fallback() {
+    const DOCUMENT: &str = "https://scv.example/oauth/client-metadata.json";
+    let Some(python) = scv_test_support::mcp_python::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (docs_port, plain_port) = (free_port(), free_port());
+    let docs = Protected::start_with(
+        &python,
+        docs_port,
+        &dir.path().join("docs.jsonl"),
+        3600,
+        0.0,
+        Some(DOCUMENT),
+    )
+    .await;
+    let plain = Protected::start(
+        &python,
+        plain_port,
+        &dir.path().join("plain.jsonl"),
+        3600,
+        0.0,
+    )
+    .await;
+    let mock = MockProvider::start().await;
+    let table = |name: &str, port: u16| {
+        format!(
+            "[mcp_servers.{name}]\nurl = \"http://127.0.0.1:{port}/mcp\"\nauth = \"oauth\"\nclient_metadata_url = \"{DOCUMENT}\"\n"
+        )
+    };
+    let home = Home::new(
+        &mock,
+        &format!("{}{}", table("docs", docs_port), table("plain", plain_port)),
+    );
+
+    let printed = login(&home, "docs");
+    assert!(printed.contains("Logged in to `docs`"), "{printed}");
+    assert!(docs.events("register").is_empty(), "no registration");
+    let authorized = docs.events("authorize");
+    assert_eq!(authorized.len(), 1, "{authorized:?}");
+    assert_eq!(authorized[0]["client_id"], DOCUMENT);
+    assert!(!docs.events("cimd").is_empty());
+    assert_eq!(docs.events("token").len(), 1);
+    let line = listed(&home, "docs", |l| l.contains("connected")).await;
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields[..3], ["docs", "connected", "yes"], "{line}");
+
+    let printed = login(&home, "plain");
+    assert!(printed.contains("Logged in to `plain`"), "{printed}");
+    let registered = plain.events("register");
+    assert_eq!(registered.len(), 1, "dynamic registration: {registered:?}");
+    assert_ne!(plain.events("authorize")[0]["client_id"], DOCUMENT);
+    listed(&home, "plain", |l| l.contains("connected")).await;
 }

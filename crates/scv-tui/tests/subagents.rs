@@ -346,7 +346,7 @@ fn child_events_never_reach_the_parent_transcript_or_turn() {
         "a child's turn.completed does not end the parent turn"
     );
     assert_eq!(
-        app.usage.input_tokens, 0,
+        app.meter.usage.input_tokens, 0,
         "nor counts as the parent's usage"
     );
     // The parent's own answer streams into an answer of its own.
@@ -356,7 +356,7 @@ fn child_events_never_reach_the_parent_transcript_or_turn() {
     ));
     app.apply(turn_event(10, json!({"type":"turn.completed","steps":2,"usage":{"input_tokens":5000,"output_tokens":300}})));
     assert!(app.turn.is_none());
-    assert_eq!(app.usage.input_tokens, 5000);
+    assert_eq!(app.meter.usage.input_tokens, 5000);
     let child_a = &app.subagents.get(A).unwrap().transcript;
     let texts: Vec<String> = child_a
         .items()

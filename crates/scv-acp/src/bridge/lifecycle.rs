@@ -102,6 +102,10 @@ impl Bridge {
             return refuse(responder, err);
         }
         let session_id = request.session_id.0.to_string();
+        let additional_directories = match super::dirs::strings(&request.additional_directories) {
+            Ok(dirs) => dirs,
+            Err(err) => return refuse(responder, err),
+        };
         if let Some(session) = self.sessions.get(&session_id) {
             let modes = crate::modes::state(session.mode);
             let options = self.config_options(&session_id);
@@ -130,6 +134,7 @@ impl Bridge {
             session_id,
             provider: self.options.provider.clone(),
             model: self.options.model.clone(),
+            additional_directories,
         });
         match self.send(resume).await {
             Ok(request_id) => {

@@ -57,7 +57,7 @@ impl Bridge {
     /// The attach of a `session/load` was refused: no live session of that
     /// id → the stored one is resumed; any other refusal fails the load.
     pub(super) async fn attach_refused(&mut self, request_id: &str, error: &ErrorBody) {
-        let Some(session_id) = self.attaching.remove(request_id) else {
+        let Some((session_id, additional_directories)) = self.attaching.remove(request_id) else {
             return;
         };
         let Some(responder) = self.loading.remove(request_id) else {
@@ -71,6 +71,7 @@ impl Bridge {
             session_id,
             provider: self.options.provider.clone(),
             model: self.options.model.clone(),
+            additional_directories,
         });
         match self.send(resume).await {
             Ok(request_id) => {

@@ -26,6 +26,7 @@ use crate::{errors, mcp, prompt};
 
 mod approvals;
 mod configure;
+mod dirs;
 mod elicit;
 mod ending;
 mod live;
@@ -212,7 +213,7 @@ pub struct Bridge {
     replaying: HashMap<String, (Responder<LoadSessionResponse>, SessionModeState)>,
     /// `session/load`s whose request is a `session.attach` (a live
     /// session), with the session id to resume if none is live.
-    attaching: HashMap<String, String>,
+    attaching: HashMap<String, (String, Vec<String>)>,
     /// `session/list` requests by the request id of their `session.list`.
     listing: HashMap<String, Responder<ListSessionsResponse>>,
     /// `session/set_mode` requests by the request id of their
@@ -355,6 +356,10 @@ impl Bridge {
         if let Err(err) = self.check_room() {
             return refuse(responder, err);
         }
+        let additional_directories = match dirs::strings(&request.additional_directories) {
+            Ok(dirs) => dirs,
+            Err(err) => return refuse(responder, err),
+        };
         let mcp_servers = mcp::for_session(&request.mcp_servers);
         if let Err(err) = self.connect().await {
             return refuse(responder, err);
@@ -364,6 +369,7 @@ impl Bridge {
             provider: self.options.provider.clone(),
             model: self.options.model.clone(),
             mcp_servers,
+            additional_directories,
             ..Default::default()
         });
         match self.send(start).await {
@@ -417,6 +423,10 @@ impl Bridge {
             );
         }
         let session_id = request.session_id.0.to_string();
+        let dirs = match dirs::strings(&request.additional_directories) {
+            Ok(dirs) => dirs,
+            Err(err) => return refuse(responder, err),
+        };
         if self.sessions.contains_key(&session_id) || self.replaying.contains_key(&session_id) {
             let err = errors::invalid_params(format!("session {session_id} is already loaded"));
             return refuse(responder, err);
@@ -440,7 +450,10 @@ impl Bridge {
         });
         match self.send(attach).await {
             Ok(request_id) => {
-                self.attaching.insert(request_id.clone(), session_id);
+                // A live session keeps its own directories; a stored one
+                // resumed gets these.
+                self.attaching
+                    .insert(request_id.clone(), (session_id, dirs));
                 self.loading.insert(request_id, responder);
                 Ok(())
             }
@@ -507,8 +520,8 @@ impl Bridge {
             let _ = responder.respond_with_error(err);
             return;
         }
-        let text = match prompt::render(&request.prompt) {
-            Ok(text) => text,
+        let prompt::Rendered { text, images } = match prompt::render_with_images(&request.prompt) {
+            Ok(rendered) => rendered,
             Err(err) => {
                 let _ = responder.respond_with_error(errors::invalid_params(err.to_string()));
                 return;
@@ -520,7 +533,9 @@ impl Bridge {
         // `/NAME args`: a custom command or skill (advertised with
         // `available_commands_update`), as ACP clients send them.
         let title = session.meter.title(&text);
-        let start = if text.starts_with('/') {
+        let start = if !images.is_empty() {
+            session.client.submit_with_images(text, images)
+        } else if text.starts_with('/') {
             session.client.submit_command(text)
         } else {
             session.client.submit(text)

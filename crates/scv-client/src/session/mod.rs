@@ -169,6 +169,20 @@ impl SessionClient {
         self.submit_as(text.into(), true)
     }
 
+    /// `turn.start` for `prompt` with `images` (capability `images`; the
+    /// connection must have asked for it, or the server ignores them).
+    pub fn submit_with_images(
+        &mut self,
+        prompt: impl Into<String>,
+        images: Vec<scv_protocol::PromptImage>,
+    ) -> Request {
+        let mut request = self.submit_as(prompt.into(), false);
+        if let ClientMessage::TurnStart(start) = &mut request.message {
+            start.images = images;
+        }
+        request
+    }
+
     fn submit_as(&mut self, text: String, command: bool) -> Request {
         let request = Request {
             request_id: self.next_request_id(),
@@ -176,6 +190,7 @@ impl SessionClient {
                 session_id: self.session_id.clone().unwrap_or_default(),
                 prompt: text.clone(),
                 command,
+                images: Vec::new(),
             }),
         };
         if self.prompts.len() >= MAX_PROMPTS {

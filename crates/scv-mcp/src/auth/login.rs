@@ -3,8 +3,9 @@
 //! authorization specification describes it, carried out by rmcp's
 //! authorization manager: protected-resource metadata (RFC 9728, from the
 //! server's 401 or its well-known URL), authorization-server metadata
-//! (RFC 8414 / OpenID discovery), dynamic client registration (RFC 7591)
-//! where no client is configured, the `resource` indicator (RFC 8707) on
+//! (RFC 8414 / OpenID discovery), the client ID metadata document
+//! (`client_metadata_url`) when the authorization server supports them,
+//! else dynamic client registration (RFC 7591), the `resource` indicator (RFC 8707) on
 //! every token request, `state` checked and the response's `iss`
 //! validated (RFC 9207). The redirect comes back to a loopback listener
 //! on 127.0.0.1 only; the credentials land in the [`FileStore`] with a
@@ -29,12 +30,22 @@ pub struct LoggedIn {
     pub file: std::path::PathBuf,
 }
 
+/// How SCV identifies itself to the authorization server.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    /// `client_metadata_url`: the client id when the authorization server
+    /// supports client ID metadata documents (dynamic registration
+    /// otherwise).
+    pub metadata_url: Option<String>,
+}
+
 /// Logs in to the server `name` at `url`: `show` gets the authorization
 /// URL to open; the redirect is awaited for at most `wait`.
 pub async fn login(
     home: &Path,
     name: &str,
     url: &str,
+    client: &Client,
     wait: Duration,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, String> {
@@ -51,7 +62,17 @@ pub async fn login(
         .map_err(|err| format!("cannot prepare the login: {err}"))?;
     manager.set_credential_store(store.clone());
     let mut state = OAuthState::Unauthorized(manager);
-    let request = AuthorizationRequest::new(redirect.clone()).with_client_name("SCV");
+    let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("SCV");
+    // The server's own 401 names where its metadata is and what scope it
+    // wants; without one, rmcp probes the well-known URLs.
+    if let Some(challenge) = challenge(url).await {
+        request = request.with_challenge(challenge);
+    }
+    // A metadata document first, when the server supports them; rmcp
+    // registers dynamically otherwise.
+    if let Some(document) = &client.metadata_url {
+        request = request.with_client_metadata_url(document.clone());
+    }
     state
         .start_authorization(request)
         .await
@@ -87,6 +108,28 @@ pub async fn login(
     Ok(LoggedIn {
         file: store.path().to_path_buf(),
     })
+}
+
+/// The `WWW-Authenticate` challenge the server answers an unauthenticated
+/// MCP request with (an `initialize`, as a client's first request), if it
+/// answers 401 with one within 10 s.
+async fn challenge(url: &str) -> Option<String> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "scv", "version": env!("CARGO_PKG_VERSION")}}});
+    let answer = reqwest013::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    if answer.status() != reqwest013::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    let header = answer.headers().get("www-authenticate")?.to_str().ok()?;
+    Some(header.to_string())
 }
 
 /// Waits for `GET /callback?…` on the loopback listener and answers it;

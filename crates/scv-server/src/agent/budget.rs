@@ -141,8 +141,6 @@ pub(crate) struct Spending {
     pub budgets: Budgets,
     /// USD the session spent before this turn.
     pub session_spent: f64,
-    /// Send `budget.warning` (capability `usage`).
-    pub report: bool,
     warned_session: AtomicBool,
     warned_daily: AtomicBool,
     warned_turn: AtomicBool,
@@ -159,14 +157,12 @@ impl Spending {
         budgets: Budgets,
         session_spent: f64,
         warned: Warned,
-        report: bool,
     ) -> Spending {
         Spending {
             model,
             price,
             budgets,
             session_spent,
-            report,
             warned_session: AtomicBool::new(warned.session),
             warned_daily: AtomicBool::new(warned.daily),
             warned_turn: AtomicBool::new(false),
@@ -184,7 +180,6 @@ impl Spending {
             price,
             budgets: self.budgets,
             session_spent: self.session_spent,
-            report: self.report,
             warned_session: AtomicBool::new(self.warned_session.load(Ordering::Relaxed)),
             warned_daily: AtomicBool::new(self.warned_daily.load(Ordering::Relaxed)),
             warned_turn: AtomicBool::new(self.warned_turn.load(Ordering::Relaxed)),
@@ -365,9 +360,6 @@ impl Turn {
             if spent * 100.0 < limit * WARN_PERCENT || warned.swap(true, Ordering::Relaxed) {
                 continue;
             }
-            if !spending.report {
-                continue;
-            }
             let percent = (spent * 100.0 / limit).floor();
             let message = if budget == "max_turn_tokens" {
                 format!(
@@ -406,7 +398,7 @@ mod tests {
     };
 
     fn spending(budgets: Budgets, price: Option<Price>) -> Spending {
-        let mut spending = Spending::new("m".into(), price, budgets, 0.0, Warned::default(), false);
+        let mut spending = Spending::new("m".into(), price, budgets, 0.0, Warned::default());
         // Its own day: unit tests run at once, the process's is shared.
         spending.daily = Box::leak(Box::new(DailySpend::new()));
         spending

@@ -26,15 +26,12 @@ struct Pending {
 
 /// One session's waiting questions.
 pub(crate) struct Elicitations {
-    /// The connection asked for capability `elicitation`.
-    asked: bool,
     pending: Mutex<HashMap<String, Pending>>,
 }
 
 impl Elicitations {
-    pub(crate) fn new(asked: bool) -> Elicitations {
+    pub(crate) fn new() -> Elicitations {
         Elicitations {
-            asked,
             pending: Mutex::default(),
         }
     }
@@ -52,7 +49,7 @@ impl Elicitations {
         sink: Arc<SessionSink>,
         turn_id: Arc<str>,
     ) -> Option<Elicitor> {
-        if !self.asked {
+        if !sink.sends("elicitation.requested") {
             return None;
         }
         let this = self.clone();
@@ -130,8 +127,11 @@ impl Elicitations {
         };
         let content = match (&waiting.schema, action) {
             (Some(schema), ElicitAction::Accept) => {
-                let content = content.unwrap_or_else(|| Value::Object(Default::default()));
-                scv_mcp::check_content(schema, &content)
+                let content = with_defaults(
+                    schema,
+                    content.unwrap_or_else(|| Value::Object(Default::default())),
+                );
+                scv_protocol::elicit_form::check_content(schema, &content)
                     .map_err(|why| format!("the content does not match the form: {why}"))?;
                 Some(content)
             }
@@ -144,6 +144,21 @@ impl Elicitations {
     }
 }
 
+/// `content` with each field of the form it leaves out that has a
+/// `default` set to it: a client that accepts without touching a field
+/// accepts what the form offered (SEP-1034), whatever its front end.
+fn with_defaults(schema: &Value, mut content: Value) -> Value {
+    if let (Some(fields), Some(given)) = (schema["properties"].as_object(), content.as_object_mut())
+    {
+        for (name, field) in fields {
+            if let Some(default) = field.get("default") {
+                given.entry(name.clone()).or_insert_with(|| default.clone());
+            }
+        }
+    }
+    content
+}
+
 struct Forget {
     elicitations: Arc<Elicitations>,
     id: String,
@@ -152,5 +167,21 @@ struct Forget {
 impl Drop for Forget {
     fn drop(&mut self) {
         self.elicitations.lock().remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_defaults;
+    use serde_json::json;
+
+    #[test]
+    fn omitted_fields_take_their_default_and_given_ones_stay() {
+        let schema = json!({"type":"object","properties":{
+            "name":{"type":"string","default":"John Doe"},
+            "age":{"type":"integer","default":30},
+            "note":{"type":"string"}}});
+        let filled = with_defaults(&schema, json!({"age": 41}));
+        assert_eq!(filled, json!({"name":"John Doe","age":41}));
     }
 }

@@ -121,18 +121,17 @@ impl Turn {
             return Ok(None);
         };
         for note in &hooked.notes {
-            if self.hook_events {
-                self.emit(EventBody::HookMessage(HookMessage {
-                    event: event.as_str().to_string(),
-                    hook: note.hook.clone(),
-                    message: note.message.clone(),
-                    blocked: note.blocked,
-                    call_id: call_id.map(str::to_string),
-                }))
-                .await?;
-            } else {
-                tracing::info!("{} {}: {}", event.as_str(), note.hook, note.message);
-            }
+            // `hook.message` to a connection that asked; the log has it
+            // either way.
+            tracing::info!("{} {}: {}", event.as_str(), note.hook, note.message);
+            self.emit(EventBody::HookMessage(HookMessage {
+                event: event.as_str().to_string(),
+                hook: note.hook.clone(),
+                message: note.message.clone(),
+                blocked: note.blocked,
+                call_id: call_id.map(str::to_string),
+            }))
+            .await?;
         }
         if let Some(reason) = &hooked.outcome.stop {
             return Err(Stop::Failed(
@@ -373,19 +372,15 @@ impl Turn {
             "a {} hook kept the turn from ending {MAX_STOP_HOOK_ROUNDS} times; the turn ended anyway (the most SCV allows), its last reason: {reason}",
             event.as_str()
         );
-        if self.hook_events {
-            self.emit(EventBody::HookMessage(HookMessage {
-                event: event.as_str().to_string(),
-                hook: format!("{} hooks", event.as_str()),
-                message,
-                blocked: false,
-                call_id: None,
-            }))
-            .await?;
-        } else {
-            tracing::warn!("{message}");
-        }
-        Ok(())
+        tracing::warn!("{message}");
+        self.emit(EventBody::HookMessage(HookMessage {
+            event: event.as_str().to_string(),
+            hook: format!("{} hooks", event.as_str()),
+            message,
+            blocked: false,
+            call_id: None,
+        }))
+        .await
     }
 
     /// `Stop`: the reason to keep going when a hook blocks the end.

@@ -129,6 +129,8 @@ pub(crate) struct SessionSettings {
     /// Its background processes (shared with its subagents); they end
     /// when the last holder of this goes, with the session.
     pub background: Arc<crate::background::Background>,
+    /// Its additional directories (`tools::roots`), checked.
+    pub roots: Arc<[crate::tools::roots::Root]>,
 }
 
 impl SessionSettings {
@@ -157,16 +159,17 @@ impl SessionSettings {
 
 pub(crate) struct Turn {
     pub limits: Arc<Limits>,
-    /// The connection asked for `reasoning.delta` events.
-    pub reasoning: bool,
     /// The session's checkpoints: taken before the turn's first call that
     /// may change files.
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
-    /// The connection asked for capability `checkpoints` (it hears of each
-    /// one as `checkpoint.created`).
-    pub announce_checkpoints: bool,
     /// The turn's prompt, as its checkpoint shows it.
     pub prompt: Arc<str>,
+    /// Images sent with the prompt (capability `images`), checked.
+    pub images: Vec<crate::model::Image>,
+    /// `/compact [focus]`: the turn only compacts the history now (the
+    /// focus, when given, steers the summary) and asks the model nothing
+    /// else.
+    pub compact: Option<String>,
     pub settings: Arc<SessionSettings>,
     pub sink: Arc<SessionSink>,
     pub approvals: Arc<Approvals>,
@@ -183,15 +186,6 @@ pub(crate) struct Turn {
     pub spending: Spending,
     /// The turn's OpenTelemetry trace (`None`: export is off).
     pub trace: Option<crate::telemetry::TurnTrace>,
-    /// The connection asked for capability `hooks` (`hook.message`).
-    pub hook_events: bool,
-    /// The connection asked for capability `sessions`: a subagent's
-    /// journal that cannot be written says so (`session.warning`).
-    pub session_warnings: bool,
-    /// The connection asked for capability `retries` (`provider.retrying`).
-    pub retries: bool,
-    /// The connection asked for capability `step_usage` (`usage.updated`).
-    pub step_usage: bool,
     /// What it may start subagents with (`None`: no `task` tool).
     pub subagents: Option<Arc<subagent::Subagents>>,
     /// A subagent's turn: its tools, instructions and caps.
@@ -273,14 +267,59 @@ impl Turn {
     pub(crate) async fn run(mut self, mut history: History, prompt: String) -> TurnOutcome {
         let mut usage = None;
         self.mirror(&history).await;
-        let result = match self.submitted(prompt).await {
+        let result = match self.compact.take() {
+            Some(focus) => self.compact_now(&mut history, &mut usage, focus).await,
+            None => self.prompted(&mut history, &mut usage, prompt).await,
+        };
+        self.finish_run(history, usage, result).await
+    }
+
+    /// The turn of a prompt: the user's message, then the model's steps.
+    async fn prompted(
+        &mut self,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        prompt: String,
+    ) -> Result<u32, Stop> {
+        match self.submitted(prompt).await {
             Ok(prompt) => {
                 let prompt = mentions::attach(&self.mcp, prompt, &self.token).await;
-                history.push(Message::user(prompt));
-                self.drive(&mut history, &mut usage).await
+                let images = std::mem::take(&mut self.images);
+                if !images.is_empty() {
+                    history.bound_images(&images);
+                }
+                history.push(Message::user_with_images(prompt, images));
+                self.drive(history, usage).await
             }
             Err(stop) => Err(stop),
-        };
+        }
+    }
+
+    /// `/compact`: the history's older exchanges replaced by a summary at
+    /// once, whatever its size; no step of the model's.
+    async fn compact_now(
+        &mut self,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        focus: String,
+    ) -> Result<u32, Stop> {
+        let plan = self.settings.plan();
+        let registry = self.registry(plan).await;
+        let (_, fixed_bytes) = self.system_prompt(&registry, plan).await;
+        self.compact = Some(focus);
+        let compacted = self.compact(fixed_bytes, history, usage, true).await;
+        self.compact = None;
+        compacted.map(|()| 0)
+    }
+
+    /// The turn's end, however it went: usage, the terminal event, the
+    /// outcome.
+    async fn finish_run(
+        mut self,
+        mut history: History,
+        usage: Option<Usage>,
+        result: Result<u32, Stop>,
+    ) -> TurnOutcome {
         let mut detail = usage;
         let mut cost_usd = self.spending.cost(detail.as_ref());
         if let Some(subagents) = &self.subagents {
@@ -378,48 +417,20 @@ impl Turn {
             let tools = self.offered(&registry);
             self.trim(history).await?;
             self.compact(fixed_bytes, history, usage, false).await?;
-            let request_bytes = fixed_bytes + history.bytes();
-            // Held until the request ends: settled below, released when
-            // it fails or the turn is cancelled (dropped with `?`).
-            let mut held = self.reserve(history.estimate_tokens(request_bytes))?;
-            let mut reply = self
-                .step(&request(&system, history, tools, held.max_output_tokens))
-                .await;
-            if let Err(Stop::Overflow(message)) = &reply {
-                // One compaction, one retry; the refused request spent
-                // nothing.
-                tracing::info!("provider context overflow: {message}; compacting once");
-                drop(held);
-                self.compact(fixed_bytes, history, usage, true).await?;
-                let request_bytes = fixed_bytes + history.bytes();
-                held = self.reserve(history.estimate_tokens(request_bytes))?;
-                reply = match self
-                    .step(&request(&system, history, tools, held.max_output_tokens))
-                    .await
-                {
-                    Err(Stop::Overflow(message)) => {
-                        return Err(Stop::Failed(
-                            FailureCode::ContextLimit,
-                            format!("the conversation does not fit the model's context even after compaction: {message}"),
-                        ))
-                    }
-                    other => other,
-                };
-            }
-            let reply = reply?;
+            let (reply, request_bytes, held) = self
+                .send_request(&system, fixed_bytes, history, usage, tools)
+                .await?;
             steps += 1;
             self.spent(held, reply.usage).await?;
             if let Some(step_usage) = reply.usage {
                 history.calibrate(request_bytes, step_usage.input_tokens());
                 add_step_usage(usage, step_usage);
-                if self.step_usage {
-                    self.emit(EventBody::UsageUpdated {
-                        step: step_usage.into(),
-                        turn: usage.unwrap_or_default().into(),
-                        steps,
-                    })
-                    .await?;
-                }
+                self.emit(EventBody::UsageUpdated {
+                    step: step_usage.into(),
+                    turn: usage.unwrap_or_default().into(),
+                    steps,
+                })
+                .await?;
             }
             if reply.end == End::Refused {
                 // Its text (if any) was streamed; it is no answer, and
@@ -463,31 +474,86 @@ impl Turn {
                     format!("agent reached {max_steps} steps"),
                 ));
             }
-            let mut rest = &tool_calls[..];
-            while !rest.is_empty() {
-                // Consecutive `task` calls run together (each waits for one
-                // of `max_subagents` slots); the rest one by one.
-                let together = rest
-                    .iter()
-                    .take_while(|c| c.name == crate::tools::task::NAME)
-                    .count()
-                    .max(1);
-                let (now, later) = rest.split_at(together);
-                rest = later;
-                let results = futures_util::future::join_all(
-                    now.iter().map(|call| self.call_tool(call, &registry)),
-                )
-                .await;
-                for (call, result) in now.iter().zip(results) {
-                    let (content, success) = result?;
-                    history.push(Message::Tool {
-                        call_id: call.id.clone(),
-                        content: content.into(),
-                        success,
-                    });
+            self.run_calls(&tool_calls, &registry, history).await?;
+        }
+    }
+
+    /// One provider request for the history as it stands, held against
+    /// the budgets until it ends: on a context overflow, one compaction
+    /// and one retry. Returns the reply, the request's size before any
+    /// compaction (what calibrates the estimate), and what it holds.
+    async fn send_request(
+        &self,
+        system: &str,
+        fixed_bytes: usize,
+        history: &mut History,
+        usage: &mut Option<Usage>,
+        tools: &[ToolSpec],
+    ) -> Result<(Reply, usize, budget::Reservation), Stop> {
+        let request_bytes = fixed_bytes + history.bytes();
+        // Held until the request ends: settled by the caller, released
+        // when it fails or the turn is cancelled (dropped with `?`).
+        let mut held = self.reserve(history.estimate_tokens(request_bytes))?;
+        let mut reply = self
+            .step(&request(system, history, tools, held.max_output_tokens))
+            .await;
+        if let Err(Stop::Overflow(message)) = &reply {
+            // One compaction, one retry; the refused request spent
+            // nothing.
+            tracing::info!("provider context overflow: {message}; compacting once");
+            drop(held);
+            self.compact(fixed_bytes, history, usage, true).await?;
+            let request_bytes = fixed_bytes + history.bytes();
+            held = self.reserve(history.estimate_tokens(request_bytes))?;
+            reply = match self
+                .step(&request(system, history, tools, held.max_output_tokens))
+                .await
+            {
+                Err(Stop::Overflow(message)) => {
+                    return Err(Stop::Failed(
+                        FailureCode::ContextLimit,
+                        format!("the conversation does not fit the model's context even after compaction: {message}"),
+                    ))
                 }
+                other => other,
+            };
+        }
+        Ok((reply?, request_bytes, held))
+    }
+
+    /// A step's calls, their results pushed to the history: consecutive
+    /// `task` calls together, the rest one by one.
+    async fn run_calls(
+        &self,
+        tool_calls: &[ToolCall],
+        registry: &Registry,
+        history: &mut History,
+    ) -> Result<(), Stop> {
+        let mut rest = tool_calls;
+        while !rest.is_empty() {
+            // Consecutive `task` calls run together (each waits for one
+            // of `max_subagents` slots); the rest one by one.
+            let together = rest
+                .iter()
+                .take_while(|c| c.name == crate::tools::task::NAME)
+                .count()
+                .max(1);
+            let (now, later) = rest.split_at(together);
+            rest = later;
+            let results = futures_util::future::join_all(
+                now.iter().map(|call| self.call_tool(call, registry)),
+            )
+            .await;
+            for (call, result) in now.iter().zip(results) {
+                let (content, success) = result?;
+                history.push(Message::Tool {
+                    call_id: call.id.clone(),
+                    content: content.into(),
+                    success,
+                });
             }
         }
+        Ok(())
     }
 
     /// The session's tools now: the built-in ones (and `skill` when it
@@ -577,7 +643,11 @@ impl Turn {
             return Ok(());
         }
         let keep_tokens = (threshold / 2).saturating_sub(history.estimate_tokens(fixed_bytes));
-        let keep_bytes = history.bytes_for_tokens(keep_tokens);
+        // `/compact` keeps only the latest exchange whole.
+        let keep_bytes = match self.compact {
+            Some(_) => 0,
+            None => history.bytes_for_tokens(keep_tokens),
+        };
         let Some(cut) = compaction::plan(history.messages(), keep_bytes) else {
             if force || before > limit {
                 return Err(Stop::Failed(
@@ -594,8 +664,12 @@ impl Turn {
             per_message,
             history.bytes_for_tokens(limit / 2),
         );
+        let focus = match self.compact.as_deref() {
+            Some(focus) if !focus.is_empty() => format!(" (focus on: {focus})"),
+            _ => String::new(),
+        };
         let request = [Message::user(format!(
-            "Summarize this transcript:\n\n{transcript}"
+            "Summarize this transcript{focus}:\n\n{transcript}"
         ))];
         let summary_bytes = Message::user(SUMMARY_SYSTEM_PROMPT).weight() + request[0].weight();
         let held = self.reserve(history.estimate_tokens(summary_bytes))?;
@@ -683,12 +757,10 @@ impl Turn {
             let mut next = Some(first);
             let mut bytes = 0;
             while let Some(delta) = next {
-                // Reasoning only to a connection that opted in; never in
-                // the answer.
-                if matches!(delta, Delta::Text(_)) || self.reasoning {
-                    bytes += delta.text().len();
-                    batch.push(delta);
-                }
+                // Reasoning only to a connection that opted in (the sink
+                // decides); never in the answer.
+                bytes += delta.text().len();
+                batch.push(delta);
                 next = if batch.len() < MAX_BATCH_EVENTS && bytes < MAX_BATCH_BYTES {
                     stream.next_buffered()?
                 } else {
@@ -713,18 +785,7 @@ impl Turn {
     ) -> Result<(String, bool), Stop> {
         let name = call.name.as_str();
         let arguments = call.arguments.as_str();
-        let parsed: Result<Value, String> = match arguments.trim() {
-            "" => Ok(Value::Object(Default::default())),
-            raw => serde_json::from_str::<Value>(raw)
-                .map_err(|err| format!("error: the arguments are not valid JSON ({err})"))
-                .and_then(|v| {
-                    if v.is_object() {
-                        Ok(v)
-                    } else {
-                        Err("error: the arguments must be a JSON object".to_string())
-                    }
-                }),
-        };
+        let parsed = parse_arguments(&arguments);
         let shown_arguments = match &parsed {
             Ok(value) => value.clone(),
             Err(_) => Value::String(arguments.clone().into_owned()),
@@ -786,6 +847,34 @@ impl Turn {
             name: name.to_string(),
         })
         .await?;
+        let output = self
+            .run_approved(call, tool, &arguments, registry, plan)
+            .await?;
+        let mut notes = gate.context;
+        notes.extend(self.post_tool_hooks(call, &arguments, &output).await?);
+        let (mut content, success) = self.complete(call, output).await?;
+        for note in notes {
+            content.push_str("\n\n");
+            content.push_str(&note);
+        }
+        Ok((content, success))
+    }
+
+    /// Runs an approved call (`task` starts a subagent) in the turn's
+    /// tool context, traced; a cancelled turn stops here.
+    async fn run_approved(
+        &self,
+        call: &ToolCall,
+        tool: &crate::tools::registry::Tool,
+        arguments: &Value,
+        registry: &Registry,
+        plan: bool,
+    ) -> Result<ToolOutput, Stop> {
+        let name = call.name.as_str();
+        let span = self
+            .trace
+            .as_ref()
+            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let tool_ctx = ToolContext {
             workspace: &self.settings.cwd,
             scv_home: &self.settings.scv_home,
@@ -797,21 +886,19 @@ impl Turn {
             env: &self.settings.tool_env,
             mcp: &self.mcp,
             elicitor: self.elicitor(),
+            traceparent: span.as_ref().map(|span| span.traceparent()),
             catalog: &self.settings.custom.catalog,
             background: &self.settings.background,
             web: &self.limits.web,
+            roots: &self.settings.roots,
         };
         // Tools watch the token themselves, so a cancelled call has
         // finished cleaning up (bash: every process it started is gone)
         // before the turn ends.
-        let span = self
-            .trace
-            .as_ref()
-            .map(|t| t.tool(name, &call.id, &call.arguments.as_str()));
         let result = if tool.is_task() {
-            Ok(self.run_task(call, &arguments, registry).await?)
+            Ok(self.run_task(call, arguments, registry).await?)
         } else {
-            tool.run(&arguments, &tool_ctx).await
+            tool.run(arguments, &tool_ctx).await
         };
         if self.token.is_cancelled() {
             if let Some(span) = span {
@@ -832,14 +919,7 @@ impl Turn {
         if let Some(span) = span {
             span.completed(output.success, &output.output);
         }
-        let mut notes = gate.context;
-        notes.extend(self.post_tool_hooks(call, &arguments, &output).await?);
-        let (mut content, success) = self.complete(call, output).await?;
-        for note in notes {
-            content.push_str("\n\n");
-            content.push_str(&note);
-        }
-        Ok((content, success))
+        Ok(output)
     }
 
     /// The workspace recorded before this turn's first call that may
@@ -851,9 +931,6 @@ impl Turn {
         let taken = self
             .cancellable(checkpoints.before_change(&self.turn_id, &self.prompt))
             .await?;
-        if !self.announce_checkpoints {
-            return Ok(());
-        }
         match taken {
             crate::checkpoint::Taken::New(checkpoint_id) => {
                 self.emit(EventBody::CheckpointCreated { checkpoint_id })
@@ -946,6 +1023,14 @@ impl Turn {
     /// The stream's deltas, queued as one batch; a cancel interrupts the
     /// wait for writer room.
     async fn emit_deltas(&self, deltas: &[Delta]) -> Result<(), Stop> {
+        let reasoning = self.sink.sends("reasoning.delta");
+        if !deltas
+            .iter()
+            .any(|d| reasoning || matches!(d, Delta::Text(_)))
+        {
+            // None leaves the sink: no wait, and no cancellation point.
+            return Ok(());
+        }
         let emit = self
             .sink
             .emit_deltas(Some(&self.request_id), Some(&self.turn_id), deltas);
@@ -970,23 +1055,27 @@ impl Turn {
                 Err(Failure::Failed(err)) => return Err(err.into()),
                 Err(Failure::Retry(retry)) => {
                     attempt += 1;
-                    if self.retries {
-                        self.emit(EventBody::ProviderRetrying(ProviderRetrying {
-                            attempt,
-                            max_retries: provider.max_retries,
-                            wait_ms: retry.wait.as_millis() as u64,
-                            status: retry.status,
-                            reason: retry.reason.into(),
-                        }))
-                        .await?;
-                    }
+                    self.emit(EventBody::ProviderRetrying(ProviderRetrying {
+                        attempt,
+                        max_retries: provider.max_retries,
+                        wait_ms: retry.wait.as_millis() as u64,
+                        status: retry.status,
+                        reason: retry.reason.into(),
+                    }))
+                    .await?;
                     self.cancellable(tokio::time::sleep(retry.wait)).await?;
                 }
             }
         }
     }
 
+    /// Emits `body` for this turn, unless its connection did not ask for
+    /// it (the sink's gate): then nothing waits, and nothing here can stop
+    /// the turn.
     async fn emit(&self, body: EventBody) -> Result<(), Stop> {
+        if !self.sink.sends(body.type_name()) {
+            return Ok(());
+        }
         let emit = self
             .sink
             .emit(Some(&self.request_id), Some(&self.turn_id), &body);
@@ -1044,6 +1133,23 @@ fn traced(
             Stop::Refused => "refused",
             Stop::Disconnected => "disconnected",
         }),
+    }
+}
+
+/// A call's arguments as a JSON object (none: `{}`), or what the model
+/// is told is wrong with them.
+fn parse_arguments(arguments: &str) -> Result<Value, String> {
+    match arguments.trim() {
+        "" => Ok(Value::Object(Default::default())),
+        raw => serde_json::from_str::<Value>(raw)
+            .map_err(|err| format!("error: the arguments are not valid JSON ({err})"))
+            .and_then(|v| {
+                if v.is_object() {
+                    Ok(v)
+                } else {
+                    Err("error: the arguments must be a JSON object".to_string())
+                }
+            }),
     }
 }
 

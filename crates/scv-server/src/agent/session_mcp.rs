@@ -14,10 +14,9 @@ pub(crate) struct SessionMcp {
 }
 
 impl SessionMcp {
-    /// `elicitation`: the session's connection asked for the capability.
-    pub(crate) fn new(elicitation: bool) -> SessionMcp {
+    pub(crate) fn new() -> SessionMcp {
         SessionMcp {
-            elicitations: Arc::new(Elicitations::new(elicitation)),
+            elicitations: Arc::new(Elicitations::new()),
             tool_search: Arc::default(),
         }
     }

@@ -4,11 +4,16 @@
 //! mutex makes "take the next seq, queue the frame" one step, so wire order
 //! and seq order agree. The counter only moves once the frame is queued, so
 //! an emit abandoned by cancellation leaves no gap.
+//!
+//! It is also where the connection's capabilities are consulted
+//! ([`crate::gate`]): an event the client did not ask for is dropped here
+//! before it takes a `seq`, and extension fields and codes it did not ask
+//! for are taken out. Emitters build every event whole.
 
 use crate::provider::Delta;
 use crate::transport::{encode, DeltaEnvelope, DeltaKind, Outbound, SendError};
 use scv_protocol::limits::MAX_SERVER_FRAME_BYTES;
-use scv_protocol::{EventBody, EventRef, Parent};
+use scv_protocol::{Capabilities, EventBody, EventRef, Parent};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +34,8 @@ pub(crate) struct SessionSink {
     fan: Arc<Fan>,
     /// A child session's: the call that started it, on every event.
     parent: Option<Parent>,
+    /// What the connection that opened the session opted into.
+    caps: Capabilities,
     /// A child of a connection that did not ask for capability
     /// `subagents`: its events are numbered but not sent.
     silent: bool,
@@ -37,28 +44,43 @@ pub(crate) struct SessionSink {
 impl SessionSink {
     /// A sink whose first event gets `first_seq` (0 for a new session; a
     /// resumed one continues above its journal's last).
-    pub(crate) fn new(session_id: Arc<str>, out: Outbound, first_seq: u64) -> Self {
+    /// `caps`: what the connection opted into.
+    pub(crate) fn new(
+        session_id: Arc<str>,
+        out: Outbound,
+        first_seq: u64,
+        caps: Capabilities,
+    ) -> Self {
         SessionSink {
             session_id,
             next_seq: tokio::sync::Mutex::new(first_seq),
             out,
             fan: Arc::default(),
             parent: None,
+            caps,
             silent: false,
         }
     }
 
     /// A child session's sink on the same connection: its events carry
-    /// `parent`, and reach the client only when it asked (`visible`).
-    pub(crate) fn child(&self, session_id: Arc<str>, parent: Parent, visible: bool) -> Self {
+    /// `parent`, and reach the client only when it asked for capability
+    /// `subagents`.
+    pub(crate) fn child(&self, session_id: Arc<str>, parent: Parent) -> Self {
         SessionSink {
             session_id,
             next_seq: tokio::sync::Mutex::new(0),
             out: self.out.clone(),
             fan: self.fan.clone(),
             parent: Some(parent),
-            silent: !visible,
+            caps: self.caps,
+            silent: !crate::gate::Capability::Subagents.granted(&self.caps),
         }
+    }
+
+    /// Whether an event of `type_name` leaves this sink at all (numbered
+    /// but unsent, for a child the client does not see, counts as leaving).
+    pub(crate) fn sends(&self, type_name: &str) -> bool {
+        crate::gate::allows(&self.caps, type_name)
     }
 
     /// Whether its events reach the client.
@@ -76,7 +98,10 @@ impl SessionSink {
         &self.session_id
     }
 
-    /// Emits a session event with the next `seq`; returns that `seq`.
+    /// Emits a session event with the next `seq`; returns that `seq`. An
+    /// event the connection did not ask for ([`crate::gate::shape`]) is
+    /// not sent and takes no `seq` (the `seq` returned is the next
+    /// event's).
     pub(crate) async fn emit(
         &self,
         request_id: Option<&str>,
@@ -88,8 +113,8 @@ impl SessionSink {
 
     /// [`SessionSink::emit`] of a `turn.failed` whose `code` on the wire
     /// is `code` (an extension code, such as `budget_exceeded`, that only
-    /// a connection which asked for it gets; `body` holds the document's
-    /// code the journal keeps).
+    /// a connection which asked for it gets, [`crate::gate::code`]; `body`
+    /// holds the document's code the journal keeps).
     pub(crate) async fn emit_coded(
         &self,
         request_id: Option<&str>,
@@ -98,6 +123,11 @@ impl SessionSink {
         code: Option<&str>,
     ) -> Result<u64, EmitError> {
         let mut next_seq = self.next_seq.lock().await;
+        let Some(body) = crate::gate::shape(&self.caps, body) else {
+            return Ok(*next_seq);
+        };
+        let body = body.as_ref();
+        let code = crate::gate::code(&self.caps, code);
         if self.silent {
             *next_seq += 1;
             return Ok(*next_seq - 1);
@@ -194,7 +224,7 @@ impl SessionSink {
 
     /// Emits an extension event that front ends' [`EventBody`] does not
     /// carry (yet): `type` and the envelope around `body`'s fields, with
-    /// the next `seq`. Only for events a connection asked for.
+    /// the next `seq`; gated on `type_name` as [`SessionSink::emit`] is.
     pub(crate) async fn emit_extension(
         &self,
         type_name: &str,
@@ -202,6 +232,9 @@ impl SessionSink {
         body: &impl serde::Serialize,
     ) -> Result<u64, EmitError> {
         let mut next_seq = self.next_seq.lock().await;
+        if !crate::gate::allows(&self.caps, type_name) {
+            return Ok(*next_seq);
+        }
         if self.silent {
             *next_seq += 1;
             return Ok(*next_seq - 1);
@@ -236,16 +269,23 @@ impl SessionSink {
     /// `seq`s, queued as one batch: the same frames, in the same order, for
     /// one reservation and one wake-up of the writer. Encoded from the
     /// deltas' own text (no event built per delta: a batch of events held
-    /// 32 KiB per streaming turn).
+    /// 32 KiB per streaming turn). Reasoning goes only to a connection
+    /// that asked for it (never into the answer).
     pub(crate) async fn emit_deltas(
         &self,
         request_id: Option<&str>,
         turn_id: Option<&str>,
         deltas: &[Delta],
     ) -> Result<(), EmitError> {
+        let reasoning = crate::gate::allows(&self.caps, "reasoning.delta");
+        let sent = |delta: &&Delta| reasoning || matches!(delta, Delta::Text(_));
+        let count = deltas.iter().filter(sent).count();
+        if count == 0 {
+            return Ok(());
+        }
         let mut next_seq = self.next_seq.lock().await;
         if self.silent {
-            *next_seq += deltas.len() as u64;
+            *next_seq += count as u64;
             return Ok(());
         }
         let envelope = DeltaEnvelope::new(
@@ -257,9 +297,9 @@ impl SessionSink {
         // Room for the lot at once: a batch that outgrew a guess was
         // copied again at each doubling (a tenth of the stream path's
         // `memmove`).
-        let text: usize = deltas.iter().map(|d| d.text().len()).sum();
-        let mut buf = Vec::with_capacity(deltas.len() * envelope.overhead() + text + text / 8);
-        for (n, delta) in deltas.iter().enumerate() {
+        let text: usize = deltas.iter().filter(sent).map(|d| d.text().len()).sum();
+        let mut buf = Vec::with_capacity(count * envelope.overhead() + text + text / 8);
+        for (n, delta) in deltas.iter().filter(sent).enumerate() {
             let start = buf.len();
             if n > 0 {
                 buf.push(b'\n');
@@ -274,8 +314,8 @@ impl SessionSink {
                 return Err(EmitError::TooLarge(len));
             }
         }
-        self.deliver(buf.into(), deltas.len()).await?;
-        *next_seq += deltas.len() as u64;
+        self.deliver(buf.into(), count).await?;
+        *next_seq += count as u64;
         Ok(())
     }
 }

@@ -83,8 +83,6 @@ pub(crate) struct Subagents {
     pub depth: u32,
     /// The client's session this one descends from (itself at depth 0).
     pub root: Arc<str>,
-    /// The connection asked for capability `subagents`.
-    pub visible: bool,
     pub index: Arc<ChildIndex>,
     pub definitions: Arc<[Definition]>,
     /// The turn's children running at once, at most `max_subagents`.
@@ -100,7 +98,6 @@ impl Subagents {
         server: &Server,
         depth: u32,
         root: Arc<str>,
-        visible: bool,
         index: Arc<ChildIndex>,
         definitions: Arc<[Definition]>,
     ) -> Option<Arc<Subagents>> {
@@ -112,7 +109,6 @@ impl Subagents {
             server: server.clone(),
             depth,
             root,
-            visible,
             index,
             definitions,
             slots: tokio::sync::Semaphore::new(limits.max_subagents),
@@ -253,7 +249,7 @@ impl Turn {
             // What a child changes is undone with the parent's turn.
             self.checkpoint().await?;
         }
-        let child = Child::new(self, subagents, call, &args, definition, tools);
+        let child = Child::new(self, call, &args, definition, tools);
         let agent_type = child.agent.as_deref().unwrap_or("general-purpose");
         self.subagent_start_hooks(&child.session_id, agent_type)
             .await;
@@ -320,7 +316,6 @@ struct Child {
 impl Child {
     fn new(
         parent: &Turn,
-        subagents: &Subagents,
         call: &ToolCall,
         args: &TaskArgs,
         definition: Option<&Definition>,
@@ -332,11 +327,7 @@ impl Child {
             turn_id: parent.turn_id.to_string(),
             call_id: call.id.clone(),
         };
-        let sink = Arc::new(
-            parent
-                .sink
-                .child(session_id.clone(), link, subagents.visible),
-        );
+        let sink = Arc::new(parent.sink.child(session_id.clone(), link));
         let from = &parent.settings;
         let mut provider = from.provider.clone();
         if let Some(model) = definition.and_then(|d| d.model.as_deref()) {
@@ -365,6 +356,15 @@ impl Child {
             transcript: None,
             // Its processes are the session's.
             background: from.background.clone(),
+            // The session's roots; a read-only agent writes none.
+            roots: from
+                .roots
+                .iter()
+                .map(|root| crate::tools::roots::Root {
+                    path: root.path.clone(),
+                    writable: root.writable && !read_only,
+                })
+                .collect(),
         };
         Child {
             session_id,
@@ -436,9 +436,7 @@ impl Child {
         if let Some(journal) = &mut journal {
             journal.turn_started(&self.turn_id, &args.prompt, seq);
             for warning in journal.warnings().await {
-                if parent.session_warnings {
-                    let _ = emit(EventBody::SessionWarning(warning), None).await;
-                }
+                let _ = emit(EventBody::SessionWarning(warning), None).await;
             }
         }
         subagents.index.insert(
@@ -449,64 +447,9 @@ impl Child {
                 token: self.token.clone(),
             },
         );
-        let model = self.settings.provider.model.clone();
-        let price = server.config.cost.pricing.price(&model);
-        let turn = Turn {
-            limits: Arc::new(super::Limits {
-                max_steps: limits.subagent_max_steps,
-                ..limits.as_ref().clone()
-            }),
-            reasoning: parent.reasoning,
-            checkpoints: None,
-            announce_checkpoints: false,
-            prompt: args.prompt.as_str().into(),
-            settings: self.settings.clone(),
-            sink: self.sink.clone(),
-            approvals: parent.approvals.clone(),
-            session_mcp: parent.session_mcp.clone(),
-            request_id: parent.request_id.clone(),
-            turn_id: self.turn_id.clone(),
-            token: self.token.clone(),
-            mcp: parent.mcp.clone(),
-            spending: parent.spending.child(model, price),
-            trace: None,
-            hook_events: parent.hook_events,
-            session_warnings: parent.session_warnings,
-            retries: parent.retries,
-            step_usage: parent.step_usage,
-            subagents: Subagents::for_turn(
-                server,
-                subagents.depth + 1,
-                subagents.root.clone(),
-                subagents.visible,
-                subagents.index.clone(),
-                subagents.definitions.clone(),
-            ),
-            child: Some(ChildRole {
-                tools: self.tools.clone().into(),
-                instructions: self.instructions.clone(),
-                relay: self.relay(parent),
-            }),
-        };
+        let turn = self.turn(parent, subagents, &args.prompt);
         let cap = limits.subagent_timeout;
-        let mut outcome = {
-            let run = turn.run(History::default(), args.prompt.clone());
-            let mut run = std::pin::pin!(run);
-            let timer = tokio::time::sleep(cap);
-            let mut timer = std::pin::pin!(timer);
-            let mut fired = false;
-            loop {
-                tokio::select! {
-                    outcome = &mut run => break outcome,
-                    _ = &mut timer, if !fired => {
-                        // The cap, not a person: the child ends as failed.
-                        fired = true;
-                        self.timed_out.store(true, Ordering::Relaxed);
-                        self.token.cancel();
-                    }
-                }
-            }
-        };
+        let mut outcome = self.run_capped(turn, &args.prompt, cap).await;
         subagents.index.remove(&self.session_id);
         if self.timed_out.load(Ordering::Relaxed)
             && matches!(outcome.terminal, Some(EventBody::TurnCancelled {}))
@@ -544,9 +487,7 @@ impl Child {
             // try now (no later record of it will come).
             journal.last_try().await;
             for warning in journal.warnings().await {
-                if parent.session_warnings {
-                    let _ = emit(EventBody::SessionWarning(warning), None).await;
-                }
+                let _ = emit(EventBody::SessionWarning(warning), None).await;
             }
         }
         if let Some(journal) = journal {
@@ -562,6 +503,74 @@ impl Child {
             return Err(Stop::Cancelled);
         }
         Ok(self.result(&outcome, parent.limits.tool_output_max_bytes))
+    }
+
+    /// The child's turn: the settings it runs with (its own model and
+    /// price, the parent's budgets and ledger, `subagent_max_steps`), and
+    /// what it shares with its parent (approvals, MCP, the request).
+    fn turn(&self, parent: &Turn, subagents: &Subagents, prompt: &str) -> Turn {
+        let server = &subagents.server;
+        let limits = &server.limits;
+        let model = self.settings.provider.model.clone();
+        let price = server.config.cost.pricing.price(&model);
+        Turn {
+            limits: Arc::new(super::Limits {
+                max_steps: limits.subagent_max_steps,
+                ..limits.as_ref().clone()
+            }),
+            checkpoints: None,
+            prompt: prompt.into(),
+            images: Vec::new(),
+            compact: None,
+            settings: self.settings.clone(),
+            sink: self.sink.clone(),
+            approvals: parent.approvals.clone(),
+            session_mcp: parent.session_mcp.clone(),
+            request_id: parent.request_id.clone(),
+            turn_id: self.turn_id.clone(),
+            token: self.token.clone(),
+            mcp: parent.mcp.clone(),
+            spending: parent.spending.child(model, price),
+            trace: None,
+            subagents: Subagents::for_turn(
+                server,
+                subagents.depth + 1,
+                subagents.root.clone(),
+                subagents.index.clone(),
+                subagents.definitions.clone(),
+            ),
+            child: Some(ChildRole {
+                tools: self.tools.clone().into(),
+                instructions: self.instructions.clone(),
+                relay: self.relay(parent),
+            }),
+        }
+    }
+
+    /// Runs `turn` until it ends or `cap` passes: then it is cancelled
+    /// (and reads as timed out).
+    async fn run_capped(
+        &self,
+        turn: Turn,
+        prompt: &str,
+        cap: std::time::Duration,
+    ) -> super::TurnOutcome {
+        let run = turn.run(History::default(), prompt.to_string());
+        let mut run = std::pin::pin!(run);
+        let timer = tokio::time::sleep(cap);
+        let mut timer = std::pin::pin!(timer);
+        let mut fired = false;
+        loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                _ = &mut timer, if !fired => {
+                    // The cap, not a person: the child ends as failed.
+                    fired = true;
+                    self.timed_out.store(true, Ordering::Relaxed);
+                    self.token.cancel();
+                }
+            }
+        }
     }
 
     /// The journal of the child (none when the store is off or refuses).

@@ -5,11 +5,13 @@
 
 use super::subagents;
 
+mod elicit;
+mod intake;
 mod live;
 use super::{poll, AccountSpec, Status};
 use crate::handles::Connector;
 use crate::server::Shared;
-use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, Update};
+use scv_client::session::{Answer, Outcome, Request, SessionClient, Stage, ToolChange, Update};
 use scv_client::{Connection, Open};
 use scv_ilink::types::WireMessage;
 use scv_ilink::{AccountStore, ChatSession, Delivery, IlinkClient};
@@ -18,7 +20,7 @@ use scv_protocol::{SessionResume, SessionStart};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
+use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +40,24 @@ pub(super) const MAX_STRANGER_QUEUED: usize = 2;
 /// The longest tool call that can be approved in chat: it must fit, whole,
 /// in one message with the question.
 pub(super) const MAX_APPROVAL_CHARS: usize = 1600;
+/// What an image-only message is answered: the chat's image items cannot
+/// be fetched (the iLink notes name the item type but not where its bytes
+/// are nor how they are encrypted), so no image reaches the model.
+const IMAGES_NOT_FETCHED: &str =
+    "Images are not supported in this chat yet: SCV cannot fetch them from WeChat. Describe it in text, or send it from the terminal (`scv exec --image FILE`).";
+
+/// What a message without text is answered.
+fn unreadable(message: &WireMessage) -> &'static str {
+    match message.has_images() {
+        true => IMAGES_NOT_FETCHED,
+        false => "Only text messages are understood here.",
+    }
+}
+
+/// Said before a message's text goes on without its image.
+const IMAGE_LEFT_OUT: &str =
+    "(Your image was left out: SCV cannot fetch images from this chat yet. Your text was sent without it.)";
+
 const TYPING_EVERY: Duration = Duration::from_secs(5);
 const HELP: &str = "Send a message to ask SCV. Commands: /new starts a new conversation, /resume continues your earlier one (after SCV restarted, a new conversation starts unless you send it), /undo puts the files and the conversation back to before the last turn that changed files (the owner's), /cancel stops the running turn, /status shows model, workspace and queue, /help shows this. The owner can follow a live session with /attach ID (`scv agents` lists them). The owner can also run the workspace's custom commands and skills as /NAME.";
 
@@ -51,6 +71,8 @@ struct Chat {
     clear_after_turn: bool,
     /// Approvals shown in the chat, oldest first, with their deadlines.
     approvals: VecDeque<(String, Instant)>,
+    /// MCP servers' questions, the one asked first (`chat/elicit.rs`).
+    questions: VecDeque<scv_protocol::ElicitationRequested>,
     typing: Option<CancellationToken>,
     /// When this sender last sent something (for making room).
     last_active: Instant,
@@ -72,6 +94,32 @@ struct Chat {
 }
 
 impl Chat {
+    /// A chat of `user`'s on `client`'s session, written to on `writer`.
+    fn new(
+        user: &str,
+        writer: WriteHalf<DuplexStream>,
+        client: SessionClient,
+        tools: bool,
+    ) -> Chat {
+        Chat {
+            user_id: user.to_string(),
+            writer,
+            client,
+            answer: String::new(),
+            clear_after_turn: false,
+            approvals: VecDeque::new(),
+            questions: VecDeque::new(),
+            typing: None,
+            last_active: Instant::now(),
+            stored: false,
+            earlier: None,
+            tools,
+            unsent: 0,
+            undo: None,
+            attached: false,
+        }
+    }
+
     async fn send(&mut self, request: &Request) {
         if let Ok(line) =
             scv_client::frame_line(request.request_id.clone(), request.message.clone())
@@ -227,6 +275,7 @@ impl Chat {
     /// chat, unless `/new` clears the conversation after it.
     fn ended(&mut self, outcome: Outcome, owner: bool) -> Option<String> {
         self.approvals.clear();
+        self.questions.clear(); // the daemon cancelled them
         self.stop_typing();
         if self.clear_after_turn {
             return None;
@@ -386,10 +435,12 @@ impl Account {
             return; // direct chats only
         }
         let Some(text) = message.text() else {
-            self.reply(&user, "Only text messages are understood here.")
-                .await;
+            self.reply(&user, unreadable(&message)).await;
             return;
         };
+        if message.has_images() {
+            self.reply(&user, IMAGE_LEFT_OUT).await; // said, not dropped
+        }
         let text = text.trim().to_string();
         if text == "/help" {
             self.reply(&user, HELP).await;
@@ -403,49 +454,14 @@ impl Account {
         if self.live_command(&user, &text).await {
             return;
         }
-        if !self.chats.contains_key(&user) {
-            // The owner always gets in (one over the bound at most).
-            if self.chats.len() >= MAX_CHATS && !owner && !self.make_room() {
-                self.reply(
-                    &user,
-                    "SCV is busy with other conversations; try again later.",
-                )
-                .await;
-                return;
-            }
-            match self.open_chat(&user, None).await {
-                Ok(mut chat) => {
-                    chat.earlier = crate::sync::lock(&self.delivery).session_of(&user).cloned();
-                    if chat.earlier.is_some() && text != "/new" {
-                        self.reply(
-                            &user,
-                            "(This is a new conversation. Send /resume to continue the earlier one.)",
-                        )
-                        .await;
-                    }
-                    self.chats.insert(user.clone(), chat);
-                }
-                Err(_) => {
-                    self.reply(&user, "SCV could not start a session; try again later.")
-                        .await;
-                    return;
-                }
-            }
+        if !self.chats.contains_key(&user) && !self.join(&user, &text, owner).await {
+            return;
         }
         let stranger_turns = self
             .chats
             .iter()
             .filter(|(id, chat)| !self.is_owner(id) && chat.client.busy())
             .count();
-        let model = self
-            .shared
-            .config()
-            .provider
-            .defs
-            .default_def()
-            .model
-            .clone();
-        let workspace = self.spec.workspace.display().to_string();
         // The workspace's custom commands and skills: the owner's, with tools.
         let commands = self.tools_for(&user);
         let Some(chat) = self.chats.get_mut(&user) else {
@@ -464,6 +480,11 @@ impl Account {
                 chat.send(&resolve).await;
             }
             return;
+        }
+        if owner && !text.starts_with('/') {
+            if let Some(said) = chat.answer_question(&text).await {
+                return self.reply(&user, &said).await;
+            }
         }
         match text.as_str() {
             "/new" => {
@@ -506,48 +527,10 @@ impl Account {
                     self.reply(&user, "Nothing is running.").await;
                 }
             }
-            "/status" => {
-                let running = if chat.client.running_turn().is_some() {
-                    "running"
-                } else {
-                    "idle"
-                };
-                // Where the daemon works is the owner's business.
-                let place = if owner {
-                    format!(" · workspace {workspace}")
-                } else {
-                    String::new()
-                };
-                let status = format!(
-                    "model {model}{place} · {running} · {} queued",
-                    chat.waiting()
-                );
-                self.reply(&user, &status).await;
-            }
+            "/status" => self.status(&user, owner).await,
             _ => {
-                let idle = !chat.client.busy();
-                if !owner && idle && stranger_turns >= MAX_STRANGER_TURNS {
-                    self.reply(
-                        &user,
-                        "SCV is busy answering others; try again in a minute.",
-                    )
-                    .await;
-                    return;
-                }
-                if !owner && !idle && chat.waiting() >= MAX_STRANGER_QUEUED {
-                    self.reply(
-                        &user,
-                        "Your earlier messages are still waiting; send this again after the answer.",
-                    )
-                    .await;
-                    return;
-                }
-                let start = if commands && text.starts_with('/') {
-                    chat.client.submit_command(text)
-                } else {
-                    chat.client.submit(text)
-                };
-                chat.send(&start).await;
+                self.prompt(&user, text, owner, stranger_turns, commands)
+                    .await
             }
         }
     }
@@ -556,6 +539,37 @@ impl Account {
     /// `remote_tools = "owner"`.
     fn tools_for(&self, user: &str) -> bool {
         self.is_owner(user) && self.spec.remote_tools_effective() == RemoteTools::Owner
+    }
+
+    /// `user`'s session's events go to the account's loop from a task of
+    /// their own (until the account stops); the writing half is the chat's.
+    fn forward(
+        &mut self,
+        user: &str,
+        conn: Connection<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+    ) -> WriteHalf<DuplexStream> {
+        let (mut reader, writer) = conn.into_parts();
+        let events = self.events.clone();
+        let user_id = user.to_string();
+        let token = self.token.clone();
+        self.tasks.spawn(async move {
+            use futures_util::StreamExt;
+            let forward = async {
+                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
+                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
+                        continue;
+                    };
+                    if events.send((user_id.clone(), event)).await.is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = forward => {}
+            }
+        });
+        writer
     }
 
     /// A session for `user`: a new one, or `resume` (a stored one of the
@@ -576,6 +590,7 @@ impl Account {
                 session_id: stored.session_id.clone(),
                 provider: None,
                 model: None,
+                additional_directories: Vec::new(),
             }),
             None => Open::Start(SessionStart {
                 cwd: self.spec.workspace.display().to_string(),
@@ -595,6 +610,8 @@ impl Account {
             // A session no longer being saved (a full disk) is said to
             // the owner (`session.warning`).
             sessions: true,
+            // MCP servers' questions, asked of the owner (`chat/elicit.rs`).
+            elicitation: tools,
             ..Default::default()
         };
         let opened = tokio::time::timeout(
@@ -620,27 +637,7 @@ impl Account {
             }
             Err(_) => return Err("SCV did not answer in time".into()),
         };
-        let (mut reader, writer) = conn.into_parts();
-        let events = self.events.clone();
-        let user_id = user.to_string();
-        let token = self.token.clone();
-        self.tasks.spawn(async move {
-            use futures_util::StreamExt;
-            let forward = async {
-                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
-                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
-                        continue;
-                    };
-                    if events.send((user_id.clone(), event)).await.is_err() {
-                        return;
-                    }
-                }
-            };
-            tokio::select! {
-                _ = token.cancelled() => {}
-                _ = forward => {}
-            }
-        });
+        let writer = self.forward(user, conn);
         // What the configuration or the workspace's trust skipped is the
         // owner's to know (the workspace is theirs), as every client says.
         if self.is_owner(user) && !warnings.is_empty() {
@@ -652,22 +649,10 @@ impl Account {
         }
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id);
-        Ok(Chat {
-            user_id: user.to_string(),
-            writer,
-            client,
-            answer: String::new(),
-            clear_after_turn: false,
-            approvals: VecDeque::new(),
-            typing: None,
-            last_active: Instant::now(),
-            stored: resume.is_some(),
-            earlier: None,
-            tools: resume.map_or(tools, |s| s.tools),
-            unsent,
-            undo: None,
-            attached: false,
-        })
+        let mut chat = Chat::new(user, writer, client, resume.map_or(tools, |s| s.tools));
+        chat.stored = resume.is_some();
+        chat.unsent = unsent;
+        Ok(chat)
     }
 
     /// `/resume`: the sender's earlier conversation takes this chat's
@@ -844,6 +829,17 @@ impl Account {
                         self.token.clone(),
                     ));
                 }
+                Update::Elicitation(asked) => say.extend(chat.question(*asked, owner).await),
+                // An MCP server whose login is gone (its refresh refused):
+                // the owner is told what to run.
+                Update::Tool(ToolChange::Done {
+                    success: false,
+                    output,
+                    ..
+                }) if owner => say.extend(
+                    scv_client::text::mcp_login_needed(&output)
+                        .map(|line| format!("SCV: {line} (where SCV runs).")),
+                ),
                 Update::Queued { position, .. } => {
                     say.push(format!("Queued; {} waiting.", position + 1));
                 }

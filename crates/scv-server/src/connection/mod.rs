@@ -18,6 +18,7 @@ use crate::session::{Reject, SessionHost, CLEANUP_GRACE};
 use crate::transport::{spawn_writer, FrameReader};
 use futures_util::StreamExt;
 use requests::Connection;
+use scv_protocol::images::MAX_IMAGES_CLIENT_FRAME_BYTES;
 use scv_protocol::limits::MAX_CLIENT_FRAME_BYTES;
 use scv_protocol::{ErrorCode, Event, Frame, FrameCodec};
 use std::sync::Arc;
@@ -119,8 +120,9 @@ where
                     break Ending::Eof;
                 }
                 Some(Ok(Frame::TooLong(bytes))) => {
+                    let limit = frames.max_bytes();
                     let message = format!(
-                        "frame of {bytes} bytes exceeds the {MAX_CLIENT_FRAME_BYTES}-byte limit"
+                        "frame of {bytes} bytes exceeds the {limit}-byte limit"
                     );
                     Box::pin(conn.reply_error(None, Reject::new(ErrorCode::InvalidRequest, message)))
                         .await;
@@ -128,6 +130,11 @@ where
                 Some(Ok(Frame::Line(line))) => {
                     if Box::pin(conn.handle(&line)).await == Flow::Close {
                         break Ending::Fatal;
+                    }
+                    if conn.host.caps().images {
+                        // Capability `images`: a prompt's images at their
+                        // bound fit in one frame.
+                        frames.set_max_bytes(MAX_IMAGES_CLIENT_FRAME_BYTES);
                     }
                 }
             },

@@ -173,19 +173,12 @@ impl Connection {
                 ControlError::Invalid(message) => Reject::new(ErrorCode::InvalidRequest, message),
                 ControlError::Storage(message) => Reject::new(ErrorCode::ComponentError, message),
             })?;
-        let mut status = status;
-        if !self.host.caps().daemon_status {
-            // Exactly the protocol document's fields (`remote_tools`
-            // aside, which the document names): the extensions only for a
-            // connection that asked.
-            status.config = None;
-            for component in &mut status.components {
-                component.tools = None;
-                component.tool_names = None;
-            }
+        // The extension fields only for a connection that asked.
+        let status = EventBody::DaemonStatus { status };
+        if let Some(status) = crate::gate::shape_owned(self.host.caps(), status) {
+            self.reply(&Event::reply(Some(rid.to_string()), status))
+                .await;
         }
-        let event = Event::reply(Some(rid.to_string()), EventBody::DaemonStatus { status });
-        self.reply(&event).await;
         Ok(())
     }
 

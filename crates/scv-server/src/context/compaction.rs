@@ -61,7 +61,7 @@ pub(crate) fn transcript(messages: &[Message], per_message: usize, total: usize)
     let mut out = String::new();
     for message in messages {
         let (role, text) = match message {
-            Message::User { content } => ("user", content.to_string()),
+            Message::User { content, .. } => ("user", content.to_string()),
             Message::Assistant(assistant) => {
                 let mut text = assistant
                     .text
@@ -151,7 +151,9 @@ mod tests {
         ];
         let (kept, removed) = apply(messages, 3, "S".into());
         assert_eq!(removed, 2);
-        assert!(matches!(&kept[0], Message::User { content } if content.as_str().ends_with("\nS")));
+        assert!(
+            matches!(&kept[0], Message::User { content, .. } if content.as_str().ends_with("\nS"))
+        );
         assert_eq!(kept[1], user("latest"));
         assert!(matches!(kept[2], Message::Assistant(_)));
         assert_eq!(kept.len(), 4);

@@ -2,7 +2,7 @@
 //! rebuilt for every request), its size in bytes, and the calibration of
 //! token estimates against what the provider reported.
 
-use crate::model::{Message, Rendered, Wire};
+use crate::model::{Image, Message, Rendered, Wire};
 
 /// Tokens per byte before any calibration (about four bytes per token).
 const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
@@ -172,6 +172,49 @@ impl History {
         }
     }
 
+    /// Makes room for `coming` images: the history keeps the bytes of at
+    /// most `MAX_SESSION_IMAGES` images and `MAX_SESSION_IMAGE_BYTES`;
+    /// older ones become a line of text saying what was there (the
+    /// journal writes the history anew).
+    pub(crate) fn bound_images(&mut self, coming: &[Image]) {
+        use scv_protocol::images::{MAX_SESSION_IMAGES, MAX_SESSION_IMAGE_BYTES};
+        let held = self.messages.iter().flat_map(|m| match m {
+            Message::User { images, .. } => images.as_slice(),
+            _ => &[],
+        });
+        let (mut count, mut bytes) = held
+            .chain(coming)
+            .fold((0, 0), |(n, b), i| (n + 1, b + i.decoded_len()));
+        if count <= MAX_SESSION_IMAGES && bytes <= MAX_SESSION_IMAGE_BYTES {
+            return;
+        }
+        for message in &mut self.messages {
+            let Message::User { content, images } = message else {
+                continue;
+            };
+            let mut text = content.as_str().into_owned();
+            let mut dropped = 0;
+            for image in images.iter() {
+                if count <= MAX_SESSION_IMAGES && bytes <= MAX_SESSION_IMAGE_BYTES {
+                    break;
+                }
+                (count, bytes) = (count - 1, bytes - image.decoded_len());
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&image.dropped_note());
+                dropped += 1;
+            }
+            if dropped > 0 {
+                images.drain(..dropped);
+                *content = text.into();
+            }
+        }
+        self.bytes = self.messages.iter().map(Message::weight).sum();
+        self.since.rewritten = true;
+        self.rendered.clear();
+    }
+
     /// Drops provider data that came from any wire but `wire` (after the
     /// session changed provider): it must never reach another API. True
     /// when something was dropped.
@@ -331,5 +374,35 @@ mod tests {
         history.mark();
         assert!(!history.since().rewritten);
         assert!(History::emptied().since().rewritten);
+    }
+
+    #[test]
+    fn images_past_the_session_bounds_give_way_oldest_first() {
+        use crate::model::Image;
+        let image = |mib: usize| Image {
+            mime_type: "image/png".into(),
+            data: crate::model::Text::new(&"A".repeat(mib * 1024 * 1024 / 3 * 4)),
+        };
+        let mut history = History::default();
+        history.push(Message::user_with_images("first", vec![image(17)]));
+        history.mark();
+        let coming = vec![image(16)];
+        history.bound_images(&coming);
+        history.push(Message::user_with_images("second", coming));
+        let Message::User { content, images } = &history.messages()[0] else {
+            panic!()
+        };
+        assert!(images.is_empty(), "33 MiB is over the 32 MiB bound");
+        assert!(
+            content
+                .as_str()
+                .starts_with("first\n[an image (image/png, 17408 KiB) was here"),
+            "{content}"
+        );
+        assert!(history.since().rewritten, "the journal writes it anew");
+        let Message::User { images, .. } = &history.messages()[1] else {
+            panic!()
+        };
+        assert_eq!(images.len(), 1);
     }
 }

@@ -59,26 +59,7 @@ async fn serve_socket(
     workspace: PathBuf,
     release_stderr: bool,
 ) -> anyhow::Result<()> {
-    if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
-        prepare_dir(dir)?;
-    }
-    let lock = DaemonLock::acquire(socket)?;
-    // We hold the lock, so a socket here is left over from a daemon that
-    // died without cleaning up. Anything else is not ours to delete.
-    match std::fs::symlink_metadata(socket) {
-        Ok(meta) if meta.file_type().is_socket() => match std::fs::remove_file(socket) {
-            Ok(()) => tracing::info!("replaced stale socket {}", socket.display()),
-            Err(err) => {
-                anyhow::bail!("cannot replace stale socket {}: {err}", socket.display())
-            }
-        },
-        Ok(_) => anyhow::bail!(
-            "{} exists and is not a socket; not replacing it",
-            socket.display()
-        ),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => anyhow::bail!("cannot use {}: {err}", socket.display()),
-    }
+    let lock = claim_socket(socket)?;
     let listener = bind_private(socket)?;
     if release_stderr {
         log::release_stderr();
@@ -165,6 +146,7 @@ async fn serve_socket(
         tracing::warn!("connections did not finish within {SHUTDOWN_JOIN:?}");
     }
     shared.stop_detached(SHUTDOWN_JOIN).await;
+    crate::tasks::wait(crate::tasks::GRACE).await;
     background.close();
     if tokio::time::timeout(SHUTDOWN_JOIN, background.wait())
         .await
@@ -174,6 +156,33 @@ async fn serve_socket(
     }
     lock.release();
     Ok(())
+}
+
+/// Takes the daemon's lock for `socket` and clears the way for it: a
+/// socket left by a daemon that died without cleaning up is replaced;
+/// anything else there is not ours to delete.
+fn claim_socket(socket: &Path) -> anyhow::Result<DaemonLock> {
+    if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
+        prepare_dir(dir)?;
+    }
+    let lock = DaemonLock::acquire(socket)?;
+    // We hold the lock, so a socket here is left over from a daemon that
+    // died without cleaning up. Anything else is not ours to delete.
+    match std::fs::symlink_metadata(socket) {
+        Ok(meta) if meta.file_type().is_socket() => match std::fs::remove_file(socket) {
+            Ok(()) => tracing::info!("replaced stale socket {}", socket.display()),
+            Err(err) => {
+                anyhow::bail!("cannot replace stale socket {}: {err}", socket.display())
+            }
+        },
+        Ok(_) => anyhow::bail!(
+            "{} exists and is not a socket; not replacing it",
+            socket.display()
+        ),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => anyhow::bail!("cannot use {}: {err}", socket.display()),
+    }
+    Ok(lock)
 }
 
 /// Serves protocol connections in-process for daemon components: the

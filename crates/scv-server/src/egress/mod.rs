@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// A session's proxy connections at once.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -37,6 +38,9 @@ pub(crate) struct Proxy {
     /// Cancelled when the session's sandbox goes: every accept loop and
     /// connection ends.
     stop: CancellationToken,
+    /// Its accept loops and connections (each also tracked by the
+    /// server's shutdown, `crate::tasks`).
+    tasks: TaskTracker,
 }
 
 pub(crate) struct Shared {
@@ -69,6 +73,7 @@ impl Proxy {
                 slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
             }),
             stop: CancellationToken::new(),
+            tasks: TaskTracker::new(),
         }
     }
 
@@ -94,7 +99,8 @@ impl Proxy {
         };
         let shared = self.shared.clone();
         let stop = self.stop.clone();
-        tokio::spawn(async move {
+        let tasks = self.tasks.clone();
+        crate::tasks::spawn(self.tasks.track_future(async move {
             loop {
                 let Ok(permit) = shared.slots.clone().acquire_owned().await else {
                     return;
@@ -109,15 +115,15 @@ impl Proxy {
                 let _ = client.set_nodelay(true);
                 let shared = shared.clone();
                 let stop = stop.clone();
-                tokio::spawn(async move {
+                crate::tasks::spawn(tasks.track_future(async move {
                     tokio::select! {
                         _ = stop.cancelled() => {}
                         _ = proxy::serve(&shared, client) => {}
                     }
                     drop(permit);
-                });
+                }));
             }
-        });
+        }));
     }
 
     /// The hosts refused since the last call, explained, oldest first.
@@ -132,6 +138,7 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.stop.cancel();
+        self.tasks.close();
     }
 }
 
@@ -174,7 +181,12 @@ mod tests {
         )
         .await;
         assert!(waited.is_err(), "the connection ended early: {waited:?}");
+        let tasks = proxy.tasks.clone();
+        assert_eq!(tasks.len(), 2, "the accept loop and one connection");
         drop(proxy);
+        tokio::time::timeout(std::time::Duration::from_secs(10), tasks.wait())
+            .await
+            .expect("the proxy's tasks outlived it");
         let read = tokio::time::timeout(std::time::Duration::from_secs(10), client.read(&mut byte))
             .await
             .expect("the connection outlived the proxy");

@@ -499,7 +499,7 @@ fn changes(history: &History, prompt: &str) -> (Vec<Value>, HistoryChange) {
         // those from its prompt on (if the turn is still in it).
         let own = all
             .iter()
-            .rposition(|m| matches!(m, Message::User { content } if content == prompt))
+            .rposition(|m| matches!(m, Message::User { content, .. } if content == prompt))
             .map_or(&all[all.len()..], |start| &all[start..]);
         return (encode(own), HistoryChange::Snapshot(encode(all)));
     }

@@ -6,7 +6,7 @@
 //! kept as opaque [`ProviderData`] tagged with the wire it came from, so it
 //! is never sent to another wire's API.
 
-use super::{Text, Wire};
+use super::{Image, Text, Wire, IMAGE_WEIGHT};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -26,6 +26,10 @@ pub(crate) struct ProviderData {
 pub(crate) enum Message {
     User {
         content: Text,
+        /// Images sent with the prompt (capability `images`); absent from
+        /// the journal's record when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     Assistant(AssistantMessage),
     /// The result of one tool call.
@@ -75,7 +79,7 @@ impl Message {
     pub(crate) fn weight(&self) -> usize {
         OVERHEAD
             + match self {
-                Message::User { content } => content.len(),
+                Message::User { content, images } => content.len() + images.len() * IMAGE_WEIGHT,
                 Message::Assistant(message) => {
                     message.text.as_ref().map_or(0, Text::len)
                         + message.reasoning.as_ref().map_or(0, Text::len)
@@ -96,7 +100,7 @@ impl Message {
     /// at their exact size already.)
     pub(crate) fn shrink_to_fit(&mut self) {
         match self {
-            Message::User { .. } => {}
+            Message::User { images, .. } => images.shrink_to_fit(),
             Message::Tool { call_id, .. } => call_id.shrink_to_fit(),
             Message::Assistant(assistant) => assistant.tool_calls.shrink_to_fit(),
         }
@@ -104,25 +108,35 @@ impl Message {
 
     /// Its texts, for a rendering to share ([`super::text::share`]).
     pub(crate) fn texts(&self) -> impl Iterator<Item = &Text> {
-        let (first, second, calls) = match self {
-            Message::User { content } | Message::Tool { content, .. } => {
-                (Some(content), None, &[][..])
-            }
+        let (first, second, calls, images) = match self {
+            Message::User { content, images } => (Some(content), None, &[][..], &images[..]),
+            Message::Tool { content, .. } => (Some(content), None, &[][..], &[][..]),
             Message::Assistant(assistant) => (
                 assistant.text.as_ref(),
                 assistant.reasoning.as_ref(),
                 &assistant.tool_calls[..],
+                &[][..],
             ),
         };
         first
             .into_iter()
             .chain(second)
             .chain(calls.iter().map(|call| &call.arguments))
+            .chain(images.iter().map(|image| &image.data))
     }
 
     pub(crate) fn user(content: impl Into<Text>) -> Message {
         Message::User {
             content: content.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// A prompt with the images sent with it.
+    pub(crate) fn user_with_images(content: impl Into<Text>, images: Vec<Image>) -> Message {
+        Message::User {
+            content: content.into(),
+            images,
         }
     }
 

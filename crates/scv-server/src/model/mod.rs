@@ -9,6 +9,7 @@
 //! where that event is built.
 
 mod effort;
+mod image;
 mod message;
 mod rendered;
 mod text;
@@ -17,6 +18,7 @@ mod usage;
 mod wire;
 
 pub(crate) use effort::Effort;
+pub(crate) use image::{Image, IMAGE_WEIGHT};
 pub(crate) use message::{AssistantMessage, Message, ProviderData, ToolCall};
 pub(crate) use rendered::{RenderKey, Rendered};
 pub(crate) use text::{share, Parts, Text, EMPTY as EMPTY_TEXT};

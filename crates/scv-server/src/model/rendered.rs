@@ -125,7 +125,7 @@ mod tests {
         move |m| {
             *count += 1;
             match m {
-                Message::User { content } => Parts::from(content.as_str().as_bytes().to_vec()),
+                Message::User { content, .. } => Parts::from(content.as_str().as_bytes().to_vec()),
                 _ => Parts::default(),
             }
         }

@@ -59,7 +59,26 @@ fn thinking_budget(provider: &Provider, max_tokens: u64) -> Option<u64> {
 /// assistant message, which the API refuses and is not sent).
 fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
     match message {
-        Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+        Message::User { content, images } if images.is_empty() => {
+            ("user", vec![json!({"type": "text", "text": content})])
+        }
+        Message::User { content, images } => {
+            // Image blocks with a base64 source, then the text (Anthropic's
+            // "Vision" guide: images before the text work best; the
+            // Messages API reference, `ImageBlockParam`).
+            let mut blocks: Vec<Value> = images
+                .iter()
+                .map(|image| {
+                    json!({"type": "image", "source": {
+                        "type": "base64", "media_type": image.mime_type, "data": image.data,
+                    }})
+                })
+                .collect();
+            if content.len() > 0 {
+                blocks.push(json!({"type": "text", "text": content}));
+            }
+            ("user", blocks)
+        }
         Message::Tool {
             call_id,
             content,
@@ -276,6 +295,90 @@ pub(super) struct Parser {
     usage: Usage,
 }
 
+impl Parser {
+    /// `content_block_start`: a tool call, thinking, redacted thinking or
+    /// text begins.
+    fn block_start(
+        &mut self,
+        index: u64,
+        block: Value,
+        asm: &mut Assembler,
+    ) -> Result<(), ProviderError> {
+        match block.get("type").and_then(Value::as_str) {
+            Some("tool_use") => {
+                let slot = asm.new_call()?;
+                self.calls.insert(index, slot);
+                asm.tool_call(
+                    slot,
+                    block.get("id").and_then(Value::as_str),
+                    block.get("name").and_then(Value::as_str),
+                    None,
+                )?;
+            }
+            Some("thinking") => {
+                let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
+                asm.reasoning(text)?;
+                self.thinking.insert(
+                    index,
+                    ThinkingBlock {
+                        thinking: text.to_string(),
+                        signature: block
+                            .get("signature")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    },
+                );
+            }
+            Some("redacted_thinking") => {
+                // Opaque; it arrives whole and goes back whole.
+                self.keep(block, asm);
+            }
+            Some("text") => {
+                if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    asm.text(text)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `content_block_delta`: more of a block's text, arguments, thinking
+    /// or signature.
+    fn block_delta(
+        &mut self,
+        index: u64,
+        delta: &BlockDelta<'_>,
+        asm: &mut Assembler,
+    ) -> Result<(), ProviderError> {
+        match delta.kind.as_deref() {
+            Some("text_delta") => asm.text(delta.text.as_deref().unwrap_or(""))?,
+            Some("input_json_delta") => {
+                if let Some(&slot) = self.calls.get(&index) {
+                    asm.tool_call(slot, None, None, delta.partial_json.as_deref())?;
+                }
+            }
+            Some("thinking_delta") => {
+                let text = delta.thinking.as_deref().unwrap_or("");
+                asm.reasoning(text)?;
+                if let Some(block) = self.thinking.get_mut(&index) {
+                    block.thinking.push_str(text);
+                }
+            }
+            Some("signature_delta") => {
+                if let Some(block) = self.thinking.get_mut(&index) {
+                    block
+                        .signature
+                        .push_str(delta.signature.as_deref().unwrap_or(""));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl WireParser for Parser {
     fn apply(
         &mut self,
@@ -299,71 +402,13 @@ impl WireParser for Parser {
             }
             "content_block_start" => {
                 let block = event.content_block.unwrap_or(Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => {
-                        let slot = asm.new_call()?;
-                        self.calls.insert(index, slot);
-                        asm.tool_call(
-                            slot,
-                            block.get("id").and_then(Value::as_str),
-                            block.get("name").and_then(Value::as_str),
-                            None,
-                        )?;
-                    }
-                    Some("thinking") => {
-                        let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
-                        asm.reasoning(text)?;
-                        self.thinking.insert(
-                            index,
-                            ThinkingBlock {
-                                thinking: text.to_string(),
-                                signature: block
-                                    .get("signature")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                                    .to_string(),
-                            },
-                        );
-                    }
-                    Some("redacted_thinking") => {
-                        // Opaque; it arrives whole and goes back whole.
-                        self.keep(block, asm);
-                    }
-                    Some("text") => {
-                        if let Some(text) = block.get("text").and_then(Value::as_str) {
-                            asm.text(text)?;
-                        }
-                    }
-                    _ => {}
-                }
+                self.block_start(index, block, asm)?;
             }
             "content_block_delta" => {
                 let Some(delta) = event.delta else {
                     return Ok(Flow::Continue);
                 };
-                match delta.kind.as_deref() {
-                    Some("text_delta") => asm.text(delta.text.as_deref().unwrap_or(""))?,
-                    Some("input_json_delta") => {
-                        if let Some(&slot) = self.calls.get(&index) {
-                            asm.tool_call(slot, None, None, delta.partial_json.as_deref())?;
-                        }
-                    }
-                    Some("thinking_delta") => {
-                        let text = delta.thinking.as_deref().unwrap_or("");
-                        asm.reasoning(text)?;
-                        if let Some(block) = self.thinking.get_mut(&index) {
-                            block.thinking.push_str(text);
-                        }
-                    }
-                    Some("signature_delta") => {
-                        if let Some(block) = self.thinking.get_mut(&index) {
-                            block
-                                .signature
-                                .push_str(delta.signature.as_deref().unwrap_or(""));
-                        }
-                    }
-                    _ => {}
-                }
+                self.block_delta(index, &delta, asm)?;
             }
             "content_block_stop" => {
                 if let Some(block) = self.thinking.remove(&index) {

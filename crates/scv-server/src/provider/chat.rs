@@ -25,7 +25,7 @@ use super::body::Body;
 use super::errors::{self, ProviderError, Redactor};
 use super::settings::{to_json, Provider, Request};
 use super::wire::{Flow, WireParser};
-use crate::model::{Message, Parts, ProviderData, Text, ToolSpec, Usage, Wire, EMPTY_TEXT};
+use crate::model::{Image, Message, Parts, ProviderData, Text, ToolSpec, Usage, Wire, EMPTY_TEXT};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -40,6 +40,11 @@ enum WireMessage<'a> {
     },
     User {
         content: &'a Text,
+    },
+    /// A prompt with images: content parts, the text first.
+    #[serde(rename = "user")]
+    UserParts {
+        content: Vec<Value>,
     },
     Assistant {
         content: Option<&'a Text>,
@@ -72,7 +77,10 @@ struct WireFunction<'a> {
 
 fn message(message: &Message, replay: bool) -> WireMessage<'_> {
     match message {
-        Message::User { content } => WireMessage::User { content },
+        Message::User { content, images } if images.is_empty() => WireMessage::User { content },
+        Message::User { content, images } => WireMessage::UserParts {
+            content: image_parts(content, images),
+        },
         Message::Assistant(assistant) => WireMessage::Assistant {
             content: assistant.text.as_ref(),
             tool_calls: assistant
@@ -104,6 +112,20 @@ fn message(message: &Message, replay: bool) -> WireMessage<'_> {
             content,
         },
     }
+}
+
+/// A prompt's text and images as Chat Completions content parts: `text`,
+/// then `image_url` parts with a `data:` URL (OpenAI's API reference,
+/// "Create chat completion", `ChatCompletionContentPartImage`).
+fn image_parts(content: &Text, images: &[Image]) -> Vec<Value> {
+    let mut parts = Vec::with_capacity(images.len() + 1);
+    if content.len() > 0 {
+        parts.push(json!({"type": "text", "text": content}));
+    }
+    for image in images {
+        parts.push(json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+    }
+    parts
 }
 
 pub(super) fn tool(spec: &ToolSpec) -> Value {

@@ -44,11 +44,26 @@ pub(super) fn tool(spec: &ToolSpec) -> Value {
 fn items(message: &Message) -> Vec<Value> {
     let mut items = Vec::new();
     match message {
-        Message::User { content } => items.push(json!({
+        Message::User { content, images } if images.is_empty() => items.push(json!({
             "type": "message",
             "role": "user",
             "content": [{"type": "input_text", "text": content}],
         })),
+        Message::User { content, images } => {
+            // `input_text` then `input_image` parts, each image as a
+            // `data:` URL (OpenAI's API reference, "Create a model
+            // response", `ResponseInputImage`: `detail` is required).
+            let mut parts = Vec::with_capacity(images.len() + 1);
+            if content.len() > 0 {
+                parts.push(json!({"type": "input_text", "text": content}));
+            }
+            for image in images {
+                parts.push(
+                    json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"}),
+                );
+            }
+            items.push(json!({"type": "message", "role": "user", "content": parts}));
+        }
         Message::Assistant(assistant) => {
             // The kept reasoning and message items, in the order they
             // came; another wire's data is never sent here.

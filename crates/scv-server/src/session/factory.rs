@@ -64,6 +64,7 @@ impl<'a> SessionFactory<'a> {
         self.shared.live.refresh().await;
         let current = self.shared.current();
         let custom = self.customization(&current, &cwd, source).await?;
+        let extra = self.additional(&start, &cwd, &current).await?;
         let config = &current.config;
         let def = definition(config, start.provider.as_deref())?;
         let provider = self.provider(&current, def, start.model, start.base_url)?;
@@ -107,6 +108,10 @@ impl<'a> SessionFactory<'a> {
                 .chain(&mcp_warnings)
                 .cloned(),
         );
+        // An MCP server whose login is gone: said as the session opens.
+        started
+            .config_warnings
+            .extend(self.shared.mcp.logins_needed().await);
         if let Some(decision) = &custom.trust {
             started
                 .config_warnings
@@ -119,12 +124,20 @@ impl<'a> SessionFactory<'a> {
             .config_warnings
             .extend(provider.missing_key_message("turns fail until it is set"));
         let commands = custom.infos();
-        // A plugin's hooks read their own folder (`CLAUDE_PLUGIN_ROOT`).
-        let roots: Vec<PathBuf> = custom.plugins.iter().map(|p| p.root.clone()).collect();
+        // A plugin's hooks read their own folder (`CLAUDE_PLUGIN_ROOT`);
+        // the session's additional directories are shown as config.toml
+        // says (read-only, or writable).
+        let mut roots: Vec<PathBuf> = custom.plugins.iter().map(|p| p.root.clone()).collect();
+        roots.extend(extra.iter().filter(|r| !r.writable).map(|r| r.path.clone()));
+        let writable: Vec<PathBuf> = extra
+            .iter()
+            .filter(|r| r.writable)
+            .map(|r| r.path.clone())
+            .collect();
         let sandbox = current.sandbox.session(&cwd);
-        let sandbox = sandbox.map(|view| match roots.is_empty() {
+        let sandbox = sandbox.map(|view| match roots.is_empty() && writable.is_empty() {
             true => view,
-            false => view.with_roots(&roots, &[]),
+            false => view.with_roots(&roots, &writable),
         });
         let (transcript, sandbox, tool_env) = self
             .hook_files(!custom.hooks.is_empty(), sandbox, current.sandbox.env())
@@ -149,6 +162,7 @@ impl<'a> SessionFactory<'a> {
             background: crate::background::Background::new(
                 current.config.limits.max_background_processes,
             ),
+            roots: extra.into(),
         };
         Ok(Made {
             settings,
@@ -156,6 +170,26 @@ impl<'a> SessionFactory<'a> {
             started,
             commands,
         })
+    }
+
+    /// The session's additional directories, checked (`tools::roots`):
+    /// a hostile one is `invalid_request`.
+    async fn additional(
+        &self,
+        start: &SessionStart,
+        cwd: &Path,
+        current: &Current,
+    ) -> Result<Vec<crate::tools::roots::Root>, Reject> {
+        if start.additional_directories.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dirs = start.additional_directories.clone();
+        let (cwd, home) = (cwd.to_path_buf(), self.shared.scv_home.to_path_buf());
+        let writable = current.config.sandbox.writable_additional.clone();
+        crate::blocking::run(move || crate::tools::roots::check(&dirs, &cwd, &home, &writable))
+            .await
+            .map_err(|err| Reject::new(ErrorCode::InternalError, err.to_string()))?
+            .map_err(invalid)
     }
 
     /// For a session with hooks: its transcript (`transcript_path`), and
@@ -270,6 +304,7 @@ impl<'a> SessionFactory<'a> {
             limits: now.limits.clone(),
             transcript: current.transcript.clone(),
             background: current.background.clone(),
+            roots: current.roots.clone(),
         };
         Ok((settings, configured))
     }

@@ -4,6 +4,7 @@
 
 mod factory;
 mod host;
+mod images;
 mod queue;
 mod reject;
 

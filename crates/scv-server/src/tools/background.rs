@@ -22,7 +22,7 @@ pub(super) async fn run(command: &str, unsandboxed: bool, ctx: &ToolContext<'_>)
         }
     };
     let sandboxed = started.policy.is_some();
-    tokio::spawn(watch(proc.clone(), started));
+    crate::tasks::spawn(watch(proc.clone(), started));
     let place = if sandboxed {
         "in the sandbox"
     } else {

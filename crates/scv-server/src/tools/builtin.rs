@@ -35,12 +35,17 @@ pub(crate) struct ToolContext<'a> {
     /// Asks the session's client an MCP server's questions during the
     /// server's calls (`None`: declined).
     pub elicitor: Option<scv_mcp::Elicitor>,
+    /// The call's span's W3C `traceparent` when traces are on (MCP calls
+    /// carry it in `_meta`).
+    pub traceparent: Option<String>,
     /// The session's custom commands and skills (`skill` loads one).
     pub catalog: &'a scv_commands::Catalog,
     /// The session's background processes (`bash {background: true}`).
     pub background: &'a crate::background::Background,
     /// `web_fetch`'s allowlist and bounds.
     pub web: &'a crate::egress::fetch::WebLimits,
+    /// The session's additional directories (`tools::roots`).
+    pub roots: &'a std::sync::Arc<[super::roots::Root]>,
 }
 
 /// What a call produced: shown to the client and given to the model.

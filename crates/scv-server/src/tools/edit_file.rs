@@ -1,6 +1,5 @@
 //! edit_file: replace an exact string in a file of the workspace.
 
-use super::beneath::Workspace;
 use super::builtin::{
     blocking, parse, schema_of, Builtin, ToolContext, ToolError, ToolOutput, ToolResult,
 };
@@ -58,9 +57,10 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     }
     let workspace = ctx.workspace.to_path_buf();
     let scv_home = ctx.scv_home.to_path_buf();
+    let roots = ctx.roots.clone();
     blocking(move || {
-        let ws = Workspace::open(&workspace)?.protecting(&scv_home);
-        let rel = ws.relative(&args.path)?;
+        let (ws, rel) = super::roots::resolve(&workspace, &roots, &args.path, true)?;
+        let ws = ws.protecting(&scv_home);
         let shown = &rel.shown;
         // One open file is read and rewritten: nothing can be swapped in
         // between.

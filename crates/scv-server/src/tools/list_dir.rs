@@ -1,6 +1,5 @@
 //! list_dir: the entries of a directory in the workspace.
 
-use super::beneath::Workspace;
 use super::builtin::{blocking, parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
 use rustix::fs::FileType;
 use schemars::JsonSchema;
@@ -33,9 +32,9 @@ struct ListArgs {
 async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: ListArgs = parse(arguments)?;
     let workspace = ctx.workspace.to_path_buf();
+    let roots = ctx.roots.clone();
     blocking(move || {
-        let ws = Workspace::open(&workspace)?;
-        let rel = ws.relative(&args.path)?;
+        let (ws, rel) = super::roots::resolve(&workspace, &roots, &args.path, false)?;
         let shown = rel.shown.clone();
         let dir = ws.open_dir(&rel)?;
         let entries = rustix::fs::Dir::read_from(&dir)

@@ -36,7 +36,13 @@ pub(crate) fn summary(tool: &McpTool, arguments: &Value) -> String {
 pub(crate) async fn run(tool: &McpTool, arguments: &Value, ctx: &ToolContext<'_>) -> ToolOutput {
     match ctx
         .mcp
-        .call(tool, arguments, ctx.cancel, ctx.elicitor.clone())
+        .call(
+            tool,
+            arguments,
+            ctx.cancel,
+            ctx.elicitor.clone(),
+            ctx.traceparent.as_deref(),
+        )
         .await
     {
         Ok((text, false)) => ToolOutput::ok(text),

@@ -22,6 +22,7 @@ mod mcp;
 pub(crate) mod output;
 mod read_file;
 pub(crate) mod registry;
+pub(crate) mod roots;
 mod search;
 mod skill;
 pub(crate) mod task;

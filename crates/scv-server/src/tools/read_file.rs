@@ -1,6 +1,5 @@
 //! read_file: numbered lines of a text file in the workspace.
 
-use super::beneath::Workspace;
 use super::builtin::{blocking, parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
 use super::textfile::read_text;
 use schemars::JsonSchema;
@@ -35,9 +34,9 @@ struct ReadArgs {
 async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: ReadArgs = parse(arguments)?;
     let workspace = ctx.workspace.to_path_buf();
+    let roots = ctx.roots.clone();
     blocking(move || {
-        let ws = Workspace::open(&workspace)?;
-        let rel = ws.relative(&args.path)?;
+        let (ws, rel) = super::roots::resolve(&workspace, &roots, &args.path, false)?;
         let (file, size) = ws.open_read(&rel)?;
         let text = read_text(file, size, &rel.shown)?;
         let shown = rel.shown;

@@ -64,11 +64,12 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: SearchArgs = parse(arguments)?;
     let matcher = RegexMatcher::new(&args.pattern)
         .map_err(|err| ToolError::Model(format!("invalid pattern: {err}")))?;
-    let workspace = ctx.workspace.to_path_buf();
+    let (workspace, roots) = (ctx.workspace.to_path_buf(), ctx.roots.clone());
     let cancel = ctx.cancel.clone();
     blocking(move || {
-        let ws = Arc::new(Workspace::open(&workspace)?);
-        let start = ws.relative(args.path.as_deref().unwrap_or(""))?;
+        let path = args.path.as_deref().unwrap_or("");
+        let (ws, start) = super::roots::resolve(&workspace, &roots, path, false)
+            .map(|(ws, start)| (Arc::new(ws), start))?;
         ws.stat(&start)?;
         let root = ws.join(&start);
         let ignores = Arc::new(Ignores {

@@ -1,6 +1,5 @@
 //! write_file: create or overwrite a file in the workspace.
 
-use super::beneath::Workspace;
 use super::builtin::{blocking, parse, schema_of, Builtin, ToolContext, ToolOutput, ToolResult};
 use schemars::JsonSchema;
 use scv_protocol::Risk;
@@ -51,9 +50,10 @@ async fn run(arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
     let args: WriteArgs = parse(arguments)?;
     let workspace = ctx.workspace.to_path_buf();
     let scv_home = ctx.scv_home.to_path_buf();
+    let roots = ctx.roots.clone();
     blocking(move || {
-        let ws = Workspace::open(&workspace)?.protecting(&scv_home);
-        let rel = ws.relative(&args.path)?;
+        let (ws, rel) = super::roots::resolve(&workspace, &roots, &args.path, true)?;
+        let ws = ws.protecting(&scv_home);
         if let Some(mode) = ws.shared(&rel)? {
             ws.replace(&rel, args.content.as_bytes(), mode)?;
             return Ok(ToolOutput::ok(format!(

@@ -40,6 +40,17 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 }
 
+impl<R> FrameReader<R> {
+    /// The frame cap from the next line on.
+    pub(crate) fn set_max_bytes(&mut self, max_bytes: usize) {
+        self.codec.set_max_bytes(max_bytes);
+    }
+
+    pub(crate) fn max_bytes(&self) -> usize {
+        self.codec.max_bytes()
+    }
+}
+
 impl<R: AsyncRead + Unpin> Stream for FrameReader<R> {
     type Item = io::Result<Frame>;
 

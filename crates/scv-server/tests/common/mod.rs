@@ -175,3 +175,12 @@ pub(crate) async fn all_gone(pids: &[i32]) {
         assert!(gone(*pid).await, "process {pid} outlived its tool call");
     }
 }
+
+/// A port nothing listens on now (the OS picked it, then let it go).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -72,10 +72,26 @@ impl Place {
     }
 }
 
+/// `extra` with the network mode `SCV_TEST_SANDBOX_NETWORK` names, when
+/// set: `.ci/run` runs the wall and the background processes' tests once
+/// more with `allowlist`. A test whose `extra` names its own mode keeps it.
+pub(crate) fn with_network(extra: &str) -> String {
+    match std::env::var("SCV_TEST_SANDBOX_NETWORK") {
+        Ok(_) if extra.contains("sandbox_network") => extra.to_string(),
+        // First, so no table of `extra` takes it.
+        Ok(mode) => format!("sandbox_network = \"{mode}\"\n{extra}"),
+        Err(_) => extra.to_string(),
+    }
+}
+
 /// A rig whose home, workspace and user home are in `place`.
 pub(crate) async fn rig_in(place: &Place, extra: &str, env: &[(&str, &str)]) -> Rig {
     let mock = MockProvider::start().await;
-    let home = TestHome::new_in(place.outside.parent().unwrap(), &mock.base_url(), extra);
+    let home = TestHome::new_in(
+        place.outside.parent().unwrap(),
+        &mock.base_url(),
+        &with_network(extra),
+    );
     let user_home = place.user_home.display().to_string();
     let mut all_env = vec![("HOME", user_home.as_str())];
     all_env.extend_from_slice(env);

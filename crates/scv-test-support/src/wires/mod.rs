@@ -14,6 +14,7 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod images;
 pub mod responses;
 
 pub use crate::json::to_json;
@@ -22,11 +23,13 @@ use serde_json::Value;
 
 /// `wire`'s request rules broken by `body` (empty when it is fine).
 pub fn check_request(wire: Wire, body: &Value) -> Vec<String> {
-    match wire {
+    let mut broken = match wire {
         Wire::Chat => chat::check_request(body),
         Wire::Anthropic => anthropic::check_request(body),
         Wire::Responses => responses::check_request(body),
-    }
+    };
+    broken.extend(images::check(wire, body));
+    broken
 }
 
 #[cfg(test)]

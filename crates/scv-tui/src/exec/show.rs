@@ -272,6 +272,27 @@ impl Calls {
 pub(crate) struct Step {
     pub(crate) requests: Vec<Request>,
     pub(crate) exit: Option<Exit>,
+    /// MCP servers' questions to ask on the terminal (`--elicit`).
+    pub(crate) questions: Vec<scv_protocol::ElicitationRequested>,
+}
+
+/// The `elicitation.resolve` answering question `elicitation_id` (a
+/// subagent's too goes with the session's id).
+pub(crate) fn elicited(
+    client: &mut SessionClient,
+    elicitation_id: &str,
+    action: scv_protocol::ElicitationAction,
+    content: Option<serde_json::Value>,
+) -> Request {
+    let session_id = client.session_id().unwrap_or_default().to_string();
+    client.request(scv_protocol::ClientMessage::ElicitationResolve(
+        scv_protocol::ElicitationResolve {
+            session_id,
+            elicitation_id: elicitation_id.to_string(),
+            action,
+            content,
+        },
+    ))
 }
 
 /// The output side of one `scv exec` run.
@@ -289,6 +310,8 @@ pub(crate) struct Printer<O: Write, E: Write> {
     /// blank line.
     answered: bool,
     calls: Calls,
+    /// `--elicit`: MCP servers' questions are asked, not declined.
+    pub(crate) elicit: bool,
 }
 
 impl<O: Write, E: Write> Printer<O, E> {
@@ -303,6 +326,7 @@ impl<O: Write, E: Write> Printer<O, E> {
             thinking: false,
             answered: false,
             calls: Calls::default(),
+            elicit: false,
         }
     }
 
@@ -353,6 +377,23 @@ impl<O: Write, E: Write> Printer<O, E> {
                 Update::Refused { error, .. } => {
                     self.error(&error)?;
                     step.exit = Some(Exit::Failed);
+                }
+                Update::Elicitation(asked) if self.elicit => step.questions.push(*asked),
+                Update::Elicitation(asked) => {
+                    if !self.json {
+                        writeln!(
+                            self.err,
+                            "[elicitation] MCP server `{}` asked: {} — declined (scv exec --elicit answers on the terminal)",
+                            shown(&asked.server, self.err_tty),
+                            shown(&asked.message, self.err_tty)
+                        )?;
+                    }
+                    step.requests.push(elicited(
+                        client,
+                        &asked.elicitation_id,
+                        scv_protocol::ElicitationAction::Decline,
+                        None,
+                    ));
                 }
                 Update::Ended {
                     request_id: Some(_),

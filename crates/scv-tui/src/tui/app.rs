@@ -14,7 +14,9 @@ mod budget;
 mod children;
 mod commands;
 mod config_watch;
+mod elicit;
 mod events;
+mod images;
 mod keys;
 mod link;
 pub mod live;
@@ -33,7 +35,8 @@ pub use super::state::PendingApproval;
 pub use super::state::{short, ActiveTurn, LinkState, McpView, SessionView};
 use super::transcript::{ItemKind, Transcript, View, Viewport};
 use ratatui::layout::{Constraint, Rect};
-use scv_protocol::{ClientMessage, Usage};
+use scv_client::session::Request;
+use scv_protocol::ClientMessage;
 use std::time::{Duration, Instant};
 
 /// The screen's regions.
@@ -60,6 +63,14 @@ pub enum Outgoing {
     Quit,
 }
 
+/// A session client's request as the UI hands it to the event loop.
+fn outgoing(request: Request) -> Outgoing {
+    Outgoing::Send {
+        request_id: request.request_id,
+        message: request.message,
+    }
+}
+
 pub struct App {
     pub transcript: Transcript,
     pub input: InputBox,
@@ -68,11 +79,8 @@ pub struct App {
     pub turn: Option<ActiveTurn>,
     pub queue: QueuePanel,
     pub approval: ApprovalPrompt,
-    pub usage: Usage,
-    /// What the turns cost, by turn (capability `usage`).
-    pub costs: super::state::Costs,
-    /// Latest estimate of the prompt size in tokens.
-    pub context_used: u64,
+    /// What the session used and spent.
+    pub meter: super::meter::Meter,
     /// Where the transcript view is: following the bottom, or held where
     /// the reader scrolled to while new text arrives below.
     pub viewport: Viewport,
@@ -85,7 +93,7 @@ pub struct App {
     /// A one-line hint under the input (e.g. "press Ctrl+C again to quit").
     pub hint: Option<String>,
     pub should_quit: bool,
-    ctrl_c_at: Option<Instant>,
+    ctrl_c_at: keys::CtrlC,
     /// What the session's events are matched against; [`events`]'s alone.
     book: events::Bookkeeping,
     /// This session's approval rules (never saved, never sent).
@@ -112,9 +120,6 @@ pub struct App {
     /// A hint that ends by itself: this text goes at this time (the Ctrl+C
     /// window), or with the turn (`None` time: an approval's "no rule").
     hint_ends: Option<(Option<Instant>, String)>,
-    /// The queue is paused because the user cancelled a turn (Enter on an
-    /// empty box resumes it).
-    queue_paused_by_cancel: bool,
     /// The terminal reports the mouse to us (the wheel scrolls; selecting
     /// text needs Shift). Off by default; Ctrl+T toggles, `SCV_MOUSE=1`
     /// starts with it on.
@@ -140,7 +145,7 @@ pub struct App {
     pub redraw: bool,
     /// The over-long message the user was offered to attach as a file
     /// (its fingerprint): Enter again on it attaches ([`attach`]).
-    attach_offer: Option<u64>,
+    attach_offer: attach::AttachOffer,
     /// Checkpoint requests in flight and where turns begin ([`undo`]).
     undo: undo::UndoBook,
     /// Mode requests in flight and the plan to carry out ([`plan`]).
@@ -164,16 +169,14 @@ impl App {
             turn: None,
             queue: QueuePanel::default(),
             approval: ApprovalPrompt::default(),
-            usage: Usage::default(),
-            costs: Default::default(),
-            context_used: 0,
+            meter: Default::default(),
             viewport: Viewport::Bottom,
             size: (80, 24),
             expanded: false,
             now,
             hint: None,
             should_quit: false,
-            ctrl_c_at: None,
+            ctrl_c_at: Default::default(),
             book: Default::default(),
             rules: Rules::default(),
             overlay: None,
@@ -184,7 +187,7 @@ impl App {
             resume_offer: None,
             reconnect_error: None,
             live: live::Live::default(),
-            attach_offer: None,
+            attach_offer: Default::default(),
             redraw: false,
             mouse: false,
             first_run_key: None,
@@ -194,7 +197,6 @@ impl App {
             config_watch: None,
             config_changed: false,
             mouse_changed: false,
-            queue_paused_by_cancel: false,
             hint_ends: None,
             undo: Default::default(),
             plan: Default::default(),
@@ -254,7 +256,7 @@ impl App {
     }
 
     fn send(&mut self, message: ClientMessage) -> Outgoing {
-        events::outgoing(self.book.client.request(message))
+        outgoing(self.book.client.request(message))
     }
 
     /// Notes shown at start (the first-run note).
@@ -287,18 +289,10 @@ impl App {
         if id.is_empty() || !self.worked() {
             return None;
         }
-        let mut out = format!(
-            "scv: session {id} · resume it with `scv resume {id}` (or `scv --continue` in {})",
-            session.cwd
-        );
-        if self.usage.input_tokens + self.usage.output_tokens > 0 {
-            out.push_str(&format!(
-                "\nused {} input and {} output tokens",
-                self.usage.input_tokens, self.usage.output_tokens
-            ));
-            if let Some(cost) = self.costs.compact() {
-                out.push_str(&format!(" · {cost}"));
-            }
+        let mut out = super::meter::resume_line(id, &session.cwd);
+        if let Some(used) = self.meter.used_line() {
+            out.push('\n');
+            out.push_str(&used);
         }
         Some(out)
     }
@@ -342,9 +336,9 @@ impl App {
     pub fn overlay_data(&self) -> OverlayData<'_> {
         OverlayData {
             session: self.session.as_ref(),
-            context_used: self.context_used,
-            usage: &self.usage,
-            costs: &self.costs,
+            context_used: self.meter.context_used,
+            usage: &self.meter.usage,
+            costs: &self.meter.costs,
             queue_len: self.queue.len(),
             queue_paused: self.queue.paused(),
             rules: self.rules.list(),

@@ -99,6 +99,46 @@ pub fn matches(paths: &[String], typed: &str) -> Vec<String> {
 }
 
 /// The longest prefix all of `paths` share.
+/// The paths to offer for the `@path` before the input's cursor (none
+/// when no `@path` is being typed, or there is no workspace).
+pub fn offer(
+    input: &super::input_box::InputBox,
+    cwd: Option<&str>,
+    index: &mut FileIndex,
+    now: Instant,
+) -> Vec<String> {
+    let (Some((_, typed)), Some(cwd)) = (input.at_word(), cwd) else {
+        return Vec::new();
+    };
+    matches(index.paths(Path::new(cwd), now), typed)
+}
+
+/// Tab on an `@path`: completes as far as the offered paths agree, or to
+/// the first; a file gets a space after it. Whether it completed.
+pub fn complete(input: &mut super::input_box::InputBox, offered: &[String]) -> bool {
+    let Some((start, typed)) = input.at_word() else {
+        return false;
+    };
+    if offered.is_empty() {
+        return false;
+    }
+    let common = common_prefix(offered);
+    let completed = if offered.len() == 1 {
+        let only = &offered[0];
+        if only.ends_with('/') {
+            only.clone()
+        } else {
+            format!("{only} ")
+        }
+    } else if common.len() > typed.len() && common.starts_with(typed) {
+        common
+    } else {
+        offered[0].clone()
+    };
+    input.replace_word(start, &format!("@{completed}"));
+    true
+}
+
 pub fn common_prefix(paths: &[String]) -> String {
     let Some(first) = paths.first() else {
         return String::new();

@@ -421,12 +421,13 @@ fn wrap_cell(cell: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static>>> {
                 // Longer than a whole line: cut it where the column ends.
                 let mut head = String::new();
                 let mut head_width = 0;
-                for c in word.chars() {
-                    let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                // By grapheme: a flag or an emoji sequence is never cut.
+                for g in unicode_segmentation::UnicodeSegmentation::graphemes(word.as_str(), true) {
+                    let cw = g.width();
                     if head_width + cw > width - used {
                         break;
                     }
-                    head.push(c);
+                    head.push_str(g);
                     head_width += cw;
                 }
                 if head.is_empty() {

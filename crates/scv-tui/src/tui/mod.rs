@@ -8,11 +8,14 @@ pub mod app;
 pub mod approval;
 pub mod diff;
 pub mod edit_diff;
+pub mod elicit;
 pub mod files;
 pub mod highlight;
 pub mod input;
 pub mod input_box;
 pub mod markdown;
+pub mod meter;
+mod opening;
 pub mod overlays;
 mod panel;
 pub mod processes;
@@ -72,12 +75,14 @@ const REASONING: Option<scv_protocol::Capabilities> = Some(scv_protocol::Capabil
     trust: true,
     budgets: true,
     daemon_status: true,
-    // The TUI does not show MCP servers' questions yet: they are declined.
-    elicitation: false,
+    // MCP servers' questions, as a form (`tui/elicit.rs`).
+    elicitation: true,
     permissions: true,
     processes: true,
     // Its sessions outlive a dropped terminal or link.
     detach: true,
+    // `@shot.png` in a prompt sends the image.
+    images: true,
 });
 
 /// The live link to the daemon: a writer, and events from a reader task
@@ -231,25 +236,7 @@ async fn event_loop(
             _ = frame_due, if dirty => {}
             key = keys.next() => {
                 let Some(Ok(key)) = key else { return Ok(()) };
-                let outgoing = match key {
-                    TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
-                        app.now = Instant::now();
-                        app.on_key(key)
-                    }
-                    TermEvent::Mouse(mouse) => {
-                        app.on_mouse(mouse);
-                        Vec::new()
-                    }
-                    TermEvent::Paste(text) => {
-                        app.on_paste(&text);
-                        Vec::new()
-                    }
-                    TermEvent::Resize(width, height) => {
-                        app.resize(width, height);
-                        Vec::new()
-                    }
-                    _ => Vec::new(),
-                };
+                let outgoing = terminal_event(app, key);
                 match send_all(outgoing, link, app).await {
                     Next::Quit => return Ok(()),
                     Next::Open(which) => {
@@ -257,20 +244,7 @@ async fn event_loop(
                     }
                     Next::Stay => {}
                 }
-                if let Some(text) = app.take_clipboard() {
-                    copy_to_clipboard(terminal, &text);
-                }
-                if std::mem::take(&mut app.redraw) {
-                    terminal.clear()?;
-                }
-                if std::mem::take(&mut app.mouse_changed) {
-                    let mut stdout = std::io::stdout();
-                    let _ = if app.mouse {
-                        crossterm::execute!(stdout, EnableMouseCapture)
-                    } else {
-                        crossterm::execute!(stdout, DisableMouseCapture)
-                    };
-                }
+                terminal_asks(terminal, app)?;
                 if app.should_quit {
                     return Ok(());
                 }
@@ -288,19 +262,7 @@ async fn event_loop(
                         // approval prompt's arming delay counts from it).
                         app.now = Instant::now();
                         app.apply(event);
-                        // Take the whole burst before drawing once.
-                        let Some(live) = link.as_mut() else { continue };
-                        for _ in 0..4096 {
-                            match live.events.try_recv() {
-                                Ok(Some(event)) => app.apply(event),
-                                Ok(None) => {
-                                    *link = None;
-                                    app.disconnected();
-                                    break;
-                                }
-                                Err(_) => break,
-                            }
-                        }
+                        burst(app, link);
                     }
                     _ => {
                         *link = None;
@@ -339,6 +301,69 @@ async fn event_loop(
                     dirty = true;
                 }
             }
+        }
+    }
+}
+
+/// A key, the mouse, a paste or a resize, given to the App.
+fn terminal_event(app: &mut App, event: TermEvent) -> Vec<Outgoing> {
+    match event {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            app.now = Instant::now();
+            app.on_key(key)
+        }
+        TermEvent::Mouse(mouse) => {
+            app.on_mouse(mouse);
+            Vec::new()
+        }
+        TermEvent::Paste(text) => {
+            app.on_paste(&text);
+            Vec::new()
+        }
+        TermEvent::Resize(width, height) => {
+            app.resize(width, height);
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What a key asked of the terminal: the clipboard (`/copy`), a whole
+/// repaint (Ctrl+L), mouse capture (Ctrl+T).
+fn terminal_asks(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    app: &mut App,
+) -> Result<()> {
+    if let Some(text) = app.take_clipboard() {
+        copy_to_clipboard(terminal, &text);
+    }
+    if std::mem::take(&mut app.redraw) {
+        terminal.clear()?;
+    }
+    if std::mem::take(&mut app.mouse_changed) {
+        let mut stdout = std::io::stdout();
+        let _ = if app.mouse {
+            crossterm::execute!(stdout, EnableMouseCapture)
+        } else {
+            crossterm::execute!(stdout, DisableMouseCapture)
+        };
+    }
+    Ok(())
+}
+
+/// Takes the rest of a burst of events (at most 4,096) before drawing
+/// once; the link's end is a disconnect.
+fn burst(app: &mut App, link: &mut Option<Link>) {
+    let Some(live) = link.as_mut() else { return };
+    for _ in 0..4096 {
+        match live.events.try_recv() {
+            Ok(Some(event)) => app.apply(event),
+            Ok(None) => {
+                *link = None;
+                app.disconnected();
+                break;
+            }
+            Err(_) => break,
         }
     }
 }

@@ -216,6 +216,43 @@ impl Processes {
     }
 }
 
+/// What `/ps [ID | kill ID]` does.
+pub enum Command {
+    /// Asked of the server.
+    Send(scv_protocol::ClientMessage),
+    /// Said from what the tool results told (no session to ask).
+    Say(String),
+}
+
+impl Processes {
+    /// `/ps`: the list; `/ps ID`: the end of its output; `/ps kill ID`:
+    /// stop it — asked of the server (without a session: what the tool
+    /// results said).
+    pub fn command(&self, arg: &str, session_id: Option<String>) -> Command {
+        use scv_protocol::{ClientMessage, ProcessList, ProcessRequest};
+        let (kill, id) = match arg.trim().strip_prefix("kill ") {
+            Some(id) => (true, id.trim()),
+            None => (false, arg.trim()),
+        };
+        let request = ProcessRequest {
+            session_id: session_id.clone().unwrap_or_default(),
+            process_id: id.to_string(),
+        };
+        match (id, kill, session_id) {
+            ("", _, Some(session_id)) => {
+                Command::Send(ClientMessage::ProcessList(ProcessList { session_id }))
+            }
+            ("", _, None) => Command::Say(self.listing()),
+            (_, true, Some(_)) => Command::Send(ClientMessage::ProcessKill(request)),
+            (_, true, None) => {
+                Command::Say("not connected: the process cannot be stopped now".into())
+            }
+            (_, false, Some(_)) => Command::Send(ClientMessage::ProcessPeek(request)),
+            (id, false, None) => Command::Say(self.detail(id)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

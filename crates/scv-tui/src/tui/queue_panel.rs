@@ -50,6 +50,9 @@ pub struct QueuePanel {
     paused: bool,
     /// The selected entry while the panel has focus.
     focus: Option<usize>,
+    /// Paused because the user cancelled a turn (Enter on an empty box
+    /// resumes it).
+    paused_by_cancel: bool,
 }
 
 impl QueuePanel {
@@ -72,6 +75,32 @@ impl QueuePanel {
     /// The user asked to pause or resume (`/pause`, `/resume`).
     pub fn set_paused(&mut self, paused: bool) {
         self.paused = paused;
+    }
+
+    /// A user's cancel pauses the waiting prompts (they would start at
+    /// once otherwise): the note to show, or `None` when nothing waits or
+    /// it is paused already.
+    pub fn pause_for_cancel(&mut self) -> Option<String> {
+        if self.is_empty() || self.paused {
+            return None;
+        }
+        self.paused = true;
+        self.paused_by_cancel = true;
+        let waiting = self.len();
+        Some(format!(
+            "queue paused after the cancel: {waiting} {} — Enter on an empty box resumes it (or /unpause)",
+            if waiting == 1 { "prompt waits" } else { "prompts wait" }
+        ))
+    }
+
+    /// Enter on an empty box: whether it resumed a queue a cancel paused.
+    pub fn resume_after_cancel(&mut self) -> bool {
+        let resumed = self.paused_by_cancel && self.paused;
+        if resumed {
+            self.paused_by_cancel = false;
+            self.paused = false;
+        }
+        resumed
     }
 
     /// Keys go to the panel.

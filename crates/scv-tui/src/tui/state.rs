@@ -165,6 +165,15 @@ pub enum McpView {
     Unavailable(String),
 }
 
+impl McpView {
+    /// The MCP and hooks components of a `daemon.status` answer.
+    pub fn known(status: scv_protocol::DaemonStatus) -> McpView {
+        use scv_protocol::ComponentKind::{Hooks, Mcp};
+        let shown = status.components.into_iter();
+        McpView::Known(shown.filter(|c| matches!(c.kind(), Mcp | Hooks)).collect())
+    }
+}
+
 /// 1234 → "1.2k", 128000 → "128k".
 pub fn short(n: u64) -> String {
     match n {

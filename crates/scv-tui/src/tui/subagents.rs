@@ -95,6 +95,35 @@ pub enum Change {
 }
 
 impl Subagents {
+    /// Puts `session_id`'s card under the `task` call that started it: in
+    /// `ours` (the session's transcript, when its parent is `ours_id`) or
+    /// in its parent subagent's transcript, whose own card goes up the
+    /// same way (at most 16 levels).
+    pub fn place_card(
+        &mut self,
+        session_id: &str,
+        ours_id: Option<&str>,
+        ours: &mut super::transcript::Transcript,
+    ) {
+        let mut id = session_id.to_string();
+        for _ in 0..16 {
+            let (Some(card), Some(parent)) =
+                (self.card(&id), self.get(&id).map(|c| c.parent.clone()))
+            else {
+                return;
+            };
+            if ours_id == Some(parent.session_id.as_str()) {
+                ours.update_tool(&parent.call_id, |c| c.set_subagent(card));
+                return;
+            }
+            let Some(host) = self.transcript_mut(&parent.session_id) else {
+                return;
+            };
+            host.update_tool(&parent.call_id, |c| c.set_subagent(card));
+            id = parent.session_id;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.children.len()
     }
@@ -240,6 +269,23 @@ impl Subagents {
         match self.get_mut(session_id) {
             Some(child) => child.apply(update, now),
             None => Change::Nothing,
+        }
+    }
+
+    /// Labels a call of subagent `child` waiting for approval with the
+    /// subagent's description, and its arguments as its card has them
+    /// when the approval came without.
+    pub fn label(&self, child: &str, approval: &mut Approval) {
+        let record = self.get(child);
+        approval.subagent = Some(
+            record
+                .map(|c| c.card().description.clone())
+                .unwrap_or_else(|| "?".into()),
+        );
+        if approval.arguments.is_null() {
+            if let Some(card) = record.and_then(|c| c.transcript.tool(&approval.call_id)) {
+                approval.arguments = card.arguments.clone();
+            }
         }
     }
 

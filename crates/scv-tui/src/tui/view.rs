@@ -170,10 +170,11 @@ fn draw_path_completion(frame: &mut Frame<'_>, app: &App, input: Rect) {
     );
 }
 
+/// The status line: most useful first (a long workspace path is what
+/// gets cut): the link, the session, what runs, what it used.
 fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let dim = Style::default().fg(Color::DarkGray);
     let sep = || Span::styled(" │ ", dim);
-    // Most useful first: a long workspace path is what gets cut.
     let mut spans = match app.link {
         LinkState::Connected => vec![Span::styled("● ", Style::default().fg(Color::Green))],
         LinkState::Disconnected => vec![Span::styled(
@@ -189,70 +190,71 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(sep());
     }
     if let Some(session) = &app.session {
-        if let Some(provider) = &session.provider {
-            spans.push(Span::styled(format!("{provider} "), dim));
-        }
-        spans.push(Span::styled(
-            session.model.clone(),
-            Style::default().fg(Color::Cyan),
-        ));
-        spans.push(sep());
-        // Turns go on, but a crash now would lose them: said until the
-        // journal caught up.
-        if let Some(not_saved) = &session.not_saved {
-            spans.push(Span::styled(
-                not_saved.clone(),
-                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-            ));
-            spans.push(sep());
-        }
-        // The default (workspace-write) is said quietly; anything else is news.
-        match session.sandbox.as_deref() {
-            Some("workspace-write" | "read-only") if !session.sandbox_gaps.is_empty() => {
-                // Commands are still confined, but `sandboxed` does not
-                // auto-approve: `/status` says what is missing.
-                spans.push(Span::styled(
-                    "sandbox partial (see /status)",
-                    Style::default().fg(Color::Yellow),
-                ));
-                spans.push(sep());
-            }
-            Some("workspace-write") => {
-                spans.push(Span::styled("sandboxed", dim));
-                spans.push(sep());
-            }
-            Some("unavailable") => {
-                spans.push(Span::styled(
-                    "sandbox unavailable",
-                    Style::default().fg(Color::Red),
-                ));
-                spans.push(sep());
-            }
-            Some(mode @ ("off" | "read-only")) => {
-                spans.push(Span::styled(
-                    format!("sandbox {mode}"),
-                    Style::default().fg(Color::Yellow),
-                ));
-                spans.push(sep());
-            }
-            _ => {}
-        }
-        if session.sandbox_network == Some(false) {
-            spans.push(Span::styled("net off", Style::default().fg(Color::Yellow)));
-            spans.push(sep());
-        }
-        // The server's word: shown once `session.configured` says so.
-        if session.mode == scv_protocol::Mode::Plan {
-            spans.push(Span::styled(
-                "⏸ plan mode",
-                Style::default()
-                    .fg(Color::Black)
-                    .bg(Color::Magenta)
-                    .add_modifier(Modifier::BOLD),
-            ));
-            spans.push(sep());
-        }
+        session_status(session, &mut spans);
     }
+    activity_status(app, &mut spans);
+    usage_status(app, &mut spans);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The session's part of the status line: model, saving, sandbox, mode;
+/// each followed by a separator.
+fn session_status(session: &crate::tui::state::SessionView, spans: &mut Vec<Span<'static>>) {
+    let dim = Style::default().fg(Color::DarkGray);
+    let yellow = Style::default().fg(Color::Yellow);
+    if let Some(provider) = &session.provider {
+        spans.push(Span::styled(format!("{provider} "), dim));
+    }
+    let mut push = |span: Span<'static>| {
+        spans.push(span);
+        spans.push(Span::styled(" │ ", dim));
+    };
+    push(Span::styled(
+        session.model.clone(),
+        Style::default().fg(Color::Cyan),
+    ));
+    // Turns go on, but a crash now would lose them: said until the
+    // journal caught up.
+    if let Some(not_saved) = &session.not_saved {
+        push(Span::styled(
+            not_saved.clone(),
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ));
+    }
+    // The default (workspace-write) is said quietly; anything else is news.
+    match session.sandbox.as_deref() {
+        // Commands are still confined, but `sandboxed` does not
+        // auto-approve: `/status` says what is missing.
+        Some("workspace-write" | "read-only") if !session.sandbox_gaps.is_empty() => {
+            push(Span::styled("sandbox partial (see /status)", yellow))
+        }
+        Some("workspace-write") => push(Span::styled("sandboxed", dim)),
+        Some("unavailable") => push(Span::styled(
+            "sandbox unavailable",
+            Style::default().fg(Color::Red),
+        )),
+        Some(mode @ ("off" | "read-only")) => push(Span::styled(format!("sandbox {mode}"), yellow)),
+        _ => {}
+    }
+    if session.sandbox_network == Some(false) {
+        push(Span::styled("net off", yellow));
+    }
+    // The server's word: shown once `session.configured` says so.
+    if session.mode == scv_protocol::Mode::Plan {
+        push(Span::styled(
+            "⏸ plan mode",
+            Style::default()
+                .fg(Color::Black)
+                .bg(Color::Magenta)
+                .add_modifier(Modifier::BOLD),
+        ));
+    }
+}
+
+/// What runs: the turn (or idle), subagents, background processes, the
+/// queue.
+fn activity_status(app: &App, spans: &mut Vec<Span<'static>>) {
+    let dim = Style::default().fg(Color::DarkGray);
     match &app.turn {
         Some(turn) => spans.push(Span::styled(
             turn.status(app.now, !app.approval.is_empty()),
@@ -272,17 +274,24 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
             Style::default().fg(Color::Magenta),
         ));
     }
-    background(app, sep(), &mut spans);
+    background(app, Span::styled(" │ ", dim), spans);
     if !app.queue.is_empty() || app.queue.paused() {
-        spans.push(sep());
+        spans.push(Span::styled(" │ ", dim));
         let paused = if app.queue.paused() { " (paused)" } else { "" };
         spans.push(Span::raw(format!("queue {}{paused}", app.queue.len())));
     }
+}
+
+/// What the session used: context, tokens, cost, warnings, and the
+/// workspace last.
+fn usage_status(app: &App, spans: &mut Vec<Span<'static>>) {
+    let dim = Style::default().fg(Color::DarkGray);
+    let sep = || Span::styled(" │ ", dim);
     if let Some(session) = &app.session {
         spans.push(sep());
         spans.push(Span::raw(format!(
             "ctx {}/{}",
-            short(app.context_used),
+            short(app.meter.context_used),
             short(session.context_max_tokens)
         )));
     }
@@ -291,17 +300,17 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let live = app.turn.as_ref().map(|t| t.usage).unwrap_or_default();
     spans.push(Span::raw(format!(
         "{}↑ {}↓",
-        short(app.usage.input_tokens + live.input_tokens),
-        short(app.usage.output_tokens + live.output_tokens)
+        short(app.meter.usage.input_tokens + live.input_tokens),
+        short(app.meter.usage.output_tokens + live.output_tokens)
     )));
-    if let Some(cost) = app.costs.compact() {
+    if let Some(cost) = app.meter.costs.compact() {
         spans.push(sep());
         spans.push(Span::raw(cost));
     }
     // Which budget: `/status` says.
     let warnings = [
         (app.config_changed, "config changed: /new to use it"),
-        (app.costs.warning_budget.is_some(), "budget 80%"),
+        (app.meter.costs.warning_budget.is_some(), "budget 80%"),
     ];
     for (_, warning) in warnings.iter().filter(|(on, _)| *on) {
         spans.push(sep());
@@ -311,7 +320,6 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(sep());
         spans.push(Span::styled(tilde(&session.cwd), dim));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// The running background processes, after `sep`, when there are

@@ -14,7 +14,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use scv_client::text::visible;
 use std::borrow::Cow;
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 /// Columns between tab stops.
 pub const TAB_WIDTH: usize = 4;
@@ -28,20 +29,20 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(shown.len() + 16);
     let mut col = 0;
-    for c in shown.chars() {
-        match c {
-            '\t' => {
+    for g in shown.graphemes(true) {
+        match g {
+            "\t" => {
                 let n = TAB_WIDTH - col % TAB_WIDTH;
                 out.extend(std::iter::repeat_n(' ', n));
                 col += n;
             }
-            '\n' => {
-                out.push(c);
+            "\n" => {
+                out.push('\n');
                 col = 0;
             }
-            c => {
-                out.push(c);
-                col += c.width().unwrap_or(0);
+            g => {
+                out.push_str(g);
+                col += g.width();
             }
         }
     }
@@ -72,25 +73,30 @@ fn wrap_one(line: &Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
             return;
         }
     }
-    let mut cells: Vec<(char, Style)> = Vec::new();
+    // Grapheme clusters, each with its width as the terminal (and
+    // ratatui's buffer) counts it: a flag (two regional indicators), an
+    // emoji with a skin tone or a ZWJ sequence is one cell group, never
+    // split over two lines nor counted as the sum of its parts.
+    let mut cells: Vec<(String, usize, Style)> = Vec::new();
     let mut col = 0;
     for span in &line.spans {
         let style = line.style.patch(span.style);
-        for c in visible(&span.content).chars() {
-            match c {
-                '\t' => {
+        for g in visible(&span.content).graphemes(true) {
+            match g {
+                "\t" => {
                     let n = TAB_WIDTH - col % TAB_WIDTH;
-                    cells.extend(std::iter::repeat_n((' ', style), n));
+                    cells.extend(std::iter::repeat_n((" ".to_string(), 1, style), n));
                     col += n;
                 }
                 // A line has no line breaks; one left over is shown.
-                '\n' => {
-                    cells.push(('␊', style));
+                "\n" | "\r\n" => {
+                    cells.push(("␊".to_string(), 1, style));
                     col += 1;
                 }
-                c => {
-                    cells.push((c, style));
-                    col += c.width().unwrap_or(0);
+                g => {
+                    let w = g.width();
+                    cells.push((g.to_string(), w, style));
+                    col += w;
                 }
             }
         }
@@ -105,11 +111,11 @@ fn wrap_one(line: &Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
         let mut end = start;
         let mut last_space = None;
         while end < cells.len() {
-            let w = cells[end].0.width().unwrap_or(0);
+            let w = cells[end].1;
             if used + w > width && end > start {
                 break;
             }
-            if cells[end].0 == ' ' {
+            if cells[end].0 == " " {
                 last_space = Some(end);
             }
             used += w;
@@ -144,18 +150,19 @@ fn split_gutter(line: &Line<'static>) -> Option<(Span<'static>, Line<'static>)> 
 }
 
 /// Groups cells of equal style into spans.
-fn spans_of(cells: &[(char, Style)]) -> Line<'static> {
+fn spans_of(cells: &[(String, usize, Style)]) -> Line<'static> {
     let mut spans: Vec<Span<'static>> = Vec::new();
     let mut text = String::new();
     let mut style = None;
-    for &(c, s) in cells {
+    for (c, _, s) in cells {
+        let s = *s;
         if style != Some(s) {
             if let Some(prev) = style {
                 spans.push(Span::styled(std::mem::take(&mut text), prev));
             }
             style = Some(s);
         }
-        text.push(c);
+        text.push_str(c);
     }
     if let Some(prev) = style {
         spans.push(Span::styled(text, prev));
@@ -212,5 +219,19 @@ mod tests {
     fn wide_characters_take_two_columns() {
         let lines = vec![Line::from("你好世界你好")];
         assert_eq!(texts(&wrap_lines(&lines, 5)), ["你好", "世界", "你好"]);
+    }
+
+    #[test]
+    fn a_flag_is_one_two_cell_grapheme_never_split() {
+        // Three flags (two regional indicators each) at 3 columns: one a
+        // line, whole; counted by character, the second would be cut
+        // between its indicators, which terminals draw as ghost glyphs.
+        let lines = vec![Line::from("🇺🇸🇫🇷🇩🇪")];
+        assert_eq!(texts(&wrap_lines(&lines, 3)), ["🇺🇸", "🇫🇷", "🇩🇪"]);
+        // A ZWJ family and a skin tone are one 2-cell cluster each: two
+        // fit in 4 columns (counted by character they took 6 and 4).
+        let lines = vec![Line::from("👨‍👩‍👧👍🏽x")];
+        assert_eq!(texts(&wrap_lines(&lines, 4)), ["👨‍👩‍👧👍🏽", "x"]);
+        assert_eq!(clean("🇺🇸\tx"), "🇺🇸  x");
     }
 }

@@ -107,9 +107,9 @@ const scenarios = {
   async close() {
     await withAgent(async (agent, init) => {
       check(typeof init.agentCapabilities?.sessionCapabilities?.close === "object", "sessionCapabilities.close");
-      // Advertised only where it works: no extra roots, no images.
-      check(init.agentCapabilities?.sessionCapabilities?.additionalDirectories == null, "no additionalDirectories");
-      check(init.agentCapabilities?.promptCapabilities?.image === false, "no images");
+      // Advertised where it works: extra roots; images.
+      check(typeof init.agentCapabilities?.sessionCapabilities?.additionalDirectories === "object", "additionalDirectories");
+      check(init.agentCapabilities?.promptCapabilities?.image === true, "images");
       const a = await open(agent);
       const b = await open(agent);
       const streaming = next((p) => p.sessionId === a && p.update.sessionUpdate === "agent_message_chunk");
@@ -302,6 +302,70 @@ const scenarios = {
       check(answered.stopReason === "cancelled", `the prompt: ${answered.stopReason}`);
       const after = await prompt(agent, s, "AFTER");
       check(after.stopReason === "end_turn", `the next prompt: ${after.stopReason}`);
+    });
+  },
+
+  // Images in prompts: an image block (IMAGE_B64, a PNG the Rust side
+  // knows byte for byte) reaches the provider with the text; refusals are
+  // -32602 in words, and the connection carries on.
+  async images() {
+    await withAgent(async (agent, init) => {
+      check(init.agentCapabilities?.promptCapabilities?.image === true, "promptCapabilities.image");
+      const sessionId = await open(agent);
+      const png = process.env.IMAGE_B64;
+      const sent = await agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [
+          { type: "text", text: "IMAGE-PROMPT what is this?" },
+          { type: "image", mimeType: "image/png", data: png },
+        ],
+      });
+      check(sent.stopReason === "end_turn", `the image prompt: ${sent.stopReason}`);
+      const image = (mimeType, data) =>
+        agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text: "look" }, { type: "image", mimeType, data }],
+        });
+      await fails("a PNG said to be a JPEG", -32602, image("image/jpeg", png));
+      await fails("text said to be an image", -32602, image("image/png", Buffer.from("not an image").toString("base64")));
+      await fails("nine images", -32602, agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: Array.from({ length: 9 }, () => ({ type: "image", mimeType: "image/png", data: png })),
+      }));
+      // A model known to take text only refuses them in words.
+      await agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "deepseek-chat" });
+      try {
+        await image("image/png", png);
+        check(false, "a text-only model: no error");
+      } catch (err) {
+        check(err.code === -32602 && /does not take images/.test(err.message), `a text-only model: ${err.code} ${err.message}`);
+      }
+      const after = await prompt(agent, sessionId, "IMAGE-AFTER");
+      check(after.stopReason === "end_turn", `the next prompt: ${after.stopReason}`);
+    });
+  },
+
+  // additionalDirectories (EXTRA_DIR, a directory outside the
+  // workspace): hostile ones refused -32602 on session/new and
+  // session/resume; a session with it reads a file there (the mock's
+  // read_file call; the Rust side checks the tool result).
+  async dirs() {
+    const extra = process.env.EXTRA_DIR;
+    await withAgent(async (agent, init) => {
+      check(typeof init.agentCapabilities?.sessionCapabilities?.additionalDirectories === "object", "sessionCapabilities.additionalDirectories");
+      const newWith = (dirs) => agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [], additionalDirectories: dirs });
+      await fails("a relative directory", -32602, newWith(["relative/dir"]));
+      await fails("a missing directory", -32602, newWith([`${extra}/missing`]));
+      await fails("the whole file system", -32602, newWith([process.env.ROOT_LINK]));
+      await fails("SCV_HOME itself", -32602, newWith([process.env.SCV_HOME]));
+      const sessionId = (await newWith([extra])).sessionId;
+      const answered = await prompt(agent, sessionId, "DIRS-READ");
+      check(answered.stopReason === "end_turn", `the prompt: ${answered.stopReason}`);
+      await fails(
+        "a resume with a relative directory",
+        -32602,
+        agent.request(acp.methods.agent.session.resume, { sessionId: "00000000-0000-0000-0000-000000000000", cwd: workspace, additionalDirectories: ["rel"] }),
+      );
     });
   },
 };

@@ -8,10 +8,19 @@ authorization server (RFC 8414 metadata, RFC 7591 dynamic registration,
 "user" always consents) and redirects with `code`, `state` and `iss`.
 Refresh tokens rotate: each refresh revokes the one it used.
 
+Client ID metadata documents (MCP authorization 2025-11-25): with
+SCV_CIMD_URL set, the authorization-server metadata says
+`client_id_metadata_document_supported` and a client whose `client_id` is
+that URL is known by its metadata document (a native client, no secret,
+redirect to the loopback on any port, RFC 8252 §7.3). The document is
+resolved from the copy below, not fetched: there is no TLS server in the
+test sandbox to host it at an https URL.
+
 Usage: python oauth_server.py PORT
-Environment: SCV_MCP_LOG (JSON lines: register, authorize, token,
+Environment: SCV_MCP_LOG (JSON lines: register, cimd, authorize, token,
 refresh, refresh_refused, call), SCV_TOKEN_TTL (access token lifetime in
-seconds, default 3600), SCV_REFRESH_DELAY (seconds a refresh takes).
+seconds, default 3600), SCV_REFRESH_DELAY (seconds a refresh takes),
+SCV_CIMD_URL (see above).
 """
 import json
 import os
@@ -36,6 +45,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 LOG = os.environ.get("SCV_MCP_LOG", os.devnull)
 TTL = int(os.environ.get("SCV_TOKEN_TTL", "3600"))
 REFRESH_DELAY = float(os.environ.get("SCV_REFRESH_DELAY", "0"))
+CIMD_URL = os.environ.get("SCV_CIMD_URL")
 port = int(sys.argv[1])
 BASE = f"http://127.0.0.1:{port}"
 
@@ -43,6 +53,28 @@ BASE = f"http://127.0.0.1:{port}"
 def record(event: str, **fields):
     with open(LOG, "a") as f:
         f.write(json.dumps({"event": event, **fields}) + "\n")
+
+
+class LoopbackClient(OAuthClientInformationFull):
+    """A metadata-document client: its loopback redirect on any port."""
+
+    def validate_redirect_uri(self, redirect_uri):
+        if redirect_uri is not None and redirect_uri.host == "127.0.0.1" and redirect_uri.path == "/callback":
+            return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)
+
+
+if CIMD_URL:
+    import mcp.server.auth.routes as routes
+
+    plain_metadata = routes.build_metadata
+
+    def build_metadata(*args, **kwargs):
+        metadata = plain_metadata(*args, **kwargs)
+        metadata.client_id_metadata_document_supported = True
+        return metadata
+
+    routes.build_metadata = build_metadata
 
 
 class Provider:
@@ -53,6 +85,13 @@ class Provider:
         self.refresh: dict[str, RefreshToken] = {}
 
     async def get_client(self, client_id):
+        if CIMD_URL and client_id == CIMD_URL:
+            record("cimd", client_id=client_id)
+            return LoopbackClient(
+                client_id=client_id, client_name="SCV",
+                redirect_uris=["http://127.0.0.1/callback"],
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"], token_endpoint_auth_method="none", scope="mcp")
         return self.clients.get(client_id)
 
     async def register_client(self, client_info):

@@ -7,10 +7,8 @@
 use super::{Account, Chat};
 use scv_client::session::SessionClient;
 use scv_client::Connection;
-use scv_protocol::{Capabilities, Event, EventBody, LiveState};
-use std::collections::VecDeque;
+use scv_protocol::{Capabilities, EventBody, LiveState};
 use std::time::Duration;
-use tokio::time::Instant;
 
 impl Account {
     /// `/attach ID`, and `/new` in a chat that follows a live session
@@ -59,6 +57,7 @@ impl Account {
             usage: true,
             checkpoints: true,
             subagents: true,
+            elicitation: true,
             ..Default::default()
         };
         let attached = tokio::time::timeout(Duration::from_secs(10), async {
@@ -89,52 +88,16 @@ impl Account {
         if let Some(mut chat) = self.chats.remove(user) {
             chat.stop_typing();
         }
-        let (mut reader, writer) = conn.into_parts();
-        let forward = self.events.clone();
-        let user_id = user.to_string();
-        let token = self.token.clone();
-        self.tasks.spawn(async move {
-            use futures_util::StreamExt;
-            let relay = async {
-                while let Some(Ok(scv_protocol::Frame::Line(line))) = reader.next().await {
-                    let Ok(event) = serde_json::from_slice::<Event>(&line) else {
-                        continue;
-                    };
-                    if forward.send((user_id.clone(), event)).await.is_err() {
-                        return;
-                    }
-                }
-            };
-            tokio::select! {
-                _ = token.cancelled() => {}
-                _ = relay => {}
-            }
-        });
+        let writer = self.forward(user, conn);
         let mut client = SessionClient::new("clawbot-");
         client.set_session(session_id.clone());
         for event in &events {
             // The attach's answer: the session, its queue, its past.
             client.apply(event);
         }
-        self.chats.insert(
-            user.to_string(),
-            Chat {
-                user_id: user.to_string(),
-                writer,
-                client,
-                answer: String::new(),
-                clear_after_turn: false,
-                approvals: VecDeque::new(),
-                typing: None,
-                last_active: Instant::now(),
-                stored: false,
-                earlier: None,
-                tools: true,
-                unsent: 0,
-                undo: None,
-                attached: true,
-            },
-        );
+        let mut chat = Chat::new(user, writer, client, true);
+        chat.attached = true;
+        self.chats.insert(user.to_string(), chat);
         let doing = match state {
             LiveState::Idle => "it is idle; your messages go to it",
             LiveState::Running => "a turn is running; its answer comes here",

@@ -29,22 +29,19 @@ impl SessionHost {
         rid: &str,
         message: ClientMessage,
     ) -> Result<Handled, ClientMessage> {
-        if matches!(message, ClientMessage::SessionClose(_)) && !self.caps.detach {
+        if matches!(message, ClientMessage::SessionClose(_))
+            && !crate::gate::Capability::Detach.granted(&self.caps)
+        {
             // Capability `sessions`' close of one of this connection's
             // own sessions (`close.rs`).
             return Err(message);
         }
-        let detaching = matches!(
-            message,
-            ClientMessage::SessionDetach(_)
-                | ClientMessage::SessionAttach(_)
-                | ClientMessage::SessionClose(_)
-        );
-        if detaching && !self.caps.detach {
-            return Ok(Err(invalid(format!(
-                "{} needs capability `detach` (ask for it in initialize)",
-                message.type_name()
-            ))));
+        // `session.detach`, `session.attach` (`session.close` went on
+        // above without the capability).
+        if let Some(needed) = crate::gate::needs(&message) {
+            if needed == crate::gate::Capability::Detach && !needed.granted(&self.caps) {
+                return Ok(Err(invalid(needed.refusal(message.type_name()))));
+            }
         }
         match message {
             ClientMessage::SessionDetach(m) => return Ok(self.detach(rid, &m.session_id).await),

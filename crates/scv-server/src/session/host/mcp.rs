@@ -7,13 +7,9 @@ use crate::session::reject::{invalid, Handled, Reject};
 use std::sync::Arc;
 
 impl SessionHost {
-    /// `elicitation.resolve` (capability `elicitation`).
+    /// `elicitation.resolve` (capability `elicitation`, granted:
+    /// `dispatch`).
     pub(super) fn answer(&mut self, answer: scv_protocol::ElicitationResolve) -> Handled {
-        if !self.caps.elicitation {
-            return Err(invalid(
-                "elicitation.resolve needs capability `elicitation` (ask for it in initialize)",
-            ));
-        }
         // A subagent's questions wait with its root session's.
         let session_id = match self.child(&answer.session_id) {
             Some(child) => child.root,

@@ -18,7 +18,6 @@ impl SessionHost {
         request: ProcessRequest,
         kill: bool,
     ) -> Handled {
-        self.processes_granted(if kill { "process.kill" } else { "process.peek" })?;
         let background = self
             .session(&request.session_id)?
             .settings
@@ -39,21 +38,11 @@ impl SessionHost {
 
     /// `process.list`.
     pub(super) async fn processes(&mut self, rid: &str, list: ProcessList) -> Handled {
-        self.processes_granted("process.list")?;
         let background = self.session(&list.session_id)?.settings.background.clone();
         let processes = background.list().iter().map(|p| state(p)).collect();
         let body = EventBody::ProcessListed { processes };
         self.reply(rid, Some(list.session_id), body).await;
         Ok(())
-    }
-
-    fn processes_granted(&self, kind: &str) -> Handled {
-        if self.caps.processes {
-            return Ok(());
-        }
-        Err(invalid(format!(
-            "{kind} needs capability `processes` (ask for it in initialize)"
-        )))
     }
 }
 

@@ -6,16 +6,12 @@
 use super::Session;
 use crate::agent::{add_usage, Spending};
 
-/// The `turn.failed` code of a request a budget refused, for a connection
-/// with capability `budgets` (every other gets `step_limit`).
-pub(crate) const BUDGET_EXCEEDED: &str = "budget_exceeded";
-
 impl Session {
     /// A turn's price, budgets and what the session spent before it:
     /// `budgets` as config.toml holds them now, this session's own
     /// `max_session_cost_usd` over config's. A budget raised above 80 %
     /// of what is spent warns again when the new one reaches 80 %.
-    pub(super) fn spending(&mut self, budgets: crate::cost::Budgets, report: bool) -> Spending {
+    pub(super) fn spending(&mut self, budgets: crate::cost::Budgets) -> Spending {
         let model = self.settings.provider.model.clone();
         let budgets = crate::cost::Budgets {
             max_session_cost_usd: self.max_session_cost_usd.or(budgets.max_session_cost_usd),
@@ -29,7 +25,7 @@ impl Session {
             self.warned.session = false;
         }
         let price = self.settings.config.cost.pricing.price(&model);
-        Spending::new(model, price, budgets, spent, self.warned, report)
+        Spending::new(model, price, budgets, spent, self.warned)
     }
 
     /// A resumed session's spending since its last clear, from its journal.

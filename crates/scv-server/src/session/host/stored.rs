@@ -61,7 +61,9 @@ impl SessionHost {
             None => Vec::new(),
             Some(store) => off_thread(move || listed(&store, list.cwd, limit)).await?,
         };
-        if self.caps().detach {
+        // The live fields go to a connection with capability `detach`
+        // (`gate::shape`).
+        {
             let mut live = self.live_infos();
             for session in &mut sessions {
                 let elsewhere = || {
@@ -122,6 +124,7 @@ impl SessionHost {
             session_id,
             provider,
             model,
+            additional_directories,
         } = resume;
         self.check_room()?;
         let session_id = self.stored_id(&session_id).await?;
@@ -164,21 +167,21 @@ impl SessionHost {
         .await??;
         let mut replay = replay;
         let history = history_of(&mut replay).map_err(|why| damaged(&session_id, &why))?;
-        let start = start_of(&replay, provider, model);
+        let mut start = start_of(&replay, provider, model);
+        start.additional_directories = additional_directories;
         let mut made = SessionFactory::new(&self.shared)
             .start(start, "resume")
             .await?;
         made.started.resumed = true;
         made.started.unsent_prompts = Some(replay.queue.clone());
         made.started.max_session_cost_usd = replay.max_session_cost_usd;
-        if self.caps().usage {
-            // What it spent, so a client's counters and `/cost` come back.
-            let (detail, cost) = super::spending::spent_in(&replay);
-            made.started.spent = Some(Box::new(scv_protocol::SessionSpent {
-                session_usage_detail: detail.detail(),
-                session_cost_usd: cost,
-            }));
-        }
+        // What it spent, so a client's counters and `/cost` come back
+        // (capability `usage`, `gate::shape`).
+        let (detail, cost) = super::spending::spent_in(&replay);
+        made.started.spent = Some(Box::new(scv_protocol::SessionSpent {
+            session_usage_detail: detail.detail(),
+            session_cost_usd: cost,
+        }));
         let mut live = live(&store, journal, &replay, &session_id)?;
         if let Some(records) = caught_up {
             live.caught_up_on_resume(records);
@@ -372,7 +375,13 @@ impl SessionHost {
     }
 
     /// A reply carrying `rid` (and the session it is about), no `seq`.
+    /// An event the connection did not ask for is not sent, and one
+    /// leaves without the extension fields it did not ask for
+    /// ([`crate::gate::shape`]).
     pub(super) async fn reply(&self, rid: &str, session_id: Option<String>, body: EventBody) {
+        let Some(body) = crate::gate::shape_owned(&self.caps, body) else {
+            return;
+        };
         let event = Event {
             session_id,
             ..Event::reply(Some(rid.to_string()), body)
@@ -403,6 +412,7 @@ fn start_of(replay: &Replay, provider: Option<String>, model: Option<String>) ->
         no_tools: header.no_tools,
         mcp_servers: None,
         mode: None,
+        additional_directories: Vec::new(),
     }
 }
 

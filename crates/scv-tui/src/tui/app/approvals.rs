@@ -1,8 +1,7 @@
 //! Approvals on screen: the session client's one approval type, shown in
 //! the prompt, answered by the user or by a session rule, by id.
 
-use super::events::outgoing;
-use super::{App, Outgoing};
+use super::{outgoing, App, Outgoing};
 use crate::tui::rules::Rule;
 use crate::tui::state::PendingApproval;
 use crate::tui::subagents::Change;
@@ -26,17 +25,7 @@ impl App {
                 if self.subagents.approval_requested(&approval) == Change::Card {
                     self.place_card(&child);
                 }
-                let record = self.subagents.get(&child);
-                approval.subagent = Some(
-                    record
-                        .map(|c| c.card().description.clone())
-                        .unwrap_or_else(|| "?".into()),
-                );
-                if approval.arguments.is_null() {
-                    if let Some(card) = record.and_then(|c| c.transcript.tool(&approval.call_id)) {
-                        approval.arguments = card.arguments.clone();
-                    }
-                }
+                self.subagents.label(&child, &mut approval);
             }
         }
         if let Some(rule) = self.rules.find(&approval.call()).cloned() {

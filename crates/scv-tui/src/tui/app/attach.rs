@@ -17,54 +17,79 @@ pub(super) fn over_limit(text: &str) -> bool {
     text.len() > MAX_PROMPT_BYTES
 }
 
+/// The over-long message the user was offered to attach as a file (its
+/// fingerprint): Enter again on the same text attaches it.
+#[derive(Debug, Default)]
+pub(super) struct AttachOffer(Option<u64>);
+
+/// What Enter on an over-long `text` does.
+enum Attach {
+    /// Says the limit and offers the file (the first Enter).
+    Offer(String),
+    /// Saved: the message naming the file, and the note.
+    Send { message: String, note: String },
+    /// It could not be saved: why (the text stays in the box).
+    Failed(String),
+}
+
+impl AttachOffer {
+    /// The first Enter on `text` offers; the second, on the same text,
+    /// saves it under `cwd`.
+    fn enter(&mut self, cwd: &Path, text: &str) -> Attach {
+        let stamp = fingerprint(text);
+        if self.0 != Some(stamp) {
+            self.0 = Some(stamp);
+            return Attach::Offer(format!(
+                "this message is {}; a prompt can be at most {} — Enter again saves it as a file in the workspace ({PASTES}/) and sends a message naming it, or shorten it",
+                size(text.len()),
+                size(MAX_PROMPT_BYTES)
+            ));
+        }
+        self.0 = None;
+        match save(cwd, text) {
+            Ok(relative) => Attach::Send {
+                message: format!(
+                    "The text I pasted is in `{}` ({} lines, {}); read it from there.",
+                    relative.display(),
+                    text.lines().count(),
+                    size(text.len())
+                ),
+                note: format!(
+                    "pasted text saved to {} and sent as a reference",
+                    relative.display()
+                ),
+            },
+            Err(err) => Attach::Failed(format!(
+                "cannot save the text in {}: {err}; it stays in the box",
+                cwd.join(PASTES).display()
+            )),
+        }
+    }
+}
+
 impl App {
     /// `text` is over the limit: the first Enter says so and offers the
     /// file; Enter again on the same text saves it and sends the message
     /// that names it (the box is then empty).
     pub(super) fn offer_or_attach(&mut self, session_id: String, text: &str) -> Vec<Outgoing> {
-        let stamp = fingerprint(text);
-        if self.attach_offer != Some(stamp) {
-            self.attach_offer = Some(stamp);
-            self.hint = Some(format!(
-                "this message is {}; a prompt can be at most {} — Enter again saves it as a file in the workspace ({PASTES}/) and sends a message naming it, or shorten it",
-                size(text.len()),
-                size(MAX_PROMPT_BYTES)
-            ));
-            return Vec::new();
-        }
-        self.attach_offer = None;
         let Some(cwd) = self.session.as_ref().map(|s| PathBuf::from(&s.cwd)) else {
             self.hint = Some("not connected".into());
             return Vec::new();
         };
-        match save(&cwd, text) {
-            Ok(relative) => {
-                self.input.take();
-                let lines = text.lines().count();
-                let message = format!(
-                    "The text I pasted is in `{}` ({lines} lines, {}); read it from there.",
-                    relative.display(),
-                    size(text.len())
-                );
-                self.notice(format!(
-                    "pasted text saved to {} and sent as a reference",
-                    relative.display()
-                ));
-                vec![self.start_turn(session_id, message)]
-            }
-            Err(err) => {
-                self.hint = Some(format!(
-                    "cannot save the text in {}: {err}; it stays in the box",
-                    cwd.join(PASTES).display()
-                ));
+        match self.attach_offer.enter(&cwd, text) {
+            Attach::Offer(hint) | Attach::Failed(hint) => {
+                self.hint = Some(hint);
                 Vec::new()
+            }
+            Attach::Send { message, note } => {
+                self.input.take();
+                self.notice(note);
+                vec![self.start_turn(session_id, message)]
             }
         }
     }
 }
 
-/// Saves `text` under `cwd/.scv/pastes/` (with a `.gitignore` there, so
-/// pastes never reach a commit); returns its path relative to `cwd`.
 fn save(cwd: &Path, text: &str) -> std::io::Result<PathBuf> {
     let dir = cwd.join(PASTES);
     std::fs::create_dir_all(&dir)?;

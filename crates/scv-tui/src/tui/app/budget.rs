@@ -5,7 +5,7 @@
 //! spent, and that config.toml's `max_session_cost_usd` applies otherwise.
 
 use super::{App, Outgoing};
-use crate::tui::state::{usd, SessionView};
+use crate::tui::state::SessionView;
 use scv_protocol::{ClientMessage, SessionConfigure};
 
 /// `/budget` requests in flight, with the amount each asked for.
@@ -37,20 +37,8 @@ impl App {
     /// session (allowed while a turn runs: it holds from the next turn).
     pub(super) fn budget_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
         self.budgets.answering = None;
-        let spent = self
-            .costs
-            .session_usd
-            .map_or_else(|| "nothing priced".into(), usd);
         if arg.is_empty() {
-            self.hint = Some(match self.costs.budget {
-                Some(budget) => format!(
-                    "budget: {} for this session, spent {spent} (/budget AMOUNT changes it)",
-                    usd(budget)
-                ),
-                None => format!(
-                    "budget: max_session_cost_usd in config.toml (none unless set there); spent {spent}; /budget AMOUNT sets one for this session"
-                ),
-            });
+            self.hint = Some(self.meter.budget_line());
             return Vec::new();
         }
         let Some(amount) = amount(arg) else {
@@ -87,14 +75,7 @@ impl App {
         let Some(amount) = self.budgets.answering.take() else {
             return;
         };
-        self.costs.budget = Some(amount);
-        // A warning about the old budget no longer holds.
-        self.costs.warning = None;
-        self.costs.warning_budget = None;
-        self.notice(format!(
-            "budget: {} for this session (spent {})",
-            usd(amount),
-            usd(self.costs.session_usd.unwrap_or(0.0))
-        ));
+        let note = self.meter.budget_set(amount);
+        self.notice(note);
     }
 }

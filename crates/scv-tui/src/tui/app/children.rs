@@ -28,31 +28,11 @@ impl App {
         }
     }
 
-    /// Puts child `session_id`'s card under its `task` call, and so on up:
-    /// a child of a child is a line on its parent's card too.
+    /// Puts `session_id`'s card under the call that started it.
     pub(super) fn place_card(&mut self, session_id: &str) {
         let ours = self.session_id();
-        let mut id = session_id.to_string();
-        // Each step goes one level up; depth is small (the server's
-        // `max_subagent_depth`), this only bounds a loop.
-        for _ in 0..16 {
-            let (Some(card), Some(parent)) = (
-                self.subagents.card(&id),
-                self.subagents.get(&id).map(|c| c.parent.clone()),
-            ) else {
-                return;
-            };
-            if ours.as_deref() == Some(parent.session_id.as_str()) {
-                self.transcript
-                    .update_tool(&parent.call_id, |c| c.set_subagent(card));
-                return;
-            }
-            let Some(host) = self.subagents.transcript_mut(&parent.session_id) else {
-                return;
-            };
-            host.update_tool(&parent.call_id, |c| c.set_subagent(card));
-            id = parent.session_id;
-        }
+        let subagents = &mut self.subagents;
+        subagents.place_card(session_id, ours.as_deref(), &mut self.transcript);
     }
 
     /// `turn.cancel` of subagent `session_id` alone (its `task` call

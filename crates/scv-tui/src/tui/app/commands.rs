@@ -9,7 +9,6 @@ use super::{App, Outgoing};
 use crate::session::Which;
 use crate::tui::overlays::{OpenOverlay, OverlayKind};
 use crate::tui::state::SessionView;
-use crate::tui::transcript::ItemKind;
 use scv_protocol::SessionPause;
 use scv_protocol::{ClientMessage, CommandInfo, CommandKind, SessionClear, SessionConfigure};
 
@@ -34,6 +33,8 @@ pub(super) struct SlashCommand {
 pub(super) enum Run {
     /// Works with or without a session.
     Always(fn(&mut App, &str) -> Vec<Outgoing>),
+    /// Opens an overlay.
+    Show(fn() -> OverlayKind),
     /// Needs the session, and gets it; without one the command is
     /// refused with "not connected".
     WithSession(fn(&mut App, SessionView, &str) -> Vec<Outgoing>),
@@ -45,7 +46,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "/approvals",
         help: "list this session's approval rules; remove them",
         takes_arg: false,
-        run: Run::Always(App::show_approvals),
+        run: Run::Show(|| OverlayKind::Approvals),
     },
     SlashCommand {
         name: "/clear",
@@ -69,7 +70,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "/cost",
         help: "what this session's turns cost, turn by turn",
         takes_arg: false,
-        run: Run::Always(App::show_cost),
+        run: Run::Show(|| OverlayKind::Cost),
     },
     SlashCommand {
         name: "/budget",
@@ -82,6 +83,12 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         help: "show the workspace's git diff",
         takes_arg: false,
         run: Run::WithSession(App::show_diff),
+    },
+    SlashCommand {
+        name: "/compact",
+        help: "/compact [focus]: summarize the conversation so far now, to free context (idle)",
+        takes_arg: true,
+        run: Run::WithSession(App::compact_command),
     },
     SlashCommand {
         name: "/init",
@@ -159,7 +166,7 @@ pub(super) const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "/help",
         help: "show keys and commands",
         takes_arg: false,
-        run: Run::Always(App::show_help),
+        run: Run::Show(|| OverlayKind::Help),
     },
     SlashCommand {
         name: "/quit",
@@ -276,6 +283,19 @@ fn complete(text: &str, custom: &[CommandInfo]) -> Option<String> {
     }
 }
 
+/// `/model M` keeps the provider; `/model PROVIDER/M` names both (a
+/// model id with a slash, as OpenRouter's, is a model alone when the
+/// session's `current` model has one): (provider, model).
+fn model_choice(arg: &str, current: &str) -> (Option<String>, Option<String>) {
+    match arg.split_once('/') {
+        Some((provider, model)) if !current.contains('/') && !provider.is_empty() => (
+            Some(provider.to_string()),
+            (!model.is_empty()).then(|| model.to_string()),
+        ),
+        _ => (None, Some(arg.to_string())),
+    }
+}
+
 fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> String {
     let Some(first) = words.next() else {
         return String::new();
@@ -303,6 +323,10 @@ impl App {
         };
         match command.run {
             Run::Always(run) => run(self, arg),
+            Run::Show(kind) => {
+                self.overlay = Some(OpenOverlay::new(kind()));
+                Vec::new()
+            }
             Run::WithSession(run) => match self.session.clone() {
                 Some(session) => run(self, session, arg),
                 None => {
@@ -342,6 +366,16 @@ impl App {
         vec![self.start_turn(session.session_id, INIT_PROMPT.to_string())]
     }
 
+    /// `/compact [focus]`: the server's own command, a turn that only
+    /// compacts (its `context.compacted` shows what it freed).
+    fn compact_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
+        let text = match arg.trim() {
+            "" => "/compact".to_string(),
+            focus => format!("/compact {focus}"),
+        };
+        vec![self.start_command(session.session_id, text)]
+    }
+
     /// Text `/copy` wants on the clipboard.
     pub fn take_clipboard(&mut self) -> Option<String> {
         self.clipboard.take()
@@ -352,48 +386,16 @@ impl App {
         vec![Outgoing::Quit]
     }
 
-    fn show_help(&mut self, _: &str) -> Vec<Outgoing> {
-        self.overlay = Some(OpenOverlay::new(OverlayKind::Help));
-        Vec::new()
-    }
-
-    /// `/ps`: the list; `/ps ID`: the end of its output; `/ps kill ID`:
-    /// stop it — asked of the server (without a session: what the tool
-    /// results said).
+    /// `/ps [ID | kill ID]`.
     fn show_processes(&mut self, arg: &str) -> Vec<Outgoing> {
-        let session_id = self.session.as_ref().map(|s| s.session_id.clone());
-        let (kill, id) = match arg.trim().strip_prefix("kill ") {
-            Some(id) => (true, id.trim()),
-            None => (false, arg.trim()),
-        };
-        let request = scv_protocol::ProcessRequest {
-            session_id: session_id.clone().unwrap_or_default(),
-            process_id: id.to_string(),
-        };
-        match (id, kill, session_id) {
-            ("", _, Some(session_id)) => {
-                let list = scv_protocol::ProcessList { session_id };
-                return vec![self.send(ClientMessage::ProcessList(list))];
+        let session_id = self.session_id();
+        match self.processes.command(arg, session_id) {
+            crate::tui::processes::Command::Send(message) => vec![self.send(message)],
+            crate::tui::processes::Command::Say(text) => {
+                self.notice(text);
+                Vec::new()
             }
-            ("", _, None) => self.notice(self.processes.listing()),
-            (_, true, Some(_)) => return vec![self.send(ClientMessage::ProcessKill(request))],
-            (_, true, None) => {
-                self.notice("not connected: the process cannot be stopped now".into())
-            }
-            (_, false, Some(_)) => return vec![self.send(ClientMessage::ProcessPeek(request))],
-            (id, false, None) => self.notice(self.processes.detail(id)),
         }
-        Vec::new()
-    }
-
-    fn show_cost(&mut self, _: &str) -> Vec<Outgoing> {
-        self.overlay = Some(OpenOverlay::new(OverlayKind::Cost));
-        Vec::new()
-    }
-
-    fn show_approvals(&mut self, _: &str) -> Vec<Outgoing> {
-        self.overlay = Some(OpenOverlay::new(OverlayKind::Approvals));
-        Vec::new()
     }
 
     /// `/status` shows at once; the MCP servers fill in when the daemon
@@ -409,11 +411,11 @@ impl App {
     }
 
     fn undo_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
-        self.undo(session.session_id, arg)
+        self.undo(session.session_id, Some(arg))
     }
 
     fn rewind_command(&mut self, session: SessionView, _: &str) -> Vec<Outgoing> {
-        self.rewind(session.session_id)
+        self.undo(session.session_id, None)
     }
 
     /// `/new`: a fresh session in this view. Switching closes this
@@ -486,13 +488,7 @@ impl App {
             self.hint = Some("the model switches only while idle (Esc cancels the turn)".into());
             return Vec::new();
         }
-        let (provider, model) = match arg.split_once('/') {
-            Some((provider, model)) if !current.contains('/') && !provider.is_empty() => (
-                Some(provider.to_string()),
-                (!model.is_empty()).then(|| model.to_string()),
-            ),
-            _ => (None, Some(arg.to_string())),
-        };
+        let (provider, model) = model_choice(arg, &current);
         vec![self.send(ClientMessage::SessionConfigure(SessionConfigure {
             session_id: session.session_id,
             provider,
@@ -517,17 +513,7 @@ impl App {
     /// `/copy`: the last answer goes to the clipboard (OSC 52, written by
     /// the event loop: see [`App::take_clipboard`]).
     fn copy_last_answer(&mut self, _: &str) -> Vec<Outgoing> {
-        let last = self
-            .transcript
-            .items()
-            .iter()
-            .rev()
-            .find_map(|item| match &item.kind {
-                ItemKind::Assistant { text, .. } if !text.is_empty() => {
-                    Some(scv_client::text::for_clipboard(text).into_owned())
-                }
-                _ => None,
-            });
+        let last = self.transcript.last_answer();
         match last {
             Some(text) => {
                 self.hint = Some(format!(

@@ -13,16 +13,15 @@
 //! (`app/children.rs`); its approvals wait in the same prompt, under the
 //! same rules.
 
-use super::{App, Outgoing};
+use super::undo::Answered as Checkpoint;
+use super::{outgoing, App, Outgoing};
+use crate::tui::opening;
+use crate::tui::overlays::OpenOverlay;
 use crate::tui::queue_panel::Left;
-use crate::tui::state::{short, McpView, SessionView};
-use crate::tui::transcript::{ItemKind, ToolCard, ToolState};
-use scv_client::session::{
-    Answer, Asked, Configured, Outcome, Request, SessionClient, ToolChange, Update,
-};
-use scv_protocol::{
-    ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted, Usage,
-};
+use crate::tui::state::{McpView, SessionView};
+use crate::tui::transcript::{ItemKind, ToolState};
+use scv_client::session::{Answer, Asked, Configured, Outcome, SessionClient, ToolChange, Update};
+use scv_protocol::{ClientMessage, DaemonControl, ErrorBody, ErrorCode, Event, SessionStarted};
 
 /// What the App keeps beside the screen: the session client, and what
 /// events (not keys) gave it to send.
@@ -38,7 +37,7 @@ pub(super) struct Bookkeeping {
     pub(super) worked: bool,
     /// Messages to send that events (not keys) produced: approvals a rule
     /// answered. The event loop drains them with [`App::take_outgoing`].
-    outbox: Vec<Outgoing>,
+    pub(super) outbox: Vec<Outgoing>,
 }
 
 impl Default for Bookkeeping {
@@ -49,14 +48,6 @@ impl Default for Bookkeeping {
             worked: false,
             outbox: Vec::new(),
         }
-    }
-}
-
-/// A session client's request as the UI hands it to the event loop.
-pub(super) fn outgoing(request: Request) -> Outgoing {
-    Outgoing::Send {
-        request_id: request.request_id,
-        message: request.message,
     }
 }
 
@@ -115,7 +106,7 @@ impl App {
             // The counters move while the turn runs; its end counts the
             // turn into the session's.
             Update::Usage { step, turn, .. } => {
-                self.context_used = step.input_tokens;
+                self.meter.step(&step);
                 if let Some(active) = self.turn.as_mut() {
                     active.usage = turn;
                 }
@@ -125,12 +116,10 @@ impl App {
                 after_tokens,
                 removed_messages,
             } => {
-                self.context_used = after_tokens;
-                self.notice(format!(
-                    "context compacted: {} → {} tokens ({removed_messages} messages summarized)",
-                    short(before_tokens),
-                    short(after_tokens)
-                ));
+                let note = self
+                    .meter
+                    .compacted(before_tokens, after_tokens, removed_messages);
+                self.notice(note);
             }
             Update::Trimmed {
                 removed_messages, ..
@@ -139,9 +128,8 @@ impl App {
             )),
             Update::Cleared => self.session_cleared(),
             Update::Budget(warning) => {
-                self.notice(format!("budget: {}", warning.message));
-                self.costs.warning = Some(warning.message);
-                self.costs.warning_budget = Some(warning.budget);
+                let note = self.meter.budget_warning(warning);
+                self.notice(note);
             }
             // Shown on the status line, counting down (`ActiveTurn::heard`).
             Update::Retrying(_) => {}
@@ -149,7 +137,11 @@ impl App {
                 let verb = if note.blocked { "blocked" } else { "says" };
                 self.notice(format!("{} {verb}: {}", note.hook, note.message));
             }
-            Update::CheckpointCreated { .. } => self.checkpoint_created(),
+            Update::CheckpointCreated { .. } => {
+                if let Some(note) = self.undo.created() {
+                    self.notice(note);
+                }
+            }
             // Before the call runs: it has no undo point.
             Update::CheckpointFailed { message } => self.notice(message),
             Update::Warning(warning) => self.session_warning(warning),
@@ -171,6 +163,7 @@ impl App {
                 request_id,
                 error,
             } => self.failed(asked, request_id, error),
+            Update::Elicitation(asked) => self.elicitation_requested(*asked),
             Update::SubagentStarted { session_id } => self.subagent_started(&session_id),
             Update::Subagent { session_id, update } => self.subagent_update(&session_id, &update),
             // Where our prompts are shows in the queue panel and the
@@ -178,8 +171,6 @@ impl App {
             Update::Queued { .. }
             | Update::Started { .. }
             | Update::Withdrawn { .. }
-            // The TUI does not ask for capability `elicitation` (yet).
-            | Update::Elicitation(_)
             | Update::SeqGap { .. } => {}
         }
     }
@@ -187,7 +178,7 @@ impl App {
     /// A turn began: its prompt shows now (the server may have queued
     /// it first), as the session client knows it (an edit included).
     fn turn_began(&mut self, turn_id: String, prompt: Option<String>) {
-        self.turn_begins(&turn_id);
+        self.undo.turn_begins(&turn_id, self.transcript.next_id());
         if let Some(prompt) = prompt {
             self.transcript.push(ItemKind::User(prompt));
         }
@@ -230,13 +221,14 @@ impl App {
 
     /// The session's turn ended.
     fn turn_ended(&mut self, outcome: Outcome) {
+        self.elicitations_gone();
         match outcome {
             Outcome::Completed { steps, usage, cost } => {
                 if let Some(usage) = usage {
-                    self.count_usage(usage, steps);
+                    self.meter.count_usage(usage, steps);
                 }
                 if let Some(cost) = cost {
-                    self.count_cost(cost, steps);
+                    self.meter.count_cost(cost, steps);
                 }
                 self.plan_turn_completed();
                 self.end_turn();
@@ -266,16 +258,7 @@ impl App {
                 self.open_picker(sessions)
             }
             Answer::Status(status) if asked == Some(Asked::Status) => {
-                self.mcp = McpView::Known(
-                    status
-                        .components
-                        .into_iter()
-                        .filter(|c| {
-                            use scv_protocol::ComponentKind::{Hooks, Mcp};
-                            matches!(c.kind(), Mcp | Hooks)
-                        })
-                        .collect(),
-                );
+                self.mcp = McpView::known(*status)
             }
             // Answers to requests this view did not send.
             Answer::Sessions(_) | Answer::Status(_) | Answer::Deleted | Answer::Closed => {}
@@ -283,18 +266,25 @@ impl App {
             Answer::Checkpoints {
                 checkpoints,
                 missed,
-            } => self.checkpoints_listed(rid, checkpoints, missed),
+            } => self.checkpoint_answer(rid, Ok(Checkpoint::Listed(checkpoints, missed))),
             Answer::Diffed {
                 checkpoint_id,
                 files,
                 ..
-            } => self.checkpoint_diffed(rid, checkpoint_id, files),
+            } => self.checkpoint_answer(rid, Ok(Checkpoint::Diffed(checkpoint_id, files))),
             Answer::Restored {
                 checkpoint_id,
                 files,
                 conversation_restored,
                 ..
-            } => self.checkpoint_restored(rid, &checkpoint_id, files, conversation_restored),
+            } => self.checkpoint_answer(
+                rid,
+                Ok(Checkpoint::Restored(
+                    checkpoint_id,
+                    files,
+                    conversation_restored,
+                )),
+            ),
             Answer::Configured(configured) => self.configured(configured, request_id.as_deref()),
             Answer::Permissions(rules) => {
                 let (kept, removed) = match asked {
@@ -311,25 +301,15 @@ impl App {
                 self.processes.listed(&list);
                 self.notice(self.processes.listing());
             }
-            Answer::Trusted(trust) => {
-                let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
-                self.notice(if files.is_empty() {
-                    format!("trusted {}", trust.workspace)
-                } else {
-                    format!(
-                        "trusted {}: {} run and apply from the next turn",
-                        trust.workspace,
-                        files.join(", ")
-                    )
-                });
-            }
+            Answer::Trusted(trust) => self.notice(trusted_note(&trust)),
         }
     }
 
     /// An error answering a request (ours: `asked`) or the session's.
     fn failed(&mut self, asked: Option<Asked>, request_id: Option<String>, error: ErrorBody) {
-        if self.is_checkpoint_answer(request_id.as_ref()) {
-            return self.checkpoint_error(request_id.as_deref().unwrap_or_default(), error);
+        if self.undo.is_answer(request_id.as_ref()) {
+            let rid = request_id.as_deref().unwrap_or_default();
+            return self.checkpoint_answer(rid, Err(error));
         }
         if asked == Some(Asked::Status) {
             self.mcp = McpView::Unavailable(error.message);
@@ -342,27 +322,16 @@ impl App {
 
     /// `session.configured`: the session's model (and mode) now.
     fn configured(&mut self, configured: Configured, request_id: Option<&str>) {
-        let Configured {
-            provider,
-            model,
-            context_max_tokens,
-            mode,
-            ..
-        } = configured;
-        if let Some(session) = self.session.as_mut() {
-            session.provider = Some(provider.clone());
-            session.model = model.clone();
-            session.context_max_tokens = context_max_tokens;
-        }
+        let note = match self.session.as_mut() {
+            Some(session) => session.configured(&configured),
+            None => opening::model_note(&configured),
+        };
         // The answer to a mode switch names the model too; only a model
         // switch is news about it.
         if !self.mode_answered(request_id) {
-            self.notice(format!(
-                "now using {provider}/{model} (context {} tokens); the history is kept",
-                short(context_max_tokens)
-            ));
+            self.notice(note);
         }
-        if let Some(mode) = mode {
+        if let Some(mode) = configured.mode {
             self.mode_now(mode);
         }
     }
@@ -371,28 +340,19 @@ impl App {
     /// current one selected when the list has it.
     fn open_models(&mut self, provider: String, models: Vec<String>) {
         self.hint = None;
-        let current = self
-            .session
-            .as_ref()
-            .map(|s| s.model.clone())
-            .unwrap_or_default();
-        let selected = models.iter().position(|m| *m == current).unwrap_or(0);
-        let mut open =
-            crate::tui::overlays::OpenOverlay::new(crate::tui::overlays::OverlayKind::Models(
-                Box::new(crate::tui::overlays::models::ModelPicker {
-                    provider,
-                    models,
-                    current,
-                    filter: String::new(),
-                }),
-            ));
-        open.selected = selected;
+        let current = self.session.as_ref().map(|s| s.model.clone());
+        let open = OpenOverlay::models(provider, models, current.unwrap_or_default());
         self.overlay = Some(open);
     }
 
     /// The session's bounds apply to the transcript and the history.
     fn session_started(&mut self, started: SessionStarted) {
-        let session_id = self.book.client.session_id().map(str::to_string);
+        let session_id = self
+            .book
+            .client
+            .session_id()
+            .unwrap_or_default()
+            .to_string();
         self.transcript.set_bounds(
             started.max_transcript_items as usize,
             started.max_transcript_bytes as usize,
@@ -401,76 +361,28 @@ impl App {
             started.max_prompt_history_items as usize,
             started.max_prompt_history_bytes as usize,
         );
-        self.session = Some(SessionView {
-            session_id: session_id.unwrap_or_default(),
-            cwd: started.cwd,
-            model: started.model,
-            context_max_tokens: started.context_max_tokens,
-            sandbox: started.sandbox,
-            sandbox_gaps: started.sandbox_gaps,
-            sandbox_network: started.sandbox_network,
-            provider: started.provider,
-            mode: started.mode.unwrap_or_default(),
-            commands: started.commands.unwrap_or_default(),
-            instructions: started.instructions.unwrap_or_default(),
-            not_saved: None,
-        });
+        self.session = Some(SessionView::started(session_id.clone(), &started));
         // A repository's configuration that does not run until the user
         // trusts the workspace: asked once, as the session opens.
-        if let Some(trust) = started.trust.filter(|t| t.asks()) {
+        if let Some(trust) = started.trust.clone().filter(|t| t.asks()) {
             self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
                 crate::tui::overlays::OverlayKind::Trust(trust),
             ));
         }
-        // config.toml's error (the server runs on the last good one),
-        // unknown keys, and what the workspace's trust skipped.
-        for warning in started.config_warnings {
-            let first_run = self.first_run_key.as_ref();
-            if first_run.is_some_and(|key| warning.contains(&format!("{key} is not set"))) {
-                continue; // the first-run note says it
-            }
-            if self.daemon_started.is_some() {
-                // Local: a key this shell has and the daemon lacks.
-                let started = self.daemon_started.as_deref();
-                if let Some(said) = crate::first_run::key_in_shell_only(&warning, started) {
-                    self.notice(format!("config: {said}"));
-                    continue;
-                }
-            }
-            self.notice(format!("config: {warning}"));
-        }
-        for warning in started.sandbox_warnings {
-            self.notice(format!("sandbox: {warning}"));
-        }
-        // Command and skill files the server could not use, and why.
-        for skipped in started.command_diagnostics {
-            self.notice(format!("skipped: {skipped}"));
-        }
-        if started.mode == Some(scv_protocol::Mode::Plan) {
-            self.notice(super::plan::PLAN_ON.into());
-        }
+        let here = opening::Here {
+            first_run_key: self.first_run_key.as_deref(),
+            daemon_started: self.daemon_started.as_deref(),
+        };
+        let notes = opening::config_notes(&started, &here);
+        notes.into_iter().for_each(|note| self.notice(note));
         self.watch_config();
         // A resumed session's spending so far: the counters and `/cost`
         // go on from it.
-        if let Some(spent) = started.spent {
-            self.costs.session = spent.session_usage_detail;
-            self.costs.session_usd = spent.session_cost_usd;
-            self.costs.earlier = true;
-            self.usage = self.costs.session_usage();
+        if let Some(spent) = started.spent.clone() {
+            self.meter.resumed(*spent);
         }
-        if started.resumed {
-            self.notice(format!(
-                "resumed session {}",
-                short_id(&self.session_id().unwrap_or_default())
-            ));
-        }
-        if let Some(from) = &started.forked_from {
-            self.notice(format!(
-                "forked: you are in {}; {} is kept",
-                short_id(&self.session_id().unwrap_or_default()),
-                short_id(&from.session_id)
-            ));
-        }
+        let notes = opening::origin_notes(&session_id, &started);
+        notes.into_iter().for_each(|note| self.notice(note));
         if let Some(unsent) = started.unsent_prompts.filter(|p| !p.is_empty()) {
             // Never sent again by themselves: back in the input history,
             // so ↑ brings each one back to send or drop.
@@ -486,66 +398,18 @@ impl App {
 
     /// A resumed or forked session's past conversation, drawn as it was.
     fn past_conversation(&mut self, items: Vec<scv_protocol::TranscriptItem>, truncated: bool) {
-        use scv_protocol::{TranscriptItem, TurnOutcome};
         self.book.worked |= !items.is_empty();
         if truncated {
             self.notice("older parts of the conversation are not shown".into());
         }
-        for item in items {
-            match item {
-                TranscriptItem::User { text, turn_id } => {
-                    self.turn_begins(&turn_id);
+        for past in opening::past(items) {
+            match past {
+                opening::Past::Prompt { turn_id, text } => {
+                    self.undo.turn_begins(&turn_id, self.transcript.next_id());
                     self.input.remember(text.clone());
                     self.transcript.push(ItemKind::User(text));
                 }
-                TranscriptItem::Assistant { text, .. } => {
-                    self.transcript.push(ItemKind::Assistant {
-                        text,
-                        streaming: false,
-                    })
-                }
-                TranscriptItem::Tool {
-                    call_id,
-                    name,
-                    arguments,
-                    output,
-                    success,
-                    truncated,
-                    ..
-                } => {
-                    let arguments = serde_json::from_str(&arguments)
-                        .unwrap_or(serde_json::Value::String(arguments));
-                    // The file has changed since: the change alone.
-                    let diff = crate::tui::edit_diff::of_call(None, &name, &arguments);
-                    self.transcript.push(ItemKind::Tool(ToolCard {
-                        call_id,
-                        name,
-                        arguments,
-                        diff,
-                        state: if success {
-                            ToolState::Done
-                        } else {
-                            ToolState::Failed
-                        },
-                        output,
-                        truncated,
-                        approved_by: None,
-                        subagents: Vec::new(),
-                    }))
-                }
-                TranscriptItem::TurnEnded {
-                    outcome, message, ..
-                } => match outcome {
-                    TurnOutcome::Completed => {}
-                    TurnOutcome::Cancelled => self.notice("turn cancelled".into()),
-                    TurnOutcome::Failed => self.transcript.push(ItemKind::Error {
-                        code: "turn_failed".into(),
-                        message: message.unwrap_or_default(),
-                    }),
-                    TurnOutcome::Interrupted => self.notice(
-                        "interrupted: SCV stopped while this turn ran; it was not run again".into(),
-                    ),
-                },
+                opening::Past::Item(item) => self.transcript.push(item),
             }
         }
     }
@@ -553,19 +417,8 @@ impl App {
     /// The session's journal cannot be written (the status line says so
     /// until it recovers), or caught up again.
     fn session_warning(&mut self, warning: scv_protocol::SessionWarning) {
-        use scv_protocol::SessionWarningCode;
-        let not_saved = match warning.code {
-            SessionWarningCode::JournalFailed => {
-                Some(crate::tui::state::not_saved_status(&warning.message))
-            }
-            SessionWarningCode::JournalRecovered => None,
-            SessionWarningCode::Other => {
-                self.notice(warning.message);
-                return;
-            }
-        };
         if let Some(session) = self.session.as_mut() {
-            session.not_saved = not_saved;
+            session.warned(&warning);
         }
         self.notice(warning.message);
     }
@@ -574,41 +427,15 @@ impl App {
         self.transcript.clear();
         self.subagents.clear();
         self.queue.clear();
-        self.usage = Usage::default();
-        self.costs = Default::default();
-        self.context_used = 0;
+        self.meter = Default::default();
         self.notice("session cleared".into());
     }
 
-    fn count_usage(&mut self, usage: Usage, steps: u32) {
-        self.usage.input_tokens += usage.input_tokens;
-        self.usage.output_tokens += usage.output_tokens;
-        self.context_used = usage.input_tokens / u64::from(steps.max(1));
-    }
-
     /// A turn that ended without `turn.completed` spent what its
-    /// `usage.updated` said; the session's next sum carries it too.
+    /// `usage.updated` said.
     fn count_unfinished(&mut self) {
-        if let Some(active) = &self.turn {
-            self.usage.input_tokens += active.usage.input_tokens;
-            self.usage.output_tokens += active.usage.output_tokens;
-        }
-    }
-
-    fn count_cost(&mut self, cost: scv_protocol::TurnCost, steps: u32) {
-        let number = self.costs.turns.len() + 1;
-        self.costs.turns.push(crate::tui::state::TurnCostRow {
-            number,
-            steps,
-            detail: cost.usage_detail,
-            usd: cost.cost_usd,
-        });
-        self.costs.session = cost.session_usage_detail;
-        self.costs.session_usd = cost.session_cost_usd;
-        self.costs.unpriced = cost.cost_usd.is_none();
-        // The server's sum: cancelled and failed turns (and a resumed
-        // session's earlier ones) included, as `scv usage` counts them.
-        self.usage = self.costs.session_usage();
+        self.meter
+            .count_unfinished(self.turn.as_ref().map(|t| &t.usage));
     }
 
     pub(super) fn end_turn(&mut self) {
@@ -660,17 +487,9 @@ impl App {
         }))
     }
 
-    fn open_picker(&mut self, mut sessions: Vec<scv_protocol::StoredSession>) {
+    fn open_picker(&mut self, sessions: Vec<scv_protocol::StoredSession>) {
         let current = self.session_id();
-        sessions.retain(|s| Some(&s.session_id) != current.as_ref());
-        let now = scv_store::now_unix();
-        self.overlay = Some(crate::tui::overlays::OpenOverlay::new(
-            crate::tui::overlays::OverlayKind::Sessions(Box::new(crate::tui::overlays::Picker {
-                sessions,
-                filter: String::new(),
-                now,
-            })),
-        ));
+        self.overlay = Some(OpenOverlay::sessions(sessions, current.as_deref()));
     }
 
     /// Cancels the running turn — or the prompt on its way to becoming
@@ -708,17 +527,13 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return cancel;
         };
-        if cancel.is_empty() || self.turn.is_none() || self.queue.is_empty() || self.queue.paused()
-        {
+        if cancel.is_empty() || self.turn.is_none() {
             return cancel;
         }
-        self.queue.set_paused(true);
-        self.queue_paused_by_cancel = true;
-        let waiting = self.queue.len();
-        self.notice(format!(
-            "queue paused after the cancel: {waiting} {} — Enter on an empty box resumes it (or /unpause)",
-            if waiting == 1 { "prompt waits" } else { "prompts wait" }
-        ));
+        let Some(note) = self.queue.pause_for_cancel() else {
+            return cancel;
+        };
+        self.notice(note);
         let mut out = vec![
             self.send(ClientMessage::SessionPause(scv_protocol::SessionPause {
                 session_id,
@@ -757,7 +572,16 @@ impl App {
     }
 }
 
-/// The first block of a session id, enough to tell sessions apart.
-pub(crate) fn short_id(session_id: &str) -> &str {
-    crate::sessions_cmd::short_id(session_id)
+/// What `workspace.trusted` changed.
+fn trusted_note(trust: &scv_protocol::WorkspaceTrust) -> String {
+    let files: Vec<&str> = trust.files.iter().map(|f| f.path.as_str()).collect();
+    if files.is_empty() {
+        format!("trusted {}", trust.workspace)
+    } else {
+        format!(
+            "trusted {}: {} run and apply from the next turn",
+            trust.workspace,
+            files.join(", ")
+        )
+    }
 }

@@ -13,10 +13,46 @@ use crate::tui::transcript::Viewport;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 use scv_protocol::{ClientMessage, QueueUpdate};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A second Ctrl+C within this quits.
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+
+/// Ctrl+C's second press: when the first was.
+#[derive(Debug, Default)]
+pub(super) struct CtrlC(Option<Instant>);
+
+/// What a Ctrl+C does.
+enum Press {
+    /// Clears the draft in the box (and disarms).
+    ClearDraft,
+    /// The second press within [`DOUBLE_PRESS`]: quit.
+    Quit,
+    /// The first press: armed for a second.
+    Armed,
+}
+
+impl CtrlC {
+    /// Any other key disarms it.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+
+    fn press(&mut self, now: Instant, draft: bool) -> Press {
+        if draft {
+            self.0 = None;
+            return Press::ClearDraft;
+        }
+        if self
+            .0
+            .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)
+        {
+            return Press::Quit;
+        }
+        self.0 = Some(now);
+        Press::Armed
+    }
+}
 
 impl App {
     /// Handles one key; returns what to send. Keys are pumped through, in
@@ -65,7 +101,7 @@ impl App {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             return Some(self.ctrl_c());
         }
-        self.ctrl_c_at = None;
+        self.ctrl_c_at.disarm();
         None
     }
 
@@ -87,15 +123,7 @@ impl App {
             OverlayKey::Close => self.overlay = None,
             OverlayKey::Pick { session_id, fork } => {
                 self.overlay = None;
-                let which = if fork {
-                    crate::session::Which::Fork {
-                        session_id,
-                        turn_id: None,
-                    }
-                } else {
-                    crate::session::Which::Resume(session_id)
-                };
-                return Some(vec![Outgoing::Open(which)]);
+                return Some(vec![Outgoing::Open(picked(session_id, fork))]);
             }
             OverlayKey::Restore {
                 checkpoint_id,
@@ -126,6 +154,7 @@ impl App {
                 return Some(self.cancel_subagent(&session_id))
             }
             OverlayKey::ToggleExpanded => self.expanded = !self.expanded,
+            OverlayKey::Elicited(answer) => return Some(self.elicited(answer)),
             OverlayKey::TrustWorkspace => {
                 self.overlay = None;
                 let session = self.session.clone()?;
@@ -212,12 +241,7 @@ impl App {
             KeyCode::Char('t') if ctrl => {
                 self.mouse = !self.mouse;
                 self.mouse_changed = true;
-                self.hint = Some(if self.mouse {
-                    "mouse capture on: the wheel scrolls; hold Shift to select text (Ctrl+T turns it off)".into()
-                } else {
-                    "mouse capture off: select text freely; PgUp/PgDn scroll (Ctrl+T turns it on)"
-                        .into()
-                });
+                self.hint = Some(mouse_hint(self.mouse).into());
                 Vec::new()
             }
             // After a restart: the session this view had, back.
@@ -294,57 +318,47 @@ impl App {
 
     /// The overlay shows `session_id`'s transcript, following its end.
     fn open_subagent(&mut self, session_id: String) {
-        let mut open = overlays::OpenOverlay::new(overlays::OverlayKind::Subagent(session_id));
-        // Scrolled past everything: the frame shows the end, and keeps
-        // showing it as the subagent goes on, until ↑ holds it.
-        open.scroll = usize::MAX;
-        self.overlay = Some(open);
+        self.overlay = Some(overlays::OpenOverlay::subagent(session_id));
     }
 
     fn ctrl_c(&mut self) -> Vec<Outgoing> {
         let now = self.now;
-        // A draft in the box goes first (kept in the input history), as
-        // in Claude Code: nothing is cancelled, nothing armed to quit.
-        if !self.input.text().trim().is_empty() {
-            let draft = self.input.text().to_string();
-            self.input.remember(draft);
-            self.input.set("");
-            self.input.stop_editing();
-            self.ctrl_c_at = None;
-            self.hint_ending(
-                "input cleared (↑ brings it back)".into(),
-                Some(now + DOUBLE_PRESS),
-            );
-            return Vec::new();
+        let draft = !self.input.text().trim().is_empty();
+        match self.ctrl_c_at.press(now, draft) {
+            // A draft in the box goes first (kept in the input history), as
+            // in Claude Code: nothing is cancelled, nothing armed to quit.
+            Press::ClearDraft => {
+                let draft = self.input.text().to_string();
+                self.input.remember(draft);
+                self.input.set("");
+                self.input.stop_editing();
+                let hint = "input cleared (↑ brings it back)";
+                self.hint_ending(hint.into(), Some(now + DOUBLE_PRESS));
+                Vec::new()
+            }
+            Press::Quit => {
+                self.should_quit = true;
+                vec![Outgoing::Quit]
+            }
+            Press::Armed => {
+                let hint = "press Ctrl+C again to quit";
+                self.hint_ending(hint.into(), Some(now + DOUBLE_PRESS));
+                if self.turn.is_some() {
+                    return self.cancel_turn();
+                }
+                self.input.set("");
+                self.input.stop_editing();
+                Vec::new()
+            }
         }
-        if self
-            .ctrl_c_at
-            .is_some_and(|at| now.duration_since(at) < DOUBLE_PRESS)
-        {
-            self.should_quit = true;
-            return vec![Outgoing::Quit];
-        }
-        self.ctrl_c_at = Some(now);
-        self.hint_ending(
-            "press Ctrl+C again to quit".into(),
-            Some(now + DOUBLE_PRESS),
-        );
-        if self.turn.is_some() {
-            return self.cancel_turn();
-        }
-        self.input.set("");
-        self.input.stop_editing();
-        Vec::new()
     }
 
     fn submit(&mut self) -> Vec<Outgoing> {
         let mut text = self.input.text().trim().to_string();
         if text.is_empty() {
             // The queue a cancel paused goes on.
-            if self.queue_paused_by_cancel && self.queue.paused() {
-                if let Some(session_id) = self.session_id() {
-                    self.queue_paused_by_cancel = false;
-                    self.queue.set_paused(false);
+            if let Some(session_id) = self.session_id() {
+                if self.queue.resume_after_cancel() {
                     self.notice("queue resumed".into());
                     return vec![self.send(ClientMessage::SessionPause(
                         scv_protocol::SessionPause {
@@ -383,6 +397,19 @@ impl App {
             let text = self.input.text().to_string();
             return self.offer_or_attach(session_id, &text);
         }
+        // `@shot.png`: the image goes with the prompt (checked first; the
+        // text stays in the box when one cannot go).
+        let images = if self.input.editing().is_none() && line != Line::Custom {
+            match self.prompt_images(self.input.text()) {
+                Ok(images) => images,
+                Err(err) => {
+                    self.hint = Some(err);
+                    return Vec::new();
+                }
+            }
+        } else {
+            Vec::new()
+        };
         let prompt = self.input.take();
         // A queued prompt's text is edited as text: the server expands a
         // command only when it is sent as one.
@@ -394,7 +421,9 @@ impl App {
                 prompt,
             }))];
         }
-        let out = if line == Line::Custom {
+        let out = if !images.is_empty() {
+            self.start_turn_with_images(session_id, prompt, images)
+        } else if line == Line::Custom {
             self.start_command(session_id, prompt)
         } else {
             self.start_turn(session_id, prompt)
@@ -418,6 +447,10 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
+        if let Some(mention) = super::images::pasted_image(text) {
+            self.input.paste(&mention);
+            return;
+        }
         self.input.paste(text);
         self.offer_paths();
     }
@@ -448,38 +481,33 @@ impl App {
 
     /// Paths for the `@path` before the cursor, if one is being typed.
     fn offer_paths(&mut self) {
-        let typed = self.input.at_word().map(|(_, typed)| typed.to_string());
-        let (Some(typed), Some(cwd)) = (typed, self.session.as_ref().map(|s| s.cwd.clone())) else {
-            self.path_matches.clear();
-            return;
-        };
-        let paths = self.files.paths(std::path::Path::new(&cwd), self.now);
-        self.path_matches = files::matches(paths, &typed);
+        let cwd = self.session.as_ref().map(|s| s.cwd.as_str());
+        self.path_matches = files::offer(&self.input, cwd, &mut self.files, self.now);
     }
 
-    /// Tab on an `@path`: completes as far as the offered paths agree, or
-    /// to the first; a file gets a space after it.
+    /// Tab on an `@path`.
     fn complete_path(&mut self) -> bool {
-        let Some((start, typed)) = self.input.at_word() else {
-            return false;
-        };
-        if self.path_matches.is_empty() {
-            return false;
+        files::complete(&mut self.input, &self.path_matches)
+    }
+}
+
+/// The session picked in the picker: resumed, or forked (`fork`).
+fn picked(session_id: String, fork: bool) -> crate::session::Which {
+    if fork {
+        crate::session::Which::Fork {
+            session_id,
+            turn_id: None,
         }
-        let common = files::common_prefix(&self.path_matches);
-        let completed = if self.path_matches.len() == 1 {
-            let only = &self.path_matches[0];
-            if only.ends_with('/') {
-                only.clone()
-            } else {
-                format!("{only} ")
-            }
-        } else if common.len() > typed.len() && common.starts_with(typed) {
-            common
-        } else {
-            self.path_matches[0].clone()
-        };
-        self.input.replace_word(start, &format!("@{completed}"));
-        true
+    } else {
+        crate::session::Which::Resume(session_id)
+    }
+}
+
+/// What Ctrl+T says it did.
+fn mouse_hint(on: bool) -> &'static str {
+    if on {
+        "mouse capture on: the wheel scrolls; hold Shift to select text (Ctrl+T turns it off)"
+    } else {
+        "mouse capture off: select text freely; PgUp/PgDn scroll (Ctrl+T turns it on)"
     }
 }

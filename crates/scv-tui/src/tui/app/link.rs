@@ -1,12 +1,11 @@
 //! The daemon link as the App lives it: gone, reconnected with a fresh
 //! session, or another session taking the view (resumed, forked).
 
-use super::events::short_id;
 use super::App;
+use crate::tui::opening::short_id;
 use crate::tui::state::LinkState;
 use crate::tui::transcript::ItemKind;
 use scv_client::session::SessionClient;
-use scv_protocol::Usage;
 
 impl App {
     /// The connection dropped (the caller reconnects; a detached session
@@ -90,9 +89,7 @@ impl App {
         self.transcript.clear();
         self.subagents.clear();
         self.processes = Default::default();
-        self.usage = Usage::default();
-        self.costs = Default::default();
-        self.context_used = 0;
+        self.meter = Default::default();
         self.rules = Default::default();
         self.overlay = None;
         self.session = None;

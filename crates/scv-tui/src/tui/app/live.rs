@@ -5,8 +5,8 @@
 //! (leave: the session goes on in the daemon; stop: `session.close`), and
 //! a quit with nothing running closes a session the TUI opened.
 
-use super::events::short_id;
 use super::{App, Outgoing};
+use crate::tui::opening::short_id;
 use crate::tui::state::{LinkState, SessionView};
 use crossterm::event::{KeyCode, KeyEvent};
 use scv_protocol::{ClientMessage, LiveState, SessionAttached, SessionClose};
@@ -30,15 +30,64 @@ pub struct Live {
     pub left_running: Option<String>,
 }
 
+/// What a quit becomes ([`Live::on_quit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnQuit {
+    /// It goes as it is.
+    Go,
+    /// A turn runs: ask whether to leave it running.
+    Ask,
+    /// The TUI's own session, with nothing running, is closed first.
+    CloseFirst,
+}
+
+impl Live {
+    /// The session this TUI opened is detached.
+    fn detached_own(&mut self) {
+        self.detached = true;
+        self.own = true;
+        self.closed = false;
+    }
+
+    /// What a quit becomes, `busy` if a turn runs or prompts wait.
+    fn on_quit(&mut self, connected: bool, busy: bool) -> OnQuit {
+        if !self.detached {
+            return OnQuit::Go;
+        }
+        if connected && busy {
+            self.quit_asked = true;
+            return OnQuit::Ask;
+        }
+        if connected && self.own {
+            OnQuit::CloseFirst
+        } else {
+            OnQuit::Go
+        }
+    }
+
+    /// The view leaves `session_id` for another: whether to close it (one
+    /// this TUI opened with nothing running; a busy one goes on, said
+    /// after the switch).
+    fn leave(&mut self, session_id: Option<String>, busy: bool) -> bool {
+        self.left_running = None;
+        if !self.detached || self.closed {
+            return false;
+        }
+        if busy {
+            self.left_running = session_id;
+            return false;
+        }
+        self.own
+    }
+}
+
 const QUIT_ASK: &str =
     "a turn is running — L: leave it running in the background (scv agents, scv attach) · S: stop it and quit · Esc: stay";
 
 impl App {
     /// The session this TUI opened is detached (`session.detached`).
     pub fn detached(&mut self) {
-        self.live.detached = true;
-        self.live.own = true;
-        self.live.closed = false;
+        self.live.detached_own();
     }
 
     /// `session.attached`: this view follows a live session it did not
@@ -54,20 +103,7 @@ impl App {
             .map(str::to_string)
             .unwrap_or_default();
         if self.session.as_ref().map(|s| &s.session_id) != Some(&session_id) {
-            self.session = Some(SessionView {
-                session_id: session_id.clone(),
-                cwd: attached.cwd.clone().unwrap_or_default(),
-                model: attached.model.clone().unwrap_or_default(),
-                context_max_tokens: attached.context_max_tokens.unwrap_or_default(),
-                sandbox: None,
-                sandbox_gaps: Vec::new(),
-                sandbox_network: None,
-                provider: attached.provider.clone(),
-                mode: scv_protocol::Mode::default(),
-                commands: Vec::new(),
-                instructions: Vec::new(),
-                not_saved: None,
-            });
+            self.session = Some(SessionView::attached(session_id.clone(), &attached));
         }
         let state = match attached.state {
             LiveState::Idle => "idle",
@@ -138,25 +174,25 @@ impl App {
     /// What a quit becomes: with a detached turn running, the question;
     /// with nothing running, the TUI's own session closed first.
     pub(super) fn quitting(&mut self, out: Vec<Outgoing>) -> Vec<Outgoing> {
-        if !out.iter().any(|o| matches!(o, Outgoing::Quit)) || !self.live.detached {
+        if !out.iter().any(|o| matches!(o, Outgoing::Quit)) {
             return out;
         }
         let connected = self.link == LinkState::Connected;
-        if connected && (self.turn.is_some() || !self.book.client.queue().is_empty()) {
-            self.should_quit = false;
-            self.live.quit_asked = true;
-            self.hint_ending(QUIT_ASK.into(), None);
-            return out
-                .into_iter()
-                .filter(|o| !matches!(o, Outgoing::Quit))
-                .collect();
+        match self.live.on_quit(connected, self.busy()) {
+            OnQuit::Go => out,
+            OnQuit::Ask => {
+                self.should_quit = false;
+                self.hint_ending(QUIT_ASK.into(), None);
+                let out = out.into_iter();
+                out.filter(|o| !matches!(o, Outgoing::Quit)).collect()
+            }
+            OnQuit::CloseFirst => self.close_request().into_iter().chain(out).collect(),
         }
-        if !connected || !self.live.own {
-            return out;
-        }
-        let mut closing = self.close_request();
-        closing.extend(out);
-        closing
+    }
+
+    /// A turn runs or prompts wait.
+    fn busy(&self) -> bool {
+        self.turn.is_some() || !self.book.client.queue().is_empty()
     }
 
     /// This view leaves its session for another (`/new`, `/resume`,
@@ -164,16 +200,8 @@ impl App {
     /// whose turn runs goes on in the daemon, said after the switch
     /// (`left_running`).
     pub fn leaving(&mut self) -> Vec<Outgoing> {
-        self.live.left_running = None;
-        if !self.live.detached || self.live.closed {
-            return Vec::new();
-        }
-        let busy = self.turn.is_some() || !self.book.client.queue().is_empty();
-        if busy {
-            self.live.left_running = self.session.as_ref().map(|s| s.session_id.clone());
-            return Vec::new();
-        }
-        if self.live.own {
+        let session_id = self.session_id();
+        if self.live.leave(session_id, self.busy()) {
             return self.close_request();
         }
         Vec::new()

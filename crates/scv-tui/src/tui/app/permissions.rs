@@ -13,98 +13,114 @@ use scv_protocol::{ClientMessage, PermissionRule, PermissionsEdit, PermissionsLi
 const USAGE: &str = "/permissions · /permissions keep [--project] [RULE] · /permissions remove [--project] RULE (RULE in Claude Code's syntax, such as Bash(cargo test:*))";
 
 impl App {
+    /// `/permissions [keep|remove] [--project] [RULE]`.
     pub(super) fn permissions_command(&mut self, session: SessionView, arg: &str) -> Vec<Outgoing> {
-        let mut words = arg.split_whitespace();
-        let verb = words.next();
-        let mut scope = RuleScope::User;
-        let mut rule = Vec::new();
-        for word in words {
-            if word == "--project" {
-                scope = RuleScope::Project;
-            } else {
-                rule.push(word);
+        let newest = self.rules.list().iter().rev().find_map(|r| r.claude());
+        match request(session.session_id, arg, newest) {
+            Ok(message) => vec![self.send(message)],
+            Err(hint) => {
+                self.hint = Some(hint);
+                Vec::new()
             }
         }
-        let rule = rule.join(" ");
-        let session_id = session.session_id;
-        let message = match verb {
-            None => ClientMessage::PermissionsList(PermissionsList { session_id }),
-            Some("keep") => {
-                let rule = if rule.is_empty() {
-                    // The newest session rule that can be kept.
-                    let newest = self.rules.list().iter().rev().find_map(|r| r.claude());
-                    let Some(newest) = newest else {
-                        self.hint = Some(
-                            "no session rule to keep: choose \"always allow\" in an approval first, or name one: /permissions keep Bash(cargo test:*)"
-                                .into(),
-                        );
-                        return Vec::new();
-                    };
-                    newest
-                } else {
-                    rule
-                };
-                ClientMessage::PermissionsKeep(PermissionsEdit {
-                    session_id,
-                    rule,
-                    scope,
-                })
-            }
-            Some("remove") if !rule.is_empty() => {
-                ClientMessage::PermissionsRemove(PermissionsEdit {
-                    session_id,
-                    rule,
-                    scope,
-                })
-            }
-            Some(_) => {
-                self.hint = Some(format!("usage: {USAGE}"));
-                return Vec::new();
-            }
-        };
-        vec![self.send(message)]
     }
 
-    /// `permissions.listed`: what was kept or removed, then every rule.
+    /// `permissions.listed` (after a keep or remove too).
     pub(super) fn permissions_listed(
         &mut self,
         kept: Option<String>,
         removed: Option<String>,
         rules: Vec<PermissionRule>,
     ) {
-        let file_of = |rule: &str| {
-            rules
-                .iter()
-                .find(|r| r.rule == rule && r.scope.is_some())
-                .map(|r| r.path.clone())
-        };
-        if let Some(kept) = kept {
-            let place = file_of(&kept).unwrap_or_else(|| "its settings file".into());
-            self.notice(format!(
-                "kept: allow {kept} — in {place}; new sessions (and this one's next turn) run it without asking, inside the sandbox"
-            ));
+        let (notices, lines) = listed(kept, removed, &rules);
+        notices.into_iter().for_each(|n| self.notice(n));
+        if !lines.is_empty() {
+            self.notes(lines);
         }
-        if let Some(removed) = removed {
-            self.notice(format!(
-                "removed: {removed} — sessions ask again from their next turn"
-            ));
-        }
-        if rules.is_empty() {
-            self.notice(
-                "no permission rules in the settings files (/permissions keep keeps the newest \"always allow\" rule)"
-                    .into(),
-            );
-            return;
-        }
-        let mut lines = vec!["permission rules (deny wins over ask, ask over allow):".to_string()];
-        for r in &rules {
-            let writable = match r.scope {
-                Some(RuleScope::User) => " (yours: /permissions remove)",
-                Some(RuleScope::Project) => " (this project's: /permissions remove --project)",
-                None => "",
-            };
-            lines.push(format!("  {} {} — {}{writable}", r.kind, r.rule, r.path));
-        }
-        self.notes(lines);
     }
+}
+
+/// The request `/permissions ARG` makes (`newest`: the session's newest
+/// rule in Claude Code's syntax, which `keep` alone keeps), or the hint
+/// that says why none.
+fn request(session_id: String, arg: &str, newest: Option<String>) -> Result<ClientMessage, String> {
+    let mut words = arg.split_whitespace();
+    let verb = words.next();
+    let mut scope = RuleScope::User;
+    let mut rule = Vec::new();
+    for word in words {
+        if word == "--project" {
+            scope = RuleScope::Project;
+        } else {
+            rule.push(word);
+        }
+    }
+    let rule = rule.join(" ");
+    Ok(match verb {
+        None => ClientMessage::PermissionsList(PermissionsList { session_id }),
+        Some("keep") => {
+            let rule = if rule.is_empty() {
+                newest.ok_or_else(|| {
+                    "no session rule to keep: choose \"always allow\" in an approval first, or name one: /permissions keep Bash(cargo test:*)".to_string()
+                })?
+            } else {
+                rule
+            };
+            ClientMessage::PermissionsKeep(PermissionsEdit {
+                session_id,
+                rule,
+                scope,
+            })
+        }
+        Some("remove") if !rule.is_empty() => ClientMessage::PermissionsRemove(PermissionsEdit {
+            session_id,
+            rule,
+            scope,
+        }),
+        Some(_) => return Err(format!("usage: {USAGE}")),
+    })
+}
+
+/// What `permissions.listed` shows: notices (what was kept or removed,
+/// or that there are none) and the rules' lines.
+fn listed(
+    kept: Option<String>,
+    removed: Option<String>,
+    rules: &[PermissionRule],
+) -> (Vec<String>, Vec<String>) {
+    let file_of = |rule: &str| {
+        rules
+            .iter()
+            .find(|r| r.rule == rule && r.scope.is_some())
+            .map(|r| r.path.clone())
+    };
+    let mut notices = Vec::new();
+    if let Some(kept) = kept {
+        let place = file_of(&kept).unwrap_or_else(|| "its settings file".into());
+        notices.push(format!(
+            "kept: allow {kept} — in {place}; new sessions (and this one's next turn) run it without asking, inside the sandbox"
+        ));
+    }
+    if let Some(removed) = removed {
+        notices.push(format!(
+            "removed: {removed} — sessions ask again from their next turn"
+        ));
+    }
+    if rules.is_empty() {
+        notices.push(
+            "no permission rules in the settings files (/permissions keep keeps the newest \"always allow\" rule)"
+                .into(),
+        );
+        return (notices, Vec::new());
+    }
+    let mut lines = vec!["permission rules (deny wins over ask, ask over allow):".to_string()];
+    for r in rules {
+        let writable = match r.scope {
+            Some(RuleScope::User) => " (yours: /permissions remove)",
+            Some(RuleScope::Project) => " (this project's: /permissions remove --project)",
+            None => "",
+        };
+        lines.push(format!("  {} {} — {}{writable}", r.kind, r.rule, r.path));
+    }
+    (notices, lines)
 }

@@ -9,8 +9,7 @@ use scv_protocol::{ClientMessage, Mode, SessionConfigure};
 /// What the input box holds when plan mode ends after a plan.
 pub(crate) const CARRY_OUT: &str = "Carry out the plan.";
 
-/// The notice when plan mode begins (or a session starts in it).
-pub(super) const PLAN_ON: &str = "plan mode: the agent reads and runs read-only commands, changes nothing, and answers with a plan (Shift+Tab or /plan leaves)";
+use crate::tui::opening::PLAN_ON;
 
 /// The mode requests in flight and whether a plan was made.
 #[derive(Debug, Default)]
@@ -39,6 +38,35 @@ impl PlanBook {
     }
 }
 
+impl PlanBook {
+    /// The mode other than the one last asked for (or, with nothing in
+    /// flight, than `now`, the one the server said).
+    fn other(&self, now: Mode) -> Mode {
+        match self.asked.last().map_or(now, |(_, m)| *m) {
+            Mode::Plan => Mode::Default,
+            Mode::Default => Mode::Plan,
+        }
+    }
+
+    /// The session changed to `mode`: the note, and whether to offer the
+    /// plan to carry out (`box_free`: the input box can take it).
+    fn changed(&mut self, mode: Mode, box_free: bool) -> (&'static str, bool) {
+        let planned = std::mem::take(&mut self.planned);
+        match mode {
+            Mode::Plan => (PLAN_ON, false),
+            // Offered, never sent by itself: the user may edit or clear it.
+            Mode::Default if planned && box_free => {
+                ("plan mode off — press Enter to carry out the plan", true)
+            }
+            Mode::Default if planned => (
+                "plan mode off — ask for the plan to be carried out when ready",
+                false,
+            ),
+            Mode::Default => ("plan mode off", false),
+        }
+    }
+}
+
 impl App {
     /// Shift+Tab and `/plan`: asks for the mode other than the one last
     /// asked for (or, with nothing in flight, the one the server said).
@@ -50,11 +78,7 @@ impl App {
             return Vec::new();
         };
         let session_id = session.session_id.clone();
-        let wanted = self.plan.asked.last().map_or(session.mode, |(_, m)| *m);
-        let mode = match wanted {
-            Mode::Plan => Mode::Default,
-            Mode::Default => Mode::Plan,
-        };
+        let mode = self.plan.other(session.mode);
         let out = self.send(ClientMessage::SessionConfigure(SessionConfigure {
             session_id,
             mode: Some(mode),
@@ -85,19 +109,12 @@ impl App {
         if before == mode {
             return;
         }
-        let planned = std::mem::take(&mut self.plan.planned);
-        match mode {
-            Mode::Plan => self.notice(PLAN_ON.into()),
-            // Offered, never sent by itself: the user may edit or clear it.
-            Mode::Default if planned && self.input.is_empty() && self.input.editing().is_none() => {
-                self.input.set(CARRY_OUT);
-                self.notice("plan mode off — press Enter to carry out the plan".into());
-            }
-            Mode::Default if planned => {
-                self.notice("plan mode off — ask for the plan to be carried out when ready".into())
-            }
-            Mode::Default => self.notice("plan mode off".into()),
+        let box_free = self.input.is_empty() && self.input.editing().is_none();
+        let (note, carry_out) = self.plan.changed(mode, box_free);
+        if carry_out {
+            self.input.set(CARRY_OUT);
         }
+        self.notice(note.into());
     }
 
     /// A turn completed: in plan mode, that is a plan to carry out.

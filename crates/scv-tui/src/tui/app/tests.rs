@@ -506,6 +506,17 @@ fn init_asks_the_model_to_write_agents_md() {
     assert!(!start.command, "/init is SCV's, not a custom command");
 }
 
+#[test]
+fn compact_sends_the_servers_command_with_its_focus() {
+    let mut app = app_with_commands();
+    let start = turn_start(&run(&mut app, "/compact the failing test"));
+    assert_eq!(start.prompt, "/compact the failing test");
+    assert!(start.command, "/compact is the server's command");
+    let mut app = app_with_commands();
+    let start = turn_start(&run(&mut app, "/compact"));
+    assert_eq!((start.prompt.as_str(), start.command), ("/compact", true));
+}
+
 /// Background processes, known from the tool results: counted on the
 /// status line while they run, listed by `/ps`; `/ps ID` asks the server
 /// for the end of one's output, `/ps kill ID` stops it.

@@ -4,10 +4,11 @@
 //! and the paths changed since) and asks before a restore that would
 //! overwrite someone else's changes.
 
-use super::events::outgoing;
-use super::{App, Outgoing};
+use super::{outgoing, App, Outgoing};
+use crate::tui::input_box::InputBox;
 use crate::tui::overlays::{OpenOverlay, OverlayKind, RestoreScope, Rewind};
-use crate::tui::transcript::ItemKind;
+use crate::tui::transcript::{ItemKind, Transcript};
+use scv_client::session::SessionClient;
 use scv_protocol::{
     CheckpointDiff, CheckpointInfo, CheckpointList, CheckpointRestore, ClientMessage, ErrorBody,
     FileChange, FileChangeKind,
@@ -31,7 +32,9 @@ enum Asked {
     },
 }
 
-/// The TUI's side of a session's checkpoints.
+/// The TUI's side of a session's checkpoints: a component that owns the
+/// requests in flight and where each turn begins, and is handed the parts
+/// of the screen an answer changes ([`Screen`]).
 #[derive(Debug, Default)]
 pub(crate) struct UndoBook {
     /// Requests in flight, by request id.
@@ -47,132 +50,153 @@ pub(crate) struct UndoBook {
     announced: bool,
 }
 
+/// What a checkpoint answer may change: the App's parts, lent for the call.
+pub(super) struct Screen<'a> {
+    pub client: &'a mut SessionClient,
+    pub transcript: &'a mut Transcript,
+    pub overlay: &'a mut Option<OpenOverlay>,
+    pub input: &'a mut InputBox,
+    pub session_id: Option<String>,
+    /// Requests an answer makes (the restore after `/undo`'s list).
+    pub outbox: &'a mut Vec<Outgoing>,
+}
+
+/// A checkpoint answer of the session client.
+pub(super) enum Answered {
+    Listed(Vec<CheckpointInfo>, Option<scv_protocol::MissedCheckpoint>),
+    Diffed(String, Vec<FileChange>),
+    Restored(String, Vec<FileChange>, bool),
+}
+
 impl UndoBook {
     /// A new session in view: nothing of the old one applies.
     pub(crate) fn reset(&mut self) {
         *self = UndoBook::default();
     }
-}
 
-impl App {
-    /// A turn's first transcript item is about to be pushed.
-    pub(super) fn turn_begins(&mut self, turn_id: &str) {
-        self.undo
-            .turn_items
-            .insert(turn_id.to_string(), self.transcript.next_id());
+    /// A turn's first transcript item will be `item`.
+    pub(super) fn turn_begins(&mut self, turn_id: &str, item: u64) {
+        self.turn_items.insert(turn_id.to_string(), item);
     }
 
-    /// `checkpoint.created`: said once per session.
-    pub(super) fn checkpoint_created(&mut self) {
-        if !self.undo.announced {
-            self.undo.announced = true;
-            self.notice(
-                "checkpoint: the workspace was saved before this turn's changes (/undo puts it back, /rewind picks an earlier one)"
-                    .into(),
-            );
-        }
+    /// `checkpoint.created`: the note, said once per session.
+    pub(super) fn created(&mut self) -> Option<String> {
+        (!std::mem::replace(&mut self.announced, true)).then(|| {
+            "checkpoint: the workspace was saved before this turn's changes (/undo puts it back, /rewind picks an earlier one)"
+                .into()
+        })
     }
 
-    fn ask(&mut self, message: ClientMessage, asked: Asked) -> Outgoing {
-        let request = self.book.client.request(message);
-        self.undo.asked.insert(request.request_id.clone(), asked);
+    fn ask(
+        &mut self,
+        client: &mut SessionClient,
+        message: ClientMessage,
+        asked: Asked,
+    ) -> Outgoing {
+        let request = client.request(message);
+        self.asked.insert(request.request_id.clone(), asked);
         outgoing(request)
     }
 
-    /// `/undo [force]`.
-    pub(super) fn undo(&mut self, session_id: String, arg: &str) -> Vec<Outgoing> {
-        if self.turn.is_some() {
-            self.hint = Some("undo when the turn has ended (Esc cancels it)".into());
-            return Vec::new();
-        }
+    /// `/undo [force]` asks for the list first.
+    fn undo(&mut self, client: &mut SessionClient, session_id: String, arg: &str) -> Outgoing {
         let force = arg.trim() == "force";
-        vec![self.ask(
-            ClientMessage::CheckpointList(CheckpointList { session_id }),
-            Asked::Undo { force },
-        )]
+        let list = ClientMessage::CheckpointList(CheckpointList { session_id });
+        self.ask(client, list, Asked::Undo { force })
     }
 
     /// `/rewind`: the picker opens when the list comes.
-    pub(super) fn rewind(&mut self, session_id: String) -> Vec<Outgoing> {
-        if self.turn.is_some() {
-            self.hint = Some("rewind when the turn has ended (Esc cancels it)".into());
-            return Vec::new();
-        }
-        vec![self.ask(
-            ClientMessage::CheckpointList(CheckpointList { session_id }),
-            Asked::Rewind,
-        )]
+    fn rewind(&mut self, client: &mut SessionClient, session_id: String) -> Outgoing {
+        let list = ClientMessage::CheckpointList(CheckpointList { session_id });
+        self.ask(client, list, Asked::Rewind)
     }
 
     /// The picker's selection moved to `checkpoint_id`: its changed paths
     /// are asked for once.
-    pub(super) fn rewind_selected(&mut self, checkpoint_id: String) -> Vec<Outgoing> {
-        let Some(session_id) = self.session_id() else {
+    fn selected(&mut self, screen: Screen<'_>, checkpoint_id: String) -> Vec<Outgoing> {
+        let Some(session_id) = screen.session_id else {
             return Vec::new();
         };
-        let known = matches!(&self.overlay, Some(OpenOverlay { kind: OverlayKind::Rewind(r), .. }) if r.changes.contains_key(&checkpoint_id));
+        let known = matches!(&screen.overlay, Some(OpenOverlay { kind: OverlayKind::Rewind(r), .. }) if r.changes.contains_key(&checkpoint_id));
         let asking = self
-            .undo
             .asked
             .values()
             .any(|a| *a == Asked::Diff(checkpoint_id.clone()));
         if known || asking {
             return Vec::new();
         }
-        vec![self.ask(
-            ClientMessage::CheckpointDiff(CheckpointDiff {
-                session_id,
-                checkpoint_id: checkpoint_id.clone(),
-            }),
-            Asked::Diff(checkpoint_id),
-        )]
+        let diff = ClientMessage::CheckpointDiff(CheckpointDiff {
+            session_id,
+            checkpoint_id: checkpoint_id.clone(),
+        });
+        vec![self.ask(screen.client, diff, Asked::Diff(checkpoint_id))]
     }
 
-    /// A restore chosen in the picker (`force` after the user agreed).
-    pub(super) fn restore(
+    /// A restore of `checkpoint_id` (`force` after the user agreed).
+    fn restore(
         &mut self,
+        client: &mut SessionClient,
+        session_id: String,
         checkpoint_id: String,
         scope: RestoreScope,
+        from_picker: bool,
         force: bool,
-    ) -> Vec<Outgoing> {
-        let Some(session_id) = self.session_id() else {
-            return Vec::new();
+    ) -> Outgoing {
+        let restore = ClientMessage::CheckpointRestore(CheckpointRestore {
+            session_id,
+            checkpoint_id: checkpoint_id.clone(),
+            files: scope.files(),
+            conversation: scope.conversation(),
+            force,
+        });
+        let asked = Asked::Restore {
+            checkpoint_id,
+            scope,
+            from_picker,
         };
-        vec![self.ask(
-            ClientMessage::CheckpointRestore(CheckpointRestore {
-                session_id,
-                checkpoint_id: checkpoint_id.clone(),
-                files: scope.files(),
-                conversation: scope.conversation(),
-                force,
-            }),
-            Asked::Restore {
-                checkpoint_id,
-                scope,
-                from_picker: true,
-            },
-        )]
+        self.ask(client, restore, asked)
     }
 
     /// Whether `request_id` is a checkpoint request of this view.
-    pub(super) fn is_checkpoint_answer(&self, request_id: Option<&String>) -> bool {
-        request_id.is_some_and(|rid| self.undo.asked.contains_key(rid))
+    pub(super) fn is_answer(&self, request_id: Option<&String>) -> bool {
+        request_id.is_some_and(|rid| self.asked.contains_key(rid))
+    }
+
+    /// An answer to the checkpoint request `rid`.
+    pub(super) fn answered(&mut self, screen: Screen<'_>, rid: &str, answer: Answered) {
+        match answer {
+            Answered::Listed(checkpoints, missed) => self.listed(screen, rid, checkpoints, missed),
+            Answered::Diffed(checkpoint_id, files) => {
+                self.asked.remove(rid);
+                if let Some(OpenOverlay {
+                    kind: OverlayKind::Rewind(rewind),
+                    ..
+                }) = screen.overlay.as_mut()
+                {
+                    rewind.changes.insert(checkpoint_id, files);
+                }
+            }
+            Answered::Restored(checkpoint_id, files, conversation) => {
+                self.restored(screen, rid, &checkpoint_id, files, conversation)
+            }
+        }
     }
 
     /// `checkpoint.listed`.
-    pub(super) fn checkpoints_listed(
+    fn listed(
         &mut self,
+        screen: Screen<'_>,
         rid: &str,
         checkpoints: Vec<CheckpointInfo>,
         missed: Option<scv_protocol::MissedCheckpoint>,
     ) {
-        let Some(asked) = self.undo.asked.remove(rid) else {
+        let Some(asked) = self.asked.remove(rid) else {
             return;
         };
         if let (Asked::Undo { .. }, Some(missed)) = (&asked, &missed) {
             // The newest checkpoint is older than the last turn that
             // changed files: restoring it would not undo that turn alone.
-            self.transcript.push(ItemKind::Error {
+            screen.transcript.push(ItemKind::Error {
                 code: "undo".into(),
                 message: format!(
                     "cannot undo: the last turn that changed files ran without an undo point ({}); its changes stay as they are (/rewind picks an earlier checkpoint, which would undo it too)",
@@ -181,7 +205,7 @@ impl App {
             });
             return;
         }
-        self.undo.turns = checkpoints
+        self.turns = checkpoints
             .iter()
             .map(|c| {
                 let turn = (c.turn_id.clone(), c.prompt.clone());
@@ -191,31 +215,30 @@ impl App {
         match asked {
             Asked::Undo { force } => {
                 let Some(last) = checkpoints.last() else {
-                    self.notice("nothing to undo: no turn of this session changed files".into());
+                    screen.transcript.push(ItemKind::Notice(
+                        "nothing to undo: no turn of this session changed files".into(),
+                    ));
                     return;
                 };
-                let Some(session_id) = self.session_id() else {
+                let Some(session_id) = screen.session_id else {
                     return;
                 };
-                let restore = self.ask(
-                    ClientMessage::CheckpointRestore(CheckpointRestore {
-                        session_id,
-                        checkpoint_id: last.checkpoint_id.clone(),
-                        files: true,
-                        conversation: true,
-                        force,
-                    }),
-                    Asked::Restore {
-                        checkpoint_id: last.checkpoint_id.clone(),
-                        scope: RestoreScope::Both,
-                        from_picker: false,
-                    },
+                let id = last.checkpoint_id.clone();
+                let restore = self.restore(
+                    screen.client,
+                    session_id,
+                    id,
+                    RestoreScope::Both,
+                    false,
+                    force,
                 );
-                self.book_outbox(restore);
+                screen.outbox.push(restore);
             }
             Asked::Rewind => {
                 if checkpoints.is_empty() {
-                    self.notice("no checkpoints yet: no turn of this session changed files".into());
+                    screen.transcript.push(ItemKind::Notice(
+                        "no checkpoints yet: no turn of this session changed files".into(),
+                    ));
                     return;
                 }
                 let now = scv_store::now_unix();
@@ -228,70 +251,60 @@ impl App {
                     now,
                 })));
                 open.selected = 0;
-                self.overlay = Some(open);
+                *screen.overlay = Some(open);
                 if let Some(first) = first {
-                    for out in self.rewind_selected(first) {
-                        self.book_outbox(out);
-                    }
+                    let outbox = &mut *screen.outbox;
+                    let asks = self.selected(
+                        Screen {
+                            outbox: &mut Vec::new(),
+                            ..screen
+                        },
+                        first,
+                    );
+                    outbox.extend(asks);
                 }
             }
             Asked::Diff(_) | Asked::Restore { .. } => {}
         }
     }
 
-    /// `checkpoint.diffed`: the picker shows the paths.
-    pub(super) fn checkpoint_diffed(
-        &mut self,
-        rid: &str,
-        checkpoint_id: String,
-        files: Vec<FileChange>,
-    ) {
-        self.undo.asked.remove(rid);
-        if let Some(OpenOverlay {
-            kind: OverlayKind::Rewind(rewind),
-            ..
-        }) = self.overlay.as_mut()
-        {
-            rewind.changes.insert(checkpoint_id, files);
-        }
-    }
-
     /// `checkpoint.restored`: what changed, and the conversation cut back.
-    pub(super) fn checkpoint_restored(
+    fn restored(
         &mut self,
+        screen: Screen<'_>,
         rid: &str,
         checkpoint_id: &str,
         files: Vec<FileChange>,
         conversation: bool,
     ) {
-        let scope = match self.undo.asked.remove(rid) {
+        let scope = match self.asked.remove(rid) {
             Some(Asked::Restore { scope, .. }) => scope,
             _ => RestoreScope::Both,
         };
         if matches!(
-            &self.overlay,
+            &screen.overlay,
             Some(OpenOverlay {
                 kind: OverlayKind::Rewind(_),
                 ..
             })
         ) {
-            self.overlay = None;
+            *screen.overlay = None;
         }
         let mut prompt_back = false;
         if conversation {
-            let turn = self.undo.turns.get(checkpoint_id).cloned();
+            let turn = self.turns.get(checkpoint_id).cloned();
             let start = turn
                 .as_ref()
-                .and_then(|(turn, _)| self.undo.turn_items.get(turn))
+                .and_then(|(turn, _)| self.turn_items.get(turn))
                 .copied();
             if let Some(start) = start {
-                self.transcript.truncate_from(start);
+                screen.transcript.truncate_from(start);
             }
             // The undone prompt comes back to be edited and sent again
             // (as Claude Code's rewind does), unless a draft is there.
             if let Some((_, prompt)) = turn.filter(|(_, p)| !p.is_empty()) {
-                if self.input.is_empty() && self.input.editing().is_none() {
-                    self.input.set(&prompt);
+                if screen.input.is_empty() && screen.input.editing().is_none() {
+                    screen.input.set(&prompt);
                     prompt_back = true;
                 }
             }
@@ -308,13 +321,13 @@ impl App {
         if prompt_back {
             note.push_str("; its prompt is back in the input box");
         }
-        self.notice(note);
+        screen.transcript.push(ItemKind::Notice(note));
     }
 
     /// An error answering a checkpoint request: a conflict asks (in the
     /// picker) or says how to force it (`/undo force`).
-    pub(super) fn checkpoint_error(&mut self, rid: &str, error: ErrorBody) {
-        let asked = self.undo.asked.remove(rid);
+    pub(super) fn error(&mut self, screen: Screen<'_>, rid: &str, error: ErrorBody) {
+        let asked = self.asked.remove(rid);
         if let (
             Some(Asked::Restore {
                 checkpoint_id,
@@ -327,7 +340,7 @@ impl App {
             if let Some(OpenOverlay {
                 kind: OverlayKind::Rewind(rewind),
                 ..
-            }) = self.overlay.as_mut()
+            }) = screen.overlay.as_mut()
             {
                 rewind.conflicts = Some((checkpoint_id.clone(), *scope, conflicts.clone()));
                 return;
@@ -341,10 +354,69 @@ impl App {
             ),
             _ => error.message,
         };
-        self.transcript.push(ItemKind::Error {
+        screen.transcript.push(ItemKind::Error {
             code: error.code.as_str().to_string(),
             message,
         });
+    }
+}
+
+/// The App's parts a checkpoint answer changes, lent to [`UndoBook`].
+macro_rules! screen {
+    ($app:ident) => {
+        Screen {
+            client: &mut $app.book.client,
+            transcript: &mut $app.transcript,
+            overlay: &mut $app.overlay,
+            input: &mut $app.input,
+            session_id: $app.session.as_ref().map(|s| s.session_id.clone()),
+            outbox: &mut $app.book.outbox,
+        }
+    };
+}
+
+impl App {
+    /// `/undo [force]`, `/rewind`: only while idle.
+    pub(super) fn undo(&mut self, session_id: String, arg: Option<&str>) -> Vec<Outgoing> {
+        if self.turn.is_some() {
+            let what = if arg.is_some() { "undo" } else { "rewind" };
+            self.hint = Some(format!("{what} when the turn has ended (Esc cancels it)"));
+            return Vec::new();
+        }
+        let client = &mut self.book.client;
+        vec![match arg {
+            Some(arg) => self.undo.undo(client, session_id, arg),
+            None => self.undo.rewind(client, session_id),
+        }]
+    }
+
+    /// The picker's selection moved to `checkpoint_id`.
+    pub(super) fn rewind_selected(&mut self, checkpoint_id: String) -> Vec<Outgoing> {
+        self.undo.selected(screen!(self), checkpoint_id)
+    }
+
+    /// A restore chosen in the picker (`force` after the user agreed).
+    pub(super) fn restore(
+        &mut self,
+        checkpoint_id: String,
+        scope: RestoreScope,
+        force: bool,
+    ) -> Vec<Outgoing> {
+        let Some(session_id) = self.session_id() else {
+            return Vec::new();
+        };
+        let client = &mut self.book.client;
+        vec![self
+            .undo
+            .restore(client, session_id, checkpoint_id, scope, true, force)]
+    }
+
+    /// An answer (or error) to a checkpoint request of ours.
+    pub(super) fn checkpoint_answer(&mut self, rid: &str, answer: Result<Answered, ErrorBody>) {
+        match answer {
+            Ok(answer) => self.undo.answered(screen!(self), rid, answer),
+            Err(error) => self.undo.error(screen!(self), rid, error),
+        }
     }
 }
 

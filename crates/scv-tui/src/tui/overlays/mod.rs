@@ -13,6 +13,7 @@
 mod approvals;
 mod cost;
 mod diff;
+mod elicit;
 mod help;
 pub mod models;
 mod picker;
@@ -59,6 +60,8 @@ pub enum OverlayKind {
     Models(Box<models::ModelPicker>),
     /// The workspace's repository configuration, to trust or not.
     Trust(Box<scv_protocol::WorkspaceTrust>),
+    /// An MCP server's question (capability `elicitation`).
+    Elicit(Box<crate::tui::elicit::ElicitForm>),
 }
 
 impl OverlayKind {
@@ -75,6 +78,7 @@ impl OverlayKind {
             OverlayKind::Subagent(session_id) => Box::new(subagent::Subagent(session_id)),
             OverlayKind::Models(picker) => Box::new(models::Models(picker.as_ref())),
             OverlayKind::Trust(trust) => Box::new(trust::Trust(trust.as_ref())),
+            OverlayKind::Elicit(form) => Box::new(elicit::Elicit(form.as_ref())),
         }
     }
 
@@ -151,6 +155,38 @@ impl OpenOverlay {
             selected: 0,
         }
     }
+
+    /// The stored sessions to resume, this one (`current`) left out.
+    pub fn sessions(mut sessions: Vec<scv_protocol::StoredSession>, current: Option<&str>) -> Self {
+        sessions.retain(|s| Some(s.session_id.as_str()) != current);
+        OpenOverlay::new(OverlayKind::Sessions(Box::new(Picker {
+            sessions,
+            filter: String::new(),
+            now: scv_store::now_unix(),
+        })))
+    }
+
+    /// The provider's models, `current` selected when the list has it.
+    pub fn models(provider: String, models: Vec<String>, current: String) -> Self {
+        let selected = models.iter().position(|m| *m == current).unwrap_or(0);
+        let mut open = OpenOverlay::new(OverlayKind::Models(Box::new(models::ModelPicker {
+            provider,
+            models,
+            current,
+            filter: String::new(),
+        })));
+        open.selected = selected;
+        open
+    }
+
+    /// `session_id`'s transcript, following its end.
+    pub fn subagent(session_id: String) -> Self {
+        let mut open = OpenOverlay::new(OverlayKind::Subagent(session_id));
+        // Scrolled past everything: the frame shows the end, and keeps
+        // showing it as the subagent goes on, until ↑ holds it.
+        open.scroll = usize::MAX;
+        open
+    }
 }
 
 /// What a key did to the overlay.
@@ -187,6 +223,8 @@ pub enum OverlayKey {
     ToggleExpanded,
     /// Trust the session's workspace (`workspace.trust`).
     TrustWorkspace,
+    /// Send this answer to an MCP server's question.
+    Elicited(crate::tui::elicit::Answer),
 }
 
 /// A key while `open` is up, in a transcript area `width` × `height`:
@@ -201,6 +239,15 @@ pub fn on_key(
 ) -> OverlayKey {
     let rows = rows(open, data, width);
     let max_scroll = rows.saturating_sub(usize::from(height.saturating_sub(2)));
+    // A question's form takes every key but Ctrl+C and Ctrl+D.
+    if let OverlayKind::Elicit(form) = &mut open.kind {
+        use crate::tui::elicit::FormKey;
+        return match form.on_key(key) {
+            FormKey::Pass => OverlayKey::Pass,
+            FormKey::Taken => OverlayKey::Taken,
+            FormKey::Answered(answer) => OverlayKey::Elicited(answer),
+        };
+    }
     if key.code == KeyCode::Esc {
         return OverlayKey::Close;
     }
