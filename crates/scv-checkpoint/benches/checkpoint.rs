@@ -10,63 +10,12 @@
 //! `SCV_BENCH_SIZES=20000` picks the sizes; `SCV_BENCH_ROUNDS=5` the
 //! rounds per median.
 
+mod support;
+
 use scv_checkpoint::{CheckpointStore, Snapshot};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn text(seed: usize, len: usize) -> String {
-    let mut out = String::with_capacity(len + 64);
-    let mut n = seed;
-    while out.len() < len {
-        n = n
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        out.push_str(&format!(
-            "    let value_{} = compute({}, \"{:x}\");\n",
-            n % 1000,
-            seed,
-            n >> 40
-        ));
-    }
-    out.truncate(len);
-    out
-}
-
-/// `files` files in leaf directories of 40 (at most 50 with the odd
-/// extra), 3 or 4 deep, and an ignored `target/` of a tenth as many.
-fn generate(root: &Path, files: usize) -> Vec<PathBuf> {
-    std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
-    std::fs::write(root.join("README.md"), text(1, 3000)).unwrap();
-    let mut paths = Vec::with_capacity(files);
-    let leaves = files.div_ceil(40);
-    for leaf in 0..leaves {
-        let mut dir = root.join(format!(
-            "crate{:02}/src/mod{:02}/part{:02}",
-            leaf / 250,
-            (leaf / 25) % 10,
-            leaf % 25
-        ));
-        if leaf % 3 == 0 {
-            dir = dir.join("deep");
-        }
-        std::fs::create_dir_all(&dir).unwrap();
-        for i in 0..40 {
-            if paths.len() == files {
-                break;
-            }
-            let n = paths.len();
-            let path = dir.join(format!("file{i:02}.rs"));
-            std::fs::write(&path, text(n, 1024 + (n * 7919) % 7168)).unwrap();
-            paths.push(path);
-        }
-    }
-    let target = root.join("target/debug/deps");
-    std::fs::create_dir_all(&target).unwrap();
-    for i in 0..files / 10 {
-        std::fs::write(target.join(format!("obj{i}.o")), text(i, 512)).unwrap();
-    }
-    paths
-}
+use support::{generate, median, ms, settle, text};
 
 /// CPU time of this process so far (every thread, user and system).
 fn cpu() -> Duration {
@@ -77,24 +26,9 @@ fn cpu() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn median_u64(mut v: Vec<u64>) -> u64 {
     v.sort();
     v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-/// Files changed within 2 s of a snapshot are read again by the next
-/// (racy); the rounds wait that out so each measures 10 changes only.
-fn settle() {
-    std::thread::sleep(Duration::from_millis(2100));
 }
 
 struct Round {
@@ -158,7 +92,7 @@ fn bench(files: usize, rounds: usize) {
     let ws = tempfile::tempdir().unwrap();
     let store = CheckpointStore::open(home.path()).unwrap();
     let t = Instant::now();
-    let paths = generate(ws.path(), files);
+    let paths = generate(ws.path(), files, 1);
     let generated = t.elapsed();
     let bytes_ws: u64 = paths
         .iter()

@@ -18,6 +18,11 @@ pub struct Checkpoint {
     pub before: SnapshotId,
     /// None if the turn never ended.
     pub after: Option<SnapshotId>,
+    /// Paths `after` found changed after the turn's end (it is taken once
+    /// the turn's terminal event is out): someone else's, so conflicts of
+    /// a restore to this checkpoint or an earlier one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late: Vec<String>,
 }
 
 /// A fresh checkpoint id: `ck-` and 16 hex digits of a hash of the

@@ -23,8 +23,11 @@
 //!
 //! **The store.** `$SCV_HOME/checkpoints/` (0700, ours, not a link; files
 //! 0600), content-addressed by SHA-256 and shared by every session:
-//! `objects/ab/cdef…` holds file contents as they are (a file with holes:
-//! its sparse form, named by that form's hash); `trees/ab/cdef…`
+//! `objects/ab/cdef…` holds file contents, each one zstd frame (`blob.rs`;
+//! a store written before compression holds them as they are, still
+//! read: the hash decides the form), named by the content's hash (a file
+//! with holes: its sparse form, uncompressed, named by that form's hash);
+//! `trees/ab/cdef…`
 //! holds one directory each, zlib-compressed, named by the hash of its
 //! uncompressed form (`tree.rs`: the sorted entries with name, kind, hash or
 //! link target, mode, and for files and links the size, mtime, ctime,
@@ -46,6 +49,14 @@
 //! directory all of whose entries are unchanged keeps its tree unwritten.
 //! A file changed within 2 s of the snapshot is marked racy and read again
 //! next time (timestamps are coarse). Directories are read by a few threads.
+//!
+//! **After a turn** ([`CheckpointStore::snapshot_ending`], given
+//! [`end_of_turn`]): taken once the turn's terminal event is out, it
+//! stores trees only (what it reads is hashed and read again, and stored,
+//! by the next snapshot) and lists in [`Snapshot::late`] what changed
+//! after the turn's end — ctimes past it, names gone from a directory
+//! whose mtime is past it — which [`CheckpointStore::conflicts`] counts as
+//! someone else's.
 //!
 //! **Restore** (`restore.rs`) makes the paths `now` (a fresh snapshot)
 //! and the target cover as the target has them, and never touches what
@@ -75,12 +86,14 @@
 //! is kept and [`Enforced::over`] says so. Objects of a snapshot not yet
 //! in an index are not protected: save the index first.
 
+mod blob;
 mod checkpoint;
 mod diff;
 mod enforce;
 mod error;
 mod hash;
 mod restore;
+mod rules;
 mod snapshot;
 mod sparse;
 mod store;
@@ -100,6 +113,28 @@ pub use walk::SnapshotLimits;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+/// The instant a turn ends, for [`CheckpointStore::snapshot_ending`]:
+/// now, returned once the kernel's coarse clock (what file timestamps
+/// are taken from) has passed it, so a change made after this returns has
+/// a ctime later than it and one made before has not. Waits a clock tick
+/// at most (a few ms); call it off the async runtime.
+pub fn end_of_turn() -> std::time::SystemTime {
+    use rustix::time::{clock_gettime, ClockId};
+    let now = std::time::SystemTime::now();
+    let wanted = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for _ in 0..100 {
+        let coarse = clock_gettime(ClockId::RealtimeCoarse);
+        let coarse = coarse.tv_sec as u128 * 1_000_000_000 + coarse.tv_nsec as u128;
+        if coarse > wanted {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    now
+}
+
 impl CheckpointStore {
     /// Records `workspace` (blobs and trees written to the store);
     /// `previous` lets unchanged files reuse their hashes.
@@ -108,7 +143,7 @@ impl CheckpointStore {
         workspace: &Path,
         previous: Option<&Snapshot>,
     ) -> Result<Snapshot, CheckpointError> {
-        walk::snapshot(self, workspace, previous, SnapshotLimits::NONE)
+        walk::snapshot(self, workspace, previous, SnapshotLimits::NONE, None)
     }
 
     /// [`CheckpointStore::snapshot`] within `limits`: past them the
@@ -120,7 +155,29 @@ impl CheckpointStore {
         previous: Option<&Snapshot>,
         limits: SnapshotLimits,
     ) -> Result<Snapshot, CheckpointError> {
-        walk::snapshot(self, workspace, previous, limits)
+        walk::snapshot(self, workspace, previous, limits, None)
+    }
+
+    /// [`CheckpointStore::snapshot_within`] taken after a turn ended at
+    /// `ended` (its terminal event already sent): what changed after that
+    /// instant is listed in [`Snapshot::late`], so it can be told from the
+    /// turn's own changes ([`Checkpoint::late`]); give it an instant from
+    /// [`end_of_turn`] so that every change before has a ctime at or
+    /// before it and every change after one past it. It stores trees
+    /// only: the contents it reads are hashed and marked to be read (and
+    /// stored) by the next snapshot — an `after` is compared by a restore,
+    /// never written.
+    pub fn snapshot_ending(
+        &self,
+        workspace: &Path,
+        previous: Option<&Snapshot>,
+        limits: SnapshotLimits,
+        ended: std::time::SystemTime,
+    ) -> Result<Snapshot, CheckpointError> {
+        let since = ended
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        walk::snapshot(self, workspace, previous, limits, Some(since))
     }
 
     /// A stored snapshot by its root id (every tree verified).
@@ -193,7 +250,8 @@ impl CheckpointStore {
 
     /// Paths changed outside the agent's turns since `checkpoints[from]`:
     /// those that differ between `after[j]` and `before[j+1]` for each
-    /// j ≥ from, or between the last `after` and `now`. A turn whose
+    /// j ≥ from, or between the last `after` and `now`, and each one's
+    /// [`Checkpoint::late`]. A turn whose
     /// `after` is missing (it never ended) cannot be told apart from what
     /// happened around it, so its whole span counts: `before[j]` is
     /// compared instead — conservative, it may list the agent's own
@@ -232,6 +290,8 @@ impl CheckpointStore {
             for change in diff::changes(&start.root, &end.root) {
                 paths.insert(change.path);
             }
+            // Changed after the turn ended, before its `after` was taken.
+            paths.extend(c.late.iter().cloned());
         }
         Ok(paths.into_iter().collect())
     }

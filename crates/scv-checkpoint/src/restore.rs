@@ -16,7 +16,7 @@
 
 use crate::diff::{changes, pair, Change};
 use crate::error::{CheckpointError, RestoreError};
-use crate::hash::{Hash, Hasher};
+use crate::hash::Hash;
 use crate::snapshot::join;
 use crate::snapshot::Snapshot;
 use crate::store::{dir_flags, CheckpointStore, Kind};
@@ -24,7 +24,7 @@ use crate::tree::{Entry, Node, Stat, Tree};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Seek, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
@@ -671,25 +671,26 @@ fn rename_new_from(
     }
 }
 
-/// Copies a blob into `out`, checking its hash on the way (it was
-/// checked before the restore began; this catches a change since).
+/// Copies a blob into `out` (decompressed), checking its hash on the way
+/// (it was checked before the restore began; this catches a change since).
 fn copy_blob(store: &CheckpointStore, hash: &Hash, out: &mut File) -> Result<(), String> {
     let mut blob = store
         .open_object(Kind::Blob, hash)
         .map_err(|e| e.to_string())?;
-    let mut hasher = Hasher::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = match blob.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read the stored content: {e}")),
-        };
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
-    }
-    if hasher.finish() != *hash {
+    let out = std::cell::RefCell::new(out);
+    let whole = crate::blob::read_into(
+        &mut blob,
+        hash,
+        u64::MAX,
+        &mut |b| out.borrow_mut().write_all(b).map_err(|e| e.to_string()),
+        &mut || {
+            let mut out = out.borrow_mut();
+            out.set_len(0)
+                .and_then(|()| out.seek(std::io::SeekFrom::Start(0)).map(|_| ()))
+                .map_err(|e| e.to_string())
+        },
+    )?;
+    if !whole {
         return Err("the stored content changed during the restore".into());
     }
     Ok(())

@@ -50,6 +50,11 @@ pub struct Snapshot {
     pub metadata_only: Vec<String>,
     /// What this snapshot cost to take (zeros for one loaded).
     pub stats: SnapshotStats,
+    /// Taken by [`crate::CheckpointStore::snapshot_ending`]: the paths
+    /// changed after the instant it was given (files and links by their
+    /// ctime; names gone from a directory whose mtime is later), sorted.
+    /// Empty otherwise.
+    pub late: Vec<String>,
     pub(crate) hash: Hash,
     pub(crate) root: Arc<Tree>,
     /// The store's sweep count when it was taken or loaded.
@@ -106,6 +111,7 @@ impl Snapshot {
             skipped,
             metadata_only,
             stats,
+            late: Vec::new(),
             hash,
             root,
             generation,

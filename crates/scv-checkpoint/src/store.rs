@@ -4,7 +4,7 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::error::CheckpointError;
-use crate::hash::{Hash, Hasher};
+use crate::hash::Hash;
 use crate::snapshot::SnapshotId;
 use crate::tree::{Decode, Tree, MAX_DEPTH, MAX_TREE_BYTES};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -220,8 +220,10 @@ impl CheckpointStore {
     }
 
     /// Whether the store has the object, as a regular file (of `size`
-    /// bytes, for a blob): a short one (a crash before the data reached
-    /// the disk) counts as absent and is written again.
+    /// bytes, for a sparse blob; not empty, for the rest): a short one (a
+    /// crash before the data reached the disk) counts as absent and is
+    /// written again. A compressed object torn otherwise is caught by its
+    /// hash when read (a restore then refuses before changing anything).
     pub(crate) fn has(
         &self,
         kind: Kind,
@@ -240,7 +242,10 @@ impl CheckpointStore {
                         self.display(kind, hash)
                     )));
                 }
-                Ok(size.is_none_or(|s| s == st.st_size as u64))
+                Ok(match size {
+                    Some(s) => s == st.st_size as u64,
+                    None => st.st_size > 0,
+                })
             }
             Err(Errno::NOENT) => Ok(false),
             Err(e) => Err(self.io_err("cannot inspect", &self.display(kind, hash), e)),
@@ -286,12 +291,15 @@ impl CheckpointStore {
         let _ = rustix::fs::unlinkat(&self.tmp, temp, AtFlags::empty());
     }
 
-    /// Stores `bytes` as the blob `hash` unless it is there already.
+    /// Stores `bytes` as the blob `hash` (compressed, `blob.rs`) unless it
+    /// is there already.
     pub(crate) fn put_blob(&self, hash: &Hash, bytes: &[u8]) -> Result<(), CheckpointError> {
-        if self.has(Kind::Blob, hash, Some(bytes.len() as u64))? {
+        if self.has(Kind::Blob, hash, None)? {
             return Ok(());
         }
-        self.write_object(Kind::Blob, hash, bytes)
+        let packed = crate::blob::pack(bytes)
+            .map_err(|e| CheckpointError::io("cannot compress a file for", &self.dir, e))?;
+        self.write_object(Kind::Blob, hash, &packed)
     }
 
     fn write_object(&self, kind: Kind, hash: &Hash, bytes: &[u8]) -> Result<(), CheckpointError> {
@@ -339,35 +347,37 @@ impl CheckpointStore {
     pub(crate) fn read_blob(&self, hash: &Hash) -> Result<Vec<u8>, CheckpointError> {
         let name = self.display(Kind::Blob, hash);
         let mut file = self.open_object(Kind::Blob, hash)?;
-        let mut bytes = Vec::new();
-        (&mut file)
-            .take(crate::checkpoint::MAX_CONTENT_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| CheckpointError::io("cannot read", &self.dir.join(&name), e))?;
-        if Hash::of(&bytes) != *hash {
+        let bytes = std::cell::RefCell::new(Vec::new());
+        let whole = crate::blob::read_into(
+            &mut file,
+            hash,
+            crate::checkpoint::MAX_CONTENT_BYTES + 1,
+            &mut |b| {
+                bytes.borrow_mut().extend_from_slice(b);
+                Ok(())
+            },
+            &mut || {
+                bytes.borrow_mut().clear();
+                Ok(())
+            },
+        )
+        .map_err(|e| CheckpointError::Corrupt(format!("{name}: {e}")))?;
+        if !whole {
             return Err(CheckpointError::Corrupt(format!(
                 "{name} does not match its hash"
             )));
         }
-        Ok(bytes)
+        Ok(bytes.into_inner())
     }
 
     /// Reads a blob through without keeping it: whether it is whole.
     pub(crate) fn verify_blob(&self, hash: &Hash) -> Result<(), CheckpointError> {
         let name = self.display(Kind::Blob, hash);
         let mut file = self.open_object(Kind::Blob, hash)?;
-        let mut hasher = Hasher::new();
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = file
-                .read(&mut buf)
-                .map_err(|e| CheckpointError::io("cannot read", &self.dir.join(&name), e))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-        }
-        if hasher.finish() != *hash {
+        let whole =
+            crate::blob::read_into(&mut file, hash, u64::MAX, &mut |_| Ok(()), &mut || Ok(()))
+                .map_err(|e| CheckpointError::Corrupt(format!("{name}: {e}")))?;
+        if !whole {
             return Err(CheckpointError::Corrupt(format!(
                 "{name} does not match its hash"
             )));

@@ -6,11 +6,10 @@
 use crate::checkpoint::MAX_CONTENT_BYTES;
 use crate::error::CheckpointError;
 use crate::hash::{Hash, Hasher};
+use crate::rules::{fingerprint, own_rules, read_exclude, Rules};
 use crate::snapshot::{Snapshot, SnapshotStats};
 use crate::store::{dir_flags, CheckpointStore, Kind};
 use crate::tree::{Entry, Node, Stat, Tree, MAX_DEPTH};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use ignore::Match;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -27,64 +26,6 @@ use std::sync::{Arc, Condvar, Mutex};
 const RACY_NS: i64 = 2_000_000_000;
 /// Files up to this are read whole into memory; bigger ones are streamed.
 const SMALL_FILE: u64 = 1024 * 1024;
-/// An ignore file bigger than this is not read.
-const MAX_IGNORE_FILE: u64 = 1024 * 1024;
-
-/// One level of ignore rules: the `.ignore` and `.gitignore` of a
-/// directory, matched against paths relative to it.
-struct Level {
-    /// Byte length of the directory's relative path plus its `/` (0 at the
-    /// root): what to cut from a path to match it here.
-    cut: usize,
-    ignore: Option<Gitignore>,
-    gitignore: Option<Gitignore>,
-}
-
-/// The rules in force in a directory: every level from the root down, and
-/// the root's `.git/info/exclude`.
-#[derive(Default)]
-struct Rules {
-    levels: Vec<Arc<Level>>,
-    exclude: Option<Arc<Gitignore>>,
-    /// Of every ignore file's text on the way here: equal fingerprints,
-    /// equal decisions.
-    fingerprint: u64,
-}
-
-impl Rules {
-    fn is_empty(&self) -> bool {
-        self.levels.is_empty() && self.exclude.is_none()
-    }
-
-    /// As the `ignore` crate decides: `.ignore` files first (deepest
-    /// first), then `.gitignore`, then `.git/info/exclude`; a whitelist
-    /// (`!pattern`) match keeps the path.
-    fn ignored(&self, rel: &str, is_dir: bool) -> bool {
-        if self.is_empty() {
-            return false;
-        }
-        for pick in [0, 1] {
-            for level in self.levels.iter().rev() {
-                let matcher = if pick == 0 {
-                    &level.ignore
-                } else {
-                    &level.gitignore
-                };
-                if let Some(m) = matcher {
-                    match m.matched(Path::new(&rel[level.cut..]), is_dir) {
-                        Match::Ignore(_) => return true,
-                        Match::Whitelist(_) => return false,
-                        Match::None => {}
-                    }
-                }
-            }
-        }
-        if let Some(m) = &self.exclude {
-            return m.matched(Path::new(rel), is_dir).is_ignore();
-        }
-        false
-    }
-}
 
 struct Job {
     id: usize,
@@ -121,6 +62,8 @@ struct DirResult {
     prev: Option<(Hash, Arc<Tree>)>,
     skipped: Vec<(String, String)>,
     metadata_only: Vec<String>,
+    /// Paths changed after [`Walk::late_since`] (see [`Snapshot::late`]).
+    late: Vec<String>,
 }
 
 struct Queue {
@@ -145,6 +88,9 @@ struct Walk<'a> {
     /// Entries listed so far, against `limits.max_entries`.
     entries_seen: AtomicU64,
     limits: SnapshotLimits,
+    /// When set, what changed after this instant (ns since the epoch) is
+    /// listed in the snapshot's `late`.
+    late_since: Option<i64>,
 }
 
 /// How much one snapshot may take on: a workspace past either bound (a
@@ -171,6 +117,7 @@ pub(crate) fn snapshot(
     workspace: &Path,
     previous: Option<&Snapshot>,
     limits: SnapshotLimits,
+    late_since: Option<i64>,
 ) -> Result<Snapshot, CheckpointError> {
     let _lock = store.lock(false)?;
     let generation = store.generation();
@@ -200,6 +147,7 @@ pub(crate) fn snapshot(
         bytes_read: AtomicU64::new(0),
         entries_seen: AtomicU64::new(0),
         limits,
+        late_since,
     };
     let exclude = read_exclude(root.as_fd());
     let rules = Arc::new(Rules {
@@ -246,6 +194,7 @@ pub(crate) fn snapshot(
     let mut built: Vec<Option<(Hash, Arc<Tree>)>> = (0..count).map(|_| None).collect();
     let mut skipped = Vec::new();
     let mut metadata_only = Vec::new();
+    let mut late = Vec::new();
     let mut trees_written = 0u64;
     let mut rules_seen = HashMap::with_capacity(count);
     for id in (0..count).rev() {
@@ -256,6 +205,7 @@ pub(crate) fn snapshot(
         };
         skipped.extend(r.skipped);
         metadata_only.extend(r.metadata_only);
+        late.extend(r.late);
         let mut entries = Vec::with_capacity(r.entries.len());
         rules_seen.insert(r.rel, r.rules);
         for p in r.entries {
@@ -301,7 +251,8 @@ pub(crate) fn snapshot(
     };
     skipped.sort();
     metadata_only.sort();
-    Ok(Snapshot::new(
+    late.sort();
+    let mut snapshot = Snapshot::new(
         hash,
         root,
         skipped,
@@ -314,7 +265,9 @@ pub(crate) fn snapshot(
             directories: count as u64,
         },
         Arc::new(rules_seen),
-    ))
+    );
+    snapshot.late = late;
+    Ok(snapshot)
 }
 
 impl Walk<'_> {
@@ -460,6 +413,7 @@ impl Walk<'_> {
             prev: job.prev,
             skipped,
             metadata_only: Vec::new(),
+            late: Vec::new(),
         };
         let mut children = Vec::new();
         let seen = self
@@ -588,8 +542,46 @@ impl Walk<'_> {
             out.skipped.push((path_of(&name), why));
         }
         out.entries.sort_by(|a, b| a.name().cmp(b.name()));
+        if let Some(since) = self.late_since {
+            self.late(fd, since, prev_tree.as_deref(), &mut out, &path_of);
+        }
         out.rel = rel_dir;
         Ok((out, children))
+    }
+
+    /// What changed here after `since`: files and links whose ctime is
+    /// later, and, when the directory's own mtime is later (an entry came
+    /// or went), the names `prev` had that are gone now (whoever removed
+    /// them, the turn or someone after it: counted as late, the safe side).
+    fn late(
+        &self,
+        dir: BorrowedFd<'_>,
+        since: i64,
+        prev: Option<&Tree>,
+        out: &mut DirResult,
+        path_of: &dyn Fn(&str) -> String,
+    ) {
+        for p in &out.entries {
+            if let Pending::Done(e) = p {
+                if matches!(e.node, Node::File { .. } | Node::Link { .. })
+                    && e.stat.ctime_ns > since
+                {
+                    out.late.push(path_of(&e.name));
+                }
+            }
+        }
+        let dir_changed = rustix::fs::fstat(dir).map_or(true, |st| Stat::of(&st).mtime_ns > since);
+        if let (true, Some(prev)) = (dir_changed, prev) {
+            for e in &prev.entries {
+                let here = out
+                    .entries
+                    .binary_search_by(|p| p.name().cmp(e.name.as_str()))
+                    .is_ok();
+                if !here && !e.is_skipped() {
+                    out.late.push(path_of(&e.name));
+                }
+            }
+        }
     }
 
     fn racy(&self, stat: &Stat) -> bool {
@@ -610,18 +602,13 @@ impl Walk<'_> {
         let stat = Stat::of(st);
         let mode = st.st_mode & 0o777;
         if let Some(prev) = prev {
-            if let Node::File {
-                hash,
-                mode: m,
-                sparse,
-            } = &prev.node
-            {
+            if let Node::File { hash, mode: m, .. } = &prev.node {
                 if !prev.racy && prev.stat == stat && *m == mode {
                     let still_there = match hash {
-                        // A sparse object's length is not the file's.
                         Some(h) if self.check_reused => {
-                            self.store
-                                .has(Kind::Blob, h, (!sparse).then_some(stat.size))?
+                            // A stored object's length is not the file's
+                            // (compressed, or the sparse form).
+                            self.store.has(Kind::Blob, h, None)?
                         }
                         _ => true,
                     };
@@ -689,8 +676,12 @@ impl Walk<'_> {
                 self.limits.max_bytes_read >> 20
             )));
         }
+        // An ending snapshot (an `after`, which a restore never writes)
+        // only hashes what it reads: the next snapshot stores it.
+        let unstored = ranges.is_none() && self.late_since.is_some();
         let stored = match &ranges {
             Some(ranges) => self.store_sparse(&file, stat.size, ranges)?,
+            None if unstored => hash_content(&mut file, &self.bytes_read),
             None => self.store_content(&mut file, stat.size)?,
         };
         let hash = match stored {
@@ -700,7 +691,7 @@ impl Walk<'_> {
         // Changed while being read: what was read may be torn, so the next
         // snapshot reads it again.
         let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
-        let racy = self.racy(&stat) || !after.is_ok_and(|a| a == stat);
+        let racy = unstored || self.racy(&stat) || !after.is_ok_and(|a| a == stat);
         self.files_read.fetch_add(1, Ordering::Relaxed);
         Ok(Ok(Entry {
             name: name.to_string(),
@@ -767,7 +758,15 @@ impl Walk<'_> {
             self.store.put_blob(&hash, &bytes)?;
             return Ok(Ok(hash));
         }
-        let (mut temp, temp_name) = self.store.temp_file()?;
+        let (temp, temp_name) = self.store.temp_file()?;
+        let temp_path = || self.store.dir.join("tmp").join(&temp_name);
+        let mut packer = match crate::blob::packer(temp) {
+            Ok(p) => p,
+            Err(e) => {
+                self.store.discard(&temp_name);
+                return Err(CheckpointError::io("cannot write", &temp_path(), e));
+            }
+        };
         let mut hasher = Hasher::new();
         let mut buf = vec![0u8; 256 * 1024];
         let mut total = 0u64;
@@ -783,19 +782,18 @@ impl Walk<'_> {
             };
             hasher.update(&buf[..n]);
             total += n as u64;
-            if let Err(e) = temp.write_all(&buf[..n]) {
+            if let Err(e) = packer.write_all(&buf[..n]) {
                 self.store.discard(&temp_name);
-                return Err(CheckpointError::io(
-                    "cannot write",
-                    &self.store.dir.join("tmp").join(&temp_name),
-                    e,
-                ));
+                return Err(CheckpointError::io("cannot write", &temp_path(), e));
             }
         }
-        drop(temp);
+        if let Err(e) = crate::blob::finish(packer) {
+            self.store.discard(&temp_name);
+            return Err(CheckpointError::io("cannot write", &temp_path(), e));
+        }
         self.bytes_read.fetch_add(total, Ordering::Relaxed);
         let hash = hasher.finish();
-        if self.store.has(Kind::Blob, &hash, Some(total))? {
+        if self.store.has(Kind::Blob, &hash, None)? {
             self.store.discard(&temp_name);
         } else {
             self.store.adopt(Kind::Blob, &hash, &temp_name)?;
@@ -832,6 +830,24 @@ impl Walk<'_> {
     }
 }
 
+/// A file's hash, its content not kept (at most [`MAX_CONTENT_BYTES`]).
+fn hash_content(file: &mut File, bytes_read: &AtomicU64) -> Result<Hash, String> {
+    let mut limited = file.take(MAX_CONTENT_BYTES);
+    let mut hasher = Hasher::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match limited.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read: {e}")),
+        };
+        hasher.update(&buf[..n]);
+        bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(hasher.finish())
+}
+
 fn skip(name: &str, why: &str) -> Pending {
     Pending::Done(Entry {
         name: name.to_string(),
@@ -841,77 +857,6 @@ fn skip(name: &str, why: &str) -> Pending {
         stat: Stat::default(),
         racy: false,
     })
-}
-
-/// A directory's own `.ignore` and `.gitignore`, when it lists any, and
-/// their text (for the fingerprint).
-fn own_rules(
-    dir: BorrowedFd<'_>,
-    rel: &str,
-    has_ignore: bool,
-    has_gitignore: bool,
-) -> Option<(Level, String)> {
-    let read = |present: bool, name: &str| {
-        if present {
-            read_text(dir, name)
-        } else {
-            None
-        }
-    };
-    let ignore_text = read(has_ignore, ".ignore");
-    let gitignore_text = read(has_gitignore, ".gitignore");
-    if ignore_text.is_none() && gitignore_text.is_none() {
-        return None;
-    }
-    let ignore = ignore_text.as_deref().and_then(build_rules);
-    let gitignore = gitignore_text.as_deref().and_then(build_rules);
-    let text = format!(
-        "{}\0{}",
-        ignore_text.unwrap_or_default(),
-        gitignore_text.unwrap_or_default()
-    );
-    Some((
-        Level {
-            cut: if rel.is_empty() { 0 } else { rel.len() + 1 },
-            ignore,
-            gitignore,
-        },
-        text,
-    ))
-}
-
-fn fingerprint(parent: u64, text: &str) -> u64 {
-    let mut bytes = parent.to_le_bytes().to_vec();
-    bytes.extend_from_slice(text.as_bytes());
-    let h = Hash::of(&bytes);
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&h.0[..8]);
-    u64::from_le_bytes(first)
-}
-
-/// The root's `.git/info/exclude` and its text (read, never written:
-/// nothing in `.git` is ever opened for writing).
-fn read_exclude(root: BorrowedFd<'_>) -> Option<(Gitignore, String)> {
-    let git = rustix::fs::openat(root, ".git", dir_flags(), Mode::empty()).ok()?;
-    let info = rustix::fs::openat(&git, "info", dir_flags(), Mode::empty()).ok()?;
-    let text = read_text(info.as_fd(), "exclude")?;
-    Some((build_rules(&text)?, text))
-}
-
-fn build_rules(text: &str) -> Option<Gitignore> {
-    // Matched with paths relative to the file's directory: a root of "."
-    // makes the matcher strip nothing.
-    let mut builder = GitignoreBuilder::new(".");
-    for line in text.lines() {
-        // A line that is not a valid glob is skipped, as git does.
-        let _ = builder.add_line(None, line);
-    }
-    builder.build().ok().filter(|g| !g.is_empty())
-}
-
-fn read_text(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
-    let bytes = crate::store::read_regular(dir, name, MAX_IGNORE_FILE)?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// What a file's blocks take (its data, for a file with holes).

@@ -75,6 +75,7 @@ impl Session<'_> {
             created_unix_seconds: 1_000 + n as u64,
             before: snapshot.id.clone(),
             after: None,
+            late: Vec::new(),
         });
         self.store.save_index(self.id, &self.list).unwrap();
         self.fit();
@@ -175,6 +176,7 @@ fn many_small_files_count_what_they_take_on_disk_not_their_length() {
             created_unix_seconds: 1_000 + round as u64,
             before: snapshot.id.clone(),
             after: None,
+            late: Vec::new(),
         });
         f.store.save_index(session.id, &session.list).unwrap();
         // The existing API alone: enforce after every checkpoint.
@@ -222,6 +224,7 @@ fn the_newest_checkpoint_alone_past_the_bound_is_kept_and_said() {
             created_unix_seconds: 1_000 + n,
             before: snapshot.id.clone(),
             after: None,
+            late: Vec::new(),
         });
         last = Some(snapshot);
     }

@@ -366,6 +366,7 @@ fn conflicts_are_changes_outside_the_agents_turns() {
                 created_unix_seconds: i as u64,
                 before: before.id.clone(),
                 after: after.map(|s| s.id.clone()),
+                late: Vec::new(),
             }
         };
     let list = vec![ck(0, &b0, Some(&a0)), ck(1, &b1, Some(&a1))];

@@ -196,6 +196,7 @@ fn an_unchanged_sparse_file_is_not_read_again_after_a_sweep() {
         created_unix_seconds: 1,
         before: first.id.clone(),
         after: None,
+        late: Vec::new(),
     };
     f.store.save_index("abcd", &[checkpoint]).unwrap();
     // Something to sweep, so the store's generation moves on: the next

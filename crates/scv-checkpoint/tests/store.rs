@@ -225,6 +225,7 @@ fn checkpoint(id: &str, at: u64, before: &Snapshot, after: Option<&Snapshot>) ->
         created_unix_seconds: at,
         before: before.id.clone(),
         after: after.map(|s| s.id.clone()),
+        late: Vec::new(),
     }
 }
 
@@ -279,9 +280,15 @@ fn indexes_round_trip_and_refuse_damage() {
 
 /// A snapshot of a workspace holding one file of `kib` KiB unique to `n`.
 fn unique_snapshot(f: &Fixture, n: usize, kib: usize) -> Snapshot {
-    // 32 lines of 32 bytes per KiB.
-    let content: String = (0..kib * 32)
-        .map(|i| format!("{n:08}{i:08}...............\n"))
+    // Noise, so the store's compression keeps every byte of it.
+    let mut x = (n as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let content: Vec<u8> = (0..kib * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
         .collect();
     assert_eq!(content.len(), kib * 1024);
     std::fs::write(f.path().join("unique.txt"), content).unwrap();

@@ -1,8 +1,9 @@
 //! A session's checkpoints (capability `checkpoints`; the store and its
 //! format are `scv-checkpoint`'s): the workspace recorded before the
-//! first call of each turn that may change files, and again when that
-//! turn ends, so a restore knows what the agent changed and what someone
-//! else did since. Every snapshot and restore runs on the blocking pool.
+//! first call of each turn that may change files, and again once that
+//! turn's terminal event is out (what changed after its end is marked as
+//! someone else's), so a restore knows what the agent changed and what
+//! someone else did since. Every snapshot and restore runs on the blocking pool.
 //!
 //! The checkpoints of a session are kept in the store's index for the
 //! session id, so they outlive the daemon with the session's journal.
@@ -40,9 +41,17 @@ pub(crate) struct Store {
     sweep: Arc<tokio::sync::RwLock<()>>,
 }
 
-/// Past its bound, the store is brought down to this fraction of it
-/// (15/16), so the next checkpoint does not evict again at once.
+/// Past [`high_water`], the store is brought down to this fraction of
+/// its bound (7/8), so the next checkpoint does not evict again at once.
 fn low_water(max_bytes: u64) -> u64 {
+    max_bytes - max_bytes / 8
+}
+
+/// The store is kept under this (15/16 of its bound) when a checkpoint is
+/// taken: the rest is room for what the turn's `after` adds once the
+/// turn's terminal event is out (its trees and the index; no contents),
+/// so the bound holds while that is recorded too.
+fn high_water(max_bytes: u64) -> u64 {
     max_bytes - max_bytes / 16
 }
 
@@ -84,12 +93,12 @@ impl Store {
 
     /// Keeps the store within its bound after a checkpoint's index was
     /// saved: a cheap check (the store's last count plus what this
-    /// process wrote since; counted again when that passes the bound and
-    /// every 16th check), and past the bound, eviction down to
+    /// process wrote since; counted again when that passes
+    /// [`high_water`] and every 16th check), and past it, eviction down to
     /// [`low_water`] with no snapshot between its taking and its index.
     async fn enforce(self: &Arc<Self>) {
         let store = self.clone();
-        match crate::blocking::run(move || store.store.over(store.max_bytes)).await {
+        match crate::blocking::run(move || store.store.over(high_water(store.max_bytes))).await {
             Ok(true) => {}
             Ok(false) => return,
             Err(err) => {
@@ -345,6 +354,7 @@ impl Checkpoints {
             created_unix_seconds: scv_store::now_unix(),
             before: snapshot.id.clone(),
             after: None,
+            late: Vec::new(),
         };
         let id = checkpoint.checkpoint_id.clone();
         state.missed = None;
@@ -363,52 +373,26 @@ impl Checkpoints {
         Taken::New(id)
     }
 
-    /// Turn `turn_id` ended: if it took a checkpoint, what it left is
-    /// recorded, so later changes by others can be told from its own.
-    pub(crate) async fn turn_ended(&self, turn_id: &str) {
-        let mut state = self.state.lock().await;
+    /// Turn `turn_id` is ending: if it took a checkpoint, its state is held
+    /// (nothing else of this session's checkpoints runs) until
+    /// [`Ending::record`] has recorded what the turn left, which the caller
+    /// runs once the turn's terminal event is out, so that event never
+    /// waits on a snapshot. What changes between the two is listed as
+    /// someone else's ([`Checkpoint::late`]).
+    pub(crate) async fn turn_ending(&self, turn_id: &str) -> Option<Ending<'_>> {
+        let state = self.state.lock().await;
         if state.open_turn.as_deref() != Some(turn_id) {
-            return;
+            return None;
         }
-        state.open_turn = None;
-        let sweep = self.store.sweep.clone().read_owned().await;
-        self.store.forget_evicted(&self.session_id, &mut state.list);
-        let previous = state.last.clone();
-        match self.snapshot(previous).await {
-            Ok(after) => {
-                let unchanged = state
-                    .list
-                    .last()
-                    .is_some_and(|last| last.before == after.id);
-                if unchanged {
-                    // The turn changed no file (a `bash` that only read):
-                    // its checkpoint would undo nothing, and `/undo` must
-                    // reach the last turn that did change files.
-                    state.list.pop();
-                    let mut newest = self.store.newest();
-                    match state.list.last() {
-                        Some(c) => newest.insert(self.session_id.clone(), c.checkpoint_id.clone()),
-                        None => newest.remove(&self.session_id),
-                    };
-                } else if let Some(last) = state.list.last_mut() {
-                    last.after = Some(after.id.clone());
-                }
-                state.last = Some(after);
-                self.save(&state).await;
-            }
-            Err(err) => {
-                tracing::warn!(
-                    "session {}: the workspace after the turn was not recorded: {}",
-                    self.session_id,
-                    err.message
-                );
-                return;
-            }
-        }
-        drop(sweep);
-        drop(state);
-        // What the turn wrote is in the store now too.
-        self.store.enforce().await;
+        // Past the clock tick: a change after this has a later ctime.
+        let ended = crate::blocking::run(scv_checkpoint::end_of_turn)
+            .await
+            .unwrap_or_else(|_| std::time::SystemTime::now());
+        Some(Ending {
+            checkpoints: self,
+            state,
+            ended,
+        })
     }
 
     /// The session's state, without what the bound evicted.
@@ -602,6 +586,73 @@ impl Checkpoints {
                 self.session_id
             );
         }
+    }
+}
+
+/// A turn that took a checkpoint, ended, its after-state still to record
+/// ([`Checkpoints::turn_ending`]).
+pub(crate) struct Ending<'a> {
+    checkpoints: &'a Checkpoints,
+    state: tokio::sync::MutexGuard<'a, State>,
+    ended: std::time::SystemTime,
+}
+
+impl Ending<'_> {
+    /// Records what the turn left, so later changes by others can be told
+    /// from its own; a turn that changed nothing keeps no checkpoint.
+    pub(crate) async fn record(self) {
+        let Ending {
+            checkpoints: this,
+            mut state,
+            ended,
+        } = self;
+        state.open_turn = None;
+        let sweep = this.store.sweep.clone().read_owned().await;
+        this.store.forget_evicted(&this.session_id, &mut state.list);
+        let previous = state.last.clone();
+        let (store, workspace) = (this.store.store.clone(), this.workspace.clone());
+        let taken = crate::blocking::run(move || {
+            store.snapshot_ending(&workspace, previous.as_deref(), LIMITS, ended)
+        })
+        .await;
+        let after = match taken {
+            Ok(Ok(after)) => Arc::new(after),
+            Ok(Err(err)) => return this.not_recorded(err),
+            Err(err) => return this.not_recorded(err),
+        };
+        let unchanged = state
+            .list
+            .last()
+            .is_some_and(|last| last.before == after.id);
+        if unchanged {
+            // The turn changed no file (a `bash` that only read): its
+            // checkpoint would undo nothing, and `/undo` must reach the
+            // last turn that did change files.
+            state.list.pop();
+            let mut newest = this.store.newest();
+            match state.list.last() {
+                Some(c) => newest.insert(this.session_id.clone(), c.checkpoint_id.clone()),
+                None => newest.remove(&this.session_id),
+            };
+        } else if let Some(last) = state.list.last_mut() {
+            last.after = Some(after.id.clone());
+            last.late = after.late.clone();
+        }
+        state.last = Some(after);
+        this.save(&state).await;
+        drop(sweep);
+        drop(state);
+        // What the turn wrote is in the store now too.
+        this.store.enforce().await;
+    }
+}
+
+impl Checkpoints {
+    fn not_recorded(&self, err: impl std::fmt::Display) {
+        tracing::warn!(
+            "session {}: the workspace after the turn was not recorded: {err}",
+            self.session_id
+        );
     }
 }
 

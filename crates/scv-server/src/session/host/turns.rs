@@ -298,10 +298,12 @@ impl SessionHost {
             }
         };
         let mut no_undo = None;
-        if let Some(checkpoints) = &session.checkpoints {
-            // What the turn left, before anyone hears it ended.
-            checkpoints.turn_ended(&active.turn_id).await;
+        let checkpoints = session.checkpoints.clone();
+        let mut ending = None;
+        if let Some(checkpoints) = &checkpoints {
             no_undo = checkpoints.missed_in(&active.turn_id).await;
+            // Held now, recorded once the terminal event is out.
+            ending = checkpoints.turn_ending(&active.turn_id).await;
         }
         let sink = session.sink.clone();
         let mut bounds_due = false;
@@ -337,6 +339,9 @@ impl SessionHost {
                     code,
                 )
                 .await;
+        }
+        if let Some(ending) = ending {
+            ending.record().await;
         }
         if bounds_due {
             if let Some(store) = session.journal.as_ref().map(|j| j.store().clone()) {
