@@ -1,8 +1,8 @@
 //! A session's checkpoints (capability `checkpoints`; the store and its
 //! format are `scv-checkpoint`'s): the workspace recorded before the
-//! first call of each turn that may change files, and again once that
-//! turn's terminal event is out (what changed after its end is marked as
-//! someone else's), so a restore knows what the agent changed and what
+//! first call of each turn that may change files, and again as that
+//! turn ends, before its terminal event (what changed after its end is
+//! marked as someone else's), so a restore knows what the agent changed and what
 //! someone else did since. Every snapshot and restore runs on the blocking pool.
 //!
 //! The checkpoints of a session are kept in the store's index for the
@@ -48,8 +48,8 @@ fn low_water(max_bytes: u64) -> u64 {
 }
 
 /// The store is kept under this (15/16 of its bound) when a checkpoint is
-/// taken: the rest is room for what the turn's `after` adds once the
-/// turn's terminal event is out (its trees and the index; no contents),
+/// taken: the rest is room for what the turn's `after` adds as the turn
+/// ends (its trees and the index; no contents),
 /// so the bound holds while that is recorded too.
 fn high_water(max_bytes: u64) -> u64 {
     max_bytes - max_bytes / 16
@@ -376,8 +376,8 @@ impl Checkpoints {
     /// Turn `turn_id` is ending: if it took a checkpoint, its state is held
     /// (nothing else of this session's checkpoints runs) until
     /// [`Ending::record`] has recorded what the turn left, which the caller
-    /// runs once the turn's terminal event is out, so that event never
-    /// waits on a snapshot. What changes between the two is listed as
+    /// runs before the turn's terminal event (a client may undo as soon as
+    /// it hears it). What changes after the end's instant is listed as
     /// someone else's ([`Checkpoint::late`]).
     pub(crate) async fn turn_ending(&self, turn_id: &str) -> Option<Ending<'_>> {
         let state = self.state.lock().await;

@@ -298,12 +298,16 @@ impl SessionHost {
             }
         };
         let mut no_undo = None;
-        let checkpoints = session.checkpoints.clone();
-        let mut ending = None;
-        if let Some(checkpoints) = &checkpoints {
+        if let Some(checkpoints) = session.checkpoints.clone() {
+            // What the turn left, recorded before the terminal event: a
+            // client that exits on `turn.completed` (`scv exec`) and runs
+            // `scv undo` next must find the session closed and its
+            // checkpoint listed, not a session still live (which
+            // `Which::Last` would fork).
+            if let Some(ending) = checkpoints.turn_ending(&active.turn_id).await {
+                ending.record().await;
+            }
             no_undo = checkpoints.missed_in(&active.turn_id).await;
-            // Held now, recorded once the terminal event is out.
-            ending = checkpoints.turn_ending(&active.turn_id).await;
         }
         let sink = session.sink.clone();
         let mut bounds_due = false;
@@ -339,9 +343,6 @@ impl SessionHost {
                     code,
                 )
                 .await;
-        }
-        if let Some(ending) = ending {
-            ending.record().await;
         }
         if bounds_due {
             if let Some(store) = session.journal.as_ref().map(|j| j.store().clone()) {
