@@ -235,6 +235,21 @@ pub fn content(fields: &[Field], values: &[Option<Value>]) -> Value {
     )
 }
 
+/// `content` with each field of the form it leaves out that has a
+/// `default` set to it: a client that accepts without touching a field
+/// accepts what the form offered (SEP-1034), whatever its front end.
+pub fn with_defaults(schema: &Value, mut content: Value) -> Value {
+    if let (Some(fields), Some(given)) = (schema["properties"].as_object(), content.as_object_mut())
+    {
+        for (name, field) in fields {
+            if let Some(default) = field.get("default") {
+                given.entry(name.clone()).or_insert_with(|| default.clone());
+            }
+        }
+    }
+    content
+}
+
 /// Whether `content` is what `schema` asks for; the error says what is
 /// not.
 pub fn check_content(schema: &Value, content: &Value) -> Result<(), String> {
@@ -426,5 +441,15 @@ mod tests {
         );
         let values: Vec<Option<Value>> = vec![None; fields.len()];
         assert_eq!(content(&fields, &values), json!({}));
+    }
+
+    #[test]
+    fn omitted_fields_take_their_default_and_given_ones_stay() {
+        let schema = json!({"type":"object","properties":{
+            "name":{"type":"string","default":"John Doe"},
+            "age":{"type":"integer","default":30},
+            "note":{"type":"string"}}});
+        let filled = with_defaults(&schema, json!({"age": 41}));
+        assert_eq!(filled, json!({"name":"John Doe","age":41}));
     }
 }

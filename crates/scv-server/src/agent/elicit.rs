@@ -127,7 +127,7 @@ impl Elicitations {
         };
         let content = match (&waiting.schema, action) {
             (Some(schema), ElicitAction::Accept) => {
-                let content = with_defaults(
+                let content = scv_protocol::elicit_form::with_defaults(
                     schema,
                     content.unwrap_or_else(|| Value::Object(Default::default())),
                 );
@@ -144,21 +144,6 @@ impl Elicitations {
     }
 }
 
-/// `content` with each field of the form it leaves out that has a
-/// `default` set to it: a client that accepts without touching a field
-/// accepts what the form offered (SEP-1034), whatever its front end.
-fn with_defaults(schema: &Value, mut content: Value) -> Value {
-    if let (Some(fields), Some(given)) = (schema["properties"].as_object(), content.as_object_mut())
-    {
-        for (name, field) in fields {
-            if let Some(default) = field.get("default") {
-                given.entry(name.clone()).or_insert_with(|| default.clone());
-            }
-        }
-    }
-    content
-}
-
 struct Forget {
     elicitations: Arc<Elicitations>,
     id: String,
@@ -167,21 +152,5 @@ struct Forget {
 impl Drop for Forget {
     fn drop(&mut self) {
         self.elicitations.lock().remove(&self.id);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_defaults;
-    use serde_json::json;
-
-    #[test]
-    fn omitted_fields_take_their_default_and_given_ones_stay() {
-        let schema = json!({"type":"object","properties":{
-            "name":{"type":"string","default":"John Doe"},
-            "age":{"type":"integer","default":30},
-            "note":{"type":"string"}}});
-        let filled = with_defaults(&schema, json!({"age": 41}));
-        assert_eq!(filled, json!({"name":"John Doe","age":41}));
     }
 }
