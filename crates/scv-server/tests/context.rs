@@ -130,6 +130,26 @@ async fn compact_as_a_command_summarizes_now_and_asks_the_model_nothing_else() {
     assert!(next.contains("SUMMARY: parsing, twice."), "{next}");
     assert!(!next.contains("first question about parsing"), "{next}");
 
+    // While a turn runs: refused with `turn_active`, nothing queued; the
+    // turn and the connection go on.
+    let words: Vec<String> = (0..40).map(|n| format!("w{n} ")).collect();
+    rig.mock
+        .push(Reply::text(words).drip(std::time::Duration::from_millis(20)));
+    rig.server
+        .start_turn(&session, "busy", "a long answer")
+        .await;
+    rig.server.until("turn.started").await;
+    rig.server
+        .send(
+            json!({"type":"turn.start","request_id":"c2","session_id":session,
+                     "prompt":"/compact","command":true}),
+        )
+        .await;
+    rig.server.expect_error("turn_active", "c2").await;
+    let events = rig.server.until_terminal().await;
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(!types(&events).contains(&"context.compacted"));
+
     // Not a command: an ordinary prompt.
     rig.mock.push(Reply::text(["ok"]));
     rig.turn(&session, "/compact").await;
